@@ -1,0 +1,115 @@
+"""Every error memdir raises on purpose.
+
+Each error carries a ``message`` (what was wrong) and a ``hint`` (how to fix it),
+so the MCP layer can return both to the model as one tool error and the CLI can
+print them without matching on strings.
+
+    MemdirError
+    ├── InputValidationError      bad arguments from a caller (SwarmMemory's name)
+    │   └── InvalidPathError      a memory path that is unsafe or malformed
+    ├── EntryNotFoundError        no entry at that path
+    ├── ReadOnlyEntryError        built-in (virtual) entries cannot be changed
+    ├── EntryTooLargeError        one entry over the per-entry limit
+    ├── StorageFullError          the root would exceed its total size limit
+    ├── RedirectError             a stub (`# merged → ...`) that cannot be followed
+    ├── StaleEditError            the entry changed since this session read it
+    ├── LockTimeoutError          another process held the root's lock too long
+    └── ModelNotFoundError        no embedding model could be found
+"""
+
+from __future__ import annotations
+
+
+class MemdirError(Exception):
+    """Base of memdir's errors: a message plus a hint for the fix."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} {self.hint}".strip()
+
+
+class InputValidationError(MemdirError):
+    """A caller passed an argument memdir cannot accept."""
+
+
+class InvalidPathError(InputValidationError):
+    """A memory path that is empty, escapes the root or holds forbidden characters."""
+
+    def __init__(self, path: str, message: str, hint: str = "") -> None:
+        super().__init__(message, hint)
+        self.path = path
+
+
+class EntryNotFoundError(MemdirError):
+    """No memory entry exists at the given path."""
+
+    def __init__(self, path: str, hint: str = "") -> None:
+        super().__init__(
+            f"memory://{path} not found.",
+            hint or "Use MemoryGlob or MemoryGrep to find existing entries.",
+        )
+        self.path = path
+
+
+class ReadOnlyEntryError(MemdirError):
+    """Built-in entries ship with memdir and are never overwritten or deleted."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"memory://{path} is a built-in entry and cannot be changed.",
+            "Write your own version under a different path.",
+        )
+        self.path = path
+
+
+class EntryTooLargeError(MemdirError):
+    """One entry's content exceeds the per-entry size limit."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"Content for memory://{path} is {size:,} bytes; the limit per entry is {limit:,} bytes.",
+            "Split it into several smaller entries.",
+        )
+        self.path, self.size, self.limit = path, size, limit
+
+
+class StorageFullError(MemdirError):
+    """The write would take the memory root over its total size limit."""
+
+    def __init__(self, total: int, limit: int) -> None:
+        super().__init__(
+            f"Memory storage is full: writing would use {total:,} bytes of the {limit:,} allowed.",
+            "Delete or compact entries (MemoryDefrag), or raise MEMDIR_MAX_TOTAL_SIZE.",
+        )
+        self.total, self.limit = total, limit
+
+
+class RedirectError(MemdirError):
+    """A stub entry whose redirect is circular, too deep, broken or malformed."""
+
+    def __init__(self, path: str, message: str, hint: str = "") -> None:
+        super().__init__(message, hint)
+        self.path = path
+
+
+class StaleEditError(MemdirError):
+    """The entry was changed (by another session or process) after this session read it."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"memory://{path} has changed since you last read it.",
+            "Read it again with MemoryRead before editing.",
+        )
+        self.path = path
+
+
+class LockTimeoutError(MemdirError):
+    """The root's write lock could not be taken in time."""
+
+
+class ModelNotFoundError(MemdirError):
+    """No embedding model was found; memdir falls back to keyword search."""

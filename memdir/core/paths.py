@@ -1,0 +1,116 @@
+"""Memory paths: one canonical spelling per entry, and never a way out of the root.
+
+A *logical path* is what tools and users see: ``concept/ruby/classes.md``.
+`normalize_path` turns any accepted spelling (``concept/ruby/classes``,
+``memory://concept/ruby//classes.md``, surrounding spaces) into that one form,
+so ``x`` and ``x.md`` always name the same entry — the read tracker, the index
+and the files all key on it. `resolve_in_root` maps a logical path to the file
+that holds it and refuses anything that, after symlinks, lies outside the root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from pathlib import Path
+
+from memdir.core.errors import InvalidPathError
+
+MEMORY_SCHEME = "memory://"
+ENTRY_SUFFIX = ".md"
+MAX_PATH_LENGTH = 1024
+MAX_SEGMENT_BYTES = 255
+
+# SwarmMemory's forbidden characters: invalid on common filesystems.
+_FORBIDDEN_CHARS = re.compile(r'[<>:"|?*]')
+_SLASHES = re.compile(r"/{2,}")
+
+
+def _invalid(path: str, why: str, hint: str = "") -> InvalidPathError:
+    return InvalidPathError(
+        path,
+        f"Invalid memory path {path!r}: {why}.",
+        hint or "Use a relative path such as 'concept/ruby/classes.md'.",
+    )
+
+
+def _has_control_char(text: str) -> bool:
+    return any(unicodedata.category(ch) == "Cc" for ch in text)
+
+
+def normalize_path(path: str) -> str:
+    """Return the canonical logical path for ``path``, or raise `InvalidPathError`.
+
+    Rules (SwarmMemory's, plus fixes): strip surrounding whitespace and an optional
+    ``memory://`` prefix; collapse repeated slashes; drop a trailing slash; NFC-normalise;
+    refuse absolute paths, ``.``/``..`` segments, hidden segments (``.memdir`` holds
+    derived data), backslashes, NUL and control characters and ``<>:"|?*``;
+    append ``.md`` when missing.
+    """
+    if not isinstance(path, str):
+        raise _invalid(str(path), "a path must be a string")
+    if _has_control_char(path):
+        raise _invalid(
+            path.encode("unicode_escape").decode(),
+            "it contains a NUL or control character",
+            "Remove control characters (newlines, tabs, NUL) from the path.",
+        )
+    text = unicodedata.normalize("NFC", path.strip())
+    if text.startswith(MEMORY_SCHEME):
+        text = text[len(MEMORY_SCHEME):]
+    if not text:
+        raise _invalid(path, "the path is empty")
+    if "\\" in text:
+        raise _invalid(path, "backslashes are not allowed", "Separate folders with '/', e.g. 'concept/ruby/classes.md'.")
+    if text.startswith("/"):
+        raise _invalid(path, "absolute paths are not allowed", "Paths are relative to the memory root, e.g. 'fact/api.md'.")
+    if _FORBIDDEN_CHARS.search(text):
+        raise _invalid(path, 'it contains one of the characters < > : " | ? *')
+    text = _SLASHES.sub("/", text).rstrip("/")
+    segments = text.split("/")
+    for segment in segments:
+        if segment in (".", ".."):
+            raise _invalid(path, "'.' and '..' segments are not allowed (no parent directory references)")
+        if segment != segment.strip():
+            raise _invalid(path, "a folder or file name starts or ends with whitespace")
+        if segment.startswith("."):
+            raise _invalid(path, f"hidden names such as {segment!r} are reserved")
+        if len(segment.encode()) > MAX_SEGMENT_BYTES:
+            raise _invalid(path, f"a name is longer than {MAX_SEGMENT_BYTES} bytes")
+    if not text.endswith(ENTRY_SUFFIX):
+        text += ENTRY_SUFFIX
+    if text == ENTRY_SUFFIX or text.endswith("/" + ENTRY_SUFFIX):
+        raise _invalid(path, "the entry has no name")
+    if len(text) > MAX_PATH_LENGTH:
+        raise _invalid(path, f"the path is longer than {MAX_PATH_LENGTH} characters")
+    return text
+
+
+def disk_stem(logical_path: str) -> str:
+    """The path without ``.md``: the stem shared by the entry's .md, .yml and .emb files."""
+    return logical_path[: -len(ENTRY_SUFFIX)]
+
+
+def is_within(root: Path, candidate: Path) -> bool:
+    """True if ``candidate`` (after resolving symlinks) lies inside ``root``."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(candidate)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def resolve_in_root(root: Path, logical_path: str) -> Path:
+    """The ``.md`` file for a normalised logical path, refusing symlink escapes.
+
+    Raises:
+        InvalidPathError: if the file, or a folder on the way to it, is a symlink
+            that leads outside ``root``.
+    """
+    target = Path(root) / logical_path
+    if not is_within(root, target):
+        raise _invalid(
+            logical_path,
+            "it resolves outside the memory root (through a symbolic link)",
+            "Remove the symbolic link or choose another path.",
+        )
+    return target

@@ -1,0 +1,126 @@
+"""Every limit and default memdir has, in one place.
+
+Values come, highest priority first, from: keyword arguments, ``MEMDIR_*`` environment
+variables (SwarmMemory's ``SWARM_MEMORY_*`` names are accepted as aliases where one
+existed), a ``memdir.toml`` file, then the defaults below. The TOML file is the one named
+by ``MEMDIR_CONFIG``, else ``./memdir.toml``, else ``memdir.toml`` in the user config dir.
+Keys in the TOML file are the field names (``semantic_weight = 0.6``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+APP_NAME = "memdir"
+Mode = Literal["assistant", "retrieval", "researcher"]
+_AGENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+
+
+def _setting(default: Any, name: str, swarm: str | None = None, **kwargs: Any) -> Any:
+    """A field readable as ``name`` (TOML, kwargs), ``MEMDIR_NAME`` and optionally ``SWARM_MEMORY_*``."""
+    aliases = [name, f"MEMDIR_{name.upper()}"]
+    if swarm:
+        aliases.append(f"SWARM_MEMORY_{swarm}")
+    return Field(default, validation_alias=AliasChoices(*aliases), **kwargs)
+
+
+def config_file() -> Path:
+    """The TOML file settings are read from (it need not exist)."""
+    explicit = os.environ.get("MEMDIR_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    local = Path.cwd() / "memdir.toml"
+    if local.is_file():
+        return local
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "memdir.toml"
+
+
+class Settings(BaseSettings):
+    """memdir's configuration (see the module docstring for where values come from)."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, case_sensitive=False)
+
+    # --- where things live
+    root: Path = _setting(Path(platformdirs.user_data_dir(APP_NAME)), "root", description="The memory root directory.")
+    cache_dir: Path = _setting(Path(platformdirs.user_cache_dir(APP_NAME)), "cache_dir")
+    agent: str | None = _setting(None, "agent", description="Per-agent store: <root>/agents/<agent>.")
+
+    # --- embeddings
+    model: str = _setting("sentence-transformers/all-MiniLM-L6-v2", "model", "EMBEDDING_MODEL")
+    model_dir: Path | None = _setting(None, "model_dir", description="Explicit model directory (first in resolution order).")
+    embedding_max_chars: int = _setting(1200, "embedding_max_chars", "EMBEDDING_MAX_CHARS", description="-1 = unlimited")
+    embed_batch_size: int = _setting(32, "embed_batch_size")
+    embed_threads: int | None = _setting(None, "embed_threads")
+    embeddings_enabled: bool = _setting(True, "embeddings_enabled", description="False: keyword search only.")
+
+    # --- search
+    semantic_weight: float = _setting(0.5, "semantic_weight", "SEMANTIC_WEIGHT")
+    keyword_weight: float = _setting(0.5, "keyword_weight", "KEYWORD_WEIGHT")
+    discovery_threshold: float = _setting(0.35, "discovery_threshold", "DISCOVERY_THRESHOLD")
+    discovery_threshold_short: float = _setting(0.25, "discovery_threshold_short", "DISCOVERY_THRESHOLD_SHORT")
+    adaptive_word_cutoff: int = _setting(10, "adaptive_word_cutoff", "ADAPTIVE_WORD_CUTOFF")
+
+    # --- limits
+    max_entry_size: int = _setting(3_000_000, "max_entry_size", description="Bytes per entry (SwarmMemory: 3 MB).")
+    max_total_size: int = _setting(100_000_000_000, "max_total_size", description="Bytes in the whole root.")
+    word_limit: int = _setting(250, "word_limit", description="MemoryWrite's word limit per entry.")
+    max_redirect_hops: int = _setting(5, "max_redirect_hops")
+    lock_timeout: float = _setting(30.0, "lock_timeout", description="Seconds to wait for the root's write lock.")
+    glob_max_results: int = _setting(500, "glob_max_results")
+    grep_max_results: int = _setting(500, "grep_max_results")
+
+    # --- server
+    mode: Mode = _setting("assistant", "mode")
+    workspace: Path = _setting(Path.cwd(), "workspace", description="Directory the skill workspace tools act on.")
+    allow_bash: bool = _setting(False, "allow_bash", description="Bash is off unless this is true.")
+    bash_timeout: float = _setting(60.0, "bash_timeout")
+
+    # --- discovery (per-message reminders)
+    discovery_top_k: int = _setting(3, "discovery_top_k")
+    discovery_token_budget: int = _setting(600, "discovery_token_budget")
+    discovery_min_score: float = _setting(0.2, "discovery_min_score", description="Relevance floor below any threshold.")
+
+    @field_validator("agent")
+    @classmethod
+    def _agent_is_a_plain_name(cls, value: str | None) -> str | None:
+        """An agent name becomes a folder: refuse anything that could leave the root."""
+        if value is not None and not _AGENT_NAME.fullmatch(value):
+            raise ValueError(
+                f"agent name {value!r} is not allowed: use letters, digits, '-', '_' or '.', not starting with '.'"
+            )
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_file()))
+
+    @property
+    def store_root(self) -> Path:
+        """The directory this process's entries live in: the root, or the agent's own store under it."""
+        root = self.root.expanduser()
+        return root / "agents" / self.agent if self.agent else root
+
+    def threshold_for(self, query: str) -> float:
+        """SwarmMemory's adaptive threshold: short queries (< cutoff words) get the lower one."""
+        if len(query.split()) < self.adaptive_word_cutoff:
+            return self.discovery_threshold_short
+        return self.discovery_threshold

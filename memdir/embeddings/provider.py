@@ -1,0 +1,138 @@
+"""The model's lifecycle: resolved and loaded lazily, optionally in the background.
+
+A server must answer ``initialize`` within a second of spawn, so it cannot wait for
+onnxruntime to load. `ModelProvider` hands out the embedder only once it is ready;
+until then (or for good, when no model exists) callers get ``None`` and fall back to
+keyword search, and `state`/`reason` say why.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+
+from memdir.core.errors import MemdirError
+from memdir.embeddings.base import Embedder
+
+log = logging.getLogger(__name__)
+
+
+class ModelState(str, Enum):
+    NOT_LOADED = "not loaded"
+    LOADING = "loading"
+    READY = "ready"
+    UNAVAILABLE = "unavailable"
+    DISABLED = "disabled"
+
+
+class ModelProvider:
+    """Owns the embedder: resolves and loads it once, on demand or in a background thread.
+
+    Args:
+        loader: builds a ready embedder (resolution + onnxruntime session); may raise.
+        embedder: an already-built embedder (tests pass a fake one) — then no loading happens.
+        enabled: False turns semantic search off entirely.
+    """
+
+    def __init__(
+        self,
+        loader: Callable[[], Embedder] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        enabled: bool = True,
+    ) -> None:
+        self._loader = loader
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._on_ready: list[Callable[[Embedder], None]] = []
+        self.reason = ""
+        if not enabled:
+            self.state, self.reason = ModelState.DISABLED, "embeddings are disabled in settings"
+        elif embedder is not None:
+            self.state = ModelState.READY
+        elif loader is None:
+            self.state, self.reason = ModelState.UNAVAILABLE, "no embedding model configured"
+        else:
+            self.state = ModelState.NOT_LOADED
+
+    @classmethod
+    def from_settings(cls, model_dir: Path | None, cache_dir: Path, batch_size: int, threads: int | None,
+                      enabled: bool = True) -> ModelProvider:
+        """The real model, resolved as DESIGN.md says (explicit dir -> package -> HF cache)."""
+
+        def load() -> Embedder:
+            from memdir.embeddings.minilm import load_embedder
+
+            embedder = load_embedder(model_dir=model_dir, cache_dir=cache_dir, batch_size=batch_size, threads=threads)
+            embedder.warmup()
+            return embedder
+
+        return cls(load, enabled=enabled)
+
+    def on_ready(self, callback: Callable[[Embedder], None]) -> None:
+        """Run ``callback(embedder)`` once the model is ready (now, if it already is)."""
+        with self._lock:
+            if self.state is not ModelState.READY:
+                self._on_ready.append(callback)
+                return
+        callback(self._embedder)  # type: ignore[arg-type]
+
+    def get(self, *, wait: bool = True) -> Embedder | None:
+        """The embedder, loading it first if needed; None when unavailable (or still loading and not ``wait``)."""
+        if self.state is ModelState.READY:
+            return self._embedder
+        if self.state in (ModelState.UNAVAILABLE, ModelState.DISABLED):
+            return None
+        if self.state is ModelState.LOADING:
+            if not wait or self._thread is None:
+                return None
+            self._thread.join()
+            return self._embedder
+        self._load()
+        return self._embedder
+
+    def peek(self) -> Embedder | None:
+        """The embedder if it is ready right now; never blocks, never starts loading."""
+        return self._embedder if self.state is ModelState.READY else None
+
+    def start_background(self) -> None:
+        """Begin loading in a daemon thread (a server calls this so start-up stays fast)."""
+        with self._lock:
+            if self.state is not ModelState.NOT_LOADED:
+                return
+            self.state = ModelState.LOADING
+            self._thread = threading.Thread(target=self._load, name="memdir-model-loader", daemon=True)
+            self._thread.start()
+
+    def _load(self) -> None:
+        with self._lock:
+            if self.state is ModelState.READY:
+                return
+            self.state = ModelState.LOADING
+        try:
+            embedder = self._loader()  # type: ignore[misc]
+        except MemdirError as exc:
+            self._fail(str(exc))
+            return
+        except Exception as exc:  # a broken model must not take the memory down with it
+            log.exception("loading the embedding model failed")
+            self._fail(f"loading the embedding model failed: {exc}")
+            return
+        with self._lock:
+            self._embedder, self.state = embedder, ModelState.READY
+            callbacks, self._on_ready = self._on_ready, []
+        for callback in callbacks:
+            try:
+                callback(embedder)
+            except Exception:
+                log.exception("a model-ready callback failed")
+
+    def _fail(self, reason: str) -> None:
+        with self._lock:
+            self.state, self.reason = ModelState.UNAVAILABLE, reason
+            self._on_ready = []
+        log.warning("semantic search unavailable: %s", reason)

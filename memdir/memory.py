@@ -1,0 +1,352 @@
+"""`Memory`: one memory root — files, derived index and model — behind one small API.
+
+Everything above this layer (tools, CLI, defrag, episodes) talks to `Memory`; it keeps
+the files (the truth), the derived index and the vector matrix in step:
+
+* a write embeds *before* taking the root's lock (the model is the slow part), then,
+  under the exclusive lock, writes the files atomically and updates the index, so other
+  processes never see one without the other for long and never see a half entry;
+* reads of content go to the files; search goes to the index, refreshed first with
+  whatever other processes changed;
+* when the model is missing or still loading, writes still succeed (the entry is marked
+  not embedded and embedded later) and search is keyword-only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memdir.core.entry import Entry, Metadata
+from memdir.core.errors import EntryNotFoundError
+from memdir.core.paths import normalize_path
+from memdir.core.settings import Settings
+from memdir.embeddings.base import Embedder
+from memdir.embeddings.provider import ModelProvider, ModelState
+from memdir.embeddings.text import searchable_text, text_hash
+from memdir.search.hybrid import HybridSearcher, SearchResult
+from memdir.search.text_search import GrepHit, compile_grep, grep_content, match_glob, path_filter
+from memdir.storage.base import EntryInfo, Redirect
+from memdir.storage.filesystem import FilesystemAdapter
+from memdir.storage.index import DerivedIndex
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What a write did: the stored entry, and whether it replaced an existing one."""
+
+    entry: Entry
+    overwritten: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStatus:
+    """What `memdir status` reports."""
+
+    root: Path
+    entries: int
+    embedded: int
+    total_size: int
+    model_state: str
+    model_id: str | None
+    model_source: str | None
+    dimensions: int | None
+    reason: str
+    index_fresh: bool
+    stale: int
+
+
+class Memory:
+    """One memory root. Open with `Memory.open(settings)`; close (or use ``with``) when done."""
+
+    def __init__(self, settings: Settings, adapter: FilesystemAdapter, index: DerivedIndex, model: ModelProvider) -> None:
+        self.settings = settings
+        self.adapter = adapter
+        self.index = index
+        self.model = model
+        self.searcher = HybridSearcher(index, settings)
+        model.on_ready(self._embed_pending)
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        embedder: Embedder | None = None,
+        background: bool = False,
+        load_model: bool = True,
+    ) -> Memory:
+        """Open (creating if needed) the store ``settings.store_root``.
+
+        Args:
+            settings: configuration; defaults to `Settings()` (files + environment).
+            embedder: use this embedder instead of resolving the real model (tests).
+            background: load the model in a background thread (the server) instead of
+                on first need.
+            load_model: False keeps the model unloaded (pure file operations stay fast,
+                and nothing waits on onnxruntime).
+        """
+        settings = settings or Settings()
+        root = settings.store_root
+        root.mkdir(parents=True, exist_ok=True)
+        adapter = FilesystemAdapter(
+            root,
+            max_entry_size=settings.max_entry_size,
+            max_total_size=settings.max_total_size,
+            lock_timeout=settings.lock_timeout,
+            max_redirect_hops=settings.max_redirect_hops,
+        )
+        if embedder is not None:
+            model = ModelProvider(embedder=embedder, enabled=settings.embeddings_enabled)
+        else:
+            model = ModelProvider.from_settings(
+                settings.model_dir,
+                settings.cache_dir,
+                settings.embed_batch_size,
+                settings.embed_threads,
+                enabled=settings.embeddings_enabled and load_model,
+            )
+        index = DerivedIndex(root)
+        with adapter.lock.exclusive():
+            index.reconcile(adapter)
+        memory = cls(settings, adapter, index, model)
+        if background:
+            model.start_background()
+        return memory
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def root(self) -> Path:
+        return self.adapter.root
+
+    # ------------------------------------------------------------------ entries
+    def write(
+        self,
+        path: str,
+        content: str,
+        *,
+        title: str = "",
+        metadata: Metadata | dict[str, Any] | None = None,
+    ) -> WriteResult:
+        """Create or replace an entry; embeds it when the model is ready."""
+        logical = normalize_path(path)
+        meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
+        text = searchable_text(title, meta, content, self.settings.embedding_max_chars)
+        vector = self._embed([text])
+        embedder = self.model.peek()
+        with self.adapter.lock.exclusive():
+            overwritten = self.adapter.exists(logical)
+            entry = self.adapter.write(
+                logical, content, title=title, metadata=meta, embedding=vector[0] if vector is not None else None
+            )
+            self._index_entry(entry, text, embedder.model_id if (vector is not None and embedder) else None)
+        return WriteResult(entry, overwritten)
+
+    def read(self, path: str, *, count_hit: bool = False) -> Entry:
+        """Read an entry (following merge/move stubs); ``count_hit`` for reads on the agent's behalf."""
+        return self.adapter.read_entry(normalize_path(path), count_hit=count_hit)
+
+    def exists(self, path: str) -> bool:
+        return self.adapter.exists(normalize_path(path))
+
+    def delete(self, path: str) -> str:
+        """Delete an entry (all its files and index rows); returns the normalised path."""
+        logical = normalize_path(path)
+        with self.adapter.lock.exclusive():
+            if not self.adapter.exists(logical):
+                raise EntryNotFoundError(logical)
+            self.adapter.delete(logical)
+            self.index.remove(logical)
+        return logical
+
+    def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
+        """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
+        logical, goal = normalize_path(path), normalize_path(target)
+        with self.adapter.lock.exclusive():
+            self.adapter.write_stub(logical, Redirect(kind, goal))
+            self.index.remove(logical)
+
+    def redirect_of(self, path: str) -> Redirect | None:
+        return self.adapter.read_redirect(normalize_path(path))
+
+    def list(self, prefix: str | None = None, *, include_virtual: bool = True) -> list[EntryInfo]:
+        """Every entry (stubs excluded), optionally under a folder prefix."""
+        keep = path_filter(prefix)
+        return [info for info in self.adapter.iter_entries(include_virtual=include_virtual) if keep(info.path)]
+
+    def list_stubs(self) -> list[EntryInfo]:
+        """Stub entries only (defrag's cleanup needs them; nothing else lists them)."""
+        real = {info.path for info in self.adapter.iter_entries()}
+        return [info for info in self.adapter.iter_entries(include_stubs=True) if info.path not in real]
+
+    def glob(self, pattern: str) -> list[EntryInfo]:
+        """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first."""
+        infos = {info.path: info for info in self.list()}
+        matched = [infos[path] for path in match_glob(pattern, infos)]
+        return sorted(matched, key=lambda info: info.updated_at, reverse=True)
+
+    def grep(self, pattern: str, *, path: str | None = None, case_insensitive: bool = False) -> list[GrepHit]:
+        """Regex search of entry contents (not the .yml internals), in path order."""
+        regex = compile_grep(pattern, case_insensitive)
+        keep = path_filter(path)
+        hits: list[GrepHit] = []
+        for info in sorted(self.list(), key=lambda i: i.path):
+            if not keep(info.path):
+                continue
+            try:
+                entry = self.adapter.read_entry(info.path, follow=False)
+            except EntryNotFoundError:  # deleted by another process meanwhile
+                continue
+            hit = grep_content(regex, info.path, entry.content)
+            if hit:
+                hits.append(hit)
+        return hits
+
+    def titles(self, paths: Iterable[str]) -> dict[str, str]:
+        """Titles for display (missing entries are left out)."""
+        found: dict[str, str] = {}
+        for path in paths:
+            try:
+                found[path] = self.adapter.read_entry(normalize_path(path), follow=False).title
+            except Exception:  # a dangling related link is shown without a title
+                continue
+        return found
+
+    # ------------------------------------------------------------------ search
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        threshold: float | None = None,
+        types: Iterable[str] | None = None,
+        path_prefix: str | None = None,
+        tags: Iterable[str] | None = None,
+    ) -> list[SearchResult]:
+        """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready."""
+        self.index.refresh()
+        embedder = self.model.peek() if self.model.state is not ModelState.NOT_LOADED else None
+        if embedder is None and self.model.state is ModelState.NOT_LOADED:
+            embedder = self.model.get()
+        query_vector = embedder.embed([query])[0] if embedder is not None else None
+        return self.searcher.search(
+            query,
+            top_k=top_k,
+            threshold=threshold,
+            types=list(types) if types else None,
+            path_prefix=path_prefix,
+            tags=list(tags) if tags else None,
+            query_vector=query_vector,
+        )
+
+    def vectors(self) -> tuple[list[str], np.ndarray]:
+        """(paths, matrix) of every embedded entry: one row per path, L2-normalised."""
+        self.index.refresh()
+        return self.index.vectors.snapshot()
+
+    # ------------------------------------------------------------------ model & index maintenance
+    def status(self) -> MemoryStatus:
+        self.index.refresh()
+        embedder = self.model.peek()
+        stats = self.index.stats(embedder.model_id if embedder else None)
+        return MemoryStatus(
+            root=self.root,
+            entries=stats.entries,
+            embedded=stats.embedded,
+            total_size=self.adapter.total_size(),
+            model_state=self.model.state.value,
+            model_id=embedder.model_id if embedder else None,
+            model_source=embedder.source if embedder else None,
+            dimensions=embedder.dimensions if embedder else None,
+            reason=self.model.reason,
+            index_fresh=stats.stale == 0,
+            stale=stats.stale,
+        )
+
+    def rebuild(self, *, progress: ProgressCallback | None = None, everything: bool = True) -> int:
+        """Re-embed entries in length-sorted batches; returns how many were embedded.
+
+        Args:
+            everything: True re-embeds every entry (after a model or max-chars change);
+                False only those without a current vector.
+        """
+        embedder = self.model.get()
+        with self.adapter.lock.exclusive():
+            self.index.reconcile(self.adapter)
+        if embedder is None:
+            return 0
+        paths = [info.path for info in self.adapter.iter_entries()] if everything else self.index.needs_embedding(embedder.model_id)
+        return self._embed_paths(embedder, paths, progress)
+
+    def _embed_pending(self, embedder: Embedder) -> None:
+        """Once the model is ready: embed entries written without it (or under another model)."""
+        pending = self.index.needs_embedding(embedder.model_id)
+        if pending:
+            self._embed_paths(embedder, pending, None)
+
+    def _embed_paths(self, embedder: Embedder, paths: list[str], progress: ProgressCallback | None) -> int:
+        batch = max(1, self.settings.embed_batch_size) * 8
+        done = 0
+        for start in range(0, len(paths), batch):
+            entries = []
+            for path in paths[start:start + batch]:
+                try:
+                    entries.append(self.adapter.read_entry(path, follow=False))
+                except Exception:  # vanished, or turned into a stub, since listing
+                    continue
+            texts = [searchable_text(e.title, e.metadata, e.content, self.settings.embedding_max_chars) for e in entries]
+            vectors = embedder.embed(texts) if texts else np.zeros((0, embedder.dimensions), np.float32)
+            with self.adapter.lock.exclusive():
+                for entry, text, vector in zip(entries, texts, vectors):
+                    current = self.adapter.read_entry(entry.path, follow=False)
+                    if current.content != entry.content or current.title != entry.title:
+                        continue  # changed meanwhile: its own write embedded it
+                    stored = self.adapter.write(
+                        entry.path, entry.content, title=entry.title, metadata=entry.metadata,
+                        embedding=vector, hits=current.hits, updated_at=current.updated_at,
+                    )
+                    self._index_entry(stored, text, embedder.model_id)
+            done += len(entries)
+            if progress:
+                progress(done, len(paths))
+        return done
+
+    def _embed(self, texts: list[str]) -> np.ndarray | None:
+        embedder = self.model.peek()
+        if embedder is None and self.model.state is ModelState.NOT_LOADED:
+            embedder = self.model.get()
+        if embedder is None:
+            return None
+        try:
+            return embedder.embed(texts)
+        except Exception:  # the write must still succeed; the entry stays "not embedded"
+            log.exception("embedding failed; the entry is stored without a vector")
+            return None
+
+    def _index_entry(self, entry: Entry, text: str, model_id: str | None) -> None:
+        self.index.upsert(entry, self.adapter.file_stats(entry.path), text_hash(text), model_id)
+
+
+def default_root() -> Path:
+    return Settings().store_root
+
+
+__all__ = ["Memory", "MemoryStatus", "WriteResult", "default_root"]

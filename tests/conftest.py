@@ -1,0 +1,22 @@
+"""Shared fixtures: every test runs against its own memory root, config and cache."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def model_cache_dir(tmp_path_factory):
+    """One cache for the built ONNX model per test run (building it is the slow part)."""
+    return tmp_path_factory.mktemp("memdir-cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch, model_cache_dir):
+    """Point memdir's root, config file and cache at temporary places (never the user's)."""
+    monkeypatch.setenv("MEMDIR_ROOT", str(tmp_path / "memory"))
+    monkeypatch.setenv("MEMDIR_CONFIG", str(tmp_path / "memdir.toml"))
+    monkeypatch.setenv("MEMDIR_CACHE_DIR", str(model_cache_dir))
+    for name in ("MEMDIR_MODEL_DIR", "MEMDIR_AGENT", "MEMDIR_MODE", "MEMDIR_EMBEDDINGS_ENABLED"):
+        monkeypatch.delenv(name, raising=False)
+    yield

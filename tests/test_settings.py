@@ -1,0 +1,74 @@
+"""Settings: one object, read from kwargs > MEMDIR_* / SWARM_MEMORY_* env > memdir.toml > defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memdir.core.settings import Settings
+
+
+def test_defaults_match_swarm_memory():
+    settings = Settings()
+    assert (settings.semantic_weight, settings.keyword_weight) == (0.5, 0.5)
+    assert (settings.discovery_threshold, settings.discovery_threshold_short) == (0.35, 0.25)
+    assert settings.adaptive_word_cutoff == 10
+    assert settings.embedding_max_chars == 1200
+    assert settings.max_entry_size == 3_000_000
+    assert settings.word_limit == 250
+
+
+def test_memdir_env_variables(monkeypatch):
+    monkeypatch.setenv("MEMDIR_SEMANTIC_WEIGHT", "0.7")
+    monkeypatch.setenv("MEMDIR_ROOT", "/tmp/somewhere")
+    settings = Settings()
+    assert settings.semantic_weight == 0.7
+    assert settings.root == Path("/tmp/somewhere")
+
+
+@pytest.mark.parametrize(
+    ("swarm_name", "field", "value", "expected"),
+    [
+        ("SWARM_MEMORY_KEYWORD_WEIGHT", "keyword_weight", "0.3", 0.3),
+        ("SWARM_MEMORY_EMBEDDING_MAX_CHARS", "embedding_max_chars", "-1", -1),
+        ("SWARM_MEMORY_DISCOVERY_THRESHOLD_SHORT", "discovery_threshold_short", "0.2", 0.2),
+        ("SWARM_MEMORY_ADAPTIVE_WORD_CUTOFF", "adaptive_word_cutoff", "7", 7),
+    ],
+)
+def test_swarm_memory_aliases(monkeypatch, swarm_name, field, value, expected):
+    monkeypatch.setenv(swarm_name, value)
+    assert getattr(Settings(), field) == expected
+
+
+def test_toml_file_is_read_and_env_wins(tmp_path, monkeypatch):
+    config = tmp_path / "memdir.toml"
+    config.write_text('semantic_weight = 0.9\nkeyword_weight = 0.1\nword_limit = 100\n')
+    monkeypatch.setenv("MEMDIR_CONFIG", str(config))
+    monkeypatch.setenv("MEMDIR_KEYWORD_WEIGHT", "0.4")
+    settings = Settings()
+    assert settings.semantic_weight == 0.9
+    assert settings.keyword_weight == 0.4
+    assert settings.word_limit == 100
+
+
+def test_keyword_arguments_win(monkeypatch):
+    monkeypatch.setenv("MEMDIR_WORD_LIMIT", "99")
+    assert Settings(word_limit=10).word_limit == 10
+
+
+def test_agent_gets_its_own_store(tmp_path):
+    assert Settings(root=tmp_path).store_root == tmp_path
+    assert Settings(root=tmp_path, agent="alice").store_root == tmp_path / "agents" / "alice"
+
+
+def test_adaptive_threshold_for_short_and_long_queries():
+    settings = Settings()
+    assert settings.threshold_for("debug api errors") == 0.25
+    assert settings.threshold_for("how do I debug the api errors that happen after the deploy today") == 0.35
+
+
+@pytest.mark.parametrize("name", ["../x", ".hidden", "a/b", "", "a b"])
+def test_agent_names_cannot_leave_the_root(name):
+    with pytest.raises(ValueError, match="agent name"):
+        Settings(agent=name)
