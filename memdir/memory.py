@@ -33,7 +33,7 @@ from memdir.search.hybrid import HybridSearcher, SearchResult
 from memdir.search.text_search import GrepHit, compile_grep, grep_content, match_glob, path_filter
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
-from memdir.storage.index import DerivedIndex
+from memdir.storage.index import DerivedIndex, file_stats, listing
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +73,7 @@ class Memory:
         self.adapter = adapter
         self.index = index
         self.model = model
-        self.searcher = HybridSearcher(index, settings)
-        model.on_ready(self._embed_pending)
+        self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now)
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -117,9 +116,9 @@ class Memory:
                 enabled=settings.embeddings_enabled and load_model,
             )
         index = DerivedIndex(root)
-        with adapter.lock.exclusive():
-            index.reconcile(adapter)
         memory = cls(settings, adapter, index, model)
+        memory.reconcile()
+        model.on_ready(memory._embed_pending)
         if background:
             model.start_background()
         return memory
@@ -243,10 +242,6 @@ class Memory:
     ) -> list[SearchResult]:
         """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready."""
         self.index.refresh()
-        embedder = self.model.peek() if self.model.state is not ModelState.NOT_LOADED else None
-        if embedder is None and self.model.state is ModelState.NOT_LOADED:
-            embedder = self.model.get()
-        query_vector = embedder.embed([query])[0] if embedder is not None else None
         return self.searcher.search(
             query,
             top_k=top_k,
@@ -254,7 +249,6 @@ class Memory:
             types=list(types) if types else None,
             path_prefix=path_prefix,
             tags=list(tags) if tags else None,
-            query_vector=query_vector,
         )
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
@@ -289,12 +283,23 @@ class Memory:
                 False only those without a current vector.
         """
         embedder = self.model.get()
-        with self.adapter.lock.exclusive():
-            self.index.reconcile(self.adapter)
+        self.reconcile()
         if embedder is None:
             return 0
         paths = [info.path for info in self.adapter.iter_entries()] if everything else self.index.needs_embedding(embedder.model_id)
         return self._embed_paths(embedder, paths, progress)
+
+    def reconcile(self) -> None:
+        """Bring the derived index in line with the files (changed by hand, by a killed writer, ...)."""
+        max_chars = self.settings.embedding_max_chars
+        embedder = self.model.peek()
+        with self.adapter.lock.exclusive():
+            self.index.reconcile(
+                listing(self.adapter),
+                lambda path: self.adapter.read_entry(path, follow=False),
+                lambda entry: text_hash(searchable_text(entry.title, entry.metadata, entry.content, max_chars)),
+                model_id=embedder.model_id if embedder else None,
+            )
 
     def _embed_pending(self, embedder: Embedder) -> None:
         """Once the model is ready: embed entries written without it (or under another model)."""
@@ -329,10 +334,17 @@ class Memory:
                 progress(done, len(paths))
         return done
 
+    def _embedder_now(self) -> Embedder | None:
+        """The model if ready; loads it first when nobody has started loading it (CLI use).
+
+        A server loads it in the background instead, and meanwhile gets None (keyword search).
+        """
+        if self.model.state is ModelState.NOT_LOADED:
+            return self.model.get()
+        return self.model.peek()
+
     def _embed(self, texts: list[str]) -> np.ndarray | None:
-        embedder = self.model.peek()
-        if embedder is None and self.model.state is ModelState.NOT_LOADED:
-            embedder = self.model.get()
+        embedder = self._embedder_now()
         if embedder is None:
             return None
         try:
@@ -342,7 +354,7 @@ class Memory:
             return None
 
     def _index_entry(self, entry: Entry, text: str, model_id: str | None) -> None:
-        self.index.upsert(entry, self.adapter.file_stats(entry.path), text_hash(text), model_id)
+        self.index.upsert(entry, file_stats(self.root, entry.path), text_hash(text), model_id)
 
 
 def default_root() -> Path:

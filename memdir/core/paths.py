@@ -56,6 +56,14 @@ def normalize_path(path: str) -> str:
             "it contains a NUL or control character",
             "Remove control characters (newlines, tabs, NUL) from the path.",
         )
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _invalid(
+            path.encode("utf-8", "backslashreplace").decode(),
+            "it is not valid Unicode (it holds a lone surrogate)",
+            "Use ordinary characters in the path.",
+        ) from None
     text = unicodedata.normalize("NFC", path.strip())
     if text.startswith(MEMORY_SCHEME):
         text = text[len(MEMORY_SCHEME):]
@@ -80,6 +88,8 @@ def normalize_path(path: str) -> str:
             raise _invalid(path, f"a name is longer than {MAX_SEGMENT_BYTES} bytes")
     if not text.endswith(ENTRY_SUFFIX):
         text += ENTRY_SUFFIX
+        if len(text.rsplit("/", 1)[-1].encode()) > MAX_SEGMENT_BYTES:
+            raise _invalid(path, f"the file name with '.md' is longer than {MAX_SEGMENT_BYTES} bytes")
     if text == ENTRY_SUFFIX or text.endswith("/" + ENTRY_SUFFIX):
         raise _invalid(path, "the entry has no name")
     if len(text) > MAX_PATH_LENGTH:

@@ -67,10 +67,18 @@ class Settings(BaseSettings):
 
     # --- search
     semantic_weight: float = _setting(0.5, "semantic_weight", "SEMANTIC_WEIGHT")
-    keyword_weight: float = _setting(0.5, "keyword_weight", "KEYWORD_WEIGHT")
+    keyword_weight: float = _setting(0.2, "keyword_weight", "KEYWORD_WEIGHT", description="Weight of the share of query keywords found in the entry (tuned on LoCoMo).")
     discovery_threshold: float = _setting(0.35, "discovery_threshold", "DISCOVERY_THRESHOLD")
     discovery_threshold_short: float = _setting(0.25, "discovery_threshold_short", "DISCOVERY_THRESHOLD_SHORT")
     adaptive_word_cutoff: int = _setting(10, "adaptive_word_cutoff", "ADAPTIVE_WORD_CUTOFF")
+    fusion: Literal["weighted", "rrf"] = _setting("weighted", "fusion", description="How hybrid search fuses its signals.")
+    bm25_weight: float = _setting(0.3, "bm25_weight", description="Weight of BM25 (normalised by the query's best match).")
+    tag_weight: float = _setting(0.1, "tag_weight", description="Weight of query keywords matching the entry's tags.")
+    rrf_k: int = _setting(60, "rrf_k", description="Rank offset of reciprocal-rank fusion (fusion = 'rrf').")
+    search_candidates: int = _setting(50, "search_candidates", description="Candidates per signal before fusion.")
+    bm25_column_weights: tuple[float, float, float, float] = _setting(
+        (4.0, 3.0, 2.0, 1.0), "bm25_column_weights", description="BM25 weights of title, tags, domain, content."
+    )
 
     # --- limits
     max_entry_size: int = _setting(3_000_000, "max_entry_size", description="Bytes per entry (SwarmMemory: 3 MB).")
@@ -91,6 +99,18 @@ class Settings(BaseSettings):
     discovery_top_k: int = _setting(3, "discovery_top_k")
     discovery_token_budget: int = _setting(600, "discovery_token_budget")
     discovery_min_score: float = _setting(0.2, "discovery_min_score", description="Relevance floor below any threshold.")
+
+    # --- episodes (memdir.episodes: boundaries, recall ranking, the session-start reminder)
+    episode_pause_minutes: float = _setting(5.0, "episode_pause_minutes", description="A longer gap starts a new episode.")
+    episode_topic_threshold: float = _setting(0.55, "episode_topic_threshold", description="Cosine distance between consecutive windows that is a topic shift (tuned on LoCoMo); 0 = off.")
+    episode_topic_window: int = _setting(4, "episode_topic_window", description="Messages per topic-shift window.")
+    episode_topic_min_messages: int = _setting(6, "episode_topic_min_messages", description="No topic cut in a shorter episode.")
+    episode_half_life_days: float = _setting(30.0, "episode_half_life_days", description="Recency decay of episode relevance.")
+    episode_recency_floor: float = _setting(0.5, "episode_recency_floor", description="Decay never takes relevance below this fraction.")
+    episode_importance_threshold: float = _setting(0.7, "episode_importance_threshold", description="Episodes this important get the boost.")
+    episode_importance_boost: float = _setting(0.1, "episode_importance_boost", description="Added to an important episode's relevance.")
+    episode_max_injected: int = _setting(3, "episode_max_injected", description="At most this many episodes per reminder.")
+    episode_session_start_budget: int = _setting(400, "episode_session_start_budget", description="Tokens of the session-start reminder.")
 
     @field_validator("agent")
     @classmethod

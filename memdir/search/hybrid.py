@@ -1,0 +1,337 @@
+"""Hybrid search: semantic similarity, BM25 and keyword coverage, fused into one score.
+
+SwarmMemory scored ``0.5 * cosine + 0.5 * keyword``, where *keyword* was the share of
+query keywords found in the entry's tags (``matches / min(len(keywords), 5)``). memdir
+keeps that score but matches the keywords against all of the entry's words (title, tags,
+domain, content), keeps the tag-only match as its own small signal, and adds real BM25:
+
+    score = (w_sem * cosine + w_bm25 * bm25 / best_bm25 + w_kw * coverage + w_tag * tags)
+            / (sum of the weights of the signals available)
+
+Every signal lies in [0, 1] and all but BM25 are absolute, so a threshold on ``score``
+keeps SwarmMemory's meaning (0.35 normal, 0.25 for short queries). Without a model (not
+installed, disabled, still loading) the semantic term is left out and the others are
+re-weighted: results then say ``mode == "keyword"``.
+
+The fusion was chosen by measurement on LoCoMo (``bench/bench_recall_locomo.py``:
+turn-level recall@10, 1,536 questions of categories 1-4, all-MiniLM-L6-v2):
+
+    BM25 alone 0.603, dense alone 0.492, keyword coverage alone 0.617;
+    reciprocal-rank fusion of dense + BM25 0.610; cosine + normalised BM25 0.659;
+    this weighted sum (0.5 / 0.3 / 0.2 / 0.1) 0.664 (R@5 0.581).
+
+The weights sit on a broad plateau (0.659-0.665 for semantic 0.4-0.6, BM25 0.2-0.4,
+keyword 0.1-0.3); SwarmMemory's 0.5 / 0.5 split with BM25 0.3 gives 0.660. Fewer than
+50 candidates per signal lose about 0.01.
+
+Reciprocal-rank fusion is kept as ``fusion = "rrf"`` for comparison; its scores are
+rank-based, so thresholds mean less there.
+
+Filters (types, folder, tags) are applied before the top-k cut: as a mask over the vector
+matrix and in SQL for BM25, so a filtered search never comes back short because the
+best unfiltered hits were elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Literal, Union
+
+import numpy as np
+
+from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
+from memdir.core.settings import Settings
+from memdir.embeddings.base import Embedder
+from memdir.search.keywords import extract_keywords, stem, tag_terms
+
+if TYPE_CHECKING:  # the index imports memdir.search.keywords; keep this edge one-way at runtime
+    from memdir.storage.index import DerivedIndex, EntryRow
+
+Mode = Literal["hybrid", "keyword"]
+EmbedderSource = Union[Embedder, Callable[[], "Embedder | None"], None]
+
+# SwarmMemory: keyword matches are normalised by min(len(keywords), 5), so a long query
+# is not penalised for words no entry could contain.
+KEYWORD_NORMALISER_CAP = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreBreakdown:
+    """The signals behind a result's score, each in [0, 1] (``semantic`` is None in keyword mode).
+
+    Attributes:
+        semantic: cosine similarity of the query and entry vectors (negative clipped to 0).
+        bm25: BM25 divided by the query's best BM25 among the filtered entries.
+        bm25_raw: FTS5's BM25 score (positive; 0 when the entry matched no keyword).
+        keyword: share of query keywords found among the entry's words (SwarmMemory's score).
+        tag: share of query keywords matching the entry's tags.
+    """
+
+    semantic: float | None
+    bm25: float
+    bm25_raw: float
+    keyword: float
+    tag: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """One hit: where it is, what it is, how well it matched and why."""
+
+    path: str
+    title: str
+    type: str | None
+    score: float
+    breakdown: ScoreBreakdown
+    mode: Mode
+    tags: tuple[str, ...] = ()
+
+
+def normalize_prefix(path_prefix: str | None) -> str | None:
+    """A folder (``concept/ruby``) or exact entry path; ``memory://``, slashes and ``**`` tolerated."""
+    if path_prefix is None:
+        return None
+    text = path_prefix.strip()
+    if text.startswith(MEMORY_SCHEME):
+        text = text[len(MEMORY_SCHEME):]
+    text = text.rstrip("*").strip("/")
+    if not text:
+        return None
+    return text if text.endswith(ENTRY_SUFFIX) else text + "/"
+
+
+class HybridSearcher:
+    """Ranks a root's entries for a query (see the module docstring).
+
+    Args:
+        index: the root's derived index (refresh it before searching when other
+            processes may write).
+        settings: weights, fusion method, thresholds, candidate pool.
+        embedder: an embedder, or a zero-argument callable returning one or None
+            (e.g. ``ModelProvider.peek``) so a model still loading means keyword mode.
+    """
+
+    def __init__(self, index: DerivedIndex, settings: Settings | None = None, embedder: EmbedderSource = None) -> None:
+        self.index = index
+        self.settings = settings or Settings()
+        self._embedder = embedder
+
+    def embedder(self) -> Embedder | None:
+        """The embedder to use now, or None (none configured, or not ready)."""
+        source = self._embedder
+        if source is None or isinstance(source, Embedder):
+            return source
+        return source()
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        threshold: float | Literal["adaptive"] | None = None,
+        types: Sequence[str] | None = None,
+        path_prefix: str | None = None,
+        tags: Sequence[str] | None = None,
+        query_vector: np.ndarray | None = None,
+        query_model: str | None = None,
+    ) -> list[SearchResult]:
+        """The ``top_k`` best entries for ``query``, best first.
+
+        Args:
+            threshold: minimum fused score; ``"adaptive"`` uses `Settings.threshold_for`
+                (lower for short queries); None keeps everything.
+            types: only entries of these types.
+            path_prefix: only entries in this folder (any depth), or this one ``.md`` path.
+            tags: only entries carrying at least one of these tags (case-insensitive).
+            query_vector: the query's embedding, if the caller already has it; else the
+                searcher's embedder (if any, and ready) embeds the query.
+            query_model: the model of ``query_vector`` (default: the embedder's); only
+                entry vectors of that model are compared with it.
+        """
+        if top_k <= 0 or not query.strip():
+            return []
+        if threshold == "adaptive":
+            threshold = self.settings.threshold_for(query)
+        types = list(types) if types is not None else None
+        tags = list(tags) if tags is not None else None
+        prefix = normalize_prefix(path_prefix)
+        keywords = extract_keywords(query)
+        if query_vector is None:
+            embedder = self.embedder()
+            if embedder is not None:
+                query_vector = embedder.embed([query])[0]
+                query_model = query_model or embedder.model_id
+        elif query_model is None:
+            embedder = self.embedder()
+            query_model = embedder.model_id if embedder is not None else None
+        pool = max(self.settings.search_candidates, top_k * 3)
+
+        with self.index.lock:  # one consistent view of the matrix and the rows
+            semantic = self._semantic(query_vector, query_model, pool, types, prefix, tags)
+            bm25 = dict(self.index.keyword_search(keywords, limit=pool, types=types, path_prefix=prefix, tags=tags))
+            candidates = list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25]))
+            cosines = semantic.cosines(candidates) if semantic else None
+            rows = self.index.rows(candidates)
+        mode: Mode = "hybrid" if semantic is not None else "keyword"
+        candidates = [path for path in candidates if path in rows]
+        if not candidates:
+            return []
+        breakdowns = self._breakdowns(candidates, rows, keywords, bm25, cosines)
+        scores = self._fuse(breakdowns, mode)
+        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))
+        results: list[SearchResult] = []
+        for i in order:
+            if threshold is not None and scores[i] < threshold:
+                break
+            row = rows[candidates[i]]
+            score = round(float(scores[i]), 6)
+            results.append(SearchResult(row.path, row.title, row.type, score, breakdowns[i], mode, row.tags))
+            if len(results) == top_k:
+                break
+        return results
+
+    # ------------------------------------------------------------------ signals
+    def _semantic(
+        self,
+        vector: np.ndarray | None,
+        model: str | None,
+        pool: int,
+        types: Sequence[str] | None,
+        prefix: str | None,
+        tags: Sequence[str] | None,
+    ) -> _SemanticHits | None:
+        """The best ``pool`` entries by cosine (filters applied first), or None if no comparison is possible."""
+        if vector is None:
+            return None
+        matrix = self.index.vectors
+        if matrix.dim != np.asarray(vector).shape[-1] or not len(matrix):
+            return None
+        if model is not None and not matrix.has_model(model):
+            return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
+        mask = matrix.mask(types=types, path_prefix=prefix, tags=tags, model=model)
+        scores = matrix.scores(vector)
+        rows, _ = matrix.top_of(scores, pool, mask)
+        return _SemanticHits([matrix.paths[r] for r in rows], scores, mask, matrix.row_of)
+
+    def _breakdowns(
+        self,
+        candidates: list[str],
+        rows: dict[str, EntryRow],
+        keywords: list[str],
+        bm25: dict[str, float],
+        cosines: dict[str, float] | None,
+    ) -> list[ScoreBreakdown]:
+        """Each candidate's signals, every one normalised to [0, 1]."""
+        stems = {stem(word) for word in keywords}
+        denominator = max(1, min(len(stems), KEYWORD_NORMALISER_CAP))
+        best_bm25 = max(bm25.values(), default=0.0)
+        needles = [f" {word} " for word in stems]
+        tag_matches = _tag_matcher(stems, [rows[path].tags for path in candidates])
+        out: list[ScoreBreakdown] = []
+        for path in candidates:
+            row = rows[path]
+            words = f" {row.terms} "  # substring tests on the padded string: no per-candidate set
+            raw = bm25.get(path, 0.0)
+            out.append(
+                ScoreBreakdown(
+                    semantic=max(0.0, cosines[path]) if cosines is not None else None,
+                    bm25=raw / best_bm25 if best_bm25 > 0 else 0.0,
+                    bm25_raw=raw,
+                    keyword=min(1.0, sum(1 for needle in needles if needle in words) / denominator),
+                    tag=min(1.0, tag_matches(row.tags) / denominator),
+                )
+            )
+        return out
+
+    def _fuse(self, parts: list[ScoreBreakdown], mode: Mode) -> list[float]:
+        """One score per candidate: the weighted mean of its signals (or weighted RRF)."""
+        s = self.settings
+        weights = {
+            "semantic": s.semantic_weight if mode == "hybrid" else 0.0,
+            "bm25": s.bm25_weight,
+            "keyword": s.keyword_weight,
+            "tag": s.tag_weight,
+        }
+        total = sum(weights.values()) or 1.0
+        if s.fusion == "rrf":
+            return self._rrf(parts, weights, total)
+        return [
+            (
+                weights["semantic"] * (p.semantic or 0.0)
+                + weights["bm25"] * p.bm25
+                + weights["keyword"] * p.keyword
+                + weights["tag"] * p.tag
+            )
+            / total
+            for p in parts
+        ]
+
+    def _rrf(self, parts: list[ScoreBreakdown], weights: dict[str, float], total: float) -> list[float]:
+        """Weighted reciprocal-rank fusion, scaled so first place in every signal scores 1.0."""
+        k = self.settings.rrf_k
+        fused = [0.0] * len(parts)
+        for name, weight in weights.items():
+            if not weight:
+                continue
+            values = [getattr(p, name) or 0.0 for p in parts]
+            ranked = sorted((i for i in range(len(parts)) if values[i] > 0), key=lambda i: -values[i])
+            for rank, i in enumerate(ranked, start=1):
+                fused[i] += weight / (k + rank)
+        scale = (k + 1) / total
+        return [value * scale for value in fused]
+
+
+@lru_cache(maxsize=8192)
+def _tag_terms(tags: tuple[str, ...]) -> frozenset[str]:
+    """Stemmed words of a tag list; cached because the same few tag lists recur across entries."""
+    return frozenset(tag_terms(tags))
+
+
+def _tag_matcher(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> Callable[[tuple[str, ...]], int]:
+    """Counts query keywords found in a tag list (SwarmMemory's fuzzy tag match).
+
+    A keyword matches a tag word with the same stem, or (both at least 4 letters) one
+    that is a prefix of the other ("debug" ~ "debugger"). The prefix test runs once per
+    distinct tag word among the candidates, not once per candidate.
+    """
+    all_terms = frozenset().union(*(_tag_terms(tags) for tags in tag_lists if tags))
+    by_head: dict[str, list[str]] = {}  # a prefix match of >= 4 letters shares the first 4
+    for term in all_terms:
+        if len(term) >= 4:
+            by_head.setdefault(term[:4], []).append(term)
+    wanted: dict[str, frozenset[str]] = {}
+    for word in stems:
+        near = {word} & all_terms
+        if len(word) >= 4:
+            near.update(t for t in by_head.get(word[:4], ()) if t.startswith(word) or word.startswith(t))
+        if near:
+            wanted[word] = frozenset(near)
+
+    def count(tags: tuple[str, ...]) -> int:
+        if not tags or not wanted:
+            return 0
+        terms = _tag_terms(tags)
+        return sum(1 for matches in wanted.values() if not terms.isdisjoint(matches))
+
+    return count
+
+
+@dataclass(frozen=True, slots=True)
+class _SemanticHits:
+    """The semantic side of one search: its top paths plus every row's cosine, for any candidate."""
+
+    top: list[str]
+    scores: np.ndarray
+    mask: np.ndarray | None
+    row_of: Callable[[str], int | None]
+
+    def cosines(self, paths: Sequence[str]) -> dict[str, float]:
+        """Cosine of each path (0.0 for entries without a comparable vector or outside the filters)."""
+        out: dict[str, float] = {}
+        for path in paths:
+            row = self.row_of(path)
+            keep = row is not None and (self.mask is None or bool(self.mask[row]))
+            out[path] = float(self.scores[row]) if keep else 0.0
+        return out

@@ -1,0 +1,95 @@
+"""Words of a query or an entry, the way keyword matching sees them.
+
+One tokeniser serves the tag match of hybrid search, Jaccard similarity and the
+keyword list handed to the BM25 index, so "API errors" in a query and ``api-error``
+in a tag meet on the same terms. SQLite's FTS5 ``porter`` tokenizer stems the
+words again on its side; the light `stem` here exists for the matches memdir does
+itself (tags, Jaccard), where a plural or ``-ing`` form must still match.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# Lowercased runs of letters and digits (any script); underscores and punctuation split words.
+_WORD = re.compile(r"[^\W_]+")
+
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all also am an and any are aren as at be because been
+    before being below between both but by can cannot could couldn did didn do does doesn doing
+    don down during each either else ever few for from further get gets got had hadn has hasn have
+    haven having he her here hers herself him himself his how i if in into is isn it its itself
+    just let ll me more most much must mustn my myself no nor not now of off on once only or other
+    ought our ours ourselves out over own re same shan she should shouldn so some such than that
+    the their theirs them themselves then there these they this those through to too under until
+    up upon us ve very was wasn we were weren what when where which while who whom whose why will
+    with won would wouldn yet you your yours yourself yourselves
+    """.split()
+)
+
+_VOWELS = frozenset("aeiouy")
+
+
+def words(text: str) -> list[str]:
+    """Every word of ``text``, lowercased, in order (stop words kept)."""
+    return _WORD.findall(text.lower())
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper: plurals, ``-ing`` and ``-ed``.
+
+    Deliberately conservative (no Porter step 2-5): it only has to make "errors" meet
+    "error" and "debugging" meet "debug" in tag matches; over-stemming would make
+    unrelated tags match.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("sses"):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if not _VOWELS.intersection(base):
+                return word
+            if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+                base = base[:-1]  # running -> run, stopped -> stop
+            return base
+    return word
+
+
+def tokenize(text: str, *, min_len: int = 2, stemmed: bool = False) -> list[str]:
+    """Content words of ``text`` in order: lowercased, stop words and short words dropped.
+
+    Args:
+        min_len: shortest word kept (digits count as words: "2024" stays).
+        stemmed: apply `stem` to each word.
+    """
+    kept = [w for w in words(text) if len(w) >= min_len and w not in STOP_WORDS]
+    return [stem(w) for w in kept] if stemmed else kept
+
+
+def extract_keywords(query: str, *, limit: int | None = None) -> list[str]:
+    """The distinct content words of a query, first occurrence first (SwarmMemory's keyword step).
+
+    These feed both the BM25 OR-query and the tag match; they are not stemmed so the
+    FTS5 tokenizer can stem them its own way.
+    """
+    seen: dict[str, None] = {}
+    for word in tokenize(query):
+        seen.setdefault(word, None)
+    found = list(seen)
+    return found[:limit] if limit is not None else found
+
+
+def tag_terms(tags: Iterable[str]) -> set[str]:
+    """The stemmed words of a list of tags: ``["api-errors", "HTTP"]`` -> ``{"api", "error", "http"}``."""
+    terms: set[str] = set()
+    for tag in tags:
+        terms.update(tokenize(tag, min_len=1, stemmed=True))
+    return terms

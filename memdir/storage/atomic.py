@@ -1,0 +1,283 @@
+"""Crash-safe file replacement: one file, or several files as one all-or-nothing change.
+
+An entry is three files (``.md``, ``.yml``, ``.emb``). Replacing each atomically is
+not enough: a kill between two renames would pair new content with old metadata.
+`commit_files` therefore runs a tiny redo-log protocol:
+
+1. write a *pending* journal under ``<root>/.memdir/txn/`` naming every temporary
+   file it is about to create (so an interrupted staging can be cleaned up);
+2. stage every new file as a temporary file in its target's folder, fsynced;
+3. fsync the journal and rename it to *commit* — the single atomic commit point;
+4. perform the renames and removals, fsync the folders;
+5. delete the journal.
+
+`recover` (run under the root's exclusive lock) finishes what a killed writer left:
+a committed journal is rolled forward (every step is idempotent), a pending one is
+rolled back by deleting its temporary files. Whatever instant a process dies at, the
+files afterwards hold the old version or the new one, never a mixture.
+
+Temporary files are hidden (``.txn-….tmp``), so listings never show them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+TXN_DIR = Path(".memdir") / "txn"
+FAILED_DIR = Path(".memdir") / "txn-failed"
+PENDING_SUFFIX = ".pending"
+COMMIT_SUFFIX = ".commit"
+_JOURNAL_VERSION = 1
+
+
+def txn_dir(root: Path) -> Path:
+    """Where journals of unfinished transactions live."""
+    return Path(root) / TXN_DIR
+
+
+def fsync_dir(path: Path) -> None:
+    """Make renames and unlinks inside ``path`` durable (a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return  # e.g. Windows: folders cannot be opened, and renames are durable there anyway
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_new_file(path: Path, data: bytes) -> None:
+    """Create ``path`` (it must not exist), write ``data`` fully and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _temp_name(target: Path, txid: str, index: int) -> Path:
+    # Short and hidden: entry names may already use the 255-byte name limit.
+    return target.parent / f".txn-{txid}-{index}.tmp"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace one file atomically: readers see the old bytes or the new ones, never a prefix.
+
+    For files that stand alone (derived data under ``.memdir/``). A kill mid-write can
+    leave a hidden ``.txn-*.tmp`` file behind; use `commit_files` when that matters or
+    when several files must change together.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = _temp_name(path, uuid.uuid4().hex, 0)
+    try:
+        _write_new_file(temp, data)
+        os.replace(temp, path)
+    except BaseException:
+        _unlink_quietly(temp)
+        raise
+    fsync_dir(path.parent)
+
+
+def _relative(root: Path, path: Path) -> str:
+    relative = os.path.relpath(path, root)
+    if relative.startswith("..") or os.path.isabs(relative):
+        raise ValueError(f"{path} is not inside the memory root {root}; transactions only touch files under it.")
+    return Path(relative).as_posix()
+
+
+def _inside(root: Path, relative: str) -> Path | None:
+    """Resolve a journal's relative path, or None if a damaged journal points outside the root."""
+    if not relative or os.path.isabs(relative) or ".." in Path(relative).parts:
+        return None
+    return root / relative
+
+
+def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Path] = ()) -> None:
+    """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
+
+    Call it under the root's exclusive lock (a concurrent `recover` would otherwise
+    treat this transaction's staging files as orphans). Missing files in
+    ``removals`` are fine. Folders for new files are created.
+
+    Args:
+        root: the memory root; every path must lie inside it.
+        writes: target path -> complete new content.
+        removals: paths to delete in the same transaction.
+
+    Raises:
+        OSError: staging failed (disk full, permissions); nothing was changed.
+    """
+    root = Path(root)
+    removals = [Path(p) for p in removals]
+    txid = uuid.uuid4().hex
+    journal_dir = txn_dir(root)
+    journal_dir.mkdir(parents=True, exist_ok=True)
+    pending = journal_dir / f"{txid}{PENDING_SUFFIX}"
+    committed = journal_dir / f"{txid}{COMMIT_SUFFIX}"
+
+    renames = [(_temp_name(Path(target), txid, i), Path(target)) for i, target in enumerate(writes)]
+    for path in [target for _, target in renames] + removals:
+        if path.is_dir() and not path.is_symlink():
+            # Caught now, because after the commit point a failing rename could not be undone.
+            raise IsADirectoryError(
+                f"Cannot replace or delete {path}: it is a folder. Rename or remove that folder first."
+            )
+    journal = {
+        "version": _JOURNAL_VERSION,
+        "renames": [[_relative(root, temp), _relative(root, target)] for temp, target in renames],
+        "removals": [_relative(root, path) for path in removals],
+    }
+    try:
+        _write_journal(pending, journal)
+        for (temp, target), data in zip(renames, writes.values()):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _write_new_file(temp, data)
+        os.replace(pending, committed)  # the commit point
+    except BaseException:
+        for temp, _ in renames:
+            _unlink_quietly(temp)
+        _unlink_quietly(pending)
+        raise
+    # From here on the transaction is committed: if anything below is interrupted,
+    # `recover` rolls it forward, so nothing may be undone.
+    fsync_dir(journal_dir)
+    _roll_forward(root, journal)
+    _finish(committed, journal_dir)
+
+
+def _write_journal(path: Path, journal: dict) -> None:
+    """Write the journal file; fsynced before it is renamed to commit (see `commit_files`)."""
+    _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
+
+
+def _roll_forward(root: Path, journal: dict) -> None:
+    """Apply a committed journal. Idempotent: a rename whose temp file is gone already happened."""
+    touched: set[Path] = set()
+    for temp_rel, target_rel in journal.get("renames", []):
+        temp, target = _inside(root, temp_rel), _inside(root, target_rel)
+        if temp is None or target is None:
+            log.warning("Skipping a journal rename outside the root: %r -> %r", temp_rel, target_rel)
+            continue
+        try:
+            os.replace(temp, target)
+        except FileNotFoundError:
+            continue
+        touched.add(target.parent)
+    for removal_rel in journal.get("removals", []):
+        path = _inside(root, removal_rel)
+        if path is None:
+            log.warning("Skipping a journal removal outside the root: %r", removal_rel)
+            continue
+        if _unlink_quietly(path):
+            touched.add(path.parent)
+    for folder in touched:
+        fsync_dir(folder)
+
+
+def _finish(journal_path: Path, journal_dir: Path) -> None:
+    # The unlink must be durable before the lock is released: a journal that reappeared
+    # after a power loss would replay its removals over a later transaction's files.
+    _unlink_quietly(journal_path)
+    fsync_dir(journal_dir)
+
+
+def _unlink_quietly(path: Path) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def has_pending(root: Path) -> bool:
+    """True if a transaction journal is waiting for `recover` (one cheap folder listing)."""
+    try:
+        with os.scandir(txn_dir(root)) as entries:
+            return any(True for _ in entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def recover(root: Path) -> int:
+    """Finish or undo every transaction a killed writer left behind; returns how many.
+
+    Must run under the root's exclusive lock. Costs one folder listing when there is
+    nothing to do.
+    """
+    root = Path(root)
+    journal_dir = txn_dir(root)
+    try:
+        names = sorted(os.listdir(journal_dir))
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    handled = 0
+    for name in names:
+        path = journal_dir / name
+        journal = _load_journal(path)
+        try:
+            if name.endswith(COMMIT_SUFFIX) and journal is not None:
+                log.info("Rolling forward interrupted memory transaction %s", name)
+                _roll_forward(root, journal)
+            elif journal is not None:
+                log.info("Rolling back interrupted memory transaction %s", name)
+                for temp_rel, _target in journal.get("renames", []):
+                    temp = _inside(root, temp_rel)
+                    if temp is not None:
+                        _unlink_quietly(temp)
+            else:
+                # An unreadable pending journal was cut short before any file was staged;
+                # a commit journal is fsynced before its rename, so it cannot be unreadable.
+                log.warning("Discarding unreadable transaction journal %s", path)
+        except OSError as exc:
+            _set_aside(root, path, exc)
+            handled += 1
+            continue
+        _unlink_quietly(path)
+        handled += 1
+    if handled:
+        fsync_dir(journal_dir)
+    return handled
+
+
+def _set_aside(root: Path, journal: Path, exc: OSError) -> None:
+    """Move a journal that cannot be applied out of the way, so the root stays usable.
+
+    Left in place it would make every later lock holder fail the same way. Only a
+    change made behind memdir's back (say, a folder created where a file belongs)
+    gets here; the journal is kept for a person to inspect.
+    """
+    failed = Path(root) / FAILED_DIR
+    failed.mkdir(parents=True, exist_ok=True)
+    log.error(
+        "Could not finish memory transaction %s (%s); moved it to %s. The files it names may "
+        "need a manual check.",
+        journal.name,
+        exc,
+        failed,
+    )
+    os.replace(journal, failed / journal.name)
+
+
+def _load_journal(path: Path) -> dict | None:
+    try:
+        journal = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(journal, dict) or journal.get("version") != _JOURNAL_VERSION:
+        return None
+    return journal

@@ -1,0 +1,830 @@
+"""The filesystem adapter: entries as SwarmMemory's ``.md`` / ``.yml`` / ``.emb`` triplets.
+
+``concept/ruby/classes.md`` lives in three files under the root:
+
+* ``concept/ruby/classes.md`` — the content, byte for byte (no newline translation);
+* ``concept/ruby/classes.yml`` — ``title``, ``file_path``, ``updated_at`` (ISO-8601),
+  ``size`` (content bytes), ``hits``, ``metadata`` (empty values left out) and
+  ``embedding_checksum``;
+* ``concept/ruby/classes.emb`` — 384 raw little-endian float32 values, no header;
+  absent when the entry has no embedding.
+
+The format is SwarmMemory's, so a root written by SwarmMemory (Ruby) reads as is
+(Ruby's ``:symbol`` keys and ``Time`` dumps included) and users can read, edit, grep
+and version the directory with ordinary tools: an ``.md`` without a ``.yml`` is a
+valid entry, and a damaged ``.yml`` or ``.emb`` degrades the entry (default title,
+not embedded) instead of making it unreadable.
+
+Concurrency: every change goes through `memdir.storage.atomic.commit_files` under
+the root's exclusive lock, and reads take the shared lock, so no reader — in this
+process or another — sees half of a change, and a killed writer is repaired
+(`memdir.storage.atomic.recover`) by the next process that takes the lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import ValidationError
+
+from memdir.core.entry import Entry, Metadata, utcnow
+from memdir.core.errors import (
+    EntryNotFoundError,
+    EntryTooLargeError,
+    InputValidationError,
+    InvalidPathError,
+    ReadOnlyEntryError,
+    StorageFullError,
+)
+from memdir.core.paths import disk_stem, is_within, normalize_path, resolve_in_root
+from memdir.storage import stubs
+from memdir.storage.atomic import commit_files, has_pending, recover
+from memdir.storage.base import EntryInfo, Redirect
+from memdir.storage.locking import LOCK_FILE_NAME, RootLock
+from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
+
+log = logging.getLogger(__name__)
+
+EMBEDDING_DIM = 384
+EMBEDDING_DTYPE = "<f4"
+EMBEDDING_BYTES = EMBEDDING_DIM * 4
+CHECKSUM_PREFIX = "sha256:"
+
+_SIDECAR_SUFFIX = ".yml"
+_EMBEDDING_SUFFIX = ".emb"
+_STUB_READ_LIMIT = 8192  # the first line of any valid stub fits (paths are <= 1024 characters)
+_TITLE_READ_LIMIT = 1024
+_BAD_ASCII_NAME = re.compile(r'[<>:"|?*\\\x00-\x1f\x7f]')
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # same semantics, much faster
+
+
+# --------------------------------------------------------------------------- embeddings
+
+
+def embedding_checksum(data: bytes) -> str:
+    """The checksum stored in ``.yml`` for an ``.emb`` file's bytes: ``sha256:`` + 16 hex digits.
+
+    The prefix tells our checksums apart from any other scheme an older writer used;
+    only ours are verified.
+    """
+    return CHECKSUM_PREFIX + hashlib.sha256(data).hexdigest()[:16]
+
+
+def encode_embedding(path: str, embedding: Any) -> bytes:
+    """An embedding as ``.emb`` bytes, or `InputValidationError` if it is not 384 finite numbers."""
+    try:
+        vector = np.asarray(embedding, dtype=EMBEDDING_DTYPE)
+    except (TypeError, ValueError) as exc:
+        raise InputValidationError(
+            f"The embedding for memory://{path} is not a list of numbers.",
+            f"Pass {EMBEDDING_DIM} floats from the embedding model, or None to store the entry unembedded.",
+        ) from exc
+    if vector.shape != (EMBEDDING_DIM,):
+        raise InputValidationError(
+            f"The embedding for memory://{path} has shape {vector.shape}; memdir stores "
+            f"{EMBEDDING_DIM} values per entry.",
+            f"Embed with a {EMBEDDING_DIM}-dimension model (all-MiniLM-L6-v2), or pass None.",
+        )
+    if not np.isfinite(vector).all():
+        raise InputValidationError(
+            f"The embedding for memory://{path} contains NaN or infinite values.",
+            "Re-embed the entry; a broken vector would corrupt similarity search.",
+        )
+    return vector.tobytes()
+
+
+def decode_embedding(data: bytes, checksum: str | None) -> np.ndarray | None:
+    """The vector in an ``.emb`` file, or None if it is damaged (wrong length, checksum or values)."""
+    if len(data) != EMBEDDING_BYTES:
+        return None
+    if isinstance(checksum, str) and checksum.startswith(CHECKSUM_PREFIX) and checksum != embedding_checksum(data):
+        return None
+    vector = np.frombuffer(data, dtype=EMBEDDING_DTYPE).astype(np.float32)
+    return vector if np.isfinite(vector).all() else None
+
+
+# --------------------------------------------------------------------------- the .yml sidecar
+
+
+def _string_keys(value: Any) -> Any:
+    """Ruby's YAML writes symbol keys as ``:title``; memdir reads them as ``title``."""
+    if isinstance(value, dict):
+        return {
+            (key[1:] if isinstance(key, str) and key.startswith(":") else str(key)): _string_keys(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_string_keys(item) for item in value]
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """Only what ``yaml.safe_dump`` can write: dates become ISO-8601 strings, tuples lists."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return json.loads(json.dumps(value, default=str))
+
+
+def parse_sidecar(text: str) -> dict[str, Any] | None:
+    """The ``.yml`` mapping with plain string keys, or None if it is not a readable mapping."""
+    try:
+        data = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 — a safe loader (C SafeLoader)
+    except yaml.YAMLError:
+        return None
+    return _string_keys(data) if isinstance(data, dict) else None
+
+
+def dump_sidecar(data: Mapping[str, Any]) -> bytes:
+    """A sidecar mapping as YAML bytes, keys in the given order (SwarmMemory's ``---`` start)."""
+    text = yaml.safe_dump(_plain(dict(data)), sort_keys=False, allow_unicode=True, explicit_start=True)
+    return text.encode("utf-8")
+
+
+def _as_datetime(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            reparsed = parse_sidecar(f"t: {value}")  # Ruby's '2025-01-15 10:30:00.000000000 +00:00'
+            return _as_datetime(reparsed["t"]) if reparsed and not isinstance(reparsed["t"], str) else None
+        return _as_datetime(parsed)
+    return None
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+_LIST_FIELDS = ("tags", "related", "tools")
+_TEXT_FIELDS = ("type", "confidence", "domain", "source")
+
+
+def metadata_from_yaml(raw: Any) -> Metadata:
+    """Metadata from a sidecar's ``metadata`` mapping, tolerating hand edits and Ruby symbols.
+
+    A single string where a list belongs becomes a one-item list; values of the wrong
+    shape are dropped (with a log line) instead of making the entry unreadable.
+    """
+    if not isinstance(raw, dict):
+        return Metadata()
+    data: dict[str, Any] = {}
+    for key, value in raw.items():
+        if value is None:
+            continue
+        if key in _LIST_FIELDS:
+            if isinstance(value, (str, int, float)):
+                value = [value]
+            if not isinstance(value, list):
+                log.warning("Ignoring metadata field %r: expected a list, got %r", key, value)
+                continue
+            value = [str(item) for item in value if item is not None]
+        elif key in _TEXT_FIELDS:
+            value = str(value)
+            if key in ("type", "confidence") and value.startswith(":"):
+                value = value[1:]  # a Ruby symbol value
+        elif key == "permissions" and not isinstance(value, dict):
+            log.warning("Ignoring metadata field 'permissions': expected a mapping, got %r", value)
+            continue
+        data[key] = value
+    try:
+        return Metadata.model_validate(data)
+    except ValidationError as exc:
+        log.warning("Ignoring unreadable metadata %r: %s", data, exc)
+        return Metadata()
+
+
+def _fallback_title(content: str, path: str) -> str:
+    """A title for an entry without a usable ``.yml``: its first heading, else its file name."""
+    for line in content.splitlines()[:20]:
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            heading = stripped.lstrip("#").strip()
+            if heading:
+                return heading
+    return disk_stem(path).rsplit("/", 1)[-1]
+
+
+# --------------------------------------------------------------------------- listing helpers
+
+
+def _listable_name(name: str) -> bool:
+    """True if ``name`` can be part of a logical path, i.e. the entry is reachable through the API."""
+    if name != name.strip() or name.startswith("."):
+        return False
+    if name.isascii():
+        return _BAD_ASCII_NAME.search(name) is None
+    return (
+        unicodedata.is_normalized("NFC", name)
+        and _BAD_ASCII_NAME.search(name) is None
+        and not any(unicodedata.category(ch) == "Cc" for ch in name)
+    )
+
+
+def _read_head(path: Path | str, limit: int) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(limit)
+
+
+def _mtime(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+class FilesystemAdapter:
+    """Memory entries stored as files under ``root`` (implements `StorageAdapter`).
+
+    Args:
+        root: the memory root; created if missing.
+        max_entry_size: content bytes allowed per entry (`EntryTooLargeError`).
+        max_total_size: content bytes allowed in the root (`StorageFullError`).
+        lock_timeout: seconds to wait for the root's lock (`LockTimeoutError`).
+        max_redirect_hops: stubs followed at most when reading.
+
+    ``lock`` is the root's `RootLock`. Callers that must update derived data together
+    with an entry hold it around both (it is re-entrant)::
+
+        with adapter.lock.exclusive():
+            entry = adapter.write(...)
+            index.update(entry)
+
+    The total size is scanned once (lazily) and then kept up to date by this adapter's
+    own writes and deletes; changes made by other processes show up after
+    `rescan_total_size` or in a new adapter. That is enough for a safety limit and
+    avoids a full scan per write.
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        max_entry_size: int = 3_000_000,
+        max_total_size: int = 100_000_000_000,
+        lock_timeout: float = 30.0,
+        max_redirect_hops: int = 5,
+    ) -> None:
+        root_path = Path(root).expanduser()
+        root_path.mkdir(parents=True, exist_ok=True)
+        self.root = Path(os.path.realpath(root_path))
+        self.max_entry_size = max_entry_size
+        self.max_total_size = max_total_size
+        self.max_redirect_hops = max_redirect_hops
+        self.lock = RootLock(
+            self.root / LOCK_FILE_NAME,
+            timeout=lock_timeout,
+            needs_repair=lambda: has_pending(self.root),
+            repair=self._repair,
+        )
+        self._total: int | None = None
+        if has_pending(self.root):
+            with self.lock.exclusive():  # finishes what a killed writer left
+                pass
+
+    # ----------------------------------------------------------------- locking
+
+    def _repair(self) -> None:
+        """Finish or undo a killed writer's transaction (the lock runs this, exclusively held)."""
+        if recover(self.root):
+            self._total = None  # files changed behind the cached total
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        with self.lock.exclusive():
+            if has_pending(self.root):  # a transaction of this very lock holder was interrupted
+                self._repair()
+            yield
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The shared lock over a consistent root (the lock repairs on outermost acquisition)."""
+        with self.lock.shared():
+            if self.lock.mode == "exclusive" and has_pending(self.root):
+                self._repair()
+            yield
+
+    # ----------------------------------------------------------------- paths
+
+    def _files(self, path: str) -> tuple[Path, Path, Path]:
+        """The .md/.yml/.emb files of a normalised path, refusing symlinks that leave the root."""
+        md = resolve_in_root(self.root, path)
+        stem = self.root / disk_stem(path)
+        return md, stem.with_name(stem.name + _SIDECAR_SUFFIX), stem.with_name(stem.name + _EMBEDDING_SUFFIX)
+
+    def _check_sidecar(self, path: str, file: Path) -> None:
+        if os.path.islink(file) and not is_within(self.root, file):
+            raise InvalidPathError(
+                path,
+                f"Invalid memory path {path!r}: its {file.suffix} file is a symbolic link leading outside "
+                "the memory root.",
+                f"Remove the symbolic link {file}.",
+            )
+
+    @staticmethod
+    def _refuse_virtual(path: str) -> None:
+        if is_virtual(path):
+            raise ReadOnlyEntryError(path)
+
+    # ----------------------------------------------------------------- size accounting
+
+    def _content_size(self, md: Path) -> int:
+        try:
+            return md.stat().st_size
+        except (FileNotFoundError, NotADirectoryError):
+            return 0
+
+    def _current_total(self) -> int:
+        if self._total is None:
+            self._total = sum(st.st_size for _, _, st, _ in self._scan(self.root, ""))
+        return self._total
+
+    def total_size(self) -> int:
+        """Bytes of content held (``.md`` files, stubs included; virtual entries excluded)."""
+        with self._reading():
+            return self._current_total()
+
+    def rescan_total_size(self) -> int:
+        """Recount the total from disk (after other processes or tools changed the root)."""
+        with self._reading():
+            self._total = None
+            return self._current_total()
+
+    def _check_limits(self, path: str, md: Path, new_size: int) -> int:
+        """The root's total after replacing ``md`` with ``new_size`` bytes, if within limits."""
+        if new_size > self.max_entry_size:
+            raise EntryTooLargeError(path, new_size, self.max_entry_size)
+        total = self._current_total() - self._content_size(md) + new_size
+        if total > self.max_total_size:
+            raise StorageFullError(total, self.max_total_size)
+        return total
+
+    # ----------------------------------------------------------------- writing
+
+    def write(
+        self,
+        path: str,
+        content: str,
+        *,
+        title: str,
+        metadata: Metadata | Mapping[str, Any] | None = None,
+        embedding: np.ndarray | None = None,
+        hits: int | None = None,
+        updated_at: datetime | None = None,
+    ) -> Entry:
+        """Create or replace the entry at ``path`` atomically (all three files or none).
+
+        Args:
+            path: any accepted spelling of the logical path.
+            content: the markdown, stored byte for byte as UTF-8.
+            title: a short description shown in listings.
+            metadata: `Metadata` (or a mapping of its fields).
+            embedding: 384 floats, or None for an unembedded entry (its ``.emb`` is removed).
+            hits: the hit count to store; None keeps the existing count (0 for a new entry).
+            updated_at: the modification time to record; None means now. Maintenance that
+                does not change what the entry says (re-embedding) keeps the old time.
+
+        Raises:
+            InvalidPathError, ReadOnlyEntryError, InputValidationError,
+            EntryTooLargeError, StorageFullError, LockTimeoutError.
+        """
+        path = normalize_path(path)
+        self._refuse_virtual(path)
+        data = self._encode_content(path, content)
+        meta = self._metadata(path, metadata)
+        emb_bytes = None if embedding is None else encode_embedding(path, embedding)
+        checksum = None if emb_bytes is None else embedding_checksum(emb_bytes)
+        md, yml, emb = self._files(path)
+        with self._writing():
+            total = self._check_limits(path, md, len(data))
+            if hits is None:
+                hits = self._stored_hits(yml)
+            updated_at = updated_at or utcnow()
+            sidecar: dict[str, Any] = {
+                "title": str(title),
+                "file_path": path,
+                "updated_at": updated_at.isoformat(),
+                "size": len(data),
+                "hits": int(hits),
+                "metadata": meta.to_yaml_dict(),
+            }
+            if checksum is not None:
+                sidecar["embedding_checksum"] = checksum
+            writes = {md: data, yml: dump_sidecar(sidecar)}
+            removals = []
+            if emb_bytes is None:
+                removals.append(emb)
+            else:
+                writes[emb] = emb_bytes
+            commit_files(self.root, writes, removals)
+            self._total = total
+        return Entry(
+            path=path,
+            content=content,
+            title=str(title),
+            updated_at=updated_at,
+            size=len(data),
+            hits=int(hits),
+            metadata=meta.model_copy(deep=True),
+            embedding=None if emb_bytes is None else np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
+            embedding_checksum=checksum,
+        )
+
+    @staticmethod
+    def _metadata(path: str, metadata: Metadata | Mapping[str, Any] | None) -> Metadata:
+        if isinstance(metadata, Metadata):
+            return metadata
+        try:
+            return Metadata.model_validate(dict(metadata or {}))
+        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            raise InputValidationError(
+                f"The metadata for memory://{path} is invalid: {exc}",
+                "Pass tags, related and tools as lists of strings and permissions as a mapping.",
+            ) from exc
+
+    @staticmethod
+    def _encode_content(path: str, content: str) -> bytes:
+        if not isinstance(content, str):
+            raise InputValidationError(
+                f"Content for memory://{path} must be text, not {type(content).__name__}.",
+                "Pass the markdown as a string.",
+            )
+        try:
+            return content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InputValidationError(
+                f"Content for memory://{path} is not valid Unicode text (position {exc.start}).",
+                "Remove the unpaired surrogate characters from the content.",
+            ) from exc
+
+    def _stored_hits(self, yml: Path) -> int:
+        sidecar = self._load_sidecar(yml)
+        return _as_int(sidecar.get("hits")) if sidecar else 0
+
+    def write_stub(self, path: str, redirect: Redirect) -> None:
+        """Replace the entry at ``path`` with a stub pointing at ``redirect.target``.
+
+        The stub is a lone ``.md`` file: its ``.yml`` and ``.emb`` are removed in the same
+        transaction, so the old entry stops appearing in listings and searches.
+        """
+        path = normalize_path(path)
+        self._refuse_virtual(path)
+        if redirect.kind not in stubs.KINDS:
+            raise InputValidationError(
+                f"Unknown redirect kind {redirect.kind!r} for memory://{path}.",
+                f"Use one of: {', '.join(stubs.KINDS)}.",
+            )
+        target = normalize_path(redirect.target)
+        if target == path:
+            raise InputValidationError(
+                f"memory://{path} cannot redirect to itself.",
+                "Point the stub at the entry its content was merged into or moved to.",
+            )
+        data = stubs.format_stub(Redirect(kind=redirect.kind, target=target)).encode("utf-8")
+        md, yml, emb = self._files(path)
+        with self._writing():
+            total = self._check_limits(path, md, len(data))
+            commit_files(self.root, {md: data}, [yml, emb])
+            self._total = total
+
+    def delete(self, path: str) -> None:
+        """Remove the entry's ``.md``, ``.yml`` and ``.emb`` together; a stub is deleted itself.
+
+        Raises:
+            EntryNotFoundError: nothing is stored at ``path``.
+            ReadOnlyEntryError: ``path`` is a built-in entry.
+        """
+        path = normalize_path(path)
+        self._refuse_virtual(path)
+        md, yml, emb = self._files(path)
+        with self._writing():
+            if not md.is_file():
+                raise EntryNotFoundError(path)
+            total = self._current_total() - self._content_size(md)
+            commit_files(self.root, {}, [md, yml, emb])
+            self._total = total
+            self._prune_empty_folders(md.parent)
+
+    def _prune_empty_folders(self, folder: Path) -> None:
+        """Remove folders the delete left empty, up to (never including) the root. Best effort."""
+        while folder != self.root and self.root in folder.parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                return  # not empty, a symlink, or already gone
+            folder = folder.parent
+
+    # ----------------------------------------------------------------- reading
+
+    def exists(self, path: str) -> bool:
+        """True if a real entry, stub or built-in entry lives at ``path``."""
+        path = normalize_path(path)
+        if is_virtual(path):
+            return True
+        md, _, _ = self._files(path)
+        return md.is_file()
+
+    def read_redirect(self, path: str) -> Redirect | None:
+        """The redirect if ``path`` is a stub, None if it is a real (or built-in) entry.
+
+        Raises:
+            EntryNotFoundError: nothing is stored at ``path``.
+            RedirectError: ``path`` is a malformed stub.
+        """
+        path = normalize_path(path)
+        if is_virtual(path):
+            return None
+        with self._reading():
+            return self._redirect_of(path)
+
+    def _redirect_of(self, path: str) -> Redirect | None:
+        if is_virtual(path):
+            return None
+        md, _, _ = self._files(path)
+        try:
+            head = _read_head(md, _STUB_READ_LIMIT)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise EntryNotFoundError(path) from None
+        if not stubs.looks_like_stub(head):
+            return None
+        return stubs.parse_stub(head.decode("utf-8", errors="replace"), path)
+
+    def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
+        """Read an entry, following stubs to their target when ``follow``.
+
+        Args:
+            path: any accepted spelling of the logical path.
+            count_hit: add one to the entry's ``hits`` (agent reads only; takes the
+                exclusive lock). Built-in entries, stubs and entries without a readable
+                ``.yml`` (hand-written files) never count hits.
+            follow: False returns a stub itself (its content is the redirect text).
+
+        The returned entry's ``path`` is where the content really lives (the target of
+        any stubs followed).
+
+        Raises:
+            EntryNotFoundError, RedirectError, InvalidPathError, LockTimeoutError.
+        """
+        path = normalize_path(path)
+        if is_virtual(path):
+            return load_virtual(path)
+        with self._writing() if count_hit else self._reading():
+            target = stubs.follow(self._redirect_of, path, self.max_redirect_hops) if follow else path
+            if is_virtual(target):
+                return load_virtual(target)
+            entry, sidecar = self._load(target)
+            if count_hit and sidecar is not None and not self._is_stub_text(entry.content):
+                entry = self._count_hit(target, entry, sidecar)
+        return entry
+
+    @staticmethod
+    def _is_stub_text(content: str) -> bool:
+        return stubs.looks_like_stub(content[: stubs.SNIFF_BYTES].encode("utf-8"))
+
+    def _load_sidecar(self, yml: Path) -> dict[str, Any] | None:
+        try:
+            text = yml.read_bytes().decode("utf-8", errors="replace")
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        sidecar = parse_sidecar(text)
+        if sidecar is None:
+            log.warning("Ignoring %s: it is not a YAML mapping", yml)
+        return sidecar
+
+    def _load(self, path: str) -> tuple[Entry, dict[str, Any] | None]:
+        """The entry at ``path`` (no redirects) and its raw sidecar mapping."""
+        md, yml, emb = self._files(path)
+        try:
+            data = md.read_bytes()
+            mtime_ns = md.stat().st_mtime_ns
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise EntryNotFoundError(path) from None
+        content = data.decode("utf-8", errors="replace")
+        self._check_sidecar(path, yml)
+        self._check_sidecar(path, emb)
+        sidecar = self._load_sidecar(yml)
+        fields = sidecar or {}
+        embedding, checksum = self._load_embedding(emb, fields.get("embedding_checksum"))
+        title = fields.get("title")
+        entry = Entry(
+            path=path,
+            content=content,
+            title=str(title) if title not in (None, "") else _fallback_title(content, path),
+            updated_at=_as_datetime(fields.get("updated_at")) or _mtime(mtime_ns),
+            size=len(data),
+            hits=_as_int(fields.get("hits")),
+            metadata=metadata_from_yaml(fields.get("metadata")),
+            embedding=embedding,
+            embedding_checksum=checksum,
+        )
+        return entry, sidecar
+
+    @staticmethod
+    def _load_embedding(emb: Path, stored_checksum: Any) -> tuple[np.ndarray | None, str | None]:
+        try:
+            data = emb.read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None, None
+        vector = decode_embedding(data, stored_checksum if isinstance(stored_checksum, str) else None)
+        if vector is None:
+            log.warning("Ignoring damaged embedding %s (%d bytes); the entry counts as not embedded", emb, len(data))
+            return None, None
+        return vector, embedding_checksum(data)
+
+    def _count_hit(self, path: str, entry: Entry, sidecar: dict[str, Any]) -> Entry:
+        """Store hits + 1 in the ``.yml``, leaving every other key as it was."""
+        _, yml, _ = self._files(path)
+        hits = entry.hits + 1
+        updated = dict(sidecar)
+        updated["hits"] = hits
+        commit_files(self.root, {yml: dump_sidecar(updated)})
+        return entry.model_copy(update={"hits": hits})
+
+    # ----------------------------------------------------------------- listing
+
+    def iter_entries(
+        self,
+        *,
+        include_stubs: bool = False,
+        include_virtual: bool = False,
+        with_metadata: bool = True,
+        under: str | None = None,
+    ) -> Iterator[EntryInfo]:
+        """Every entry, sorted by path, without reading content or counting hits.
+
+        Args:
+            include_stubs: also list redirect stubs.
+            include_virtual: also list built-in entries.
+            with_metadata: parse each ``.yml`` for ``title``, ``type``, ``hits`` and
+                ``updated_at``. False is the fast path (one ``stat`` per entry, no file
+                opened): ``title`` is empty, ``type`` None, ``hits`` 0 and ``updated_at``
+                the file's modification time — enough for glob matching and index
+                freshness checks (``size``, ``mtime_ns``).
+            under: only entries inside this folder (e.g. ``"concept/ruby"``).
+
+        Skipped: ``.memdir/``, ``.lock``, hidden and temporary files, names that are not
+        valid memory paths, and symbolic links leading outside the root. A stub is an
+        ``.md`` without a ``.yml`` whose first line is ``# merged →``/``# moved →``
+        (`write_stub` always writes them so); only such files are opened to tell.
+
+        The listing is taken under the shared lock and then yielded, so the caller may
+        write or delete entries while iterating.
+        """
+        prefix = self._folder_prefix(under)
+        start = self.root / prefix if prefix else self.root
+        rows: list[EntryInfo] = []
+        with self._reading():
+            if start == self.root or (start.is_dir() and is_within(self.root, start)):
+                for path, file, st, has_sidecar in self._scan(start, prefix):
+                    if is_virtual(path):
+                        continue  # a file shadowed by a built-in entry is unreachable
+                    is_stub = not has_sidecar and self._sniff_stub(file)
+                    if is_stub and not include_stubs:
+                        continue
+                    rows.append(self._info(path, file, st, has_sidecar, is_stub, with_metadata))
+        if include_virtual:
+            rows.extend(virtual_info(p) for p in virtual_paths() if p.startswith(prefix))
+        rows.sort(key=lambda info: info.path)
+        yield from rows
+
+    def _folder_prefix(self, under: str | None) -> str:
+        """``"concept/ruby/"`` for ``under="concept/ruby"``; validated like any memory path."""
+        cleaned = (under or "").strip()
+        cleaned = cleaned.removeprefix("memory://").rstrip("/")
+        if not cleaned:
+            return ""
+        return disk_stem(normalize_path(cleaned)) + "/"
+
+    def _scan(self, folder: Path, prefix: str) -> Iterator[tuple[str, os.DirEntry[str], os.stat_result, bool]]:
+        """(logical path, DirEntry, its stat, has .yml) for every listable ``.md`` under ``folder``.
+
+        Each folder is listed once, under its real name when it has one: folders reached
+        through (in-root) symlinks are visited only after every real folder, and only if
+        not seen yet — which also ends symlink loops.
+        """
+        try:
+            start = folder.stat()
+        except OSError:
+            return
+        seen = {(start.st_dev, start.st_ino)}
+        real: list[tuple[str, str]] = [(str(folder), prefix)]
+        linked: list[tuple[str, str]] = []
+        while real or linked:
+            if real:
+                current, current_prefix = real.pop()
+            else:
+                current, current_prefix = linked.pop()
+                if not self._first_visit(current, seen):
+                    continue
+            items = self._list_folder(current)
+            names = {item.name for item in items}
+            for item in items:
+                name = item.name
+                try:
+                    is_md = name.endswith(".md") and len(name) > 3
+                    if not (is_md or item.is_dir()) or not _listable_name(name):
+                        continue  # sidecars and other files: no further system calls
+                    if item.is_symlink():
+                        if not is_within(self.root, item.path):
+                            continue  # leads out of the root
+                        if item.is_dir():
+                            linked.append((item.path, f"{current_prefix}{name}/"))
+                            continue
+                    elif item.is_dir():
+                        if self._first_visit(item.path, seen, item):
+                            real.append((item.path, f"{current_prefix}{name}/"))
+                        continue
+                    if is_md and item.is_file():
+                        has_sidecar = f"{name[:-3]}{_SIDECAR_SUFFIX}" in names
+                        yield f"{current_prefix}{name}", item, item.stat(), has_sidecar
+                except OSError:
+                    continue  # vanished or unreadable while listing
+
+    @staticmethod
+    def _first_visit(path: str, seen: set[tuple[int, int]], item: os.DirEntry[str] | None = None) -> bool:
+        """Mark a folder as listed; False if it was listed already (under another name)."""
+        try:
+            st = item.stat() if item is not None else os.stat(path)
+        except OSError:
+            return False
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    @staticmethod
+    def _list_folder(folder: str) -> list[os.DirEntry[str]]:
+        """Every item of ``folder`` that is not hidden (``.memdir``, ``.lock``, temporary files...)."""
+        try:
+            with os.scandir(folder) as it:
+                return [item for item in it if item.name[0] != "."]
+        except OSError as exc:
+            log.warning("Skipping unreadable folder %s: %s", folder, exc)
+            return []
+
+    @staticmethod
+    def _sniff_stub(file: os.DirEntry[str]) -> bool:
+        try:
+            return stubs.looks_like_stub(_read_head(file.path, stubs.SNIFF_BYTES))
+        except OSError:
+            return False
+
+    def _info(
+        self,
+        path: str,
+        file: os.DirEntry[str],
+        st: os.stat_result,
+        has_sidecar: bool,
+        is_stub: bool,
+        with_metadata: bool,
+    ) -> EntryInfo:
+        mtime_ns = st.st_mtime_ns
+        title, type_, hits, updated_at = "", None, 0, None
+        if with_metadata:
+            sidecar = self._load_sidecar(Path(file.path[:-3] + _SIDECAR_SUFFIX)) if has_sidecar else None
+            if sidecar:
+                title = str(sidecar.get("title") or "")
+                meta = sidecar.get("metadata")
+                type_ = str(meta["type"]).lstrip(":") if isinstance(meta, dict) and meta.get("type") else None
+                hits = _as_int(sidecar.get("hits"))
+                updated_at = _as_datetime(sidecar.get("updated_at"))
+            if not title:
+                try:
+                    head = _read_head(file.path, _TITLE_READ_LIMIT).decode("utf-8", errors="ignore")
+                except OSError:
+                    head = ""
+                title = head.split("\n", 1)[0].lstrip("# ").strip() if is_stub else _fallback_title(head, path)
+        return EntryInfo(
+            path=path,
+            title=title,
+            size=st.st_size,
+            updated_at=updated_at or _mtime(mtime_ns),
+            type=type_,
+            hits=hits,
+            mtime_ns=mtime_ns,
+        )

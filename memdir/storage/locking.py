@@ -1,0 +1,267 @@
+"""The root's cross-process lock: many readers or one writer, at ``<root>/.lock``.
+
+SwarmMemory serialised writers with ``flock`` on ``<root>/.lock``; memdir keeps that
+file, so a memdir process and a SwarmMemory process on one root exclude each other.
+
+Two details make a plain ``flock`` wrapper unsafe, and are why this module exists:
+
+* ``flock`` locks belong to an *open file description*. Two descriptors of the same
+  file in one process conflict with each other, so a thread that takes the lock and
+  then calls code taking it again would deadlock against itself. All `RootLock`
+  objects for one lock file in a process therefore share one descriptor, one
+  `threading.RLock` and a depth counter: the lock is re-entrant per thread, and
+  threads of one process serialise on the `RLock` before touching the file.
+* A shared lock cannot be upgraded in place without a window in which another writer
+  may slip in, so asking for the exclusive lock while holding only the shared one is
+  a programming error (`RuntimeError`), not a silent race.
+
+A writer killed while holding the lock can leave work to finish (a transaction
+journal). The optional ``needs_repair``/``repair`` callbacks make every *outermost*
+acquisition hand out a consistent root: the exclusive lock repairs before returning,
+and a shared acquisition that finds repair needed steps aside, repairs under the
+exclusive lock, and takes the shared lock again — so even ``with lock.shared():``
+held by a caller never exposes a dead writer's half-finished change.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Literal
+
+import portalocker
+
+from memdir.core.errors import LockTimeoutError
+
+LOCK_FILE_NAME = ".lock"
+Mode = Literal["shared", "exclusive"]
+
+# Poll interval bounds while another process holds the lock (flock has no timeout).
+_FIRST_WAIT = 0.001
+_MAX_WAIT = 0.05
+
+
+class _LockState:
+    """What one process knows about one lock file; shared by every `RootLock` on it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.rlock = threading.RLock()
+        self.file: IO[bytes] | None = None
+        self.depth = 0
+        self.mode: Mode | None = None
+        self.owner: int | None = None
+
+    def reset_after_fork(self) -> None:
+        """Forget a lock inherited through ``fork``: the child must never reuse the parent's descriptor.
+
+        The inherited descriptor shares the parent's open file description, so
+        locking or unlocking it would act on the *parent's* lock. Dropping the
+        Python object without closing it would close it on garbage collection,
+        which is harmless (the parent still holds its own descriptor); closing it
+        explicitly here is equally harmless and keeps the child tidy.
+        """
+        if self.file is not None:
+            try:
+                self.file.close()
+            except OSError:
+                pass
+        self.rlock = threading.RLock()
+        self.file = None
+        self.depth = 0
+        self.mode = None
+        self.owner = None
+
+
+_STATES: dict[str, _LockState] = {}
+_ALL_STATES: weakref.WeakSet[_LockState] = weakref.WeakSet()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _state_for(path: Path) -> _LockState:
+    key = os.path.realpath(path)
+    with _REGISTRY_LOCK:
+        state = _STATES.get(key)
+        if state is None:
+            state = _STATES[key] = _LockState(key)
+            _ALL_STATES.add(state)
+        return state
+
+
+def _after_fork_in_child() -> None:
+    global _REGISTRY_LOCK
+    _REGISTRY_LOCK = threading.Lock()
+    for state in list(_ALL_STATES):
+        state.reset_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class RootLock:
+    """Re-entrant shared/exclusive lock on one lock file, across threads and processes.
+
+    Args:
+        path: the lock file (``<root>/.lock``); created, with its folder, on first use.
+        timeout: seconds to wait for the lock before `LockTimeoutError`.
+        needs_repair: cheap check, run on each outermost acquisition: True if a dead
+            lock holder left work to finish.
+        repair: finishes that work; runs under the exclusive lock and must not take
+            this lock itself.
+
+    Every `RootLock` for the same file in one process shares state, so nesting works
+    even across two adapters opened on the same root.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        timeout: float = 30.0,
+        *,
+        needs_repair: Callable[[], bool] | None = None,
+        repair: Callable[[], None] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.timeout = float(timeout)
+        self._needs_repair = needs_repair
+        self._repair = repair
+        self._state = _state_for(self.path)
+
+    @property
+    def mode(self) -> Mode | None:
+        """The lock the *calling thread* holds: ``"shared"``, ``"exclusive"`` or None."""
+        state = self._state
+        if state.depth and state.owner == threading.get_ident():
+            return state.mode
+        return None
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the lock alone: no other process reads or writes meanwhile.
+
+        Raises:
+            LockTimeoutError: another process held the lock for longer than ``timeout``.
+            RuntimeError: the calling thread holds only the shared lock (no upgrades).
+        """
+        with self._hold("exclusive"):
+            yield
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """Hold the lock for reading: other readers may too, writers wait.
+
+        Inside `exclusive` this is a no-op (the thread already excludes everyone).
+
+        Raises:
+            LockTimeoutError: a writer held the lock for longer than ``timeout``.
+        """
+        with self._hold("shared"):
+            yield
+
+    @contextmanager
+    def _hold(self, mode: Mode) -> Iterator[None]:
+        deadline = time.monotonic() + self.timeout
+        state = self._state
+        if not state.rlock.acquire(timeout=max(self.timeout, 0.0)):
+            raise self._timeout_error(mode, "another thread of this process")
+        try:
+            if state.depth == 0:
+                self._acquire_file(mode, deadline)
+                try:
+                    self._make_consistent(mode, deadline)
+                except BaseException:
+                    self._release_file()
+                    raise
+                state.mode, state.owner = mode, threading.get_ident()
+            elif mode == "exclusive" and state.mode == "shared":
+                raise RuntimeError(
+                    f"Cannot take the exclusive lock on {state.path} while this thread holds only the "
+                    "shared lock: upgrading would let another writer slip in between. Take the "
+                    "exclusive lock first (it covers reads too)."
+                )
+            state.depth += 1
+        except BaseException:
+            state.rlock.release()
+            raise
+        try:
+            yield
+        finally:
+            state.depth -= 1
+            try:
+                if state.depth == 0:
+                    self._release_file()
+            finally:
+                state.rlock.release()
+
+    def _make_consistent(self, mode: Mode, deadline: float) -> None:
+        """Run the repair callback if needed, holding (or briefly trading up to) the exclusive lock."""
+        if self._needs_repair is None or self._repair is None or not self._needs_repair():
+            return
+        if mode == "exclusive":
+            self._repair()
+            return
+        while True:
+            # Repairing under a shared lock would change files under other readers' feet.
+            self._release_file()
+            self._acquire_file("exclusive", deadline)
+            if self._needs_repair():
+                self._repair()
+            self._release_file()
+            self._acquire_file("shared", deadline)
+            if not self._needs_repair():
+                return
+
+    def _acquire_file(self, mode: Mode, deadline: float) -> None:
+        state = self._state
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(state.path, os.O_RDWR | os.O_CREAT, 0o644)
+        handle = os.fdopen(fd, "r+b")
+        flags = portalocker.LockFlags.EXCLUSIVE if mode == "exclusive" else portalocker.LockFlags.SHARED
+        wait = _FIRST_WAIT
+        try:
+            while True:
+                try:
+                    portalocker.lock(handle, flags | portalocker.LockFlags.NON_BLOCKING)
+                    break
+                except portalocker.exceptions.AlreadyLocked as exc:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise self._timeout_error(mode, "another process") from exc
+                    time.sleep(min(wait, remaining))
+                    wait = min(wait * 2, _MAX_WAIT)
+                except portalocker.exceptions.LockException as exc:
+                    raise OSError(
+                        f"Could not lock {state.path}: {exc}. Check that the memory root is on a "
+                        "local filesystem that supports file locks and is writable."
+                    ) from exc
+        except BaseException:
+            handle.close()
+            raise
+        state.file = handle
+
+    def _release_file(self) -> None:
+        state = self._state
+        handle, state.file = state.file, None
+        state.mode = state.owner = None
+        if handle is None:
+            return
+        try:
+            portalocker.unlock(handle)
+        except portalocker.exceptions.LockException:
+            pass  # closing the descriptor below releases the lock anyway
+        finally:
+            handle.close()
+
+    def _timeout_error(self, mode: Mode, holder: str) -> LockTimeoutError:
+        return LockTimeoutError(
+            f"Timed out after {self.timeout:g} s waiting for the {mode} lock on {self._state.path}, "
+            f"held by {holder}.",
+            "Retry shortly; if it persists, look for a stuck memdir process on this memory root "
+            "or raise MEMDIR_LOCK_TIMEOUT.",
+        )

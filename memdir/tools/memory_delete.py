@@ -1,0 +1,28 @@
+"""MemoryDelete: remove one entry for good."""
+
+from __future__ import annotations
+
+from memdir.memory import Memory
+from memdir.tools.formatting import memory_uri
+from memdir.tools.session import Session
+
+
+def memory_delete(memory: Memory, session: Session, file_path: str) -> str:
+    """Delete a memory entry permanently (its content, metadata and embedding).
+
+    Use it for information that is wrong, outdated or no longer needed. Deletion
+    cannot be undone; to find candidates first, use MemoryDefrag. Built-in entries
+    (shipped with memdir) cannot be deleted.
+
+    Args:
+        file_path: the entry to delete, e.g. ``experience/temp-experiment.md``.
+
+    Returns:
+        ``Deleted memory://PATH``.
+    """
+    deleted = memory.delete(file_path)
+    session.tracker.forget(deleted)
+    return f"Deleted {memory_uri(deleted)}"
+
+
+__all__ = ["memory_delete"]

@@ -1,0 +1,41 @@
+"""MemoryGlob: list entries whose paths match a glob pattern, newest first."""
+
+from __future__ import annotations
+
+from memdir.memory import Memory
+from memdir.tools.formatting import human_size, plural, system_reminder, with_title
+from memdir.tools.session import Session
+
+
+def memory_glob(memory: Memory, session: Session, pattern: str) -> str:
+    """Find memory entries by path pattern (like a filesystem glob); newest first.
+
+    Use it to see what is stored in a part of memory before reading: all skills,
+    every concept of a domain, every entry. ``*`` matches within one folder, ``**``
+    across folders, ``?`` one character, ``[abc]`` one of a set.
+
+    Args:
+        pattern: e.g. ``skill/**`` (all skills, recursively), ``concept/ruby/*`` (direct
+            children only), ``fact/people/*.md``, ``**/api-*`` or ``**/*`` (everything).
+
+    Returns:
+        ``Memory entries matching 'PATTERN' (N entries):`` then one
+        ``- memory://path "Title" (SIZE)`` line per entry; at most 500 are listed.
+    """
+    infos = memory.glob(pattern)
+    if not infos:
+        return f"No entries found matching pattern '{pattern}'."
+    cap = max(1, memory.settings.glob_max_results)
+    shown = infos[:cap]
+    lines = [f"Memory entries matching '{pattern}' ({plural(len(shown), 'entry')}):"]
+    lines += [f"- {with_title(info.path, info.title)} ({human_size(info.size)})" for info in shown]
+    text = "\n".join(lines)
+    if len(infos) > cap:
+        text += "\n\n" + system_reminder(
+            f"Results truncated: showing the {len(shown)} newest of {len(infos)} matching entries.",
+            "Use a more specific pattern (e.g. a folder such as 'concept/ruby/*') to narrow the results.",
+        )
+    return text
+
+
+__all__ = ["memory_glob"]

@@ -1,0 +1,62 @@
+"""MemoryRead: show one entry with line numbers, and point at its related entries."""
+
+from __future__ import annotations
+
+from memdir.core.errors import InvalidPathError
+from memdir.core.paths import normalize_path
+from memdir.memory import Memory
+from memdir.tools.formatting import memory_uri, numbered_lines, system_reminder, with_title
+from memdir.tools.session import Session
+
+
+def memory_read(memory: Memory, session: Session, file_path: str) -> str:
+    """Read a memory entry; its content comes back with line numbers.
+
+    Use it to see an entry found by MemoryGlob, MemoryGrep or a reminder, and always
+    before MemoryEdit (edits of entries you have not read are refused). If the entry
+    lists related memories they are shown after the content; read them too when
+    they may help.
+
+    Args:
+        file_path: the entry, e.g. ``concept/ruby/classes.md`` (``memory://`` prefix and
+            the ``.md`` suffix are optional). Paths start with concept/, fact/, skill/ or experience/.
+
+    Returns:
+        Each line as ``     N line`` (6-wide number, a space, the line), then a
+        ``<system-reminder>`` listing related memories when there are any.
+    """
+    logical = normalize_path(file_path)
+    entry = memory.read(logical, count_hit=True)
+    session.tracker.register_entry(entry)
+    if entry.path != logical:  # reached through a merge/move stub: the old path works for edits too
+        session.tracker.register_entry(entry, as_path=logical)
+
+    text = numbered_lines(entry.content)
+    if not entry.content:
+        text = system_reminder(f"{memory_uri(entry.path)} exists but its content is empty.")
+    if entry.path != logical:
+        redirect = memory.redirect_of(logical)
+        how = f"was {redirect.kind} into" if redirect and redirect.kind == "merged" else "has moved to"
+        text += "\n\n" + system_reminder(
+            f"{memory_uri(logical)} {how} {memory_uri(entry.path)}; the content above is from "
+            f"{memory_uri(entry.path)}. Use that path from now on."
+        )
+    related = related_lines(memory, entry.metadata.related)
+    if related:
+        text += "\n\n" + system_reminder("Related memories that may provide additional context:", *related)
+    return text
+
+
+def related_lines(memory: Memory, related: list[str]) -> list[str]:
+    """``- memory://path "Title"`` for each related path (path alone when the title is unknown)."""
+    paths: list[str] = []
+    for item in related:
+        try:
+            paths.append(normalize_path(item))
+        except InvalidPathError:  # a hand-edited .yml: show what is there
+            paths.append(item.strip())
+    titles = memory.titles(paths)
+    return [f"- {with_title(path, titles.get(path))}" for path in dict.fromkeys(paths) if path]
+
+
+__all__ = ["memory_read", "related_lines"]

@@ -1,0 +1,214 @@
+"""MemoryWrite: store one small, typed memory entry (and point out near-duplicates)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES, Entry, Metadata
+from memdir.core.errors import InputValidationError, InvalidPathError
+from memdir.core.paths import normalize_path
+from memdir.memory import Memory
+from memdir.search.similarity import jaccard, word_set
+from memdir.tools.formatting import human_size, memory_uri, system_reminder, with_title
+from memdir.tools.params import coerce_dict, coerce_str_list
+from memdir.tools.session import Session
+
+# Near-duplicate report after a write (never acted on: nothing is merged automatically).
+DUPLICATE_COSINE = 0.85  # embeddings available: cosine of the stored vectors
+DUPLICATE_JACCARD = 0.6  # no embedding for the entry yet: word overlap of the contents
+DUPLICATE_MAX_SHOWN = 3
+DUPLICATE_CANDIDATES = 10  # keyword-search candidates checked when there is no embedding
+
+
+def memory_write(
+    memory: Memory,
+    session: Session,
+    file_path: str,
+    content: str,
+    title: str,
+    type: str,  # noqa: A002 - the parameter name the model sees
+    tags: list[str] | str | None,
+    related: list[str] | str | None,
+    domain: str | None,
+    confidence: str | None = "medium",
+    source: str | None = "user",
+    tools: list[str] | str | None = None,
+    permissions: dict[str, Any] | str | None = None,
+) -> str:
+    """Store a memory entry: markdown content plus structured metadata, searchable by meaning.
+
+    Use it to keep something worth remembering across conversations: an idea
+    (concept), a piece of concrete information (fact), a step-by-step procedure
+    (skill) or a lesson learned (experience). Keep each entry focused and at most
+    250 words; split larger material into several entries linked through ``related``.
+    Writing to an existing path replaces that entry. If similar entries already exist
+    the reply lists them: prefer MemoryEdit on one of those over keeping duplicates.
+
+    Args:
+        file_path: where to store it; it must start with the folder of its type:
+            ``concept/{domain}/{name}.md``, ``fact/{subfolder}/{name}.md``,
+            ``skill/{domain}/{name}.md`` or ``experience/{name}.md``.
+        content: the markdown content (no frontmatter), at most 250 words.
+        title: a brief descriptive title.
+        type: ``concept``, ``fact``, ``skill`` or ``experience`` (must match the folder).
+        tags: search keywords, e.g. ``["ruby", "classes", "oop"]``; be comprehensive.
+        related: paths of related entries, e.g. ``["memory://concept/ruby/modules.md"]``, or ``[]``.
+        domain: a category such as ``programming/ruby``, ``people`` or ``debugging``.
+        confidence: how sure you are: ``high``, ``medium`` (default) or ``low``.
+        source: where it came from: ``user`` (default), ``documentation``, ``experimentation`` or ``inference``.
+        tools: skills only: the tools the skill needs, e.g. ``["Read", "Edit", "Bash"]``.
+        permissions: skills only: tool restrictions, e.g. ``{"Bash": {"allowed_commands": ["^pytest"]}}``.
+
+    Returns:
+        ``Stored at memory://PATH (SIZE)``, plus a note when an entry was replaced and a
+        reminder listing up to three near-duplicates.
+    """
+    limit = memory.settings.word_limit
+    words = len(content.split())
+    if words > limit:
+        raise InputValidationError(
+            f"Content exceeds {limit}-word limit ({words} words).",
+            "Extract key entities and split into multiple memories.",
+        )
+    logical = normalize_path(file_path)
+    entry_type = _check_type(type, logical)
+    if not content.strip():
+        raise InputValidationError("content is empty.", "Write the markdown text to remember in content.")
+    if not title or not title.strip():
+        raise InputValidationError("title is required.", "Give the entry a brief descriptive title.")
+    level = (confidence or "medium").strip().lower()
+    if level not in CONFIDENCE_LEVELS:
+        raise InputValidationError(
+            f"confidence must be one of {', '.join(CONFIDENCE_LEVELS)} (got {confidence!r}).",
+            "Use 'high' when verified, 'medium' when fairly sure, 'low' when unsure.",
+        )
+    skill_tools = coerce_str_list(tools, "tools")
+    skill_permissions = coerce_dict(permissions, "permissions")
+    if entry_type != "skill" and (skill_tools or skill_permissions):
+        raise InputValidationError(
+            f"tools and permissions only apply to skills, and this entry has type '{entry_type}'.",
+            "Leave tools and permissions out, or store the entry as a skill under skill/.",
+        )
+    metadata = Metadata(
+        type=entry_type,
+        confidence=level,
+        tags=coerce_str_list(tags, "tags"),
+        related=_related_uris(related, logical),
+        domain=(domain or "").strip() or None,
+        source=(source or "user").strip() or "user",
+        tools=skill_tools,
+        permissions=skill_permissions,
+    )
+
+    result = memory.write(logical, content, title=title.strip(), metadata=metadata)
+    entry = result.entry
+    if session.tracker.has_read(entry.path):
+        # The session wrote this content itself, so it has "seen" it: a later edit is not stale.
+        session.tracker.register_entry(entry)
+
+    text = f"Stored at {memory_uri(entry.path)} ({human_size(entry.size)})"
+    if result.overwritten:
+        text += " — replaced the existing entry."
+    duplicates = near_duplicates(memory, entry)
+    if duplicates:
+        lines = ["Similar entries already exist:"]
+        lines += [f"- {with_title(path, title)} ({round(score * 100)}% similar)" for path, title, score in duplicates]
+        lines.append("Consider MemoryEdit on one of them instead of keeping duplicates.")
+        text += "\n\n" + system_reminder(*lines)
+    return text
+
+
+def _check_type(entry_type: str, logical: str) -> str:
+    value = (entry_type or "").strip().lower()
+    if value not in ENTRY_TYPES:
+        raise InputValidationError(
+            f"type must be one of {', '.join(ENTRY_TYPES)} (got {entry_type!r}).",
+            "concept: an abstract idea; fact: concrete information; skill: a procedure; experience: a lesson learned.",
+        )
+    if not logical.startswith(value + "/"):
+        first, _, rest = logical.partition("/")
+        suggestion = f"{value}/{rest if first in ENTRY_TYPES and rest else logical}"
+        raise InputValidationError(
+            f"Entries of type '{value}' must be stored under {value}/, but the path is '{logical}'.",
+            f"Memory has exactly 4 top-level folders (concept/, fact/, skill/, experience/); "
+            f"use a path such as '{suggestion}'.",
+        )
+    return value
+
+
+def _related_uris(related: list[str] | str | None, own_path: str) -> list[str]:
+    uris: list[str] = []
+    for item in coerce_str_list(related, "related"):
+        try:
+            logical = normalize_path(item)
+        except InvalidPathError as exc:
+            raise InputValidationError(
+                f"related contains an invalid memory path {item!r}: {exc.message}",
+                "List related entries as memory:// paths, e.g. 'memory://concept/ruby/modules.md'.",
+            ) from exc
+        uri = memory_uri(logical)
+        if logical != own_path and uri not in uris:
+            uris.append(uri)
+    return uris
+
+
+# ---------------------------------------------------------------------------------------- near-duplicates
+def near_duplicates(memory: Memory, entry: Entry, limit: int = DUPLICATE_MAX_SHOWN) -> list[tuple[str, str, float]]:
+    """Existing entries that look like duplicates of ``entry``: ``(path, title, similarity)``, best first.
+
+    With an embedding, the cosine of the stored vectors (>= `DUPLICATE_COSINE`); without
+    one (model missing or still loading), the word Jaccard of the contents of the best
+    keyword-search candidates (>= `DUPLICATE_JACCARD`). Failures here never fail the write.
+    """
+    try:
+        found = _by_cosine(memory, entry) if entry.embedding is not None else None
+        if found is None:
+            found = _by_jaccard(memory, entry)
+    except Exception:  # the write itself succeeded; a broken index must not turn it into an error
+        return []
+    found = found[:limit]
+    titles = memory.titles(path for path, _ in found)
+    return [(path, titles.get(path, ""), score) for path, score in found]
+
+
+def _by_cosine(memory: Memory, entry: Entry) -> list[tuple[str, float]] | None:
+    paths, matrix = memory.vectors()
+    vector = np.asarray(entry.embedding, dtype=np.float32).ravel()
+    if not paths or matrix.ndim != 2 or matrix.shape[1] != vector.shape[0]:
+        return None  # nothing embedded yet, or vectors of another model: fall back to words
+    norm = float(np.linalg.norm(vector))
+    if norm == 0.0:
+        return None
+    scores = matrix @ (vector / norm)
+    found = [
+        (path, min(1.0, float(score)))
+        for path, score in zip(paths, scores)
+        if path != entry.path and score >= DUPLICATE_COSINE
+    ]
+    return sorted(found, key=lambda item: item[1], reverse=True)
+
+
+def _by_jaccard(memory: Memory, entry: Entry) -> list[tuple[str, float]]:
+    words = word_set(entry.content)
+    if not words:
+        return []
+    candidates = memory.search(f"{entry.title}\n{entry.content}", top_k=DUPLICATE_CANDIDATES, threshold=0.0)
+    found: list[tuple[str, float]] = []
+    for candidate in candidates:
+        if candidate.path == entry.path:
+            continue
+        try:
+            other = memory.read(candidate.path)
+        except Exception:  # deleted meanwhile
+            continue
+        if other.path == entry.path:
+            continue
+        score = jaccard(words, word_set(other.content))
+        if score >= DUPLICATE_JACCARD:
+            found.append((other.path, score))
+    return sorted(found, key=lambda item: item[1], reverse=True)
+
+
+__all__ = ["memory_write", "near_duplicates"]

@@ -1,0 +1,178 @@
+"""`Memory`: files, derived index and model kept in step, across instances and processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import signal
+import time
+
+import pytest
+
+from memdir.core.errors import EntryNotFoundError
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+from tests.fakes import FakeEmbedder
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings(root=tmp_path / "memory")
+
+
+@pytest.fixture
+def memory(settings):
+    with Memory.open(settings, embedder=FakeEmbedder()) as opened:
+        yield opened
+
+
+def write_fact(memory, name, text, **meta):
+    return memory.write(f"fact/{name}", text, title=name.replace("-", " ").title(), metadata={"type": "fact", **meta})
+
+
+def test_write_read_delete_round_trip(memory):
+    result = write_fact(memory, "paris", "Paris is the capital of France.", tags=["geo"])
+    assert result.overwritten is False
+    assert result.entry.path == "fact/paris.md"
+    assert result.entry.embedded
+    entry = memory.read("fact/paris")
+    assert (entry.content, entry.title, entry.metadata.tags) == ("Paris is the capital of France.", "Paris", ["geo"])
+    assert write_fact(memory, "paris", "Paris, on the Seine.").overwritten is True
+    memory.delete("fact/paris.md")
+    assert not memory.exists("fact/paris")
+    with pytest.raises(EntryNotFoundError):
+        memory.read("fact/paris")
+    assert memory.search("Seine") == []
+
+
+def test_search_finds_entries_with_score_breakdown(memory):
+    write_fact(memory, "paris", "Paris is the capital of France.")
+    write_fact(memory, "tokyo", "Tokyo is the capital of Japan.")
+    results = memory.search("capital of France", top_k=2)
+    assert results[0].path == "fact/paris.md"
+    assert results[0].mode == "hybrid"
+    assert results[0].breakdown.semantic is not None and results[0].breakdown.bm25 > 0
+
+
+def test_filters_apply_before_the_top_k_cut(memory):
+    for i in range(20):
+        write_fact(memory, f"python-{i}", f"Python tip number {i} about python lists.")
+    memory.write("concept/python", "Python is a language.", title="Python", metadata={"type": "concept"})
+    results = memory.search("python", top_k=1, types=["concept"])
+    assert [r.path for r in results] == ["concept/python.md"]
+
+
+def test_without_a_model_writes_succeed_and_search_is_keyword_only(tmp_path):
+    settings = Settings(root=tmp_path / "m", embeddings_enabled=False)
+    with Memory.open(settings) as memory:
+        entry = write_fact(memory, "paris", "Paris is the capital of France.").entry
+        assert not entry.embedded
+        results = memory.search("capital France")
+        assert results[0].path == "fact/paris.md" and results[0].mode == "keyword"
+        status = memory.status()
+        assert status.model_state == "disabled" and status.embedded == 0 and status.entries == 1
+
+
+def test_entries_written_without_a_model_are_embedded_once_it_is_ready(tmp_path):
+    settings = Settings(root=tmp_path / "m", embeddings_enabled=False)
+    with Memory.open(settings) as memory:
+        write_fact(memory, "paris", "Paris is the capital of France.")
+    with Memory.open(Settings(root=tmp_path / "m"), embedder=FakeEmbedder()) as memory:
+        assert memory.read("fact/paris").embedded
+        assert memory.status().embedded == 1
+
+
+def test_two_instances_on_one_root_see_each_others_writes(settings):
+    with Memory.open(settings, embedder=FakeEmbedder()) as first, Memory.open(settings, embedder=FakeEmbedder()) as second:
+        write_fact(first, "paris", "Paris is the capital of France.")
+        assert [r.path for r in second.search("Paris capital")] == ["fact/paris.md"]
+        second.delete("fact/paris")
+        assert first.search("Paris capital") == []
+
+
+def test_files_edited_by_hand_are_picked_up_at_open(settings, memory):
+    write_fact(memory, "paris", "Paris is the capital of France.")
+    memory.close()
+    md = settings.store_root / "fact" / "paris.md"
+    time.sleep(0.01)
+    md.write_text("Lyon is famous for its food.")
+    with Memory.open(settings, embedder=FakeEmbedder()) as reopened:
+        assert reopened.search("Lyon food")[0].path == "fact/paris.md"
+        assert reopened.search("capital France") == [] or reopened.search("capital France")[0].breakdown.bm25 == 0
+        assert reopened.index.needs_embedding("fake/bow-384") == []  # re-embedded at open
+
+
+def test_deleting_the_derived_data_loses_nothing(settings, memory):
+    write_fact(memory, "paris", "Paris is the capital of France.", tags=["geo"])
+    memory.close()
+    shutil.rmtree(settings.store_root / ".memdir")
+    with Memory.open(settings, embedder=FakeEmbedder()) as reopened:
+        result = reopened.search("capital of France")[0]
+        assert result.path == "fact/paris.md" and result.mode == "hybrid"
+        assert reopened.read("fact/paris").metadata.tags == ["geo"]
+
+
+def test_rebuild_re_embeds_everything(memory):
+    for i in range(5):
+        write_fact(memory, f"f{i}", f"fact number {i}")
+    calls: list[tuple[int, int]] = []
+    assert memory.rebuild(progress=lambda done, total: calls.append((done, total))) == 5
+    assert calls[-1] == (5, 5)
+
+
+def test_reembedding_keeps_updated_at_and_hits(memory):
+    written = write_fact(memory, "paris", "Paris is the capital of France.").entry
+    memory.read("fact/paris", count_hit=True)
+    memory.rebuild()
+    entry = memory.read("fact/paris")
+    assert entry.updated_at == written.updated_at and entry.hits == 1
+
+
+def _writer(root: str, worker: int, count: int) -> None:
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        for i in range(count):
+            memory.write(f"fact/w{worker}/e{i}", f"worker {worker} entry {i}", title=f"W{worker} E{i}", metadata={"type": "fact"})
+
+
+@pytest.mark.slow
+def test_processes_writing_at_once_lose_nothing_in_files_or_index(tmp_path):
+    root = tmp_path / "shared"
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_writer, args=(str(root), w, 50)) for w in range(5)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(120)
+        assert process.exitcode == 0
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        assert len(memory.list(include_virtual=False)) == 250
+        status = memory.status()
+        assert status.entries == 250 and status.embedded == 250
+        assert memory.search("worker 3 entry 49", top_k=1)[0].path == "fact/w3/e49.md"
+
+
+def _overwrite_forever(root: str) -> None:
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        version = 0
+        while True:
+            version += 1
+            memory.write("fact/counter", f"version {version} " + "x" * 20000, title=f"v{version}", metadata={"type": "fact"})
+
+
+@pytest.mark.slow
+def test_a_writer_killed_mid_write_leaves_one_whole_version_and_the_index_recovers(tmp_path):
+    root = tmp_path / "killed"
+    context = multiprocessing.get_context("spawn")
+    for round_ in range(4):
+        process = context.Process(target=_overwrite_forever, args=(str(root),))
+        process.start()
+        time.sleep(1.0 + 0.17 * round_)
+        os.kill(process.pid, signal.SIGKILL)
+        process.join()
+        with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+            entry = memory.read("fact/counter")
+            version = entry.content.split()[1]
+            assert entry.title == f"v{version}"
+            hit = memory.search(f"version {version}", top_k=1)
+            assert hit and hit[0].path == "fact/counter.md" and hit[0].title == f"v{version}"

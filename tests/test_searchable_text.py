@@ -1,0 +1,50 @@
+"""The text an entry is embedded from (SwarmMemory's searchable text)."""
+
+from __future__ import annotations
+
+from memdir.core.entry import Metadata
+from memdir.embeddings.text import first_paragraph, searchable_text, text_hash
+
+
+def test_full_card_has_title_tags_domain_and_first_paragraph():
+    meta = Metadata(tags=["ruby", "oop"], domain="programming")
+    content = "Classes bundle state and behaviour.\nThey are objects too.\n\nSecond paragraph is left out."
+    assert searchable_text("Ruby classes", meta, content) == (
+        "Title: Ruby classes\n"
+        "Tags: ruby, oop\n"
+        "Domain: programming\n"
+        "Summary: Classes bundle state and behaviour. They are objects too."
+    )
+
+
+def test_empty_parts_are_left_out():
+    assert searchable_text("", Metadata(), "Just content.") == "Summary: Just content."
+    assert searchable_text("Only a title", Metadata(), "") == "Title: Only a title"
+    assert searchable_text("", None, "   \n\n  ") == ""
+
+
+def test_a_leading_heading_repeating_the_title_is_skipped():
+    content = "# Ruby Classes\n\nClasses are objects.\n\nMore."
+    assert first_paragraph(content, "ruby classes") == "Classes are objects."
+    # a heading that says something else is the first paragraph
+    assert first_paragraph("# Overview\nText", "Ruby classes") == "# Overview Text"
+
+
+def test_summary_is_capped_and_minus_one_means_unlimited():
+    content = "word " * 1000
+    capped = searchable_text("T", Metadata(), content, max_chars=50)
+    assert capped.startswith("Title: T\nSummary: ")
+    assert len(capped.split("Summary: ", 1)[1]) <= 50
+    full = searchable_text("T", Metadata(), content, max_chars=-1)
+    assert len(full.split("Summary: ", 1)[1]) == len(content.strip())
+    assert len(searchable_text("T", Metadata(), content).split("Summary: ", 1)[1]) <= 1200
+
+
+def test_plain_dict_metadata_is_accepted():
+    assert searchable_text("T", {"tags": ["a", "b"], "domain": "d"}, "x") == "Title: T\nTags: a, b\nDomain: d\nSummary: x"
+
+
+def test_text_hash_is_stable_and_sensitive():
+    assert text_hash("abc") == text_hash("abc")
+    assert text_hash("abc") != text_hash("abd")
+    assert len(text_hash("abc")) == 16

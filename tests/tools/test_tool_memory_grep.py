@@ -1,0 +1,162 @@
+"""MemoryGrep: the three output modes in SwarmMemory's formats, filters, errors and the cap."""
+
+from __future__ import annotations
+
+import pytest
+
+from memdir.core.errors import InputValidationError
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+from memdir.tools import Session, memory_grep
+from tests.fakes import FakeEmbedder
+
+
+def open_store(tmp_path, **settings):
+    store = Memory.open(Settings(root=tmp_path / "memory", **settings), embedder=FakeEmbedder())
+    store.write(
+        "concept/ruby/classes.md",
+        "# Classes\nRuby classes are blueprints for objects.\nA Ruby class holds methods; Ruby calls them.\n",
+        title="Ruby Classes", metadata={"type": "concept", "tags": ["secretword"]},
+    )
+    store.write(
+        "concept/ruby/modules.md", "# Modules\nRuby modules are mixins.\n", title="Ruby Modules",
+        metadata={"type": "concept"},
+    )
+    store.write("fact/api/limits.md", "limit: 100\n", title="Limits", metadata={"type": "fact"})
+    store.write("fact/api-design/rest.md", "limit your verbs\n", title="REST", metadata={"type": "fact"})
+    return store
+
+
+@pytest.fixture
+def memory(tmp_path):
+    store = open_store(tmp_path)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def session():
+    return Session()
+
+
+def test_files_with_matches_is_the_default(memory, session):
+    assert memory_grep(memory, session, "Ruby") == (
+        "Memory entries matching 'Ruby' (2 entries):\n"
+        '- memory://concept/ruby/classes.md "Ruby Classes"\n'
+        '- memory://concept/ruby/modules.md "Ruby Modules"'
+    )
+
+
+def test_content_mode(memory, session):
+    assert memory_grep(memory, session, "blueprints", output_mode="content") == (
+        "memory://concept/ruby/classes.md:\n"
+        "2: Ruby classes are blueprints for objects.\n"
+        "(1 match in 1 entry)"
+    )
+    assert memory_grep(memory, session, "Ruby", output_mode="content") == (
+        "memory://concept/ruby/classes.md:\n"
+        "2: Ruby classes are blueprints for objects.\n"
+        "3: A Ruby class holds methods; Ruby calls them.\n"
+        "\n"
+        "memory://concept/ruby/modules.md:\n"
+        "2: Ruby modules are mixins.\n"
+        "(4 matches in 2 entries)"
+    )
+
+
+def test_count_mode(memory, session):
+    assert memory_grep(memory, session, "Ruby", output_mode="count") == (
+        "4 total matches in 2 entries:\n"
+        "- memory://concept/ruby/classes.md: 3 matches\n"
+        "- memory://concept/ruby/modules.md: 1 match"
+    )
+    assert memory_grep(memory, session, "mixins", output_mode="count") == (
+        "1 total match in 1 entry:\n- memory://concept/ruby/modules.md: 1 match"
+    )
+
+
+def test_case_insensitive(memory, session):
+    assert memory_grep(memory, session, "RUBY", case_insensitive=True, output_mode="count").startswith(
+        "4 total matches in 2 entries:"
+    )
+    assert memory_grep(memory, session, "RUBY") == "No matches found for pattern 'RUBY'."
+
+
+def test_regex_patterns(memory, session):
+    assert memory_grep(memory, session, r"limit: \d+", output_mode="content") == (
+        "memory://fact/api/limits.md:\n1: limit: 100\n(1 match in 1 entry)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("fact/api", ["fact/api/limits.md"]),
+        ("fact/api/", ["fact/api/limits.md"]),
+        ("fact/", ["fact/api-design/rest.md", "fact/api/limits.md"]),
+        ("fact/api-design/rest.md", ["fact/api-design/rest.md"]),
+        (None, ["fact/api-design/rest.md", "fact/api/limits.md"]),
+    ],
+)
+def test_path_filter(memory, session, path, expected):
+    result = memory_grep(memory, session, "limit", path=path)
+    assert [line.split()[1] for line in result.split("\n")[1:]] == [f"memory://{p}" for p in expected]
+
+
+def test_only_content_is_searched(memory, session):
+    assert memory_grep(memory, session, "secretword") == "No matches found for pattern 'secretword'."
+    assert memory_grep(memory, session, "file_path") == "No matches found for pattern 'file_path'."
+
+
+def test_no_match_names_the_path(memory, session):
+    result = memory_grep(memory, session, "zzz", path="concept/")
+    assert result == "No matches found for pattern 'zzz' under 'concept/'."
+
+
+def test_invalid_output_mode(memory, session):
+    with pytest.raises(InputValidationError) as caught:
+        memory_grep(memory, session, "Ruby", output_mode="lines")
+    assert str(caught.value) == "Invalid output_mode 'lines'. Use one of: files_with_matches, content, count."
+
+
+def test_invalid_regex(memory, session):
+    with pytest.raises(InputValidationError) as caught:
+        memory_grep(memory, session, "(unclosed")
+    assert caught.value.message.startswith("Invalid regular expression '(unclosed': ")
+
+
+def test_invalid_path_filter(memory, session):
+    with pytest.raises(InputValidationError):
+        memory_grep(memory, session, "x", path="../etc")
+
+
+def test_cap_in_files_and_count_modes(tmp_path, session):
+    with open_store(tmp_path, grep_max_results=1) as memory:
+        files = memory_grep(memory, session, "Ruby")
+        count = memory_grep(memory, session, "Ruby", output_mode="count")
+    reminder = (
+        "\n\n<system-reminder>\n"
+        "Results truncated: showing 1 of 2 matching entries.\n"
+        "Use a more specific pattern or the path parameter (e.g. 'concept/ruby/') to narrow the search.\n"
+        "</system-reminder>"
+    )
+    assert files == (
+        "Memory entries matching 'Ruby' (1 entry):\n" '- memory://concept/ruby/classes.md "Ruby Classes"' + reminder
+    )
+    assert count == "4 total matches in 2 entries:\n- memory://concept/ruby/classes.md: 3 matches" + reminder
+
+
+def test_cap_in_content_mode_counts_lines(tmp_path, session):
+    with open_store(tmp_path, grep_max_results=2) as memory:
+        result = memory_grep(memory, session, "Ruby", output_mode="content")
+    assert result == (
+        "memory://concept/ruby/classes.md:\n"
+        "2: Ruby classes are blueprints for objects.\n"
+        "3: A Ruby class holds methods; Ruby calls them.\n"
+        "(4 matches in 2 entries)\n"
+        "\n"
+        "<system-reminder>\n"
+        "Results truncated: showing 2 of 3 matching lines.\n"
+        "Use a more specific pattern or the path parameter (e.g. 'concept/ruby/') to narrow the search.\n"
+        "</system-reminder>"
+    )

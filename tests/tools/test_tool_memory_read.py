@@ -1,0 +1,137 @@
+"""MemoryRead: numbered lines, the related-memories reminder, hits, and read registration."""
+
+from __future__ import annotations
+
+import pytest
+
+from memdir.core.errors import EntryNotFoundError, InvalidPathError
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+from memdir.tools import Session, memory_read
+from memdir.tools.formatting import numbered_lines
+from tests.fakes import FakeEmbedder
+
+CLASSES = (
+    "# Ruby Classes\n\nClasses in Ruby are blueprints for objects.\nThey encapsulate data and behavior together.\n"
+)
+
+
+@pytest.fixture
+def memory(tmp_path):
+    store = Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder())
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def session():
+    return Session()
+
+
+def test_lines_are_numbered_like_swarmmemory(memory, session):
+    memory.write("concept/ruby/classes.md", CLASSES, title="Ruby Classes", metadata={"type": "concept"})
+    assert memory_read(memory, session, "concept/ruby/classes.md") == (
+        "     1 # Ruby Classes\n"
+        "     2 \n"
+        "     3 Classes in Ruby are blueprints for objects.\n"
+        "     4 They encapsulate data and behavior together."
+    )
+
+
+def test_numbering_is_right_aligned_to_six():
+    text = numbered_lines("\n".join(f"line {n}" for n in range(1, 1001)))
+    lines = text.split("\n")
+    assert lines[0] == "     1 line 1"
+    assert lines[9] == "    10 line 10"
+    assert lines[999] == "  1000 line 1000"
+
+
+def test_related_memories_reminder_with_titles(memory, session):
+    memory.write("concept/ruby/modules.md", "Modules.", title="Ruby Modules", metadata={"type": "concept"})
+    memory.write("concept/ruby/inheritance.md", "Inheritance.", title="Ruby Inheritance", metadata={"type": "concept"})
+    memory.write(
+        "concept/ruby/classes.md", CLASSES, title="Ruby Classes",
+        metadata={
+            "type": "concept",
+            "related": [
+                "memory://concept/ruby/modules.md",
+                "concept/ruby/inheritance",
+                "memory://concept/ruby/gone.md",
+            ],
+        },
+    )
+    assert memory_read(memory, session, "concept/ruby/classes.md") == (
+        "     1 # Ruby Classes\n"
+        "     2 \n"
+        "     3 Classes in Ruby are blueprints for objects.\n"
+        "     4 They encapsulate data and behavior together.\n"
+        "\n"
+        "<system-reminder>\n"
+        "Related memories that may provide additional context:\n"
+        '- memory://concept/ruby/modules.md "Ruby Modules"\n'
+        '- memory://concept/ruby/inheritance.md "Ruby Inheritance"\n'
+        "- memory://concept/ruby/gone.md\n"
+        "</system-reminder>"
+    )
+
+
+def test_no_reminder_without_related(memory, session):
+    memory.write("fact/x.md", "one line", title="X", metadata={"type": "fact"})
+    assert "<system-reminder>" not in memory_read(memory, session, "fact/x.md")
+
+
+def test_counts_a_hit(memory, session):
+    memory.write("fact/x.md", "one line", title="X", metadata={"type": "fact"})
+    memory_read(memory, session, "fact/x.md")
+    memory_read(memory, session, "fact/x")
+    assert memory.read("fact/x.md").hits == 2
+
+
+def test_registers_the_read_under_the_normalised_path(memory, session):
+    memory.write("fact/x.md", "one line", title="X", metadata={"type": "fact"})
+    memory_read(memory, session, "memory://fact/x")
+    assert session.tracker.has_read("fact/x.md")
+    assert session.tracker.has_read("fact/x")
+    assert session.tracker.is_current("fact/x.md", "one line")
+
+
+def test_reading_through_a_stub_registers_both_paths(memory, session):
+    memory.write("concept/new.md", "merged content", title="New", metadata={"type": "concept"})
+    memory.write("concept/old.md", "old content", title="Old", metadata={"type": "concept"})
+    memory.write_stub("concept/old.md", "concept/new.md", "merged")
+    result = memory_read(memory, session, "concept/old.md")
+    assert result == (
+        "     1 merged content\n"
+        "\n"
+        "<system-reminder>\n"
+        "memory://concept/old.md was merged into memory://concept/new.md; the content above is from "
+        "memory://concept/new.md. Use that path from now on.\n"
+        "</system-reminder>"
+    )
+    assert session.tracker.is_current("concept/new.md", "merged content")
+    assert session.tracker.is_current("concept/old.md", "merged content")
+
+
+def test_empty_entry_says_so(memory, session):
+    memory.write("fact/empty.md", "", title="Empty", metadata={"type": "fact"})
+    assert memory_read(memory, session, "fact/empty.md") == (
+        "<system-reminder>\nmemory://fact/empty.md exists but its content is empty.\n</system-reminder>"
+    )
+
+
+def test_built_in_skill_is_readable(memory, session):
+    result = memory_read(memory, session, "skill/meta/deep-learning.md")
+    assert result.startswith("     1 # Deep Learning Protocol\n")
+    assert session.tracker.has_read("skill/meta/deep-learning")
+
+
+def test_missing_entry(memory, session):
+    with pytest.raises(EntryNotFoundError) as caught:
+        memory_read(memory, session, "fact/nope")
+    assert caught.value.message == "memory://fact/nope.md not found."
+    assert not session.tracker.has_read("fact/nope.md")
+
+
+def test_invalid_path(memory, session):
+    with pytest.raises(InvalidPathError):
+        memory_read(memory, session, "/etc/passwd")
