@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import json
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -166,3 +167,167 @@ def search(
 
 
 # Commands added by the server, defrag and episodes modules are registered below.
+
+
+# --------------------------------------------------------------------------- server (issue 3)
+class ServeMode(str, Enum):
+    assistant = "assistant"
+    retrieval = "retrieval"
+    researcher = "researcher"
+
+
+ModeOption = Annotated[
+    Optional[ServeMode],
+    typer.Option("--mode", help="Which memory tools to offer: assistant (default), retrieval (read-only) or researcher (all)."),
+]
+
+
+@app.command()
+@handle_errors
+def serve(
+    root: RootOption = None,
+    mode: ModeOption = None,
+    agent: AgentOption = None,
+    workspace: Annotated[Optional[Path], typer.Option("--workspace", help="Directory the skills' workspace tools (Read, Write, Edit, Glob, Grep, Bash) act on (default: the current directory).")] = None,
+    allow_bash: Annotated[bool, typer.Option("--allow-bash", help="Let skills run the shell commands their allowed_commands permit (off by default).")] = False,
+) -> None:
+    """Run the MCP server over stdio (for Claude Desktop, Claude Code and other MCP clients)."""
+    from memdir.server.app import serve as run_server
+
+    run_server(load_settings(root, agent, mode=mode.value if mode else None, workspace=workspace, allow_bash=True if allow_bash else None))
+
+
+@app.command("discover")
+def discover_hook(
+    root: RootOption = None,
+    agent: AgentOption = None,
+    mode: ModeOption = None,
+) -> None:
+    """Claude Code UserPromptSubmit hook: read the hook's JSON on stdin, print the relevant skills and memories.
+
+    Prints the hook output that adds the reminders as context, or nothing when nothing
+    is relevant. Never fails the user's prompt: errors go to stderr and the exit code is 0.
+    """
+    import sys
+
+    try:
+        raw = sys.stdin.read()
+        payload = json.loads(raw) if raw.strip() else {}
+        prompt = payload.get("prompt") if isinstance(payload, dict) else None
+        if not isinstance(prompt, str) or not prompt.strip():
+            return
+        from memdir.memory import Memory
+        from memdir.tools.discovery import discover
+
+        settings = load_settings(root, agent, mode=mode.value if mode else None)
+        with Memory.open(settings) as memory:
+            text = discover(memory, prompt, settings, include_skills=settings.mode != "retrieval")
+        if text:
+            output = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
+            sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+    except Exception as exc:  # a hook must never block the user's prompt
+        print(f"memdir discover: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- defrag (issue 4)
+
+
+@app.command()
+@handle_errors
+def defrag(
+    directory: Annotated[Optional[Path], typer.Argument(help="Memory root (default: the configured root).")] = None,
+    action: Annotated[str, typer.Option("--action", "-a", help="analyze, find_duplicates, find_low_quality, find_archival_candidates, find_related, link_related, merge_duplicates, cleanup_stubs, compact or full.")] = "analyze",
+    dry_run: Annotated[bool, typer.Option("--dry-run/--live", help="Preview (default) or really change memory.")] = True,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", help="Duplicate similarity threshold (default 0.85).")] = None,
+    strategy: Annotated[Optional[str], typer.Option("--strategy", help="Merge strategy: keep_newer, keep_larger or combine.")] = None,
+    min_similarity: Annotated[Optional[float], typer.Option("--min-similarity", help="Related: lowest cosine (default 0.60).")] = None,
+    max_similarity: Annotated[Optional[float], typer.Option("--max-similarity", help="Related: cosine from which pairs are duplicates (default 0.85).")] = None,
+    age_days: Annotated[Optional[float], typer.Option("--age-days", help="Archival candidates and stubs: minimum age in days.")] = None,
+    min_age_days: Annotated[Optional[float], typer.Option("--min-age-days", help="Compact: minimum age in days (default 30).")] = None,
+    max_hits: Annotated[Optional[int], typer.Option("--max-hits", help="Most reads an entry or stub may have had.")] = None,
+    min_quality: Annotated[Optional[int], typer.Option("--min-quality", help="Quality score below which entries are low quality.")] = None,
+    confidence: Annotated[Optional[str], typer.Option("--confidence", help="find_low_quality: only this confidence (high, medium, low, none).")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Most items listed in the report (default 50).")] = None,
+    undo: Annotated[bool, typer.Option("--undo", help="Revert the last live defrag run instead.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="With --undo: also overwrite entries changed after that run.")] = False,
+    agent: AgentOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Analyze and optimize a memory: health, duplicates, links, merges, stubs, compaction (dry run unless --live)."""
+    from rich.markdown import Markdown
+
+    from memdir.memory import Memory
+    from memdir.optimization.defragmenter import Defragmenter
+    from memdir.optimization.journal import undo_last
+
+    with Memory.open(load_settings(directory, agent)) as memory:
+        if undo:
+            result = undo_last(memory, force=force)
+            data, text = dataclasses.asdict(result), result.to_markdown()
+        else:
+            options = {
+                "similarity_threshold": threshold, "merge_strategy": strategy, "min_similarity": min_similarity,
+                "max_similarity": max_similarity, "age_days": age_days, "min_age_days": min_age_days,
+                "max_hits": max_hits, "min_quality_score": min_quality, "confidence_filter": confidence,
+                "limit": limit, "dry_run": dry_run,
+            }
+            report = Defragmenter(memory).run(action, **options)
+            data, text = report.to_dict(), report.markdown
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    else:
+        console.print(Markdown(text))
+
+
+# ----------------------------------------------------------------- episodes (memdir.episodes)
+episode_hooks = typer.Typer(
+    help="Claude Code hook commands: read the hook's JSON payload on stdin; never fail the session.",
+    no_args_is_help=True,
+)
+app.add_typer(episode_hooks, name="hook")
+
+
+@app.command("ingest")
+@handle_errors
+def ingest_command(
+    transcript: Annotated[Path, typer.Argument(help="Claude Code transcript (.jsonl) or a JSON list of {role, content, timestamp}.")],
+    root: RootOption = None,
+    agent: AgentOption = None,
+    session_id: Annotated[Optional[str], typer.Option("--session-id", help="Session id (default: the transcript's own, else the file name).")] = None,
+    cwd: Annotated[Optional[str], typer.Option("--cwd", help="The session's working directory (names the project) when the transcript lacks it.")] = None,
+    no_topic: Annotated[bool, typer.Option("--no-topic", help="Cut at pauses and markers only (no model load).")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Split a transcript into episodes and store them under experience/episodes/ (re-ingesting adds nothing)."""
+    from memdir.episodes.ingest import ingest
+    from memdir.memory import Memory
+
+    with Memory.open(load_settings(root, agent)) as memory:
+        report = ingest(memory, transcript, session_id=session_id, cwd=cwd, use_model=not no_topic)
+    if as_json:
+        typer.echo(json.dumps({"created": report.created, "updated": report.updated, "unchanged": report.unchanged}, indent=2))
+        return
+    for label, paths in (("new", report.created), ("updated", report.updated)):
+        for path in paths:
+            console.print(f"{label}: memory://{path}")
+    console.print(f"[green]{report.describe()}.[/green]")
+
+
+@episode_hooks.command("session-end")
+def hook_session_end(root: RootOption = None, agent: AgentOption = None) -> None:
+    """SessionEnd/Stop hook: ingest the session's transcript into episodes (errors go to stderr, exit 0)."""
+    import sys
+
+    from memdir.episodes.hooks import session_end
+
+    raise typer.Exit(session_end(sys.stdin.read(), lambda: load_settings(root, agent), err=sys.stderr))
+
+
+@episode_hooks.command("session-start")
+def hook_session_start(root: RootOption = None, agent: AgentOption = None) -> None:
+    """SessionStart hook: print the "where we left off" reminder as additionalContext (nothing when there are no episodes)."""
+    import sys
+
+    from memdir.episodes.hooks import session_start
+
+    raise typer.Exit(session_start(sys.stdin.read(), lambda: load_settings(root, agent), out=sys.stdout, err=sys.stderr))

@@ -14,6 +14,7 @@ the files (the truth), the derived index and the vector matrix in step:
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
-from memdir.core.errors import EntryNotFoundError
+from memdir.core.errors import EntryNotFoundError, StaleEditError
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
@@ -34,6 +35,7 @@ from memdir.search.text_search import GrepHit, compile_grep, grep_content, match
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex, file_stats, listing
+from memdir.storage.virtual import virtual_paths
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +117,7 @@ class Memory:
                 settings.embed_threads,
                 enabled=settings.embeddings_enabled and load_model,
             )
-        index = DerivedIndex(root)
+        index = DerivedIndex(root, column_weights=settings.bm25_column_weights)
         memory = cls(settings, adapter, index, model)
         memory.reconcile()
         model.on_ready(memory._embed_pending)
@@ -144,15 +146,26 @@ class Memory:
         *,
         title: str = "",
         metadata: Metadata | dict[str, Any] | None = None,
+        expected_content: str | None = None,
     ) -> WriteResult:
-        """Create or replace an entry; embeds it when the model is ready."""
+        """Create or replace an entry; embeds it when the model is ready.
+
+        Args:
+            expected_content: compare-and-swap for edits: the write happens only if the
+                entry still holds exactly this content, checked under the lock (else
+                `StaleEditError`), so a change made between reading and writing is never lost.
+        """
         logical = normalize_path(path)
         meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
-        text = searchable_text(title, meta, content, self.settings.embedding_max_chars)
+        text = searchable_text(title, meta, content, self.settings.embedding_max_chars)  # before the entry exists
         vector = self._embed([text])
         embedder = self.model.peek()
         with self.adapter.lock.exclusive():
             overwritten = self.adapter.exists(logical)
+            if expected_content is not None and (
+                not overwritten or self.adapter.read_entry(logical, follow=False).content != expected_content
+            ):
+                raise StaleEditError(logical)
             entry = self.adapter.write(
                 logical, content, title=title, metadata=meta, embedding=vector[0] if vector is not None else None
             )
@@ -252,9 +265,18 @@ class Memory:
         )
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
-        """(paths, matrix) of every embedded entry: one row per path, L2-normalised."""
+        """(paths, matrix) of every entry embedded by the current model: one L2-normalised row per path.
+
+        Vectors of another model (left from before a model switch, until re-embedded) are
+        left out: they are not comparable with the current ones.
+        """
         self.index.refresh()
-        return self.index.vectors.snapshot()
+        paths, matrix = self.index.vectors.snapshot()
+        model_id = self._model_id()
+        keep = [row for row, path in enumerate(paths) if self.index.vectors.model_of(path) == model_id]
+        if len(keep) == len(paths):
+            return paths, matrix
+        return [paths[row] for row in keep], matrix[keep]
 
     # ------------------------------------------------------------------ model & index maintenance
     def status(self) -> MemoryStatus:
@@ -291,15 +313,27 @@ class Memory:
 
     def reconcile(self) -> None:
         """Bring the derived index in line with the files (changed by hand, by a killed writer, ...)."""
-        max_chars = self.settings.embedding_max_chars
-        embedder = self.model.peek()
+        # Built-in entries have no files of their own; listed with constant stats, they are
+        # indexed once (and embedded once) like any entry, so search and discovery find them.
+        builtins = [(path, file_stats(self.root, path)) for path in virtual_paths()]
         with self.adapter.lock.exclusive():
             self.index.reconcile(
-                listing(self.adapter),
+                itertools.chain(listing(self.adapter), builtins),
                 lambda path: self.adapter.read_entry(path, follow=False),
-                lambda entry: text_hash(searchable_text(entry.title, entry.metadata, entry.content, max_chars)),
-                model_id=embedder.model_id if embedder else None,
+                lambda entry: text_hash(self._searchable(entry)),
+                model_id=self._model_id(),
             )
+
+    def _searchable(self, entry: Entry) -> str:
+        return searchable_text(entry.title, entry.metadata, entry.content, self.settings.embedding_max_chars)
+
+    def _model_id(self) -> str:
+        """The model vectors are made with: the loaded one, else the configured one.
+
+        ``.emb`` files carry no model name, so vectors found on disk are attributed to it.
+        """
+        embedder = self.model.peek()
+        return embedder.model_id if embedder else self.settings.model
 
     def _embed_pending(self, embedder: Embedder) -> None:
         """Once the model is ready: embed entries written without it (or under another model)."""
@@ -317,10 +351,13 @@ class Memory:
                     entries.append(self.adapter.read_entry(path, follow=False))
                 except Exception:  # vanished, or turned into a stub, since listing
                     continue
-            texts = [searchable_text(e.title, e.metadata, e.content, self.settings.embedding_max_chars) for e in entries]
+            texts = [self._searchable(entry) for entry in entries]
             vectors = embedder.embed(texts) if texts else np.zeros((0, embedder.dimensions), np.float32)
             with self.adapter.lock.exclusive():
                 for entry, text, vector in zip(entries, texts, vectors):
+                    if entry.virtual:  # read-only package data: its vector lives in the derived index only
+                        self._index_entry(entry.model_copy(update={"embedding": vector}), text, embedder.model_id)
+                        continue
                     current = self.adapter.read_entry(entry.path, follow=False)
                     if current.content != entry.content or current.title != entry.title:
                         continue  # changed meanwhile: its own write embedded it

@@ -16,7 +16,8 @@ import yaml
 
 from memdir.core.entry import Entry
 from memdir.storage import atomic
-from memdir.storage.filesystem import FilesystemAdapter, embedding_checksum
+from memdir.storage.filesystem import FilesystemAdapter
+from memdir.storage.sidecar import embedding_checksum
 
 pytestmark = pytest.mark.slow
 

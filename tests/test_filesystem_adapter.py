@@ -25,11 +25,8 @@ from memdir.core.errors import (
 )
 from memdir.storage import atomic
 from memdir.storage.base import StorageAdapter
-from memdir.storage.filesystem import (
-    EMBEDDING_BYTES,
-    FilesystemAdapter,
-    embedding_checksum,
-)
+from memdir.storage.filesystem import FilesystemAdapter
+from memdir.storage.sidecar import EMBEDDING_BYTES, embedding_checksum
 
 SIDE_KEYS = ["title", "file_path", "updated_at", "size", "hits", "metadata", "embedding_checksum"]
 

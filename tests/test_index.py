@@ -378,3 +378,26 @@ def test_a_real_second_process(root):
     assert index.refresh()
     assert list(index.vectors.paths) == ["concept/from-child.md"]
     assert index.keyword_search(["process"])[0][0] == "concept/from-child.md"
+
+
+def test_a_large_reconcile_optimises_the_keyword_index(root, monkeypatch):
+    monkeypatch.setattr(index_module, "OPTIMIZE_AFTER_CHANGES", 2)
+    calls = []
+    monkeypatch.setattr(DerivedIndex, "optimize", lambda self: calls.append(self))
+    adapter = FilesystemAdapter(root)
+    for i in range(3):
+        write_entry(adapter, f"concept/e{i}.md", f"entry {i}")
+    index = DerivedIndex(root)
+    reconcile(index, adapter)
+    assert len(calls) == 1
+    reconcile(index, adapter)  # nothing changed: no optimise
+    assert len(calls) == 1
+
+
+def test_optimize_keeps_results(root):
+    index = DerivedIndex(root)
+    for i in range(30):
+        put(index, make(f"concept/e{i}.md", f"entry number {i} about apples" if i % 3 == 0 else f"entry {i}"))
+    before = index.keyword_search(["apples"])
+    index.optimize()
+    assert index.keyword_search(["apples"]) == before and len(before) == 10

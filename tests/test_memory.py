@@ -43,7 +43,7 @@ def test_write_read_delete_round_trip(memory):
     assert not memory.exists("fact/paris")
     with pytest.raises(EntryNotFoundError):
         memory.read("fact/paris")
-    assert memory.search("Seine") == []
+    assert "fact/paris.md" not in [r.path for r in memory.search("Seine")]
 
 
 def test_search_finds_entries_with_score_breakdown(memory):
@@ -71,7 +71,8 @@ def test_without_a_model_writes_succeed_and_search_is_keyword_only(tmp_path):
         results = memory.search("capital France")
         assert results[0].path == "fact/paris.md" and results[0].mode == "keyword"
         status = memory.status()
-        assert status.model_state == "disabled" and status.embedded == 0 and status.entries == 1
+        assert status.model_state == "disabled" and status.embedded == 0
+        assert status.entries == 2  # the entry and the built-in skill
 
 
 def test_entries_written_without_a_model_are_embedded_once_it_is_ready(tmp_path):
@@ -80,7 +81,7 @@ def test_entries_written_without_a_model_are_embedded_once_it_is_ready(tmp_path)
         write_fact(memory, "paris", "Paris is the capital of France.")
     with Memory.open(Settings(root=tmp_path / "m"), embedder=FakeEmbedder()) as memory:
         assert memory.read("fact/paris").embedded
-        assert memory.status().embedded == 1
+        assert memory.status().embedded == 2  # with the built-in skill
 
 
 def test_two_instances_on_one_root_see_each_others_writes(settings):
@@ -148,7 +149,7 @@ def test_processes_writing_at_once_lose_nothing_in_files_or_index(tmp_path):
     with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
         assert len(memory.list(include_virtual=False)) == 250
         status = memory.status()
-        assert status.entries == 250 and status.embedded == 250
+        assert status.entries == 251 and status.embedded == 251  # with the built-in skill
         assert memory.search("worker 3 entry 49", top_k=1)[0].path == "fact/w3/e49.md"
 
 
@@ -176,3 +177,20 @@ def test_a_writer_killed_mid_write_leaves_one_whole_version_and_the_index_recove
             assert entry.title == f"v{version}"
             hit = memory.search(f"version {version}", top_k=1)
             assert hit and hit[0].path == "fact/counter.md" and hit[0].title == f"v{version}"
+
+
+def test_compare_and_swap_write_refuses_a_changed_entry(memory):
+    from memdir.core.errors import StaleEditError
+
+    write_fact(memory, "paris", "Paris is the capital of France.")
+    write_fact(memory, "paris", "Changed by someone else.")
+    with pytest.raises(StaleEditError):
+        memory.write("fact/paris", "My edit", title="Paris", metadata={"type": "fact"},
+                     expected_content="Paris is the capital of France.")
+    assert memory.read("fact/paris").content == "Changed by someone else."
+
+
+def test_built_in_skills_are_searchable(memory):
+    results = memory.search("learn a topic deeply", types=["skill"])
+    assert "skill/meta/deep-learning.md" in [r.path for r in results]
+    assert memory.index.needs_embedding("fake/bow-384") == []

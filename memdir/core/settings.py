@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     word_limit: int = _setting(250, "word_limit", description="MemoryWrite's word limit per entry.")
     max_redirect_hops: int = _setting(5, "max_redirect_hops")
     lock_timeout: float = _setting(30.0, "lock_timeout", description="Seconds to wait for the root's write lock.")
+    duplicate_cosine: float = _setting(0.85, "duplicate_cosine", description="MemoryWrite: cosine to call an entry a near-duplicate.")
+    duplicate_jaccard: float = _setting(0.6, "duplicate_jaccard", description="The same by word overlap, when there is no vector.")
+    duplicates_shown: int = _setting(3, "duplicates_shown", description="Near-duplicates listed after a write.")
     glob_max_results: int = _setting(500, "glob_max_results")
     grep_max_results: int = _setting(500, "grep_max_results")
 

@@ -13,7 +13,8 @@ The format is SwarmMemory's, so a root written by SwarmMemory (Ruby) reads as is
 (Ruby's ``:symbol`` keys and ``Time`` dumps included) and users can read, edit, grep
 and version the directory with ordinary tools: an ``.md`` without a ``.yml`` is a
 valid entry, and a damaged ``.yml`` or ``.emb`` degrades the entry (default title,
-not embedded) instead of making it unreadable.
+not embedded) instead of making it unreadable. The encodings of the ``.yml`` and
+``.emb`` files are in `memdir.storage.sidecar`; the listing walk is in `memdir.storage.scan`.
 
 Concurrency: every change goes through `memdir.storage.atomic.commit_files` under
 the root's exclusive lock, and reads take the shared lock, so no reader — in this
@@ -23,21 +24,15 @@ process or another — sees half of a change, and a killed writer is repaired
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import re
-import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
-from pydantic import ValidationError
 
 from memdir.core.entry import Entry, Metadata, utcnow
 from memdir.core.errors import (
@@ -53,208 +48,31 @@ from memdir.storage import stubs
 from memdir.storage.atomic import commit_files, has_pending, recover
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
+from memdir.storage.scan import read_head, scan_entries, sniff_stub
+from memdir.storage.sidecar import (
+    EMBEDDING_DTYPE,
+    EMBEDDING_SUFFIX,
+    SIDECAR_SUFFIX,
+    as_datetime,
+    as_int,
+    decode_embedding,
+    dump_sidecar,
+    embedding_checksum,
+    encode_embedding,
+    fallback_title,
+    metadata_from_yaml,
+    parse_sidecar,
+)
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 log = logging.getLogger(__name__)
 
-EMBEDDING_DIM = 384
-EMBEDDING_DTYPE = "<f4"
-EMBEDDING_BYTES = EMBEDDING_DIM * 4
-CHECKSUM_PREFIX = "sha256:"
-
-_SIDECAR_SUFFIX = ".yml"
-_EMBEDDING_SUFFIX = ".emb"
 _STUB_READ_LIMIT = 8192  # the first line of any valid stub fits (paths are <= 1024 characters)
 _TITLE_READ_LIMIT = 1024
-_BAD_ASCII_NAME = re.compile(r'[<>:"|?*\\\x00-\x1f\x7f]')
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # same semantics, much faster
-
-
-# --------------------------------------------------------------------------- embeddings
-
-
-def embedding_checksum(data: bytes) -> str:
-    """The checksum stored in ``.yml`` for an ``.emb`` file's bytes: ``sha256:`` + 16 hex digits.
-
-    The prefix tells our checksums apart from any other scheme an older writer used;
-    only ours are verified.
-    """
-    return CHECKSUM_PREFIX + hashlib.sha256(data).hexdigest()[:16]
-
-
-def encode_embedding(path: str, embedding: Any) -> bytes:
-    """An embedding as ``.emb`` bytes, or `InputValidationError` if it is not 384 finite numbers."""
-    try:
-        vector = np.asarray(embedding, dtype=EMBEDDING_DTYPE)
-    except (TypeError, ValueError) as exc:
-        raise InputValidationError(
-            f"The embedding for memory://{path} is not a list of numbers.",
-            f"Pass {EMBEDDING_DIM} floats from the embedding model, or None to store the entry unembedded.",
-        ) from exc
-    if vector.shape != (EMBEDDING_DIM,):
-        raise InputValidationError(
-            f"The embedding for memory://{path} has shape {vector.shape}; memdir stores "
-            f"{EMBEDDING_DIM} values per entry.",
-            f"Embed with a {EMBEDDING_DIM}-dimension model (all-MiniLM-L6-v2), or pass None.",
-        )
-    if not np.isfinite(vector).all():
-        raise InputValidationError(
-            f"The embedding for memory://{path} contains NaN or infinite values.",
-            "Re-embed the entry; a broken vector would corrupt similarity search.",
-        )
-    return vector.tobytes()
-
-
-def decode_embedding(data: bytes, checksum: str | None) -> np.ndarray | None:
-    """The vector in an ``.emb`` file, or None if it is damaged (wrong length, checksum or values)."""
-    if len(data) != EMBEDDING_BYTES:
-        return None
-    if isinstance(checksum, str) and checksum.startswith(CHECKSUM_PREFIX) and checksum != embedding_checksum(data):
-        return None
-    vector = np.frombuffer(data, dtype=EMBEDDING_DTYPE).astype(np.float32)
-    return vector if np.isfinite(vector).all() else None
-
-
-# --------------------------------------------------------------------------- the .yml sidecar
-
-
-def _string_keys(value: Any) -> Any:
-    """Ruby's YAML writes symbol keys as ``:title``; memdir reads them as ``title``."""
-    if isinstance(value, dict):
-        return {
-            (key[1:] if isinstance(key, str) and key.startswith(":") else str(key)): _string_keys(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [_string_keys(item) for item in value]
-    return value
-
-
-def _plain(value: Any) -> Any:
-    """Only what ``yaml.safe_dump`` can write: dates become ISO-8601 strings, tuples lists."""
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_plain(item) for item in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return json.loads(json.dumps(value, default=str))
-
-
-def parse_sidecar(text: str) -> dict[str, Any] | None:
-    """The ``.yml`` mapping with plain string keys, or None if it is not a readable mapping."""
-    try:
-        data = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 — a safe loader (C SafeLoader)
-    except yaml.YAMLError:
-        return None
-    return _string_keys(data) if isinstance(data, dict) else None
-
-
-def dump_sidecar(data: Mapping[str, Any]) -> bytes:
-    """A sidecar mapping as YAML bytes, keys in the given order (SwarmMemory's ``---`` start)."""
-    text = yaml.safe_dump(_plain(dict(data)), sort_keys=False, allow_unicode=True, explicit_start=True)
-    return text.encode("utf-8")
-
-
-def _as_datetime(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.strip())
-        except ValueError:
-            reparsed = parse_sidecar(f"t: {value}")  # Ruby's '2025-01-15 10:30:00.000000000 +00:00'
-            return _as_datetime(reparsed["t"]) if reparsed and not isinstance(reparsed["t"], str) else None
-        return _as_datetime(parsed)
-    return None
-
-
-def _as_int(value: Any) -> int:
-    try:
-        return max(int(value), 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-_LIST_FIELDS = ("tags", "related", "tools")
-_TEXT_FIELDS = ("type", "confidence", "domain", "source")
-
-
-def metadata_from_yaml(raw: Any) -> Metadata:
-    """Metadata from a sidecar's ``metadata`` mapping, tolerating hand edits and Ruby symbols.
-
-    A single string where a list belongs becomes a one-item list; values of the wrong
-    shape are dropped (with a log line) instead of making the entry unreadable.
-    """
-    if not isinstance(raw, dict):
-        return Metadata()
-    data: dict[str, Any] = {}
-    for key, value in raw.items():
-        if value is None:
-            continue
-        if key in _LIST_FIELDS:
-            if isinstance(value, (str, int, float)):
-                value = [value]
-            if not isinstance(value, list):
-                log.warning("Ignoring metadata field %r: expected a list, got %r", key, value)
-                continue
-            value = [str(item) for item in value if item is not None]
-        elif key in _TEXT_FIELDS:
-            value = str(value)
-            if key in ("type", "confidence") and value.startswith(":"):
-                value = value[1:]  # a Ruby symbol value
-        elif key == "permissions" and not isinstance(value, dict):
-            log.warning("Ignoring metadata field 'permissions': expected a mapping, got %r", value)
-            continue
-        data[key] = value
-    try:
-        return Metadata.model_validate(data)
-    except ValidationError as exc:
-        log.warning("Ignoring unreadable metadata %r: %s", data, exc)
-        return Metadata()
-
-
-def _fallback_title(content: str, path: str) -> str:
-    """A title for an entry without a usable ``.yml``: its first heading, else its file name."""
-    for line in content.splitlines()[:20]:
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            heading = stripped.lstrip("#").strip()
-            if heading:
-                return heading
-    return disk_stem(path).rsplit("/", 1)[-1]
-
-
-# --------------------------------------------------------------------------- listing helpers
-
-
-def _listable_name(name: str) -> bool:
-    """True if ``name`` can be part of a logical path, i.e. the entry is reachable through the API."""
-    if name != name.strip() or name.startswith("."):
-        return False
-    if name.isascii():
-        return _BAD_ASCII_NAME.search(name) is None
-    return (
-        unicodedata.is_normalized("NFC", name)
-        and _BAD_ASCII_NAME.search(name) is None
-        and not any(unicodedata.category(ch) == "Cc" for ch in name)
-    )
-
-
-def _read_head(path: Path | str, limit: int) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read(limit)
 
 
 def _mtime(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
-
-
-# --------------------------------------------------------------------------- the adapter
 
 
 class FilesystemAdapter:
@@ -334,7 +152,7 @@ class FilesystemAdapter:
         """The .md/.yml/.emb files of a normalised path, refusing symlinks that leave the root."""
         md = resolve_in_root(self.root, path)
         stem = self.root / disk_stem(path)
-        return md, stem.with_name(stem.name + _SIDECAR_SUFFIX), stem.with_name(stem.name + _EMBEDDING_SUFFIX)
+        return md, stem.with_name(stem.name + SIDECAR_SUFFIX), stem.with_name(stem.name + EMBEDDING_SUFFIX)
 
     def _check_sidecar(self, path: str, file: Path) -> None:
         if os.path.islink(file) and not is_within(self.root, file):
@@ -360,7 +178,7 @@ class FilesystemAdapter:
 
     def _current_total(self) -> int:
         if self._total is None:
-            self._total = sum(st.st_size for _, _, st, _ in self._scan(self.root, ""))
+            self._total = sum(st.st_size for _, _, st, _ in scan_entries(self.root, self.root, ""))
         return self._total
 
     def total_size(self) -> int:
@@ -483,7 +301,7 @@ class FilesystemAdapter:
 
     def _stored_hits(self, yml: Path) -> int:
         sidecar = self._load_sidecar(yml)
-        return _as_int(sidecar.get("hits")) if sidecar else 0
+        return as_int(sidecar.get("hits")) if sidecar else 0
 
     def write_stub(self, path: str, redirect: Redirect) -> None:
         """Replace the entry at ``path`` with a stub pointing at ``redirect.target``.
@@ -566,7 +384,7 @@ class FilesystemAdapter:
             return None
         md, _, _ = self._files(path)
         try:
-            head = _read_head(md, _STUB_READ_LIMIT)
+            head = read_head(md, _STUB_READ_LIMIT)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise EntryNotFoundError(path) from None
         if not stubs.looks_like_stub(head):
@@ -633,10 +451,10 @@ class FilesystemAdapter:
         entry = Entry(
             path=path,
             content=content,
-            title=str(title) if title not in (None, "") else _fallback_title(content, path),
-            updated_at=_as_datetime(fields.get("updated_at")) or _mtime(mtime_ns),
+            title=str(title) if title not in (None, "") else fallback_title(content, path),
+            updated_at=as_datetime(fields.get("updated_at")) or _mtime(mtime_ns),
             size=len(data),
-            hits=_as_int(fields.get("hits")),
+            hits=as_int(fields.get("hits")),
             metadata=metadata_from_yaml(fields.get("metadata")),
             embedding=embedding,
             embedding_checksum=checksum,
@@ -699,10 +517,10 @@ class FilesystemAdapter:
         rows: list[EntryInfo] = []
         with self._reading():
             if start == self.root or (start.is_dir() and is_within(self.root, start)):
-                for path, file, st, has_sidecar in self._scan(start, prefix):
+                for path, file, st, has_sidecar in scan_entries(self.root, start, prefix):
                     if is_virtual(path):
                         continue  # a file shadowed by a built-in entry is unreachable
-                    is_stub = not has_sidecar and self._sniff_stub(file)
+                    is_stub = not has_sidecar and sniff_stub(file)
                     if is_stub and not include_stubs:
                         continue
                     rows.append(self._info(path, file, st, has_sidecar, is_stub, with_metadata))
@@ -719,80 +537,6 @@ class FilesystemAdapter:
             return ""
         return disk_stem(normalize_path(cleaned)) + "/"
 
-    def _scan(self, folder: Path, prefix: str) -> Iterator[tuple[str, os.DirEntry[str], os.stat_result, bool]]:
-        """(logical path, DirEntry, its stat, has .yml) for every listable ``.md`` under ``folder``.
-
-        Each folder is listed once, under its real name when it has one: folders reached
-        through (in-root) symlinks are visited only after every real folder, and only if
-        not seen yet — which also ends symlink loops.
-        """
-        try:
-            start = folder.stat()
-        except OSError:
-            return
-        seen = {(start.st_dev, start.st_ino)}
-        real: list[tuple[str, str]] = [(str(folder), prefix)]
-        linked: list[tuple[str, str]] = []
-        while real or linked:
-            if real:
-                current, current_prefix = real.pop()
-            else:
-                current, current_prefix = linked.pop()
-                if not self._first_visit(current, seen):
-                    continue
-            items = self._list_folder(current)
-            names = {item.name for item in items}
-            for item in items:
-                name = item.name
-                try:
-                    is_md = name.endswith(".md") and len(name) > 3
-                    if not (is_md or item.is_dir()) or not _listable_name(name):
-                        continue  # sidecars and other files: no further system calls
-                    if item.is_symlink():
-                        if not is_within(self.root, item.path):
-                            continue  # leads out of the root
-                        if item.is_dir():
-                            linked.append((item.path, f"{current_prefix}{name}/"))
-                            continue
-                    elif item.is_dir():
-                        if self._first_visit(item.path, seen, item):
-                            real.append((item.path, f"{current_prefix}{name}/"))
-                        continue
-                    if is_md and item.is_file():
-                        has_sidecar = f"{name[:-3]}{_SIDECAR_SUFFIX}" in names
-                        yield f"{current_prefix}{name}", item, item.stat(), has_sidecar
-                except OSError:
-                    continue  # vanished or unreadable while listing
-
-    @staticmethod
-    def _first_visit(path: str, seen: set[tuple[int, int]], item: os.DirEntry[str] | None = None) -> bool:
-        """Mark a folder as listed; False if it was listed already (under another name)."""
-        try:
-            st = item.stat() if item is not None else os.stat(path)
-        except OSError:
-            return False
-        key = (st.st_dev, st.st_ino)
-        if key in seen:
-            return False
-        seen.add(key)
-        return True
-
-    @staticmethod
-    def _list_folder(folder: str) -> list[os.DirEntry[str]]:
-        """Every item of ``folder`` that is not hidden (``.memdir``, ``.lock``, temporary files...)."""
-        try:
-            with os.scandir(folder) as it:
-                return [item for item in it if item.name[0] != "."]
-        except OSError as exc:
-            log.warning("Skipping unreadable folder %s: %s", folder, exc)
-            return []
-
-    @staticmethod
-    def _sniff_stub(file: os.DirEntry[str]) -> bool:
-        try:
-            return stubs.looks_like_stub(_read_head(file.path, stubs.SNIFF_BYTES))
-        except OSError:
-            return False
 
     def _info(
         self,
@@ -806,19 +550,19 @@ class FilesystemAdapter:
         mtime_ns = st.st_mtime_ns
         title, type_, hits, updated_at = "", None, 0, None
         if with_metadata:
-            sidecar = self._load_sidecar(Path(file.path[:-3] + _SIDECAR_SUFFIX)) if has_sidecar else None
+            sidecar = self._load_sidecar(Path(file.path[:-3] + SIDECAR_SUFFIX)) if has_sidecar else None
             if sidecar:
                 title = str(sidecar.get("title") or "")
                 meta = sidecar.get("metadata")
                 type_ = str(meta["type"]).lstrip(":") if isinstance(meta, dict) and meta.get("type") else None
-                hits = _as_int(sidecar.get("hits"))
-                updated_at = _as_datetime(sidecar.get("updated_at"))
+                hits = as_int(sidecar.get("hits"))
+                updated_at = as_datetime(sidecar.get("updated_at"))
             if not title:
                 try:
-                    head = _read_head(file.path, _TITLE_READ_LIMIT).decode("utf-8", errors="ignore")
+                    head = read_head(file.path, _TITLE_READ_LIMIT).decode("utf-8", errors="ignore")
                 except OSError:
                     head = ""
-                title = head.split("\n", 1)[0].lstrip("# ").strip() if is_stub else _fallback_title(head, path)
+                title = head.split("\n", 1)[0].lstrip("# ").strip() if is_stub else fallback_title(head, path)
         return EntryInfo(
             path=path,
             title=title,

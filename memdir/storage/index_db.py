@@ -380,12 +380,26 @@ def keyword_query(
         return []
     where, params = filter_sql(types=types, path_prefix=path_prefix, tags=tags)
     weights = ", ".join(repr(float(w)) for w in column_weights)
-    query = (
-        f"SELECT e.path, -bm25(entries_fts, {weights}) AS score FROM entries_fts"
-        f" JOIN entries e ON e.id = entries_fts.rowid WHERE entries_fts MATCH ?{where}"
-        " ORDER BY score DESC LIMIT ?"
-    )  # noqa: S608 — weights are floats we formatted, everything else is bound
-    return db.execute(query, (fts_query(keywords), *params, limit)).fetchall()
+    bm25 = f"-bm25(entries_fts, {weights})"
+    if where:  # filters need the entry's row for every match, before the cut
+        query = (
+            f"SELECT e.path, {bm25} AS score FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
+            f" WHERE entries_fts MATCH ?{where} ORDER BY score DESC LIMIT ?"
+        )
+    else:  # rank inside FTS5 first, join only the survivors (half the time at 100K entries)
+        query = (
+            f"SELECT e.path, s.score FROM (SELECT rowid AS id, {bm25} AS score FROM entries_fts"
+            " WHERE entries_fts MATCH ? ORDER BY score DESC LIMIT ?) s JOIN entries e ON e.id = s.id"
+            " ORDER BY s.score DESC"
+        )
+    # weights are floats formatted here; everything else is a bound parameter
+    return db.execute(query, (fts_query(keywords), *params, limit)).fetchall()  # noqa: S608
+
+
+def optimize(db: sqlite3.Connection) -> None:
+    """Merge the full-text index into one segment (faster queries) and refresh the planner's statistics."""
+    db.execute("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
+    db.execute("PRAGMA optimize")
 
 
 def entry_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, EntryRow]:

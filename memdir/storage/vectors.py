@@ -304,6 +304,8 @@ class VectorMatrix:
             narrow(part)
         if model is not None:
             narrow(self._model_code[:n] == self._models.find(model))
+        if keep is not None and keep.all():
+            return None  # e.g. every row is of the query's model: the unmasked path is faster
         return keep
 
     def _prefix_mask(self, path_prefix: str) -> np.ndarray:

@@ -63,7 +63,9 @@ def memory_edit(
             "or use replace_all: true to replace all occurrences.",
         )
     new_content = content.replace(old_string, new_string, -1 if replace_all else 1)
-    result = memory.write(entry.path, new_content, title=entry.title, metadata=entry.metadata)
+    result = memory.write(
+        entry.path, new_content, title=entry.title, metadata=entry.metadata, expected_content=content
+    )
 
     # The session made this change, so it has seen the new content (under every name it used).
     tracker.register_entry(result.entry)

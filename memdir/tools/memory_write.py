@@ -16,9 +16,6 @@ from memdir.tools.params import coerce_dict, coerce_str_list
 from memdir.tools.session import Session
 
 # Near-duplicate report after a write (never acted on: nothing is merged automatically).
-DUPLICATE_COSINE = 0.85  # embeddings available: cosine of the stored vectors
-DUPLICATE_JACCARD = 0.6  # no embedding for the entry yet: word overlap of the contents
-DUPLICATE_MAX_SHOWN = 3
 DUPLICATE_CANDIDATES = 10  # keyword-search candidates checked when there is no embedding
 
 
@@ -155,13 +152,16 @@ def _related_uris(related: list[str] | str | None, own_path: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------- near-duplicates
-def near_duplicates(memory: Memory, entry: Entry, limit: int = DUPLICATE_MAX_SHOWN) -> list[tuple[str, str, float]]:
+def near_duplicates(memory: Memory, entry: Entry, limit: int | None = None) -> list[tuple[str, str, float]]:
     """Existing entries that look like duplicates of ``entry``: ``(path, title, similarity)``, best first.
 
-    With an embedding, the cosine of the stored vectors (>= `DUPLICATE_COSINE`); without
-    one (model missing or still loading), the word Jaccard of the contents of the best
-    keyword-search candidates (>= `DUPLICATE_JACCARD`). Failures here never fail the write.
+    With an embedding, the cosine of the stored vectors (>= ``Settings.duplicate_cosine``);
+    without one (model missing or still loading), the word Jaccard of the contents of the
+    best keyword-search candidates (>= ``Settings.duplicate_jaccard``). At most ``limit``
+    (``Settings.duplicates_shown``). Failures here never fail the write.
     """
+    if limit is None:
+        limit = memory.settings.duplicates_shown
     try:
         found = _by_cosine(memory, entry) if entry.embedding is not None else None
         if found is None:
@@ -185,7 +185,7 @@ def _by_cosine(memory: Memory, entry: Entry) -> list[tuple[str, float]] | None:
     found = [
         (path, min(1.0, float(score)))
         for path, score in zip(paths, scores)
-        if path != entry.path and score >= DUPLICATE_COSINE
+        if path != entry.path and score >= memory.settings.duplicate_cosine
     ]
     return sorted(found, key=lambda item: item[1], reverse=True)
 
@@ -206,7 +206,7 @@ def _by_jaccard(memory: Memory, entry: Entry) -> list[tuple[str, float]]:
         if other.path == entry.path:
             continue
         score = jaccard(words, word_set(other.content))
-        if score >= DUPLICATE_JACCARD:
+        if score >= memory.settings.duplicate_jaccard:
             found.append((other.path, score))
     return sorted(found, key=lambda item: item[1], reverse=True)
 

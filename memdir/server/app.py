@@ -1,0 +1,289 @@
+"""`build_server(settings)`: the memdir MCP server for one memory root and one mode.
+
+Nothing happens at import time. `build_server` registers the mode's tools (each with a
+title, annotations and a typed input schema built from the plain tool function in
+``memdir.tools``), the hidden workspace tools, the prompts and the resources; the
+lifespan opens the memory on its own thread (`memdir.server.state.MemoryHost`) so the
+server answers ``initialize`` and ``tools/list`` at once while the store and the model
+come up behind it.
+
+Input schemas: array parameters are declared as real JSON-schema arrays (objects as
+objects, fixed choices as enums), but validation is lenient so that the tools' own
+coercion (`memdir.tools.params`) also accepts SwarmMemory-style JSON strings
+(``tags: '["a", "b"]'``) and answers anything else with its clear message.
+"""
+
+import importlib
+import inspect
+import logging
+import sys
+import types
+import typing
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from mcp.server import NotificationOptions
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.stdio import stdio_server
+from pydantic import Field, WithJsonSchema
+
+from memdir import __version__
+from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES
+from memdir.core.settings import Settings
+from memdir.server import prompts, resources, toolsets, workspace
+from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
+from memdir.server.state import AppState, MemoryHost, SessionRegistry, app_state, run_memory_tool, session_state
+from memdir.tools.discovery import discover
+from memdir.tools.workspace import WORKSPACE_TOOLS, Workspace
+
+if typing.TYPE_CHECKING:
+    from memdir.embeddings.base import Embedder
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "memdir"
+INJECTED = ("memory", "session", "settings")
+"""Parameters of a tool function that the server fills in (never part of the input schema)."""
+
+PARAM_ENUMS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("MemoryWrite", "type"): ENTRY_TYPES,
+    ("MemoryWrite", "confidence"): CONFIDENCE_LEVELS,
+    ("MemoryGrep", "output_mode"): ("files_with_matches", "content", "count"),
+    ("EpisodeRecord", "outcome"): ("success", "failure", "blocked", "ongoing"),
+    ("EpisodeList", "outcome"): ("success", "failure", "blocked", "ongoing"),
+}
+"""Parameters whose schema lists the accepted values (validation stays with the tool and its wording)."""
+
+DEFRAG_ACTIONS = (
+    "analyze", "find_duplicates", "find_low_quality", "find_archival_candidates", "find_related",
+    "link_related", "merge_duplicates", "cleanup_stubs", "compact", "full",
+)
+
+
+class MemdirServer(MCPServer[AppState]):
+    """`MCPServer` that tells handshake-era clients its tool list can change (LoadSkill)."""
+
+    async def run_stdio_async(self) -> None:
+        # MCPServer.run_stdio_async advertises tools.listChanged=false, and LoadSkill does
+        # change a session's tools (2026-era clients get it from subscriptions/listen instead).
+        lowlevel = self._lowlevel_server
+        options = lowlevel.create_initialization_options(NotificationOptions(tools_changed=True))
+        async with stdio_server() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, options)
+
+
+# --------------------------------------------------------------------------- schemas
+def _array(items: dict[str, Any]) -> Any:
+    return WithJsonSchema({"type": "array", "items": items})
+
+
+def _schema_for(hint: Any, enum: tuple[str, ...] | None) -> tuple[Any, list[Any]]:
+    """(validation type, extra metadata) for one parameter's type hint."""
+    origin = typing.get_origin(hint)
+    arms = typing.get_args(hint) if origin in (typing.Union, types.UnionType) else (hint,)
+    for arm in arms:
+        if typing.get_origin(arm) in (list, tuple) or arm in (list, tuple):
+            inner = typing.get_args(arm)
+            items = {"type": "string"} if not inner or inner[0] is str else {}
+            return Any, [_array(items)]
+        if typing.get_origin(arm) is dict or arm is dict:
+            return Any, [WithJsonSchema({"type": "object", "additionalProperties": True})]
+    concrete = [arm for arm in arms if arm is not type(None)]
+    if enum:
+        return hint, [WithJsonSchema({"type": "string", "enum": list(enum)})]
+    if len(concrete) == 1 and len(arms) == 2:  # Optional[X]: declare X, accept null too
+        simple = {str: "string", int: "integer", float: "number", bool: "boolean"}.get(concrete[0])
+        if simple:
+            return hint, [WithJsonSchema({"type": simple})]
+    return hint, []
+
+
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The function's evaluated annotations (names only imported for type checking count as Any)."""
+    localns = {"Memory": Any, "Session": Any, "Settings": Settings, "Embedder": Any}
+    try:
+        return typing.get_type_hints(fn, localns=localns)
+    except Exception:  # an annotation that cannot be evaluated: declare it as a plain string
+        return {}
+
+
+def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
+    """An MCP tool function for a plain tool function ``fn(memory, session?, settings?, **params)``.
+
+    The result's signature holds ``fn``'s own parameters (typed as described in the module
+    docstring, described from ``fn``'s ``Args:``) plus the request context; ``memory``,
+    ``session`` and ``settings`` are filled in per call, and keyword-only parameters with
+    defaults (``*, now=None``) stay hidden: they are for Python callers, not the model.
+    """
+    doc = parse_docstring(fn)
+    hints = _type_hints(fn)
+    signature = inspect.signature(fn)
+    wanted = [name for name in INJECTED[1:] if name in signature.parameters]
+    parameters: list[inspect.Parameter] = []
+    for param in signature.parameters.values():
+        if param.name in INJECTED:
+            continue
+        if param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is not inspect.Parameter.empty:
+            continue  # keyword-only parameters with defaults are for Python callers (tests), not the model
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TypeError(f"{spec.name}: register tools taking *args/**kwargs by hand")
+        base, extra = _schema_for(hints.get(param.name, str), PARAM_ENUMS.get((spec.name, param.name)))
+        annotation = Annotated[(base, *extra, Field(description=doc.params.get(param.name) or None))]
+        parameters.append(inspect.Parameter(param.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=param.default))
+    parameters.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context))
+
+    async def tool(ctx: Context, **kwargs: Any) -> str:
+        if "session" in wanted:
+            kwargs["session"] = session_state(ctx).session
+        if "settings" in wanted:
+            kwargs["settings"] = app_state(ctx).settings
+        return await run_memory_tool(ctx, fn, **kwargs)
+
+    tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
+    tool.__name__ = spec.name
+    tool.__doc__ = doc.description
+    return tool
+
+
+def _load(spec: ToolSpec) -> Callable[..., str] | None:
+    """The plain tool function behind ``spec``; None for an optional tool that is not installed."""
+    module_name, _, function = spec.target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if spec.optional and exc.name == module_name:
+            return None
+        raise
+    return getattr(module, function)
+
+
+# --------------------------------------------------------------------------- hand-wired tools
+def _discover_tool(include_skills: bool) -> Callable[..., Any]:
+    async def MemoryDiscover(  # noqa: N802 - the tool's name
+        message: Annotated[str, Field(description="The user's message (or the task at hand), as written.")],
+        ctx: Context,
+    ) -> str:
+        """Find skills and memory entries relevant to a message.
+
+        Use it at the start of a task when no discovery reminders arrived with the user's
+        message (clients without hooks): it runs the same searches as the per-message
+        reminders and returns them. Then load a matching skill with LoadSkill or read
+        the entries with MemoryRead.
+
+        Returns:
+            Up to two `<system-reminder>` blocks (skills, then memories) with each match's
+            path and how to open it, or a short note when nothing relevant is stored.
+        """
+        settings = app_state(ctx).settings
+        text = await run_memory_tool(ctx, discover, message=message, settings=settings, include_skills=include_skills)
+        return text or "No relevant skills or memories found for this message."
+
+    return MemoryDiscover
+
+
+def _defrag_tool(fn: Callable[..., str]) -> Callable[..., Any]:
+    """MemoryDefrag: ``action`` plus the options its module declares (``PARAMETERS``, ``OPTION_SPECS``)."""
+    module = sys.modules[fn.__module__]
+    actions = list(getattr(module, "ACTIONS", DEFRAG_ACTIONS))
+    kinds: dict[str, str] = dict(getattr(module, "PARAMETERS", {}))
+    specs = getattr(module, "OPTION_SPECS", {})
+    doc = parse_docstring(fn)
+    parameters = [
+        inspect.Parameter("action", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
+            str, WithJsonSchema({"type": "string", "enum": actions}),
+            Field(description=doc.params.get("action") or "What to do; `analyze` is the place to start."),
+        ]),
+        inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context),
+    ]
+    for name, kind in kinds.items():
+        spec = specs.get(name)
+        schema: dict[str, Any] = {"type": kind}
+        if spec is not None and getattr(spec, "choices", ()):
+            schema["enum"] = list(spec.choices)
+        # Validation is left to the defragmenter (its messages; "false" strings for dry_run).
+        annotation = Annotated[Any, WithJsonSchema(schema), Field(description=getattr(spec, "help", None))]
+        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=None))
+
+    async def tool(ctx: Context, action: str, **options: Any) -> str:
+        given = {name: value for name, value in options.items() if value is not None}
+        return await run_memory_tool(ctx, fn, action=action, **given)
+
+    tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
+    tool.__name__ = "MemoryDefrag"
+    tool.__doc__ = doc.description
+    return tool
+
+
+# --------------------------------------------------------------------------- the server
+def build_server(settings: Settings | None = None, *, embedder: "Embedder | None" = None) -> "MemdirServer":
+    """The memdir MCP server for ``settings`` (root, agent, mode, workspace, limits).
+
+    Args:
+        settings: configuration; default `Settings()` (config file + ``MEMDIR_*``).
+        embedder: use this embedder instead of the real model (tests).
+    """
+    settings = settings or Settings()
+    mode = settings.mode
+    functions: dict[str, Callable[..., Any]] = {}
+    for name in tools_for_mode(mode):
+        spec = TOOLS[name]
+        if name == "MemoryDiscover":
+            functions[name] = _discover_tool(include_skills=offers_skills(mode))
+        elif name == "LoadSkill":
+            functions[name] = toolsets.load_skill_tool()
+        elif name == "MemoryDefrag":
+            fn = _load(spec)
+            if fn is not None:
+                functions[name] = _defrag_tool(fn)
+        else:
+            fn = _load(spec)
+            if fn is not None:
+                functions[name] = memory_tool(fn, spec)
+    registered = tuple(functions)
+    workspace_tools = WORKSPACE_TOOLS if offers_skills(mode) else ()
+
+    @asynccontextmanager
+    async def lifespan(_: "MCPServer[AppState]") -> AsyncIterator[AppState]:
+        host = MemoryHost(settings, embedder)
+        try:
+            yield AppState(
+                settings=settings,
+                host=host,
+                sessions=SessionRegistry(),
+                workspace=Workspace.create(settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout),
+                tools=registered,
+                workspace_tools=workspace_tools,
+            )
+        finally:
+            host.close()
+
+    server = MemdirServer(
+        SERVER_NAME,
+        title="memdir",
+        description="Persistent memory for LLM agents: markdown entries with local semantic search.",
+        version=__version__,
+        instructions=prompts.system_prompt(mode),
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
+    for name, function in functions.items():
+        spec = TOOLS[name]
+        server.add_tool(function, name=name, title=spec.title, annotations=spec.annotations, structured_output=False)
+    workspace.register(server, workspace_tools)
+    toolsets.install(server)
+    prompts.register(server)
+    resources.register(server)
+    return server
+
+
+def serve(settings: Settings | None = None) -> None:
+    """Run the server over stdio until the client disconnects."""
+    import anyio
+
+    anyio.run(build_server(settings).run_stdio_async)
+
+
+__all__ = ["MemdirServer", "build_server", "memory_tool", "serve"]

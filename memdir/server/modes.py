@@ -1,0 +1,195 @@
+"""Which tools each memory mode offers, and how each tool is presented to clients.
+
+SwarmMemory's three modes, with the discovery tool added to all of them:
+
+* ``retrieval`` — read-only Q&A: MemoryRead, MemoryGlob, MemoryGrep (no LoadSkill);
+* ``assistant`` (default) — learning and retrieval: + MemoryWrite, MemoryEdit, LoadSkill;
+* ``researcher`` — knowledge extraction: every memory tool (+ MemoryDelete, MemoryDefrag
+  and the episode tools when installed) + LoadSkill.
+
+Every tool carries a title and accurate annotations (tests/server/test_modes.py freezes
+them). The workspace tools (Read, Write, Edit, Glob, Grep, Bash) are not part of a mode:
+they are offered in every mode that has LoadSkill, hidden until a loaded skill lists them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_types import ToolAnnotations
+
+from memdir.core.settings import Mode
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """How one tool is registered: its name, title, annotations and (for memory tools) its function.
+
+    Attributes:
+        target: ``"module:function"`` of the plain tool function in ``memdir.tools``
+            (imported when the server is built); empty for tools wired by hand.
+        optional: the tool is skipped when its module is not installed (yet).
+    """
+
+    name: str
+    title: str
+    annotations: ToolAnnotations
+    target: str = ""
+    optional: bool = False
+
+
+def _hints(*, read_only: bool, destructive: bool = False, idempotent: bool, open_world: bool = False) -> ToolAnnotations:
+    return ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=False if read_only else destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+    )
+
+
+_READ = _hints(read_only=True, idempotent=True)
+
+TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolSpec("MemoryRead", "Read memory entry", _READ, "memdir.tools.memory_read:memory_read"),
+        ToolSpec("MemoryGlob", "Find memory entries by path", _READ, "memdir.tools.memory_glob:memory_glob"),
+        ToolSpec("MemoryGrep", "Search memory contents", _READ, "memdir.tools.memory_grep:memory_grep"),
+        ToolSpec("MemoryDiscover", "Discover relevant skills and memories", _READ),
+        ToolSpec(
+            "MemoryWrite", "Write memory entry",
+            _hints(read_only=False, destructive=True, idempotent=True),  # may replace the entry at that path
+            "memdir.tools.memory_write:memory_write",
+        ),
+        ToolSpec(
+            "MemoryEdit", "Edit memory entry",
+            _hints(read_only=False, destructive=True, idempotent=False),
+            "memdir.tools.memory_edit:memory_edit",
+        ),
+        ToolSpec(
+            "MemoryDelete", "Delete memory entry",
+            _hints(read_only=False, destructive=True, idempotent=True),
+            "memdir.tools.memory_delete:memory_delete",
+        ),
+        ToolSpec(
+            "MemoryDefrag", "Analyze and optimize memory",
+            _hints(read_only=False, destructive=True, idempotent=False),  # analyze/find_* read; the rest change
+            "memdir.tools.memory_defrag:memory_defrag", optional=True,
+        ),
+        ToolSpec(
+            "EpisodeRecord", "Record an episode",
+            _hints(read_only=False, destructive=False, idempotent=False),
+            "memdir.tools.episode_record:episode_record", optional=True,
+        ),
+        ToolSpec("EpisodeList", "List recent episodes", _READ, "memdir.tools.episode_list:episode_list", optional=True),
+        ToolSpec("LoadSkill", "Load skill", _hints(read_only=False, destructive=False, idempotent=True)),
+    )
+}
+
+WORKSPACE_SPECS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolSpec("Read", "Read workspace file", _READ),
+        ToolSpec("Write", "Write workspace file", _hints(read_only=False, destructive=True, idempotent=True)),
+        ToolSpec("Edit", "Edit workspace file", _hints(read_only=False, destructive=True, idempotent=False)),
+        ToolSpec("Glob", "Find workspace files", _READ),
+        ToolSpec("Grep", "Search workspace files", _READ),
+        ToolSpec("Bash", "Run shell command", _hints(read_only=False, destructive=True, idempotent=False, open_world=True)),
+    )
+}
+
+_RETRIEVAL = ("MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover")
+_ASSISTANT = (*_RETRIEVAL, "MemoryWrite", "MemoryEdit", "LoadSkill")
+_RESEARCHER = (*_ASSISTANT[:-1], "MemoryDelete", "MemoryDefrag", "EpisodeRecord", "EpisodeList", "LoadSkill")
+
+MODE_TOOLS: dict[str, tuple[str, ...]] = {
+    "retrieval": _RETRIEVAL,
+    "assistant": _ASSISTANT,
+    "researcher": _RESEARCHER,
+}
+"""The memory tools of each mode, in the order clients list them (optional ones when installed)."""
+
+MODES: tuple[str, ...] = tuple(MODE_TOOLS)
+
+
+@dataclass(frozen=True)
+class ToolDoc:
+    """A tool function's docstring split for MCP: the description and each parameter's text."""
+
+    description: str
+    params: dict[str, str] = field(default_factory=dict)
+
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Raises.*|Yields|Examples?|Note)s?:\s*$")
+_ARG = re.compile(r"^(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
+
+
+def parse_docstring(fn: Callable[..., Any]) -> ToolDoc:
+    """Split a Google-style docstring written for the model into description and parameter texts.
+
+    The description keeps the summary, the body and the ``Returns:`` section; ``Args:``
+    become the parameters' descriptions; ``Raises:`` is left out (errors speak for
+    themselves). RST double backticks become markdown ones.
+    """
+    text = inspect.cleandoc(fn.__doc__ or "").replace("``", "`")
+    description: list[str] = []
+    params: dict[str, list[str]] = {}
+    section = ""
+    current = ""
+    for line in text.splitlines():
+        header = _SECTION.match(line.strip()) if not line.startswith(" ") else None
+        if header:
+            section = header.group(1)
+            if section == "Returns":
+                description += ["", "Returns:"]
+            continue
+        if section in ("Args", "Arguments", "Parameters"):
+            stripped = line.strip()
+            match = _ARG.match(stripped) if line.startswith("    ") and not line.startswith("     ") else None
+            if match:
+                current = match.group(1).lstrip("*")
+                params[current] = [match.group(2)]
+            elif stripped and current:
+                params[current].append(stripped)
+            continue
+        if section.startswith("Raises"):
+            continue
+        description.append(line[4:] if section == "Returns" and line.startswith("    ") else line)
+    return ToolDoc(
+        description=re.sub(r"\n{3,}", "\n\n", "\n".join(description)).strip(),
+        params={name: " ".join(parts).strip() for name, parts in params.items()},
+    )
+
+
+def tools_for_mode(mode: Mode | str) -> tuple[str, ...]:
+    """The memory tools of ``mode`` (optional ones included; the server skips those not installed).
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+    try:
+        return MODE_TOOLS[mode]
+    except KeyError:
+        raise ValueError(f"Unknown memory mode {mode!r}: use one of {', '.join(MODES)}.") from None
+
+
+def offers_skills(mode: Mode | str) -> bool:
+    """True when the mode has LoadSkill (and so the hidden workspace tools)."""
+    return "LoadSkill" in tools_for_mode(mode)
+
+
+__all__ = [
+    "MODES",
+    "MODE_TOOLS",
+    "TOOLS",
+    "ToolDoc",
+    "ToolSpec",
+    "WORKSPACE_SPECS",
+    "offers_skills",
+    "parse_docstring",
+    "tools_for_mode",
+]

@@ -1,0 +1,182 @@
+"""The server's state: one shared `Memory` (in the lifespan) and per-client-session state.
+
+* `MemoryHost` opens the `Memory` on its own worker thread as soon as the server starts
+  and runs every memory operation on that same thread, one at a time. Opening never
+  delays ``initialize`` or ``tools/list`` (they do not need it), a slow search never
+  blocks the event loop, and the store's SQLite connection is only ever used by the
+  thread that created it. The embedding model loads in the background (keyword search
+  until it is ready).
+* `SessionRegistry` keeps one `SessionState` per client session: the read tracker and
+  the loaded skill (`memdir.tools.session.Session`), plus what the session read in the
+  workspace. A session is the transport's session id when there is one (streamable
+  HTTP), else the client's connection (stdio: the one client of this process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+
+from memdir.core.errors import MemdirError
+from memdir.core.settings import Settings
+from memdir.tools.session import Session
+from memdir.tools.workspace import FileReads, Workspace
+
+if TYPE_CHECKING:
+    from memdir.embeddings.base import Embedder
+    from memdir.memory import Memory
+
+T = TypeVar("T")
+
+
+class MemoryHost:
+    """Owns the server's `Memory` and runs every operation on it on one dedicated thread."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        self._root = settings.store_root
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-memory")
+        self._opening: Future[Memory] = self._executor.submit(self._open, settings, embedder)
+
+    @staticmethod
+    def _open(settings: Settings, embedder: Embedder | None) -> Memory:
+        from memdir.memory import Memory  # heavy imports stay off the start-up path
+
+        return Memory.open(settings, embedder=embedder, background=True)
+
+    def memory(self) -> Memory:
+        """The open memory (waits for the opening); a failure to open becomes a `MemdirError`."""
+        try:
+            return self._opening.result()
+        except MemdirError:
+            raise
+        except Exception as exc:
+            raise MemdirError(
+                f"memdir could not open the memory at {self._root}: {type(exc).__name__}: {exc}",
+                "Check that --root (MEMDIR_ROOT) names a directory this user can write, then restart the server.",
+            ) from exc
+
+    def _call(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+        return fn(self.memory(), *args, **kwargs)
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(memory, *args, **kwargs)`` on the memory thread, awaited without blocking the loop."""
+        return await asyncio.wrap_future(self._executor.submit(self._call, fn, args, kwargs))
+
+    def close(self) -> None:
+        """Close the memory (after pending operations) and stop the thread."""
+
+        def close_memory() -> None:
+            if self._opening.done() and self._opening.exception() is None:
+                self._opening.result().close()
+
+        try:
+            self._executor.submit(close_memory).result(timeout=30)
+        except Exception:  # shutting down: nothing useful to do with a failure here
+            pass
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass
+class SessionState:
+    """What one client session carries between calls."""
+
+    session: Session = field(default_factory=Session)
+    file_reads: FileReads = field(default_factory=FileReads)
+
+
+class SessionRegistry:
+    """One `SessionState` per client session, dropped when its connection goes away."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_connection: weakref.WeakKeyDictionary[Any, SessionState] = weakref.WeakKeyDictionary()
+        self._by_id: dict[str, SessionState] = {}
+
+    def for_context(self, ctx: Any) -> SessionState:
+        """The state of the session ``ctx`` belongs to (a `Context` or a `ServerRequestContext`)."""
+        session = ctx.session
+        # The SDK has no public handle on the connection; its outbound channel is the one
+        # object that lives exactly as long as a stdio/legacy client connection does.
+        connection = getattr(session, "_connection", None)
+        session_id = getattr(connection, "session_id", None)
+        with self._lock:
+            if session_id:
+                return self._by_id.setdefault(session_id, SessionState())
+            key = getattr(connection, "outbound", None)
+            if key is None:  # not a real connection (a direct call in tests): one shared session
+                return self._by_id.setdefault("", SessionState())
+            try:
+                state = self._by_connection.get(key)
+                if state is None:
+                    state = self._by_connection[key] = SessionState()
+                return state
+            except TypeError:  # an outbound without weakref support: keep it by id
+                return self._by_id.setdefault(f"outbound-{id(key)}", SessionState())
+
+
+@dataclass
+class AppState:
+    """The lifespan's shared state.
+
+    Attributes:
+        settings: the server's settings (mode, workspace, limits).
+        host: the memory and its thread.
+        sessions: per-client-session state.
+        workspace: the directory the workspace tools act on.
+        tools: the memory tools this server registered (the mode's, minus those not installed).
+        workspace_tools: the workspace tools it registered (none in retrieval mode).
+    """
+
+    settings: Settings
+    host: MemoryHost
+    sessions: SessionRegistry
+    workspace: Workspace
+    tools: tuple[str, ...]
+    workspace_tools: tuple[str, ...]
+
+    def visible_tools(self, session: SessionState) -> list[str]:
+        """The tools this session sees: the mode's memory tools plus its loaded skill's workspace tools."""
+        loaded = set(session.session.skill_tools)
+        return [*self.tools, *(name for name in self.workspace_tools if name in loaded)]
+
+
+def app_state(ctx: Context) -> AppState:
+    """The `AppState` of the server handling ``ctx``."""
+    return ctx.request_context.lifespan_context  # type: ignore[return-value]
+
+
+def session_state(ctx: Context) -> SessionState:
+    return app_state(ctx).sessions.for_context(ctx)
+
+
+def tool_error(exc: MemdirError) -> ToolError:
+    """A memdir error as the tool error the model sees: the message, then the hint."""
+    return ToolError(f"{exc.message}\n{exc.hint}" if exc.hint else exc.message)
+
+
+async def run_memory_tool(ctx: Context, fn: Callable[..., T], /, **kwargs: Any) -> T:
+    """Run a plain tool function ``fn(memory, **kwargs)`` on the memory thread; memdir errors become tool errors."""
+    try:
+        return await app_state(ctx).host.run(fn, **kwargs)
+    except MemdirError as exc:
+        raise tool_error(exc) from exc
+
+
+__all__ = [
+    "AppState",
+    "MemoryHost",
+    "SessionRegistry",
+    "SessionState",
+    "app_state",
+    "run_memory_tool",
+    "session_state",
+    "tool_error",
+]

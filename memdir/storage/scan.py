@@ -1,0 +1,129 @@
+"""Listing a memory root: which files under it are entries, found with one ``scandir`` walk.
+
+Listing must stay cheap on large roots (the index checks freshness with it), so the
+walk decides from names and ``DirEntry`` data alone; the only files it opens are lone
+``.md`` files, and only their first bytes (`sniff_stub`). What counts as an entry:
+a regular ``.md`` file whose every path component is a valid memory name, reached
+without leaving the root; hidden items (``.memdir/``, ``.lock``, temporary files) are
+never entries.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+from memdir.core.paths import is_within
+from memdir.storage import stubs
+from memdir.storage.sidecar import SIDECAR_SUFFIX
+
+log = logging.getLogger(__name__)
+
+_BAD_ASCII_NAME = re.compile(r'[<>:"|?*\\\x00-\x1f\x7f]')
+
+
+def _listable_name(name: str) -> bool:
+    """True if ``name`` can be part of a logical path, i.e. the entry is reachable through the API."""
+    if name != name.strip() or name.startswith("."):
+        return False
+    if name.isascii():
+        return _BAD_ASCII_NAME.search(name) is None
+    return (
+        unicodedata.is_normalized("NFC", name)
+        and _BAD_ASCII_NAME.search(name) is None
+        and not any(unicodedata.category(ch) == "Cc" for ch in name)
+    )
+
+
+def read_head(path: Path | str, limit: int) -> bytes:
+    """The first ``limit`` bytes of a file: enough to tell a stub or find a title without reading it all."""
+    with open(path, "rb") as handle:
+        return handle.read(limit)
+
+
+def scan_entries(
+    root: Path, folder: Path, prefix: str
+) -> Iterator[tuple[str, os.DirEntry[str], os.stat_result, bool]]:
+    """(logical path, DirEntry, its stat, has .yml) for every listable ``.md`` under ``folder``.
+
+    Each folder is listed once, under its real name when it has one: folders reached
+    through (in-root) symlinks are visited only after every real folder, and only if
+    not seen yet — which also ends symlink loops.
+
+    Args:
+        root: the memory root (resolved); symlinks leading outside it are skipped.
+        folder: where to start, ``root`` or a folder inside it.
+        prefix: the logical path of ``folder`` (``""`` for the root, else ending in ``/``).
+    """
+    try:
+        start = folder.stat()
+    except OSError:
+        return
+    seen = {(start.st_dev, start.st_ino)}
+    real: list[tuple[str, str]] = [(str(folder), prefix)]
+    linked: list[tuple[str, str]] = []
+    while real or linked:
+        if real:
+            current, current_prefix = real.pop()
+        else:
+            current, current_prefix = linked.pop()
+            if not _first_visit(current, seen):
+                continue
+        items = _list_folder(current)
+        names = {item.name for item in items}
+        for item in items:
+            name = item.name
+            try:
+                is_md = name.endswith(".md") and len(name) > 3
+                if not (is_md or item.is_dir()) or not _listable_name(name):
+                    continue  # sidecars and other files: no further system calls
+                if item.is_symlink():
+                    if not is_within(root, item.path):
+                        continue  # leads out of the root
+                    if item.is_dir():
+                        linked.append((item.path, f"{current_prefix}{name}/"))
+                        continue
+                elif item.is_dir():
+                    if _first_visit(item.path, seen, item):
+                        real.append((item.path, f"{current_prefix}{name}/"))
+                    continue
+                if is_md and item.is_file():
+                    has_sidecar = f"{name[:-3]}{SIDECAR_SUFFIX}" in names
+                    yield f"{current_prefix}{name}", item, item.stat(), has_sidecar
+            except OSError:
+                continue  # vanished or unreadable while listing
+
+
+def _first_visit(path: str, seen: set[tuple[int, int]], item: os.DirEntry[str] | None = None) -> bool:
+    """Mark a folder as listed; False if it was listed already (under another name)."""
+    try:
+        st = item.stat() if item is not None else os.stat(path)
+    except OSError:
+        return False
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
+def _list_folder(folder: str) -> list[os.DirEntry[str]]:
+    """Every item of ``folder`` that is not hidden (``.memdir``, ``.lock``, temporary files...)."""
+    try:
+        with os.scandir(folder) as it:
+            return [item for item in it if item.name[0] != "."]
+    except OSError as exc:
+        log.warning("Skipping unreadable folder %s: %s", folder, exc)
+        return []
+
+
+def sniff_stub(file: os.DirEntry[str]) -> bool:
+    """True if a listed ``.md`` starts like a stub; only its first bytes are read (False if unreadable)."""
+    try:
+        return stubs.looks_like_stub(read_head(file.path, stubs.SNIFF_BYTES))
+    except OSError:
+        return False

@@ -1,0 +1,202 @@
+"""The encodings of an entry's ``.yml`` sidecar and ``.emb`` embedding file (SwarmMemory's format).
+
+* ``.yml`` — a YAML mapping: ``title``, ``file_path``, ``updated_at`` (ISO-8601),
+  ``size``, ``hits``, ``metadata`` and ``embedding_checksum``. Files written by
+  SwarmMemory (Ruby) carry ``:symbol`` keys and ``Time`` dumps; both read as is.
+* ``.emb`` — 384 raw little-endian float32 values, no header.
+
+Only conversions between bytes/text and values live here (no file access), so the
+adapter decides what to read and how to degrade: a damaged sidecar or embedding makes
+an entry lose its title or embedding, never its content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from datetime import date, datetime, timezone
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import ValidationError
+
+from memdir.core.entry import Metadata
+from memdir.core.errors import InputValidationError
+from memdir.core.paths import disk_stem
+
+log = logging.getLogger(__name__)
+
+SIDECAR_SUFFIX = ".yml"
+EMBEDDING_SUFFIX = ".emb"
+EMBEDDING_DIM = 384
+EMBEDDING_DTYPE = "<f4"
+EMBEDDING_BYTES = EMBEDDING_DIM * 4
+CHECKSUM_PREFIX = "sha256:"
+
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # same semantics, much faster
+
+# --------------------------------------------------------------------------- embeddings
+
+
+def embedding_checksum(data: bytes) -> str:
+    """The checksum stored in ``.yml`` for an ``.emb`` file's bytes: ``sha256:`` + 16 hex digits.
+
+    The prefix tells our checksums apart from any other scheme an older writer used;
+    only ours are verified.
+    """
+    return CHECKSUM_PREFIX + hashlib.sha256(data).hexdigest()[:16]
+
+
+def encode_embedding(path: str, embedding: Any) -> bytes:
+    """An embedding as ``.emb`` bytes, or `InputValidationError` if it is not 384 finite numbers."""
+    try:
+        vector = np.asarray(embedding, dtype=EMBEDDING_DTYPE)
+    except (TypeError, ValueError) as exc:
+        raise InputValidationError(
+            f"The embedding for memory://{path} is not a list of numbers.",
+            f"Pass {EMBEDDING_DIM} floats from the embedding model, or None to store the entry unembedded.",
+        ) from exc
+    if vector.shape != (EMBEDDING_DIM,):
+        raise InputValidationError(
+            f"The embedding for memory://{path} has shape {vector.shape}; memdir stores "
+            f"{EMBEDDING_DIM} values per entry.",
+            f"Embed with a {EMBEDDING_DIM}-dimension model (all-MiniLM-L6-v2), or pass None.",
+        )
+    if not np.isfinite(vector).all():
+        raise InputValidationError(
+            f"The embedding for memory://{path} contains NaN or infinite values.",
+            "Re-embed the entry; a broken vector would corrupt similarity search.",
+        )
+    return vector.tobytes()
+
+
+def decode_embedding(data: bytes, checksum: str | None) -> np.ndarray | None:
+    """The vector in an ``.emb`` file, or None if it is damaged (wrong length, checksum or values)."""
+    if len(data) != EMBEDDING_BYTES:
+        return None
+    if isinstance(checksum, str) and checksum.startswith(CHECKSUM_PREFIX) and checksum != embedding_checksum(data):
+        return None
+    vector = np.frombuffer(data, dtype=EMBEDDING_DTYPE).astype(np.float32)
+    return vector if np.isfinite(vector).all() else None
+
+
+# --------------------------------------------------------------------------- the .yml sidecar
+
+
+def _string_keys(value: Any) -> Any:
+    """Ruby's YAML writes symbol keys as ``:title``; memdir reads them as ``title``."""
+    if isinstance(value, dict):
+        return {
+            (key[1:] if isinstance(key, str) and key.startswith(":") else str(key)): _string_keys(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_string_keys(item) for item in value]
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """Only what ``yaml.safe_dump`` can write: dates become ISO-8601 strings, tuples lists."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return json.loads(json.dumps(value, default=str))
+
+
+def parse_sidecar(text: str) -> dict[str, Any] | None:
+    """The ``.yml`` mapping with plain string keys, or None if it is not a readable mapping."""
+    try:
+        data = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 — a safe loader (C SafeLoader)
+    except yaml.YAMLError:
+        return None
+    return _string_keys(data) if isinstance(data, dict) else None
+
+
+def dump_sidecar(data: Mapping[str, Any]) -> bytes:
+    """A sidecar mapping as YAML bytes, keys in the given order (SwarmMemory's ``---`` start)."""
+    text = yaml.safe_dump(_plain(dict(data)), sort_keys=False, allow_unicode=True, explicit_start=True)
+    return text.encode("utf-8")
+
+
+def as_datetime(value: Any) -> datetime | None:
+    """A sidecar time as an aware datetime (naive means UTC), or None if it is not a time.
+
+    Accepts what any writer left: ISO-8601 text, YAML timestamps and Ruby's ``Time`` dumps.
+    """
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            reparsed = parse_sidecar(f"t: {value}")  # Ruby's '2025-01-15 10:30:00.000000000 +00:00'
+            return as_datetime(reparsed["t"]) if reparsed and not isinstance(reparsed["t"], str) else None
+        return as_datetime(parsed)
+    return None
+
+
+def as_int(value: Any) -> int:
+    """A sidecar count (``hits``, ``size``); a hand-edited value that is not a count reads as 0."""
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+_LIST_FIELDS = ("tags", "related", "tools")
+_TEXT_FIELDS = ("type", "confidence", "domain", "source")
+
+
+def metadata_from_yaml(raw: Any) -> Metadata:
+    """Metadata from a sidecar's ``metadata`` mapping, tolerating hand edits and Ruby symbols.
+
+    A single string where a list belongs becomes a one-item list; values of the wrong
+    shape are dropped (with a log line) instead of making the entry unreadable.
+    """
+    if not isinstance(raw, dict):
+        return Metadata()
+    data: dict[str, Any] = {}
+    for key, value in raw.items():
+        if value is None:
+            continue
+        if key in _LIST_FIELDS:
+            if isinstance(value, (str, int, float)):
+                value = [value]
+            if not isinstance(value, list):
+                log.warning("Ignoring metadata field %r: expected a list, got %r", key, value)
+                continue
+            value = [str(item) for item in value if item is not None]
+        elif key in _TEXT_FIELDS:
+            value = str(value)
+            if key in ("type", "confidence") and value.startswith(":"):
+                value = value[1:]  # a Ruby symbol value
+        elif key == "permissions" and not isinstance(value, dict):
+            log.warning("Ignoring metadata field 'permissions': expected a mapping, got %r", value)
+            continue
+        data[key] = value
+    try:
+        return Metadata.model_validate(data)
+    except ValidationError as exc:
+        log.warning("Ignoring unreadable metadata %r: %s", data, exc)
+        return Metadata()
+
+
+def fallback_title(content: str, path: str) -> str:
+    """A title for an entry without a usable ``.yml``: its first heading, else its file name."""
+    for line in content.splitlines()[:20]:
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            heading = stripped.lstrip("#").strip()
+            if heading:
+                return heading
+    return disk_stem(path).rsplit("/", 1)[-1]

@@ -1,0 +1,151 @@
+"""Per-message discovery: the skills and memories that may help with what the user just said.
+
+SwarmMemory ran two searches on every user message — skills (type ``skill``) and memories
+(``concept``, ``fact``, ``experience``), top 3 each, with its adaptive threshold (short
+messages get the lower one) — and injected two ``<system-reminder>`` blocks. memdir keeps
+those formats and adds two guards:
+
+* a relevance floor (``Settings.discovery_min_score``): nothing weaker is ever shown,
+  whatever the thresholds are configured to;
+* a token budget (``Settings.discovery_token_budget``, ~4 characters per token): the
+  weakest results are dropped until the reminders fit.
+
+When nothing is relevant the result is the empty string, and callers show nothing at all.
+Used by `memdir discover` (the Claude Code hook), the MCP discovery prompt and the
+read-only discovery tool. No MCP imports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memdir.core.settings import Settings
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
+
+SKILL_TYPES = ("skill",)
+MEMORY_TYPES = ("concept", "fact", "experience")
+TYPE_ICONS = {"concept": "💡", "fact": "📋", "experience": "🔍"}
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One search hit as the reminders show it."""
+
+    path: str
+    title: str
+    type: str
+    score: float
+
+    @property
+    def percent(self) -> int:
+        return round(self.score * 100)
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate: ~4 characters per token."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def skill_reminder(skills: Sequence[Found]) -> str:
+    """SwarmMemory's 🎯 reminder for skills (empty string when there are none)."""
+    if not skills:
+        return ""
+    lines = ["<system-reminder>", f"🎯 Found {len(skills)} skill(s) in memory that may be relevant:", ""]
+    for skill in skills:
+        lines += [
+            f"**{skill.title}** ({skill.percent}% match)",
+            f"Path: `{skill.path}`",
+            f'To use: `LoadSkill(file_path: "{skill.path}")`',
+            "",
+        ]
+    lines += [
+        "If a skill matches your task: Load it to get instructions.",
+        "If none match: Ignore and proceed normally.",
+        "</system-reminder>",
+    ]
+    return "\n".join(lines)
+
+
+def memory_reminder(memories: Sequence[Found]) -> str:
+    """SwarmMemory's 📚 reminder for concept/fact/experience entries (empty when none)."""
+    if not memories:
+        return ""
+    lines = ["<system-reminder>", f"📚 Found {len(memories)} memory entries that may provide context:", ""]
+    for memory in memories:
+        icon = TYPE_ICONS.get(memory.type, "📄")
+        lines += [
+            f"{icon} **{memory.title}** ({memory.type}, {memory.percent}% match)",
+            f"Path: `{memory.path}`",
+            f'Read with: `MemoryRead(file_path: "{memory.path}")`',
+            "",
+        ]
+    lines += ["These entries may contain relevant knowledge for your task.", "</system-reminder>"]
+    return "\n".join(lines)
+
+
+def render(skills: Sequence[Found], memories: Sequence[Found], token_budget: int | None = None) -> str:
+    """Both reminders (skills first), dropping the weakest results until they fit ``token_budget``."""
+    skills, memories = list(skills), list(memories)
+    while True:
+        text = "\n\n".join(part for part in (skill_reminder(skills), memory_reminder(memories)) if part)
+        if token_budget is None or token_budget <= 0 or estimate_tokens(text) <= token_budget:
+            return text
+        if not skills and not memories:
+            return ""
+        weakest_skill = min(skills, key=lambda f: f.score) if skills else None
+        weakest_memory = min(memories, key=lambda f: f.score) if memories else None
+        if weakest_memory is None or (weakest_skill is not None and weakest_skill.score < weakest_memory.score):
+            skills.remove(weakest_skill)  # type: ignore[arg-type]
+        else:
+            memories.remove(weakest_memory)
+
+
+def _found(result: Any) -> Found:
+    path = str(result.path)
+    entry_type = getattr(result, "type", None) or path.split("/", 1)[0]
+    return Found(path=path, title=str(getattr(result, "title", "") or path), type=str(entry_type), score=float(result.score))
+
+
+def search_found(memory: Memory, message: str, types: Sequence[str], settings: Settings) -> list[Found]:
+    """Top results of one discovery search, above both the adaptive threshold and the floor."""
+    threshold = max(settings.threshold_for(message), settings.discovery_min_score)
+    results = memory.search(message, top_k=settings.discovery_top_k, threshold=threshold, types=list(types))
+    found = [_found(result) for result in results]
+    return [item for item in found if item.score >= threshold and item.type in types][: settings.discovery_top_k]
+
+
+def discover(memory: Memory, message: str, settings: Settings | None = None, *, include_skills: bool = True) -> str:
+    """The discovery reminders for a user's message, or ``""`` when nothing is relevant.
+
+    Args:
+        memory: the open memory root.
+        message: the user's message, as typed.
+        settings: limits and thresholds (default: the memory's own settings).
+        include_skills: False leaves the skills reminder out (retrieval mode has no LoadSkill).
+    """
+    settings = settings or memory.settings
+    if not message or not message.strip():
+        return ""
+    skills = search_found(memory, message, SKILL_TYPES, settings) if include_skills else []
+    memories = search_found(memory, message, MEMORY_TYPES, settings)
+    return render(skills, memories, settings.discovery_token_budget)
+
+
+__all__ = [
+    "Found",
+    "MEMORY_TYPES",
+    "SKILL_TYPES",
+    "TYPE_ICONS",
+    "discover",
+    "estimate_tokens",
+    "memory_reminder",
+    "render",
+    "search_found",
+    "skill_reminder",
+]

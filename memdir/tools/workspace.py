@@ -1,0 +1,524 @@
+"""The built-in workspace tools a loaded skill can ask for: Read, Write, Edit, Glob, Grep, Bash.
+
+They act on one configured directory (``Settings.workspace``) and are hidden until a
+loaded skill lists them. Everything a skill's ``permissions`` say is enforced here, by
+the tools themselves, so no caller can skip it:
+
+* every path is resolved (symlinks included) and must stay inside the workspace;
+* ``denied_paths`` / ``allowed_paths`` (globs, relative to the workspace) restrict a tool;
+  the two file-changing tools, Write and Edit, obey each other's rules too, so a skill
+  that denies ``Write`` on ``src/secrets/**`` cannot reach them through Edit;
+* Bash runs only when the server allows it (``Settings.allow_bash``) and only commands
+  whose every part matches one of the skill's ``allowed_commands`` regexes (and none of
+  its ``denied_commands``); everything else is refused;
+* Write and Edit of an existing file need a Read of it in the same session first, and are
+  refused when the file changed since (as MemoryEdit does for entries).
+
+Plain functions over a `Workspace`, a `ToolPermissions` and the session's `FileReads`
+(Bash lives in `memdir.tools.workspace_bash`);
+they return text and raise `MemdirError` subclasses. No MCP imports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memdir.core.errors import InputValidationError, MemdirError
+
+WORKSPACE_TOOLS: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash")
+"""Names of the workspace tools, in the order they are listed."""
+
+WRITING_TOOLS = ("Write", "Edit")
+READ_LINE_LIMIT = 2000
+READ_LINE_WIDTH = 2000
+GLOB_MAX_RESULTS = 100
+GREP_MAX_RESULTS = 500
+GREP_MAX_FILE_BYTES = 2_000_000
+_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
+_OUTPUT_MODES = ("files_with_matches", "content", "count")
+
+
+class WorkspacePermissionError(MemdirError):
+    """A workspace tool call the loaded skill's permissions (or the server's settings) do not allow."""
+
+
+class WorkspaceError(MemdirError):
+    """A workspace tool call that cannot be done as asked (missing file, not read first, ...)."""
+
+
+# --------------------------------------------------------------------------- permissions
+@dataclass(frozen=True)
+class ToolPermissions:
+    """One tool's rules from a skill's ``permissions`` (all optional)."""
+
+    allowed_paths: tuple[str, ...] = ()
+    denied_paths: tuple[str, ...] = ()
+    allowed_commands: tuple[str, ...] = ()
+    denied_commands: tuple[str, ...] = ()
+
+    def merged(self, other: ToolPermissions) -> ToolPermissions:
+        return ToolPermissions(
+            allowed_paths=_unique(self.allowed_paths + other.allowed_paths),
+            denied_paths=_unique(self.denied_paths + other.denied_paths),
+            allowed_commands=_unique(self.allowed_commands + other.allowed_commands),
+            denied_commands=_unique(self.denied_commands + other.denied_commands),
+        )
+
+
+def _unique(items: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def _string_list(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+        raise InputValidationError(
+            f"The skill's permissions.{where} must be a list of strings, got {value!r:.80}.",
+            f'Write it as e.g. {where}: ["^npm ", "^git status"] in the skill\'s metadata.',
+        )
+    return tuple(item for item in value if item.strip())
+
+
+def permissions_for(tool: str, skill_permissions: Mapping[str, Any] | None) -> ToolPermissions:
+    """The rules that apply to ``tool`` under a skill's ``permissions`` mapping.
+
+    Write and Edit get the union of both tools' rules (they both change files).
+
+    Raises:
+        InputValidationError: a rule is not a list of strings, or a command regex is invalid.
+    """
+    permissions = skill_permissions or {}
+
+    def own(name: str) -> ToolPermissions:
+        raw = permissions.get(name) or {}
+        if not isinstance(raw, Mapping):
+            raise InputValidationError(
+                f"The skill's permissions.{name} must be a mapping, got {raw!r:.80}.",
+                f"Write it as {name}: {{denied_paths: [...]}} in the skill's metadata.",
+            )
+        rules = ToolPermissions(
+            allowed_paths=_string_list(raw.get("allowed_paths"), f"{name}.allowed_paths"),
+            denied_paths=_string_list(raw.get("denied_paths"), f"{name}.denied_paths"),
+            allowed_commands=_string_list(raw.get("allowed_commands"), f"{name}.allowed_commands"),
+            denied_commands=_string_list(raw.get("denied_commands"), f"{name}.denied_commands"),
+        )
+        for pattern in rules.allowed_commands + rules.denied_commands:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise InputValidationError(
+                    f"The skill's Bash command pattern {pattern!r} is not a valid regular expression ({exc}).",
+                    "Fix the pattern in the skill's permissions.",
+                ) from exc
+        return rules
+
+    rules = own(tool)
+    if tool in WRITING_TOOLS:
+        for other in WRITING_TOOLS:
+            if other != tool:
+                rules = rules.merged(own(other))
+    return rules
+
+
+def _glob_regex(pattern: str, *, anywhere: bool = True) -> re.Pattern[str]:
+    """A path glob as a regex: ``**`` crosses folders, ``*`` and ``?`` stay inside one.
+
+    ``dir/**`` also matches ``dir`` itself. With ``anywhere``, a pattern without ``/``
+    matches at any depth (``*.env`` matches ``config/prod.env``), as in .gitignore.
+    """
+    text = pattern.strip().removeprefix("./").lstrip("/")
+    if anywhere and "/" not in text.rstrip("/"):
+        text = "**/" + text
+    text = text.rstrip("/") or "**"
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif text.startswith("/**", i) and i + 3 == len(text):
+            out.append("(?:/.*)?")
+            i += 3
+        elif text.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif text[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif text[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(text[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def path_matches(relative: str, patterns: tuple[str, ...]) -> str | None:
+    """The first glob in ``patterns`` that matches the workspace-relative path, or None."""
+    for pattern in patterns:
+        if _glob_regex(pattern).match(relative):
+            return pattern
+    return None
+
+
+# --------------------------------------------------------------------------- session state
+@dataclass
+class FileReads:
+    """What this session has read in the workspace: relative path -> sha256 of the bytes read."""
+
+    hashes: dict[str, str] = field(default_factory=dict)
+
+    def record(self, relative: str, data: bytes) -> None:
+        self.hashes[relative] = _digest(data)
+
+    def check(self, relative: str, current: bytes, tool: str) -> None:
+        """Refuse changing a file this session has not read, or that changed since it did."""
+        seen = self.hashes.get(relative)
+        if seen is None:
+            raise WorkspaceError(
+                f"{relative} has not been read in this session, so {tool} will not change it.",
+                f"Read it first with Read(file_path: \"{relative}\").",
+            )
+        if seen != _digest(current):
+            raise WorkspaceError(
+                f"{relative} has changed since you last read it.",
+                f"Read it again with Read(file_path: \"{relative}\") before using {tool}.",
+            )
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------------------- the workspace
+@dataclass(frozen=True)
+class Workspace:
+    """The directory the workspace tools act on, and the server's own limits for them."""
+
+    root: Path
+    allow_bash: bool = False
+    bash_timeout: float = 60.0
+
+    @classmethod
+    def create(cls, root: Path, *, allow_bash: bool = False, bash_timeout: float = 60.0) -> Workspace:
+        return cls(Path(root).expanduser().resolve(), allow_bash=allow_bash, bash_timeout=bash_timeout)
+
+    def resolve(self, path: str | None, *, tool: str) -> tuple[Path, str]:
+        """(absolute resolved path, workspace-relative path) for ``path``; refuses anything outside.
+
+        Relative paths are taken from the workspace root; symlinks are followed before the
+        check, so a link pointing out of the workspace is refused like ``../x``.
+        """
+        if self.root == Path(self.root.anchor):
+            raise WorkspacePermissionError(
+                f"{tool} refused: the workspace is the filesystem root ({self.root}).",
+                "Start memdir with --workspace DIR (or set MEMDIR_WORKSPACE) to the project the skills work on.",
+            )
+        text = (path or ".").strip() or "."
+        if "\0" in text:
+            raise InputValidationError(f"{tool}: the path contains a NUL character.", "Pass a plain file path.")
+        candidate = Path(text).expanduser()
+        if not candidate.is_absolute():
+            candidate = self.root / candidate
+        resolved = candidate.resolve()
+        if resolved != self.root and not resolved.is_relative_to(self.root):
+            raise WorkspacePermissionError(
+                f"{tool} refused: {text} is outside the workspace {self.root}.",
+                "Workspace tools only reach files inside the workspace; use a path relative to it.",
+            )
+        relative = resolved.relative_to(self.root).as_posix()
+        return resolved, relative or "."
+
+    def lexical_relative(self, path: str | None) -> str:
+        """The requested path made relative without following symlinks (for permission globs)."""
+        candidate = Path((path or ".").strip() or ".").expanduser()
+        if not candidate.is_absolute():
+            candidate = self.root / candidate
+        normal = Path(os.path.normpath(candidate))
+        try:
+            return normal.relative_to(self.root).as_posix()
+        except ValueError:
+            return normal.as_posix()
+
+    def check_path_rules(self, path: str | None, resolved_relative: str, rules: ToolPermissions, tool: str) -> None:
+        """Apply a skill's denied/allowed path globs to both spellings of the path."""
+        spellings = dict.fromkeys([resolved_relative, self.lexical_relative(path)])
+        for spelling in spellings:
+            denied = path_matches(spelling, rules.denied_paths)
+            if denied:
+                raise WorkspacePermissionError(
+                    f"{tool} refused: {resolved_relative} matches the loaded skill's denied path {denied!r}.",
+                    "The skill does not allow this tool on that path; choose another file.",
+                )
+        if rules.allowed_paths and not all(path_matches(s, rules.allowed_paths) for s in spellings):
+            raise WorkspacePermissionError(
+                f"{tool} refused: {resolved_relative} is not under the loaded skill's allowed paths "
+                f"({', '.join(rules.allowed_paths)}).",
+                "Use a path the skill allows.",
+            )
+
+
+# --------------------------------------------------------------------------- Read / Write / Edit
+def read_file(
+    workspace: Workspace,
+    reads: FileReads,
+    rules: ToolPermissions,
+    file_path: str,
+    offset: int | None = None,
+    limit: int | None = None,
+) -> str:
+    """Read a text file with ``cat -n`` style line numbers and record the read.
+
+    Args:
+        offset: first line to show (1-based); default 1.
+        limit: how many lines; default 2000.
+    """
+    resolved, relative = workspace.resolve(file_path, tool="Read")
+    workspace.check_path_rules(file_path, relative, rules, "Read")
+    if not resolved.exists():
+        raise WorkspaceError(f"File does not exist: {relative}.", "Use Glob to find files in the workspace.")
+    if not resolved.is_file():
+        raise WorkspaceError(f"{relative} is a directory, not a file.", "Use Glob to list what it contains.")
+    data = resolved.read_bytes()
+    if b"\0" in data[:8192]:
+        raise WorkspaceError(f"{relative} is a binary file; Read shows text files only.")
+    reads.record(relative, data)
+    text = data.decode("utf-8", errors="replace")
+    if not text:
+        return f"<system-reminder>{relative} exists but is empty.</system-reminder>"
+    lines = text.splitlines()
+    start = max(1, int(offset or 1))
+    count = max(1, int(limit or READ_LINE_LIMIT))
+    shown = lines[start - 1:start - 1 + count]
+    if not shown:
+        return f"<system-reminder>{relative} has {len(lines)} lines; offset {start} is past the end.</system-reminder>"
+    body = "\n".join(
+        f"{str(number).rjust(6)}\t{line[:READ_LINE_WIDTH]}" for number, line in enumerate(shown, start=start)
+    )
+    last = start + len(shown) - 1
+    if last < len(lines):
+        body += f"\n\n<system-reminder>Showing lines {start}-{last} of {len(lines)}; pass offset to read more.</system-reminder>"
+    return body
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` atomically, keeping its permission bits when it already exists."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def write_file(workspace: Workspace, reads: FileReads, rules: ToolPermissions, file_path: str, content: str) -> str:
+    """Create or overwrite a file (an existing one must have been read in this session)."""
+    resolved, relative = workspace.resolve(file_path, tool="Write")
+    workspace.check_path_rules(file_path, relative, rules, "Write")
+    if resolved.is_dir():
+        raise WorkspaceError(f"{relative} is a directory; Write needs a file path.")
+    existed = resolved.exists()
+    if existed:
+        reads.check(relative, resolved.read_bytes(), "Write")
+    data = content.encode("utf-8")
+    _atomic_write(resolved, data)
+    reads.record(relative, data)
+    verb = "Updated" if existed else "Created"
+    return f"{verb} {relative} ({len(data)} bytes)."
+
+
+def edit_file(
+    workspace: Workspace,
+    reads: FileReads,
+    rules: ToolPermissions,
+    file_path: str,
+    old_string: str,
+    new_string: str,
+    replace_all: bool = False,
+) -> str:
+    """Replace an exact string in a file the session has read (unique unless ``replace_all``)."""
+    resolved, relative = workspace.resolve(file_path, tool="Edit")
+    workspace.check_path_rules(file_path, relative, rules, "Edit")
+    if not resolved.is_file():
+        raise WorkspaceError(f"File does not exist: {relative}.", "Use Write to create a new file.")
+    data = resolved.read_bytes()
+    reads.check(relative, data, "Edit")
+    if old_string == new_string:
+        raise InputValidationError("old_string and new_string are the same; there is nothing to change.")
+    if not old_string:
+        raise InputValidationError("old_string is empty.", "Pass the exact text to replace (copy it from Read's output).")
+    text = data.decode("utf-8", errors="replace")
+    count = text.count(old_string)
+    if count == 0:
+        raise WorkspaceError(
+            f"old_string was not found in {relative}.",
+            "Copy the exact text from Read's output (without the line-number prefix), whitespace included.",
+        )
+    if count > 1 and not replace_all:
+        raise WorkspaceError(
+            f"Found {count} occurrences of old_string in {relative}.",
+            "Add surrounding context to make it unique, or pass replace_all: true to replace every one.",
+        )
+    updated = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
+    new_data = updated.encode("utf-8")
+    _atomic_write(resolved, new_data)
+    reads.record(relative, new_data)
+    replaced = count if replace_all else 1
+    return f"Edited {relative}: replaced {replaced} occurrence{'s' if replaced != 1 else ''}."
+
+
+# --------------------------------------------------------------------------- Glob / Grep
+def _walk_files(workspace: Workspace, base: Path) -> Iterator[tuple[Path, str]]:
+    """(path, workspace-relative path) of every file under ``base`` that stays inside the workspace."""
+    for directory, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS)
+        for name in sorted(filenames):
+            path = Path(directory) / name
+            try:
+                resolved = path.resolve()
+            except OSError:
+                continue
+            if not resolved.is_relative_to(workspace.root) or not resolved.is_file():
+                continue
+            yield path, path.relative_to(workspace.root).as_posix()
+
+
+def glob_files(workspace: Workspace, rules: ToolPermissions, pattern: str, path: str | None = None) -> str:
+    """Files matching a glob (``**/*.py``, ``src/*.ts``), newest first, at most 100."""
+    if not pattern or not pattern.strip():
+        raise InputValidationError("pattern is empty.", 'Pass a glob such as "**/*.py".')
+    if pattern.startswith("/") or ".." in Path(pattern).parts:
+        raise WorkspacePermissionError(
+            f"Glob refused: the pattern {pattern!r} leaves the workspace.",
+            "Use a pattern relative to the workspace, without '..'.",
+        )
+    base, base_relative = workspace.resolve(path, tool="Glob")
+    if not base.is_dir():
+        raise WorkspaceError(f"{base_relative} is not a directory.", "Pass a folder inside the workspace as path.")
+    regex = _glob_regex(pattern, anywhere=False)
+    found: list[tuple[float, str]] = []
+    for file, relative in _walk_files(workspace, base):
+        inner = file.relative_to(base).as_posix()
+        if not regex.match(inner):
+            continue
+        if path_matches(relative, rules.denied_paths):
+            continue
+        if rules.allowed_paths and not path_matches(relative, rules.allowed_paths):
+            continue
+        try:
+            found.append((file.stat().st_mtime, relative))
+        except OSError:
+            continue
+    if not found:
+        return f"No files found matching {pattern!r}."
+    found.sort(key=lambda item: (-item[0], item[1]))
+    lines = [relative for _, relative in found[:GLOB_MAX_RESULTS]]
+    if len(found) > GLOB_MAX_RESULTS:
+        lines.append(
+            f"(Results are truncated: showing {GLOB_MAX_RESULTS} of {len(found)}. Use a more specific pattern or path.)"
+        )
+    return "\n".join(lines)
+
+
+def grep_files(
+    workspace: Workspace,
+    rules: ToolPermissions,
+    pattern: str,
+    path: str | None = None,
+    glob: str | None = None,
+    case_insensitive: bool = False,
+    output_mode: str = "files_with_matches",
+) -> str:
+    """Regex search of text files under ``path`` (default: the whole workspace)."""
+    if output_mode not in _OUTPUT_MODES:
+        raise InputValidationError(
+            f"output_mode must be one of {', '.join(_OUTPUT_MODES)}, got {output_mode!r}.",
+            'Use "files_with_matches" (default), "content" or "count".',
+        )
+    try:
+        regex = re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
+    except re.error as exc:
+        raise InputValidationError(f"Invalid regex pattern {pattern!r}: {exc}.", "Escape special characters with \\.") from exc
+    base, base_relative = workspace.resolve(path, tool="Grep")
+    if base.is_file():
+        candidates: Iterator[tuple[Path, str]] = iter([(base, base_relative)])
+    elif base.is_dir():
+        candidates = _walk_files(workspace, base)
+    else:
+        raise WorkspaceError(f"Path does not exist: {base_relative}.")
+    name_filter = _glob_regex(glob) if glob else None
+    files: list[str] = []
+    counts: list[tuple[str, int]] = []
+    content: list[str] = []
+    for file, relative in candidates:
+        if name_filter and not name_filter.match(relative):
+            continue
+        if path_matches(relative, rules.denied_paths):
+            continue
+        if rules.allowed_paths and not path_matches(relative, rules.allowed_paths):
+            continue
+        try:
+            if file.stat().st_size > GREP_MAX_FILE_BYTES:
+                continue
+            data = file.read_bytes()
+        except OSError:
+            continue
+        if b"\0" in data[:8192]:
+            continue
+        matched = 0
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if regex.search(line):
+                matched += 1
+                if output_mode == "content":
+                    content.append(f"{relative}:{number}:{line[:READ_LINE_WIDTH]}")
+        if matched:
+            files.append(relative)
+            counts.append((relative, matched))
+    if not files:
+        return f"No matches found for {pattern!r}."
+    if output_mode == "content":
+        lines = content
+    elif output_mode == "count":
+        lines = [f"{relative}:{count}" for relative, count in counts]
+    else:
+        lines = [f"Found {len(files)} file{'s' if len(files) != 1 else ''}", *files]
+    if len(lines) > GREP_MAX_RESULTS:
+        total = len(lines)
+        lines = lines[:GREP_MAX_RESULTS] + [f"(Results are truncated: showing {GREP_MAX_RESULTS} of {total} lines.)"]
+    return "\n".join(lines)
+
+
+__all__ = [
+    "WORKSPACE_TOOLS",
+    "FileReads",
+    "ToolPermissions",
+    "Workspace",
+    "WorkspaceError",
+    "WorkspacePermissionError",
+    "edit_file",
+    "glob_files",
+    "grep_files",
+    "path_matches",
+    "permissions_for",
+    "read_file",
+    "write_file",
+]

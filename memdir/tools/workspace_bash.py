@@ -1,0 +1,152 @@
+"""Bash, the one workspace tool that runs commands: off unless the server allows it.
+
+A command runs only when the server was started with ``allow_bash`` and each part of it
+(split at ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines) matches one of the loaded
+skill's ``allowed_commands`` regexes and none of its ``denied_commands``. Command and
+process substitution are refused outright: the commands inside could not be checked.
+The command runs in the workspace, in its own process group, and is killed with the
+group when it outlives the timeout. No MCP imports.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+from memdir.core.errors import InputValidationError
+from memdir.tools.workspace import ToolPermissions, Workspace, WorkspaceError, WorkspacePermissionError
+
+OUTPUT_MAX_CHARS = 30_000
+
+_SUBSTITUTION = re.compile(r"`|\$\(|<\(|>\(")
+
+
+def command_parts(command: str) -> list[str]:
+    """Split a shell command at ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines, quotes respected.
+
+    Redirections such as ``2>&1`` and ``&>`` are not separators. Each part is returned as
+    written (stripped), so ``allowed_commands`` regexes see exactly what will run.
+
+    Raises:
+        WorkspacePermissionError: the command uses command or process substitution, whose
+            inner commands could not be checked.
+        InputValidationError: unbalanced quotes.
+    """
+    if _SUBSTITUTION.search(command):
+        raise WorkspacePermissionError(
+            "Bash refused: command substitution (`...`, $(...)) and process substitution are not allowed, "
+            "because the commands inside them cannot be checked against the skill's allowed_commands.",
+            "Run the inner command on its own first.",
+        )
+    parts: list[str] = []
+    current: list[str] = []
+    quote: str | None = None
+    i = 0
+    while i < len(command):
+        ch = command[i]
+        if quote:
+            current.append(ch)
+            if ch == "\\" and quote == '"' and i + 1 < len(command):
+                current.append(command[i + 1])
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch == "\\" and i + 1 < len(command):
+            current.append(ch + command[i + 1])
+            i += 1
+        elif ch in "'\"":
+            quote = ch
+            current.append(ch)
+        elif ch == "&" and (command[i - 1:i] in (">", "<") or command[i + 1:i + 2] == ">"):
+            current.append(ch)  # 2>&1, >&2, &> file: redirections, not separators
+        elif ch in ";&|\n":
+            parts.append("".join(current))
+            current = []
+            while i + 1 < len(command) and command[i + 1] in ";&|" and command[i + 1] != "\n":
+                i += 1
+        else:
+            current.append(ch)
+        i += 1
+    if quote:
+        raise InputValidationError(f"Bash could not parse the command: unbalanced {quote} quote.", "Check the quotes.")
+    parts.append("".join(current))
+    return [part.strip() for part in parts if part.strip()]
+
+
+def check_command(command: str, rules: ToolPermissions) -> None:
+    """Refuse ``command`` unless each of its parts matches an allowed regex and none a denied one."""
+    parts = command_parts(command)
+    if not parts:
+        raise InputValidationError("command is empty.", "Pass the shell command to run.")
+    if not rules.allowed_commands:
+        raise WorkspacePermissionError(
+            "Bash refused: the loaded skill allows no commands.",
+            "A skill that uses Bash must list regexes under permissions.Bash.allowed_commands (e.g. \"^npm test\").",
+        )
+    for part in parts:
+        for pattern in rules.denied_commands:
+            if re.search(pattern, part):
+                raise WorkspacePermissionError(
+                    f"Bash refused: {part!r} matches the loaded skill's denied command pattern {pattern!r}.",
+                )
+        if not any(re.search(pattern, part) for pattern in rules.allowed_commands):
+            raise WorkspacePermissionError(
+                f"Bash refused: {part!r} is not allowed by the loaded skill. "
+                f"Allowed command patterns: {', '.join(repr(p) for p in rules.allowed_commands)}.",
+                "Only commands matching those patterns can run.",
+            )
+
+
+def run_bash(workspace: Workspace, rules: ToolPermissions, command: str, timeout: float | None = None) -> str:
+    """Run an allowed shell command in the workspace; returns its combined output and exit code."""
+    if not workspace.allow_bash:
+        raise WorkspacePermissionError(
+            "Bash is disabled on this memdir server.",
+            "Start the server with --allow-bash (or MEMDIR_ALLOW_BASH=true) to let skills run commands.",
+        )
+    check_command(command, rules)
+    limit = workspace.bash_timeout if not timeout or timeout <= 0 else min(float(timeout), workspace.bash_timeout)
+    shell = "/bin/bash" if Path("/bin/bash").exists() else None
+    process = subprocess.Popen(
+        command,
+        shell=True,
+        executable=shell,
+        cwd=workspace.root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        output, _ = process.communicate()
+        text = _clip(output.decode("utf-8", errors="replace"))
+        raise WorkspaceError(
+            f"Command timed out after {limit:g} seconds and was stopped.\n{text}".rstrip(),
+            "Run something shorter, or raise MEMDIR_BASH_TIMEOUT.",
+        ) from None
+    text = _clip(output.decode("utf-8", errors="replace")).rstrip("\n")
+    if process.returncode != 0:
+        return f"{text}\n(exit code {process.returncode})".lstrip("\n")
+    return text or "(no output)"
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+
+
+def _clip(text: str) -> str:
+    if len(text) <= OUTPUT_MAX_CHARS:
+        return text
+    return text[:OUTPUT_MAX_CHARS] + f"\n... (output truncated: {len(text) - OUTPUT_MAX_CHARS} more characters)"
+
+
+__all__ = ["OUTPUT_MAX_CHARS", "check_command", "command_parts", "run_bash"]

@@ -1,0 +1,77 @@
+"""`memdir discover` as a Claude Code UserPromptSubmit hook: JSON in on stdin, hook JSON out, never a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from memdir.core.settings import Settings
+
+
+def run_hook(stdin: str, *args: str, env_overrides: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "false", **(env_overrides or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "memdir", "discover", *args],
+        input=stdin, capture_output=True, text=True, env=env, timeout=120,
+    )
+
+
+def payload(prompt: str, cwd: str = "/tmp/project") -> str:
+    return json.dumps({
+        "session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": cwd,
+        "hook_event_name": "UserPromptSubmit", "prompt": prompt,
+    })
+
+
+@pytest.fixture
+def root(tmp_path):
+    from memdir.memory import Memory
+
+    root = tmp_path / "memory"
+    with Memory.open(Settings(root=root, embeddings_enabled=False)) as memory:
+        memory.write("skill/git/rebase.md", "Fetch, rebase the branch onto main, run the tests, push.",
+                     title="Rebase a git branch", metadata={"type": "skill", "tags": ["git", "rebase", "branch"]})
+        memory.write("fact/git/remotes.md", "origin is GitHub; backup is the NAS.",
+                     title="Git remotes", metadata={"type": "fact", "tags": ["git", "remotes"]})
+    return root
+
+
+def test_relevant_memories_become_additional_context(root):
+    result = run_hook(payload("how do I rebase my git branch?"), "--root", str(root))
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    assert list(output) == ["hookSpecificOutput"]
+    assert output["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    context = output["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("<system-reminder>\n🎯 Found ")
+    assert 'To use: `LoadSkill(file_path: "skill/git/rebase.md")`' in context
+
+
+def test_retrieval_mode_shows_no_skills(root):
+    result = run_hook(payload("rebase git branch remotes"), "--root", str(root), "--mode", "retrieval")
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "🎯" not in context and "📋 **Git remotes** (fact," in context
+
+
+@pytest.mark.parametrize("prompt", ["", "   ", "what is the capital of Mongolia"])
+def test_nothing_relevant_prints_nothing(root, prompt):
+    result = run_hook(payload(prompt), "--root", str(root))
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+@pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"prompt": 42}'])
+def test_odd_input_never_fails_the_prompt(root, stdin):
+    result = run_hook(stdin, "--root", str(root))
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_errors_go_to_stderr_with_exit_code_0(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    result = run_hook(payload("rebase my branch"), "--root", str(blocker / "memory"))
+    assert (result.returncode, result.stdout) == (0, "")
+    assert result.stderr.startswith("memdir discover: ")

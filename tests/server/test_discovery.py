@@ -1,0 +1,177 @@
+"""Per-message discovery: SwarmMemory's two reminder formats, thresholds, the floor, the budget, silence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from memdir.core.settings import Settings
+from memdir.tools.discovery import Found, discover, estimate_tokens, memory_reminder, render, skill_reminder
+
+SKILLS = [
+    Found("skill/debugging/api-errors.md", "Debug API Errors", "skill", 0.82),
+    Found("skill/debugging/api-troubleshooting.md", "API Troubleshooting", "skill", 0.68),
+]
+MEMORIES = [
+    Found("concept/api/error-handling.md", "API Error Handling", "concept", 0.75),
+    Found("fact/api/endpoints.md", "API Documentation", "fact", 0.70),
+    Found("experience/api-bug-2024.md", "Fixed API Bug 2024", "experience", 0.65),
+]
+
+SKILL_REMINDER = """<system-reminder>
+🎯 Found 2 skill(s) in memory that may be relevant:
+
+**Debug API Errors** (82% match)
+Path: `skill/debugging/api-errors.md`
+To use: `LoadSkill(file_path: "skill/debugging/api-errors.md")`
+
+**API Troubleshooting** (68% match)
+Path: `skill/debugging/api-troubleshooting.md`
+To use: `LoadSkill(file_path: "skill/debugging/api-troubleshooting.md")`
+
+If a skill matches your task: Load it to get instructions.
+If none match: Ignore and proceed normally.
+</system-reminder>"""
+
+MEMORY_REMINDER = """<system-reminder>
+📚 Found 3 memory entries that may provide context:
+
+💡 **API Error Handling** (concept, 75% match)
+Path: `concept/api/error-handling.md`
+Read with: `MemoryRead(file_path: "concept/api/error-handling.md")`
+
+📋 **API Documentation** (fact, 70% match)
+Path: `fact/api/endpoints.md`
+Read with: `MemoryRead(file_path: "fact/api/endpoints.md")`
+
+🔍 **Fixed API Bug 2024** (experience, 65% match)
+Path: `experience/api-bug-2024.md`
+Read with: `MemoryRead(file_path: "experience/api-bug-2024.md")`
+
+These entries may contain relevant knowledge for your task.
+</system-reminder>"""
+
+
+# --------------------------------------------------------------------------- formats
+def test_skill_reminder_is_swarm_memorys_format():
+    assert skill_reminder(SKILLS) == SKILL_REMINDER
+
+
+def test_memory_reminder_is_swarm_memorys_format():
+    assert memory_reminder(MEMORIES) == MEMORY_REMINDER
+
+
+def test_both_reminders_skills_first_separated_by_a_blank_line():
+    assert render(SKILLS, MEMORIES) == f"{SKILL_REMINDER}\n\n{MEMORY_REMINDER}"
+    assert render([], MEMORIES) == MEMORY_REMINDER
+    assert render(SKILLS, []) == SKILL_REMINDER
+
+
+def test_nothing_found_renders_nothing():
+    assert render([], []) == ""
+    assert skill_reminder([]) == memory_reminder([]) == ""
+
+
+# --------------------------------------------------------------------------- budget
+def test_the_weakest_results_are_dropped_to_fit_the_token_budget():
+    full = render(SKILLS, MEMORIES)
+    assert estimate_tokens(full) > 200
+    trimmed = render(SKILLS, MEMORIES, token_budget=estimate_tokens(full) - 1)
+    assert "Fixed API Bug 2024" not in trimmed  # 0.65: the weakest of all five
+    assert "Found 2 memory entries" in trimmed and "Found 2 skill(s)" in trimmed
+    assert estimate_tokens(trimmed) <= estimate_tokens(full) - 1
+
+
+def test_a_tiny_budget_can_leave_only_the_best_result_or_nothing():
+    one = render(SKILLS, MEMORIES, token_budget=estimate_tokens(skill_reminder(SKILLS[:1])))
+    assert one == skill_reminder(SKILLS[:1])
+    assert render(SKILLS, MEMORIES, token_budget=5) == ""
+
+
+# --------------------------------------------------------------------------- searches, thresholds, floor
+@dataclass
+class Hit:
+    path: str
+    title: str
+    score: float
+
+
+class ScriptedMemory:
+    """Answers search() from a fixed list, as the hybrid searcher would (threshold and type filter)."""
+
+    def __init__(self, hits, settings=None):
+        self.hits = hits
+        self.settings = settings or Settings()
+        self.calls = []
+
+    def search(self, query, *, top_k, threshold, types):
+        self.calls.append({"query": query, "top_k": top_k, "threshold": threshold, "types": types})
+        found = [h for h in self.hits if h.path.split("/")[0] in types and h.score >= threshold]
+        return sorted(found, key=lambda h: h.score, reverse=True)[:top_k]
+
+
+HITS = [
+    Hit("skill/git/rebase.md", "Rebase safely", 0.40),
+    Hit("concept/git/history.md", "Git history model", 0.30),
+    Hit("fact/git/remotes.md", "Our remotes", 0.22),
+    Hit("experience/git-force-push.md", "Force push incident", 0.18),
+]
+
+
+def test_searches_skills_and_memories_with_swarm_memorys_filters():
+    memory = ScriptedMemory(HITS)
+    discover(memory, "how do I rebase?")
+    assert memory.calls == [
+        {"query": "how do I rebase?", "top_k": 3, "threshold": 0.25, "types": ["skill"]},
+        {"query": "how do I rebase?", "top_k": 3, "threshold": 0.25, "types": ["concept", "fact", "experience"]},
+    ]
+
+
+def test_short_messages_use_the_lower_threshold_long_ones_the_higher():
+    short = discover(ScriptedMemory(HITS), "rebase my branch")
+    assert "Rebase safely" in short and "Git history model" in short and "Our remotes" not in short
+    long_message = "please explain how I should rebase my feature branch onto main without losing any work today"
+    long = discover(ScriptedMemory(HITS), long_message)
+    assert "Rebase safely" in long and "Git history model" not in long
+
+
+def test_the_floor_applies_whatever_the_thresholds_say():
+    settings = Settings(discovery_threshold_short=0.0, discovery_min_score=0.2)
+    text = discover(ScriptedMemory(HITS, settings), "rebase")
+    assert "Our remotes" in text and "Force push incident" not in text
+
+
+def test_results_are_capped_at_top_k():
+    many = [Hit(f"fact/x/{i}.md", f"Fact {i}", 0.9 - i / 100) for i in range(6)]
+    text = discover(ScriptedMemory(many), "x")
+    assert "Found 3 memory entries" in text and "Fact 3" not in text
+
+
+@pytest.mark.parametrize("message", ["", "   ", "zzz unrelated"])
+def test_nothing_relevant_means_no_output_at_all(message):
+    assert discover(ScriptedMemory(HITS if message.strip() == "" else []), message) == ""
+
+
+def test_retrieval_mode_leaves_skills_out():
+    text = discover(ScriptedMemory(HITS), "rebase", include_skills=False)
+    assert "🎯" not in text and "LoadSkill" not in text and "📚" in text
+
+
+# --------------------------------------------------------------------------- against a real store
+def test_discovery_over_a_real_memory(tmp_path):
+    from memdir.memory import Memory
+    from tests.fakes import FakeEmbedder
+
+    settings = Settings(root=tmp_path / "memory")
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("skill/git/rebase.md", "Rebase a branch onto main safely: fetch, rebase, test, push.",
+                     title="Rebase a branch safely", metadata={"type": "skill", "tags": ["git", "rebase"]})
+        memory.write("fact/git/remotes.md", "Our git remotes: origin is GitHub, backup is the NAS.",
+                     title="Git remotes", metadata={"type": "fact", "tags": ["git", "remotes"]})
+        memory.write("concept/cooking/bread.md", "Bread rises because yeast produces carbon dioxide.",
+                     title="Why bread rises", metadata={"type": "concept", "tags": ["baking"]})
+        text = discover(memory, "git rebase onto main")
+        assert 'To use: `LoadSkill(file_path: "skill/git/rebase.md")`' in text
+        assert "bread" not in text.lower()
+        assert discover(memory, "quantum chromodynamics lattice") == ""
