@@ -1,0 +1,206 @@
+"""The changes live defrag runs make, each one checked, locked and journaled.
+
+`Changer` is the only place defrag writes: every change takes the root's exclusive
+lock, checks that the entry is still what the analysis saw (its fingerprint), records
+its prior state in the `Journal`, changes it, and records the result. An entry that
+changed meanwhile is skipped and reported, never overwritten.
+
+The merge helpers (`choose_keeper`, `combine_content`, `combine_metadata`) decide what
+a merge keeps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memdir.core.entry import Metadata
+from memdir.core.errors import EntryNotFoundError, MemdirError, RedirectError
+from memdir.core.quality import parse_frontmatter
+from memdir.optimization.corpus import Corpus, Item, fingerprint, link_target
+from memdir.optimization.journal import Journal
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
+
+MERGE_STRATEGIES = ("keep_newer", "keep_larger", "combine")
+MERGED_FROM = "<!-- merged from memory://{path} -->"
+
+
+# --------------------------------------------------------------------------- merge decisions
+
+
+def choose_keeper(a: Item, b: Item, strategy: str) -> tuple[Item, Item]:
+    """(keeper, merged-away) for a duplicate pair.
+
+    ``keep_newer`` and ``combine`` keep the most recently updated entry, ``keep_larger``
+    the one with more content; ties go to the other measure, then to hits, then to the
+    path that sorts first.
+    """
+    if strategy == "keep_larger":
+        key = lambda item: (item.size, item.updated_at, item.hits)  # noqa: E731
+    else:
+        key = lambda item: (item.updated_at, item.size, item.hits)  # noqa: E731
+    if key(a) > key(b) or (key(a) == key(b) and a.path < b.path):
+        return a, b
+    return b, a
+
+
+def combine_content(keeper: str, other_path: str, other: str) -> str:
+    """The keeper's content followed by the other's body (its own frontmatter dropped)."""
+    body = parse_frontmatter(other).body.strip()
+    if not body or body in keeper:
+        return keeper
+    return f"{keeper.rstrip()}\n\n{MERGED_FROM.format(path=other_path)}\n{body}\n"
+
+
+def combine_metadata(keeper: Item, other: Item) -> Metadata:
+    """The keeper's metadata, plus the other's tags, tools, related links and any fields it lacks.
+
+    Links between the two (or to themselves) are dropped: they would point at one entry.
+    """
+    data = keeper.stored.to_yaml_dict()
+    extra = other.stored.to_yaml_dict()
+    for key, value in extra.items():
+        if key in ("tags", "tools"):
+            data[key] = list(dict.fromkeys([*data.get(key, []), *value]))
+        elif key == "related":
+            continue
+        elif key not in data:
+            data[key] = value
+    related: list[str] = []
+    seen = {keeper.path, other.path}
+    for link in [*keeper.stored.related, *other.stored.related]:
+        target = link_target(link)
+        if target is None or target not in seen:
+            related.append(link)
+            if target:
+                seen.add(target)
+    data["related"] = related
+    return Metadata.model_validate(data)
+
+
+# --------------------------------------------------------------------------- applying changes
+
+
+@dataclass
+class Outcome:
+    """What one attempted change did: ``done`` or skipped with a ``reason``."""
+
+    done: bool
+    reason: str = ""
+
+
+class Changer:
+    """Applies defrag's changes to a memory, journaled and checked against the analysed snapshot.
+
+    An entry may be changed only while it still has the fingerprint it had in ``corpus``
+    (or after this run's own last change to it); otherwise the change is skipped.
+    """
+
+    def __init__(self, memory: Memory, journal: Journal, corpus: Corpus) -> None:
+        self.memory = memory
+        self.journal = journal
+        self.corpus = corpus
+        self.expected: dict[str, str] = {}  # fingerprints after this run's own changes ("" = removed)
+        self.stubs_created: set[str] = set()  # never cleaned up by the run that made them
+
+    def _expected(self, path: str) -> str | None:
+        if path not in self.expected:
+            item = self.corpus.get(path)
+            self.expected[path] = item.fingerprint if item is not None else ""
+        return self.expected[path]
+
+    def _lock(self) -> Any:
+        return self.memory.adapter.lock.exclusive()
+
+    def _current(self, path: str) -> str | None:
+        """The fingerprint of the real entry at ``path`` now, or None if it is gone or a stub."""
+        try:
+            if self.memory.redirect_of(path) is not None:
+                return None
+            return fingerprint(self.memory.adapter.read_entry(path, follow=False))
+        except (EntryNotFoundError, RedirectError):
+            return None
+
+    def _unchanged(self, *paths: str) -> Outcome | None:
+        for path in paths:
+            if self._current(path) != self._expected(path):
+                return Outcome(False, f"memory://{path} changed since the analysis; run defrag again")
+        return None
+
+    def rewrite(self, item: Item, *, content: str | None = None, metadata: Metadata | None = None) -> Outcome:
+        """Write new content and/or metadata to an entry (title kept)."""
+        try:
+            with self._lock():
+                if (stale := self._unchanged(item.path)) is not None:
+                    return stale
+                self.journal.before(item.path)
+                result = self.memory.write(
+                    item.path, item.content if content is None else content,
+                    title=item.title, metadata=item.stored if metadata is None else metadata,
+                )
+                self.expected[item.path] = fingerprint(result.entry)
+                self.journal.after(item.path)
+        except MemdirError as exc:
+            return Outcome(False, exc.message)
+        return Outcome(True)
+
+    def merge(self, keeper: Item, other: Item, strategy: str) -> Outcome:
+        """Merge ``other`` into ``keeper`` and leave a ``# merged → keeper`` stub at ``other``."""
+        try:
+            with self._lock():
+                if (stale := self._unchanged(keeper.path, other.path)) is not None:
+                    return stale
+                if strategy == "combine":
+                    current = self.memory.adapter.read_entry(keeper.path, follow=False)
+                    self.journal.before(keeper.path)
+                    merged = Item.from_entry(current)
+                    result = self.memory.write(
+                        keeper.path, combine_content(current.content, other.path, other.content),
+                        title=current.title, metadata=combine_metadata(merged, other),
+                    )
+                    self.expected[keeper.path] = fingerprint(result.entry)
+                    self.journal.after(keeper.path)
+                self.journal.before(other.path)
+                self.memory.write_stub(other.path, keeper.path, "merged")
+                self.expected[other.path] = ""
+                self.stubs_created.add(other.path)
+                self.journal.after(other.path)
+        except MemdirError as exc:
+            return Outcome(False, exc.message)
+        return Outcome(True)
+
+    def delete(self, item: Item) -> Outcome:
+        """Delete an entry (its prior state stays in the journal)."""
+        try:
+            with self._lock():
+                if (stale := self._unchanged(item.path)) is not None:
+                    return stale
+                self.journal.before(item.path)
+                self.memory.delete(item.path)
+                self.expected[item.path] = ""
+                self.journal.after(item.path)
+        except MemdirError as exc:
+            return Outcome(False, exc.message)
+        return Outcome(True)
+
+    def delete_stub(self, path: str, target: str) -> Outcome:
+        """Delete the stub at ``path`` if it still redirects to ``target``."""
+        try:
+            with self._lock():
+                try:
+                    redirect = self.memory.redirect_of(path)
+                except (EntryNotFoundError, RedirectError):
+                    redirect = None
+                if redirect is None or redirect.target != target:
+                    return Outcome(False, f"memory://{path} is no longer a stub to memory://{target}")
+                self.journal.before(path)
+                self.memory.delete(path)
+                self.journal.after(path)
+        except MemdirError as exc:
+            return Outcome(False, exc.message)
+        return Outcome(True)
+
+
+__all__ = ["Changer", "MERGE_STRATEGIES", "Outcome", "choose_keeper", "combine_content", "combine_metadata"]

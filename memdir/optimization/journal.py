@@ -1,0 +1,335 @@
+"""The defrag journal: what every live run changed, so that `undo_last` can put it back.
+
+Each live run that changes anything writes ``<root>/.memdir/defrag/<run id>.jsonl``,
+one JSON record per line, *before* each change (write-ahead, fsynced):
+
+* ``{"type": "run", ...}`` — the action, its options and when it started;
+* ``{"type": "before", "path": ..., "state": ...}`` — the full prior state of an entry,
+  recorded the first time the run touches it: ``missing``, a ``stub`` (kind, target) or
+  an ``entry`` (content, title, metadata, hits, updated_at and its embedding);
+* ``{"type": "after", "path": ..., "state": ...}`` — a fingerprint of the state the run
+  left, so an undo can tell whether someone changed the entry since;
+* ``{"type": "end", "status": ...}`` and, once reverted, ``{"type": "undone", ...}``.
+
+A run killed halfway still leaves a usable journal: every change it made has its
+``before`` record on disk. `undo_last` reverts the newest run not yet undone, refusing
+(unless forced) when entries it would overwrite were changed after the run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memdir.core.entry import Metadata
+from memdir.core.errors import EntryNotFoundError, InputValidationError, RedirectError
+from memdir.optimization.corpus import fingerprint
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
+
+JOURNAL_DIR = Path(".memdir") / "defrag"
+JOURNAL_SUFFIX = ".jsonl"
+
+
+def journal_dir(root: Path) -> Path:
+    """Where a root's defrag journals live."""
+    return Path(root) / JOURNAL_DIR
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# --------------------------------------------------------------------------- entry states
+
+
+def capture(memory: Memory, path: str) -> dict[str, Any]:
+    """The full current state of ``path``: missing, a stub, or an entry with everything needed to restore it."""
+    try:
+        redirect = memory.redirect_of(path)
+    except EntryNotFoundError:
+        return {"state": "missing"}
+    except RedirectError:  # a malformed stub: keep its text so it can be put back as it was
+        redirect = None
+    if redirect is not None:
+        return {"state": "stub", "kind": redirect.kind, "target": redirect.target}
+    entry = memory.adapter.read_entry(path, follow=False)
+    embedding = None
+    if entry.embedding is not None:
+        embedding = base64.b64encode(np.asarray(entry.embedding, dtype="<f4").tobytes()).decode("ascii")
+    return {
+        "state": "entry",
+        "content": entry.content,
+        "title": entry.title,
+        "metadata": json.loads(json.dumps(entry.metadata.to_yaml_dict(), default=str)),
+        "hits": entry.hits,
+        "updated_at": entry.updated_at.isoformat(),
+        "embedding": embedding,
+        "fingerprint": fingerprint(entry),
+    }
+
+
+def summary_of(memory: Memory, path: str) -> dict[str, Any]:
+    """A small description of the current state, compared with a journal's ``after`` records."""
+    try:
+        redirect = memory.redirect_of(path)
+    except EntryNotFoundError:
+        return {"state": "missing"}
+    except RedirectError:
+        redirect = None
+    if redirect is not None:
+        return {"state": "stub", "kind": redirect.kind, "target": redirect.target}
+    entry = memory.adapter.read_entry(path, follow=False)
+    return {"state": "entry", "fingerprint": fingerprint(entry), "hits": entry.hits}
+
+
+def _identity(state: dict[str, Any]) -> dict[str, Any]:
+    """What makes two states the same for conflict checks: everything but the hit count and full content."""
+    if state["state"] == "entry":
+        return {"state": "entry", "fingerprint": state["fingerprint"]}
+    return {key: value for key, value in state.items() if key != "hits"}
+
+
+def restore(memory: Memory, path: str, state: dict[str, Any], extra_hits: int = 0) -> None:
+    """Put ``path`` back into a state recorded by `capture` (caller holds the exclusive lock).
+
+    ``extra_hits`` are reads the entry got after the run; they are kept on top of the recorded count.
+    """
+    kind = state["state"]
+    if kind == "missing":
+        if memory.exists(path):
+            memory.delete(path)
+        return
+    if kind == "stub":
+        memory.write_stub(path, state["target"], state["kind"])
+        return
+    metadata = Metadata.model_validate(state.get("metadata") or {})
+    title, content, hits = state.get("title", ""), state["content"], int(state.get("hits", 0)) + extra_hits
+    # Memory.write indexes the entry and embeds it with the current model (the same vector
+    # for the same model); it keeps the current hit count, so put back the recorded one.
+    result = memory.write(path, content, title=title, metadata=metadata)
+    vector = result.entry.embedding
+    if vector is None and state.get("embedding"):  # no model right now: keep the recorded vector
+        vector = np.frombuffer(base64.b64decode(state["embedding"]), dtype="<f4").astype(np.float32)
+    if result.entry.hits != hits or (vector is not None and result.entry.embedding is None):
+        memory.adapter.write(path, content, title=title, metadata=metadata, embedding=vector, hits=hits)
+
+
+# --------------------------------------------------------------------------- writing a journal
+
+
+class Journal:
+    """The write-ahead record of one live run (created on its first change; empty runs leave none).
+
+    Use as a context manager; call `before` under the root's exclusive lock right before
+    changing a path, and `after` right after.
+    """
+
+    def __init__(self, memory: Memory, action: str, options: dict[str, Any]) -> None:
+        self.memory = memory
+        started = _now()
+        self.id = f"{started:%Y%m%dT%H%M%S%fZ}-{action}-{uuid.uuid4().hex[:6]}"
+        self.path = journal_dir(memory.root) / f"{self.id}{JOURNAL_SUFFIX}"
+        self._header = {
+            "type": "run", "id": self.id, "action": action, "options": options, "started_at": started.isoformat()
+        }
+        self._touched: set[str] = set()
+        self._handle: Any = None
+        self.changes = 0
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self.close("complete" if exc_type is None else "failed")
+
+    @property
+    def written(self) -> bool:
+        return self._handle is not None or self.path.exists()
+
+    def _append(self, record: dict[str, Any]) -> None:
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 — kept open for the run
+            self._handle.write(json.dumps(self._header, ensure_ascii=False) + "\n")
+        self._handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def before(self, path: str) -> None:
+        """Record the prior state of ``path`` (once per run: the state before the run touched it)."""
+        if path in self._touched:
+            return
+        self._append({"type": "before", "path": path, "state": capture(self.memory, path)})
+        self._touched.add(path)
+        self.changes += 1
+
+    def after(self, path: str) -> None:
+        """Record what ``path`` looks like now that the run changed it."""
+        self._append({"type": "after", "path": path, "state": summary_of(self.memory, path)})
+
+    def close(self, status: str = "complete") -> None:
+        if self._handle is None:
+            return
+        self._append({"type": "end", "status": status, "finished_at": _now().isoformat()})
+        self._handle.close()
+        self._handle = None
+
+
+# --------------------------------------------------------------------------- reading and undoing
+
+
+@dataclass
+class Run:
+    """One journal, as read back from disk."""
+
+    id: str
+    file: Path
+    action: str
+    options: dict[str, Any]
+    started_at: str
+    status: str  # complete | failed | interrupted
+    undone: bool
+    before: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> state, in change order
+    after: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> latest summary
+
+    @property
+    def paths(self) -> list[str]:
+        return list(self.before)
+
+
+def _records(file: Path) -> Iterator[dict[str, Any]]:
+    with open(file, encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # a torn last line from a killed run
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+def read_run(file: Path) -> Run | None:
+    """A journal file as a `Run`, or None if it has no readable header."""
+    run: Run | None = None
+    for record in _records(file):
+        kind = record.get("type")
+        if kind == "run":
+            run = Run(
+                id=str(record.get("id", file.stem)), file=file, action=str(record.get("action", "?")),
+                options=record.get("options") or {}, started_at=str(record.get("started_at", "")),
+                status="interrupted", undone=False,
+            )
+        elif run is None:
+            continue
+        elif kind == "before":
+            run.before.setdefault(record["path"], record["state"])
+        elif kind == "after":
+            run.after[record["path"]] = record["state"]
+        elif kind == "end":
+            run.status = str(record.get("status", "complete"))
+        elif kind == "undone":
+            run.undone = True
+    return run
+
+
+def list_runs(root: Path) -> list[Run]:
+    """Every journaled live run of a root, oldest first."""
+    folder = journal_dir(root)
+    if not folder.is_dir():
+        return []
+    runs = (read_run(file) for file in sorted(folder.glob(f"*{JOURNAL_SUFFIX}")))
+    return [run for run in runs if run is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class UndoResult:
+    """What `undo_last` did."""
+
+    run_id: str
+    action: str
+    started_at: str
+    restored: list[str]
+    removed: list[str]
+    conflicts: list[str]
+
+    def to_markdown(self) -> str:
+        lines = [f"# Undo: {self.action} run {self.run_id}", ""]
+        lines.append(f"Restored {len(self.restored)} entries and removed {len(self.removed)} created by the run.")
+        lines.extend(f"- restored memory://{path}" for path in self.restored)
+        lines.extend(f"- removed memory://{path}" for path in self.removed)
+        if self.conflicts:
+            lines.append("")
+            lines.append(f"Overwrote {len(self.conflicts)} entries changed after the run (forced):")
+            lines.extend(f"- memory://{path}" for path in self.conflicts)
+        return "\n".join(lines)
+
+
+def undo_last(memory: Memory, *, force: bool = False) -> UndoResult:
+    """Revert the newest live defrag run that has not been undone yet.
+
+    Every path the run touched goes back to the state recorded before the run
+    touched it: deleted entries come back (content, title, metadata, hits, vector),
+    changed ones are rewritten, stubs it created are removed or turned back into the
+    entries they replaced.
+
+    Args:
+        memory: a `memdir.memory.Memory`.
+        force: also overwrite entries that were changed after the run.
+
+    Raises:
+        InputValidationError: there is no run to undo, or (without ``force``) entries
+            were changed after the run; nothing is changed then.
+    """
+    runs = [run for run in list_runs(memory.root) if not run.undone and run.before]
+    if not runs:
+        raise InputValidationError(
+            "There is no live defrag run to undo.",
+            "Only runs with dry_run=false that changed something are journaled (under .memdir/defrag/).",
+        )
+    run = runs[-1]
+    restored: list[str] = []
+    removed: list[str] = []
+    with memory.adapter.lock.exclusive():
+        conflicts = []
+        current = {path: summary_of(memory, path) for path in run.before}
+        for path, state in run.before.items():
+            expected = run.after.get(path)
+            now = _identity(current[path])
+            if expected is not None and now != _identity(expected) and now != _identity(state):
+                conflicts.append(path)
+        if conflicts and not force:
+            shown = ", ".join(f"memory://{path}" for path in conflicts[:5])
+            more = f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else ""
+            raise InputValidationError(
+                f"Cannot undo the {run.action} run {run.id}: {len(conflicts)} entries changed after it ({shown}{more}).",
+                "Undoing would overwrite those changes; use --force (force=True) to undo anyway.",
+            )
+        for path, state in reversed(list(run.before.items())):
+            now, after = current[path], run.after.get(path) or {}
+            if _identity(now) == _identity(state):
+                continue  # already as it was (e.g. an earlier, interrupted undo)
+            # Reads the entry got since the run are kept, not lost with the undo.
+            extra = max(0, now.get("hits", 0) - after.get("hits", now.get("hits", 0)))
+            restore(memory, path, state, extra)
+            (removed if state["state"] == "missing" else restored).append(path)
+        with open(run.file, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"type": "undone", "at": _now().isoformat(), "forced": bool(conflicts)}) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+    return UndoResult(run.id, run.action, run.started_at, restored[::-1], removed[::-1], conflicts)
+
+
+__all__ = [
+    "JOURNAL_DIR", "Journal", "Run", "UndoResult", "capture", "journal_dir", "list_runs", "read_run", "restore", "undo_last",
+]
