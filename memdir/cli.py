@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
@@ -55,6 +56,11 @@ def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             if exc.hint:
                 err_console.print(f"[dim]{exc.hint}[/dim]")
             raise typer.Exit(1) from exc
+        except ValidationError as exc:  # a bad setting from the command line, environment or memdir.toml
+            for problem in exc.errors():
+                where = ".".join(str(part) for part in problem["loc"])
+                err_console.print(f"[red]Error:[/red] setting {where}: {problem['msg']}")
+            raise typer.Exit(1) from exc
 
     return wrapper
 
@@ -73,11 +79,11 @@ def setup(root: RootOption = None) -> None:
     from memdir.embeddings.minilm import load_embedder
 
     settings = load_settings(root)
-    resolved = resolve_model(settings.model_dir)
+    resolved = resolve_model(settings.model_dir, settings.model)
     console.print(f"Model: [bold]{resolved.model_id}[/bold]")
     console.print(f"From: {resolved.source}")
     with console.status("Loading the model with onnxruntime..."):
-        embedder = load_embedder(model_dir=settings.model_dir, cache_dir=settings.cache_dir)
+        embedder = load_embedder(model_dir=settings.model_dir, cache_dir=settings.cache_dir, model_id=settings.model)
         vector = embedder.embed(["memdir setup check"])[0]
     console.print(f"Dimensions: {vector.shape[0]}, norm {float((vector ** 2).sum()) ** 0.5:.3f}")
     console.print("[green]✓ Semantic search is available.[/green]")
@@ -112,7 +118,8 @@ def model_path() -> None:
     """Print the directory the embedding model is loaded from."""
     from memdir.embeddings.resolve import resolve_model
 
-    print(resolve_model(load_settings().model_dir).directory)
+    settings = load_settings()
+    print(resolve_model(settings.model_dir, settings.model).directory)
 
 
 @app.command()
@@ -153,15 +160,17 @@ def search(
         results = memory.search(query, top_k=top_k, types=type_, path_prefix=prefix, tags=tag)
         state = memory.model.state.value
     if as_json:
-        console.print_json(json.dumps([result.to_dict() for result in results]))
+        typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
         return
     table = Table(title=f"Results for {query!r}" + ("" if state == "ready" else " (keyword only)"))
-    for column in ("#", "path", "title", "score", "semantic", "keyword", "tags"):
-        table.add_column(column)
+    for column in ("#", "path", "title", "score", "semantic", "bm25", "keywords", "tags"):
+        table.add_column(column, justify="right" if column not in ("path", "title") else "left")
     for rank, result in enumerate(results, start=1):
+        parts = result.breakdown
+        semantic = "-" if parts.semantic is None else f"{parts.semantic:.3f}"
         table.add_row(
             str(rank), result.path, result.title, f"{result.score:.3f}",
-            f"{result.semantic:.3f}", f"{result.keyword:.3f}", f"{result.tag:.3f}",
+            semantic, f"{parts.bm25:.3f}", f"{parts.keyword:.3f}", f"{parts.tag:.3f}",
         )
     console.print(table)
 

@@ -18,6 +18,7 @@ import itertools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -110,13 +111,7 @@ class Memory:
         if embedder is not None:
             model = ModelProvider(embedder=embedder, enabled=settings.embeddings_enabled)
         else:
-            model = ModelProvider.from_settings(
-                settings.model_dir,
-                settings.cache_dir,
-                settings.embed_batch_size,
-                settings.embed_threads,
-                enabled=settings.embeddings_enabled and load_model,
-            )
+            model = ModelProvider.from_settings(settings, enabled=settings.embeddings_enabled and load_model)
         index = DerivedIndex(root, column_weights=settings.bm25_column_weights)
         memory = cls(settings, adapter, index, model)
         memory.reconcile()
@@ -147,6 +142,8 @@ class Memory:
         title: str = "",
         metadata: Metadata | dict[str, Any] | None = None,
         expected_content: str | None = None,
+        updated_at: datetime | None = None,
+        hits: int | None = None,
     ) -> WriteResult:
         """Create or replace an entry; embeds it when the model is ready.
 
@@ -154,6 +151,9 @@ class Memory:
             expected_content: compare-and-swap for edits: the write happens only if the
                 entry still holds exactly this content, checked under the lock (else
                 `StaleEditError`), so a change made between reading and writing is never lost.
+            updated_at: the modification time to record (None: now). Maintenance that does not
+                change what an entry says (links, restores) keeps its age this way.
+            hits: the read count to store (None: keep the current one).
         """
         logical = normalize_path(path)
         meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
@@ -167,7 +167,8 @@ class Memory:
             ):
                 raise StaleEditError(logical)
             entry = self.adapter.write(
-                logical, content, title=title, metadata=meta, embedding=vector[0] if vector is not None else None
+                logical, content, title=title, metadata=meta, embedding=vector[0] if vector is not None else None,
+                hits=hits, updated_at=updated_at,
             )
             self._index_entry(entry, text, embedder.model_id if (vector is not None and embedder) else None)
         return WriteResult(entry, overwritten)

@@ -194,3 +194,14 @@ def test_built_in_skills_are_searchable(memory):
     results = memory.search("learn a topic deeply", types=["skill"])
     assert "skill/meta/deep-learning.md" in [r.path for r in results]
     assert memory.index.needs_embedding("fake/bow-384") == []
+
+
+def test_maintenance_writes_can_keep_age_and_hits(memory):
+    from datetime import datetime, timezone
+
+    old = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    write_fact(memory, "paris", "Paris is the capital of France.")
+    memory.write("fact/paris", "Paris is the capital of France.", title="Paris",
+                 metadata={"type": "fact", "related": ["memory://fact/lyon.md"]}, updated_at=old, hits=7)
+    entry = memory.read("fact/paris")
+    assert (entry.updated_at, entry.hits, entry.metadata.related) == (old, 7, ["memory://fact/lyon.md"])

@@ -12,9 +12,8 @@ import logging
 import threading
 from collections.abc import Callable
 from enum import Enum
-from pathlib import Path
-
 from memdir.core.errors import MemdirError
+from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 
 log = logging.getLogger(__name__)
@@ -60,14 +59,16 @@ class ModelProvider:
             self.state = ModelState.NOT_LOADED
 
     @classmethod
-    def from_settings(cls, model_dir: Path | None, cache_dir: Path, batch_size: int, threads: int | None,
-                      enabled: bool = True) -> ModelProvider:
+    def from_settings(cls, settings: Settings, *, enabled: bool = True) -> ModelProvider:
         """The real model, resolved as DESIGN.md says (explicit dir -> package -> HF cache)."""
 
         def load() -> Embedder:
             from memdir.embeddings.minilm import load_embedder
 
-            embedder = load_embedder(model_dir=model_dir, cache_dir=cache_dir, batch_size=batch_size, threads=threads)
+            embedder = load_embedder(
+                model_dir=settings.model_dir, cache_dir=settings.cache_dir, batch_size=settings.embed_batch_size,
+                threads=settings.embed_threads, model_id=settings.model,
+            )
             embedder.warmup()
             return embedder
 

@@ -130,7 +130,7 @@ class Changer:
         return None
 
     def rewrite(self, item: Item, *, content: str | None = None, metadata: Metadata | None = None) -> Outcome:
-        """Write new content and/or metadata to an entry (title kept)."""
+        """Write new content and/or metadata to an entry (title kept; a metadata-only change keeps its age)."""
         try:
             with self._lock():
                 if (stale := self._unchanged(item.path)) is not None:
@@ -139,6 +139,7 @@ class Changer:
                 result = self.memory.write(
                     item.path, item.content if content is None else content,
                     title=item.title, metadata=item.stored if metadata is None else metadata,
+                    updated_at=item.updated_at if content is None else None,
                 )
                 self.expected[item.path] = fingerprint(result.entry)
                 self.journal.after(item.path)

@@ -116,13 +116,13 @@ def restore(memory: Memory, path: str, state: dict[str, Any], extra_hits: int = 
     metadata = Metadata.model_validate(state.get("metadata") or {})
     title, content, hits = state.get("title", ""), state["content"], int(state.get("hits", 0)) + extra_hits
     # Memory.write indexes the entry and embeds it with the current model (the same vector
-    # for the same model); it keeps the current hit count, so put back the recorded one.
-    result = memory.write(path, content, title=title, metadata=metadata)
-    vector = result.entry.embedding
-    if vector is None and state.get("embedding"):  # no model right now: keep the recorded vector
+    # for the same model), with the recorded age and read count.
+    updated_at = datetime.fromisoformat(state["updated_at"]) if state.get("updated_at") else None
+    result = memory.write(path, content, title=title, metadata=metadata, updated_at=updated_at, hits=hits)
+    if result.entry.embedding is None and state.get("embedding"):  # no model right now: keep the recorded vector
         vector = np.frombuffer(base64.b64decode(state["embedding"]), dtype="<f4").astype(np.float32)
-    if result.entry.hits != hits or (vector is not None and result.entry.embedding is None):
-        memory.adapter.write(path, content, title=title, metadata=metadata, embedding=vector, hits=hits)
+        memory.adapter.write(path, content, title=title, metadata=metadata, embedding=vector, hits=hits,
+                             updated_at=result.entry.updated_at)
 
 
 # --------------------------------------------------------------------------- writing a journal

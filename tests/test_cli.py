@@ -1,0 +1,73 @@
+"""The command line: every command has help, and the core commands work end to end (keyword-only, fast)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from memdir.cli import app
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+
+runner = CliRunner()
+COMMANDS = ["setup", "status", "model-path", "rebuild", "search", "serve", "discover", "defrag", "ingest"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command):
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+@pytest.fixture
+def keyword_only_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMDIR_EMBEDDINGS_ENABLED", "false")
+    root = tmp_path / "cli-root"
+    with Memory.open(Settings(root=root)) as memory:
+        memory.write("fact/deploy", "We deploy with GitHub Actions on every merge.", title="Deploy",
+                     metadata={"type": "fact", "tags": ["ci"]})
+    return root
+
+
+def test_status_reports_root_entries_and_the_missing_model(keyword_only_root):
+    result = runner.invoke(app, ["status", "--root", str(keyword_only_root), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["root"] == str(keyword_only_root)
+    assert data["model_state"] == "disabled" and data["embedded"] == 0
+    table = runner.invoke(app, ["status", "--root", str(keyword_only_root)])
+    assert "keyword-only" in table.output
+
+
+def test_search_prints_results_with_their_breakdown(keyword_only_root):
+    result = runner.invoke(app, ["search", "deploy merge", "--root", str(keyword_only_root), "--json"])
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.output)
+    assert hits[0]["path"] == "fact/deploy.md"
+    assert hits[0]["breakdown"]["semantic"] is None and hits[0]["breakdown"]["bm25"] > 0
+    table = runner.invoke(app, ["search", "deploy", "--root", str(keyword_only_root)])
+    assert "fact/deploy" in table.output and "keyword only" in table.output
+
+
+def test_rebuild_without_a_model_says_nothing_was_embedded(keyword_only_root):
+    result = runner.invoke(app, ["rebuild", str(keyword_only_root)])
+    assert result.exit_code == 0, result.output
+    assert "nothing was embedded" in result.output
+
+
+def test_errors_are_one_clear_message_not_a_traceback(keyword_only_root):
+    result = runner.invoke(app, ["search", "x", "--root", str(keyword_only_root), "--agent", "../escape"])
+    assert result.exit_code == 1
+    assert "Error:" in result.output and "agent" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.model
+def test_setup_and_model_path_with_the_real_model():
+    result = runner.invoke(app, ["setup"])
+    assert result.exit_code == 0, result.output
+    assert "Semantic search is available" in result.output
+    path = runner.invoke(app, ["model-path"])
+    assert path.exit_code == 0 and path.output.strip()
