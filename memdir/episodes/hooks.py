@@ -1,0 +1,88 @@
+"""Claude Code hooks: ingest a finished session, and remind a new one where it left off.
+
+Both read the hook's JSON payload from stdin and never fail the session: any problem is
+one line on stderr and exit code 0.
+
+* ``memdir hook session-end`` (``SessionEnd`` or ``Stop``) — payload
+  ``{session_id, transcript_path, cwd, hook_event_name}``: ingests the transcript
+  (idempotent, so a ``Stop`` hook after every reply only updates the last episode).
+* ``memdir hook session-start`` (``SessionStart``) — payload ``{session_id, cwd,
+  hook_event_name, source}``: prints ``{"hookSpecificOutput": {"hookEventName":
+  "SessionStart", "additionalContext": "<reminder>"}}`` with the project's most recent
+  episodes, and nothing at all when there are none.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import IO, Any
+
+from memdir.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def read_payload(text: str) -> dict[str, Any]:
+    """The hook payload; an empty or unreadable one is ``{}``."""
+    if not text or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _say(err: IO[str] | None, text: str) -> None:
+    if err is not None:
+        print(f"memdir: {text}", file=err)
+
+
+def session_end(stdin: str, settings: Callable[[], Settings], *, err: IO[str] | None = None) -> int:
+    """Ingest the transcript named by a SessionEnd/Stop payload. Always returns 0 (exit code)."""
+    try:
+        payload = read_payload(stdin)
+        transcript = payload.get("transcript_path")
+        if not transcript:
+            _say(err, "the hook payload has no transcript_path; nothing to ingest.")
+            return 0
+        from pathlib import Path
+
+        from memdir.episodes.ingest import ingest
+        from memdir.memory import Memory
+
+        if not Path(transcript).expanduser().is_file():
+            _say(err, f"transcript {transcript} does not exist; nothing to ingest.")
+            return 0
+        with Memory.open(settings()) as memory:
+            report = ingest(memory, transcript, session_id=payload.get("session_id") or None,
+                            cwd=payload.get("cwd") or None)
+        _say(err, f"ingested {transcript}: {report.describe()}.")
+    except Exception as exc:  # a hook must never break the user's session
+        log.debug("session-end hook failed", exc_info=True)
+        _say(err, f"could not ingest the session ({type(exc).__name__}: {exc}).")
+    return 0
+
+
+def session_start(stdin: str, settings: Callable[[], Settings], *, out: IO[str], err: IO[str] | None = None) -> int:
+    """Print the SessionStart ``additionalContext`` JSON (nothing when there are no episodes). Always returns 0."""
+    try:
+        payload = read_payload(stdin)
+        from memdir.episodes.ingest import project_name
+        from memdir.episodes.recall import where_we_left_off
+        from memdir.memory import Memory
+
+        with Memory.open(settings(), load_model=False) as memory:
+            reminder = where_we_left_off(memory, project=project_name(payload.get("cwd")))
+        if reminder:
+            output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": reminder}}
+            out.write(json.dumps(output, ensure_ascii=False) + "\n")
+    except Exception as exc:  # a hook must never break the user's session
+        log.debug("session-start hook failed", exc_info=True)
+        _say(err, f"could not build the session-start reminder ({type(exc).__name__}: {exc}).")
+    return 0
+
+
+__all__ = ["read_payload", "session_end", "session_start"]

@@ -1,0 +1,88 @@
+"""EpisodeRecord: the agent closes an episode itself (name, outcome, summary, tags)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from memdir.core.errors import InputValidationError
+from memdir.episodes.heuristics import message_importance
+from memdir.episodes.model import OUTCOMES, Episode, Message
+from memdir.episodes.store import OUTCOME_ICONS, episode_path, render, metadata
+from memdir.tools.params import coerce_str_list
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
+    from memdir.tools.session import Session
+
+RECORDED_MIN_IMPORTANCE = 0.6  # the agent chose to record it: worth more than small talk
+SETBACK_MIN_IMPORTANCE = 0.7  # failures and blockers are the lessons worth surfacing again
+AGENT_SESSION = "agent"
+
+
+def episode_record(
+    memory: Memory,
+    session: Session | None,
+    name: str,
+    outcome: str,
+    summary: str,
+    tags: list[str] | str | None = None,
+    session_id: str | None = None,
+    *,
+    now: datetime | None = None,
+) -> str:
+    """Record the task you just finished (or gave up on) as an episode in long-term memory.
+
+    Call it when a task ends — fixed, failed, blocked, or paused unfinished — so a future
+    session can find "how I fixed this last time" or "where we left off". The episode is
+    stored under ``experience/episodes/<date>/`` and is found by search, MemoryGrep,
+    MemoryGlob and EpisodeList; when the conversation's transcript is ingested later,
+    this record is kept and completed with the transcript's times and size.
+
+    Args:
+        name: a short task name, e.g. ``"Fix flaky upload test"`` (at most ~8 words).
+        outcome: ``success``, ``failure``, ``blocked`` or ``ongoing``.
+        summary: what was asked, what you did or found (the root cause, the fix, the
+            blocker) and how it ended; at most 250 words, the first sentences matter most.
+        tags: keywords: file names, repos, error types, commands, e.g.
+            ``["upload.py", "TimeoutError", "pytest"]``.
+        session_id: the conversation this belongs to (default: the current session).
+
+    Returns:
+        ``Recorded episode memory://experience/episodes/… "Name" (✅ success, importance 0.70).``
+    """
+    name = " ".join((name or "").split())
+    if not name:
+        raise InputValidationError("name is required.", 'Give the task a short name, e.g. "Fix flaky upload test".')
+    if outcome not in OUTCOMES:
+        raise InputValidationError(
+            f"outcome must be one of {', '.join(OUTCOMES)}; got {outcome!r}.",
+            "Use success (done), failure (gave up or it did not work), blocked (waiting on something) or ongoing.",
+        )
+    summary = (summary or "").strip()
+    if not summary:
+        raise InputValidationError("summary is required.", "Say what was asked, what you did or found, and how it ended.")
+    limit = memory.settings.word_limit
+    if len(summary.split()) > limit:
+        raise InputValidationError(
+            f"summary exceeds the {limit}-word limit ({len(summary.split())} words).",
+            "Keep the summary to the request, the key finding or fix, and the result.",
+        )
+    tag_list = coerce_str_list(tags, "tags")
+    moment = now or datetime.now(timezone.utc)
+    owner = session_id or (session.session_id if session is not None else AGENT_SESSION)
+    importance = max(RECORDED_MIN_IMPORTANCE, message_importance(Message(role="assistant", text=summary)))
+    if outcome in ("failure", "blocked"):
+        importance = max(importance, SETBACK_MIN_IMPORTANCE)
+    episode = Episode(
+        session_id=owner, name=name, tags=tag_list, outcome=outcome,  # type: ignore[arg-type]
+        importance=importance, started=moment, ended=moment, summary=" ".join(summary.split()), source="agent",
+    )
+    path = episode_path(episode)
+    data: dict[str, Any] = metadata(episode)
+    memory.write(path, render(episode, limit * 2), title=name, metadata=data)
+    icon = OUTCOME_ICONS[outcome]
+    return f'Recorded episode memory://{path} "{name}" ({icon} {outcome}, importance {importance:.2f}).'
+
+
+__all__ = ["episode_record"]
