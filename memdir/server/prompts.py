@@ -16,6 +16,7 @@ from pydantic import Field
 
 from memdir.server.modes import MODES, offers_skills
 from memdir.server.state import app_state, run_memory_tool
+from memdir.episodes.recall import where_we_left_off
 from memdir.tools.discovery import discover
 
 PROMPT_TITLES = {
@@ -56,8 +57,17 @@ async def discover_prompt(
     return f"{reminders}\n\n{message}" if reminders else message
 
 
+async def where_we_left_off_prompt(
+    ctx: Context,
+    project: Annotated[str | None, Field(description="Only episodes of this project (e.g. the repository name).")] = None,
+) -> str:
+    """The most recent episodes (of this project), within a token budget: where the last sessions left off."""
+    reminder = await run_memory_tool(ctx, where_we_left_off, project=project)
+    return reminder or "No episodes recorded yet: this is the first session memdir knows of."
+
+
 def register(server: MCPServer[Any]) -> None:
-    """Offer the three mode prompts and the discovery prompt."""
+    """Offer the three mode prompts, the discovery prompt and the session-start prompt."""
     for mode in MODES:
         server.add_prompt(_mode_prompt(mode))
     server.add_prompt(
@@ -68,6 +78,14 @@ def register(server: MCPServer[Any]) -> None:
             description="Your message, preceded by reminders of the skills and memory entries relevant to it.",
         )
     )
+    server.add_prompt(
+        Prompt.from_function(
+            where_we_left_off_prompt,
+            name="where_we_left_off",
+            title="Where we left off",
+            description="Start of a session: the most recent episodes of this project, within a token budget.",
+        )
+    )
 
 
-__all__ = ["PROMPT_TITLES", "discover_prompt", "register", "system_prompt"]
+__all__ = ["PROMPT_TITLES", "discover_prompt", "register", "system_prompt", "where_we_left_off_prompt"]

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.settings import Settings
+from memdir.episodes.recall import discover_episodes
+from memdir.episodes.store import EPISODES_PREFIX
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -112,12 +114,21 @@ def _found(result: Any) -> Found:
     return Found(path=path, title=str(getattr(result, "title", "") or path), type=str(entry_type), score=float(result.score))
 
 
-def search_found(memory: Memory, message: str, types: Sequence[str], settings: Settings) -> list[Found]:
-    """Top results of one discovery search, above both the adaptive threshold and the floor."""
+def search_found(
+    memory: Memory, message: str, types: Sequence[str], settings: Settings, *, exclude_prefix: str | None = None
+) -> list[Found]:
+    """Top results of one discovery search, above both the adaptive threshold and the floor.
+
+    ``exclude_prefix`` leaves out a folder that has a reminder of its own (episodes).
+    """
     threshold = max(settings.threshold_for(message), settings.discovery_min_score)
-    results = memory.search(message, top_k=settings.discovery_top_k, threshold=threshold, types=list(types))
+    top_k = settings.discovery_top_k * (2 if exclude_prefix else 1)
+    results = memory.search(message, top_k=top_k, threshold=threshold, types=list(types))
     found = [_found(result) for result in results]
-    return [item for item in found if item.score >= threshold and item.type in types][: settings.discovery_top_k]
+    return [
+        item for item in found
+        if item.score >= threshold and item.type in types and not (exclude_prefix and item.path.startswith(exclude_prefix))
+    ][: settings.discovery_top_k]
 
 
 def discover(memory: Memory, message: str, settings: Settings | None = None, *, include_skills: bool = True) -> str:
@@ -133,8 +144,14 @@ def discover(memory: Memory, message: str, settings: Settings | None = None, *, 
     if not message or not message.strip():
         return ""
     skills = search_found(memory, message, SKILL_TYPES, settings) if include_skills else []
-    memories = search_found(memory, message, MEMORY_TYPES, settings)
-    return render(skills, memories, settings.discovery_token_budget)
+    memories = search_found(memory, message, MEMORY_TYPES, settings, exclude_prefix=EPISODES_PREFIX)
+    text = render(skills, memories, settings.discovery_token_budget)
+    # Episodes follow the seed's own ranking (importance boost, recency decay, at most N)
+    # and get their own reminder, within what is left of the budget.
+    episodes = discover_episodes(memory, message, settings=settings)
+    if episodes and estimate_tokens(text) + estimate_tokens(episodes) <= settings.discovery_token_budget:
+        text = f"{text}\n\n{episodes}" if text else episodes
+    return text
 
 
 __all__ = [

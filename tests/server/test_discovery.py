@@ -105,9 +105,15 @@ class ScriptedMemory:
         self.settings = settings or Settings()
         self.calls = []
 
-    def search(self, query, *, top_k, threshold, types):
-        self.calls.append({"query": query, "top_k": top_k, "threshold": threshold, "types": types})
-        found = [h for h in self.hits if h.path.split("/")[0] in types and h.score >= threshold]
+    def search(self, query, *, top_k, threshold=None, types=None, path_prefix=None):
+        call = {"query": query, "top_k": top_k, "threshold": threshold, "types": types}
+        self.calls.append(call if path_prefix is None else {**call, "path_prefix": path_prefix})
+        found = [
+            h for h in self.hits
+            if (types is None or h.path.split("/")[0] in types)
+            and (threshold is None or h.score >= threshold)
+            and (path_prefix is None or h.path.startswith(path_prefix))
+        ]
         return sorted(found, key=lambda h: h.score, reverse=True)[:top_k]
 
 
@@ -124,7 +130,10 @@ def test_searches_skills_and_memories_with_swarm_memorys_filters():
     discover(memory, "how do I rebase?")
     assert memory.calls == [
         {"query": "how do I rebase?", "top_k": 3, "threshold": 0.25, "types": ["skill"]},
-        {"query": "how do I rebase?", "top_k": 3, "threshold": 0.25, "types": ["concept", "fact", "experience"]},
+        # twice the slots: episodes are left out here, they get their own reminder
+        {"query": "how do I rebase?", "top_k": 6, "threshold": 0.25, "types": ["concept", "fact", "experience"]},
+        {"query": "how do I rebase?", "top_k": 15, "threshold": None, "types": None,
+         "path_prefix": "experience/episodes/"},
     ]
 
 
@@ -175,3 +184,17 @@ def test_discovery_over_a_real_memory(tmp_path):
         assert 'To use: `LoadSkill(file_path: "skill/git/rebase.md")`' in text
         assert "bread" not in text.lower()
         assert discover(memory, "quantum chromodynamics lattice") == ""
+
+
+def test_episodes_get_their_own_reminder_and_are_not_listed_twice(tmp_path):
+    from memdir.memory import Memory
+    from memdir.tools.episode_record import episode_record
+    from tests.fakes import FakeEmbedder
+
+    settings = Settings(root=tmp_path / "m", discovery_threshold_short=0.05, discovery_min_score=0.05)
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        episode_record(memory, None, name="Fix flaky pytest fixture", outcome="success",
+                       summary="The flaky pytest fixture shared a temp dir; fixed with tmp_path.", tags=["pytest"])
+        text = discover(memory, "flaky pytest fixture", settings)
+    assert "🧭 Found 1 past episode(s)" in text
+    assert "📚" not in text  # the episode is not repeated among the memories

@@ -247,8 +247,11 @@ async def test_entries_are_resources(dirs):
 async def test_prompts(dirs):
     async with connect(dirs) as client:
         prompts = {p.name: p for p in (await client.list_prompts()).prompts}
-        assert set(prompts) == {"assistant", "retrieval", "researcher", "discover"}
+        assert set(prompts) == {"assistant", "retrieval", "researcher", "discover", "where_we_left_off"}
         assert [a.name for a in prompts["discover"].arguments] == ["message"]
+        assert [a.name for a in prompts["where_we_left_off"].arguments] == ["project"]
+        start = await client.get_prompt("where_we_left_off")
+        assert "No episodes recorded yet" in start.messages[0].content.text
         assistant = await client.get_prompt("assistant")
         assert assistant.messages[0].content.text == client.instructions
         await write(client, "skill/git/rebase.md", "Fetch, rebase onto main, run the tests, push.", "skill",
