@@ -20,3 +20,23 @@ def isolated_home(tmp_path, monkeypatch, model_cache_dir):
     for name in ("MEMDIR_MODEL_DIR", "MEMDIR_AGENT", "MEMDIR_MODE", "MEMDIR_EMBEDDINGS_ENABLED"):
         monkeypatch.delenv(name, raising=False)
     yield
+
+
+@pytest.fixture
+def memory(tmp_path):
+    """A fresh memory root with the deterministic fake embedder (no onnxruntime)."""
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+    from tests.fakes import FakeEmbedder
+
+    store = Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder())
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def session():
+    """A fresh MCP client session's state (read tracker, loaded skill)."""
+    from memdir.tools.session import Session
+
+    return Session()

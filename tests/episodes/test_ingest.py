@@ -7,21 +7,11 @@ import json
 import pytest
 
 from memdir.core.errors import InputValidationError
-from memdir.core.settings import Settings
 from memdir.episodes.ingest import ingest, read_transcript
 from memdir.episodes.store import EPISODES_PREFIX
-from memdir.memory import Memory
-from tests.fakes import FakeEmbedder
 
 SESSION = "5f0c2a1e-0000-4000-8000-000000000001"
 CWD = "/home/me/projects/memdir"
-
-
-@pytest.fixture
-def memory(tmp_path):
-    store = Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder())
-    yield store
-    store.close()
 
 
 def line(kind, content, minute, **extra):

@@ -6,8 +6,6 @@ import pytest
 
 from memdir.core.entry import Metadata
 from memdir.core.quality import MAX_QUALITY, effective_metadata, parse_frontmatter, quality_score
-from memdir.core.settings import Settings
-from memdir.memory import Memory
 from memdir.optimization.analyzer import (
     HealthStats,
     format_bytes,
@@ -17,14 +15,6 @@ from memdir.optimization.analyzer import (
     score_components,
 )
 from memdir.optimization.defragmenter import Defragmenter
-from tests.fakes import FakeEmbedder
-
-
-@pytest.fixture
-def memory(tmp_path):
-    store = Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder())
-    yield store
-    store.close()
 
 
 # --------------------------------------------------------------------------- quality

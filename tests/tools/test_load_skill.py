@@ -7,7 +7,7 @@ import pytest
 from memdir.core.errors import EntryNotFoundError, InputValidationError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.tools import Session, SkillLoad, load_skill, toolset_reminder
+from memdir.tools import SkillLoad, load_skill, toolset_reminder
 from tests.fakes import FakeEmbedder
 
 SKILL = "# Debug API errors\n\n1. Read the logs.\n2. Run the failing request."
@@ -24,11 +24,6 @@ def memory(tmp_path):
     store.write("skill/debugging/api-errors.md", SKILL, title="Debug API errors", metadata=SKILL_META)
     yield store
     store.close()
-
-
-@pytest.fixture
-def session():
-    return Session()
 
 
 def test_loads_a_skill(memory, session):

@@ -7,21 +7,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memdir.core.errors import InputValidationError
-from memdir.core.settings import Settings
-from memdir.memory import Memory
 from memdir.tools.episode_list import episode_list
 from memdir.tools.episode_record import episode_record
 from memdir.tools.session import Session
-from tests.fakes import FakeEmbedder
 
 NOW = datetime(2025, 6, 30, 12, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture
-def memory(tmp_path):
-    store = Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder())
-    yield store
-    store.close()
 
 
 @pytest.fixture

@@ -5,22 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memdir.core.errors import EntryNotFoundError, ReadOnlyEntryError
-from memdir.core.settings import Settings
-from memdir.memory import Memory
-from memdir.tools import Session, memory_delete, memory_read
-from tests.fakes import FakeEmbedder
-
-
-@pytest.fixture
-def memory(tmp_path):
-    store = Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder())
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def session():
-    return Session()
+from memdir.tools import memory_delete, memory_read
 
 
 def test_deletes_every_file_and_forgets_the_read(memory, session):

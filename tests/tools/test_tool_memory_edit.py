@@ -36,11 +36,6 @@ def memory(settings):
     store.close()
 
 
-@pytest.fixture
-def session():
-    return Session()
-
-
 def test_edit_without_reading_is_refused(memory, session):
     with pytest.raises(InputValidationError) as caught:
         memory_edit(memory, session, "fact/api/limits.md", "burst: 100", "burst: 50")

@@ -7,7 +7,7 @@ import pytest
 from memdir.core.errors import InputValidationError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.tools import Session, memory_glob
+from memdir.tools import memory_glob
 from tests.fakes import FakeEmbedder
 
 
@@ -20,11 +20,6 @@ def memory(tmp_path):
     store = open_store(tmp_path)
     yield store
     store.close()
-
-
-@pytest.fixture
-def session():
-    return Session()
 
 
 def put(memory, path, size, title):

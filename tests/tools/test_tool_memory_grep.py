@@ -7,7 +7,7 @@ import pytest
 from memdir.core.errors import InputValidationError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.tools import Session, memory_grep
+from memdir.tools import memory_grep
 from tests.fakes import FakeEmbedder
 
 
@@ -32,11 +32,6 @@ def memory(tmp_path):
     store = open_store(tmp_path)
     yield store
     store.close()
-
-
-@pytest.fixture
-def session():
-    return Session()
 
 
 def test_files_with_matches_is_the_default(memory, session):

@@ -5,27 +5,12 @@ from __future__ import annotations
 import pytest
 
 from memdir.core.errors import EntryNotFoundError, InvalidPathError
-from memdir.core.settings import Settings
-from memdir.memory import Memory
-from memdir.tools import Session, memory_read
+from memdir.tools import memory_read
 from memdir.tools.formatting import numbered_lines
-from tests.fakes import FakeEmbedder
 
 CLASSES = (
     "# Ruby Classes\n\nClasses in Ruby are blueprints for objects.\nThey encapsulate data and behavior together.\n"
 )
-
-
-@pytest.fixture
-def memory(tmp_path):
-    store = Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder())
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def session():
-    return Session()
 
 
 def test_lines_are_numbered_like_swarmmemory(memory, session):

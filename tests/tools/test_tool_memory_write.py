@@ -7,23 +7,11 @@ import pytest
 from memdir.core.errors import InputValidationError, InvalidPathError, ReadOnlyEntryError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.tools import Session, memory_write
+from memdir.tools import memory_write
 from memdir.tools.formatting import human_size
 from tests.fakes import FakeEmbedder
 
 LIMITS = "The API allows 100 requests per minute."
-
-
-@pytest.fixture
-def memory(tmp_path):
-    store = Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder())
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def session():
-    return Session()
 
 
 def write(memory, session, file_path="fact/api/limits.md", content=LIMITS, **overrides):
