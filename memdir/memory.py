@@ -355,6 +355,8 @@ class Memory:
             texts = [self._searchable(entry) for entry in entries]
             vectors = embedder.embed(texts) if texts else np.zeros((0, embedder.dimensions), np.float32)
             with self.adapter.lock.exclusive():
+                fresh: dict[str, np.ndarray] = {}
+                hashes: dict[str, str] = {}
                 for entry, text, vector in zip(entries, texts, vectors):
                     if entry.virtual:  # read-only package data: its vector lives in the derived index only
                         self._index_entry(entry.model_copy(update={"embedding": vector}), text, embedder.model_id)
@@ -362,11 +364,11 @@ class Memory:
                     current = self.adapter.read_entry(entry.path, follow=False)
                     if current.content != entry.content or current.title != entry.title:
                         continue  # changed meanwhile: its own write embedded it
-                    stored = self.adapter.write(
-                        entry.path, entry.content, title=entry.title, metadata=entry.metadata,
-                        embedding=vector, hits=current.hits, updated_at=current.updated_at,
-                    )
-                    self._index_entry(stored, text, embedder.model_id)
+                    fresh[entry.path], hashes[entry.path] = vector, text_hash(text)
+                stored = self.adapter.set_embeddings(fresh)
+                self.index.upsert_many(
+                    (entry, file_stats(self.root, entry.path), hashes[entry.path], embedder.model_id) for entry in stored
+                )
             done += len(entries)
             if progress:
                 progress(done, len(paths))

@@ -272,6 +272,41 @@ class FilesystemAdapter:
             embedding_checksum=checksum,
         )
 
+    def set_embeddings(self, vectors: Mapping[str, np.ndarray]) -> list[Entry]:
+        """Replace the embeddings of existing entries in ONE transaction (re-embedding, rebuilds).
+
+        Only the ``.emb`` files and the ``embedding_checksum`` of the sidecars change:
+        content, title, metadata, hits and ``updated_at`` stay as they are. One journal and
+        one set of fsyncs for the whole batch is what keeps a rebuild close to the model's
+        own throughput.
+
+        Returns:
+            The updated entries, in the order given.
+        """
+        writes: dict[Path, bytes] = {}
+        updated: list[Entry] = []
+        with self._writing():
+            for path, vector in vectors.items():
+                path = normalize_path(path)
+                self._refuse_virtual(path)
+                entry, sidecar = self._load(path)
+                _, yml, emb = self._files(path)
+                emb_bytes = encode_embedding(path, vector)
+                checksum = embedding_checksum(emb_bytes)
+                fields = dict(sidecar or {
+                    "title": entry.title, "file_path": path, "updated_at": entry.updated_at.isoformat(),
+                    "size": entry.size, "hits": entry.hits, "metadata": entry.metadata.to_yaml_dict(),
+                })
+                fields["embedding_checksum"] = checksum
+                writes[yml], writes[emb] = dump_sidecar(fields), emb_bytes
+                updated.append(entry.model_copy(update={
+                    "embedding": np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
+                    "embedding_checksum": checksum,
+                }))
+            if writes:
+                commit_files(self.root, writes)
+        return updated
+
     @staticmethod
     def _metadata(path: str, metadata: Metadata | Mapping[str, Any] | None) -> Metadata:
         if isinstance(metadata, Metadata):
