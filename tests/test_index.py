@@ -13,6 +13,7 @@ from fakes import FakeEmbedder
 from memdir.core.entry import Entry, Metadata
 from memdir.embeddings.text import searchable_text, text_hash
 from memdir.storage import index as index_module
+from memdir.storage import index_db
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex, FileStats, file_stats, listing
 from memdir.storage.vectors import VectorMatrix
@@ -55,7 +56,7 @@ def test_new_index_uses_wal_and_records_its_schema(root):
     assert index.rebuilt
     assert (root / ".memdir" / "index.sqlite3").is_file()
     assert index.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "1"
+    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(index_db.SCHEMA_VERSION)
     index.close()
     assert not DerivedIndex(root).rebuilt
 
@@ -71,10 +72,14 @@ def test_upsert_then_keyword_search_and_vectors(root):
     assert hits[0][1] > 0
     # porter stemming: "blueprint" finds "blueprints"
     assert index.keyword_search(["blueprint"])[0][0] == "concept/ruby/classes.md"
+    # the real Porter stemmer (as FTS5's): "connection" finds "connected", "happiness" finds "happy"
+    put(index, make("fact/net.md", "The servers were connected. Happiness.", type="fact"))
+    assert [p for p, _ in index.keyword_search(["connection"])] == ["fact/net.md"]
+    assert [p for p, _ in index.keyword_search(["happy"])] == ["fact/net.md"]
     # replacing an entry replaces its text
     put(index, make("concept/ruby/classes.md", "Modules mix in behaviour", title="Ruby modules"))
     assert index.keyword_search(["classes"]) == []
-    assert len(index) == 2
+    assert len(index) == 3
 
 
 def test_keyword_filters_run_in_sql(root):
@@ -284,6 +289,23 @@ def test_corrupt_index_file_is_rebuilt(root):
     assert len(index) == 1
 
 
+def test_schema_2_index_is_migrated_to_porter_terms(root):
+    index = DerivedIndex(root)
+    put(index, make("fact/net.md", "The servers were connected", type="fact"))
+    index.close()
+    db = sqlite3.connect(root / ".memdir" / "index.sqlite3")
+    with db:  # what schema 2 stored: memdir's light stems
+        db.execute("DELETE FROM entry_terms")
+        db.execute("DELETE FROM terms")
+        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.close()
+    index = DerivedIndex(root)
+    assert not index.rebuilt
+    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+    assert {t for (t,) in index.db.execute("SELECT term FROM terms")} == {"server", "connect"}
+    assert [p for p, _ in index.keyword_search(["connection"])] == ["fact/net.md"]
+
+
 def test_index_from_a_newer_memdir_is_rebuilt(root):
     DerivedIndex(root).close()
     db = sqlite3.connect(root / ".memdir" / "index.sqlite3")
@@ -401,3 +423,23 @@ def test_optimize_keeps_results(root):
     before = index.keyword_search(["apples"])
     index.optimize()
     assert index.keyword_search(["apples"]) == before and len(before) == 10
+
+
+def test_keyword_index_stays_right_through_updates_removals_and_compaction(root, monkeypatch):
+    from memdir.storage import postings
+
+    monkeypatch.setattr(postings, "_COMPACT_MIN", 4)
+    index = DerivedIndex(root)
+    for i in range(12):
+        put(index, make(f"concept/e{i}.md", f"apples and pears {i}" if i % 2 else f"plums {i}", tags=[f"t{i % 3}"]))
+    for i in range(0, 12, 3):
+        put(index, make(f"concept/e{i}.md", f"apples again {i}", tags=["fresh"]))
+    index.remove("concept/e1.md")
+    index.remove("concept/e5.md")
+    live = index.keyword_search(["apples"], limit=100)
+    assert index.keywords._dead < 6  # compacted on the way
+    again = DerivedIndex(root)  # built from SQLite at open
+    assert [p for p, _ in again.keyword_search(["apples"], limit=100)] == [p for p, _ in live]
+    np.testing.assert_allclose([s for _, s in again.keyword_search(["apples"], limit=100)], [s for _, s in live], rtol=1e-5)
+    assert {p for p, _ in live} == {f"concept/e{i}.md" for i in (0, 3, 6, 7, 9, 11)}
+    assert {p for p, _ in index.keyword_search(["apples"], tags=["fresh"])} == {f"concept/e{i}.md" for i in (0, 3, 6, 9)}

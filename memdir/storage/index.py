@@ -4,9 +4,9 @@ It lives in ``<root>/.memdir/index.sqlite3`` and is never the source of truth: e
 row is rebuilt from the ``.md``/``.yml``/``.emb`` files when the file is missing,
 damaged or stale (`DerivedIndex.reconcile`).
 
-Why SQLite FTS5 for BM25 (measured on this machine: 2 shared cores, load average ~4;
-synthetic corpora as in ``bench/bench_search.py``, OR-queries of the extracted keywords,
-top 50; LoCoMo as in ``bench/bench_recall_locomo.py``, BM25 alone):
+Keyword search: SQLite FTS5 was chosen first for BM25 (measured on this machine: 2
+shared cores; synthetic corpora as in ``bench/bench_search.py``; LoCoMo as in
+``bench/bench_recall_locomo.py``, BM25 alone):
 
 =========================  ===============  ====================  ===============
                            SQLite FTS5      bm25s 0.3             tantivy 0.27
@@ -18,14 +18,18 @@ query p50, 10K / 100K      0.9 / 6.7 ms     1.5 / 26 ms           0.03 / 0.16 ms
 several processes          yes (WAL)        no (in-memory)        one writer/dir
 =========================  ===============  ====================  ===============
 
-Recall is a tie. tantivy queries fastest, but each commit costs tens of milliseconds,
-only one process may hold its writer, and it is one more native dependency. FTS5
-updates a row inside the same transaction as the rest of the entry's data, several
-processes share it safely, and its query time fits the search budget.
+FTS5's query time (7-12 ms at 100K under load) did not fit the 12 ms search budget, so
+searches now run on an in-memory inverted index (`memdir.storage.postings`, FTS5's BM25
+formula, 0.1 / 0.6 ms at 10K / 100K) that also holds each entry's title, type and tags.
+SQLite remains the shared, persistent source: ``entry_terms`` stores each entry's term
+ids and per-column counts, written in the entry's transaction, so opening builds the
+postings with numpy alone (100K entries: ~1 s of the ~2 s open) and `refresh` applies
+other processes' changes to it exactly as to the vector matrix. FTS5 is still written
+(it holds the content).
 
 Multi-process consistency: every change (upsert, remove) takes the next number of a
 counter in ``meta`` and stamps it on the row (or, for removals, on a tombstone). Each
-process keeps its own in-memory `VectorMatrix`; `refresh` asks SQLite whether anyone
+process keeps its own in-memory `VectorMatrix` and `KeywordIndex`; `refresh` asks SQLite whether anyone
 else committed (``PRAGMA data_version``, no I/O when nothing changed) and, if so,
 applies only the rows and tombstones newer than the last change it saw.
 
@@ -50,8 +54,9 @@ import numpy as np
 from memdir.core.entry import Entry
 from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
+from memdir.search.keywords import porter_stem, tokenize
 from memdir.storage.index_db import EntryRow, FileStats
-from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub
+from memdir.storage.postings import KeywordDoc, KeywordIndex
 from memdir.storage.vectors import VectorMatrix
 
 log = logging.getLogger(__name__)
@@ -131,6 +136,7 @@ class DerivedIndex:
 
     Attributes:
         vectors: the in-memory matrix of this process (read it under `lock`).
+        keywords: the in-memory BM25 index and per-entry title/type/tags (under `lock`).
         rebuilt: True if opening found no usable index and started an empty one.
         lock: serialises this process's threads; held by every public method.
     """
@@ -141,6 +147,7 @@ class DerivedIndex:
         self.column_weights = tuple(float(w) for w in column_weights)
         self.lock = threading.RLock()
         self.vectors = VectorMatrix()
+        self.keywords = KeywordIndex(self.column_weights)
         self.rebuilt = False
         self._db: sqlite3.Connection | None = None
         self._ino: int | None = None
@@ -204,6 +211,7 @@ class DerivedIndex:
         try:
             self._seq = sql.meta_int(db, "seq")
             self._generation = sql.meta_text(db, "generation")
+            self._load_keywords(db)
             newest = db.execute(
                 "SELECT length(v.vector) FROM vectors v JOIN entries e ON e.id = v.id"
                 " WHERE e.is_stub = 0 ORDER BY e.seq DESC LIMIT 1"
@@ -236,6 +244,16 @@ class DerivedIndex:
             if not in_transaction:
                 db.execute("COMMIT")
             self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
+
+    def _load_keywords(self, db: sqlite3.Connection) -> None:
+        """Fill the keyword index from ``terms`` and ``entry_terms`` (numpy work only: ~0.5 s at 100K)."""
+        self.keywords.clear()
+        self.keywords.learn(db.execute("SELECT term, id FROM terms"))
+        rows = db.execute(
+            "SELECT e.path, e.title, e.type, e.tags, t.term_ids, t.counts, t.length FROM entries e"
+            " JOIN entry_terms t ON t.id = e.id WHERE e.is_stub = 0"
+        ).fetchall()
+        self.keywords.load(*(list(column) for column in zip(*rows)) if rows else ([],) * 7)
 
     # ------------------------------------------------------------------ other processes
     def _file_replaced(self) -> bool:
@@ -281,12 +299,24 @@ class DerivedIndex:
             return False
         for (path,) in db.execute("SELECT path FROM tombstones WHERE seq > ?", (self._seq,)):
             self.vectors.remove(path)
+            self.keywords.remove(path)
+        self.keywords.learn(db.execute("SELECT term, id FROM terms WHERE id > ?", (self.keywords.vocab_max,)))
         changed = db.execute(
-            "SELECT e.path, e.type, e.tags, e.is_stub, v.model_id, v.vector FROM entries e"
-            " LEFT JOIN vectors v ON v.id = e.id WHERE e.seq > ? ORDER BY e.seq",
+            "SELECT e.path, e.title, e.type, e.tags, e.is_stub, v.model_id, v.vector, t.term_ids, t.counts, t.length"
+            " FROM entries e LEFT JOIN vectors v ON v.id = e.id LEFT JOIN entry_terms t ON t.id = e.id"
+            " WHERE e.seq > ? ORDER BY e.seq",
             (self._seq,),
         )
-        for path, type_, tags, is_stub, model_id, blob in changed:
+        for path, title, type_, tags, is_stub, model_id, blob, ids, counts, length in changed:
+            if is_stub or ids is None:
+                self.keywords.remove(path)
+            else:
+                self.keywords.add(
+                    KeywordDoc(
+                        path, title, type_, tuple(sql.split_tags(tags)), np.frombuffer(ids, dtype="<u4"),
+                        np.frombuffer(counts, dtype="<u2").reshape(-1, 4), length,
+                    )
+                )  # fmt: skip
             if blob is None or is_stub:
                 self.vectors.remove(path)
             else:
@@ -341,18 +371,24 @@ class DerivedIndex:
         return self._upsert_rows([(entry, stats, h, model, h) for entry, stats, h, model in items])
 
     def _upsert_rows(self, items: list[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
+        docs: list[KeywordDoc | None] = []
         with self._writing() as (db, seq):
             for entry, stats, text_hash, model_id, vector_hash in items:
-                row_id = sql.write_row(db, entry, stats, text_hash, seq)
+                row_id, doc = sql.write_row(db, entry, stats, text_hash, seq)
+                docs.append(doc)
                 if row_id is not None:
                     sql.write_vector(db, row_id, model_id, vector_hash, entry.embedding)
-        for entry, _, _, model_id, _ in items:
-            self._apply(entry, model_id)
+        for (entry, _, _, model_id, _), doc in zip(items, docs):
+            self._apply(entry, model_id, doc)
         return len(items)
 
-    def _apply(self, entry: Entry, model_id: str | None) -> None:
-        """Mirror a committed row in the matrix."""
-        is_stub = looks_like_stub(entry.content[:SNIFF_BYTES].encode("utf-8"))
+    def _apply(self, entry: Entry, model_id: str | None, doc: KeywordDoc | None) -> None:
+        """Mirror a committed row in the matrix and the keyword index (``doc`` None: a stub)."""
+        if doc is None:
+            self.keywords.remove(entry.path)
+        else:
+            self.keywords.add(doc)
+        is_stub = doc is None
         if entry.embedding is None or is_stub:
             self.vectors.remove(entry.path)
         else:
@@ -367,6 +403,7 @@ class DerivedIndex:
             if found:
                 sql.delete_row(db, found[0], path, seq)
         self.vectors.remove(path)
+        self.keywords.remove(path)
         return found is not None
 
     # ------------------------------------------------------------------ reconcile with the files
@@ -419,6 +456,7 @@ class DerivedIndex:
                         sql.delete_row(db, row_id, path, seq)
                 for path, _ in vanished:
                     self.vectors.remove(path)
+                    self.keywords.remove(path)
                 report.removed = len(vanished)
             for start in range(0, len(changed), _RECONCILE_BATCH):
                 self._reload(changed[start : start + _RECONCILE_BATCH], known, load, text_hash_of, model_id, report)
@@ -451,7 +489,7 @@ class DerivedIndex:
             except Exception as exc:  # vanished meanwhile, unreadable: leave it out, say so
                 log.warning("not indexing %s: %s", path, exc)
                 report.failed.append(path)
-        applied: list[tuple[Entry, str | None]] = []
+        applied: list[tuple[Entry, str | None, KeywordDoc | None]] = []
         with self._writing() as (db, seq):
             for entry, stats, current_hash in loaded:
                 old = db.execute(
@@ -459,7 +497,7 @@ class DerivedIndex:
                     " WHERE e.path = ?",
                     (entry.path,),
                 ).fetchone()
-                row_id = sql.write_row(db, entry, stats, current_hash, seq)
+                row_id, doc = sql.write_row(db, entry, stats, current_hash, seq)
                 vector_model = None
                 if row_id is not None:
                     blob = sql.vector_bytes(entry.embedding)
@@ -468,13 +506,13 @@ class DerivedIndex:
                     else:  # a vector we have no record of: trust it was made from this text
                         vector_model, vector_hash = model_id, current_hash
                     sql.write_vector(db, row_id, vector_model, vector_hash, entry.embedding)
-                applied.append((entry, vector_model))
+                applied.append((entry, vector_model, doc))
                 if entry.path in known:
                     report.updated += 1
                 else:
                     report.added += 1
-        for entry, vector_model in applied:
-            self._apply(entry, vector_model)
+        for entry, vector_model, doc in applied:
+            self._apply(entry, vector_model, doc)
 
     def _prune_tombstones(self) -> None:
         """Keep the newest `TOMBSTONES_KEPT` tombstones; a process older than the rest reloads fully."""
@@ -489,10 +527,10 @@ class DerivedIndex:
             db.execute("UPDATE meta SET value = ? WHERE key = 'tombstone_floor'", (str(floor),))
 
     def optimize(self) -> None:
-        """Merge the keyword index into one segment: ~40% faster BM25 at 100K entries after a bulk load.
+        """Merge the FTS5 copy of the text into one segment (smaller file) after a bulk load.
 
-        Runs after a reconcile that changed many rows; FTS5's automerge keeps the index
-        in reasonable shape between such times.
+        Runs after a reconcile that changed many rows. Searches no longer read FTS5 (see
+        the module docstring), so this only keeps the file compact.
         """
         with self._writing() as (db, _):
             sql.optimize(db)
@@ -505,6 +543,7 @@ class DerivedIndex:
             db.execute("UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'generation'")
             self._generation = sql.meta_text(db, "generation")
         self.vectors.clear()
+        self.keywords.load(*([],) * 7)
 
     # ------------------------------------------------------------------ queries
     def keyword_search(
@@ -518,11 +557,14 @@ class DerivedIndex:
     ) -> list[tuple[str, float]]:
         """BM25 over title, tags, domain and content for entries containing any keyword.
 
-        Filters run in SQL, before the ``limit`` cut. Returns (path, score), best first;
-        scores are positive (FTS5's ``bm25()`` negated) and unbounded.
+        Filters apply before the ``limit`` cut. Returns (path, score), best first; scores
+        are positive and unbounded (FTS5's ``bm25()``, see `memdir.storage.postings`).
         """
+        terms = [porter_stem(term) for word in keywords for term in tokenize(word, min_len=1)]
         with self.lock:
-            return sql.keyword_query(self.db, keywords, self.column_weights, limit, types, path_prefix, tags)
+            slots, scores = self.keywords.search(terms, limit, types=types, path_prefix=path_prefix, tags=tags)
+            paths = self.keywords.paths
+            return [(paths[slot], score) for slot, score in zip(slots.tolist(), scores.tolist())]
 
     def rows(self, paths: Sequence[str]) -> dict[str, EntryRow]:
         """Title, type, tags and words of the given entries (paths without a row are left out)."""

@@ -17,11 +17,14 @@ Tables (schema version `SCHEMA_VERSION`):
   of the text it was made from. Kept apart from ``entries`` so loading the matrix at
   open reads only vector pages.
 * ``entry_tags`` — (tag, id), lowercased, so tag filters run in SQL.
-* ``entry_terms`` — the entry's distinct stemmed words (`memdir.search.keywords.tokenize`),
-  space-separated, so hybrid search can tell which query keywords an entry contains
-  without re-reading and re-tokenising its content per query.
+* ``terms`` — (id, term): the vocabulary of Porter-stemmed words
+  (`memdir.search.keywords.porter_stem`), ids shared by all processes.
+* ``entry_terms`` — per entry its distinct Porter-stemmed content words as term ids, their counts in title/tags/domain/content and the entry's length in
+  words: exactly what the in-memory BM25 index (`memdir.storage.postings`) needs, so
+  each process builds it at open with numpy alone, without re-tokenising any content.
 * ``entries_fts`` — FTS5 over title, tags, domain and content (``porter unicode61``);
-  its rowid is ``entries.id``. Content is stored only here.
+  its rowid is ``entries.id``. Content is stored only here. Searches no longer query it
+  (the in-memory index is 5-20x faster); it keeps the text for migrations and tools.
 * ``tombstones`` — (path, seq) of removed entries, so other processes drop them too.
 """
 
@@ -38,14 +41,15 @@ from pathlib import Path
 import numpy as np
 
 from memdir.core.entry import Entry
-from memdir.search.keywords import tokenize
+from memdir.search.keywords import STOP_WORDS, porter_stem, words
+from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub
 
 log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memdir"
 INDEX_FILE = "index.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
 FTS_COLUMNS = ("title", "tags", "domain", "content")
@@ -105,6 +109,42 @@ def _migration_1(db: sqlite3.Connection) -> None:
     )
 
 
+def _migration_2(db: sqlite3.Connection) -> None:
+    """Term ids and per-column counts instead of a words string: BM25 moved in memory."""
+    _run_script(
+        db,
+        """
+        CREATE TABLE terms (
+            id INTEGER PRIMARY KEY,
+            term TEXT NOT NULL UNIQUE
+        );
+        DROP TABLE entry_terms;
+        CREATE TABLE entry_terms (
+            id INTEGER PRIMARY KEY,
+            term_ids BLOB NOT NULL,
+            counts BLOB NOT NULL,
+            length INTEGER NOT NULL
+        );
+        """
+    )
+    rows = db.execute(
+        "SELECT f.rowid, f.title, f.tags, f.domain, f.content FROM entries_fts f JOIN entries e ON e.id = f.rowid"
+    ).fetchall()
+    for row_id, title, tags, domain, content in rows:
+        _write_terms(db, row_id, entry_terms(title, tags.split(), domain, content))
+
+
+def _migration_3(db: sqlite3.Connection) -> None:
+    """Terms stemmed by Porter instead of memdir's light stemmer: recount every entry's terms."""
+    db.execute("DELETE FROM entry_terms")
+    db.execute("DELETE FROM terms")
+    rows = db.execute(
+        "SELECT f.rowid, f.title, f.tags, f.domain, f.content FROM entries_fts f JOIN entries e ON e.id = f.rowid"
+    ).fetchall()
+    for row_id, title, tags, domain, content in rows:
+        _write_terms(db, row_id, entry_terms(title, tags.split(), domain, content))
+
+
 def _run_script(db: sqlite3.Connection, script: str) -> None:
     """Run ``;``-separated DDL inside the caller's transaction (``executescript`` would commit it)."""
     for statement in script.split(";"):
@@ -113,7 +153,7 @@ def _run_script(db: sqlite3.Connection, script: str) -> None:
 
 
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
-MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (_migration_1,)
+MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (_migration_1, _migration_2, _migration_3)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -209,11 +249,6 @@ def next_seq(db: sqlite3.Connection) -> int:
     return int(db.execute("UPDATE meta SET value = value + 1 WHERE key = 'seq' RETURNING value").fetchone()[0])
 
 
-def fts_query(keywords: Sequence[str]) -> str:
-    """An FTS5 MATCH expression: any of the keywords (each quoted, so no word is read as syntax)."""
-    return " OR ".join('"' + word.replace('"', '""') + '"' for word in keywords)
-
-
 def join_tags(tags: Sequence[str]) -> str:
     return TAG_SEPARATOR.join(tags)
 
@@ -222,41 +257,7 @@ def split_tags(text: str | None) -> list[str]:
     return [tag for tag in (text or "").split(TAG_SEPARATOR) if tag]
 
 
-def filter_sql(
-    *, types: Sequence[str] | None, path_prefix: str | None, tags: Sequence[str] | None
-) -> tuple[str, list[object]]:
-    """``AND …`` conditions on ``entries e`` for the search filters, with their parameters.
-
-    ``path_prefix`` is a folder (everything under it, at any depth) or one ``.md`` path;
-    the folder case is a range scan on the path's unique index (``'/'`` + 1 is ``'0'``).
-    """
-    clauses: list[str] = []
-    params: list[object] = []
-    if types is not None:
-        clauses.append(f"e.type IN ({','.join('?' * len(types))})" if types else "0")
-        params.extend(types)
-    if path_prefix:
-        if path_prefix.endswith(".md"):
-            clauses.append("e.path = ?")
-            params.append(path_prefix)
-        else:
-            folder = path_prefix.strip("/")
-            clauses.append("e.path >= ? AND e.path < ?")
-            params.extend([folder + "/", folder + "0"])
-    if tags is not None:
-        lowered = [tag.casefold() for tag in tags]
-        clauses.append(
-            f"e.id IN (SELECT id FROM entry_tags WHERE tag IN ({','.join('?' * len(lowered))}))" if lowered else "0"
-        )
-        params.extend(lowered)
-    return "".join(f" AND {clause}" for clause in clauses), params
-
-
 # --------------------------------------------------------------------------- rows
-
-# Characters of content whose words are recorded for keyword coverage (entries are short; this bounds huge ones).
-TERMS_MAX_CHARS = 20_000
-
 
 @dataclass(frozen=True, slots=True)
 class FileStats:
@@ -276,13 +277,58 @@ class EntryRow:
     title: str
     type: str | None
     tags: tuple[str, ...]
-    terms: str = ""  # distinct stemmed words, space-separated (see `entry_terms`)
+    terms: str = ""  # distinct Porter-stemmed words, space-separated
 
 
-def entry_terms(title: str, tags: Sequence[str], domain: str, content: str) -> str:
-    """The distinct stemmed words of an entry, space-separated (what keyword coverage matches against)."""
-    text = "\n".join((title, " ".join(tags), domain, content[:TERMS_MAX_CHARS]))
-    return " ".join(sorted(set(tokenize(text, stemmed=True))))
+@dataclass(frozen=True, slots=True)
+class EntryTerms:
+    """An entry's words as BM25 counts them (see `entry_terms`)."""
+
+    terms: list[str]  # distinct Porter-stemmed words, sorted
+    counts: np.ndarray  # (len(terms), 4) uint16: occurrences in title, tags, domain, content
+    length: int  # words in all four columns, stop words included (as FTS5 counted them)
+
+
+def entry_terms(title: str, tags: Sequence[str], domain: str, content: str) -> EntryTerms:
+    """Porter-stemmed content words (`memdir.search.keywords.porter_stem`) of each column, counted.
+
+    Content words as `memdir.search.keywords.tokenize` keeps them: at least 2 letters, no stop word.
+    """
+    counts: dict[str, list[int]] = {}
+    length = 0
+    for column, text in enumerate((title, " ".join(tags), domain, content)):
+        found = words(text)
+        length += len(found)
+        for word in found:
+            if len(word) >= 2 and word not in STOP_WORDS:
+                term = porter_stem(word)
+                slot = counts.get(term)
+                if slot is None:
+                    slot = counts[term] = [0, 0, 0, 0]
+                slot[column] += 1
+    terms = sorted(counts)
+    array = np.array([counts[t] for t in terms], dtype=np.uint16).reshape(len(terms), 4) if terms else np.zeros((0, 4), np.uint16)
+    return EntryTerms(terms, array, length)
+
+
+def term_ids(db: sqlite3.Connection, terms: Sequence[str]) -> list[int]:
+    """The ids of ``terms`` in the shared vocabulary, adding the new ones (inside a write transaction)."""
+    db.executemany("INSERT OR IGNORE INTO terms(term) VALUES (?)", [(t,) for t in terms])
+    found: dict[str, int] = {}
+    for start in range(0, len(terms), 500):
+        chunk = list(terms[start : start + 500])
+        query = f"SELECT term, id FROM terms WHERE term IN ({','.join('?' * len(chunk))})"  # noqa: S608
+        found.update(db.execute(query, chunk))
+    return [found[t] for t in terms]
+
+
+def _write_terms(db: sqlite3.Connection, row_id: int, terms: EntryTerms) -> list[int]:
+    ids = term_ids(db, terms.terms)
+    db.execute(
+        "INSERT OR REPLACE INTO entry_terms(id, term_ids, counts, length) VALUES (?, ?, ?, ?)",
+        (row_id, np.asarray(ids, dtype="<u4").tobytes(), terms.counts.astype("<u2").tobytes(), terms.length),
+    )
+    return ids
 
 
 def vector_bytes(vector: np.ndarray) -> bytes:
@@ -296,8 +342,12 @@ def vector_bytes(vector: np.ndarray) -> bytes:
 
 def write_row(
     db: sqlite3.Connection, entry: Entry, stats: FileStats, text_hash: str | None, seq: int
-) -> int | None:
-    """Write the entry's row, text and tags; returns its id if it should carry a vector, else None."""
+) -> tuple[int | None, KeywordDoc | None]:
+    """Write the entry's row, text, tags and terms.
+
+    Returns its id if it should carry a vector (else None), and its keyword document
+    (None for a stub, which is not searchable) for the in-memory index.
+    """
     meta = entry.metadata
     tags = [str(tag) for tag in meta.tags]
     is_stub = looks_like_stub(entry.content[:SNIFF_BYTES].encode("utf-8"))
@@ -332,14 +382,18 @@ def write_row(
         db.executemany(
             "INSERT OR IGNORE INTO entry_tags(tag, id) VALUES (?, ?)", [(t.casefold(), row_id) for t in tags]
         )
-        db.execute(
-            "INSERT INTO entry_terms(id, terms) VALUES (?, ?)",
-            (row_id, entry_terms(entry.title, tags, meta.domain or "", entry.content)),
-        )
+        terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
+        ids = _write_terms(db, row_id, terms)
+        doc = KeywordDoc(
+            entry.path, entry.title, meta.type, tuple(tags), np.asarray(ids, dtype=np.int64), terms.counts,
+            terms.length, terms.terms,
+        )  # fmt: skip
+    else:
+        doc = None
     if is_stub or entry.embedding is None:
         db.execute("DELETE FROM vectors WHERE id = ?", (row_id,))
-        return None
-    return row_id
+        return None, doc
+    return row_id, doc
 
 
 def write_vector(
@@ -366,36 +420,6 @@ def delete_row(db: sqlite3.Connection, row_id: int, path: str, seq: int) -> None
 # --------------------------------------------------------------------------- queries
 
 
-def keyword_query(
-    db: sqlite3.Connection,
-    keywords: Sequence[str],
-    column_weights: Sequence[float],
-    limit: int,
-    types: Sequence[str] | None,
-    path_prefix: str | None,
-    tags: Sequence[str] | None,
-) -> list[tuple[str, float]]:
-    """(path, positive BM25) of the best ``limit`` entries containing any keyword, filters applied in SQL."""
-    if not keywords:
-        return []
-    where, params = filter_sql(types=types, path_prefix=path_prefix, tags=tags)
-    weights = ", ".join(repr(float(w)) for w in column_weights)
-    bm25 = f"-bm25(entries_fts, {weights})"
-    if where:  # filters need the entry's row for every match, before the cut
-        query = (
-            f"SELECT e.path, {bm25} AS score FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid"
-            f" WHERE entries_fts MATCH ?{where} ORDER BY score DESC LIMIT ?"
-        )
-    else:  # rank inside FTS5 first, join only the survivors (half the time at 100K entries)
-        query = (
-            f"SELECT e.path, s.score FROM (SELECT rowid AS id, {bm25} AS score FROM entries_fts"
-            " WHERE entries_fts MATCH ? ORDER BY score DESC LIMIT ?) s JOIN entries e ON e.id = s.id"
-            " ORDER BY s.score DESC"
-        )
-    # weights are floats formatted here; everything else is a bound parameter
-    return db.execute(query, (fts_query(keywords), *params, limit)).fetchall()  # noqa: S608
-
-
 def optimize(db: sqlite3.Connection) -> None:
     """Merge the full-text index into one segment (faster queries) and refresh the planner's statistics."""
     db.execute("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
@@ -408,9 +432,17 @@ def entry_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, EntryR
     for start in range(0, len(paths), 500):
         chunk = list(paths[start : start + 500])
         query = (
-            "SELECT e.path, e.title, e.type, e.tags, t.terms FROM entries e"
+            "SELECT e.path, e.title, e.type, e.tags, t.term_ids FROM entries e"
             f" LEFT JOIN entry_terms t ON t.id = e.id WHERE e.path IN ({','.join('?' * len(chunk))})"
         )  # noqa: S608 — placeholders only
-        for path, title, type_, tags, terms in db.execute(query, chunk):
-            found[path] = EntryRow(path, title, type_, tuple(split_tags(tags)), terms or "")
+        rows = db.execute(query, chunk).fetchall()
+        ids = {int(i) for row in rows if row[4] for i in np.frombuffer(row[4], dtype="<u4")}
+        names: dict[int, str] = {}
+        id_list = sorted(ids)
+        for at in range(0, len(id_list), 500):
+            part = id_list[at : at + 500]
+            names.update(db.execute(f"SELECT id, term FROM terms WHERE id IN ({','.join('?' * len(part))})", part))  # noqa: S608
+        for path, title, type_, tags, blob in rows:
+            terms = sorted(names[int(i)] for i in np.frombuffer(blob or b"", dtype="<u4"))
+            found[path] = EntryRow(path, title, type_, tuple(split_tags(tags)), " ".join(terms))
     return found
