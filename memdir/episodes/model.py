@@ -9,19 +9,14 @@ a normal ``experience/`` memory entry.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from memdir.core.units import estimate_tokens
+
 Outcome = Literal["success", "failure", "blocked", "ongoing"]
 OUTCOMES: tuple[Outcome, ...] = ("success", "failure", "blocked", "ongoing")
-CHARS_PER_TOKEN = 4  # the estimate memdir uses everywhere (`memdir.tools.discovery`)
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap token estimate: ~4 characters per token."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 @dataclass
@@ -126,4 +121,4 @@ class Episode:
         )
 
 
-__all__ = ["CHARS_PER_TOKEN", "OUTCOMES", "Episode", "Message", "Outcome", "estimate_tokens"]
+__all__ = ["OUTCOMES", "Episode", "Message", "Outcome"]

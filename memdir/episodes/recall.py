@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from memdir.core.errors import EntryNotFoundError
 from memdir.core.settings import Settings
 from memdir.episodes.heuristics import clip_words
-from memdir.episodes.model import estimate_tokens
+from memdir.core.units import estimate_tokens
 from memdir.episodes.store import EPISODES_PREFIX, OUTCOME_ICONS, StoredEpisode, list_episodes, read_episode
 
 if TYPE_CHECKING:

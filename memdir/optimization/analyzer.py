@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES
+from memdir.core.units import human_size
 from memdir.optimization.corpus import Corpus, Item
 
 # (minimum percentage, exclusive) -> points, best first
@@ -56,15 +57,6 @@ def _points(percent: int, table: tuple[tuple[int, int], ...]) -> int:
         if percent > above:
             return points
     return 0
-
-
-def format_bytes(size: int) -> str:
-    """SwarmMemory's sizes: ``156.3KB``, ``2.1MB``, ``512B`` (decimal units)."""
-    if size >= 1_000_000:
-        return f"{size / 1_000_000:.1f}MB"
-    if size >= 1_000:
-        return f"{size / 1_000:.1f}KB"
-    return f"{size}B"
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +159,7 @@ def format_health_report(stats: HealthStats) -> str:
         "",
         "## Overview",
         f"- Total entries: {total}",
-        f"- Total size: {format_bytes(stats.total_size)}",
+        f"- Total size: {human_size(stats.total_size)}",
         f"- Entries with frontmatter: {stats.with_frontmatter} ({percentage(stats.with_frontmatter, total)}%)",
         f"- Entries with embeddings: {stats.with_embeddings} ({percentage(stats.with_embeddings, total)}%)",
         f"- Entries with tags: {stats.with_tags} ({percentage(stats.with_tags, total)}%)",
@@ -193,7 +185,6 @@ __all__ = [
     "HealthStats",
     "analyze",
     "analyze_items",
-    "format_bytes",
     "format_health_report",
     "health_band",
     "percentage",

@@ -17,12 +17,12 @@ read-only discovery tool. No MCP imports.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.settings import Settings
+from memdir.core.units import estimate_tokens
 from memdir.episodes.recall import discover_episodes
 from memdir.episodes.store import EPISODES_PREFIX
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 SKILL_TYPES = ("skill",)
 MEMORY_TYPES = ("concept", "fact", "experience")
 TYPE_ICONS = {"concept": "💡", "fact": "📋", "experience": "🔍"}
-CHARS_PER_TOKEN = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +46,6 @@ class Found:
     @property
     def percent(self) -> int:
         return round(self.score * 100)
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap token estimate: ~4 characters per token."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def skill_reminder(skills: Sequence[Found]) -> str:
@@ -160,7 +154,6 @@ __all__ = [
     "SKILL_TYPES",
     "TYPE_ICONS",
     "discover",
-    "estimate_tokens",
     "memory_reminder",
     "render",
     "search_found",

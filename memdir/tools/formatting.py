@@ -5,15 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from memdir.core.paths import MEMORY_SCHEME
-
-
-def human_size(size: int) -> str:
-    """Bytes as SwarmMemory shows them: ``856B``, ``1.2KB``, ``3.0MB`` (decimal units)."""
-    if size >= 1_000_000:
-        return f"{size / 1_000_000:.1f}MB"
-    if size >= 1_000:
-        return f"{size / 1_000:.1f}KB"
-    return f"{size}B"
+from memdir.core.units import human_size
 
 
 def numbered_lines(content: str) -> str:

@@ -8,7 +8,6 @@ from memdir.core.entry import Metadata
 from memdir.core.quality import MAX_QUALITY, effective_metadata, parse_frontmatter, quality_score
 from memdir.optimization.analyzer import (
     HealthStats,
-    format_bytes,
     format_health_report,
     health_band,
     percentage,
@@ -132,8 +131,10 @@ def test_health_bands(score, label):
     assert health_band(score)[0] == label
 
 
-def test_format_bytes():
-    assert [format_bytes(n) for n in (512, 156_300, 2_100_000)] == ["512B", "156.3KB", "2.1MB"]
+def test_sizes_are_shown_like_swarm_memory():
+    from memdir.core.units import human_size
+
+    assert [human_size(n) for n in (512, 156_300, 2_100_000)] == ["512B", "156.3KB", "2.1MB"]
 
 
 SEED_REPORT = """# Memory Health Report

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import pytest
 
 from memdir.core.settings import Settings
-from memdir.tools.discovery import Found, discover, estimate_tokens, memory_reminder, render, skill_reminder
+from memdir.core.units import estimate_tokens
+from memdir.tools.discovery import Found, discover, memory_reminder, render, skill_reminder
 
 SKILLS = [
     Found("skill/debugging/api-errors.md", "Debug API Errors", "skill", 0.82),

@@ -1,0 +1,21 @@
+"""How memdir shows sizes and budgets text: one definition each, used by every report and reminder."""
+
+from __future__ import annotations
+
+import math
+
+CHARS_PER_TOKEN = 4  # a cheap, model-free estimate; reminders only need a budget, not an exact count
+
+
+def human_size(size: int) -> str:
+    """Bytes as SwarmMemory shows them: ``856B``, ``1.2KB``, ``3.0MB`` (decimal units)."""
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.1f}MB"
+    if size >= 1_000:
+        return f"{size / 1_000:.1f}KB"
+    return f"{size}B"
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate: ~4 characters per token."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
