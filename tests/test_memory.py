@@ -205,3 +205,32 @@ def test_maintenance_writes_can_keep_age_and_hits(memory):
                  metadata={"type": "fact", "related": ["memory://fact/lyon.md"]}, updated_at=old, hits=7)
     entry = memory.read("fact/paris")
     assert (entry.updated_at, entry.hits, entry.metadata.related) == (old, 7, ["memory://fact/lyon.md"])
+
+
+def test_reads_through_a_stub_are_counted_on_the_stub(memory):
+    write_fact(memory, "old", "Old wording of the fact.")
+    write_fact(memory, "new", "New wording of the fact.")
+    memory.write_stub("fact/old", "fact/new", "merged")
+    assert memory.read("fact/old", count_hit=True).path == "fact/new.md"
+    memory.read("fact/old", count_hit=True)
+    memory.read("fact/old")  # internal reads are not counted
+    [stub] = memory.list_stubs()
+    assert (stub.path, stub.hits) == ("fact/old.md", 2)
+    assert memory.redirect_of("fact/old").target == "fact/new.md"
+    assert memory.read("fact/new").hits == 2
+
+
+def test_cleanup_keeps_stubs_that_are_still_read(memory):
+    from datetime import datetime, timedelta, timezone
+
+    from memdir.optimization.defragmenter import Defragmenter
+
+    for name in ("a", "b", "keep", "drop"):
+        write_fact(memory, name, f"Entry {name}.")
+    memory.write_stub("fact/keep", "fact/a", "merged")
+    memory.write_stub("fact/drop", "fact/b", "merged")
+    for _ in range(5):
+        memory.read("fact/keep", count_hit=True)
+    later = datetime.now(timezone.utc) + timedelta(days=60)
+    report = Defragmenter(memory, now=later).run("cleanup_stubs", dry_run=False)
+    assert [info.path for info in memory.list_stubs()] == ["fact/keep.md"], report.markdown

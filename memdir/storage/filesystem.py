@@ -447,12 +447,24 @@ class FilesystemAdapter:
             return load_virtual(path)
         with self._writing() if count_hit else self._reading():
             target = stubs.follow(self._redirect_of, path, self.max_redirect_hops) if follow else path
+            if count_hit and target != path:
+                self._count_stub_hit(path)
             if is_virtual(target):
                 return load_virtual(target)
             entry, sidecar = self._load(target)
             if count_hit and sidecar is not None and not self._is_stub_text(entry.content):
                 entry = self._count_hit(target, entry, sidecar)
         return entry
+
+    def _count_stub_hit(self, path: str) -> None:
+        """A read that went through the stub at ``path``: count it in the stub's own text."""
+        md, _, _ = self._files(path)
+        text = md.read_bytes().decode("utf-8", errors="replace")
+        redirect = stubs.parse_stub(text, path)
+        if redirect is not None:
+            data = stubs.format_stub(redirect, stubs.stub_hits(text) + 1).encode("utf-8")
+            commit_files(self.root, {md: data})
+            self._total = None  # the stub grew by a line
 
     @staticmethod
     def _is_stub_text(content: str) -> bool:
@@ -598,6 +610,8 @@ class FilesystemAdapter:
                 except OSError:
                     head = ""
                 title = head.split("\n", 1)[0].lstrip("# ").strip() if is_stub else fallback_title(head, path)
+                if is_stub:
+                    hits = stubs.stub_hits(head)
         return EntryInfo(
             path=path,
             title=title,

@@ -23,6 +23,8 @@ from memdir.storage.base import Redirect
 
 KINDS = ("merged", "moved")
 ARROW = "→"
+HITS_LABEL = "Reads through this redirect:"
+_HITS_LINE = re.compile(r"^Reads through this redirect: (\d+)$", re.MULTILINE)
 DEFAULT_MAX_HOPS = 5
 
 # Byte prefixes that mark a file as a stub; reading this many bytes is enough to tell.
@@ -47,12 +49,24 @@ def looks_like_stub(head: bytes) -> bool:
     return _KIND_LINE.match(head[:SNIFF_BYTES].decode("utf-8", errors="ignore")) is not None
 
 
-def format_stub(redirect: Redirect) -> str:
-    """The text of a stub file for ``redirect`` (``# merged → target`` plus one sentence)."""
+def format_stub(redirect: Redirect, hits: int = 0) -> str:
+    """The text of a stub file for ``redirect`` (``# merged → target`` plus one sentence).
+
+    ``hits`` — reads that went through the stub — are kept in a last line (a stub has no
+    ``.yml``), so defrag's cleanup can tell stubs still in use from forgotten ones.
+    Readers that only look at the first line (SwarmMemory's) are unaffected.
+    """
     if redirect.kind not in KINDS:
         raise ValueError(f"Unknown redirect kind {redirect.kind!r}; use one of {', '.join(KINDS)}.")
     sentence = "merged into" if redirect.kind == "merged" else "moved to"
-    return f"# {redirect.kind} {ARROW} {redirect.target}\n\nThis entry was {sentence} {redirect.target}\n"
+    text = f"# {redirect.kind} {ARROW} {redirect.target}\n\nThis entry was {sentence} {redirect.target}\n"
+    return text + (f"\n{HITS_LABEL} {hits}\n" if hits else "")
+
+
+def stub_hits(text: str) -> int:
+    """The reads counted in a stub's text (0 when it has no count, as SwarmMemory's stubs)."""
+    found = _HITS_LINE.search(text)
+    return int(found.group(1)) if found else 0
 
 
 def parse_stub(text: str, path: str = "") -> Redirect | None:
