@@ -32,7 +32,7 @@ import numpy as np
 from memdir.core.entry import Entry, Metadata
 from memdir.core.settings import Settings
 from memdir.search.hybrid import HybridSearcher
-from memdir.search.keywords import STOP_WORDS
+from memdir.core.keywords import STOP_WORDS
 from memdir.storage.index import DerivedIndex, FileStats
 
 DIM = 384

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memdir.search.keywords import extract_keywords, stem, tag_terms, tokenize
+from memdir.core.keywords import extract_keywords, stem, tag_terms, tokenize
 from memdir.search.similarity import cosine, jaccard, word_set
 
 

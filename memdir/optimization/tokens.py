@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memdir.search.keywords import STOP_WORDS
+from memdir.core.keywords import STOP_WORDS
 from memdir.search.similarity import JACCARD_MIN_WORD, word_set
 
 _BASE = np.uint64(0x100000001B3)  # odd, so the hash mixes every byte

@@ -47,12 +47,12 @@ from typing import TYPE_CHECKING, Literal, Union
 
 import numpy as np
 
+from memdir.core.keywords import extract_keywords, porter_stem, stem, tag_terms
 from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
-from memdir.search.keywords import extract_keywords, porter_stem, stem, tag_terms
 
-if TYPE_CHECKING:  # the index imports memdir.search.keywords; keep this edge one-way at runtime
+if TYPE_CHECKING:
     from memdir.storage.index import DerivedIndex
 
 Mode = Literal["hybrid", "keyword"]

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from memdir.search.keywords import tokenize
+from memdir.core.keywords import tokenize
 
 JACCARD_MIN_WORD = 3
 

@@ -54,7 +54,7 @@ import numpy as np
 from memdir.core.entry import Entry
 from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
-from memdir.search.keywords import porter_stem, tokenize
+from memdir.core.keywords import porter_stem, tokenize
 from memdir.storage.index_db import EntryRow, FileStats
 from memdir.storage.postings import KeywordDoc, KeywordIndex
 from memdir.storage.vectors import VectorMatrix

@@ -18,7 +18,7 @@ Tables (schema version `SCHEMA_VERSION`):
   open reads only vector pages.
 * ``entry_tags`` — (tag, id), lowercased, so tag filters run in SQL.
 * ``terms`` — (id, term): the vocabulary of Porter-stemmed words
-  (`memdir.search.keywords.porter_stem`), ids shared by all processes.
+  (`memdir.core.keywords.porter_stem`), ids shared by all processes.
 * ``entry_terms`` — per entry its distinct Porter-stemmed content words as term ids, their counts in title/tags/domain/content and the entry's length in
   words: exactly what the in-memory BM25 index (`memdir.storage.postings`) needs, so
   each process builds it at open with numpy alone, without re-tokenising any content.
@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from memdir.core.entry import Entry
-from memdir.search.keywords import STOP_WORDS, porter_stem, words
+from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub
 
@@ -290,9 +290,9 @@ class EntryTerms:
 
 
 def entry_terms(title: str, tags: Sequence[str], domain: str, content: str) -> EntryTerms:
-    """Porter-stemmed content words (`memdir.search.keywords.porter_stem`) of each column, counted.
+    """Porter-stemmed content words (`memdir.core.keywords.porter_stem`) of each column, counted.
 
-    Content words as `memdir.search.keywords.tokenize` keeps them: at least 2 letters, no stop word.
+    Content words as `memdir.core.keywords.tokenize` keeps them: at least 2 letters, no stop word.
     """
     counts: dict[str, list[int]] = {}
     length = 0

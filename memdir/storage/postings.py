@@ -19,7 +19,7 @@ BM25 is FTS5's ``bm25()`` (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5
 at least 1e-6; a term's frequency is the column-weighted sum of its occurrences; an
 entry's length is all its words), computed from the current postings at query time,
 so updates never need a global recomputation. Terms are Porter stems
-(`memdir.search.keywords.porter_stem`, the algorithm of FTS5's ``porter`` tokenizer):
+(`memdir.core.keywords.porter_stem`, the algorithm of FTS5's ``porter`` tokenizer):
 memdir's light stems lost LoCoMo hybrid recall@10 (0.652 against 0.662).
 
 Not thread-safe by itself; the derived index serialises access.
