@@ -65,17 +65,27 @@ def main() -> None:
             for i in range(args.entries):  # a realistic root, not an empty one
                 path, content, meta = entry(words, rng, 100_000 + i)
                 memory.write(path, content[:300], title=f"Filler {i}", metadata=meta)
-            writes, model_only = [], []
+            writes, model_only, model_inside = [], [], []
+            embed = embedder.embed
+
+            def timed_embed(texts):  # the model's own time inside each write, on exactly its text
+                started = time.perf_counter()
+                result = embed(texts)
+                model_inside.append((time.perf_counter() - started) * 1000)
+                return result
+
             for i in range(args.runs):
                 path, content, meta = entry(words, rng, i)
                 title = f"Entry {i}"
                 text = searchable_text(title, meta, content, settings.embedding_max_chars)
                 started = time.perf_counter()
-                embedder.embed([text])
+                embed([text])
                 model_only.append((time.perf_counter() - started) * 1000)
+                embedder.embed = timed_embed
                 started = time.perf_counter()
                 memory.write(path, content, title=title, metadata=meta)
                 writes.append((time.perf_counter() - started) * 1000)
+                embedder.embed = embed
             texts = [searchable_text(e.title, e.metadata, e.content, settings.embedding_max_chars)
                      for e in (memory.read(info.path) for info in memory.list(include_virtual=False))]
             started = time.perf_counter()
@@ -85,10 +95,13 @@ def main() -> None:
             rebuilt = memory.rebuild()
             rebuild_s = time.perf_counter() - started
     model_ms, write_ms = statistics.median(model_only), statistics.median(writes)
+    overhead = statistics.median([total - model for total, model in zip(writes, model_inside)])
     print(f"write of a ~200-word entry into a {args.entries}-entry root, {args.runs} runs")
-    print(f"  model alone on its searchable text: median {model_ms:6.1f} ms")
-    print(f"  Memory.write (embed + 3 files + index): median {write_ms:6.1f} ms")
-    print(f"  overhead over the model: {write_ms - model_ms:+.1f} ms (target <= +10 ms)")
+    print(f"  model alone on its searchable text (separate call): median {model_ms:6.1f} ms")
+    print(f"  model inside the write (same text):                 median {statistics.median(model_inside):6.1f} ms")
+    print(f"  Memory.write (embed + 3 files + index):             median {write_ms:6.1f} ms")
+    print(f"  write minus its own model time: median {overhead:+.1f} ms (target <= +10 ms); "
+          f"write minus the separate model median: {write_ms - model_ms:+.1f} ms")
     print(f"rebuild of {rebuilt} entries: {rebuilt / rebuild_s:6.1f} entries/s; "
           f"embedder alone on the same texts: {len(texts) / raw_s:6.1f} texts/s; "
           f"ratio {rebuild_s / raw_s:.2f}x (target <= 1.25x)")

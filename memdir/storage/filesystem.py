@@ -272,7 +272,9 @@ class FilesystemAdapter:
             embedding_checksum=checksum,
         )
 
-    def set_embeddings(self, vectors: Mapping[str, np.ndarray]) -> list[Entry]:
+    def set_embeddings(
+        self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, tuple[str, str]] | None = None
+    ) -> list[Entry]:
         """Replace the embeddings of existing entries in ONE transaction (re-embedding, rebuilds).
 
         Only the ``.emb`` files and the ``embedding_checksum`` of the sidecars change:
@@ -280,8 +282,13 @@ class FilesystemAdapter:
         one set of fsyncs for the whole batch is what keeps a rebuild close to the model's
         own throughput.
 
+        Args:
+            vectors: path -> its new embedding.
+            expected: path -> (content, title) the vector was computed from; an entry that
+                changed since (its own write embedded it) is skipped.
+
         Returns:
-            The updated entries, in the order given.
+            The updated entries, in the order given (skipped ones left out).
         """
         writes: dict[Path, bytes] = {}
         updated: list[Entry] = []
@@ -290,6 +297,8 @@ class FilesystemAdapter:
                 path = normalize_path(path)
                 self._refuse_virtual(path)
                 entry, sidecar = self._load(path)
+                if expected is not None and expected.get(path) != (entry.content, entry.title):
+                    continue
                 _, yml, emb = self._files(path)
                 emb_bytes = encode_embedding(path, vector)
                 checksum = embedding_checksum(emb_bytes)
