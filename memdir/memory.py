@@ -396,8 +396,4 @@ class Memory:
         self.index.upsert(entry, file_stats(self.root, entry.path), text_hash(text), model_id)
 
 
-def default_root() -> Path:
-    return Settings().store_root
-
-
-__all__ = ["Memory", "MemoryStatus", "WriteResult", "default_root"]
+__all__ = ["Memory", "MemoryStatus", "WriteResult"]
