@@ -207,7 +207,7 @@ class Memory:
 
     def list_stubs(self) -> list[EntryInfo]:
         """Stub entries only (defrag's cleanup needs them; nothing else lists them)."""
-        real = {info.path for info in self.adapter.iter_entries()}
+        real = {info.path for info in self.adapter.iter_entries(with_metadata=False)}
         return [info for info in self.adapter.iter_entries(include_stubs=True) if info.path not in real]
 
     def glob(self, pattern: str) -> list[EntryInfo]:
@@ -220,18 +220,11 @@ class Memory:
         """Regex search of entry contents (not the .yml internals), in path order."""
         regex = compile_grep(pattern, case_insensitive)
         keep = path_filter(path)
-        hits: list[GrepHit] = []
-        for info in sorted(self.list(), key=lambda i: i.path):
-            if not keep(info.path):
-                continue
-            try:
-                entry = self.adapter.read_entry(info.path, follow=False)
-            except EntryNotFoundError:  # deleted by another process meanwhile
-                continue
-            hit = grep_content(regex, info.path, entry.content)
-            if hit:
-                hits.append(hit)
-        return hits
+        listing = self.adapter.iter_entries(include_virtual=True, with_metadata=False)
+        paths = sorted(info.path for info in listing if keep(info.path))
+        # An entry deleted by another process meanwhile reads as "" and matches nothing.
+        found = (grep_content(regex, p, content) for p, content in zip(paths, self.adapter.read_contents(paths)))
+        return [hit for hit in found if hit]
 
     def titles(self, paths: Iterable[str]) -> dict[str, str]:
         """Titles for display (missing entries are left out)."""

@@ -234,3 +234,10 @@ def test_cleanup_keeps_stubs_that_are_still_read(memory):
     later = datetime.now(timezone.utc) + timedelta(days=60)
     report = Defragmenter(memory, now=later).run("cleanup_stubs", dry_run=False)
     assert [info.path for info in memory.list_stubs()] == ["fact/keep.md"], report.markdown
+
+
+def test_grep_reads_contents_in_one_pass_including_built_ins(memory):
+    write_fact(memory, "paris", "Paris is the capital of France.")
+    assert memory.adapter.read_contents(["fact/paris.md", "fact/gone.md"]) == ["Paris is the capital of France.", ""]
+    assert [hit.path for hit in memory.grep("capital")] == ["fact/paris.md"]
+    assert "skill/meta/deep-learning.md" in [hit.path for hit in memory.grep("(?i)protocol")]

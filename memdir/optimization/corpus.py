@@ -13,7 +13,6 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,7 +22,6 @@ from memdir.core.errors import InvalidPathError, MemdirError
 from memdir.core.paths import normalize_path
 from memdir.core.quality import confidence_of, effective_metadata, score_metadata
 from memdir.optimization.pairs import WordSets
-from memdir.storage.filesystem import FilesystemAdapter
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -112,29 +110,6 @@ class Item:
         return (now - updated).total_seconds() / SECONDS_PER_DAY
 
 
-def read_contents(memory: Memory, paths: list[str]) -> list[str]:
-    """The content of each entry ("" for one that vanished), read in one pass under one shared lock.
-
-    With the filesystem adapter the content is the ``.md`` file itself (memdir's documented
-    on-disk format), so only that file is read — no sidecar parsing, no vectors, no models:
-    this is what keeps `find_duplicates` on 10K entries within its time budget.
-    """
-    adapter = memory.adapter
-    direct = isinstance(adapter, FilesystemAdapter)
-    root = Path(memory.root)
-    contents = []
-    with adapter.lock.shared():
-        for path in paths:
-            try:
-                if direct:
-                    contents.append((root / path).read_bytes().decode("utf-8", errors="replace"))
-                else:
-                    contents.append(adapter.read_entry(path, follow=False).content)
-            except (OSError, MemdirError):
-                contents.append("")
-    return contents
-
-
 class Corpus:
     """Every (non built-in) entry of a root, sorted by path, plus the vector matrix.
 
@@ -208,7 +183,7 @@ class Corpus:
     def contents(self) -> list[str]:
         if self.full:
             return [item.content for item in self.items]
-        return read_contents(self.memory, self.paths)
+        return self.memory.adapter.read_contents(self.paths)
 
     @cached_property
     def words(self) -> WordSets:

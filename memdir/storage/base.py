@@ -7,7 +7,7 @@ adapter with the derived index and an embedder.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -70,6 +70,9 @@ class StorageAdapter(Protocol):
 
     def read_redirect(self, path: str) -> Redirect | None:
         """The redirect if ``path`` is a stub, else None."""
+
+    def read_contents(self, paths: Sequence[str]) -> list[str]:
+        """The content of each entry ("" for a missing one), cheaply, for whole-root scans."""
 
     def iter_entries(self, *, include_stubs: bool = False, include_virtual: bool = False) -> Iterator[EntryInfo]:
         """Every entry, cheaply (no content, no hit counting)."""

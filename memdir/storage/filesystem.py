@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -468,12 +468,32 @@ class FilesystemAdapter:
     def _count_stub_hit(self, path: str) -> None:
         """A read that went through the stub at ``path``: count it in the stub's own text."""
         md, _, _ = self._files(path)
-        text = md.read_bytes().decode("utf-8", errors="replace")
+        old = md.read_bytes()
+        text = old.decode("utf-8", errors="replace")
         redirect = stubs.parse_stub(text, path)
         if redirect is not None:
             data = stubs.format_stub(redirect, stubs.stub_hits(text) + 1).encode("utf-8")
             commit_files(self.root, {md: data})
-            self._total = None  # the stub grew by a line
+            if self._total is not None:  # keep the running total exact without a rescan of the root
+                self._total += len(data) - len(old)
+
+    def read_contents(self, paths: Sequence[str]) -> list[str]:
+        """The content of each entry ("" for one that vanished), in one pass under one shared lock.
+
+        Only the ``.md`` files are read — no sidecar parsing, no vectors, no hits — which is
+        what whole-root scans (grep, defrag's duplicate search) need and all they need.
+        """
+        contents = []
+        with self._reading():
+            for path in paths:
+                if is_virtual(path):
+                    contents.append(load_virtual(path).content)
+                    continue
+                try:
+                    contents.append(self._files(path)[0].read_bytes().decode("utf-8", errors="replace"))
+                except (OSError, InvalidPathError):
+                    contents.append("")
+        return contents
 
     @staticmethod
     def _is_stub_text(content: str) -> bool:
