@@ -159,18 +159,17 @@ class Memory:
         meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
         text = searchable_text(title, meta, content, self.settings.embedding_max_chars)  # before the entry exists
         vector = self._embed([text])
-        embedder = self.model.peek()
         with self.adapter.lock.exclusive():
             overwritten = self.adapter.exists(logical)
             if expected_content is not None and (
-                not overwritten or self.adapter.read_entry(logical, follow=False).content != expected_content
+                not overwritten or self.adapter.read_contents([logical])[0] != expected_content
             ):
                 raise StaleEditError(logical)
             entry = self.adapter.write(
                 logical, content, title=title, metadata=meta, embedding=vector[0] if vector is not None else None,
                 hits=hits, updated_at=updated_at,
             )
-            self._index_entry(entry, text, embedder.model_id if (vector is not None and embedder) else None)
+            self._index_entry(entry, text, self._model_id() if vector is not None else None)
         return WriteResult(entry, overwritten)
 
     def read(self, path: str, *, count_hit: bool = False) -> Entry:
