@@ -8,6 +8,10 @@ Each run spawns a fresh ``python -m memdir serve`` over stdio (the way Claude De
 Claude Code start it) against a root holding ``--entries`` entries, and times, with the
 official MCP client, spawn -> ``initialize`` answered -> ``tools/list`` answered. The model
 is enabled: it loads in the background, so it must not delay either answer. Prints medians.
+
+Interleaved with those runs, it times a bare ``python -c "import mcp.server.mcpserver"``:
+the floor any server built on the official SDK pays before it can read its first message,
+so the figure memdir adds on top of the SDK is visible whatever the machine's speed.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +55,13 @@ async def one_run(root: Path, cache: Path) -> tuple[float, float]:
     return initialized, listed
 
 
+def sdk_import() -> float:
+    """Seconds for a fresh interpreter to import the MCP SDK's server (and exit)."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import mcp.server.mcpserver, mcp.server.stdio"], check=True)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
@@ -59,12 +71,17 @@ def main() -> None:
         root, cache = Path(tmp) / "root", Path(tmp) / "cache"
         populate(root, args.entries)
         anyio.run(one_run, root, cache)  # warm-up: builds the ONNX cache file once, as `memdir setup` would
-        runs = [anyio.run(one_run, root, cache) for _ in range(args.runs)]
+        runs, floor = [], []
+        for _ in range(args.runs):
+            runs.append(anyio.run(one_run, root, cache))
+            floor.append(sdk_import() * 1000)
     init = [r[0] * 1000 for r in runs]
     listed = [r[1] * 1000 for r in runs]
     print(f"memdir serve, {args.entries} entries, {args.runs} runs (target: both within 1000 ms of spawn)")
     print(f"  spawn -> initialize answered: median {statistics.median(init):7.0f} ms   max {max(init):7.0f} ms")
     print(f"  spawn -> tools/list answered: median {statistics.median(listed):7.0f} ms   max {max(listed):7.0f} ms")
+    print(f"  the SDK's own import (python -c 'import mcp.server.mcpserver'): median {statistics.median(floor):7.0f} ms")
+    print(f"  memdir's share of tools/list (median difference): {statistics.median(listed) - statistics.median(floor):7.0f} ms")
     print(f"  load average now: {os.getloadavg()[0]:.2f}")
 
 

@@ -13,16 +13,17 @@ import json
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from memdir.core.errors import MemdirError
 from memdir.core.settings import Settings
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 app = typer.Typer(
     name="memdir",
@@ -30,8 +31,15 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console()
-err_console = Console(stderr=True)
+
+
+@functools.cache
+def console(stderr: bool = False) -> Console:
+    """rich's console, made on first use: `memdir serve` and the hooks never import rich."""
+    from rich.console import Console
+
+    return Console(stderr=stderr)
+
 
 RootOption = Annotated[Optional[Path], typer.Option("--root", help="Memory root directory (default: MEMDIR_ROOT or the per-user data dir).")]
 AgentOption = Annotated[Optional[str], typer.Option("--agent", help="Use this agent's own store under the root.")]
@@ -52,22 +60,24 @@ def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return command(*args, **kwargs)
         except MemdirError as exc:
-            err_console.print(f"[red]Error:[/red] {exc.message}")
+            console(stderr=True).print(f"[red]Error:[/red] {exc.message}")
             if exc.hint:
-                err_console.print(f"[dim]{exc.hint}[/dim]")
+                console(stderr=True).print(f"[dim]{exc.hint}[/dim]")
             raise typer.Exit(1) from exc
         except ValidationError as exc:  # a bad setting from the command line, environment or memdir.toml
             for problem in exc.errors():
                 where = ".".join(str(part) for part in problem["loc"])
-                err_console.print(f"[red]Error:[/red] setting {where}: {problem['msg']}")
+                console(stderr=True).print(f"[red]Error:[/red] setting {where}: {problem['msg']}")
             raise typer.Exit(1) from exc
 
     return wrapper
 
 
 def progress_bar() -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console()
     )
 
 
@@ -80,13 +90,13 @@ def setup(root: RootOption = None) -> None:
 
     settings = load_settings(root)
     resolved = resolve_model(settings.model_dir, settings.model)
-    console.print(f"Model: [bold]{resolved.model_id}[/bold]")
-    console.print(f"From: {resolved.source}")
-    with console.status("Loading the model with onnxruntime..."):
+    console().print(f"Model: [bold]{resolved.model_id}[/bold]")
+    console().print(f"From: {resolved.source}")
+    with console().status("Loading the model with onnxruntime..."):
         embedder = load_embedder(model_dir=settings.model_dir, cache_dir=settings.cache_dir, model_id=settings.model)
         vector = embedder.embed(["memdir setup check"])[0]
-    console.print(f"Dimensions: {vector.shape[0]}, norm {float((vector ** 2).sum()) ** 0.5:.3f}")
-    console.print("[green]✓ Semantic search is available.[/green]")
+    console().print(f"Dimensions: {vector.shape[0]}, norm {float((vector ** 2).sum()) ** 0.5:.3f}")
+    console().print("[green]✓ Semantic search is available.[/green]")
 
 
 @app.command()
@@ -100,16 +110,18 @@ def status(root: RootOption = None, agent: AgentOption = None, as_json: JsonOpti
         report = memory.status()
     data = {key: str(value) if isinstance(value, Path) else value for key, value in dataclasses.asdict(report).items()}
     if as_json:
-        console.print_json(json.dumps(data))
+        console().print_json(json.dumps(data))
         return
+    from rich.table import Table
+
     table = Table(title="memdir status", show_header=False)
     for key, value in data.items():
         table.add_row(key.replace("_", " "), "" if value is None else str(value))
-    console.print(table)
+    console().print(table)
     if report.model_state != "ready":
-        console.print(f"[yellow]Semantic search is unavailable ({report.reason}); search is keyword-only.[/yellow]")
+        console().print(f"[yellow]Semantic search is unavailable ({report.reason}); search is keyword-only.[/yellow]")
     else:
-        console.print("[green]Semantic search is available.[/green]")
+        console().print("[green]Semantic search is available.[/green]")
 
 
 @app.command("model-path")
@@ -136,9 +148,9 @@ def rebuild(
         task = bar.add_task("Embedding", total=None)
         count = memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=not missing_only)
     if memory.model.state.value != "ready":
-        console.print(f"[yellow]Index rebuilt; no model available ({memory.model.reason}), so nothing was embedded.[/yellow]")
+        console().print(f"[yellow]Index rebuilt; no model available ({memory.model.reason}), so nothing was embedded.[/yellow]")
     else:
-        console.print(f"[green]Rebuilt: {count} entries embedded.[/green]")
+        console().print(f"[green]Rebuilt: {count} entries embedded.[/green]")
 
 
 @app.command()
@@ -162,6 +174,8 @@ def search(
     if as_json:
         typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
         return
+    from rich.table import Table
+
     table = Table(title=f"Results for {query!r}" + ("" if state == "ready" else " (keyword only)"))
     for column in ("#", "path", "title", "score", "semantic", "bm25", "keywords", "tags"):
         table.add_column(column, justify="right" if column not in ("path", "title") else "left")
@@ -172,7 +186,7 @@ def search(
             str(rank), result.path, result.title, f"{result.score:.3f}",
             semantic, f"{parts.bm25:.3f}", f"{parts.keyword:.3f}", f"{parts.tag:.3f}",
         )
-    console.print(table)
+    console().print(table)
 
 
 # Commands added by the server, defrag and episodes modules are registered below.
@@ -285,7 +299,7 @@ def defrag(
     if as_json:
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
     else:
-        console.print(Markdown(text))
+        console().print(Markdown(text))
 
 
 # ----------------------------------------------------------------- episodes (memdir.episodes)
@@ -318,8 +332,8 @@ def ingest_command(
         return
     for label, paths in (("new", report.created), ("updated", report.updated)):
         for path in paths:
-            console.print(f"{label}: memory://{path}")
-    console.print(f"[green]{report.describe()}.[/green]")
+            console().print(f"{label}: memory://{path}")
+    console().print(f"[green]{report.describe()}.[/green]")
 
 
 @episode_hooks.command("session-end")

@@ -121,6 +121,7 @@ class Memory:
         return memory
 
     def close(self) -> None:
+        self.model.close()
         self.index.close()
 
     def __enter__(self) -> Memory:
@@ -338,6 +339,8 @@ class Memory:
         batch = max(1, self.settings.embed_batch_size) * 8
         done = 0
         for start in range(0, len(paths), batch):
+            if self.model.closing:
+                break
             entries = []
             for path in paths[start:start + batch]:
                 try:

@@ -12,6 +12,7 @@ import pytest
 
 from memdir.core.errors import EntryNotFoundError
 from memdir.core.settings import Settings
+from memdir.embeddings.provider import ModelProvider
 from memdir.memory import Memory
 from tests.fakes import FakeEmbedder
 
@@ -82,6 +83,28 @@ def test_entries_written_without_a_model_are_embedded_once_it_is_ready(tmp_path)
     with Memory.open(Settings(root=tmp_path / "m"), embedder=FakeEmbedder()) as memory:
         assert memory.read("fact/paris").embedded
         assert memory.status().embedded == 2  # with the built-in skill
+
+
+def test_close_waits_for_the_background_model_and_stops_its_backlog(tmp_path):
+    """A server closed while its model loads must not exit under a running loader (onnxruntime aborts)."""
+    root = tmp_path / "m"
+    with Memory.open(Settings(root=root, embeddings_enabled=False)) as memory:
+        for i in range(3):
+            write_fact(memory, f"f{i}", f"Fact number {i}.")
+    loaded = []
+
+    def slow_loader():
+        time.sleep(0.3)
+        loaded.append(True)
+        return FakeEmbedder()
+
+    memory = Memory.open(Settings(root=root, embed_batch_size=1), load_model=False)
+    memory.model = ModelProvider(slow_loader)
+    memory.model.on_ready(memory._embed_pending)
+    memory.model.start_background()
+    memory.close()
+    assert loaded and not memory.model._thread.is_alive()
+    assert memory.model.closing
 
 
 def test_two_instances_on_one_root_see_each_others_writes(settings):

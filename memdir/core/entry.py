@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ENTRY_TYPES = ("concept", "fact", "skill", "experience")
 EntryType = Literal["concept", "fact", "skill", "experience"]
 CONFIDENCE_LEVELS = ("high", "medium", "low")
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    Vector = np.ndarray
+else:  # numpy stays off the import path of the server's start-up (entries only carry vectors)
+    Vector = Any
 
 
 def utcnow() -> datetime:
@@ -59,7 +65,7 @@ class Entry(BaseModel):
     size: int = 0
     hits: int = 0
     metadata: Metadata = Field(default_factory=Metadata)
-    embedding: np.ndarray | None = None
+    embedding: Vector | None = None
     embedding_checksum: str | None = None
     virtual: bool = False
 

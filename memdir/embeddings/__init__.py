@@ -9,23 +9,26 @@ Typical use::
 caller then falls back to keyword search.
 """
 
-from memdir.embeddings.base import Embedder, embed_one
-from memdir.embeddings.minilm import OnnxEmbedder
-from memdir.embeddings.resolve import (
-    DEFAULT_MODEL_ID,
-    ModelNotFoundError,
-    ResolvedModel,
-    load_embedder,
-    resolve_model,
-)
+import importlib
+from typing import Any
 
-__all__ = [
-    "DEFAULT_MODEL_ID",
-    "Embedder",
-    "ModelNotFoundError",
-    "OnnxEmbedder",
-    "ResolvedModel",
-    "embed_one",
-    "load_embedder",
-    "resolve_model",
-]
+_EXPORTS = {
+    "DEFAULT_MODEL_ID": "resolve",
+    "Embedder": "base",
+    "ModelNotFoundError": "resolve",
+    "OnnxEmbedder": "minilm",
+    "ResolvedModel": "resolve",
+    "embed_one": "base",
+    "load_embedder": "resolve",
+    "resolve_model": "resolve",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so that `memdir.embeddings.text` (searchable text, no numpy) loads alone on the
+    # server's start-up path; the names above resolve on first use.
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memdir.embeddings' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"memdir.embeddings.{module}"), name)

@@ -48,6 +48,7 @@ class ModelProvider:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._on_ready: list[Callable[[Embedder], None]] = []
+        self._closing = threading.Event()
         self.reason = ""
         if not enabled:
             self.state, self.reason = ModelState.DISABLED, "embeddings are disabled in settings"
@@ -108,6 +109,23 @@ class ModelProvider:
             self.state = ModelState.LOADING
             self._thread = threading.Thread(target=self._load, name="memdir-model-loader", daemon=True)
             self._thread.start()
+
+    @property
+    def closing(self) -> bool:
+        """True once `close` was called: long model-ready work (the backlog) stops at its next batch."""
+        return self._closing.is_set()
+
+    def close(self) -> None:
+        """Wait for the background loading (and its model-ready callbacks) to stop.
+
+        The process must not exit while that thread is inside onnxruntime: tearing the
+        interpreter down under a running session aborts it ("terminate called without an
+        active exception", exit code 134) — what a client closing the server early saw.
+        """
+        self._closing.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
 
     def _load(self) -> None:
         with self._lock:

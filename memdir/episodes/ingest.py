@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
-from memdir.embeddings.base import Embedder
 from memdir.episodes.heuristics import clip_words, describe
 from memdir.episodes.model import OUTCOMES, Episode, Message
 from memdir.episodes.segment import RECORD_TOOL, SegmentConfig, segment
 from memdir.episodes.store import EPISODES_PREFIX, Summarize, save
 
 if TYPE_CHECKING:
+    from memdir.embeddings.base import Embedder
     from memdir.memory import Memory
 
 log = logging.getLogger(__name__)

@@ -39,11 +39,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from memdir.embeddings.base import Embedder
 from memdir.episodes.model import Message
+
+if TYPE_CHECKING:
+    from memdir.embeddings.base import Embedder
 
 EPISODE_MARKER = "<!-- memdir:episode -->"
 
@@ -128,6 +129,8 @@ def window_distances(messages: Sequence[Message], embedder: Embedder, window: in
         ``{message index: distance}`` for every conversational message that has
         ``window`` conversational messages before it and ``window`` from it on.
     """
+    import numpy as np  # the marker rules above need no numpy (the server's prompts import them)
+
     positions = [i for i, message in enumerate(messages) if message.conversational and message.text.strip()]
     if window < 1 or len(positions) < 2 * window:
         return {}

@@ -8,10 +8,12 @@ thresholds carried over from SwarmMemory keep their meaning.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memdir.core.keywords import tokenize
+
+if TYPE_CHECKING:
+    import numpy as np
 
 JACCARD_MIN_WORD = 3
 
@@ -40,6 +42,8 @@ def cosine(u: Iterable[float] | np.ndarray, v: Iterable[float] | np.ndarray) -> 
     Raises:
         ValueError: the vectors have different lengths.
     """
+    import numpy as np  # the word measures above are used where numpy is not otherwise loaded
+
     x = np.asarray(u, dtype=np.float64).ravel()
     y = np.asarray(v, dtype=np.float64).ravel()
     if x.shape != y.shape:

@@ -13,6 +13,7 @@ coercion (`memdir.tools.params`) also accepts SwarmMemory-style JSON strings
 (``tags: '["a", "b"]'``) and answers anything else with its clear message.
 """
 
+import gc
 import importlib
 import inspect
 import logging
@@ -283,6 +284,10 @@ def serve(settings: Settings | None = None) -> None:
     """Run the server over stdio until the client disconnects."""
     import anyio
 
+    # Everything imported by now (the MCP SDK's thousands of pydantic objects) lives as long
+    # as the process: freezing it keeps the cyclic collector's full passes, ~60 ms each over
+    # that heap, out of start-up and out of every later request.
+    gc.freeze()
     anyio.run(build_server(settings).run_stdio_async)
 
 

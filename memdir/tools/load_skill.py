@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
 from memdir.core.paths import normalize_path
-from memdir.memory import Memory
 from memdir.tools.formatting import memory_uri, numbered_lines
 from memdir.tools.session import Session
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
 
 SKILL_PREFIX = "skill/"
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from memdir.memory import Memory
+from typing import TYPE_CHECKING
+
 from memdir.tools.formatting import memory_uri
 from memdir.tools.session import Session
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
 
 
 def memory_delete(memory: Memory, session: Session, file_path: str) -> str:

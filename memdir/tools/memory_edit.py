@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memdir.core.errors import InputValidationError
 from memdir.core.paths import normalize_path
-from memdir.memory import Memory
 from memdir.tools.formatting import memory_uri
 from memdir.tools.session import Session
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
 
 
 def memory_edit(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from memdir.memory import Memory
+from typing import TYPE_CHECKING
+
 from memdir.tools.formatting import human_size, plural, system_reminder, with_title
 from memdir.tools.session import Session
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
 
 
 def memory_glob(memory: Memory, session: Session, pattern: str) -> str:

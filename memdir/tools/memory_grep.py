@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memdir.core.errors import InputValidationError
-from memdir.memory import Memory
 from memdir.search.text_search import GrepHit
 from memdir.tools.formatting import memory_uri, plural, system_reminder, with_title
 from memdir.tools.session import Session
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
 
 OUTPUT_MODES = ("files_with_matches", "content", "count")
 

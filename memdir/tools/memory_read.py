@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memdir.core.errors import InvalidPathError
 from memdir.core.paths import normalize_path
-from memdir.memory import Memory
 from memdir.tools.formatting import memory_uri, numbered_lines, system_reminder, with_title
 from memdir.tools.session import Session
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
 
 
 def memory_read(memory: Memory, session: Session, file_path: str) -> str:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES, Entry, Metadata
 from memdir.core.errors import InputValidationError, InvalidPathError
 from memdir.core.paths import normalize_path
-from memdir.memory import Memory
 from memdir.search.similarity import jaccard, word_set
 from memdir.tools.formatting import human_size, memory_uri, system_reminder, with_title
 from memdir.tools.params import coerce_dict, coerce_str_list
 from memdir.tools.session import Session
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
 
 # Near-duplicate report after a write (never acted on: nothing is merged automatically).
 DUPLICATE_CANDIDATES = 10  # keyword-search candidates checked when there is no embedding
@@ -174,6 +174,8 @@ def near_duplicates(memory: Memory, entry: Entry, limit: int | None = None) -> l
 
 
 def _by_cosine(memory: Memory, entry: Entry) -> list[tuple[str, float]] | None:
+    import numpy as np  # only once a write has a vector: numpy stays off the server's start-up
+
     paths, matrix = memory.vectors()
     vector = np.asarray(entry.embedding, dtype=np.float32).ravel()
     if not paths or matrix.ndim != 2 or matrix.shape[1] != vector.shape[0]:
