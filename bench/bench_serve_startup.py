@@ -56,10 +56,13 @@ async def one_run(root: Path, cache: Path) -> tuple[float, float]:
 
 
 def sdk_import() -> float:
-    """Seconds for a fresh interpreter to import the MCP SDK's server (and exit)."""
+    """Seconds from spawning an interpreter to its having imported the MCP SDK's server (not its exit)."""
+    code = "import mcp.server.mcpserver, mcp.server.stdio; print('ready', flush=True)"
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import mcp.server.mcpserver, mcp.server.stdio"], check=True)
-    return time.perf_counter() - started
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE) as child:
+        child.stdout.readline()  # type: ignore[union-attr]
+        elapsed = time.perf_counter() - started
+    return elapsed
 
 
 def main() -> None:
