@@ -187,23 +187,29 @@ class HybridSearcher:
             slots = [slot for slot in slots if slot is not None]
             if not candidates:
                 return []
-            cosines = semantic.cosines(candidates) if semantic else None
-            covered = kw.coverage(set(terms), np.asarray(slots, dtype=np.int32)).tolist()
-            rows = [(kw.titles[slot], kw.types[slot], kw.tags_of(slot)) for slot in slots]
-        mode: Mode = "hybrid" if semantic is not None else "keyword"
-        breakdowns = self._breakdowns(candidates, rows, stems, len(set(terms)), covered, bm25, cosines)
-        scores = self._fuse(breakdowns, mode)
-        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))
-        results: list[SearchResult] = []
-        for i in order:
-            # A score of 0 means no signal at all (no shared word, orthogonal vectors): never a result.
-            if scores[i] <= 0.0 or (threshold is not None and scores[i] < threshold):
-                break
-            title, type_, entry_tags = rows[i]
-            score = round(float(scores[i]), 6)
-            results.append(SearchResult(candidates[i], title, type_, score, breakdowns[i], mode, entry_tags))
-            if len(results) == top_k:
-                break
+            signals = _Signals.of(
+                bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
+                cosines=semantic.cosines(candidates) if semantic else None,
+                covered=kw.coverage(set(terms), np.asarray(slots, dtype=np.int32)),
+                distinct_terms=len(set(terms)),
+                tag_counts=_tag_counts(set(stems), [kw.tags_of(slot) for slot in slots]),
+                distinct_stems=len(set(stems)),
+            )
+            mode: Mode = "hybrid" if semantic is not None else "keyword"
+            scores = self._fuse(signals, mode).tolist()
+            order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))
+            results: list[SearchResult] = []
+            for i in order:
+                # A score of 0 means no signal at all (no shared word, orthogonal vectors): never a result.
+                if scores[i] <= 0.0 or (threshold is not None and scores[i] < threshold):
+                    break
+                slot = slots[i]
+                results.append(SearchResult(
+                    candidates[i], kw.titles[slot], kw.types[slot], round(scores[i], 6),
+                    signals.breakdown(i), mode, kw.tags_of(slot),
+                ))
+                if len(results) == top_k:
+                    break
         return results
 
     # ------------------------------------------------------------------ signals
@@ -229,42 +235,7 @@ class HybridSearcher:
         rows, _ = matrix.top_of(scores, pool, mask)
         return _SemanticHits([matrix.paths[r] for r in rows], scores, mask, matrix.row_of)
 
-    def _breakdowns(
-        self,
-        candidates: list[str],
-        rows: list[tuple[str, str | None, tuple[str, ...]]],
-        stems: list[str],
-        distinct_terms: int,
-        covered: list[int],
-        bm25: dict[str, float],
-        cosines: dict[str, float] | None,
-    ) -> list[ScoreBreakdown]:
-        """Each candidate's signals, every one normalised to [0, 1].
-
-        ``covered[i]``: how many of the ``distinct_terms`` distinct query terms (Porter stems)
-        candidate ``i`` contains (from the keyword index's postings, computed for the
-        candidate pool only); ``stems``: the query's light stems, matched against tags.
-        """
-        distinct = set(stems)
-        covered_denominator = max(1, min(distinct_terms, KEYWORD_NORMALISER_CAP))
-        denominator = max(1, min(len(distinct), KEYWORD_NORMALISER_CAP))
-        best_bm25 = max(bm25.values(), default=0.0)
-        tag_matches = _tag_matcher(distinct, [row[2] for row in rows])
-        out: list[ScoreBreakdown] = []
-        for path, row, found in zip(candidates, rows, covered):
-            raw = bm25.get(path, 0.0)
-            out.append(
-                ScoreBreakdown(
-                    semantic=max(0.0, cosines[path]) if cosines is not None else None,
-                    bm25=raw / best_bm25 if best_bm25 > 0 else 0.0,
-                    bm25_raw=raw,
-                    keyword=min(1.0, found / covered_denominator),
-                    tag=min(1.0, tag_matches(row[2]) / denominator),
-                )
-            )
-        return out
-
-    def _fuse(self, parts: list[ScoreBreakdown], mode: Mode) -> list[float]:
+    def _fuse(self, signals: _Signals, mode: Mode) -> np.ndarray:
         """One score per candidate: the weighted mean of its signals (or weighted RRF)."""
         s = self.settings
         weights = {
@@ -275,31 +246,73 @@ class HybridSearcher:
         }
         total = sum(weights.values()) or 1.0
         if s.fusion == "rrf":
-            return self._rrf(parts, weights, total)
-        return [
-            (
-                weights["semantic"] * (p.semantic or 0.0)
-                + weights["bm25"] * p.bm25
-                + weights["keyword"] * p.keyword
-                + weights["tag"] * p.tag
-            )
-            / total
-            for p in parts
-        ]
+            return self._rrf(signals, weights, total)
+        fused = np.zeros(len(signals.bm25))
+        for name, weight in weights.items():
+            values = getattr(signals, name)
+            if weight and values is not None:
+                fused += weight * values
+        return fused / total
 
-    def _rrf(self, parts: list[ScoreBreakdown], weights: dict[str, float], total: float) -> list[float]:
+    def _rrf(self, signals: _Signals, weights: dict[str, float], total: float) -> np.ndarray:
         """Weighted reciprocal-rank fusion, scaled so first place in every signal scores 1.0."""
         k = self.settings.rrf_k
-        fused = [0.0] * len(parts)
+        fused = np.zeros(len(signals.bm25))
         for name, weight in weights.items():
-            if not weight:
+            values = getattr(signals, name)
+            if not weight or values is None:
                 continue
-            values = [getattr(p, name) or 0.0 for p in parts]
-            ranked = sorted((i for i in range(len(parts)) if values[i] > 0), key=lambda i: -values[i])
-            for rank, i in enumerate(ranked, start=1):
-                fused[i] += weight / (k + rank)
-        scale = (k + 1) / total
-        return [value * scale for value in fused]
+            ranked = [i for i in np.argsort(-values, kind="stable").tolist() if values[i] > 0]
+            fused[ranked] += weight / (k + np.arange(1, len(ranked) + 1))
+        return fused * ((k + 1) / total)
+
+
+@dataclass(frozen=True, slots=True)
+class _Signals:
+    """Every candidate's signals as arrays (one position per candidate), each normalised to [0, 1]."""
+
+    semantic: np.ndarray | None
+    bm25: np.ndarray
+    bm25_raw: np.ndarray
+    keyword: np.ndarray
+    tag: np.ndarray
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        bm25_raw: np.ndarray,
+        cosines: np.ndarray | None,
+        covered: np.ndarray,
+        distinct_terms: int,
+        tag_counts: np.ndarray,
+        distinct_stems: int,
+    ) -> _Signals:
+        """Normalise the raw measures.
+
+        ``covered``: how many of the ``distinct_terms`` distinct query terms (Porter stems)
+        each candidate contains; ``tag_counts``: how many of the ``distinct_stems`` query
+        words (light stems) match its tags. Both are divided by at most
+        `KEYWORD_NORMALISER_CAP` (SwarmMemory's rule); BM25 by the query's best.
+        """
+        best_bm25 = float(bm25_raw.max(initial=0.0))
+        return cls(
+            semantic=np.maximum(cosines, 0.0) if cosines is not None else None,
+            bm25=bm25_raw / best_bm25 if best_bm25 > 0 else np.zeros_like(bm25_raw),
+            bm25_raw=bm25_raw,
+            keyword=np.minimum(1.0, covered / max(1, min(distinct_terms, KEYWORD_NORMALISER_CAP))),
+            tag=np.minimum(1.0, tag_counts / max(1, min(distinct_stems, KEYWORD_NORMALISER_CAP))),
+        )
+
+    def breakdown(self, i: int) -> ScoreBreakdown:
+        """Candidate ``i``'s signals, for its result."""
+        return ScoreBreakdown(
+            semantic=float(self.semantic[i]) if self.semantic is not None else None,
+            bm25=float(self.bm25[i]),
+            bm25_raw=float(self.bm25_raw[i]),
+            keyword=float(self.keyword[i]),
+            tag=float(self.tag[i]),
+        )
 
 
 @lru_cache(maxsize=65536)
@@ -315,33 +328,36 @@ def _tag_terms(tags: tuple[str, ...]) -> frozenset[str]:
     return frozenset().union(*map(_one_tag_terms, tags))
 
 
-def _tag_matcher(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> Callable[[tuple[str, ...]], int]:
-    """Counts query keywords found in a tag list (SwarmMemory's fuzzy tag match).
+def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.ndarray:
+    """How many query keywords each tag list matches (SwarmMemory's fuzzy tag match).
 
     A keyword matches a tag word with the same stem, or (both at least 4 letters) one
     that is a prefix of the other ("debug" ~ "debugger"). The prefix test runs once per
-    distinct tag word among the candidates, not once per candidate.
+    distinct tag word among the candidates, and when no keyword matches any of them (the
+    usual case) no candidate's tags are looked at again.
     """
-    all_terms = frozenset().union(*(_tag_terms(tags) for tags in tag_lists if tags))
+    counts = np.zeros(len(tag_lists))
+    distinct_tags: set[str] = set().union(*tag_lists)
+    if not stems or not distinct_tags:
+        return counts
+    all_terms = frozenset().union(*map(_one_tag_terms, distinct_tags))
     by_head: dict[str, list[str]] = {}  # a prefix match of >= 4 letters shares the first 4
     for term in all_terms:
         if len(term) >= 4:
             by_head.setdefault(term[:4], []).append(term)
-    wanted: dict[str, frozenset[str]] = {}
+    wanted: list[frozenset[str]] = []
     for word in stems:
         near = {word} & all_terms
         if len(word) >= 4:
             near.update(t for t in by_head.get(word[:4], ()) if t.startswith(word) or word.startswith(t))
         if near:
-            wanted[word] = frozenset(near)
-
-    def count(tags: tuple[str, ...]) -> int:
-        if not tags or not wanted:
-            return 0
-        terms = _tag_terms(tags)
-        return sum(1 for matches in wanted.values() if not terms.isdisjoint(matches))
-
-    return count
+            wanted.append(frozenset(near))
+    if wanted:
+        for i, tags in enumerate(tag_lists):
+            if tags:
+                terms = _tag_terms(tags)
+                counts[i] = sum(1 for matches in wanted if not terms.isdisjoint(matches))
+    return counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,11 +369,12 @@ class _SemanticHits:
     mask: np.ndarray | None
     row_of: Callable[[str], int | None]
 
-    def cosines(self, paths: Sequence[str]) -> dict[str, float]:
+    def cosines(self, paths: Sequence[str]) -> np.ndarray:
         """Cosine of each path (0.0 for entries without a comparable vector or outside the filters)."""
-        out: dict[str, float] = {}
-        for path in paths:
-            row = self.row_of(path)
-            keep = row is not None and (self.mask is None or bool(self.mask[row]))
-            out[path] = float(self.scores[row]) if keep else 0.0
+        rows = np.array([-1 if (row := self.row_of(path)) is None else row for path in paths], dtype=np.int64)
+        known = rows >= 0
+        if self.mask is not None:
+            known[known] = self.mask[rows[known]]
+        out = np.zeros(len(paths))
+        out[known] = self.scores[rows[known]]
         return out
