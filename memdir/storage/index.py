@@ -44,6 +44,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,10 +201,10 @@ class DerivedIndex:
         return self._db
 
     def _load_all(self, *, in_transaction: bool = False) -> None:
-        """Fill the matrix from the vectors table, streaming blobs in chunks into one preallocated array.
+        """Fill the keyword index and the vector matrix from SQLite, in one read transaction.
 
-        Vectors of another dimension than the newest one (a model change half done) are
-        left out: they cannot be compared with current queries and need re-embedding.
+        The keyword index is built on a helper thread (numpy work, mostly outside the GIL)
+        while this thread reads the vectors: at 100K entries the two overlap by ~0.3 s.
         """
         db = self.db
         if not in_transaction:
@@ -211,49 +212,68 @@ class DerivedIndex:
         try:
             self._seq = sql.meta_int(db, "seq")
             self._generation = sql.meta_text(db, "generation")
-            self._load_keywords(db)
-            newest = db.execute(
-                "SELECT length(v.vector) FROM vectors v JOIN entries e ON e.id = v.id"
-                " WHERE e.is_stub = 0 ORDER BY e.seq DESC LIMIT 1"
-            ).fetchone()
-            if newest is None or newest[0] < 4:
-                self.vectors.clear()
-                return
-            size = newest[0]
-            where = "FROM vectors v JOIN entries e ON e.id = v.id WHERE e.is_stub = 0 AND length(v.vector) = ?"
-            n = db.execute(f"SELECT count(*) {where}", (size,)).fetchone()[0]  # noqa: S608
-            matrix = np.empty((n, size // 4), dtype=np.float32)
-            paths: list[str] = []
-            types: list[str | None] = []
-            tags: list[str] = []
-            models: list[str | None] = []
-            cursor = db.execute(f"SELECT e.path, e.type, e.tags, v.model_id, v.vector {where}", (size,))  # noqa: S608
-            filled = 0
-            while chunk := cursor.fetchmany(_LOAD_CHUNK):
-                count = min(len(chunk), n - filled)
-                chunk = chunk[:count]
-                flat = np.frombuffer(b"".join([row[4] for row in chunk]), dtype="<f4")
-                matrix[filled : filled + count] = flat.reshape(count, -1)
-                paths.extend([row[0] for row in chunk])
-                types.extend([row[1] for row in chunk])
-                tags.extend([row[2] for row in chunk])
-                models.extend([row[3] for row in chunk])
-                filled += count
-            self.vectors.load(paths, matrix[:filled], types, tags, models)
+            self.keywords.clear()
+            self.keywords.learn(db.execute("SELECT term, id FROM terms"))
+            rows = db.execute(
+                "SELECT e.id, e.path, e.title, e.type, e.tags, t.term_ids, t.counts, t.length FROM entries e"
+                " JOIN entry_terms t ON t.id = e.id WHERE e.is_stub = 0 ORDER BY e.id"
+            ).fetchall()
+            ids, paths, titles, types, tags, term_ids, counts, lengths = (
+                (list(column) for column in zip(*rows)) if rows else ([],) * 8
+            )
+            helper = ThreadPoolExecutor(1, thread_name_prefix="memdir-open")
+            building = helper.submit(self.keywords.load, paths, titles, types, tags, term_ids, counts, lengths)
+            helper.shutdown(wait=False)  # the thread ends with the build
+            try:
+                self._load_vectors(db, np.asarray(ids, dtype=np.int64), paths, types, tags)
+            finally:
+                building.result()
         finally:
             if not in_transaction:
                 db.execute("COMMIT")
             self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
 
-    def _load_keywords(self, db: sqlite3.Connection) -> None:
-        """Fill the keyword index from ``terms`` and ``entry_terms`` (numpy work only: ~0.5 s at 100K)."""
-        self.keywords.clear()
-        self.keywords.learn(db.execute("SELECT term, id FROM terms"))
-        rows = db.execute(
-            "SELECT e.path, e.title, e.type, e.tags, t.term_ids, t.counts, t.length FROM entries e"
-            " JOIN entry_terms t ON t.id = e.id WHERE e.is_stub = 0"
-        ).fetchall()
-        self.keywords.load(*(list(column) for column in zip(*rows)) if rows else ([],) * 7)
+    def _load_vectors(
+        self, db: sqlite3.Connection, ids: np.ndarray, paths: list[str], types: list[str | None], tags: list[str]
+    ) -> None:
+        """Fill the matrix from the vectors table, streaming blobs in chunks into one preallocated array.
+
+        Every vector belongs to a non-stub entry, whose path, type and tags the keyword rows
+        (``ids`` ascending, with the parallel lists) already hold: the vectors are read alone,
+        in id order, and matched to those rows by id (no second join over ``entries``).
+        Vectors of another dimension than the newest one (a model change half done) are
+        left out: they cannot be compared with current queries and need re-embedding.
+        """
+        newest = db.execute(
+            "SELECT length(v.vector) FROM vectors v JOIN entries e ON e.id = v.id"
+            " WHERE e.is_stub = 0 ORDER BY e.seq DESC LIMIT 1"
+        ).fetchone()
+        if newest is None or newest[0] < 4 or not len(ids):
+            self.vectors.clear()
+            return
+        size = newest[0]
+        matrix = np.empty((len(ids), size // 4), dtype=np.float32)  # room for every entry
+        vector_ids: list[int] = []
+        models: list[str | None] = []
+        cursor = db.execute("SELECT id, model_id, vector FROM vectors WHERE length(vector) = ?", (size,))
+        filled = 0
+        while chunk := cursor.fetchmany(_LOAD_CHUNK):
+            chunk = chunk[: len(ids) - filled]
+            count = len(chunk)
+            flat = np.frombuffer(b"".join([row[2] for row in chunk]), dtype="<f4")
+            matrix[filled : filled + count] = flat.reshape(count, -1)
+            vector_ids.extend([row[0] for row in chunk])
+            models.extend([row[1] for row in chunk])
+            filled += count
+        at = np.minimum(np.searchsorted(ids, vector_ids), len(ids) - 1)
+        known = ids[at] == np.asarray(vector_ids, dtype=np.int64)
+        if not known.all():  # a vector whose entry is a stub or gone: leave it out
+            matrix = matrix[:filled][known]
+            models = [model for model, keep in zip(models, known.tolist()) if keep]
+        rows = at[known].tolist()
+        self.vectors.load(
+            [paths[i] for i in rows], matrix[: len(rows)], [types[i] for i in rows], [tags[i] for i in rows], models
+        )
 
     # ------------------------------------------------------------------ other processes
     def _file_replaced(self) -> bool:
