@@ -289,21 +289,27 @@ def test_corrupt_index_file_is_rebuilt(root):
     assert len(index) == 1
 
 
-def test_schema_2_index_is_migrated_to_porter_terms(root):
-    index = DerivedIndex(root)
-    put(index, make("fact/net.md", "The servers were connected", type="fact"))
-    index.close()
-    db = sqlite3.connect(root / ".memdir" / "index.sqlite3")
-    with db:  # what schema 2 stored: memdir's light stems
-        db.execute("DELETE FROM entry_terms")
-        db.execute("DELETE FROM terms")
-        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+def test_schema_2_index_is_migrated_to_porter_terms_and_loses_its_fts_copy(root):
+    path = root / ".memdir" / "index.sqlite3"
+    path.parent.mkdir(parents=True)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    for migration in index_db.MIGRATIONS[:2]:  # the schema a memdir of schema 2 made
+        migration(db)
+    db.executemany("INSERT INTO meta(key, value) VALUES (?, ?)",
+                   [("schema_version", "2"), ("seq", "1"), ("tombstone_floor", "0"), ("generation", "g2")])
+    row_id = db.execute(
+        "INSERT INTO entries(path, title, type, tags, seq) VALUES ('fact/net.md', 'Net', 'fact', '', 1)"
+    ).lastrowid
+    db.execute("INSERT INTO entries_fts(rowid, title, tags, domain, content) VALUES (?, 'Net', '', '', ?)",
+               (row_id, "The servers were connected"))
     db.close()
     index = DerivedIndex(root)
     assert not index.rebuilt
-    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
-    assert {t for (t,) in index.db.execute("SELECT term FROM terms")} == {"server", "connect"}
+    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+    assert {t for (t,) in index.db.execute("SELECT term FROM terms")} == {"net", "server", "connect"}
     assert [p for p, _ in index.keyword_search(["connection"])] == ["fact/net.md"]
+    assert index.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'entries_fts%'").fetchall() == []
 
 
 def test_index_from_a_newer_memdir_is_rebuilt(root):

@@ -24,8 +24,8 @@ formula, 0.1 / 0.6 ms at 10K / 100K) that also holds each entry's title, type an
 SQLite remains the shared, persistent source: ``entry_terms`` stores each entry's term
 ids and per-column counts, written in the entry's transaction, so opening builds the
 postings with numpy alone (100K entries: ~1 s of the ~2 s open) and `refresh` applies
-other processes' changes to it exactly as to the vector matrix. FTS5 is still written
-(it holds the content).
+other processes' changes to it exactly as to the vector matrix. The FTS5 table itself
+was dropped in schema 4: written on every write, read by nothing.
 
 Multi-process consistency: every change (upsert, remove) takes the next number of a
 counter in ``meta`` and stamps it on the row (or, for removals, on a tombstone). Each
@@ -547,18 +547,14 @@ class DerivedIndex:
             db.execute("UPDATE meta SET value = ? WHERE key = 'tombstone_floor'", (str(floor),))
 
     def optimize(self) -> None:
-        """Merge the FTS5 copy of the text into one segment (smaller file) after a bulk load.
-
-        Runs after a reconcile that changed many rows. Searches no longer read FTS5 (see
-        the module docstring), so this only keeps the file compact.
-        """
+        """Refresh SQLite's planner statistics after a reconcile that changed many rows."""
         with self._writing() as (db, _):
             sql.optimize(db)
 
     def clear(self) -> None:
         """Drop every row (a full rebuild follows); other processes notice and reload."""
         with self._writing() as (db, _):
-            for table in ("entries", "entries_fts", "vectors", "entry_tags", "entry_terms", "tombstones"):
+            for table in ("entries", "vectors", "entry_tags", "entry_terms", "tombstones"):
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 — fixed table names
             db.execute("UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'generation'")
             self._generation = sql.meta_text(db, "generation")

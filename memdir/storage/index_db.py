@@ -1,9 +1,8 @@
 """The SQLite file behind the derived index: schema, migrations, row writes and queries.
 
-Why SQLite FTS5 for keyword search (measured, see `memdir.storage.index`): it updates
-one row per write inside the same transaction as the metadata, several processes can
-share one file (WAL mode: readers never block the writer), and its ``bm25()`` ranks
-as well as the dedicated engines on LoCoMo.
+Why SQLite (measured, see `memdir.storage.index`): it updates an entry's rows inside one
+transaction, several processes share one file (WAL mode: readers never block the
+writer), and the change counter plus tombstones let each process catch up cheaply.
 
 Tables (schema version `SCHEMA_VERSION`):
 
@@ -22,9 +21,9 @@ Tables (schema version `SCHEMA_VERSION`):
 * ``entry_terms`` — per entry its distinct Porter-stemmed content words as term ids, their counts in title/tags/domain/content and the entry's length in
   words: exactly what the in-memory BM25 index (`memdir.storage.postings`) needs, so
   each process builds it at open with numpy alone, without re-tokenising any content.
-* ``entries_fts`` — FTS5 over title, tags, domain and content (``porter unicode61``);
-  its rowid is ``entries.id``. Content is stored only here. Searches no longer query it
-  (the in-memory index is 5-20x faster); it keeps the text for migrations and tools.
+* (``entries_fts``, the FTS5 table of schema 1-3, held a copy of every entry's text for
+  a search that moved in memory; schema 4 drops it. A future migration that needs the
+  text reads the files, the source of truth, or clears the index for a reconcile.)
 * ``tombstones`` — (path, seq) of removed entries, so other processes drop them too.
 """
 
@@ -49,10 +48,9 @@ log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memdir"
 INDEX_FILE = "index.sqlite3"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
-FTS_COLUMNS = ("title", "tags", "domain", "content")
 TAG_SEPARATOR = "\n"
 
 
@@ -145,6 +143,12 @@ def _migration_3(db: sqlite3.Connection) -> None:
         _write_terms(db, row_id, entry_terms(title, tags.split(), domain, content))
 
 
+def _migration_4(db: sqlite3.Connection) -> None:
+    """Drop the FTS5 copy of the text: nothing has queried it since schema 2, and every write
+    paid for tokenising and storing the content a second time."""
+    db.execute("DROP TABLE IF EXISTS entries_fts")
+
+
 def _run_script(db: sqlite3.Connection, script: str) -> None:
     """Run ``;``-separated DDL inside the caller's transaction (``executescript`` would commit it)."""
     for statement in script.split(";"):
@@ -153,7 +157,7 @@ def _run_script(db: sqlite3.Connection, script: str) -> None:
 
 
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
-MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (_migration_1, _migration_2, _migration_3)
+MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (_migration_1, _migration_2, _migration_3, _migration_4)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -364,7 +368,6 @@ def write_row(
             " yml_mtime_ns=?, yml_size=?, updated_at=?, hits=?, is_stub=?, text_hash=?, seq=? WHERE id=?",
             (*values, row_id),
         )
-        db.execute("DELETE FROM entries_fts WHERE rowid = ?", (row_id,))
         db.execute("DELETE FROM entry_tags WHERE id = ?", (row_id,))
         db.execute("DELETE FROM entry_terms WHERE id = ?", (row_id,))
     else:
@@ -375,10 +378,6 @@ def write_row(
         ).lastrowid
     db.execute("DELETE FROM tombstones WHERE path = ?", (entry.path,))
     if not is_stub:
-        db.execute(
-            "INSERT INTO entries_fts(rowid, title, tags, domain, content) VALUES (?, ?, ?, ?, ?)",
-            (row_id, entry.title, " ".join(tags), meta.domain or "", entry.content),
-        )
         db.executemany(
             "INSERT OR IGNORE INTO entry_tags(tag, id) VALUES (?, ?)", [(t.casefold(), row_id) for t in tags]
         )
@@ -409,7 +408,6 @@ def write_vector(
 def delete_row(db: sqlite3.Connection, row_id: int, path: str, seq: int) -> None:
     """Delete every trace of an entry and leave a tombstone, so other processes drop it too."""
     db.execute("DELETE FROM entries WHERE id = ?", (row_id,))
-    db.execute("DELETE FROM entries_fts WHERE rowid = ?", (row_id,))
     db.execute("DELETE FROM vectors WHERE id = ?", (row_id,))
     db.execute("DELETE FROM entry_tags WHERE id = ?", (row_id,))
     db.execute("DELETE FROM entry_terms WHERE id = ?", (row_id,))
@@ -421,8 +419,7 @@ def delete_row(db: sqlite3.Connection, row_id: int, path: str, seq: int) -> None
 
 
 def optimize(db: sqlite3.Connection) -> None:
-    """Merge the full-text index into one segment (faster queries) and refresh the planner's statistics."""
-    db.execute("INSERT INTO entries_fts(entries_fts) VALUES ('optimize')")
+    """Refresh the query planner's statistics (after a bulk load)."""
     db.execute("PRAGMA optimize")
 
 
