@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -302,7 +303,10 @@ class Memory:
         self.reconcile()
         if embedder is None:
             return 0
-        paths = [info.path for info in self.adapter.iter_entries()] if everything else self.index.needs_embedding(embedder.model_id)
+        if everything:
+            paths = [info.path for info in self.adapter.iter_entries(with_metadata=False)]
+        else:
+            paths = self.index.needs_embedding(embedder.model_id)
         return self._embed_paths(embedder, paths, progress)
 
     def reconcile(self) -> None:
@@ -336,37 +340,62 @@ class Memory:
             self._embed_paths(embedder, pending, None)
 
     def _embed_paths(self, embedder: Embedder, paths: list[str], progress: ProgressCallback | None) -> int:
-        batch = max(1, self.settings.embed_batch_size) * 8
+        """Embed ``paths`` and store their vectors; returns how many were embedded.
+
+        A pipeline: the model embeds one chunk on a worker thread (onnxruntime releases the
+        GIL) while this thread stores the previous chunk's vectors (two files per entry
+        with fsync, the index rows), so the file work hides behind the model's. Chunks
+        follow the entries' sizes, so the model's batches pad little.
+        """
+        chunk = max(1, self.settings.embed_batch_size) * 4
+        ordered = sorted(paths, key=lambda path: file_stats(self.root, path).md_size)
         done = 0
-        for start in range(0, len(paths), batch):
-            if self.model.closing:
-                break
-            entries = []
-            for path in paths[start:start + batch]:
-                try:
-                    entries.append(self.adapter.read_entry(path, follow=False))
-                except Exception:  # vanished, or turned into a stub, since listing
-                    continue
-            texts = [self._searchable(entry) for entry in entries]
-            vectors = embedder.embed(texts) if texts else np.zeros((0, embedder.dimensions), np.float32)
-            with self.adapter.lock.exclusive():
-                fresh: dict[str, np.ndarray] = {}
-                hashes: dict[str, str] = {}
-                expected: dict[str, tuple[str, str]] = {}
-                for entry, text, vector in zip(entries, texts, vectors):
-                    if entry.virtual:  # read-only package data: its vector lives in the derived index only
-                        self._index_entry(entry.model_copy(update={"embedding": vector}), text, embedder.model_id)
-                        continue
-                    fresh[entry.path], hashes[entry.path] = vector, text_hash(text)
-                    expected[entry.path] = (entry.content, entry.title)  # changed meanwhile: its own write embedded it
-                stored = self.adapter.set_embeddings(fresh, expected=expected)
-                self.index.upsert_many(
-                    (entry, file_stats(self.root, entry.path), hashes[entry.path], embedder.model_id) for entry in stored
-                )
-            done += len(entries)
-            if progress:
-                progress(done, len(paths))
+        with ThreadPoolExecutor(1, thread_name_prefix="memdir-embed") as worker:
+            pending: tuple[list[Entry], list[str], Future[np.ndarray]] | None = None
+            for start in range(0, len(ordered), chunk):
+                if self.model.closing:
+                    break
+                entries = self._readable(ordered[start : start + chunk])
+                texts = [self._searchable(entry) for entry in entries]
+                embedding = worker.submit(embedder.embed, texts)
+                if pending is not None:
+                    done += self._store_vectors(embedder, *pending)
+                    if progress:
+                        progress(done, len(paths))
+                pending = (entries, texts, embedding)
+            if pending is not None:
+                done += self._store_vectors(embedder, *pending)
+                if progress:
+                    progress(done, len(paths))
         return done
+
+    def _readable(self, paths: Iterable[str]) -> list[Entry]:
+        entries = []
+        for path in paths:
+            try:
+                entries.append(self.adapter.read_entry(path, follow=False))
+            except Exception:  # vanished, or turned into a stub, since listing
+                continue
+        return entries
+
+    def _store_vectors(self, embedder: Embedder, entries: list[Entry], texts: list[str], embedding: Future[np.ndarray]) -> int:
+        """Write one chunk's vectors (files and index) once the model has made them; returns the chunk's size."""
+        vectors = embedding.result()
+        with self.adapter.lock.exclusive():
+            fresh: dict[str, np.ndarray] = {}
+            hashes: dict[str, str] = {}
+            expected: dict[str, tuple[str, str]] = {}
+            for entry, text, vector in zip(entries, texts, vectors):
+                if entry.virtual:  # read-only package data: its vector lives in the derived index only
+                    self._index_entry(entry.model_copy(update={"embedding": vector}), text, embedder.model_id)
+                    continue
+                fresh[entry.path], hashes[entry.path] = vector, text_hash(text)
+                expected[entry.path] = (entry.content, entry.title)  # changed meanwhile: its own write embedded it
+            stored = self.adapter.set_embeddings(fresh, expected=expected)
+            self.index.set_vectors(
+                (entry, file_stats(self.root, entry.path), hashes[entry.path], embedder.model_id) for entry in stored
+            )
+        return len(entries)
 
     def _embedder_now(self) -> Embedder | None:
         """The model if ready; loads it first when nobody has started loading it (CLI use).

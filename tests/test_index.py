@@ -253,6 +253,26 @@ def test_model_change_means_re_embedding(root):
     assert (stats.entries, stats.embedded, stats.stale) == (2, 1, 1)
 
 
+def test_set_vectors_replaces_only_the_vector_and_reaches_other_processes(root):
+    index = DerivedIndex(root)
+    other = DerivedIndex(root)
+    entry = make("concept/a.md", "alpha particles", tags=["physics"])
+    put(index, entry, model="old/model")
+    terms_before = index.db.execute("SELECT term_ids, counts FROM entry_terms").fetchall()
+    new_vector = EMBEDDER.embed(["something else entirely"])[0]
+    fresh = entry.model_copy(update={"embedding": new_vector})
+    unknown = make("concept/b.md", "beta rays")  # no row yet: gets the full upsert
+    assert index.set_vectors([(fresh, FileStats(2, 15, 2, 2), "h1", MODEL), (unknown, FileStats(1, 9, 1, 1), "h2", MODEL)]) == 2
+    assert np.allclose(index.vectors.vector("concept/a.md"), new_vector, atol=1e-6)
+    assert index.db.execute("SELECT term_ids, counts FROM entry_terms WHERE id = 1").fetchall() == terms_before
+    assert index.needs_embedding(MODEL) == []
+    assert [p for p, _ in index.keyword_search(["alpha"])] == ["concept/a.md"]
+    assert index.vectors.mask(tags=["physics"]).tolist() == [True, False]  # filters still know its tags
+    assert other.refresh()
+    assert np.allclose(other.vectors.vector("concept/a.md"), new_vector, atol=1e-6)
+    assert "concept/b.md" in other.vectors
+
+
 def test_deleting_dot_memdir_rebuilds_silently(root):
     adapter = FilesystemAdapter(root)
     for i in range(5):

@@ -390,6 +390,32 @@ class DerivedIndex:
         """`upsert` of many (entry, stats, text_hash, model_id) in one transaction (bulk loads, rebuilds)."""
         return self._upsert_rows([(entry, stats, h, model, h) for entry, stats, h, model in items])
 
+    def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
+        """New vectors for entries whose text is unchanged (re-embedding), in one transaction.
+
+        Like `upsert_many` for (entry, stats, text_hash, model_id), but an entry the index
+        already holds keeps its keyword row: only its file stats, change number and vector
+        are written, so a rebuild does not re-tokenise every entry. Entries without a
+        searchable row get the full `upsert`.
+        """
+        items = list(items)
+        full: list[tuple[Entry, FileStats, str | None, str | None, str | None]] = []
+        with self._writing() as (db, seq):
+            for entry, stats, text_hash, model_id in items:
+                row_id = sql.restamp_row(db, entry.path, stats, text_hash, seq) if entry.embedding is not None else None
+                if row_id is None:
+                    full.append((entry, stats, text_hash, model_id, text_hash))
+                    continue
+                sql.write_vector(db, row_id, model_id, text_hash, entry.embedding)
+        needs_full = {entry.path for entry, *_ in full}
+        for entry, _, _, model_id in items:
+            if entry.path not in needs_full:
+                meta = entry.metadata
+                self.vectors.upsert(entry.path, entry.embedding, type=meta.type, tags=meta.tags, model=model_id)
+        if full:
+            self._upsert_rows(full)
+        return len(items)
+
     def _upsert_rows(self, items: list[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
         docs: list[KeywordDoc | None] = []
         with self._writing() as (db, seq):

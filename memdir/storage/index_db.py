@@ -395,6 +395,19 @@ def write_row(
     return row_id, doc
 
 
+def restamp_row(db: sqlite3.Connection, path: str, stats: FileStats, text_hash: str | None, seq: int) -> int | None:
+    """New file stats, text hash and change number for an entry whose text did not change
+    (a re-embedding rewrote its ``.yml`` and ``.emb``); its id, or None if it has no searchable row."""
+    found = db.execute("SELECT id FROM entries WHERE path = ? AND is_stub = 0", (path,)).fetchone()
+    if found is None:
+        return None
+    db.execute(
+        "UPDATE entries SET md_mtime_ns=?, md_size=?, yml_mtime_ns=?, yml_size=?, text_hash=?, seq=? WHERE id=?",
+        (stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size, text_hash, seq, found[0]),
+    )
+    return found[0]
+
+
 def write_vector(
     db: sqlite3.Connection, row_id: int, model_id: str | None, text_hash: str | None, vector: np.ndarray
 ) -> None:
