@@ -15,8 +15,12 @@ import numpy as np
 import pytest
 import yaml
 
+from fakes import FakeEmbedder
+from memdir.core.settings import Settings
+from memdir.memory import Memory
 from memdir.storage.base import Redirect
 from memdir.storage.filesystem import FilesystemAdapter
+from memdir.storage.index import listing
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swarm_memory"
 UTC = timezone.utc
@@ -168,6 +172,17 @@ def test_listing_matches(adapter: FilesystemAdapter) -> None:
         assert info.updated_at == EXPECTED[path]["updated_at"]
     with_stubs = [info.path for info in adapter.iter_entries(include_stubs=True)]
     assert "concept/ruby/class-basics.md" in with_stubs
+
+
+def test_memory_listing_from_the_index_matches_the_files(root: Path) -> None:
+    """`Memory.list` serves fresh rows from the index: they must say what the .yml files say."""
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        memory.read("concept/ruby/classes.md", count_hit=True)  # a hit rewrites the .yml, not the index row
+        from_files = list(memory.adapter.iter_entries(include_virtual=True))
+        assert memory.list() == from_files
+        assert memory.glob("**/*") == sorted(from_files, key=lambda info: info.updated_at, reverse=True)
+        fresh = memory.index.describe(dict(listing(memory.adapter)))
+        assert set(fresh) == set(EXPECTED) - {"concept/ruby/classes.md"}  # the hit one is read from its .yml
 
 
 def test_the_ruby_stub_is_followed(adapter: FilesystemAdapter) -> None:

@@ -67,10 +67,16 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(parts) + r"\Z")
 
 
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """A test for paths matching a user glob pattern (see `normalize_glob`)."""
+    regex = glob_regex(normalize_glob(pattern))
+    return lambda path: regex.match(path) is not None
+
+
 def match_glob(pattern: str, paths: Iterable[str]) -> list[str]:
     """The paths matching a user glob pattern (see `normalize_glob`)."""
-    regex = glob_regex(normalize_glob(pattern))
-    return [path for path in paths if regex.match(path)]
+    matches = glob_matcher(pattern)
+    return [path for path in paths if matches(path)]
 
 
 def path_filter(path: str | None) -> Callable[[str], bool]:

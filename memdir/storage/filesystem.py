@@ -599,7 +599,7 @@ class FilesystemAdapter:
                     is_stub = not has_sidecar and sniff_stub(file)
                     if is_stub and not include_stubs:
                         continue
-                    rows.append(self._info(path, file, st, has_sidecar, is_stub, with_metadata))
+                    rows.append(self._info(path, file.path, st, has_sidecar, is_stub, with_metadata))
         if include_virtual:
             rows.extend(virtual_info(p) for p in virtual_paths() if p.startswith(prefix))
         rows.sort(key=lambda info: info.path)
@@ -614,10 +614,26 @@ class FilesystemAdapter:
         return disk_stem(normalize_path(cleaned)) + "/"
 
 
+    def describe(self, paths: Sequence[str]) -> list[EntryInfo]:
+        """Listing rows with metadata (title, type, hits, updated_at, from each ``.yml``) of
+        the given real entries, in the order given; entries gone meanwhile are left out."""
+        rows: list[EntryInfo] = []
+        with self._reading():
+            for path in paths:
+                md, yml, _ = self._files(path)
+                try:
+                    st = os.stat(md)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                has_sidecar = yml.is_file()
+                is_stub = not has_sidecar and stubs.looks_like_stub(read_head(str(md), stubs.SNIFF_BYTES))
+                rows.append(self._info(path, str(md), st, has_sidecar, is_stub, True))
+        return rows
+
     def _info(
         self,
         path: str,
-        file: os.DirEntry[str],
+        file: str,
         st: os.stat_result,
         has_sidecar: bool,
         is_stub: bool,
@@ -626,7 +642,7 @@ class FilesystemAdapter:
         mtime_ns = st.st_mtime_ns
         title, type_, hits, updated_at = "", None, 0, None
         if with_metadata:
-            sidecar = self._load_sidecar(Path(file.path[:-3] + SIDECAR_SUFFIX)) if has_sidecar else None
+            sidecar = self._load_sidecar(Path(file[:-3] + SIDECAR_SUFFIX)) if has_sidecar else None
             if sidecar:
                 title = str(sidecar.get("title") or "")
                 meta = sidecar.get("metadata")
@@ -635,7 +651,7 @@ class FilesystemAdapter:
                 updated_at = as_datetime(sidecar.get("updated_at"))
             if not title:
                 try:
-                    head = read_head(file.path, _TITLE_READ_LIMIT).decode("utf-8", errors="ignore")
+                    head = read_head(file, _TITLE_READ_LIMIT).decode("utf-8", errors="ignore")
                 except OSError:
                     head = ""
                 title = head.split("\n", 1)[0].lstrip("# ").strip() if is_stub else fallback_title(head, path)

@@ -43,10 +43,11 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
 from memdir.core.keywords import porter_stem, tokenize
 from memdir.storage.index_db import EntryRow, FileStats
+from memdir.storage.base import EntryInfo
 from memdir.storage.postings import KeywordDoc, KeywordIndex
 from memdir.storage.vectors import VectorMatrix
 
@@ -612,6 +614,25 @@ class DerivedIndex:
         """Title, type, tags and words of the given entries (paths without a row are left out)."""
         with self.lock:
             return sql.entry_rows(self.db, paths)
+
+    def describe(self, stats: Mapping[str, FileStats]) -> dict[str, EntryInfo]:
+        """Listing rows (title, type, hits, updated_at) for the entries whose row is as fresh as
+        their files (``stats``, see `listing`); the others are left out, to be read from the files.
+
+        A read that counts a hit rewrites the ``.yml`` without touching the index, so a row
+        never serves a hit count that is out of date: its stats no longer match.
+        """
+        found: dict[str, EntryInfo] = {}
+        with self.lock:
+            for path, title, type_, hits, updated_at, *row_stats in sql.listing_rows(self.db, list(stats)):
+                st = stats[path]
+                if not title or not updated_at or tuple(row_stats) != (st.md_mtime_ns, st.md_size, st.yml_mtime_ns, st.yml_size):
+                    continue
+                found[path] = EntryInfo(
+                    path=path, title=title, size=st.md_size, updated_at=datetime.fromisoformat(updated_at),
+                    type=type_, hits=hits, mtime_ns=st.md_mtime_ns,
+                )
+        return found
 
     def needs_embedding(self, model_id: str | None) -> list[str]:
         """Entries to (re-)embed: no vector, a vector made from other text, or by another model.

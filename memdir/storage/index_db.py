@@ -33,9 +33,10 @@ import logging
 import os
 import sqlite3
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -434,6 +435,18 @@ def delete_row(db: sqlite3.Connection, row_id: int, path: str, seq: int) -> None
 def optimize(db: sqlite3.Connection) -> None:
     """Refresh the query planner's statistics (after a bulk load)."""
     db.execute("PRAGMA optimize")
+
+
+def listing_rows(db: sqlite3.Connection, paths: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    """(path, title, type, hits, updated_at, md_mtime_ns, md_size, yml_mtime_ns, yml_size) of the
+    given entries that have a searchable row."""
+    for start in range(0, len(paths), 500):
+        chunk = list(paths[start : start + 500])
+        yield from db.execute(
+            "SELECT path, title, type, hits, updated_at, md_mtime_ns, md_size, yml_mtime_ns, yml_size FROM entries"
+            f" WHERE is_stub = 0 AND path IN ({','.join('?' * len(chunk))})",  # noqa: S608 — placeholders only
+            chunk,
+        )
 
 
 def entry_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, EntryRow]:
