@@ -44,7 +44,6 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -203,11 +202,7 @@ class DerivedIndex:
         return self._db
 
     def _load_all(self, *, in_transaction: bool = False) -> None:
-        """Fill the keyword index and the vector matrix from SQLite, in one read transaction.
-
-        The keyword index is built on a helper thread (numpy work, mostly outside the GIL)
-        while this thread reads the vectors: at 100K entries the two overlap by ~0.3 s.
-        """
+        """Fill the keyword index and the vector matrix from SQLite, in one read transaction."""
         db = self.db
         if not in_transaction:
             db.execute("BEGIN")  # one snapshot for the counter and the rows
@@ -223,13 +218,10 @@ class DerivedIndex:
             ids, paths, titles, types, tags, term_ids, counts, lengths = (
                 (list(column) for column in zip(*rows)) if rows else ([],) * 8
             )
-            helper = ThreadPoolExecutor(1, thread_name_prefix="memdir-open")
-            building = helper.submit(self.keywords.load, paths, titles, types, tags, term_ids, counts, lengths)
-            helper.shutdown(wait=False)  # the thread ends with the build
-            try:
-                self._load_vectors(db, np.asarray(ids, dtype=np.int64), paths, types, tags)
-            finally:
-                building.result()
+            del rows  # the term blobs are ~100 MB at 100K entries: free them before the vectors come in
+            self.keywords.load(paths, titles, types, tags, term_ids, counts, lengths)
+            del term_ids, counts
+            self._load_vectors(db, np.asarray(ids, dtype=np.int64), paths, types, tags)
         finally:
             if not in_transaction:
                 db.execute("COMMIT")
