@@ -157,3 +157,18 @@ def test_normalize_prefix():
     assert normalize_prefix("concept/**") == "concept/"
     assert normalize_prefix("concept/ruby/classes.md") == "concept/ruby/classes.md"
     assert normalize_prefix("/") is None and normalize_prefix(None) is None
+
+
+def test_a_repeated_query_is_embedded_once(index, monkeypatch):
+    """Discovery searches one message three times; only the first search runs the model."""
+    embedder = FakeEmbedder()
+    s = searcher(index, embedder=embedder)
+    first = s.search("debugging api errors", types=["skill"])
+    again = s.search("debugging api errors", types=["fact"])
+    assert embedder.calls == 1 and first and again
+    s.search("ruby classes")
+    assert embedder.calls == 2
+    monkeypatch.setattr("memdir.search.hybrid.QUERY_VECTORS_KEPT", 1)
+    s.search("deploy failure")  # evicts everything older
+    s.search("debugging api errors")
+    assert embedder.calls == 4

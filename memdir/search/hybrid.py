@@ -40,6 +40,7 @@ where SQLite FTS5 plus the rows of the candidates used to cost ~2 / 8-13 ms.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -61,6 +62,9 @@ EmbedderSource = Union[Embedder, Callable[[], "Embedder | None"], None]
 # SwarmMemory: keyword matches are normalised by min(len(keywords), 5), so a long query
 # is not penalised for words no entry could contain.
 KEYWORD_NORMALISER_CAP = 5
+
+QUERY_VECTORS_KEPT = 64
+"""Query embeddings a searcher remembers (see `HybridSearcher._query_vector`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,25 @@ class HybridSearcher:
         self.index = index
         self.settings = settings or Settings()
         self._embedder = embedder
+        self._recent_queries: dict[tuple[str, str], np.ndarray] = {}
+        self._cache_lock = threading.Lock()
+
+    def _query_vector(self, embedder: Embedder, query: str) -> np.ndarray:
+        """The query's embedding, remembered for the next few searches.
+
+        Discovery searches one message three times (skills, memories, episodes) and a
+        client often repeats a query: each repeat would cost a model run (4-6 ms).
+        """
+        key = (embedder.model_id, query)
+        with self._cache_lock:
+            vector = self._recent_queries.pop(key, None)
+        if vector is None:
+            vector = embedder.embed([query])[0]
+        with self._cache_lock:
+            self._recent_queries[key] = vector  # newest last
+            while len(self._recent_queries) > QUERY_VECTORS_KEPT:
+                del self._recent_queries[next(iter(self._recent_queries))]
+        return vector
 
     def embedder(self) -> Embedder | None:
         """The embedder to use now, or None (none configured, or not ready)."""
@@ -167,7 +190,7 @@ class HybridSearcher:
         if query_vector is None:
             embedder = self.embedder()
             if embedder is not None:
-                query_vector = embedder.embed([query])[0]
+                query_vector = self._query_vector(embedder, query)
                 query_model = query_model or embedder.model_id
         elif query_model is None:
             embedder = self.embedder()
