@@ -16,7 +16,6 @@ from pydantic import Field
 
 from memdir.server.modes import MODES, offers_skills
 from memdir.server.state import app_state, run_memory_tool
-from memdir.episodes.recall import where_we_left_off
 from memdir.tools.discovery import discover
 
 PROMPT_TITLES = {
@@ -62,6 +61,8 @@ async def where_we_left_off_prompt(
     project: Annotated[str | None, Field(description="Only episodes of this project (e.g. the repository name).")] = None,
 ) -> str:
     """The most recent episodes (of this project), within a token budget: where the last sessions left off."""
+    from memdir.episodes.recall import where_we_left_off  # off the start-up path: used once a session
+
     reminder = await run_memory_tool(ctx, where_we_left_off, project=project)
     return reminder or "No episodes recorded yet: this is the first session memdir knows of."
 

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.core.settings import Settings
 from memdir.core.units import estimate_tokens
-from memdir.episodes.recall import discover_episodes
-from memdir.episodes.store import EPISODES_PREFIX
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -134,6 +132,10 @@ def discover(memory: Memory, message: str, settings: Settings | None = None, *, 
         settings: limits and thresholds (default: the memory's own settings).
         include_skills: False leaves the skills reminder out (retrieval mode has no LoadSkill).
     """
+    # The episodes package loads on the first message, not on the server's start-up path.
+    from memdir.episodes.recall import discover_episodes
+    from memdir.episodes.store import EPISODES_PREFIX
+
     settings = settings or memory.settings
     if not message or not message.strip():
         return ""
