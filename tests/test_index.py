@@ -469,3 +469,86 @@ def test_keyword_index_stays_right_through_updates_removals_and_compaction(root,
     np.testing.assert_allclose([s for _, s in again.keyword_search(["apples"], limit=100)], [s for _, s in live], rtol=1e-5)
     assert {p for p, _ in live} == {f"concept/e{i}.md" for i in (0, 3, 6, 7, 9, 11)}
     assert {p for p, _ in index.keyword_search(["apples"], tags=["fresh"])} == {f"concept/e{i}.md" for i in (0, 3, 6, 9)}
+
+
+# ---------------------------------------------------------------- the vector snapshot
+
+
+def matrix_of(index: DerivedIndex) -> dict[str, tuple[bytes, str | None]]:
+    """path -> (vector bytes, model) of every row of the in-memory matrix."""
+    return {path: (index.vectors.vector(path).tobytes(), index.vectors.model_of(path)) for path in index.vectors.paths}
+
+
+@pytest.fixture
+def small_snapshots(monkeypatch):
+    monkeypatch.setattr(index_module.snapshots, "MIN_ROWS", 3)
+    return monkeypatch
+
+
+def test_a_snapshot_is_written_after_a_full_load_and_used_when_nothing_changed(root, small_snapshots):
+    index = DerivedIndex(root)
+    for i in range(6):
+        put(index, make(f"concept/e{i}.md", f"entry number {i}"))
+    snapshot = index_module.snapshots.snapshot_path(index.path)
+    assert not snapshot.exists()  # writes alone never write it
+    expected = matrix_of(index)
+    index.close()
+    reopened = DerivedIndex(root)  # a full load of >= MIN_ROWS vectors writes it
+    assert snapshot.is_file() and matrix_of(reopened) == expected
+    reopened.close()
+    read = []
+    small_snapshots.setattr(index_module.snapshots, "read_snapshot", lambda path, real=index_module.snapshots.read_snapshot: read.append(path) or real(path))
+    third = DerivedIndex(root)
+    assert read and matrix_of(third) == expected
+    assert [p for p, _ in third.keyword_search(["number"])]  # the keyword side is loaded as always
+
+
+def test_a_snapshot_plus_later_changes_equals_a_full_load(root, small_snapshots):
+    index = DerivedIndex(root)
+    for i in range(6):
+        put(index, make(f"concept/e{i}.md", f"entry number {i}"))
+    index.close()
+    DerivedIndex(root).close()  # writes the snapshot
+    other = DerivedIndex(root)
+    put(other, make("concept/e1.md", "rewritten entirely"))  # a changed vector
+    put(other, make("concept/e2.md", "no vector now", embed=False))  # lost its vector
+    other.remove("concept/e3.md")  # gone
+    put(other, make("concept/new.md", "a newcomer"), model="other/model")  # new, another model
+    other.close()
+    with_snapshot = matrix_of(DerivedIndex(root))
+    index_module.snapshots.snapshot_path(index.path).unlink()
+    small_snapshots.setattr(index_module.snapshots, "MIN_ROWS", 10**9)
+    full = matrix_of(DerivedIndex(root))
+    assert with_snapshot == full
+    assert "concept/e2.md" not in full and "concept/e3.md" not in full and full["concept/new.md"][1] == "other/model"
+
+
+def test_an_unusable_snapshot_is_ignored(root, small_snapshots, caplog):
+    index = DerivedIndex(root)
+    for i in range(4):
+        put(index, make(f"concept/e{i}.md", f"entry number {i}"))
+    expected = matrix_of(index)
+    index.close()
+    DerivedIndex(root).close()
+    snapshot = index_module.snapshots.snapshot_path(index.path)
+    data = snapshot.read_bytes()
+    snapshot.write_bytes(data[:-10])  # cut short
+    assert matrix_of(DerivedIndex(root)) == expected
+    assert "ignoring the vector snapshot" in caplog.text
+    snapshot.write_bytes(b"not a snapshot at all")
+    assert matrix_of(DerivedIndex(root)) == expected
+
+
+def test_a_snapshot_of_a_cleared_index_is_ignored(root, small_snapshots):
+    index = DerivedIndex(root)
+    for i in range(4):
+        put(index, make(f"concept/e{i}.md", f"entry number {i}"))
+    index.close()
+    DerivedIndex(root).close()  # snapshot of this generation
+    old = index_module.snapshots.read_snapshot(index_module.snapshots.snapshot_path(index.path))
+    cleared = DerivedIndex(root)
+    cleared.clear()
+    put(cleared, make("concept/only.md", "the only entry"))
+    cleared.close()
+    assert list(DerivedIndex(root).vectors.paths) == ["concept/only.md"]
+    assert old is not None and old.generation != DerivedIndex(root)._generation

@@ -55,6 +55,7 @@ import numpy as np
 from memdir.core.entry import Entry
 from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
+from memdir.storage import snapshot as snapshots
 from memdir.core.keywords import porter_stem, tokenize
 from memdir.storage.index_db import EntryRow, FileStats
 from memdir.storage.base import EntryInfo
@@ -230,13 +231,13 @@ class DerivedIndex:
     def _load_vectors(
         self, db: sqlite3.Connection, ids: np.ndarray, paths: list[str], types: list[str | None], tags: list[str]
     ) -> None:
-        """Fill the matrix from the vectors table, streaming blobs in chunks into one preallocated array.
+        """Fill the matrix: from the vector snapshot plus the rows changed since it, or all from SQLite.
 
         Every vector belongs to a non-stub entry, whose path, type and tags the keyword rows
-        (``ids`` ascending, with the parallel lists) already hold: the vectors are read alone,
-        in id order, and matched to those rows by id (no second join over ``entries``).
-        Vectors of another dimension than the newest one (a model change half done) are
-        left out: they cannot be compared with current queries and need re-embedding.
+        (``ids`` ascending, with the parallel lists) already hold, so vectors are read alone
+        and matched to those rows by id (no second join over ``entries``). Vectors of
+        another dimension than the newest one (a model change half done) are left out: they
+        cannot be compared with current queries and need re-embedding.
         """
         newest = db.execute(
             "SELECT length(v.vector) FROM vectors v JOIN entries e ON e.id = v.id"
@@ -246,28 +247,88 @@ class DerivedIndex:
             self.vectors.clear()
             return
         size = newest[0]
-        matrix = np.empty((len(ids), size // 4), dtype=np.float32)  # room for every entry
-        vector_ids: list[int] = []
-        models: list[str | None] = []
-        cursor = db.execute("SELECT id, model_id, vector FROM vectors WHERE length(vector) = ?", (size,))
-        filled = 0
-        while chunk := cursor.fetchmany(_LOAD_CHUNK):
-            chunk = chunk[: len(ids) - filled]
-            count = len(chunk)
-            flat = np.frombuffer(b"".join([row[2] for row in chunk]), dtype="<f4")
-            matrix[filled : filled + count] = flat.reshape(count, -1)
-            vector_ids.extend([row[0] for row in chunk])
-            models.extend([row[1] for row in chunk])
-            filled += count
+        loaded = self._vectors_from_snapshot(db, size)
+        if loaded is None:
+            vector_ids, models, matrix = self._read_vectors(
+                db, "SELECT id, model_id, vector FROM vectors WHERE length(vector) = ?", (size,), len(ids)
+            )
+            stale = len(vector_ids) >= snapshots.MIN_ROWS
+            if not stale:  # a small root (again): a snapshot left from bigger days is dead weight
+                snapshots.snapshot_path(self.path).unlink(missing_ok=True)
+        else:
+            vector_ids, models, matrix, stale = loaded
         at = np.minimum(np.searchsorted(ids, vector_ids), len(ids) - 1)
-        known = ids[at] == np.asarray(vector_ids, dtype=np.int64)
+        known = ids[at] == vector_ids
         if not known.all():  # a vector whose entry is a stub or gone: leave it out
-            matrix = matrix[:filled][known]
+            matrix, vector_ids = matrix[known], vector_ids[known]
             models = [model for model, keep in zip(models, known.tolist()) if keep]
         rows = at[known].tolist()
         self.vectors.load(
-            [paths[i] for i in rows], matrix[: len(rows)], [types[i] for i in rows], [tags[i] for i in rows], models
+            [paths[i] for i in rows], matrix, [types[i] for i in rows], [tags[i] for i in rows], models
         )
+        if stale:
+            snapshot = snapshots.VectorSnapshot(self._generation, self._seq, vector_ids, models, matrix)
+            snapshots.write_snapshot(snapshots.snapshot_path(self.path), snapshot)
+
+    @staticmethod
+    def _read_vectors(
+        db: sqlite3.Connection, query: str, params: tuple[Any, ...], capacity: int
+    ) -> tuple[np.ndarray, list[str | None], np.ndarray]:
+        """(ids, models, matrix) of the (id, model_id, vector) rows ``query`` returns, streamed in chunks
+        into one preallocated array of ``capacity`` rows (the caller's bound on the row count)."""
+        cursor = db.execute(query, params)
+        matrix: np.ndarray | None = None
+        vector_ids: list[int] = []
+        models: list[str | None] = []
+        filled = 0
+        while chunk := cursor.fetchmany(_LOAD_CHUNK):
+            chunk = chunk[: capacity - filled]
+            if not chunk:
+                break
+            flat = np.frombuffer(b"".join([row[2] for row in chunk]), dtype="<f4")
+            if matrix is None:
+                matrix = np.empty((capacity, flat.size // len(chunk)), dtype=np.float32)
+            matrix[filled : filled + len(chunk)] = flat.reshape(len(chunk), -1)
+            vector_ids.extend([row[0] for row in chunk])
+            models.extend([row[1] for row in chunk])
+            filled += len(chunk)
+        if matrix is None:
+            return np.zeros(0, dtype=np.int64), [], np.zeros((0, 0), dtype=np.float32)
+        return np.asarray(vector_ids, dtype=np.int64), models, matrix[:filled]
+
+    def _vectors_from_snapshot(
+        self, db: sqlite3.Connection, size: int
+    ) -> tuple[np.ndarray, list[str | None], np.ndarray, bool] | None:
+        """(ids, models, matrix, worth re-snapshotting) from a usable snapshot plus the rows changed
+        since it; None when there is no usable snapshot (see `memdir.storage.snapshot`)."""
+        snap = snapshots.read_snapshot(snapshots.snapshot_path(self.path))
+        if (
+            snap is None
+            or snap.generation != self._generation
+            or snap.seq > self._seq
+            or snap.matrix.shape[1] * 4 != size
+        ):
+            return None
+        changed = np.fromiter(
+            (row[0] for row in db.execute("SELECT id FROM entries WHERE seq > ?", (snap.seq,))), dtype=np.int64
+        )
+        fresh_ids, fresh_models, fresh = self._read_vectors(
+            db,
+            "SELECT v.id, v.model_id, v.vector FROM vectors v JOIN entries e ON e.id = v.id"
+            " WHERE e.seq > ? AND length(v.vector) = ?",
+            (snap.seq, size),
+            len(changed),
+        )
+        stale = len(changed) > max(1_000, len(snap.ids) // 10)
+        keep = ~np.isin(snap.ids, changed)
+        if keep.all() and not len(fresh_ids):
+            return snap.ids, snap.models, snap.matrix, stale  # nothing changed: no copy at all
+        kept = int(keep.sum())
+        matrix = np.empty((kept + len(fresh_ids), snap.matrix.shape[1]), dtype=np.float32)
+        np.compress(keep, snap.matrix, axis=0, out=matrix[:kept])
+        matrix[kept:] = fresh.reshape(len(fresh_ids), -1)
+        models = [*(model for model, k in zip(snap.models, keep.tolist()) if k), *fresh_models]
+        return np.concatenate([snap.ids[keep], fresh_ids]), models, matrix, stale
 
     # ------------------------------------------------------------------ other processes
     def _file_replaced(self) -> bool:
