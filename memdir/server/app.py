@@ -20,8 +20,8 @@ import logging
 import sys
 import types
 import typing
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any
 
 from mcp.server import NotificationOptions
@@ -219,6 +219,31 @@ def _defrag_tool(fn: Callable[..., str]) -> Callable[..., Any]:
 
 
 # --------------------------------------------------------------------------- the server
+@contextmanager
+def _plain_logging() -> Iterator[None]:
+    """Construct an `MCPServer` with plain stderr logging instead of the SDK's rich handler.
+
+    ``MCPServer.__init__`` calls ``configure_logging``, which imports rich (40 ms, 4% of the
+    1 s start-up budget) for a log handler; ``logging.basicConfig`` with a plain handler
+    does the same job. Only that name in the SDK's module is swapped, and only while the
+    server is built; an SDK without it is left alone.
+    """
+    module = sys.modules[MCPServer.__module__]
+    original = getattr(module, "configure_logging", None)
+    if original is None:
+        yield
+        return
+
+    def configure_logging(level: str = "INFO") -> None:
+        logging.basicConfig(level=level, format="%(message)s", handlers=[logging.StreamHandler()])
+
+    module.configure_logging = configure_logging
+    try:
+        yield
+    finally:
+        module.configure_logging = original
+
+
 def build_server(settings: Settings | None = None, *, embedder: "Embedder | None" = None) -> "MemdirServer":
     """The memdir MCP server for ``settings`` (root, agent, mode, workspace, limits).
 
@@ -261,15 +286,16 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
         finally:
             host.close()
 
-    server = MemdirServer(
-        SERVER_NAME,
-        title="memdir",
-        description="Persistent memory for LLM agents: markdown entries with local semantic search.",
-        version=__version__,
-        instructions=prompts.system_prompt(mode),
-        lifespan=lifespan,
-        log_level="WARNING",
-    )
+    with _plain_logging():
+        server = MemdirServer(
+            SERVER_NAME,
+            title="memdir",
+            description="Persistent memory for LLM agents: markdown entries with local semantic search.",
+            version=__version__,
+            instructions=prompts.system_prompt(mode),
+            lifespan=lifespan,
+            log_level="WARNING",
+        )
     for name, function in functions.items():
         spec = TOOLS[name]
         server.add_tool(function, name=name, title=spec.title, annotations=spec.annotations, structured_output=False)
