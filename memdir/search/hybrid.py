@@ -33,8 +33,8 @@ the best unfiltered hits were elsewhere.
 
 Everything a search reads is in memory (`DerivedIndex.vectors`, `DerivedIndex.keywords`):
 no SQLite query per search. Measured with ``bench/bench_search.py`` (2 shared cores):
-p50 2.6 ms at 10K entries and 11.5 ms at 100K with the query vector given (CPU the same;
-the cosine scan, ``einsum`` over the matrix, is 0.8 / 8 ms of it; BM25 0.1 / 0.6 ms),
+p50 1.7 ms at 10K entries and 7.7 ms at 100K with the query vector given (the cosine scan,
+``einsum`` split over both cores, is 0.6 / 5 ms of it; BM25 0.1 / 0.6 ms),
 where SQLite FTS5 plus the rows of the candidates used to cost ~2 / 8-13 ms.
 """
 

@@ -23,7 +23,8 @@ searches now run on an in-memory inverted index (`memdir.storage.postings`, FTS5
 formula, 0.1 / 0.6 ms at 10K / 100K) that also holds each entry's title, type and tags.
 SQLite remains the shared, persistent source: ``entry_terms`` stores each entry's term
 ids and per-column counts, written in the entry's transaction, so opening builds the
-postings with numpy alone (100K entries: ~1 s of the ~2 s open) and `refresh` applies
+postings with numpy alone (100K entries: ~1 s of the ~1.5 s open; the vectors come from a
+flat snapshot, `memdir.storage.snapshot`) and `refresh` applies
 other processes' changes to it exactly as to the vector matrix. The FTS5 table itself
 was dropped in schema 4: written on every write, read by nothing.
 
