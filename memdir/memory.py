@@ -395,13 +395,13 @@ class Memory:
         with self.adapter.lock.exclusive():
             fresh: dict[str, np.ndarray] = {}
             hashes: dict[str, str] = {}
-            expected: dict[str, tuple[str, str]] = {}
+            expected: dict[str, Entry] = {}
             for entry, text, vector in zip(entries, texts, vectors):
                 if entry.virtual:  # read-only package data: its vector lives in the derived index only
                     self._index_entry(entry.model_copy(update={"embedding": vector}), text, embedder.model_id)
                     continue
                 fresh[entry.path], hashes[entry.path] = vector, text_hash(text)
-                expected[entry.path] = (entry.content, entry.title)  # changed meanwhile: its own write embedded it
+                expected[entry.path] = entry  # changed meanwhile: its own write embedded it
             stored = self.adapter.set_embeddings(fresh, expected=expected)
             self.index.set_vectors(
                 (entry, file_stats(self.root, entry.path), hashes[entry.path], embedder.model_id) for entry in stored

@@ -698,3 +698,18 @@ def test_a_caller_holding_the_shared_lock_never_sees_a_dead_writers_half_change(
     with adapter.lock.shared():
         assert not atomic.has_pending(root)
         assert adapter.read_entry("fact/a").content == "new"
+
+
+def test_set_embeddings_skips_entries_changed_since_they_were_read(adapter: FilesystemAdapter) -> None:
+    """A re-embedding must not overwrite the vector a later write made for new text (tags are embedded too)."""
+    put(adapter, "concept/a.md", "alpha", metadata={"type": "concept", "tags": ["old"]}, embedding=vector(1))
+    put(adapter, "concept/b.md", "beta", metadata={"type": "concept"}, embedding=vector(2))
+    read_a, read_b = adapter.read_entry("concept/a.md"), adapter.read_entry("concept/b.md")
+    put(adapter, "concept/a.md", "alpha", metadata={"type": "concept", "tags": ["new"]}, embedding=vector(3))
+    adapter.read_entry("concept/b.md", count_hit=True)  # a hit is not a change of text
+    stored = adapter.set_embeddings(
+        {"concept/a.md": vector(4), "concept/b.md": vector(5)}, expected={"concept/a.md": read_a, "concept/b.md": read_b}
+    )
+    assert [entry.path for entry in stored] == ["concept/b.md"]
+    assert np.allclose(adapter.read_entry("concept/a.md").embedding, vector(3))
+    assert np.allclose(adapter.read_entry("concept/b.md").embedding, vector(5))

@@ -273,7 +273,7 @@ class FilesystemAdapter:
         )
 
     def set_embeddings(
-        self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, tuple[str, str]] | None = None
+        self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, Entry] | None = None
     ) -> list[Entry]:
         """Replace the embeddings of existing entries in ONE transaction (re-embedding, rebuilds).
 
@@ -284,8 +284,9 @@ class FilesystemAdapter:
 
         Args:
             vectors: path -> its new embedding.
-            expected: path -> (content, title) the vector was computed from; an entry that
-                changed since (its own write embedded it) is skipped.
+            expected: path -> the entry as read when its vector was computed; an entry whose
+                content, title or metadata (tags and domain are embedded too) changed since
+                is skipped: the write that changed it embedded it.
 
         Returns:
             The updated entries, in the order given (skipped ones left out).
@@ -297,7 +298,8 @@ class FilesystemAdapter:
                 path = normalize_path(path)
                 self._refuse_virtual(path)
                 entry, sidecar = self._load(path)
-                if expected is not None and expected.get(path) != (entry.content, entry.title):
+                before = expected.get(path) if expected is not None else entry
+                if before is None or (before.content, before.title, before.metadata) != (entry.content, entry.title, entry.metadata):
                     continue
                 _, yml, emb = self._files(path)
                 emb_bytes = encode_embedding(path, vector)
