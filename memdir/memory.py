@@ -361,6 +361,13 @@ class Memory:
         chunk = max(1, self.settings.embed_batch_size) * 4
         ordered = sorted(paths, key=lambda path: file_stats(self.root, path).md_size)
         done = 0
+
+        def store(item: tuple[list[Entry], list[str], Future[np.ndarray]]) -> None:
+            nonlocal done
+            done += self._store_vectors(embedder, *item)
+            if progress:
+                progress(done, len(paths))
+
         with ThreadPoolExecutor(1, thread_name_prefix="memdir-embed") as worker:
             pending: tuple[list[Entry], list[str], Future[np.ndarray]] | None = None
             for start in range(0, len(ordered), chunk):
@@ -370,17 +377,14 @@ class Memory:
                 texts = [self._searchable(entry) for entry in entries]
                 embedding = worker.submit(embedder.embed, texts)
                 if pending is not None:
-                    done += self._store_vectors(embedder, *pending)
-                    if progress:
-                        progress(done, len(paths))
+                    store(pending)  # while the model works on this chunk
                 pending = (entries, texts, embedding)
             if pending is not None:
-                done += self._store_vectors(embedder, *pending)
-                if progress:
-                    progress(done, len(paths))
+                store(pending)
         return done
 
     def _readable(self, paths: Iterable[str]) -> list[Entry]:
+        """The entries at ``paths`` that can still be read (for embedding)."""
         entries = []
         for path in paths:
             try:

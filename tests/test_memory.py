@@ -145,6 +145,20 @@ def test_rebuild_re_embeds_everything(memory):
     assert calls[-1] == (5, 5)
 
 
+def test_rebuild_in_many_chunks_embeds_each_entry_once(tmp_path):
+    """The rebuild pipeline (model on one chunk while the previous one is stored) loses and repeats nothing."""
+    embedder = FakeEmbedder()
+    with Memory.open(Settings(root=tmp_path / "m", embed_batch_size=1), embedder=embedder) as memory:
+        for i in range(10):
+            write_fact(memory, f"f{i}", "word " * (i + 1))  # sizes differ: chunks follow them
+        embedder.texts_embedded = 0
+        calls: list[tuple[int, int]] = []
+        assert memory.rebuild(progress=lambda done, total: calls.append((done, total))) == 10
+        assert embedder.texts_embedded == 10 and [done for done, _ in calls] == [4, 8, 10]
+        assert memory.index.needs_embedding(embedder.model_id) == []
+        assert memory.read("fact/f9").embedded
+
+
 def test_reembedding_keeps_updated_at_and_hits(memory):
     written = write_fact(memory, "paris", "Paris is the capital of France.").entry
     memory.read("fact/paris", count_hit=True)
