@@ -34,7 +34,15 @@ from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES
 from memdir.core.settings import Settings
 from memdir.server import prompts, resources, toolsets, workspace
 from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
-from memdir.server.state import AppState, MemoryHost, SessionRegistry, app_state, run_memory_tool, session_state
+from memdir.server.state import (
+    AppState,
+    MemoryHost,
+    SessionRegistry,
+    app_state,
+    open_after_handshake,
+    run_memory_tool,
+    session_state,
+)
 from memdir.tools.discovery import discover
 from memdir.tools.workspace import WORKSPACE_TOOLS, Workspace
 
@@ -301,6 +309,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
         server.add_tool(function, name=name, title=spec.title, annotations=spec.annotations, structured_output=False)
     workspace.register(server, workspace_tools)
     toolsets.install(server)
+    server.middleware.append(open_after_handshake)
     prompts.register(server)
     resources.register(server)
     return server

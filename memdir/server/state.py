@@ -1,8 +1,8 @@
 """The server's state: one shared `Memory` (in the lifespan) and per-client-session state.
 
-* `MemoryHost` opens the `Memory` on its own worker thread as soon as the server starts
-  and runs every memory operation on that same thread, one at a time. Opening never
-  delays ``initialize`` or ``tools/list`` (they do not need it), a slow search never
+* `MemoryHost` opens the `Memory` on its own worker thread once the handshake is over
+  (or at the first operation) and runs every memory operation on that same thread, one at
+  a time. Opening never delays ``initialize`` or ``tools/list`` (they do not need it), a slow search never
   blocks the event loop, and the store's SQLite connection is only ever used by the
   thread that created it. The embedding model loads in the background (keyword search
   until it is ready).
@@ -22,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -42,8 +43,22 @@ class MemoryHost:
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self._root = settings.store_root
+        self._settings, self._embedder = settings, embedder
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-memory")
-        self._opening: Future[Memory] = self._executor.submit(self._open, settings, embedder)
+        self._opening: Future[Memory] | None = None
+        self._starting = threading.Lock()
+
+    def start(self) -> Future[Memory]:
+        """Begin opening the memory (and loading the model behind it), once; the opening's future.
+
+        The server calls it when the handshake is over (`open_after_handshake`): opening
+        imports numpy, SQLite and onnxruntime on this thread, which would otherwise compete
+        for the GIL with the answers to ``initialize`` and ``tools/list``.
+        """
+        with self._starting:
+            if self._opening is None:
+                self._opening = self._executor.submit(self._open, self._settings, self._embedder)
+            return self._opening
 
     @staticmethod
     def _open(settings: Settings, embedder: Embedder | None) -> Memory:
@@ -54,7 +69,7 @@ class MemoryHost:
     def memory(self) -> Memory:
         """The open memory (waits for the opening); a failure to open becomes a `MemdirError`."""
         try:
-            return self._opening.result()
+            return self.start().result()
         except MemdirError:
             raise
         except Exception as exc:
@@ -74,8 +89,9 @@ class MemoryHost:
         """Close the memory (after pending operations) and stop the thread."""
 
         def close_memory() -> None:
-            if self._opening.done() and self._opening.exception() is None:
-                self._opening.result().close()
+            opening = self._opening
+            if opening is not None and opening.done() and opening.exception() is None:
+                opening.result().close()
 
         try:
             self._executor.submit(close_memory).result(timeout=30)
@@ -148,6 +164,15 @@ class AppState:
         return [*self.tools, *(name for name in self.workspace_tools if name in loaded)]
 
 
+async def open_after_handshake(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Server middleware: start opening the memory with the first request after ``initialize``."""
+    result = await call_next(ctx)
+    state = ctx.lifespan_context
+    if ctx.method != "initialize" and isinstance(state, AppState):
+        state.host.start()
+    return result
+
+
 def app_state(ctx: Context) -> AppState:
     """The `AppState` of the server handling ``ctx``."""
     return ctx.request_context.lifespan_context  # type: ignore[return-value]
@@ -176,6 +201,7 @@ __all__ = [
     "SessionRegistry",
     "SessionState",
     "app_state",
+    "open_after_handshake",
     "run_memory_tool",
     "session_state",
     "tool_error",

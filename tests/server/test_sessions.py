@@ -105,3 +105,30 @@ def test_two_sessions_on_one_server_have_their_own_toolsets_and_reads(http_serve
             assert not (await first.call_tool("MemoryEdit", edit)).is_error
 
     anyio.run(scenario)
+
+
+# --------------------------------------------------------------------------- the memory's opening
+def test_the_memory_opens_after_the_handshake_not_during_it(tmp_path):
+    from memdir.core.settings import Settings
+    from memdir.server.state import AppState, MemoryHost, open_after_handshake
+    from memdir.tools.workspace import Workspace
+    from tests.fakes import FakeEmbedder
+
+    settings = Settings(root=tmp_path / "root")
+    host = MemoryHost(settings, embedder=FakeEmbedder())
+    state = AppState(settings, host, SessionRegistry(), Workspace.create(tmp_path), (), ())
+
+    async def answer(_ctx):
+        return {}
+
+    async def request(method):
+        return await open_after_handshake(SimpleNamespace(method=method, lifespan_context=state), answer)
+
+    try:
+        anyio.run(request, "initialize")
+        assert host._opening is None  # answering initialize opened nothing
+        anyio.run(request, "tools/list")
+        assert host._opening is not None
+        assert [info.path for info in host.memory().list()] == ["skill/meta/deep-learning.md"]
+    finally:
+        host.close()
