@@ -159,7 +159,7 @@ def method_settings(base: Settings) -> dict[str, Settings]:
         return base.model_copy(update=changes)
 
     return {
-        "BM25 only (FTS5)": variant(semantic_weight=0.0, keyword_weight=0.0, tag_weight=0.0, bm25_weight=1.0),
+        "BM25 only": variant(semantic_weight=0.0, keyword_weight=0.0, tag_weight=0.0, bm25_weight=1.0),
         "dense only": variant(semantic_weight=1.0, keyword_weight=0.0, tag_weight=0.0, bm25_weight=0.0),
         "keyword coverage only": variant(semantic_weight=0.0, keyword_weight=1.0, tag_weight=0.0, bm25_weight=0.01),
         "RRF (dense + BM25)": variant(

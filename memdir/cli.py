@@ -176,9 +176,15 @@ def search(
         return
     from rich.table import Table
 
-    table = Table(title=f"Results for {query!r}" + ("" if state == "ready" else " (keyword only)"))
-    for column in ("#", "path", "title", "score", "semantic", "bm25", "keywords", "tags"):
-        table.add_column(column, justify="right" if column not in ("path", "title") else "left")
+    table = Table(
+        title=f"Results for {query!r}" + ("" if state == "ready" else " (keyword only)"),
+        caption="score = weighted mean of semantic, bm25, kw (keyword coverage) and tags",
+    )
+    table.add_column("#", justify="right")
+    table.add_column("path", overflow="fold", min_width=12)  # folded, never cut: it is what MemoryRead takes
+    table.add_column("title", min_width=8)
+    for column in ("score", "semantic", "bm25", "kw", "tags"):
+        table.add_column(column, justify="right", no_wrap=True)
     for rank, result in enumerate(results, start=1):
         parts = result.breakdown
         semantic = "-" if parts.semantic is None else f"{parts.semantic:.3f}"

@@ -361,6 +361,8 @@ class Memory:
         chunk = max(1, self.settings.embed_batch_size) * 4
         ordered = sorted(paths, key=lambda path: file_stats(self.root, path).md_size)
         done = 0
+        if progress:
+            progress(done, len(paths))
 
         def store(item: tuple[list[Entry], list[str], Future[np.ndarray]]) -> None:
             nonlocal done
