@@ -26,13 +26,15 @@ from typing import Annotated, Any
 
 from mcp.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
-from pydantic import Field, WithJsonSchema
+from pydantic import Field, ValidationError, WithJsonSchema
 
 from memdir import __version__
 from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES
 from memdir.core.settings import Settings
 from memdir.server import prompts, resources, toolsets, workspace
+from memdir.server.arguments import invalid_arguments_message
 from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
 from memdir.server.state import (
     AppState,
@@ -71,7 +73,18 @@ DEFRAG_ACTIONS = (
 
 
 class MemdirServer(MCPServer[AppState]):
-    """`MCPServer` that tells handshake-era clients its tool list can change (LoadSkill)."""
+    """`MCPServer` that tells handshake-era clients its tool list can change (LoadSkill) and
+    answers arguments that do not fit a tool's schema with a clear message."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
+            raise ToolError(invalid_arguments_message(name, cause, schemas.get(name))) from cause
 
     async def run_stdio_async(self) -> None:
         # MCPServer.run_stdio_async advertises tools.listChanged=false, and LoadSkill does

@@ -148,3 +148,20 @@ def test_array_parameters_also_accept_json_strings_and_comma_lists(tmp_path):
     for tags in (["a", "b"], '["a", "b"]', "a, b"):
         validated = tool.fn_metadata.validate_arguments({**base, "tags": tags})
         assert validated["tags"] in (["a", "b"], "a, b")  # the tool's coercion finishes the job
+
+
+def test_missing_and_mistyped_arguments_are_named_with_what_they_are_for(tmp_path):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = build_server(Settings(root=tmp_path / "memory"))
+    arguments = {"file_path": "fact/a.md", "content": "x", "title": "t", "type": "fact", "tags": []}
+    with pytest.raises(ToolError) as raised:
+        anyio.run(server.call_tool, "MemoryWrite", arguments)
+    message = str(raised.value)
+    assert message.startswith("Invalid arguments for MemoryWrite:\n- related: missing (required). It is: paths of related")
+    assert "\n- domain: missing (required). It is: a category" in message
+    assert message.endswith("every required parameter: file_path, content, title, type, tags, related, domain.")
+    assert "pydantic" not in message and "input_value" not in message
+
+    with pytest.raises(ToolError, match=r"- case_insensitive: Input should be a valid boolean"):
+        anyio.run(server.call_tool, "MemoryGrep", {"pattern": "x", "case_insensitive": "perhaps"})
