@@ -241,7 +241,15 @@ def discover_hook(
 
     try:
         raw = sys.stdin.read()
-        payload = json.loads(raw) if raw.strip() else {}
+        try:
+            payload = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            print(
+                f"memdir discover: stdin is not JSON ({exc}); it expects Claude Code's UserPromptSubmit "
+                'hook payload, e.g. {"prompt": "..."}. Nothing was added to the prompt.',
+                file=sys.stderr,
+            )
+            return
         prompt = payload.get("prompt") if isinstance(payload, dict) else None
         if not isinstance(prompt, str) or not prompt.strip():
             return
