@@ -71,6 +71,12 @@ class ToolPermissions:
             denied_commands=_unique(self.denied_commands + other.denied_commands),
         )
 
+    def lists(self, relative: str) -> bool:
+        """Whether a workspace-relative path may show up in this tool's listings (Glob, Grep)."""
+        if path_matches(relative, self.denied_paths):
+            return False
+        return not self.allowed_paths or path_matches(relative, self.allowed_paths)
+
 
 def _unique(items: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
@@ -418,11 +424,7 @@ def glob_files(workspace: Workspace, rules: ToolPermissions, pattern: str, path:
     found: list[tuple[float, str]] = []
     for file, relative in _walk_files(workspace, base):
         inner = file.relative_to(base).as_posix()
-        if not regex.match(inner):
-            continue
-        if path_matches(relative, rules.denied_paths):
-            continue
-        if rules.allowed_paths and not path_matches(relative, rules.allowed_paths):
+        if not regex.match(inner) or not rules.lists(relative):
             continue
         try:
             found.append((file.stat().st_mtime, relative))
@@ -470,11 +472,7 @@ def grep_files(
     counts: list[tuple[str, int]] = []
     content: list[str] = []
     for file, relative in candidates:
-        if name_filter and not name_filter.match(relative):
-            continue
-        if path_matches(relative, rules.denied_paths):
-            continue
-        if rules.allowed_paths and not path_matches(relative, rules.allowed_paths):
+        if (name_filter and not name_filter.match(relative)) or not rules.lists(relative):
             continue
         try:
             if file.stat().st_size > GREP_MAX_FILE_BYTES:
