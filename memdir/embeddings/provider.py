@@ -61,14 +61,14 @@ class ModelProvider:
 
     @classmethod
     def from_settings(cls, settings: Settings, *, enabled: bool = True) -> ModelProvider:
-        """The real model, resolved as DESIGN.md says (explicit dir -> package -> HF cache)."""
+        """The real model, resolved as DESIGN.md says (explicit dir -> package -> HF cache -> HF hub)."""
 
         def load() -> Embedder:
             from memdir.embeddings.minilm import load_embedder
 
             embedder = load_embedder(
                 model_dir=settings.model_dir, cache_dir=settings.cache_dir, batch_size=settings.embed_batch_size,
-                threads=settings.embed_threads, model_id=settings.model,
+                threads=settings.embed_threads, model_id=settings.model, download=settings.model_download,
             )
             embedder.warmup()
             return embedder

