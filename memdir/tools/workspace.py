@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memdir.core.errors import InputValidationError, MemdirError
 
@@ -43,6 +43,7 @@ GREP_MAX_RESULTS = 500
 GREP_MAX_FILE_BYTES = 2_000_000
 _SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 _OUTPUT_MODES = ("files_with_matches", "content", "count")
+T = TypeVar("T")
 
 
 class WorkspacePermissionError(MemdirError):
@@ -56,9 +57,14 @@ class WorkspaceError(MemdirError):
 # --------------------------------------------------------------------------- permissions
 @dataclass(frozen=True)
 class ToolPermissions:
-    """One tool's rules from a skill's ``permissions`` (all optional)."""
+    """One tool's rules from a skill's ``permissions`` (all optional).
 
-    allowed_paths: tuple[str, ...] = ()
+    ``allowed_paths`` holds one glob list per tool whose rules apply (Write and Edit
+    share theirs): a path must match a glob of *every* list, so merging another tool's
+    rules can only narrow what is allowed, never widen it. Denied globs simply add up.
+    """
+
+    allowed_paths: tuple[tuple[str, ...], ...] = ()
     denied_paths: tuple[str, ...] = ()
     allowed_commands: tuple[str, ...] = ()
     denied_commands: tuple[str, ...] = ()
@@ -71,14 +77,19 @@ class ToolPermissions:
             denied_commands=_unique(self.denied_commands + other.denied_commands),
         )
 
+    def outside_allowed(self, *spellings: str) -> tuple[str, ...] | None:
+        """The first allowed-glob list that some spelling of a path matches none of (None: allowed)."""
+        for globs in self.allowed_paths:
+            if not all(path_matches(spelling, globs) for spelling in spellings):
+                return globs
+        return None
+
     def lists(self, relative: str) -> bool:
         """Whether a workspace-relative path may show up in this tool's listings (Glob, Grep)."""
-        if path_matches(relative, self.denied_paths):
-            return False
-        return not self.allowed_paths or path_matches(relative, self.allowed_paths)
+        return not path_matches(relative, self.denied_paths) and self.outside_allowed(relative) is None
 
 
-def _unique(items: tuple[str, ...]) -> tuple[str, ...]:
+def _unique(items: tuple[T, ...]) -> tuple[T, ...]:
     return tuple(dict.fromkeys(items))
 
 
@@ -98,7 +109,8 @@ def _string_list(value: Any, where: str) -> tuple[str, ...]:
 def permissions_for(tool: str, skill_permissions: Mapping[str, Any] | None) -> ToolPermissions:
     """The rules that apply to ``tool`` under a skill's ``permissions`` mapping.
 
-    Write and Edit get the union of both tools' rules (they both change files).
+    Write and Edit get both tools' rules (they both change files): the denied paths of
+    either, and only the paths that both tools' allowed lists allow.
 
     Raises:
         InputValidationError: a rule is not a list of strings, or a command regex is invalid.
@@ -112,8 +124,9 @@ def permissions_for(tool: str, skill_permissions: Mapping[str, Any] | None) -> T
                 f"The skill's permissions.{name} must be a mapping, got {raw!r:.80}.",
                 f"Write it as {name}: {{denied_paths: [...]}} in the skill's metadata.",
             )
+        allowed = _string_list(raw.get("allowed_paths"), f"{name}.allowed_paths")
         rules = ToolPermissions(
-            allowed_paths=_string_list(raw.get("allowed_paths"), f"{name}.allowed_paths"),
+            allowed_paths=(allowed,) if allowed else (),
             denied_paths=_string_list(raw.get("denied_paths"), f"{name}.denied_paths"),
             allowed_commands=_string_list(raw.get("allowed_commands"), f"{name}.allowed_commands"),
             denied_commands=_string_list(raw.get("denied_commands"), f"{name}.denied_commands"),
@@ -267,10 +280,11 @@ class Workspace:
                     f"{tool} refused: {resolved_relative} matches the loaded skill's denied path {denied!r}.",
                     "The skill does not allow this tool on that path; choose another file.",
                 )
-        if rules.allowed_paths and not all(path_matches(s, rules.allowed_paths) for s in spellings):
+        outside = rules.outside_allowed(*spellings)
+        if outside is not None:
             raise WorkspacePermissionError(
                 f"{tool} refused: {resolved_relative} is not under the loaded skill's allowed paths "
-                f"({', '.join(rules.allowed_paths)}).",
+                f"({', '.join(outside)}).",
                 "Use a path the skill allows.",
             )
 

@@ -173,6 +173,15 @@ def test_allowed_paths_limit_writes(workspace, reads):
         write_file(workspace, reads, rules, "src/b.py", "no")
 
 
+def test_the_other_writing_tools_allowed_paths_narrow_never_widen(workspace, reads):
+    both = {"Write": {"allowed_paths": ["docs/**", "notes/**"]}, "Edit": {"allowed_paths": ["notes/**", "src/**"]}}
+    write = permissions_for("Write", both)
+    assert write_file(workspace, reads, write, "notes/a.md", "ok").startswith("Created")  # in both lists
+    for outside_one in ("src/b.py", "docs/c.md"):  # allowed for only one of the two tools
+        with pytest.raises(WorkspacePermissionError, match="not under the loaded skill's allowed paths"):
+            write_file(workspace, reads, write, outside_one, "no")
+
+
 def test_read_rules_filter_reads_but_not_other_tools(workspace, reads):
     with pytest.raises(WorkspacePermissionError, match="denied path"):
         read_file(workspace, reads, permissions_for("Read", SKILL), "src/secrets/key.txt")
