@@ -104,9 +104,16 @@ def test_entry_without_vector_is_indexed_for_keywords_only(root):
 
 def test_stub_rows_are_not_searchable(root):
     index = DerivedIndex(root)
-    put(index, make("concept/old.md", "# merged → concept/new.md\n\nThis entry was merged into concept/new.md\n"))
+    stub = make("concept/old.md", "# merged → concept/new.md\n\nThis entry was merged into concept/new.md\n")
+    index.upsert(stub, FileStats(1, len(stub.content)), hash_of(stub), MODEL)  # a stub: no .yml
     assert index.keyword_search(["merged"]) == []
     assert len(index.vectors) == 0 and len(index) == 0
+
+
+def test_an_entry_with_a_sidecar_is_searchable_whatever_its_first_line(root):
+    index = DerivedIndex(root)
+    put(index, make("fact/alice.md", "# moved → Berlin in 2020\n\nAlice relocated.\n"))
+    assert [hit[0] for hit in index.keyword_search(["berlin"])] == ["fact/alice.md"]
 
 
 def test_remove(root):

@@ -279,3 +279,13 @@ def test_grep_reads_contents_in_one_pass_including_built_ins(memory):
     assert memory.adapter.read_contents(["fact/paris.md", "fact/gone.md"]) == ["Paris is the capital of France.", ""]
     assert [hit.path for hit in memory.grep("capital")] == ["fact/paris.md"]
     assert "skill/meta/deep-learning.md" in [hit.path for hit in memory.grep("(?i)protocol")]
+
+
+@pytest.mark.parametrize("content", ["# moved to Berlin in 2020\n\nAlice relocated.", "# merged → fact/zzz.md\n\nTwo teams merged."])
+def test_a_written_entry_that_begins_like_a_stub_is_still_an_entry(memory, content):
+    """Stubs have no sidecar; an entry written by memdir always has one, so its first line cannot turn it into a stub."""
+    write_fact(memory, "alice", content)
+    assert memory.read("fact/alice", count_hit=True).content == content
+    assert memory.read("fact/alice").hits == 1
+    assert [info.path for info in memory.list() if info.path.startswith("fact/")] == ["fact/alice.md"]
+    assert memory.search("Alice relocated teams merged")[0].path == "fact/alice.md"

@@ -428,13 +428,13 @@ class FilesystemAdapter:
     def _redirect_of(self, path: str) -> Redirect | None:
         if is_virtual(path):
             return None
-        md, _, _ = self._files(path)
+        md, yml, _ = self._files(path)
         try:
             head = read_head(md, _STUB_READ_LIMIT)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise EntryNotFoundError(path) from None
-        if not stubs.looks_like_stub(head):
-            return None
+        if not stubs.looks_like_stub(head) or yml.exists():
+            return None  # an entry with a sidecar is an entry, whatever its first line says
         return stubs.parse_stub(head.decode("utf-8", errors="replace"), path)
 
     def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
@@ -463,7 +463,7 @@ class FilesystemAdapter:
             if is_virtual(target):
                 return load_virtual(target)
             entry, sidecar = self._load(target)
-            if count_hit and sidecar is not None and not self._is_stub_text(entry.content):
+            if count_hit and sidecar is not None:  # stubs have no sidecar
                 entry = self._count_hit(target, entry, sidecar)
         return entry
 
@@ -496,10 +496,6 @@ class FilesystemAdapter:
                 except (OSError, InvalidPathError):
                     contents.append("")
         return contents
-
-    @staticmethod
-    def _is_stub_text(content: str) -> bool:
-        return stubs.looks_like_stub(content[: stubs.SNIFF_BYTES].encode("utf-8"))
 
     def _load_sidecar(self, yml: Path) -> dict[str, Any] | None:
         try:

@@ -355,7 +355,7 @@ def write_row(
     """
     meta = entry.metadata
     tags = [str(tag) for tag in meta.tags]
-    is_stub = looks_like_stub(entry.content[:SNIFF_BYTES].encode("utf-8"))
+    is_stub = not stats.yml_mtime_ns and looks_like_stub(entry.content[:SNIFF_BYTES].encode("utf-8"))
     values = (
         entry.title, meta.type, join_tags(tags), meta.domain or "", entry.size or len(entry.content.encode()),
         stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size,

@@ -1,7 +1,7 @@
 """Redirect stubs: what is left at a path after its entry was merged or moved.
 
-A stub is an ordinary ``.md`` file whose first line names the new home, as SwarmMemory
-wrote them::
+A stub is an ``.md`` file without a ``.yml`` sidecar whose first line names the new
+home, as SwarmMemory wrote them::
 
     # merged → concept/ruby/advanced-classes.md
 
@@ -9,7 +9,9 @@ wrote them::
 
 ``# moved → …`` works the same way; an ASCII ``->`` is accepted in place of ``→``
 because people edit these files by hand. Old links keep working: reading a stub
-follows it (`follow`) to the entry it points at.
+follows it (`follow`) to the entry it points at. An entry written with MemoryWrite
+always has a sidecar, so a note that happens to begin "# moved to Berlin" stays a
+note; the functions here judge a file's text, the adapter adds the sidecar rule.
 """
 
 from __future__ import annotations
