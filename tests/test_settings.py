@@ -41,6 +41,18 @@ def test_swarm_memory_aliases(monkeypatch, swarm_name, field, value, expected):
     assert getattr(Settings(), field) == expected
 
 
+def test_unprefixed_environment_variables_are_not_memdirs(monkeypatch, tmp_path):
+    """MODEL, MODE, ROOT, WORKSPACE... belong to other programs; only MEMDIR_* and SWARM_MEMORY_* count."""
+    for name, value in {"MODEL": "gpt-4o", "MODE": "debug", "ROOT": "/etc", "WORKSPACE": "/etc", "AGENT": "x"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MEMDIR_ROOT", str(tmp_path))
+    settings = Settings()
+    assert (settings.model, settings.mode, settings.root, settings.agent) == (
+        "sentence-transformers/all-MiniLM-L6-v2", "assistant", tmp_path, None,
+    )
+    assert settings.workspace != Path("/etc")
+
+
 def test_toml_file_is_read_and_env_wins(tmp_path, monkeypatch):
     config = tmp_path / "memdir.toml"
     config.write_text('semantic_weight = 0.9\nkeyword_weight = 0.1\nword_limit = 100\n')

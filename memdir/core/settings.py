@@ -18,6 +18,7 @@ import platformdirs
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -26,6 +27,22 @@ from pydantic_settings import (
 APP_NAME = "memdir"
 Mode = Literal["assistant", "retrieval", "researcher"]
 _AGENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+
+
+ENV_PREFIXES = ("memdir_", "swarm_memory_")
+
+
+class PrefixedEnvSource(EnvSettingsSource):
+    """The environment, limited to ``MEMDIR_*`` and ``SWARM_MEMORY_*`` variables.
+
+    Fields are also readable by their own name (TOML keys, keyword arguments), and
+    pydantic-settings would then read plain ``MODEL``, ``MODE`` or ``ROOT`` from the
+    environment too: names that other programs set for their own purposes.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        self.env_vars = {name: value for name, value in self.env_vars.items() if name.lower().startswith(ENV_PREFIXES)}
 
 
 def _setting(default: Any, name: str, swarm: str | None = None, **kwargs: Any) -> Any:
@@ -138,7 +155,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_file()))
+        return (init_settings, PrefixedEnvSource(settings_cls), TomlConfigSettingsSource(settings_cls, toml_file=config_file()))
 
     @property
     def store_root(self) -> Path:
