@@ -75,6 +75,12 @@ def test_unicode_is_nfc_normalised() -> None:
         ("concept/a\nb", "control"),
         ("concept/a\tb", "control"),
         ("concept/a\x7fb", "control"),
+        ("concept/evil\u202egpj.md", "invisible"),  # right-to-left override
+        ("concept/a\u200bb", "invisible"),  # zero-width space
+        ("concept/a\u2028b", "control"),  # line separator
+        ("fact/a.md/b", "ends in an entry file's suffix"),  # would collide with the entry fact/a
+        ("fact/a.yml/b", "ends in an entry file's suffix"),
+        ("fact/A.MD/b", "ends in an entry file's suffix"),
         ("concept/" + "a" * 300, "longer"),
     ],
 )

@@ -35,8 +35,16 @@ def _invalid(path: str, why: str, hint: str = "") -> InvalidPathError:
     )
 
 
+# Invisible characters that make two different names look alike (or reverse how a name
+# reads: U+202E): zero-width space, direction marks, bidi embeddings/overrides/isolates,
+# word joiner, BOM. Zero-width (non-)joiners stay allowed: some scripts and emoji need them.
+_INVISIBLE = frozenset("\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2066\u2067\u2068\u2069\ufeff")
+_ENTRY_FILE_SUFFIXES = (".md", ".yml", ".emb")
+
+
 def _has_control_char(text: str) -> bool:
-    return any(unicodedata.category(ch) == "Cc" for ch in text)
+    """Control characters, line/paragraph separators and the invisible characters above."""
+    return any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _INVISIBLE for ch in text)
 
 
 def normalize_path(path: str) -> str:
@@ -45,16 +53,17 @@ def normalize_path(path: str) -> str:
     Rules (SwarmMemory's, plus fixes): strip surrounding whitespace and an optional
     ``memory://`` prefix; collapse repeated slashes; drop a trailing slash; NFC-normalise;
     refuse absolute paths, ``.``/``..`` segments, hidden segments (``.memdir`` holds
-    derived data), backslashes, NUL and control characters and ``<>:"|?*``;
-    append ``.md`` when missing.
+    derived data), backslashes, NUL, control and invisible characters and ``<>:"|?*``,
+    folder names ending in ``.md``/``.yml``/``.emb`` (they would collide with an entry's
+    files); append ``.md`` when missing.
     """
     if not isinstance(path, str):
         raise _invalid(str(path), "a path must be a string")
     if _has_control_char(path):
         raise _invalid(
             path.encode("unicode_escape").decode(),
-            "it contains a NUL or control character",
-            "Remove control characters (newlines, tabs, NUL) from the path.",
+            "it contains a NUL, control or invisible character",
+            "Remove control and invisible characters (newlines, tabs, NUL, zero-width or direction marks) from the path.",
         )
     try:
         path.encode("utf-8")
@@ -77,6 +86,13 @@ def normalize_path(path: str) -> str:
         raise _invalid(path, 'it contains one of the characters < > : " | ? *')
     text = _SLASHES.sub("/", text).rstrip("/")
     segments = text.split("/")
+    for segment in segments[:-1]:
+        if segment.lower().endswith(_ENTRY_FILE_SUFFIXES):
+            raise _invalid(
+                path,
+                f"the folder name {segment!r} ends in an entry file's suffix (.md, .yml or .emb)",
+                f"Name the folder without it, e.g. {segment.rsplit('.', 1)[0] + '/'!r}.",
+            )
     for segment in segments:
         if segment in (".", ".."):
             raise _invalid(path, "'.' and '..' segments are not allowed (no parent directory references)")
