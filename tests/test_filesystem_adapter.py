@@ -713,3 +713,18 @@ def test_set_embeddings_skips_entries_changed_since_they_were_read(adapter: File
     assert [entry.path for entry in stored] == ["concept/b.md"]
     assert np.allclose(adapter.read_entry("concept/a.md").embedding, vector(3))
     assert np.allclose(adapter.read_entry("concept/b.md").embedding, vector(5))
+
+
+def test_a_hand_made_file_with_a_decomposed_name_is_reported_not_lost_silently(
+    adapter: FilesystemAdapter, root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    nfd = unicodedata.normalize("NFD", "café")
+    (root / "fact").mkdir(parents=True, exist_ok=True)
+    (root / "fact" / f"{nfd}.md").write_text("Coffee notes.")
+    with caplog.at_level("WARNING"):
+        listed = [info.path for info in adapter.iter_entries()]
+        adapter_again = [info.path for info in adapter.iter_entries()]
+    assert f"fact/{nfd}.md" not in listed and listed == adapter_again
+    warnings = [record.getMessage() for record in caplog.records if "not in Unicode NFC form" in record.getMessage()]
+    assert len(warnings) == 1  # once, not on every listing
+    assert repr("café.md") in warnings[0]

@@ -26,17 +26,29 @@ log = logging.getLogger(__name__)
 _BAD_ASCII_NAME = re.compile(r'[<>:"|?*\\\x00-\x1f\x7f]')
 
 
-def _listable_name(name: str) -> bool:
+_warned_names: set[str] = set()
+
+
+def _listable_name(name: str, folder: str) -> bool:
     """True if ``name`` can be part of a logical path, i.e. the entry is reachable through the API."""
     if name != name.strip() or name.startswith("."):
         return False
     if name.isascii():
         return _BAD_ASCII_NAME.search(name) is None
-    return (
-        unicodedata.is_normalized("NFC", name)
-        and _BAD_ASCII_NAME.search(name) is None
-        and not any(unicodedata.category(ch) == "Cc" for ch in name)
-    )
+    if _BAD_ASCII_NAME.search(name) is not None or any(unicodedata.category(ch) == "Cc" for ch in name):
+        return False
+    if not unicodedata.is_normalized("NFC", name):
+        # Decomposed (NFD) names come from macOS tools and some archives; memdir's paths are
+        # NFC, so the file cannot be reached. Say so once rather than losing it silently.
+        where = os.path.join(folder, name)
+        if where not in _warned_names:
+            _warned_names.add(where)
+            log.warning(
+                "not listing %s: its name is not in Unicode NFC form; rename it to %r to make it an entry",
+                where, unicodedata.normalize("NFC", name),
+            )
+        return False
+    return True
 
 
 def read_head(path: Path | str, limit: int) -> bytes:
@@ -79,7 +91,7 @@ def scan_entries(
             name = item.name
             try:
                 is_md = name.endswith(".md") and len(name) > 3
-                if not (is_md or item.is_dir()) or not _listable_name(name):
+                if not (is_md or item.is_dir()) or not _listable_name(name, current):
                     continue  # sidecars and other files: no further system calls
                 if item.is_symlink():
                     if not is_within(root, item.path):
