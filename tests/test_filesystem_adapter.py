@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import unicodedata
@@ -111,8 +112,10 @@ def test_sidecar_has_swarm_memorys_keys(adapter: FilesystemAdapter, root: Path) 
     assert list(data) == SIDE_KEYS
     assert data["title"] == "Ruby Classes"
     assert data["file_path"] == "concept/ruby/classes.md"
-    assert isinstance(data["updated_at"], str)
-    assert before <= datetime.fromisoformat(data["updated_at"]) <= datetime.now(timezone.utc)
+    # a YAML timestamp in Ruby's Time layout (SwarmMemory reads a Time back), not a quoted string
+    assert re.search(r"^updated_at: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{9} \+00:00$", text, re.MULTILINE)
+    assert isinstance(data["updated_at"], datetime)
+    assert before <= data["updated_at"] <= datetime.now(timezone.utc)
     assert data["size"] == len("Classes ✓".encode("utf-8"))
     assert data["hits"] == 0
     assert data["metadata"] == {

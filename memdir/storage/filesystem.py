@@ -3,7 +3,7 @@
 ``concept/ruby/classes.md`` lives in three files under the root:
 
 * ``concept/ruby/classes.md`` — the content, byte for byte (no newline translation);
-* ``concept/ruby/classes.yml`` — ``title``, ``file_path``, ``updated_at`` (ISO-8601),
+* ``concept/ruby/classes.yml`` — ``title``, ``file_path``, ``updated_at`` (a YAML timestamp),
   ``size`` (content bytes), ``hits``, ``metadata`` (empty values left out) and
   ``embedding_checksum``;
 * ``concept/ruby/classes.emb`` — 384 raw little-endian float32 values, no header;
@@ -245,7 +245,7 @@ class FilesystemAdapter:
             sidecar: dict[str, Any] = {
                 "title": str(title),
                 "file_path": path,
-                "updated_at": updated_at.isoformat(),
+                "updated_at": updated_at,
                 "size": len(data),
                 "hits": int(hits),
                 "metadata": meta.to_yaml_dict(),
@@ -305,7 +305,7 @@ class FilesystemAdapter:
                 emb_bytes = encode_embedding(path, vector)
                 checksum = embedding_checksum(emb_bytes)
                 fields = dict(sidecar or {
-                    "title": entry.title, "file_path": path, "updated_at": entry.updated_at.isoformat(),
+                    "title": entry.title, "file_path": path, "updated_at": entry.updated_at,
                     "size": entry.size, "hits": entry.hits, "metadata": entry.metadata.to_yaml_dict(),
                 })
                 fields["embedding_checksum"] = checksum

@@ -1,8 +1,10 @@
 """The encodings of an entry's ``.yml`` sidecar and ``.emb`` embedding file (SwarmMemory's format).
 
-* ``.yml`` — a YAML mapping: ``title``, ``file_path``, ``updated_at`` (ISO-8601),
-  ``size``, ``hits``, ``metadata`` and ``embedding_checksum``. Files written by
-  SwarmMemory (Ruby) carry ``:symbol`` keys and ``Time`` dumps; both read as is.
+* ``.yml`` — a YAML mapping: ``title``, ``file_path``, ``updated_at`` (a YAML timestamp
+  in Ruby's ``Time`` layout, ``2025-01-15 10:30:00.000000000 +00:00``, so SwarmMemory
+  reads back a ``Time``, not a string), ``size``, ``hits``, ``metadata`` and
+  ``embedding_checksum``. Files written by SwarmMemory (Ruby) carry ``:symbol`` keys and
+  ``Time`` dumps; both read as is.
 * ``.emb`` — 384 raw little-endian float32 values, no header.
 
 Only conversions between bytes/text and values live here (no file access), so the
@@ -38,6 +40,20 @@ CHECKSUM_PREFIX = "sha256:"
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # same semantics, much faster
 _SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # ~1.5 ms less per write than the pure-Python one
+
+
+class _SidecarDumper(_SafeDumper):  # type: ignore[misc, valid-type]
+    """The safe dumper, writing datetimes as plain YAML timestamps in Ruby's ``Time`` layout."""
+
+
+def _represent_time(dumper: yaml.BaseDumper, value: datetime) -> yaml.ScalarNode:
+    moment = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    offset = moment.strftime("%z")  # "+0000"
+    text = f"{moment:%Y-%m-%d %H:%M:%S}.{moment.microsecond:06d}000 {offset[:3]}:{offset[3:]}"
+    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", text)
+
+
+_SidecarDumper.add_representer(datetime, _represent_time)
 
 # --------------------------------------------------------------------------- embeddings
 
@@ -122,10 +138,15 @@ def parse_sidecar(text: str) -> dict[str, Any] | None:
 
 
 def dump_sidecar(data: Mapping[str, Any]) -> bytes:
-    """A sidecar mapping as YAML bytes, keys in the given order (SwarmMemory's ``---`` start)."""
-    text = yaml.dump(
-        _plain(dict(data)), Dumper=_SafeDumper, sort_keys=False, allow_unicode=True, explicit_start=True
-    )
+    """A sidecar mapping as YAML bytes, keys in the given order (SwarmMemory's ``---`` start).
+
+    ``updated_at`` stays a timestamp; times inside ``metadata`` are written as ISO-8601
+    strings, as they always were (their readers expect strings).
+    """
+    fields = _plain(dict(data))
+    if isinstance(data.get("updated_at"), datetime):
+        fields["updated_at"] = data["updated_at"]
+    text = yaml.dump(fields, Dumper=_SidecarDumper, sort_keys=False, allow_unicode=True, explicit_start=True)
     return text.encode("utf-8")
 
 
