@@ -41,6 +41,7 @@ def memory_edit(
     logical = normalize_path(file_path)
     tracker = session.tracker
     if not tracker.has_read(logical):
+        memory.read(logical)  # an entry that does not exist is "not found", not "read it first"
         raise InputValidationError(
             "Cannot edit memory entry without reading it first.",
             f"You must use MemoryRead on '{memory_uri(logical)}' before editing it. "

@@ -59,6 +59,12 @@ def test_not_read_comes_before_every_other_check(memory, session):
     assert str(caught.value) == NOT_READ
 
 
+def test_an_entry_that_does_not_exist_is_not_found_rather_than_unread(memory, session):
+    with pytest.raises(EntryNotFoundError) as caught:
+        memory_edit(memory, session, "fact/api/nothing.md", "a", "b")
+    assert caught.value.message == "memory://fact/api/nothing.md not found."
+
+
 def test_identical_strings_are_refused(memory, session):
     memory_read(memory, session, "fact/api/limits.md")
     with pytest.raises(InputValidationError) as caught:
