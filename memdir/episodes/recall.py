@@ -13,7 +13,8 @@ Ranking follows seed 001 (SemanticMemory):
 * **at most N** (``episode_max_injected``, 3) are injected, above the discovery
   threshold (SwarmMemory's adaptive one, never below ``discovery_min_score``).
 
-``relevance`` is the hybrid search score of the episode's entry for the message.
+``relevance`` is the hybrid search's absolute relevance of the episode's entry for the
+message (`memdir.search.hybrid.SearchResult.relevance`).
 
 The session-start reminder ("where we left off") lists the most recent episodes of the
 project, newest first, until ``episode_session_start_budget`` tokens are used.
@@ -105,7 +106,7 @@ def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = Non
     candidates = []
     for result in results:
         try:
-            candidates.append((read_episode(memory, result.path), float(result.score)))
+            candidates.append((read_episode(memory, result.path), float(result.relevance)))
         except EntryNotFoundError:
             continue
     return rank(candidates, settings, now=now, threshold=threshold, limit=limit)

@@ -8,10 +8,16 @@ domain, content), keeps the tag-only match as its own small signal, and adds rea
     score = (w_sem * cosine + w_bm25 * bm25 / best_bm25 + w_kw * coverage + w_tag * tags)
             / (sum of the weights of the signals available)
 
-Every signal lies in [0, 1] and all but BM25 are absolute, so a threshold on ``score``
-keeps SwarmMemory's meaning (0.35 normal, 0.25 for short queries). Without a model (not
-installed, disabled, still loading) the semantic term is left out and the others are
-re-weighted: results then say ``mode == "keyword"``.
+Every signal lies in [0, 1] and all but BM25 are absolute. BM25 divided by the query's
+best makes the best keyword hit of *any* query score 1 on that signal — right for ranking,
+wrong for "is anything here relevant at all?": a message sharing one rare word with one
+entry made it look like a 58% match. So each result also carries ``relevance``: the same
+weighted mean without BM25 (cosine, share of the query's keywords found, tag match), an
+absolute figure like SwarmMemory's ``0.5 * cosine + 0.5 * keyword``, on which its
+thresholds (0.35 normal, 0.25 for short queries) keep their meaning. Discovery and
+episode recall threshold and show ``relevance``; ``score`` ranks search results. Without
+a model (not installed, disabled, still loading) the semantic term is left out and the
+others are re-weighted: results then say ``mode == "keyword"``.
 
 The fusion was chosen by measurement on LoCoMo (``bench/bench_recall_locomo.py``:
 turn-level recall@10, 1,536 questions of categories 1-4, all-MiniLM-L6-v2):
@@ -88,12 +94,19 @@ class ScoreBreakdown:
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """One hit: where it is, what it is, how well it matched and why."""
+    """One hit: where it is, what it is, how well it matched and why.
+
+    Attributes:
+        score: the fused score results are ranked by.
+        relevance: the absolute part of it (no BM25, see the module docstring): what
+            thresholds of "relevant at all" apply to.
+    """
 
     path: str
     title: str
     type: str | None
     score: float
+    relevance: float
     breakdown: ScoreBreakdown
     mode: Mode
     tags: tuple[str, ...] = ()
@@ -220,6 +233,7 @@ class HybridSearcher:
             )
             mode: Mode = "hybrid" if semantic is not None else "keyword"
             scores = self._fuse(signals, mode).tolist()
+            relevance = self._fuse(signals, mode, absolute=True).tolist()
             order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))
             results: list[SearchResult] = []
             for i in order:
@@ -228,7 +242,7 @@ class HybridSearcher:
                     break
                 slot = slots[i]
                 results.append(SearchResult(
-                    candidates[i], kw.titles[slot], kw.types[slot], round(scores[i], 6),
+                    candidates[i], kw.titles[slot], kw.types[slot], round(scores[i], 6), round(relevance[i], 6),
                     signals.breakdown(i), mode, kw.tags_of(slot),
                 ))
                 if len(results) == top_k:
@@ -258,17 +272,20 @@ class HybridSearcher:
         rows, _ = matrix.top_of(scores, pool, mask)
         return _SemanticHits([matrix.paths[r] for r in rows], scores, mask, matrix.row_of)
 
-    def _fuse(self, signals: _Signals, mode: Mode) -> np.ndarray:
-        """One score per candidate: the weighted mean of its signals (or weighted RRF)."""
+    def _fuse(self, signals: _Signals, mode: Mode, *, absolute: bool = False) -> np.ndarray:
+        """One score per candidate: the weighted mean of its signals (or weighted RRF).
+
+        ``absolute`` leaves out the query-relative BM25 signal: the result's ``relevance``.
+        """
         s = self.settings
         weights = {
             "semantic": s.semantic_weight if mode == "hybrid" else 0.0,
-            "bm25": s.bm25_weight,
+            "bm25": 0.0 if absolute else s.bm25_weight,
             "keyword": s.keyword_weight,
             "tag": s.tag_weight,
         }
         total = sum(weights.values()) or 1.0
-        if s.fusion == "rrf":
+        if s.fusion == "rrf" and not absolute:
             return self._rrf(signals, weights, total)
         fused = np.zeros(len(signals.bm25))
         for name, weight in weights.items():

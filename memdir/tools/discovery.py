@@ -5,6 +5,10 @@ SwarmMemory ran two searches on every user message — skills (type ``skill``) a
 messages get the lower one) — and injected two ``<system-reminder>`` blocks. memdir keeps
 those formats and adds two guards:
 
+* thresholds and the "% match" apply to each hit's absolute ``relevance`` (cosine,
+  share of the message's keywords found, tag match), not to the search score, whose BM25
+  part is relative to the message's best keyword hit and so calls the best of any
+  unrelated entries a strong match (see `memdir.search.hybrid`);
 * a relevance floor (``Settings.discovery_min_score``): nothing weaker is ever shown,
   whatever the thresholds are configured to;
 * a token budget (``Settings.discovery_token_budget``, ~4 characters per token): the
@@ -103,7 +107,8 @@ def render(skills: Sequence[Found], memories: Sequence[Found], token_budget: int
 def _found(result: Any) -> Found:
     path = str(result.path)
     entry_type = getattr(result, "type", None) or path.split("/", 1)[0]
-    return Found(path=path, title=str(getattr(result, "title", "") or path), type=str(entry_type), score=float(result.score))
+    title = str(getattr(result, "title", "") or path)
+    return Found(path=path, title=title, type=str(entry_type), score=float(result.relevance))
 
 
 def search_found(
@@ -114,13 +119,14 @@ def search_found(
     ``exclude_prefix`` leaves out a folder that has a reminder of its own (episodes).
     """
     threshold = max(settings.threshold_for(message), settings.discovery_min_score)
-    top_k = settings.discovery_top_k * (2 if exclude_prefix else 1)
-    results = memory.search(message, top_k=top_k, threshold=threshold, types=list(types))
-    found = [_found(result) for result in results]
-    return [
+    pool = settings.discovery_top_k * (8 if exclude_prefix else 4)  # ranked by score, kept by relevance
+    found = [_found(result) for result in memory.search(message, top_k=pool, types=list(types))]
+    relevant = [
         item for item in found
         if item.score >= threshold and item.type in types and not (exclude_prefix and item.path.startswith(exclude_prefix))
-    ][: settings.discovery_top_k]
+    ]
+    relevant.sort(key=lambda item: -item.score)  # stable: equal relevance keeps the search order
+    return relevant[: settings.discovery_top_k]
 
 
 def discover(memory: Memory, message: str, settings: Settings | None = None, *, include_skills: bool = True) -> str:

@@ -97,6 +97,10 @@ class Hit:
     title: str
     score: float
 
+    @property
+    def relevance(self) -> float:  # the absolute part of the score, which discovery thresholds
+        return self.score
+
 
 class ScriptedMemory:
     """Answers search() from a fixed list, as the hybrid searcher would (threshold and type filter)."""
@@ -129,10 +133,11 @@ HITS = [
 def test_searches_skills_and_memories_with_swarm_memorys_filters():
     memory = ScriptedMemory(HITS)
     discover(memory, "how do I rebase?")
+    # a pool ranked by score, kept by relevance (>= 0.25 for a short message) and cut to 3
     assert memory.calls == [
-        {"query": "how do I rebase?", "top_k": 3, "threshold": 0.25, "types": ["skill"]},
-        # twice the slots: episodes are left out here, they get their own reminder
-        {"query": "how do I rebase?", "top_k": 6, "threshold": 0.25, "types": ["concept", "fact", "experience"]},
+        {"query": "how do I rebase?", "top_k": 12, "threshold": None, "types": ["skill"]},
+        # twice the pool: episodes are left out here, they get their own reminder
+        {"query": "how do I rebase?", "top_k": 24, "threshold": None, "types": ["concept", "fact", "experience"]},
         {"query": "how do I rebase?", "top_k": 15, "threshold": None, "types": None,
          "path_prefix": "experience/episodes/"},
     ]
@@ -199,3 +204,18 @@ def test_episodes_get_their_own_reminder_and_are_not_listed_twice(tmp_path):
         text = discover(memory, "flaky pytest fixture", settings)
     assert "🧭 Found 1 past episode(s)" in text
     assert "📚" not in text  # the episode is not repeated among the memories
+
+
+def test_one_shared_word_is_not_a_match_even_for_the_best_keyword_hit(tmp_path):
+    """BM25 over the query's best hit gives the best entry 1.0 whatever it shares; discovery ignores that part."""
+    from memdir.memory import Memory
+
+    settings = Settings(root=tmp_path / "memory", embeddings_enabled=False)  # keyword-only: the worst case
+    with Memory.open(settings) as memory:
+        memory.write("skill/release/notes.md", "Write the release notes from the merged pull requests.",
+                     title="Release notes", metadata={"type": "skill", "tags": ["release"]})
+        best = memory.search("Can you help me write a poem about cats", types=["skill"])[0]
+        assert best.path == "skill/release/notes.md" and best.breakdown.bm25 == 1.0 and best.score > 0.5
+        assert best.relevance < 0.25
+        assert discover(memory, "Can you help me write a poem about cats") == ""
+        assert "Release notes" in discover(memory, "write the release notes")
