@@ -4,14 +4,20 @@ A command runs only when the server was started with ``allow_bash`` and each par
 (split at ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines) matches one of the loaded
 skill's ``allowed_commands`` regexes and none of its ``denied_commands``. Command and
 process substitution are refused outright: the commands inside could not be checked.
-The command runs in the workspace, in its own process group, and is killed with the
-group when it outlives the timeout. No MCP imports.
+Like the other workspace tools, Bash stays inside the workspace: every argument and
+redirection target (``> /tmp/x``, ``--out=../x``) is resolved, symlinks included, and a
+command naming anything outside the workspace is refused, as is one whose paths cannot
+be known before it runs (``~``, ``$VAR``). This is a guard against mistakes and
+over-broad regexes, not a sandbox: a program the skill allows may still open other
+files by itself. The command runs in the workspace, in its own process group, and is
+killed with the group when it outlives the timeout. No MCP imports.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 from pathlib import Path
@@ -22,6 +28,7 @@ from memdir.tools.workspace import ToolPermissions, Workspace, WorkspaceError, W
 OUTPUT_MAX_CHARS = 30_000
 
 _SUBSTITUTION = re.compile(r"`|\$\(|<\(|>\(")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def command_parts(command: str) -> list[str]:
@@ -100,6 +107,38 @@ def check_command(command: str, rules: ToolPermissions) -> None:
             )
 
 
+def check_paths(command: str, root: Path) -> None:
+    """Refuse ``command`` if an argument or redirection target of any part lies outside ``root``.
+
+    The program (the first word of each part after any ``NAME=value`` assignments) is left
+    to ``allowed_commands``; the value of ``--option=value`` and ``NAME=value`` words is
+    checked as a path too.
+    """
+    for part in command_parts(command):
+        lexer = shlex.shlex(part, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        try:
+            words = [word for word in lexer if word.strip("();<>|&")]
+        except ValueError as exc:
+            raise InputValidationError(f"Bash could not parse {part!r}: {exc}.", "Check the quotes.") from exc
+        program = next((i for i, word in enumerate(words) if not _ASSIGNMENT.match(word)), len(words))
+        for word in words[:program] + words[program + 1:]:
+            value = word.split("=", 1)[1] if "=" in word else word
+            if value.startswith("-") or not value:
+                continue
+            if value.startswith(("~", "$")) or "/$" in value or "${" in value:
+                raise WorkspacePermissionError(
+                    f"Bash refused: {word!r} in {part!r} names a path that is only known when the shell runs.",
+                    "Spell the path out, relative to the workspace.",
+                )
+            resolved = (root / value).resolve()
+            if resolved != root and not resolved.is_relative_to(root):
+                raise WorkspacePermissionError(
+                    f"Bash refused: {word!r} in {part!r} is outside the workspace {root}.",
+                    "Workspace tools only reach files inside the workspace; use paths relative to it.",
+                )
+
+
 def run_bash(workspace: Workspace, rules: ToolPermissions, command: str, timeout: float | None = None) -> str:
     """Run an allowed shell command in the workspace; returns its combined output and exit code."""
     if not workspace.allow_bash:
@@ -108,6 +147,7 @@ def run_bash(workspace: Workspace, rules: ToolPermissions, command: str, timeout
             "Start the server with --allow-bash (or MEMDIR_ALLOW_BASH=true) to let skills run commands.",
         )
     check_command(command, rules)
+    check_paths(command, workspace.root)
     limit = workspace.bash_timeout if not timeout or timeout <= 0 else min(float(timeout), workspace.bash_timeout)
     shell = "/bin/bash" if Path("/bin/bash").exists() else None
     process = subprocess.Popen(
@@ -149,4 +189,4 @@ def _clip(text: str) -> str:
     return text[:OUTPUT_MAX_CHARS] + f"\n... (output truncated: {len(text) - OUTPUT_MAX_CHARS} more characters)"
 
 
-__all__ = ["OUTPUT_MAX_CHARS", "check_command", "command_parts", "run_bash"]
+__all__ = ["OUTPUT_MAX_CHARS", "check_command", "check_paths", "command_parts", "run_bash"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+from pathlib import Path
+
 import pytest
 
 from memdir.core.errors import InputValidationError
@@ -258,6 +260,32 @@ def test_everything_else_is_refused(workspace, root, command, message):
 def test_a_skill_without_allowed_commands_runs_nothing(workspace):
     with pytest.raises(WorkspacePermissionError, match="allows no commands"):
         check_command("echo hi", permissions_for("Bash", {}))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo hi > /tmp/memdir-outside.txt",  # a redirection target
+        "echo hi 2>/tmp/memdir-outside.txt",
+        "echo ../secret",  # an argument leaving through '..'
+        "echo /",
+        "echo ~/.ssh/id_rsa",  # paths only the shell knows
+        "echo $HOME/.ssh/id_rsa",
+        "echo out/of/here --out=/etc/passwd",  # an option's value
+        "echo hi > elsewhere/x",  # a symlink inside the workspace that leads out
+    ],
+)
+def test_bash_stays_inside_the_workspace(workspace, root, command, tmp_path):
+    (root / "elsewhere").symlink_to(tmp_path / "outside", target_is_directory=True)
+    with pytest.raises(WorkspacePermissionError, match="Bash refused"):
+        run_bash(workspace, BASH, command)
+    assert not (tmp_path / "outside").exists() and not Path("/tmp/memdir-outside.txt").exists()
+
+
+def test_bash_paths_inside_the_workspace_run(workspace, root):
+    assert run_bash(workspace, BASH, "echo hello > src/out.txt") == "(no output)"
+    assert (root / "src" / "out.txt").read_text() == "hello\n"
+    assert run_bash(workspace, BASH, "echo '{print $1}' --flag=value ./src") == "{print $1} --flag=value ./src"
 
 
 def test_bash_is_off_unless_the_server_allows_it(root):
