@@ -398,6 +398,18 @@ def test_total_size_limit_counts_overwrites_and_deletes(root: Path) -> None:
     assert not adapter.exists("nonexistent") and adapter.total_size() == 100
 
 
+def test_the_total_size_limit_holds_across_processes(root: Path) -> None:
+    """Two adapters (two server processes) on one root share one total: together they cannot pass the limit."""
+    first, second = FilesystemAdapter(root, max_total_size=5000), FilesystemAdapter(root, max_total_size=5000)
+    put(first, "fact/a", "x" * 3000)
+    assert second.total_size() == 3000
+    with pytest.raises(StorageFullError):
+        put(second, "fact/b", "y" * 3000)
+    put(second, "fact/b", "y" * 2000)
+    second.delete("fact/a")
+    assert first.total_size() == 2000 and first.rescan_total_size() == 2000
+
+
 def test_total_size_is_scanned_at_open_and_can_be_rescanned(root: Path) -> None:
     put(FilesystemAdapter(root), "fact/a", "12345", embedding=vector())
     adapter = FilesystemAdapter(root)

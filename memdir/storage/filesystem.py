@@ -63,6 +63,7 @@ from memdir.storage.sidecar import (
     metadata_from_yaml,
     parse_sidecar,
 )
+from memdir.storage.totals import SharedTotal
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 log = logging.getLogger(__name__)
@@ -92,10 +93,10 @@ class FilesystemAdapter:
             entry = adapter.write(...)
             index.update(entry)
 
-    The total size is scanned once (lazily) and then kept up to date by this adapter's
-    own writes and deletes; changes made by other processes show up after
-    `rescan_total_size` or in a new adapter. That is enough for a safety limit and
-    avoids a full scan per write.
+    The total size is scanned once per process (lazily) and then kept, for every process
+    writing to the root, in one shared figure (`memdir.storage.totals`) that each write
+    and delete updates under the lock: the limit holds across processes without a full
+    scan per write. Files edited by hand show up after `rescan_total_size`.
     """
 
     def __init__(
@@ -119,7 +120,7 @@ class FilesystemAdapter:
             needs_repair=lambda: has_pending(self.root),
             repair=self._repair,
         )
-        self._total: int | None = None
+        self._total = SharedTotal(self.root, self._scan_total)
         if has_pending(self.root):
             with self.lock.exclusive():  # finishes what a killed writer left
                 pass
@@ -129,7 +130,7 @@ class FilesystemAdapter:
     def _repair(self) -> None:
         """Finish or undo a killed writer's transaction (the lock runs this, exclusively held)."""
         if recover(self.root):
-            self._total = None  # files changed behind the cached total
+            self._total.invalidate()  # files changed behind the recorded total
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -176,10 +177,11 @@ class FilesystemAdapter:
         except (FileNotFoundError, NotADirectoryError):
             return 0
 
+    def _scan_total(self) -> int:
+        return sum(st.st_size for _, _, st, _ in scan_entries(self.root, self.root, ""))
+
     def _current_total(self) -> int:
-        if self._total is None:
-            self._total = sum(st.st_size for _, _, st, _ in scan_entries(self.root, self.root, ""))
-        return self._total
+        return self._total.get()
 
     def total_size(self) -> int:
         """Bytes of content held (``.md`` files, stubs included; virtual entries excluded)."""
@@ -189,7 +191,7 @@ class FilesystemAdapter:
     def rescan_total_size(self) -> int:
         """Recount the total from disk (after other processes or tools changed the root)."""
         with self._reading():
-            self._total = None
+            self._total.invalidate()
             return self._current_total()
 
     def _check_limits(self, path: str, md: Path, new_size: int) -> int:
@@ -259,7 +261,7 @@ class FilesystemAdapter:
             else:
                 writes[emb] = emb_bytes
             commit_files(self.root, writes, removals)
-            self._total = total
+            self._total.set(total)
         return Entry(
             path=path,
             content=content,
@@ -373,7 +375,7 @@ class FilesystemAdapter:
         with self._writing():
             total = self._check_limits(path, md, len(data))
             commit_files(self.root, {md: data}, [yml, emb])
-            self._total = total
+            self._total.set(total)
 
     def delete(self, path: str) -> None:
         """Remove the entry's ``.md``, ``.yml`` and ``.emb`` together; a stub is deleted itself.
@@ -390,7 +392,7 @@ class FilesystemAdapter:
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
             commit_files(self.root, {}, [md, yml, emb])
-            self._total = total
+            self._total.set(total)
             self._prune_empty_folders(md.parent)
 
     def _prune_empty_folders(self, folder: Path) -> None:
@@ -476,8 +478,7 @@ class FilesystemAdapter:
         if redirect is not None:
             data = stubs.format_stub(redirect, stubs.stub_hits(text) + 1).encode("utf-8")
             commit_files(self.root, {md: data})
-            if self._total is not None:  # keep the running total exact without a rescan of the root
-                self._total += len(data) - len(old)
+            self._total.adjust(len(data) - len(old))  # exact without a rescan of the root
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
         """The content of each entry ("" for one that vanished), in one pass under one shared lock.
