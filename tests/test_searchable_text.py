@@ -48,3 +48,11 @@ def test_text_hash_is_stable_and_sensitive():
     assert text_hash("abc") == text_hash("abc")
     assert text_hash("abc") != text_hash("abd")
     assert len(text_hash("abc")) == 16
+
+
+def test_a_heading_on_its_own_is_joined_by_the_paragraph_after_it():
+    content = "# Deploy checklist\n\nRun the migrations before switching traffic.\nThen warm the caches.\n\nLater notes."
+    assert first_paragraph(content, "Production deploys") == (
+        "# Deploy checklist Run the migrations before switching traffic. Then warm the caches."
+    )
+    assert first_paragraph("# Only a heading", "Other") == "# Only a heading"

@@ -26,24 +26,29 @@ def first_paragraph(content: str, title: str = "") -> str:
     """The first non-empty block of ``content`` (lines up to a blank line), joined into one line.
 
     A leading markdown heading that merely repeats the title is skipped: the title is
-    already on the card, and the summary should say something new.
+    already on the card, and the summary should say something new. A block of headings
+    alone (``# Setup`` then a blank line) is not a paragraph: the block after it joins it,
+    so the card holds the entry's first real sentences, not just a heading.
     """
-    lines = content.replace("\r\n", "\n").split("\n")
-    start = 0
-    while start < len(lines) and not lines[start].strip():
-        start += 1
-    if start < len(lines) and title:
-        first = lines[start].strip()
+    blocks: list[list[str]] = [[]]
+    for line in content.replace("\r\n", "\n").split("\n"):
+        if line.strip():
+            blocks[-1].append(line.strip())
+        elif blocks[-1]:
+            blocks.append([])
+    blocks = [block for block in blocks if block]
+    if blocks and title:
+        first = blocks[0][0]
         if first.startswith("#") and first.lstrip("#").strip().casefold() == title.strip().casefold():
-            start += 1
-            while start < len(lines) and not lines[start].strip():
-                start += 1
-    block: list[str] = []
-    for line in lines[start:]:
-        if not line.strip():
+            blocks[0] = blocks[0][1:]
+            if not blocks[0]:
+                blocks.pop(0)
+    summary: list[str] = []
+    for block in blocks:
+        summary += block
+        if not all(line.startswith("#") for line in block):
             break
-        block.append(line.strip())
-    return " ".join(block)
+    return " ".join(summary)
 
 
 def _metadata_field(metadata: Any, name: str) -> Any:
