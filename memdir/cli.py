@@ -164,13 +164,14 @@ def search(
     type_: Annotated[Optional[list[str]], typer.Option("--type", help="Only these entry types (repeatable).")] = None,
     prefix: Annotated[Optional[str], typer.Option("--prefix", help="Only entries under this folder.")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only entries with this tag (repeatable).")] = None,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", help="Only results scoring at least this (0-1).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Hybrid search with each result's score breakdown."""
     from memdir.memory import Memory
 
     with Memory.open(load_settings(root, agent)) as memory:
-        results = memory.search(query, top_k=top_k, types=type_, path_prefix=prefix, tags=tag)
+        results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag)
         state = memory.model.state.value
     if as_json:
         typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))

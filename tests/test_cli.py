@@ -52,6 +52,15 @@ def test_search_prints_results_with_their_breakdown(keyword_only_root):
     assert "fact/deploy" in table.output and "keyword only" in table.output
 
 
+def test_search_threshold_leaves_weak_results_out(keyword_only_root):
+    query = ["search", "deploy or learn a topic", "--root", str(keyword_only_root), "--json"]
+    everything = json.loads(runner.invoke(app, query).output)  # the entry and the built-in skill
+    cut = (everything[0]["score"] + everything[-1]["score"]) / 2
+    strong = runner.invoke(app, [*query, "--threshold", str(cut)])
+    assert [hit["path"] for hit in json.loads(strong.output)] == [hit["path"] for hit in everything if hit["score"] >= cut]
+    assert len(everything) > len(json.loads(strong.output))
+
+
 def test_rebuild_without_a_model_says_nothing_was_embedded(keyword_only_root):
     result = runner.invoke(app, ["rebuild", str(keyword_only_root)])
     assert result.exit_code == 0, result.output
