@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,21 @@ def test_unprefixed_environment_variables_are_not_memdirs(monkeypatch, tmp_path)
         "sentence-transformers/all-MiniLM-L6-v2", "assistant", tmp_path, None,
     )
     assert settings.workspace != Path("/etc")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("semantic_wieght = 0.7\n", "unknown setting(s) 'semantic_wieght'"), ("semantic_weight = \n", "is not valid TOML")],
+)
+def test_a_config_file_memdir_cannot_use_is_a_clear_error(tmp_path, monkeypatch, text, message):
+    from memdir.core.errors import ConfigError
+
+    config = tmp_path / "memdir.toml"
+    config.write_text(text)
+    monkeypatch.setenv("MEMDIR_CONFIG", str(config))
+    with pytest.raises(ConfigError, match=re.escape(message)) as raised:
+        Settings()
+    assert str(config) in raised.value.message and raised.value.hint
 
 
 def test_toml_file_is_read_and_env_wins(tmp_path, monkeypatch):

@@ -111,5 +111,9 @@ class LockTimeoutError(MemdirError):
     """The root's write lock could not be taken in time."""
 
 
+class ConfigError(MemdirError):
+    """The configuration file cannot be used as it is (not TOML, or keys that are no setting)."""
+
+
 class ModelNotFoundError(MemdirError):
     """No embedding model was found; memdir falls back to keyword search."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +24,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from memdir.core.errors import ConfigError
 
 APP_NAME = "memdir"
 Mode = Literal["assistant", "retrieval", "researcher"]
@@ -43,6 +46,29 @@ class PrefixedEnvSource(EnvSettingsSource):
     def __init__(self, settings_cls: type[BaseSettings]) -> None:
         super().__init__(settings_cls)
         self.env_vars = {name: value for name, value in self.env_vars.items() if name.lower().startswith(ENV_PREFIXES)}
+
+
+class CheckedTomlSource(TomlConfigSettingsSource):
+    """``memdir.toml``, refusing a file that is not TOML and keys that are no setting: a
+    misspelt key would otherwise be ignored without a word, and the user would wonder
+    why the setting never took."""
+
+    def __init__(self, settings_cls: type[BaseSettings], toml_file: Path) -> None:
+        try:
+            super().__init__(settings_cls, toml_file=toml_file)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{toml_file} is not valid TOML: {exc}.", "Fix the file, or point MEMDIR_CONFIG elsewhere.") from exc
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        known = set(self.settings_cls.model_fields)
+        unknown = sorted(key for key in data if key not in known)
+        if unknown:
+            raise ConfigError(
+                f"{self.toml_file_path}: unknown setting(s) {', '.join(map(repr, unknown))}.",
+                f"Settings are: {', '.join(sorted(known))}.",
+            )
+        return data
 
 
 def _setting(default: Any, name: str, swarm: str | None = None, **kwargs: Any) -> Any:
@@ -155,7 +181,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, PrefixedEnvSource(settings_cls), TomlConfigSettingsSource(settings_cls, toml_file=config_file()))
+        return (init_settings, PrefixedEnvSource(settings_cls), CheckedTomlSource(settings_cls, toml_file=config_file()))
 
     @property
     def store_root(self) -> Path:

@@ -178,7 +178,8 @@ class FilesystemAdapter:
             return 0
 
     def _scan_total(self) -> int:
-        return sum(st.st_size for _, _, st, _ in scan_entries(self.root, self.root, ""))
+        # A file shadowed by a built-in entry cannot be reached, so it is not counted either.
+        return sum(st.st_size for path, _, st, _ in scan_entries(self.root, self.root, "") if not is_virtual(path))
 
     def _current_total(self) -> int:
         return self._total.get()
