@@ -14,6 +14,7 @@ the files (the truth), the derived index and the vector matrix in step:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Iterable
@@ -116,9 +117,15 @@ class Memory:
         index = DerivedIndex(root, column_weights=settings.bm25_column_weights)
         memory = cls(settings, adapter, index, model)
         memory.reconcile()
-        model.on_ready(memory._embed_pending)
         if background:
+            # A long-running process catches up on entries written without the model (or under
+            # another one) once it is ready, however many there are.
+            model.on_ready(memory._embed_pending)
             model.start_background()
+        else:
+            # A command (status, search, the discover hook) catches up on a few (entries edited
+            # by hand), but never re-embeds a whole root on its way: `memdir rebuild` does that.
+            model.on_ready(functools.partial(memory._embed_pending, at_most=settings.embed_batch_size))
         return memory
 
     def close(self) -> None:
@@ -344,9 +351,15 @@ class Memory:
         embedder = self.model.peek()
         return embedder.model_id if embedder else self.settings.model
 
-    def _embed_pending(self, embedder: Embedder) -> None:
-        """Once the model is ready: embed entries written without it (or under another model)."""
+    def _embed_pending(self, embedder: Embedder, at_most: int | None = None) -> None:
+        """Once the model is ready: embed entries written without it (or under another model).
+
+        With ``at_most``, a larger backlog is left for `rebuild` (and said so in the log).
+        """
         pending = self.index.needs_embedding(embedder.model_id)
+        if at_most is not None and len(pending) > at_most:
+            log.info("%d entries wait for embedding: run `memdir rebuild --missing-only`", len(pending))
+            return
         if pending:
             self._embed_paths(embedder, pending, None)
 

@@ -80,9 +80,17 @@ def test_entries_written_without_a_model_are_embedded_once_it_is_ready(tmp_path)
     settings = Settings(root=tmp_path / "m", embeddings_enabled=False)
     with Memory.open(settings) as memory:
         write_fact(memory, "paris", "Paris is the capital of France.")
-    with Memory.open(Settings(root=tmp_path / "m"), embedder=FakeEmbedder()) as memory:
+    # a command (status, search, the discover hook) leaves a backlog larger than one batch alone...
+    with Memory.open(Settings(root=tmp_path / "m", embed_batch_size=1), embedder=FakeEmbedder()) as memory:
+        assert not memory.read("fact/paris").embedded
+        assert memory.rebuild(everything=False) == 2  # ...for `memdir rebuild --missing-only` (and the built-in skill)
         assert memory.read("fact/paris").embedded
-        assert memory.status().embedded == 2  # with the built-in skill
+    with Memory.open(settings) as memory:
+        write_fact(memory, "rome", "Rome is the capital of Italy.")
+    # a server (background model) catches up by itself
+    with Memory.open(Settings(root=tmp_path / "m"), embedder=FakeEmbedder(), background=True) as memory:
+        assert memory.read("fact/rome").embedded
+        assert memory.status().embedded == 3  # with the built-in skill
 
 
 def test_close_waits_for_the_background_model_and_stops_its_backlog(tmp_path):
