@@ -90,11 +90,11 @@ def setup(root: RootOption = None) -> None:
 
     settings = load_settings(root)
     with console().status("Looking for the model..."):
-        resolved = resolve_model(settings.model_dir, settings.model, download=settings.model_download)
+        resolved = resolve_model(settings.model_dir, settings.model_wanted, download=settings.model_download)
     console().print(f"Model: [bold]{resolved.model_id}[/bold]")
     console().print(f"From: {resolved.source}")
     with console().status("Loading the model with onnxruntime..."):
-        embedder = load_embedder(model_dir=settings.model_dir, cache_dir=settings.cache_dir, model_id=settings.model)
+        embedder = load_embedder(model_dir=settings.model_dir, cache_dir=settings.cache_dir, model_id=settings.model_wanted)
         vector = embedder.embed(["memdir setup check"])[0]
     console().print(f"Dimensions: {vector.shape[0]}, norm {float((vector ** 2).sum()) ** 0.5:.3f}")
     console().print("[green]✓ Semantic search is available.[/green]")
@@ -132,7 +132,7 @@ def model_path() -> None:
     from memdir.embeddings.resolve import resolve_model
 
     settings = load_settings()
-    print(resolve_model(settings.model_dir, settings.model).directory)
+    print(resolve_model(settings.model_dir, settings.model_wanted).directory)
 
 
 @app.command()

@@ -32,6 +32,7 @@ from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
+from memdir.embeddings.resolve import model_id_of_directory
 from memdir.embeddings.text import searchable_text, text_hash
 from memdir.search.hybrid import HybridSearcher, SearchResult
 from memdir.search.text_search import GrepHit, compile_grep, glob_matcher, grep_content, path_filter
@@ -349,7 +350,10 @@ class Memory:
         ``.emb`` files carry no model name, so vectors found on disk are attributed to it.
         """
         embedder = self.model.peek()
-        return embedder.model_id if embedder else self.settings.model
+        if embedder is not None:
+            return embedder.model_id
+        wanted, directory = self.settings.model_wanted, self.settings.model_dir
+        return wanted if wanted is not None or directory is None else model_id_of_directory(Path(directory))
 
     def _embed_pending(self, embedder: Embedder, at_most: int | None = None) -> None:
         """Once the model is ready: embed entries written without it (or under another model).

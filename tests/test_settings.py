@@ -100,3 +100,11 @@ def test_adaptive_threshold_for_short_and_long_queries():
 def test_agent_names_cannot_leave_the_root(name):
     with pytest.raises(ValueError, match="agent name"):
         Settings(agent=name)
+
+
+def test_a_model_directory_names_its_own_model_unless_one_is_configured(tmp_path, monkeypatch):
+    assert Settings().model_wanted == "sentence-transformers/all-MiniLM-L6-v2"
+    assert Settings(model_dir=tmp_path / "acme-encoder").model_wanted is None  # named from its folder
+    assert Settings(model_dir=tmp_path, model="acme/encoder").model_wanted == "acme/encoder"
+    monkeypatch.setenv("MEMDIR_MODEL", "acme/other")
+    assert Settings(model_dir=tmp_path).model_wanted == "acme/other"

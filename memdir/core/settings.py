@@ -184,6 +184,15 @@ class Settings(BaseSettings):
         return (init_settings, PrefixedEnvSource(settings_cls), CheckedTomlSource(settings_cls, toml_file=config_file()))
 
     @property
+    def model_wanted(self) -> str | None:
+        """The model name resolution looks for: ``model``, except that an explicit ``model_dir``
+        names its own model (from its path) unless ``model`` was configured as well — so a
+        custom model is never labelled, and its vectors never mixed, as all-MiniLM-L6-v2's."""
+        if self.model_dir is not None and "model" not in self.model_fields_set:
+            return None
+        return self.model
+
+    @property
     def store_root(self) -> Path:
         """The directory this process's entries live in: the root, or the agent's own store under it."""
         root = self.root.expanduser()

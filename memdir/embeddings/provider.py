@@ -68,7 +68,7 @@ class ModelProvider:
 
             embedder = load_embedder(
                 model_dir=settings.model_dir, cache_dir=settings.cache_dir, batch_size=settings.embed_batch_size,
-                threads=settings.embed_threads, model_id=settings.model, download=settings.model_download,
+                threads=settings.embed_threads, model_id=settings.model_wanted, download=settings.model_download,
             )
             embedder.warmup()
             return embedder

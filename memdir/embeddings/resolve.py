@@ -52,6 +52,7 @@ __all__ = [
     "find_package_model",
     "inspect_directory",
     "load_embedder",
+    "model_id_of_directory",
     "resolve_model",
 ]
 
@@ -104,7 +105,7 @@ def resolve_model(model_dir: Path | None = None, model_id: str | None = None, *,
         problem = _directory_problem(model_dir)
         if problem:
             raise ModelNotFoundError(f"Model directory {model_dir} is not usable: {problem}.", INSTALL_HINT)
-        return inspect_directory(model_dir, model_id or _id_from_path(model_dir), f"directory {model_dir}")
+        return inspect_directory(model_dir, model_id or model_id_of_directory(model_dir), f"directory {model_dir}")
 
     if wanted == DEFAULT_MODEL_ID:
         package_dir = find_package_model()
@@ -255,7 +256,7 @@ def _directory_problem(directory: Path) -> str:
     return "it needs model.safetensors + config.json, or model.onnx"
 
 
-def _id_from_path(directory: Path) -> str:
+def model_id_of_directory(directory: Path) -> str:
     """Recover ``org/name`` from a HF cache snapshot path, else use the folder name."""
     for part in reversed(directory.resolve().parts):
         if part.startswith("models--"):
