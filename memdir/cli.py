@@ -94,7 +94,10 @@ def setup(root: RootOption = None) -> None:
     console().print(f"Model: [bold]{resolved.model_id}[/bold]")
     console().print(f"From: {resolved.source}")
     with console().status("Loading the model with onnxruntime..."):
-        embedder = load_embedder(model_dir=settings.model_dir, cache_dir=settings.cache_dir, model_id=settings.model_wanted)
+        embedder = load_embedder(
+            model_dir=settings.model_dir, cache_dir=settings.cache_dir, batch_size=settings.embed_batch_size,
+            threads=settings.embed_threads, model_id=settings.model_wanted,
+        )
         vector = embedder.embed(["memdir setup check"])[0]
     console().print(f"Dimensions: {vector.shape[0]}, norm {float((vector ** 2).sum()) ** 0.5:.3f}")
     console().print("[green]✓ Semantic search is available.[/green]")

@@ -113,6 +113,11 @@ def normalize_path(path: str) -> str:
     return text
 
 
+def memory_uri(path: str) -> str:
+    """``memory://path`` (a path already carrying the scheme is left as it is)."""
+    return path if path.startswith(MEMORY_SCHEME) else f"{MEMORY_SCHEME}{path}"
+
+
 def disk_stem(logical_path: str) -> str:
     """The path without ``.md``: the stem shared by the entry's .md, .yml and .emb files."""
     return logical_path[: -len(ENTRY_SUFFIX)]

@@ -72,10 +72,16 @@ class CheckedTomlSource(TomlConfigSettingsSource):
 
 
 def _setting(default: Any, name: str, swarm: str | None = None, **kwargs: Any) -> Any:
-    """A field readable as ``name`` (TOML, kwargs), ``MEMDIR_NAME`` and optionally ``SWARM_MEMORY_*``."""
+    """A field readable as ``name`` (TOML, kwargs), ``MEMDIR_NAME`` and optionally ``SWARM_MEMORY_*``.
+
+    A function as ``default`` is called for each new `Settings` (``Path.cwd``: the directory
+    the process is in then, not the one it was in when this module was imported).
+    """
     aliases = [name, f"MEMDIR_{name.upper()}"]
     if swarm:
         aliases.append(f"SWARM_MEMORY_{swarm}")
+    if callable(default):
+        return Field(default_factory=default, validation_alias=AliasChoices(*aliases), **kwargs)
     return Field(default, validation_alias=AliasChoices(*aliases), **kwargs)
 
 
@@ -141,7 +147,7 @@ class Settings(BaseSettings):
 
     # --- server
     mode: Mode = _setting("assistant", "mode")
-    workspace: Path = _setting(Path.cwd(), "workspace", description="Directory the skill workspace tools act on.")
+    workspace: Path = _setting(Path.cwd, "workspace", description="Directory the skill workspace tools act on.")
     allow_bash: bool = _setting(False, "allow_bash", description="Bash is off unless this is true.")
     bash_timeout: float = _setting(60.0, "bash_timeout")
 
@@ -203,3 +209,7 @@ class Settings(BaseSettings):
         if len(query.split()) < self.adaptive_word_cutoff:
             return self.discovery_threshold_short
         return self.discovery_threshold
+
+    def relevance_needed(self, message: str) -> float:
+        """The relevance a discovery hit needs for ``message``: the adaptive threshold, never below the floor."""
+        return max(self.threshold_for(message), self.discovery_min_score)

@@ -1,4 +1,4 @@
-"""How memdir shows sizes and budgets text: one definition each, used by every report and reminder."""
+"""How memdir shows sizes and counts and budgets text: one definition each, used by every report and reminder."""
 
 from __future__ import annotations
 
@@ -19,3 +19,18 @@ def human_size(size: int) -> str:
 def estimate_tokens(text: str) -> int:
     """A cheap token estimate: ~4 characters per token."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """``1 entry`` / ``2 entries``; ``1 match`` / ``3 matches`` (``plural_form`` for irregular words)."""
+    if count == 1:
+        return f"{count} {singular}"
+    return f"{count} {plural_form or _plural(singular)}"
+
+
+def _plural(word: str) -> str:
+    if word.endswith("y") and word[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    return word + "s"

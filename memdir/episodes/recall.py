@@ -101,7 +101,7 @@ def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = Non
         return []
     limit = settings.episode_max_injected if limit is None else limit
     if threshold is None:
-        threshold = max(settings.threshold_for(query), settings.discovery_min_score)
+        threshold = settings.relevance_needed(query)
     results = memory.search(query, top_k=max(limit, 1) * CANDIDATES_PER_SLOT, path_prefix=EPISODES_PREFIX)
     candidates = []
     for result in results:

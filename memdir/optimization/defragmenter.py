@@ -21,7 +21,9 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memdir.core.paths import memory_uri
 from memdir.core.quality import QUALITY_POINTS
+from memdir.core.units import plural
 from memdir.optimization import planning
 from memdir.optimization.actions import Changer
 from memdir.optimization.analyzer import analyze, format_health_report
@@ -30,7 +32,7 @@ from memdir.optimization.journal import Journal
 from memdir.optimization.options import ACTIONS, DEFAULT_LIMIT, parse_dry_run, resolve_options
 from memdir.optimization.pairs import Similar
 from memdir.optimization.planning import LINK_WORDS
-from memdir.optimization.reports import DRY_RUN_NOTE, UNDO_NOTE, Report, bullet_list, demote, document, plural, uri
+from memdir.optimization.reports import DRY_RUN_NOTE, UNDO_NOTE, Report, bullet_list, demote, document
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -78,7 +80,7 @@ class Defragmenter:
         pairs = planning.duplicates(corpus, similarity_threshold)
         rows = [self._pair_dict(corpus, pair) for pair in pairs]
         lines = [
-            f"- {uri(row['a'])} ↔ {uri(row['b'])} — {row['similarity']:.2f} "
+            f"- {memory_uri(row['a'])} ↔ {memory_uri(row['b'])} — {row['similarity']:.2f} "
             f"(words {row['jaccard']:.2f}, meaning {'n/a' if row['cosine'] is None else format(row['cosine'], '.2f')})"
             for row in rows
         ]
@@ -106,7 +108,7 @@ class Defragmenter:
             for item in found
         ]
         lines = [
-            f"- {uri(row['path'])} — {row['quality']}/100, missing: {', '.join(row['missing']) or 'nothing'}"
+            f"- {memory_uri(row['path'])} — {row['quality']}/100, missing: {', '.join(row['missing']) or 'nothing'}"
             for row in rows
         ]
         which = f" with confidence {confidence_filter}" if confidence_filter else ""
@@ -124,7 +126,7 @@ class Defragmenter:
         found = [item for item in corpus.items if item.age_days(now) >= age_days and item.hits <= max_hits]
         found.sort(key=lambda item: (item.updated_at, item.path))
         rows = [{"path": i.path, "title": i.title, "age_days": int(i.age_days(now)), "hits": i.hits} for i in found]
-        lines = [f"- {uri(row['path'])} — {row['age_days']} days old, {row['hits']} hits" for row in rows]
+        lines = [f"- {memory_uri(row['path'])} — {row['age_days']} days old, {row['hits']} hits" for row in rows]
         intro = [f"{len(rows)} of {len(corpus)} entries not updated for {age_days:g}+ days "
                  f"and read at most {max_hits} times."]
         markdown = document("Archival Candidates", intro, bullet_list(lines, limit))
@@ -138,7 +140,7 @@ class Defragmenter:
         corpus = self.corpus(reload=True, full=False)
         found = planning.related(corpus, min_similarity, max_similarity)
         rows = [{"a": p.a.path, "b": p.b.path, "similarity": round(p.similarity, 4), "link": p.link} for p in found]
-        lines = [f"- {uri(r['a'])} ↔ {uri(r['b'])} — {r['similarity']:.2f}, {LINK_WORDS[r['link']]}" for r in rows]
+        lines = [f"- {memory_uri(r['a'])} ↔ {memory_uri(r['b'])} — {r['similarity']:.2f}, {LINK_WORDS[r['link']]}" for r in rows]
         unlinked = sum(row["link"] != "both" for row in rows)
         intro = [f"{plural(len(rows), 'pair')} with cosine similarity in [{min_similarity:.2f}, {max_similarity:.2f}); "
                  f"{unlinked} not yet linked both ways."]
@@ -177,7 +179,7 @@ class Defragmenter:
             failed = {}
             for path, targets in additions.items() if changer else ():
                 item = corpus.get(path)
-                metadata = item.stored.model_copy(update={"related": [*item.stored.related, *map(uri, targets)]})
+                metadata = item.stored.model_copy(update={"related": [*item.stored.related, *map(memory_uri, targets)]})
                 outcome = changer.rewrite(item, metadata=metadata)
                 if not outcome.done:
                     failed[path] = outcome.reason
@@ -187,8 +189,8 @@ class Defragmenter:
         failed, journal_id = self._execute("link_related", options, dry, link)
         rows = [{"a": p.a.path, "b": p.b.path, "similarity": round(p.similarity, 4), "link": p.link,
                  "done": not dry and p.a.path not in failed and p.b.path not in failed} for p in found]
-        lines = [f"- {uri(r['a'])} ↔ {uri(r['b'])} — {r['similarity']:.2f} (was {LINK_WORDS[r['link']]})" for r in rows]
-        lines += [f"- skipped {uri(path)}: {reason}" for path, reason in failed.items()]
+        lines = [f"- {memory_uri(r['a'])} ↔ {memory_uri(r['b'])} — {r['similarity']:.2f} (was {LINK_WORDS[r['link']]})" for r in rows]
+        lines += [f"- skipped {memory_uri(path)}: {reason}" for path, reason in failed.items()]
         updated = len(additions) - len(failed)
         intro = [f"{'Would link' if dry else 'Linked'} {plural(len(rows), 'related pair')} both ways "
                  f"(cosine in [{min_similarity:.2f}, {max_similarity:.2f})), "
@@ -204,7 +206,7 @@ class Defragmenter:
             rows.append({"keep": merge.keeper.path, "merge": merge.other.path, "similarity": round(merge.similarity, 4),
                          "strategy": strategy, "done": bool(outcome and outcome.done),
                          "reason": outcome.reason if outcome else ""})
-        lines = [f"- keep {uri(r['keep'])}, merge {uri(r['merge'])} into it ({r['similarity']:.2f})" + _skipped(r)
+        lines = [f"- keep {memory_uri(r['keep'])}, merge {memory_uri(r['merge'])} into it ({r['similarity']:.2f})" + _skipped(r)
                  for r in rows]
         return lines, rows
 
@@ -238,7 +240,7 @@ class Defragmenter:
             related: list[str] = []
             for link in item.stored.related:
                 target = link_target(link)
-                new = uri(gone[target]) if target in gone and gone[target] else link
+                new = memory_uri(gone[target]) if target in gone and gone[target] else link
                 if new not in related:
                     related.append(new)
             metadata = item.stored.model_copy(update={"related": related})
@@ -249,7 +251,7 @@ class Defragmenter:
             outcome = changer.delete_stub(stub.path, stub.target) if changer else None
             rows.append({"path": stub.path, "target": stub.target, "age_days": int(stub.age_days), "hits": stub.hits,
                          "done": bool(outcome and outcome.done), "reason": outcome.reason if outcome else ""})
-        lines = [f"- {uri(r['path'])} → {uri(r['target'])} ({r['age_days']} days old, {r['hits']} hits)" + _skipped(r)
+        lines = [f"- {memory_uri(r['path'])} → {memory_uri(r['target'])} ({r['age_days']} days old, {r['hits']} hits)" + _skipped(r)
                  for r in rows]
         if relinks:
             count = len(relinked) if changer else len(relinks)
@@ -287,9 +289,9 @@ class Defragmenter:
             rows.append({"path": item.path, "title": item.title, "quality": item.quality,
                          "age_days": int(item.age_days(now)), "hits": item.hits,
                          "done": bool(outcome and outcome.done), "reason": outcome.reason if outcome else ""})
-        lines = [f"- {uri(r['path'])} — quality {r['quality']}/100, {r['age_days']} days old, {r['hits']} hits"
+        lines = [f"- {memory_uri(r['path'])} — quality {r['quality']}/100, {r['age_days']} days old, {r['hits']} hits"
                  + _skipped(r) for r in rows]
-        lines += [f"- kept {uri(path)}: redirect stubs point to it" for path in kept]
+        lines += [f"- kept {memory_uri(path)}: redirect stubs point to it" for path in kept]
         return lines, {"entries": rows, "kept": kept}
 
     def compact(

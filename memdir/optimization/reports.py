@@ -35,15 +35,6 @@ class Report:
         return self.markdown
 
 
-def uri(path: str) -> str:
-    return f"memory://{path}"
-
-
-def plural(count: int, singular: str, plural_form: str | None = None) -> str:
-    """``1 pair``, ``2 pairs`` (``plural_form`` for irregular words: ``entries``)."""
-    return f"{count} {singular if count == 1 else plural_form or singular + 's'}"
-
-
 def bullet_list(lines: Sequence[str], limit: int, noun: str = "more") -> list[str]:
     """The first ``limit`` lines as they are, then a line saying how many were left out."""
     shown = list(lines[:limit])
@@ -70,4 +61,4 @@ def document(title: str, intro: Iterable[str], body: Iterable[str] = (), notes: 
     return "\n".join(parts).rstrip() + "\n"
 
 
-__all__ = ["DRY_RUN_NOTE", "Report", "UNDO_NOTE", "bullet_list", "demote", "document", "plural", "uri"]
+__all__ = ["DRY_RUN_NOTE", "Report", "UNDO_NOTE", "bullet_list", "demote", "document"]

@@ -172,7 +172,7 @@ class HybridSearcher:
         query: str,
         *,
         top_k: int = 10,
-        threshold: float | Literal["adaptive"] | None = None,
+        threshold: float | None = None,
         types: Sequence[str] | None = None,
         path_prefix: str | None = None,
         tags: Sequence[str] | None = None,
@@ -182,8 +182,8 @@ class HybridSearcher:
         """The ``top_k`` best entries for ``query``, best first.
 
         Args:
-            threshold: minimum fused score; ``"adaptive"`` uses `Settings.threshold_for`
-                (lower for short queries); None keeps everything.
+            threshold: minimum fused ``score`` (what results are ranked by); None keeps
+                everything. Discovery's thresholds apply to ``relevance`` instead.
             types: only entries of these types.
             path_prefix: only entries in this folder (any depth), or this one ``.md`` path.
             tags: only entries carrying at least one of these tags (case-insensitive).
@@ -194,8 +194,6 @@ class HybridSearcher:
         """
         if top_k <= 0 or not query.strip():
             return []
-        if threshold == "adaptive":
-            threshold = self.settings.threshold_for(query)
         types = list(types) if types is not None else None
         tags = list(tags) if tags is not None else None
         prefix = normalize_prefix(path_prefix)

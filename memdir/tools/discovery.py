@@ -118,7 +118,7 @@ def search_found(
 
     ``exclude_prefix`` leaves out a folder that has a reminder of its own (episodes).
     """
-    threshold = max(settings.threshold_for(message), settings.discovery_min_score)
+    threshold = settings.relevance_needed(message)
     pool = settings.discovery_top_k * (8 if exclude_prefix else 4)  # ranked by score, kept by relevance
     found = [_found(result) for result in memory.search(message, top_k=pool, types=list(types))]
     relevant = [

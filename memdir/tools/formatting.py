@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memdir.core.paths import MEMORY_SCHEME
-from memdir.core.units import human_size
+from memdir.core.paths import memory_uri
+from memdir.core.units import human_size, plural
 
 
 def numbered_lines(content: str) -> str:
@@ -14,11 +14,6 @@ def numbered_lines(content: str) -> str:
     Lines are split like MemoryGrep splits them, so its line numbers match these.
     """
     return "\n".join(f"{str(number).rjust(6)} {line}" for number, line in enumerate(content.splitlines(), start=1))
-
-
-def memory_uri(path: str) -> str:
-    """``memory://path`` (a path already carrying the scheme is left as it is)."""
-    return path if path.startswith(MEMORY_SCHEME) else f"{MEMORY_SCHEME}{path}"
 
 
 def with_title(path: str, title: str | None) -> str:
@@ -30,21 +25,6 @@ def with_title(path: str, title: str | None) -> str:
 def system_reminder(*lines: str) -> str:
     """A ``<system-reminder>`` block holding ``lines``."""
     return "\n".join(["<system-reminder>", *lines, "</system-reminder>"])
-
-
-def plural(count: int, singular: str, plural_form: str | None = None) -> str:
-    """``1 entry`` / ``2 entries``; ``1 match`` / ``3 matches``."""
-    if count == 1:
-        return f"{count} {singular}"
-    return f"{count} {plural_form or _plural(singular)}"
-
-
-def _plural(word: str) -> str:
-    if word.endswith("y") and word[-2:-1] not in ("a", "e", "i", "o", "u"):
-        return word[:-1] + "ies"
-    if word.endswith(("s", "x", "ch", "sh")):
-        return word + "es"
-    return word + "s"
 
 
 def bullet_list(items: Iterable[str], *, indent: str = "") -> str:
