@@ -24,6 +24,7 @@ from memdir.core.errors import (
     LockTimeoutError,
     StorageFullError,
 )
+from memdir.core.files import replace_file, replacing
 from memdir.storage import atomic
 from memdir.storage.base import StorageAdapter
 from memdir.storage.filesystem import FilesystemAdapter
@@ -674,12 +675,22 @@ def test_recover_is_cheap_and_idle_when_nothing_is_pending(root: Path) -> None:
     assert atomic.recover(root) == 0
 
 
-def test_atomic_write_bytes_replaces_a_file(tmp_path: Path) -> None:
+def test_replace_file_replaces_a_file_and_keeps_its_mode_when_asked(tmp_path: Path) -> None:
     target = tmp_path / "derived" / "index.json"
-    atomic.atomic_write_bytes(target, b"one")
-    atomic.atomic_write_bytes(target, b"two")
-    assert target.read_bytes() == b"two"
+    replace_file(target, b"one")
+    target.chmod(0o600)
+    replace_file(target, b"two", durable=False, keep_mode=True)
+    assert target.read_bytes() == b"two" and target.stat().st_mode & 0o777 == 0o600
     assert os.listdir(target.parent) == ["index.json"]
+
+
+def test_a_failed_replacement_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "file.bin"
+    replace_file(target, b"old")
+    with pytest.raises(RuntimeError), replacing(target) as handle:
+        handle.write(b"half")
+        raise RuntimeError("killed mid-write")
+    assert target.read_bytes() == b"old" and os.listdir(tmp_path) == ["file.bin"]
 
 
 def test_a_folder_in_the_way_is_refused_before_anything_changes(adapter: FilesystemAdapter, root: Path) -> None:

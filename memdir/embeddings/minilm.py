@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memdir.core.files import replace_file
 from memdir.embeddings.resolve import ResolvedModel, load_embedder
 
 __all__ = ["OnnxEmbedder", "load_embedder"]  # load_embedder lives in resolve; importable from here too
@@ -250,15 +250,7 @@ def _atomic_write(path: Path, data: bytes) -> bool:
     the graph in memory and rebuilds it next start, which is slower but works.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(path, data, durable=False)  # a lost cache file is rebuilt at the next start
         return True
     except OSError:
         log.warning("cannot cache the ONNX model at %s", path, exc_info=True)

@@ -28,6 +28,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from memdir.core.files import fsync_dir
+
 log = logging.getLogger(__name__)
 
 TXN_DIR = Path(".memdir") / "txn"
@@ -40,20 +42,6 @@ _JOURNAL_VERSION = 1
 def txn_dir(root: Path) -> Path:
     """Where journals of unfinished transactions live."""
     return Path(root) / TXN_DIR
-
-
-def fsync_dir(path: Path) -> None:
-    """Make renames and unlinks inside ``path`` durable (a no-op where folders cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return  # e.g. Windows: folders cannot be opened, and renames are durable there anyway
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _write_new_file(path: Path, data: bytes) -> None:
@@ -72,25 +60,6 @@ def _write_new_file(path: Path, data: bytes) -> None:
 def _temp_name(target: Path, txid: str, index: int) -> Path:
     # Short and hidden: entry names may already use the 255-byte name limit.
     return target.parent / f".txn-{txid}-{index}.tmp"
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace one file atomically: readers see the old bytes or the new ones, never a prefix.
-
-    For files that stand alone (derived data under ``.memdir/``). A kill mid-write can
-    leave a hidden ``.txn-*.tmp`` file behind; use `commit_files` when that matters or
-    when several files must change together.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = _temp_name(path, uuid.uuid4().hex, 0)
-    try:
-        _write_new_file(temp, data)
-        os.replace(temp, path)
-    except BaseException:
-        _unlink_quietly(temp)
-        raise
-    fsync_dir(path.parent)
 
 
 def _relative(root: Path, path: Path) -> str:

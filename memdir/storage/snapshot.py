@@ -31,11 +31,12 @@ import json
 import logging
 import os
 import struct
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from memdir.core.files import replacing
 
 log = logging.getLogger(__name__)
 
@@ -103,17 +104,14 @@ def write_snapshot(path: Path, snapshot: VectorSnapshot) -> None:
     header = json.dumps({
         "format": FORMAT, "generation": snapshot.generation, "seq": snapshot.seq, "rows": rows, "dim": dim, "models": names,
     }).encode("utf-8")
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
-        with open(temp, "wb") as file:
+        with replacing(path, durable=False) as file:  # derived: a lost snapshot means one full load
             file.write(MAGIC + struct.pack("<I", len(header)) + header)
             np.asarray(snapshot.ids, dtype="<i8").tofile(file)
             np.fromiter(map(code_of.__getitem__, snapshot.models), dtype="<i4", count=rows).tofile(file)
             np.ascontiguousarray(snapshot.matrix, dtype="<f4").tofile(file)
-        os.replace(temp, path)
     except OSError as exc:
         log.warning("could not write the vector snapshot %s: %s", path, exc)
-        temp.unlink(missing_ok=True)
 
 
 __all__ = ["MIN_ROWS", "VectorSnapshot", "read_snapshot", "snapshot_path", "write_snapshot"]

@@ -12,10 +12,10 @@ derived: deleting it loses nothing.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from memdir.core.files import replace_file
 
 TOTAL_FILE = Path(".memdir") / "content-bytes"
 
@@ -40,16 +40,11 @@ class SharedTotal:
         return total
 
     def set(self, total: int) -> None:
-        """Record the total after a write or delete (atomically: readers see the old or the new figure)."""
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".content-bytes-", dir=self.file.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="ascii") as out:
-                out.write(f"{max(total, 0)}\n")
-            os.replace(temporary, self.file)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        """Record the total after a write or delete (atomically: readers see the old or the new figure).
+
+        Not fsynced: after a power cut the figure may lag, and the next process scans anyway.
+        """
+        replace_file(self.file, f"{max(total, 0)}\n".encode("ascii"), durable=False)
 
     def adjust(self, delta: int) -> None:
         """Add ``delta`` bytes to a total this process has already established (no scan for it)."""

@@ -24,13 +24,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from memdir.core.errors import InputValidationError, MemdirError
+from memdir.core.files import replace_file
 
 WORKSPACE_TOOLS: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash")
 """Names of the workspace tools, in the order they are listed."""
@@ -332,22 +332,6 @@ def read_file(
     return body
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` atomically, keeping its permission bits when it already exists."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def write_file(workspace: Workspace, reads: FileReads, rules: ToolPermissions, file_path: str, content: str) -> str:
@@ -360,7 +344,7 @@ def write_file(workspace: Workspace, reads: FileReads, rules: ToolPermissions, f
     if existed:
         reads.check(relative, resolved.read_bytes(), "Write")
     data = content.encode("utf-8")
-    _atomic_write(resolved, data)
+    replace_file(resolved, data, keep_mode=True)
     reads.record(relative, data)
     verb = "Updated" if existed else "Created"
     return f"{verb} {relative} ({len(data)} bytes)."
@@ -400,7 +384,7 @@ def edit_file(
         )
     updated = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
     new_data = updated.encode("utf-8")
-    _atomic_write(resolved, new_data)
+    replace_file(resolved, new_data, keep_mode=True)
     reads.record(relative, new_data)
     replaced = count if replace_all else 1
     return f"Edited {relative}: replaced {replaced} occurrence{'s' if replaced != 1 else ''}."
