@@ -76,7 +76,3 @@ class Entry(BaseModel):
     @property
     def type(self) -> str | None:
         return self.metadata.type
-
-    @property
-    def uri(self) -> str:
-        return f"memory://{self.path}"

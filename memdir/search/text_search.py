@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from memdir.core.errors import InputValidationError
@@ -71,12 +71,6 @@ def glob_matcher(pattern: str) -> Callable[[str], bool]:
     """A test for paths matching a user glob pattern (see `normalize_glob`)."""
     regex = glob_regex(normalize_glob(pattern))
     return lambda path: regex.match(path) is not None
-
-
-def match_glob(pattern: str, paths: Iterable[str]) -> list[str]:
-    """The paths matching a user glob pattern (see `normalize_glob`)."""
-    matches = glob_matcher(pattern)
-    return [path for path in paths if matches(path)]
 
 
 def path_filter(path: str | None) -> Callable[[str], bool]:

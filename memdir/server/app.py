@@ -31,7 +31,6 @@ from mcp.server.stdio import stdio_server
 from pydantic import Field, ValidationError, WithJsonSchema
 
 from memdir import __version__
-from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES
 from memdir.core.settings import Settings
 from memdir.server import prompts, resources, toolsets, workspace
 from memdir.server.arguments import invalid_arguments_message
@@ -56,20 +55,6 @@ log = logging.getLogger(__name__)
 SERVER_NAME = "memdir"
 INJECTED = ("memory", "session", "settings")
 """Parameters of a tool function that the server fills in (never part of the input schema)."""
-
-PARAM_ENUMS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("MemoryWrite", "type"): ENTRY_TYPES,
-    ("MemoryWrite", "confidence"): CONFIDENCE_LEVELS,
-    ("MemoryGrep", "output_mode"): ("files_with_matches", "content", "count"),
-    ("EpisodeRecord", "outcome"): ("success", "failure", "blocked", "ongoing"),
-    ("EpisodeList", "outcome"): ("success", "failure", "blocked", "ongoing"),
-}
-"""Parameters whose schema lists the accepted values (validation stays with the tool and its wording)."""
-
-DEFRAG_ACTIONS = (
-    "analyze", "find_duplicates", "find_low_quality", "find_archival_candidates", "find_related",
-    "link_related", "merge_duplicates", "cleanup_stubs", "compact", "full",
-)
 
 
 class MemdirServer(MCPServer[AppState]):
@@ -140,6 +125,9 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
     """
     doc = parse_docstring(fn)
     hints = _type_hints(fn)
+    # A tool module lists its fixed-choice parameters in CHOICES (validation stays with the
+    # tool and its wording; the schema only shows the model the values).
+    choices: dict[str, tuple[str, ...]] = getattr(sys.modules[fn.__module__], "CHOICES", {})
     signature = inspect.signature(fn)
     wanted = [name for name in INJECTED[1:] if name in signature.parameters]
     parameters: list[inspect.Parameter] = []
@@ -150,7 +138,7 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
             continue  # keyword-only parameters with defaults are for Python callers (tests), not the model
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise TypeError(f"{spec.name}: register tools taking *args/**kwargs by hand")
-        base, extra = _schema_for(hints.get(param.name, str), PARAM_ENUMS.get((spec.name, param.name)))
+        base, extra = _schema_for(hints.get(param.name, str), choices.get(param.name))
         annotation = Annotated[(base, *extra, Field(description=doc.params.get(param.name) or None))]
         parameters.append(inspect.Parameter(param.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=param.default))
     parameters.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context))
@@ -208,9 +196,9 @@ def _discover_tool(include_skills: bool) -> Callable[..., Any]:
 def _defrag_tool(fn: Callable[..., str]) -> Callable[..., Any]:
     """MemoryDefrag: ``action`` plus the options its module declares (``PARAMETERS``, ``OPTION_SPECS``)."""
     module = sys.modules[fn.__module__]
-    actions = list(getattr(module, "ACTIONS", DEFRAG_ACTIONS))
-    kinds: dict[str, str] = dict(getattr(module, "PARAMETERS", {}))
-    specs = getattr(module, "OPTION_SPECS", {})
+    actions = list(module.ACTIONS)
+    kinds: dict[str, str] = dict(module.PARAMETERS)
+    specs = module.OPTION_SPECS
     doc = parse_docstring(fn)
     parameters = [
         inspect.Parameter("action", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[

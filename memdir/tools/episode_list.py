@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 MAX_LIMIT = 200
 
 
+CHOICES = {"outcome": OUTCOMES}
+"""Parameters with a fixed set of values: the server lists them in the tool's input schema."""
+
+
 def episode_list(
     memory: Memory,
     session: Session | None,
@@ -72,4 +76,4 @@ def episode_list(
     return "\n".join(lines)
 
 
-__all__ = ["episode_list"]
+__all__ = ["CHOICES", "episode_list"]

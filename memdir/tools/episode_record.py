@@ -20,6 +20,10 @@ SETBACK_MIN_IMPORTANCE = 0.7  # failures and blockers are the lessons worth surf
 AGENT_SESSION = "agent"
 
 
+CHOICES = {"outcome": OUTCOMES}
+"""Parameters with a fixed set of values: the server lists them in the tool's input schema."""
+
+
 def episode_record(
     memory: Memory,
     session: Session | None,
@@ -85,4 +89,4 @@ def episode_record(
     return f'Recorded episode memory://{path} "{name}" ({icon} {outcome}, importance {importance:.2f}).'
 
 
-__all__ = ["episode_record"]
+__all__ = ["CHOICES", "episode_record"]

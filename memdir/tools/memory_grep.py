@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from memdir.memory import Memory
 
 OUTPUT_MODES = ("files_with_matches", "content", "count")
+CHOICES = {"output_mode": OUTPUT_MODES}
+"""Parameters with a fixed set of values: the server lists them in the tool's input schema."""
 
 
 def memory_grep(
@@ -99,4 +101,4 @@ def _truncated(shown: int, total: int, what: str) -> str:
     )
 
 
-__all__ = ["OUTPUT_MODES", "memory_grep"]
+__all__ = ["CHOICES", "OUTPUT_MODES", "memory_grep"]

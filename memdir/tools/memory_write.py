@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 DUPLICATE_CANDIDATES = 10  # keyword-search candidates checked when there is no embedding
 
 
+CHOICES = {"type": ENTRY_TYPES, "confidence": CONFIDENCE_LEVELS}
+"""Parameters with a fixed set of values: the server lists them in the tool's input schema."""
+
+
 def memory_write(
     memory: Memory,
     session: Session,
@@ -213,4 +217,4 @@ def _by_jaccard(memory: Memory, entry: Entry) -> list[tuple[str, float]]:
     return sorted(found, key=lambda item: item[1], reverse=True)
 
 
-__all__ = ["memory_write", "near_duplicates"]
+__all__ = ["CHOICES", "memory_write", "near_duplicates"]

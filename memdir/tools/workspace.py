@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.files import replace_file
+from memdir.tools.memory_grep import OUTPUT_MODES  # Grep over the workspace has MemoryGrep's modes
 
 WORKSPACE_TOOLS: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash")
 """Names of the workspace tools, in the order they are listed."""
@@ -42,7 +43,6 @@ GLOB_MAX_RESULTS = 100
 GREP_MAX_RESULTS = 500
 GREP_MAX_FILE_BYTES = 2_000_000
 _SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
-_OUTPUT_MODES = ("files_with_matches", "content", "count")
 T = TypeVar("T")
 
 
@@ -449,9 +449,9 @@ def grep_files(
     output_mode: str = "files_with_matches",
 ) -> str:
     """Regex search of text files under ``path`` (default: the whole workspace)."""
-    if output_mode not in _OUTPUT_MODES:
+    if output_mode not in OUTPUT_MODES:
         raise InputValidationError(
-            f"output_mode must be one of {', '.join(_OUTPUT_MODES)}, got {output_mode!r}.",
+            f"output_mode must be one of {', '.join(OUTPUT_MODES)}, got {output_mode!r}.",
             'Use "files_with_matches" (default), "content" or "count".',
         )
     try:
