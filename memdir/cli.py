@@ -85,8 +85,7 @@ def progress_bar() -> Progress:
 @handle_errors
 def setup(root: RootOption = None) -> None:
     """Find and load the embedding model, verify it works, and say where it came from."""
-    from memdir.embeddings.resolve import resolve_model
-    from memdir.embeddings.minilm import load_embedder
+    from memdir.embeddings.resolve import load_embedder, resolve_model
 
     settings = load_settings(root)
     with console().status("Looking for the model..."):

