@@ -35,7 +35,7 @@ from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.resolve import model_id_of_directory
 from memdir.embeddings.text import searchable_text, text_hash
 from memdir.search.hybrid import HybridSearcher, SearchResult
-from memdir.search.text_search import GrepHit, compile_grep, glob_matcher, grep_content, path_filter
+from memdir.search.text_search import GrepHit, GrepPattern, glob_matcher, grep_content, path_filter
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex, file_stats, listing
@@ -238,12 +238,12 @@ class Memory:
 
     def grep(self, pattern: str, *, path: str | None = None, case_insensitive: bool = False) -> list[GrepHit]:
         """Regex search of entry contents (not the .yml internals), in path order."""
-        regex = compile_grep(pattern, case_insensitive)
+        compiled = GrepPattern(pattern, case_insensitive, self.settings.grep_time_limit)
         keep = path_filter(path)
         listing = self.adapter.iter_entries(include_virtual=True, with_metadata=False)
         paths = sorted(info.path for info in listing if keep(info.path))
         # An entry deleted by another process meanwhile reads as "" and matches nothing.
-        found = (grep_content(regex, p, content) for p, content in zip(paths, self.adapter.read_contents(paths)))
+        found = (grep_content(compiled, p, content) for p, content in zip(paths, self.adapter.read_contents(paths)))
         return [hit for hit in found if hit]
 
     def titles(self, paths: Iterable[str]) -> dict[str, str]:

@@ -144,6 +144,9 @@ class Settings(BaseSettings):
     duplicates_shown: int = _setting(3, "duplicates_shown", description="Near-duplicates listed after a write.")
     glob_max_results: int = _setting(500, "glob_max_results")
     grep_max_results: int = _setting(500, "grep_max_results")
+    grep_time_limit: float = _setting(
+        2.0, "grep_time_limit", description="Seconds one grep may take (a runaway regular expression is stopped)."
+    )
 
     # --- server
     mode: Mode = _setting("assistant", "mode")

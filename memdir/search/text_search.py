@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import regex
+
 from memdir.core.errors import InputValidationError
+from memdir.core.globbing import glob_matcher as path_glob
 from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
-
-_GLOB_TOKEN = re.compile(r"\*\*/|\*\*|\*|\?|\[[^\]/]*\]|[^*?\[]+|\[")
-
 
 def _glob_error(pattern: str, why: str) -> InputValidationError:
     return InputValidationError(
@@ -45,32 +46,9 @@ def normalize_glob(pattern: str) -> str:
     return text + ENTRY_SUFFIX
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a normalised glob: ``*`` and ``?`` stay within one folder, ``**/`` spans any depth."""
-    parts: list[str] = []
-    for token in _GLOB_TOKEN.findall(pattern):
-        if token == "**/":
-            parts.append(r"(?:[^/]+/)*")
-        elif token == "**":
-            parts.append(r".*")
-        elif token == "*":
-            parts.append(r"[^/]*")
-        elif token == "?":
-            parts.append(r"[^/]")
-        elif token.startswith("[") and len(token) > 1:
-            body = token[1:-1]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            parts.append(f"[{body}]")
-        else:
-            parts.append(re.escape(token))
-    return re.compile("".join(parts) + r"\Z")
-
-
 def glob_matcher(pattern: str) -> Callable[[str], bool]:
-    """A test for paths matching a user glob pattern (see `normalize_glob`)."""
-    regex = glob_regex(normalize_glob(pattern))
-    return lambda path: regex.match(path) is not None
+    """A test for paths matching a user glob pattern (see `normalize_glob`; no catastrophic backtracking)."""
+    return path_glob(normalize_glob(pattern))
 
 
 def path_filter(path: str | None) -> Callable[[str], bool]:
@@ -100,22 +78,49 @@ class GrepHit:
     count: int = 0
 
 
-def compile_grep(pattern: str, case_insensitive: bool) -> re.Pattern[str]:
-    """Compile a grep regex, turning a syntax error into a message the model can act on."""
-    try:
-        return re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
-    except re.error as exc:
-        raise InputValidationError(
-            f"Invalid regular expression {pattern!r}: {exc}.",
-            "Escape special characters such as ( [ { . * + ? with a backslash, or search for a simpler pattern.",
-        ) from exc
+class GrepPattern:
+    """A user's regular expression, with a time budget for the one search it serves.
+
+    A pattern such as ``(a|aa)+$`` backtracks exponentially on a long run of ``a``: with
+    Python's ``re`` one MemoryGrep call froze the whole server (the match holds the GIL).
+    The `regex` engine (``re``'s syntax) avoids most such blow-ups by itself, lets the
+    other threads run while it matches, and stops a match at a deadline; a search that
+    runs out of time is refused with a message saying why, instead of hanging.
+    """
+
+    def __init__(self, pattern: str, case_insensitive: bool, time_limit: float) -> None:
+        try:
+            self._regex = regex.compile(pattern, regex.IGNORECASE if case_insensitive else 0)
+        except (regex.error, RecursionError, OverflowError, ValueError) as exc:
+            why = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise InputValidationError(
+                f"Invalid regular expression {pattern!r}: {why}.",
+                "Escape special characters such as ( [ { . * + ? with a backslash, or search for a simpler pattern.",
+            ) from exc
+        self.pattern = pattern
+        self.time_limit = time_limit
+        self._deadline = time.monotonic() + time_limit
+
+    def count(self, line: str) -> int:
+        """How often the pattern matches in ``line`` (raises `InputValidationError` once the budget is spent)."""
+        remaining = self._deadline - time.monotonic()
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            return len(self._regex.findall(line, timeout=remaining, concurrent=True))
+        except TimeoutError:
+            raise InputValidationError(
+                f"The regular expression {self.pattern!r} took longer than {self.time_limit:g} s, so the search "
+                "was stopped: nested repetition such as (a|aa)+ or (x+)* can make a pattern backtrack without end.",
+                "Simplify the pattern (e.g. 'a+' instead of '(a|aa)+'), or narrow the search with a path.",
+            ) from None
 
 
-def grep_content(regex: re.Pattern[str], path: str, content: str) -> GrepHit | None:
+def grep_content(pattern: GrepPattern, path: str, content: str) -> GrepHit | None:
     """Every line of ``content`` that matches, with the total number of matches."""
     hit = GrepHit(path)
     for number, line in enumerate(content.splitlines(), start=1):
-        found = len(regex.findall(line))
+        found = pattern.count(line)
         if found:
             hit.lines.append((number, line))
             hit.count += found

@@ -288,7 +288,10 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
                 settings=settings,
                 host=host,
                 sessions=SessionRegistry(),
-                workspace=Workspace.create(settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout),
+                workspace=Workspace.create(
+                    settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout,
+                    grep_time_limit=settings.grep_time_limit,
+                ),
                 tools=registered,
                 workspace_tools=workspace_tools,
             )

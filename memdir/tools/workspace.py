@@ -24,13 +24,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.files import replace_file
+from memdir.core.globbing import glob_matcher
+from memdir.search.text_search import GrepPattern
 from memdir.tools.memory_grep import OUTPUT_MODES  # Grep over the workspace has MemoryGrep's modes
 
 WORKSPACE_TOOLS: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash")
@@ -149,8 +151,8 @@ def permissions_for(tool: str, skill_permissions: Mapping[str, Any] | None) -> T
     return rules
 
 
-def _glob_regex(pattern: str, *, anywhere: bool = True) -> re.Pattern[str]:
-    """A path glob as a regex: ``**`` crosses folders, ``*`` and ``?`` stay inside one.
+def _glob(pattern: str, *, anywhere: bool = True) -> Callable[[str], bool]:
+    """A test for workspace-relative paths: ``**`` crosses folders, ``*`` and ``?`` stay inside one.
 
     ``dir/**`` also matches ``dir`` itself. With ``anywhere``, a pattern without ``/``
     matches at any depth (``*.env`` matches ``config/prod.env``), as in .gitignore.
@@ -158,35 +160,14 @@ def _glob_regex(pattern: str, *, anywhere: bool = True) -> re.Pattern[str]:
     text = pattern.strip().removeprefix("./").lstrip("/")
     if anywhere and "/" not in text.rstrip("/"):
         text = "**/" + text
-    text = text.rstrip("/") or "**"
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif text.startswith("/**", i) and i + 3 == len(text):
-            out.append("(?:/.*)?")
-            i += 3
-        elif text.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif text[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif text[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(text[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+    text = re.sub(r"/{2,}", "/", text.rstrip("/")) or "**"
+    return glob_matcher(text)
 
 
 def path_matches(relative: str, patterns: tuple[str, ...]) -> str | None:
     """The first glob in ``patterns`` that matches the workspace-relative path, or None."""
     for pattern in patterns:
-        if _glob_regex(pattern).match(relative):
+        if _glob(pattern)(relative):
             return pattern
     return None
 
@@ -228,10 +209,13 @@ class Workspace:
     root: Path
     allow_bash: bool = False
     bash_timeout: float = 60.0
+    grep_time_limit: float = 2.0
 
     @classmethod
-    def create(cls, root: Path, *, allow_bash: bool = False, bash_timeout: float = 60.0) -> Workspace:
-        return cls(Path(root).expanduser().resolve(), allow_bash=allow_bash, bash_timeout=bash_timeout)
+    def create(
+        cls, root: Path, *, allow_bash: bool = False, bash_timeout: float = 60.0, grep_time_limit: float = 2.0
+    ) -> Workspace:
+        return cls(Path(root).expanduser().resolve(), allow_bash, bash_timeout, grep_time_limit)
 
     def resolve(self, path: str | None, *, tool: str) -> tuple[Path, str]:
         """(absolute resolved path, workspace-relative path) for ``path``; refuses anything outside.
@@ -418,11 +402,11 @@ def glob_files(workspace: Workspace, rules: ToolPermissions, pattern: str, path:
     base, base_relative = workspace.resolve(path, tool="Glob")
     if not base.is_dir():
         raise WorkspaceError(f"{base_relative} is not a directory.", "Pass a folder inside the workspace as path.")
-    regex = _glob_regex(pattern, anywhere=False)
+    matches = _glob(pattern, anywhere=False)
     found: list[tuple[float, str]] = []
     for file, relative in _walk_files(workspace, base):
         inner = file.relative_to(base).as_posix()
-        if not regex.match(inner) or not rules.lists(relative):
+        if not matches(inner) or not rules.lists(relative):
             continue
         try:
             found.append((file.stat().st_mtime, relative))
@@ -454,10 +438,7 @@ def grep_files(
             f"output_mode must be one of {', '.join(OUTPUT_MODES)}, got {output_mode!r}.",
             'Use "files_with_matches" (default), "content" or "count".',
         )
-    try:
-        regex = re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
-    except re.error as exc:
-        raise InputValidationError(f"Invalid regex pattern {pattern!r}: {exc}.", "Escape special characters with \\.") from exc
+    compiled = GrepPattern(pattern, case_insensitive, workspace.grep_time_limit)
     base, base_relative = workspace.resolve(path, tool="Grep")
     if base.is_file():
         candidates: Iterator[tuple[Path, str]] = iter([(base, base_relative)])
@@ -465,12 +446,12 @@ def grep_files(
         candidates = _walk_files(workspace, base)
     else:
         raise WorkspaceError(f"Path does not exist: {base_relative}.")
-    name_filter = _glob_regex(glob) if glob else None
+    name_filter = _glob(glob) if glob else None
     files: list[str] = []
     counts: list[tuple[str, int]] = []
     content: list[str] = []
     for file, relative in candidates:
-        if (name_filter and not name_filter.match(relative)) or not rules.lists(relative):
+        if (name_filter and not name_filter(relative)) or not rules.lists(relative):
             continue
         try:
             if file.stat().st_size > GREP_MAX_FILE_BYTES:
@@ -482,7 +463,7 @@ def grep_files(
             continue
         matched = 0
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-            if regex.search(line):
+            if compiled.count(line):
                 matched += 1
                 if output_mode == "content":
                     content.append(f"{relative}:{number}:{line[:READ_LINE_WIDTH]}")

@@ -215,7 +215,7 @@ def test_grep_modes(workspace):
     assert grep_files(workspace, NONE, "return") == "Found 1 file\nsrc/app.py"
     assert grep_files(workspace, NONE, "RETURN", case_insensitive=True, output_mode="content") == "src/app.py:2:    return 1"
     assert grep_files(workspace, NONE, "e", glob="*.py", output_mode="count") == "src/app.py:2"
-    with pytest.raises(InputValidationError, match="Invalid regex"):
+    with pytest.raises(InputValidationError, match="Invalid regular expression"):
         grep_files(workspace, NONE, "(")
 
 

@@ -94,3 +94,19 @@ def test_untitled_entries_show_the_path_alone(memory, session):
     memory.write("fact/untitled.md", "", title="", metadata={"type": "fact"})
     line = memory_glob(memory, session, "fact/*").split("\n")[1]
     assert line.startswith("- memory://fact/untitled.md") and line.endswith("(0B)")
+
+
+@pytest.mark.parametrize("pattern", ["*" * 2000, "*a" * 60, "**/" * 200 + "*"])
+def test_stacked_wildcards_are_matched_in_bounded_time(memory, session, pattern):
+    import time
+
+    memory.write("fact/" + "a" * 200, "x", title="Long", metadata={"type": "fact"})
+    started = time.monotonic()
+    memory_glob(memory, session, pattern)
+    assert time.monotonic() - started < 2
+
+
+def test_brackets_are_character_classes_and_odd_ones_are_harmless(memory, session):
+    memory.write("fact/]", "x", title="Bracket", metadata={"type": "fact"})
+    assert "memory://fact/].md" in memory_glob(memory, session, "fact/[]]")
+    assert memory_glob(memory, session, "fact/[z-a]*").startswith("No entries found")

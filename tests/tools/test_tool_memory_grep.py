@@ -155,3 +155,22 @@ def test_cap_in_content_mode_counts_lines(tmp_path, session):
         "Use a more specific pattern or the path parameter (e.g. 'concept/ruby/') to narrow the search.\n"
         "</system-reminder>"
     )
+
+
+def test_a_runaway_pattern_is_stopped_at_the_time_limit_with_the_reason(tmp_path, session):
+    import time
+
+    settings = Settings(root=tmp_path / "m", grep_time_limit=0.3)
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("fact/runaway", "a" * 40 + "!", title="Runaway", metadata={"type": "fact"})
+        started = time.monotonic()
+        with pytest.raises(InputValidationError, match=r"took longer than 0.3 s, so the search was stopped") as caught:
+            memory_grep(memory, session, "(a|aa)+$")
+        assert time.monotonic() - started < 3
+        assert "Simplify the pattern" in caught.value.hint
+
+
+@pytest.mark.parametrize("pattern", ["(" * 5000, "[z-a]", "a{99999999999}"])
+def test_patterns_the_engine_cannot_take_are_explained(memory, session, pattern):
+    with pytest.raises(InputValidationError, match="Invalid regular expression"):
+        memory_grep(memory, session, pattern)
