@@ -208,6 +208,15 @@ def test_lone_surrogate_is_refused_cleanly():
         normalize_path("concept/x\ud800")
 
 
-def test_name_too_long_once_md_is_added():
-    with pytest.raises(InvalidPathError, match="longer than 255 bytes"):
-        normalize_path("concept/" + "a" * 254)
+def test_every_file_of_the_entry_must_fit_a_name():
+    """255 bytes per file name: '.yml' and '.emb' are one byte longer than '.md'."""
+    assert normalize_path("concept/" + "a" * 251) == "concept/" + "a" * 251 + ".md"
+    for name in ("a" * 252, "a" * 252 + ".md", "a" * 254):
+        with pytest.raises(InvalidPathError, match="longer than 251 bytes"):
+            normalize_path("concept/" + name)
+
+
+def test_the_md_suffix_and_the_scheme_are_matched_in_any_case():
+    assert normalize_path("fact/p6.MD") == normalize_path("MEMORY://fact/p6") == "fact/p6.md"
+    with pytest.raises(InvalidPathError, match="only one 'memory://' prefix"):
+        normalize_path("memory://memory://fact/x")

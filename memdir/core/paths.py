@@ -21,6 +21,7 @@ MEMORY_SCHEME = "memory://"
 ENTRY_SUFFIX = ".md"
 MAX_PATH_LENGTH = 1024
 MAX_SEGMENT_BYTES = 255
+MAX_STEM_BYTES = MAX_SEGMENT_BYTES - len(".yml")  # the longest of an entry's three file suffixes
 
 # SwarmMemory's forbidden characters: invalid on common filesystems.
 _FORBIDDEN_CHARS = re.compile(r'[<>:"|?*]')
@@ -74,10 +75,12 @@ def normalize_path(path: str) -> str:
             "Use ordinary characters in the path.",
         ) from None
     text = unicodedata.normalize("NFC", path.strip())
-    if text.startswith(MEMORY_SCHEME):
+    if text[: len(MEMORY_SCHEME)].lower() == MEMORY_SCHEME:
         text = text[len(MEMORY_SCHEME):]
     if not text:
         raise _invalid(path, "the path is empty")
+    if "://" in text:
+        raise _invalid(path, "it holds a URL scheme ('://'); only one 'memory://' prefix is accepted, at the start")
     if "\\" in text:
         raise _invalid(path, "backslashes are not allowed", "Separate folders with '/', e.g. 'concept/ruby/classes.md'.")
     if text.startswith("/"):
@@ -102,10 +105,17 @@ def normalize_path(path: str) -> str:
             raise _invalid(path, f"hidden names such as {segment!r} are reserved")
         if len(segment.encode()) > MAX_SEGMENT_BYTES:
             raise _invalid(path, f"a name is longer than {MAX_SEGMENT_BYTES} bytes")
-    if not text.endswith(ENTRY_SUFFIX):
+    if text.lower().endswith(ENTRY_SUFFIX):
+        text = text[: -len(ENTRY_SUFFIX)] + ENTRY_SUFFIX  # 'x.MD' is the entry 'x.md', as 'x' is
+    else:
         text += ENTRY_SUFFIX
-        if len(text.rsplit("/", 1)[-1].encode()) > MAX_SEGMENT_BYTES:
-            raise _invalid(path, f"the file name with '.md' is longer than {MAX_SEGMENT_BYTES} bytes")
+    # The sidecars ('.yml', '.emb') are one byte longer than '.md': every file of the entry must fit.
+    if len(disk_stem(text).rsplit("/", 1)[-1].encode()) > MAX_STEM_BYTES:
+        raise _invalid(
+            path,
+            f"the entry's name is longer than {MAX_STEM_BYTES} bytes (its files add '.md', '.yml', '.emb')",
+            "Use a shorter name; put detail in the title or the content.",
+        )
     if text == ENTRY_SUFFIX or text.endswith("/" + ENTRY_SUFFIX):
         raise _invalid(path, "the entry has no name")
     if len(text) > MAX_PATH_LENGTH:
