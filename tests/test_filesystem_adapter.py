@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from memdir.core.entry import Metadata
+from memdir.core.entry import UNREADABLE_PERMISSIONS, Metadata
 from memdir.core.errors import (
     EntryNotFoundError,
     EntryTooLargeError,
@@ -367,7 +367,9 @@ def test_odd_metadata_shapes_are_tolerated(adapter: FilesystemAdapter, root: Pat
     entry = adapter.read_entry("fact/odd")
     assert entry.hits == 0
     assert entry.metadata.tags == ["single"] and entry.metadata.tools == ["5"]
-    assert entry.metadata.related == [] and entry.metadata.permissions == {}
+    assert entry.metadata.related == []
+    # unreadable permissions are kept as such (a skill with them refuses to load), not dropped
+    assert entry.metadata.permissions == {UNREADABLE_PERMISSIONS: False}
     assert entry.updated_at.tzinfo is not None
 
 

@@ -53,6 +53,11 @@ class Metadata(BaseModel):
         return {key: value for key, value in data.items() if value not in ([], {})}
 
 
+UNREADABLE_PERMISSIONS = "(unreadable)"
+"""The key under which a skill's ``permissions`` that are not a mapping are kept (as found),
+so that loading the skill is refused: dropping them would run it without its restrictions."""
+
+
 class Entry(BaseModel):
     """One memory entry as read from disk (or about to be written)."""
 

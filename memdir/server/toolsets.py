@@ -25,7 +25,6 @@ from memdir.server.modes import parse_docstring
 from memdir.server.state import AppState, app_state, tool_error
 from memdir.tools.formatting import system_reminder
 from memdir.tools.load_skill import load_skill, toolset_reminder
-from memdir.tools.workspace import permissions_for
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +72,6 @@ def load_skill_tool() -> Any:
         try:
             skill = await state.host.run(load_skill, current.session, file_path, available)
             tools = [name for name in skill.tools if name in state.workspace_tools]
-            for name in tools:  # refuse malformed permissions now, not at the first tool call
-                permissions_for(name, skill.permissions)
         except MemdirError as exc:
             raise tool_error(exc) from exc
         before = state.visible_tools(current)

@@ -25,7 +25,7 @@ import numpy as np
 import yaml
 from pydantic import ValidationError
 
-from memdir.core.entry import Metadata
+from memdir.core.entry import UNREADABLE_PERMISSIONS, Metadata
 from memdir.core.errors import InputValidationError
 from memdir.core.paths import disk_stem
 
@@ -205,8 +205,8 @@ def metadata_from_yaml(raw: Any) -> Metadata:
             if key in ("type", "confidence") and value.startswith(":"):
                 value = value[1:]  # a Ruby symbol value
         elif key == "permissions" and not isinstance(value, dict):
-            log.warning("Ignoring metadata field 'permissions': expected a mapping, got %r", value)
-            continue
+            log.warning("Unreadable metadata field 'permissions' (expected a mapping, got %r): the skill will not load", value)
+            value = {UNREADABLE_PERMISSIONS: value}
         data[key] = value
     try:
         return Metadata.model_validate(data)

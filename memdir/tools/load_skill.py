@@ -15,6 +15,7 @@ from memdir.core.errors import InputValidationError
 from memdir.core.paths import normalize_path
 from memdir.tools.formatting import memory_uri, numbered_lines
 from memdir.tools.session import Session
+from memdir.tools.workspace import check_skill_permissions
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -66,7 +67,8 @@ def load_skill(
 
     Raises (as tool errors):
         InputValidationError: the path is not under skill/, the entry is not of type
-            ``skill``, or it needs a tool this server does not offer (``available_tools``).
+            ``skill``, its permissions are malformed or name rules memdir does not apply,
+            or it needs a tool this server does not offer (``available_tools``).
     """
     logical = normalize_path(file_path)
     if not logical.startswith(SKILL_PREFIX):
@@ -81,6 +83,7 @@ def load_skill(
             f"{memory_uri(entry.path)} is not a skill (type: {entry_type or 'none'})",
             "Only entries with type: skill can be loaded; read other entries with MemoryRead.",
         )
+    check_skill_permissions(entry.metadata.permissions)
     tools = list(dict.fromkeys(str(name).strip() for name in entry.metadata.tools if str(name).strip()))
     if available_tools is not None:
         for name in tools:

@@ -11,6 +11,7 @@ from memdir.search.similarity import jaccard, word_set
 from memdir.tools.formatting import human_size, memory_uri, system_reminder, with_title
 from memdir.tools.params import coerce_dict, coerce_str_list
 from memdir.tools.session import Session
+from memdir.tools.workspace import check_skill_permissions
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -92,6 +93,7 @@ def memory_write(
             f"tools and permissions only apply to skills, and this entry has type '{entry_type}'.",
             "Leave tools and permissions out, or store the entry as a skill under skill/.",
         )
+    check_skill_permissions(skill_permissions)  # refused now, not when someone loads the skill
     metadata = Metadata(
         type=entry_type,
         confidence=level,

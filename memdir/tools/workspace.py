@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from memdir.core.entry import UNREADABLE_PERMISSIONS
 from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.files import replace_file
 from memdir.core.globbing import glob_matcher
@@ -106,6 +107,50 @@ def _string_list(value: Any, where: str) -> tuple[str, ...]:
             f'Write it as e.g. {where}: ["^npm ", "^git status"] in the skill\'s metadata.',
         )
     return tuple(item for item in value if item.strip())
+
+
+PATH_RULES = ("allowed_paths", "denied_paths")
+COMMAND_RULES = ("allowed_commands", "denied_commands")
+RULES_OF = {"Bash": COMMAND_RULES, **{name: PATH_RULES for name in WORKSPACE_TOOLS if name != "Bash"}}
+"""The rules each workspace tool applies (a skill's ``permissions.<Tool>.<rule>``)."""
+
+
+def check_skill_permissions(permissions: Any) -> None:
+    """Refuse a skill's ``permissions`` unless memdir would apply every part of them as written.
+
+    A misspelt rule (``deny_paths``) or a rule on a tool that has no such rule would
+    otherwise be ignored, and the skill would run with less restriction than its author
+    wrote. Checked when a skill is written and again when it is loaded.
+
+    Raises:
+        InputValidationError: what is wrong and how the skill should say it.
+    """
+    if not isinstance(permissions, Mapping):
+        raise InputValidationError(
+            f"The skill's permissions must be a mapping of tool names to rules, got {permissions!r:.80}.",
+            "Write e.g. permissions: {Write: {denied_paths: [\"secrets/**\"]}, Bash: {allowed_commands: [\"^npm \"]}}.",
+        )
+    if UNREADABLE_PERMISSIONS in permissions:
+        raise InputValidationError(
+            f"The skill's permissions in its .yml file are not a mapping ({permissions[UNREADABLE_PERMISSIONS]!r:.80}); "
+            "memdir will not run the skill without the restrictions its author meant.",
+            "Fix the permissions in the skill's .yml file, or write the skill again with MemoryWrite.",
+        )
+    for tool, rules in permissions.items():
+        if tool not in RULES_OF:
+            raise InputValidationError(
+                f"The skill's permissions name {tool!r}, which is not a workspace tool.",
+                f"Permissions apply to {', '.join(WORKSPACE_TOOLS)}.",
+            )
+        if isinstance(rules, Mapping):
+            unknown = sorted(str(rule) for rule in rules if rule not in RULES_OF[tool])
+            if unknown:
+                raise InputValidationError(
+                    f"The skill's permissions.{tool} has {', '.join(map(repr, unknown))}, which {tool} does not apply, "
+                    "so it would restrict nothing.",
+                    f"{tool} takes {' and '.join(RULES_OF[tool])}.",
+                )
+        permissions_for(tool, permissions)  # rule shapes and command regexes
 
 
 def permissions_for(tool: str, skill_permissions: Mapping[str, Any] | None) -> ToolPermissions:
@@ -491,6 +536,7 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "WorkspacePermissionError",
+    "check_skill_permissions",
     "edit_file",
     "glob_files",
     "grep_files",

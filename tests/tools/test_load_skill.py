@@ -147,3 +147,31 @@ def test_toolset_reminder_without_new_tools():
         "Only use tools from this list.\n"
         "</system-reminder>"
     )
+
+
+@pytest.mark.parametrize(
+    ("permissions", "message"),
+    [
+        ({"Write": {"deny_paths": ["secrets/**"]}}, "'deny_paths', which Write does not apply"),
+        ({"Bash": {"denied_paths": ["x"]}}, "'denied_paths', which Bash does not apply"),
+        ({"Teleport": {"allowed_paths": ["x"]}}, "'Teleport', which is not a workspace tool"),
+        ({"Bash": "yes"}, "permissions.Bash must be a mapping"),
+        ({"Bash": {"allowed_commands": ["(["]}}, "not a valid regular expression"),
+    ],
+)
+def test_permissions_memdir_would_not_apply_as_written_are_refused_when_written(memory, session, permissions, message):
+    from memdir.tools import memory_write
+
+    with pytest.raises(InputValidationError, match=message):
+        memory_write(memory, session, "skill/x", "Do it.", "X", "skill", [], [], None, tools=["Write", "Bash"],
+                     permissions=permissions)
+    assert not memory.exists("skill/x")
+
+
+def test_a_skill_whose_permissions_cannot_be_read_does_not_load(memory, session):
+    """Fail closed: dropping unreadable permissions would run the skill without its restrictions."""
+    memory.write("skill/locked.md", "Edit files.", title="Locked", metadata={"type": "skill", "tools": ["Write"]})
+    yml = memory.root / "skill" / "locked.yml"
+    yml.write_text(yml.read_text().replace("  type: skill\n", "  type: skill\n  permissions:\n  - 1\n  - 2\n"))
+    with pytest.raises(InputValidationError, match="permissions in its .yml file are not a mapping"):
+        load_skill(memory, session, "skill/locked")
