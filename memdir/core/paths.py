@@ -43,7 +43,7 @@ _INVISIBLE = frozenset("\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u
 _ENTRY_FILE_SUFFIXES = (".md", ".yml", ".emb")
 
 
-def _has_control_char(text: str) -> bool:
+def has_control_char(text: str) -> bool:
     """Control characters, line/paragraph separators and the invisible characters above."""
     return any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _INVISIBLE for ch in text)
 
@@ -60,7 +60,7 @@ def normalize_path(path: str) -> str:
     """
     if not isinstance(path, str):
         raise _invalid(str(path), "a path must be a string")
-    if _has_control_char(path):
+    if has_control_char(path):
         raise _invalid(
             path.encode("unicode_escape").decode(),
             "it contains a NUL, control or invisible character",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from memdir.core.errors import InputValidationError
 from memdir.core.paths import normalize_path
 from memdir.tools.formatting import memory_uri
+from memdir.tools.memory_write import check_content
 from memdir.tools.session import Session
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ def memory_edit(
             "or use replace_all: true to replace all occurrences.",
         )
     new_content = content.replace(old_string, new_string, -1 if replace_all else 1)
+    check_content(new_content, memory.settings.word_limit)
     result = memory.write(
         entry.path, new_content, title=entry.title, metadata=entry.metadata, expected_content=content
     )

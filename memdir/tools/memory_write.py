@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES, Entry, Metadata
 from memdir.core.errors import InputValidationError, InvalidPathError
-from memdir.core.paths import normalize_path
+from memdir.core.paths import has_control_char, normalize_path
 from memdir.search.similarity import jaccard, word_set
 from memdir.tools.formatting import human_size, memory_uri, system_reminder, with_title
 from memdir.tools.params import coerce_dict, coerce_str_list
@@ -67,19 +67,20 @@ def memory_write(
         ``Stored at memory://PATH (SIZE)``, plus a note when an entry was replaced and a
         reminder listing up to three near-duplicates.
     """
-    limit = memory.settings.word_limit
-    words = len(content.split())
-    if words > limit:
-        raise InputValidationError(
-            f"Content exceeds {limit}-word limit ({words} words).",
-            "Extract key entities and split into multiple memories.",
-        )
+    check_content(content, memory.settings.word_limit)
     logical = normalize_path(file_path)
     entry_type = _check_type(type, logical)
-    if not content.strip():
-        raise InputValidationError("content is empty.", "Write the markdown text to remember in content.")
     if not title or not title.strip():
         raise InputValidationError("title is required.", "Give the entry a brief descriptive title.")
+    # One line each: a title with a line break could fake a line of MemoryGlob's listing.
+    one_line = [("title", title), ("domain", domain), ("source", source)]
+    one_line += [("tags", tag) for tag in coerce_str_list(tags, "tags")]
+    for name, value in one_line:
+        if value and has_control_char(value):
+            raise InputValidationError(
+                f"{name} contains a line break, control or invisible character: {value!r:.80}.",
+                f"Write {name} on one line of plain text.",
+            )
     level = (confidence or "medium").strip().lower()
     if level not in CONFIDENCE_LEVELS:
         raise InputValidationError(
@@ -121,6 +122,18 @@ def memory_write(
         lines.append("Consider MemoryEdit on one of them instead of keeping duplicates.")
         text += "\n\n" + system_reminder(*lines)
     return text
+
+
+def check_content(content: str, word_limit: int) -> None:
+    """What any entry's content must be (SwarmMemory's word limit, not empty): for writes and edits alike."""
+    words = len(content.split())
+    if words > word_limit:
+        raise InputValidationError(
+            f"Content exceeds {word_limit}-word limit ({words} words).",
+            "Extract key entities and split into multiple memories.",
+        )
+    if not content.strip():
+        raise InputValidationError("content is empty.", "Write the markdown text to remember in content.")
 
 
 def _check_type(entry_type: str, logical: str) -> str:
@@ -219,4 +232,4 @@ def _by_jaccard(memory: Memory, entry: Entry) -> list[tuple[str, float]]:
     return sorted(found, key=lambda item: item[1], reverse=True)
 
 
-__all__ = ["CHOICES", "memory_write", "near_duplicates"]
+__all__ = ["CHOICES", "check_content", "memory_write", "near_duplicates"]

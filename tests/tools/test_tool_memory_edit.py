@@ -181,3 +181,14 @@ def test_built_in_entries_are_read_only(memory, session):
     memory_read(memory, session, "skill/meta/deep-learning.md")
     with pytest.raises(ReadOnlyEntryError):
         memory_edit(memory, session, "skill/meta/deep-learning.md", "Deep Learning Protocol", "Shallow")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [("limit: 100 per minute", "word " * 260, "Content exceeds 250-word limit"), ("limit: 100 per minute\nburst: 100\n", "   ", "content is empty")],
+)
+def test_an_edit_keeps_the_rules_a_write_has(memory, session, old, new, message):
+    memory_read(memory, session, "fact/api/limits.md")
+    with pytest.raises(InputValidationError, match=message):
+        memory_edit(memory, session, "fact/api/limits.md", old, new)
+    assert memory.read("fact/api/limits.md").content == "limit: 100 per minute\nburst: 100\n"
