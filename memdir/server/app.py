@@ -33,7 +33,7 @@ from pydantic import Field, ValidationError, WithJsonSchema
 from memdir import __version__
 from memdir.core.settings import Settings
 from memdir.server import prompts, resources, toolsets, workspace
-from memdir.server.arguments import invalid_arguments_message
+from memdir.server.arguments import invalid_arguments_message, unknown_arguments_message
 from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
 from memdir.server.state import (
     AppState,
@@ -61,15 +61,26 @@ class MemdirServer(MCPServer[AppState]):
     """`MCPServer` that tells handshake-era clients its tool list can change (LoadSkill) and
     answers arguments that do not fit a tool's schema with a clear message."""
 
+    _input_schemas: dict[str, dict[str, Any]] | None = None
+
+    async def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of tool ``name`` (the tools are all registered when the server is built)."""
+        if self._input_schemas is None:
+            self._input_schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
+        return self._input_schemas.get(name)
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        schema = await self.input_schema(name)
+        unknown = sorted(set(arguments) - set(schema.get("properties", {}))) if schema is not None else []
+        if unknown:
+            raise ToolError(unknown_arguments_message(name, unknown, schema))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
-            schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
-            raise ToolError(invalid_arguments_message(name, cause, schemas.get(name))) from cause
+            raise ToolError(invalid_arguments_message(name, cause, schema)) from cause
 
     async def run_stdio_async(self) -> None:
         # MCPServer.run_stdio_async advertises tools.listChanged=false, and LoadSkill does

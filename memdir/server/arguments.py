@@ -1,4 +1,4 @@
-"""Clear messages for tool arguments that do not fit a tool's input schema.
+"""Clear messages for tool arguments that do not fit a tool's input schema (or are not in it).
 
 The SDK answers a missing or mistyped argument with pydantic's own report ("2 validation
 errors for MemoryWriteArguments ... Field required [type=missing, input_value=...] For
@@ -29,4 +29,13 @@ def invalid_arguments_message(tool: str, error: ValidationError, schema: dict[st
     return "\n".join(lines)
 
 
-__all__ = ["invalid_arguments_message"]
+def unknown_arguments_message(tool: str, unknown: list[str], schema: dict[str, Any]) -> str:
+    """An argument the tool does not take would be ignored without a word: say so instead."""
+    names = ", ".join(repr(name) for name in unknown)
+    return (
+        f"{tool} does not take {names}, so nothing would use {'them' if len(unknown) > 1 else 'it'}.\n"
+        f"{tool} takes: {', '.join(schema.get('properties', {}))}."
+    )
+
+
+__all__ = ["invalid_arguments_message", "unknown_arguments_message"]

@@ -165,3 +165,14 @@ def test_missing_and_mistyped_arguments_are_named_with_what_they_are_for(tmp_pat
 
     with pytest.raises(ToolError, match=r"- case_insensitive: Input should be a valid boolean"):
         anyio.run(server.call_tool, "MemoryGrep", {"pattern": "x", "case_insensitive": "perhaps"})
+
+
+def test_an_argument_the_tool_does_not_take_is_refused_not_ignored(tmp_path):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = build_server(Settings(root=tmp_path / "memory", mode="researcher"))
+    with pytest.raises(ToolError) as raised:
+        anyio.run(server.call_tool, "MemoryDefrag", {"action": "find_duplicates", "threshold": "high"})
+    message = str(raised.value)
+    assert message.startswith("MemoryDefrag does not take 'threshold', so nothing would use it.")
+    assert "similarity_threshold" in message  # the names it does take
