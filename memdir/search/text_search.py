@@ -7,8 +7,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import regex
-
 from memdir.core.errors import InputValidationError
 from memdir.core.globbing import glob_matcher as path_glob
 from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
@@ -89,6 +87,8 @@ class GrepPattern:
     """
 
     def __init__(self, pattern: str, case_insensitive: bool, time_limit: float) -> None:
+        import regex  # on the first grep, not on the server's start-up path (~10-25 ms)
+
         try:
             self._regex = regex.compile(pattern, regex.IGNORECASE if case_insensitive else 0)
         except (regex.error, RecursionError, OverflowError, ValueError) as exc:
