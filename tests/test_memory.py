@@ -297,3 +297,15 @@ def test_a_written_entry_that_begins_like_a_stub_is_still_an_entry(memory, conte
     assert memory.read("fact/alice").hits == 1
     assert [info.path for info in memory.list() if info.path.startswith("fact/")] == ["fact/alice.md"]
     assert memory.search("Alice relocated teams merged")[0].path == "fact/alice.md"
+
+
+def test_re_embedding_never_overwrites_a_sidecar_it_cannot_read(memory):
+    """A .yml someone broke by hand is theirs to fix: a rebuild stores the vector in the .emb alone."""
+    write_fact(memory, "paris", "Paris is the capital of France.")
+    yml = memory.root / "fact" / "paris.yml"
+    broken = "title: [unclosed\nhits: 3\n"
+    yml.write_text(broken)
+    (memory.root / "fact" / "paris.emb").unlink()
+    assert memory.rebuild() >= 1
+    assert yml.read_text() == broken
+    assert memory.read("fact/paris").embedded

@@ -307,12 +307,18 @@ class FilesystemAdapter:
                 _, yml, emb = self._files(path)
                 emb_bytes = encode_embedding(path, vector)
                 checksum = embedding_checksum(emb_bytes)
-                fields = dict(sidecar or {
-                    "title": entry.title, "file_path": path, "updated_at": entry.updated_at,
-                    "size": entry.size, "hits": entry.hits, "metadata": entry.metadata.to_yaml_dict(),
-                })
-                fields["embedding_checksum"] = checksum
-                writes[yml], writes[emb] = dump_sidecar(fields), emb_bytes
+                writes[emb] = emb_bytes
+                if sidecar is None and yml.exists():
+                    # A .yml memdir cannot read was written by someone else: never overwrite it
+                    # (the vector goes to the .emb alone; an .emb without a checksum reads fine).
+                    log.warning("re-embedding %s without touching its unreadable %s", path, yml.name)
+                else:
+                    fields = dict(sidecar or {
+                        "title": entry.title, "file_path": path, "updated_at": entry.updated_at,
+                        "size": entry.size, "hits": entry.hits, "metadata": entry.metadata.to_yaml_dict(),
+                    })
+                    fields["embedding_checksum"] = checksum
+                    writes[yml] = dump_sidecar(fields)
                 updated.append(entry.model_copy(update={
                     "embedding": np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
                     "embedding_checksum": checksum,
