@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 CHARS_PER_TOKEN = 4  # a cheap, model-free estimate; reminders only need a budget, not an exact count
 
@@ -34,3 +35,23 @@ def _plural(word: str) -> str:
     if word.endswith(("s", "x", "ch", "sh")):
         return word + "es"
     return word + "s"
+
+
+# Scripts written without spaces between words (Chinese, Japanese kana, Korean syllables):
+# each character is counted as a word, which is how their word counts are usually given.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_BREAKS = re.compile(r"[\s\u200b\u2060\ufeff]+")  # whitespace, and the invisible word breaks
+
+
+def count_words(text: str) -> int:
+    """Words as the word limit counts them: whitespace-separated, and one per CJK character.
+
+    ``str.split`` alone counted a whole paragraph of Chinese, or words joined by zero-width
+    spaces, as one word, so the limit did not hold for them.
+    """
+    count = 0
+    for token in _BREAKS.split(text):
+        if token:
+            unspaced = len(_UNSPACED.findall(token))
+            count += unspaced + len(_UNSPACED.sub(" ", token).split()) if unspaced else 1
+    return count

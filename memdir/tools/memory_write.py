@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES, Entry, Metadata
 from memdir.core.errors import InputValidationError, InvalidPathError
 from memdir.core.paths import has_control_char, normalize_path
+from memdir.core.units import count_words
 from memdir.search.similarity import jaccard, word_set
 from memdir.tools.formatting import human_size, memory_uri, system_reminder, with_title
 from memdir.tools.params import coerce_dict, coerce_str_list
@@ -126,7 +127,7 @@ def memory_write(
 
 def check_content(content: str, word_limit: int) -> None:
     """What any entry's content must be (SwarmMemory's word limit, not empty): for writes and edits alike."""
-    words = len(content.split())
+    words = count_words(content)
     if words > word_limit:
         raise InputValidationError(
             f"Content exceeds {word_limit}-word limit ({words} words).",

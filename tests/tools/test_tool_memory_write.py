@@ -254,3 +254,10 @@ def test_titles_tags_and_domains_are_one_line_of_plain_text(memory, session, fie
     with pytest.raises(InputValidationError, match=f"{field} contains a line break, control or invisible character"):
         write(memory, session, **{field: value})
     assert not memory.exists("fact/api/limits.md")
+
+
+@pytest.mark.parametrize("content", ["字" * 251, "\u200b".join(["word"] * 251)])
+def test_the_word_limit_holds_for_unspaced_scripts_and_hidden_word_breaks(memory, session, content):
+    with pytest.raises(InputValidationError, match=r"Content exceeds 250-word limit \(251 words\)"):
+        write(memory, session, content=content)
+    assert write(memory, session, content="字" * 250).startswith("Stored at")
