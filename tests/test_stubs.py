@@ -253,3 +253,20 @@ def test_a_stub_can_be_deleted_and_overwritten(adapter: FilesystemAdapter) -> No
 def test_read_redirect_of_a_missing_entry_is_not_found(adapter: FilesystemAdapter) -> None:
     with pytest.raises(EntryNotFoundError):
         adapter.read_redirect("concept/none")
+
+
+def test_swarm_memorys_stubs_with_a_sidecar_saying_so_are_stubs(adapter: FilesystemAdapter) -> None:
+    """SwarmMemory's defrag wrote stubs through its adapter: they carry a .yml with stub: true / redirect_to."""
+    write(adapter, "concept/a", "The merged entry.")
+    root = adapter.root
+    (root / "concept" / "b.md").write_text("# merged → concept/a.md\n\nThis entry was merged into concept/a.md\n")
+    (root / "concept" / "b.yml").write_text(
+        "---\n:title: B\n:metadata:\n  stub: true\n  redirect_to: concept/a.md\n  reason: merged\n"
+    )
+    (root / "concept" / "note.md").write_text("# moved to Berlin\n\nA note, not a stub.\n")
+    (root / "concept" / "note.yml").write_text("---\ntitle: Note\nmetadata:\n  type: concept\n")
+    assert adapter.read_entry("concept/b").path == "concept/a.md"
+    assert adapter.read_redirect("concept/b") == Redirect("merged", "concept/a.md")
+    listed = [info.path for info in adapter.iter_entries()]
+    assert "concept/b.md" not in listed and "concept/note.md" in listed
+    assert adapter.read_entry("concept/note").content.startswith("# moved to Berlin")

@@ -442,7 +442,7 @@ class FilesystemAdapter:
             head = read_head(md, _STUB_READ_LIMIT)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise EntryNotFoundError(path) from None
-        if not stubs.looks_like_stub(head) or yml.exists():
+        if not stubs.looks_like_stub(head) or not self._stub_sidecar(yml):
             return None  # an entry with a sidecar is an entry, whatever its first line says
         return stubs.parse_stub(head.decode("utf-8", errors="replace"), path)
 
@@ -504,6 +504,13 @@ class FilesystemAdapter:
                 except (OSError, InvalidPathError):
                     contents.append("")
         return contents
+
+    def _stub_sidecar(self, yml: Path) -> bool:
+        """Whether a stub-looking ``.md`` with this sidecar is a stub: no sidecar, or one that says so."""
+        if not yml.exists():
+            return True
+        sidecar = self._load_sidecar(yml)
+        return stubs.marks_stub((sidecar or {}).get("metadata"))
 
     def _load_sidecar(self, yml: Path) -> dict[str, Any] | None:
         try:
@@ -602,7 +609,9 @@ class FilesystemAdapter:
                 for path, file, st, has_sidecar in scan_entries(self.root, start, prefix):
                     if is_virtual(path):
                         continue  # a file shadowed by a built-in entry is unreachable
-                    is_stub = not has_sidecar and sniff_stub(file)
+                    is_stub = sniff_stub(file) and (
+                        not has_sidecar or self._stub_sidecar(Path(file.path[: -len(".md")] + SIDECAR_SUFFIX))
+                    )
                     if is_stub and not include_stubs:
                         continue
                     rows.append(self._info(path, file.path, st, has_sidecar, is_stub, with_metadata))
@@ -632,7 +641,7 @@ class FilesystemAdapter:
                 except (FileNotFoundError, NotADirectoryError):
                     continue
                 has_sidecar = yml.is_file()
-                is_stub = not has_sidecar and stubs.looks_like_stub(read_head(str(md), stubs.SNIFF_BYTES))
+                is_stub = stubs.looks_like_stub(read_head(str(md), stubs.SNIFF_BYTES)) and self._stub_sidecar(yml)
                 rows.append(self._info(path, str(md), st, has_sidecar, is_stub, True))
         return rows
 

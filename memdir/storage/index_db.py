@@ -43,7 +43,7 @@ import numpy as np
 from memdir.core.entry import Entry
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.storage.postings import KeywordDoc
-from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub
+from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
 
 log = logging.getLogger(__name__)
 
@@ -355,7 +355,9 @@ def write_row(
     """
     meta = entry.metadata
     tags = [str(tag) for tag in meta.tags]
-    is_stub = not stats.yml_mtime_ns and looks_like_stub(entry.content[:SNIFF_BYTES].encode("utf-8"))
+    is_stub = looks_like_stub(entry.content[:SNIFF_BYTES].encode("utf-8")) and (
+        not stats.yml_mtime_ns or marks_stub(entry.metadata)
+    )
     values = (
         entry.title, meta.type, join_tags(tags), meta.domain or "", entry.size or len(entry.content.encode()),
         stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size,

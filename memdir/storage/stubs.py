@@ -9,15 +9,18 @@ home, as SwarmMemory wrote them::
 
 ``# moved → …`` works the same way; an ASCII ``->`` is accepted in place of ``→``
 because people edit these files by hand. Old links keep working: reading a stub
-follows it (`follow`) to the entry it points at. An entry written with MemoryWrite
-always has a sidecar, so a note that happens to begin "# moved to Berlin" stays a
-note; the functions here judge a file's text, the adapter adds the sidecar rule.
+follows it (`follow`) to the entry it points at. memdir writes a stub as a lone ``.md``; SwarmMemory's defrag wrote
+its stubs through its adapter, so they have a ``.yml`` whose metadata says so (``stub:
+true``, ``redirect_to: …``). A file with a ``.yml`` that does not say so is an entry:
+a note that happens to begin "# moved to Berlin" stays a note (`marks_stub`). The text
+functions here judge a file's first line; the adapter adds the sidecar rule.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from memdir.core.errors import EntryNotFoundError, InvalidPathError, RedirectError
 from memdir.core.paths import normalize_path
@@ -49,6 +52,14 @@ def looks_like_stub(head: bytes) -> bool:
     if not head.startswith(STUB_PREFIXES):
         return False
     return _KIND_LINE.match(head[:SNIFF_BYTES].decode("utf-8", errors="ignore")) is not None
+
+
+def marks_stub(metadata: Any) -> bool:
+    """True if an entry's sidecar metadata (a mapping, or a `Metadata` with extra keys) marks a stub."""
+    if metadata is None:
+        return False
+    data = metadata if isinstance(metadata, Mapping) else (getattr(metadata, "model_extra", None) or {})
+    return data.get("stub") is True or bool(data.get("redirect_to"))
 
 
 def format_stub(redirect: Redirect, hits: int = 0) -> str:
