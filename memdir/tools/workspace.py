@@ -206,7 +206,7 @@ def _glob(pattern: str, *, anywhere: bool = True) -> Callable[[str], bool]:
     if anywhere and "/" not in text.rstrip("/"):
         text = "**/" + text
     text = re.sub(r"/{2,}", "/", text.rstrip("/")) or "**"
-    return glob_matcher(text)
+    return glob_matcher(text, brackets=False)
 
 
 def path_matches(relative: str, patterns: tuple[str, ...]) -> str | None:

@@ -304,3 +304,12 @@ def test_exit_codes_and_timeouts(workspace):
 def test_commands_run_in_the_workspace(workspace, root):
     rules = permissions_for("Bash", {"Bash": {"allowed_commands": ["^pwd$"]}})
     assert run_bash(workspace, rules, "pwd") == str(root)
+
+
+@pytest.mark.parametrize(
+    ("glob", "path"),
+    [("secrets**", "secrets/api.key"), ("config/**.secret", "config/prod/db.secret"), ("a/**.env", "a/b/.env"),
+     ("notes[1].txt", "notes[1].txt"), ("src/**", "src/deep/er/file.py")],
+)
+def test_path_globs_keep_their_meaning_a_star_pair_inside_a_name_crosses_folders(glob, path):
+    assert path_matches(path, (glob,)) == glob
