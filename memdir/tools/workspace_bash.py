@@ -29,6 +29,8 @@ OUTPUT_MAX_CHARS = 30_000
 
 _SUBSTITUTION = re.compile(r"`|\$\(|<\(|>\(")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_BRACE_EXPANSION = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
 
 
 def command_parts(command: str) -> list[str]:
@@ -111,26 +113,41 @@ def check_paths(command: str, root: Path) -> None:
     """Refuse ``command`` if an argument or redirection target of any part lies outside ``root``.
 
     The program (the first word of each part after any ``NAME=value`` assignments) is left
-    to ``allowed_commands``; the value of ``--option=value`` and ``NAME=value`` words is
-    checked as a path too.
+    to ``allowed_commands``. Checked as paths: every other word, the value of
+    ``--option=value``, ``-ovalue`` and ``NAME=value`` words, redirection targets (the
+    ``/dev/null`` family allowed). Refused as unknowable before the shell runs: ``~``,
+    ``$`` expansions and brace expansions outside single quotes, and a ``cd`` without a
+    directory (it goes to ``$HOME``).
     """
     for part in command_parts(command):
-        lexer = shlex.shlex(part, posix=True, punctuation_chars=True)
+        lexer = shlex.shlex(part, posix=False, punctuation_chars=True)  # keeps quotes: '$1' is literal
         lexer.whitespace_split = True
         try:
             words = [word for word in lexer if word.strip("();<>|&")]
         except ValueError as exc:
             raise InputValidationError(f"Bash could not parse {part!r}: {exc}.", "Check the quotes.") from exc
         program = next((i for i, word in enumerate(words) if not _ASSIGNMENT.match(word)), len(words))
+        if words[program:program + 1] == ["cd"] and (len(words) == program + 1 or words[program + 1] == "-"):
+            raise WorkspacePermissionError(
+                f"Bash refused: {part!r} leaves the workspace (cd without a directory goes to $HOME).",
+                "cd into a folder of the workspace, named relative to it.",
+            )
         for word in words[:program] + words[program + 1:]:
-            value = word.split("=", 1)[1] if "=" in word else word
-            if value.startswith("-") or not value:
-                continue
-            if value.startswith(("~", "$")) or "/$" in value or "${" in value:
+            literal = len(word) > 1 and word[0] == word[-1] == "'"  # single quotes: no expansion at all
+            text = word.replace("'", "").replace('"', "")
+            if not literal and (text.startswith("~") or "$" in text or _BRACE_EXPANSION.search(text)):
                 raise WorkspacePermissionError(
-                    f"Bash refused: {word!r} in {part!r} names a path that is only known when the shell runs.",
-                    "Spell the path out, relative to the workspace.",
+                    f"Bash refused: {word!r} in {part!r} is only known when the shell runs (~, $, {{a,b}}).",
+                    "Spell paths out, relative to the workspace; quote literal text in single quotes.",
                 )
+            if text.startswith("--") or _ASSIGNMENT.match(text):
+                value = text.split("=", 1)[1] if "=" in text else ""
+            elif text.startswith("-"):
+                value = text[2:]  # -o../out: a short option's attached value
+            else:
+                value = text
+            if not value or value in _DEVICES:
+                continue
             resolved = (root / value).resolve()
             if resolved != root and not resolved.is_relative_to(root):
                 raise WorkspacePermissionError(

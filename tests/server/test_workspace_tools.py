@@ -273,6 +273,11 @@ def test_a_skill_without_allowed_commands_runs_nothing(workspace):
         "echo $HOME/.ssh/id_rsa",
         "echo out/of/here --out=/etc/passwd",  # an option's value
         "echo hi > elsewhere/x",  # a symlink inside the workspace that leads out
+        "echo ..$NOPE/x",  # an expansion glued to a path
+        "echo {..,.}/x",  # brace expansion
+        "echo -o../x",  # a short option's attached value
+        "echo hi; cd",  # cd without a directory goes to $HOME
+        'echo "$HOME"',  # double quotes still expand
     ],
 )
 def test_bash_stays_inside_the_workspace(workspace, root, command, tmp_path):
@@ -286,6 +291,7 @@ def test_bash_paths_inside_the_workspace_run(workspace, root):
     assert run_bash(workspace, BASH, "echo hello > src/out.txt") == "(no output)"
     assert (root / "src" / "out.txt").read_text() == "hello\n"
     assert run_bash(workspace, BASH, "echo '{print $1}' --flag=value ./src") == "{print $1} --flag=value ./src"
+    assert run_bash(workspace, BASH, "echo '$2 > 0' 2>/dev/null") == "$2 > 0"  # single quotes, /dev/null
 
 
 def test_bash_is_off_unless_the_server_allows_it(root):
@@ -313,3 +319,12 @@ def test_commands_run_in_the_workspace(workspace, root):
 )
 def test_path_globs_keep_their_meaning_a_star_pair_inside_a_name_crosses_folders(glob, path):
     assert path_matches(path, (glob,)) == glob
+
+
+def test_cd_without_a_directory_leaves_the_workspace(root):
+    from memdir.tools.workspace_bash import check_paths
+
+    for command in ("cd", "cd -", "cd; pwd"):
+        with pytest.raises(WorkspacePermissionError, match="cd without a directory"):
+            check_paths(command, root)
+    check_paths("cd src && ls", root)
