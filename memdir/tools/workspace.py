@@ -506,8 +506,11 @@ def grep_files(
             continue
         if b"\0" in data[:8192]:
             continue
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        if not compiled.may_match(lines):
+            continue
         matched = 0
-        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+        for number, line in enumerate(lines, start=1):
             if compiled.count(line):
                 matched += 1
                 if output_mode == "content":

@@ -164,7 +164,7 @@ def test_a_runaway_pattern_is_stopped_at_the_time_limit_with_the_reason(tmp_path
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         memory.write("fact/runaway", "a" * 40 + "!", title="Runaway", metadata={"type": "fact"})
         started = time.monotonic()
-        with pytest.raises(InputValidationError, match=r"took longer than 0.3 s, so the search was stopped") as caught:
+        with pytest.raises(InputValidationError, match=r"took longer than 0.3 s to match, so the search was stopped") as caught:
             memory_grep(memory, session, "(a|aa)+$")
         assert time.monotonic() - started < 3
         assert "Simplify the pattern" in caught.value.hint
@@ -174,3 +174,16 @@ def test_a_runaway_pattern_is_stopped_at_the_time_limit_with_the_reason(tmp_path
 def test_patterns_the_engine_cannot_take_are_explained(memory, session, pattern):
     with pytest.raises(InputValidationError, match="Invalid regular expression"):
         memory_grep(memory, session, pattern)
+
+
+def test_lines_end_where_their_line_breaks_are_whatever_the_line_ending(memory, session):
+    memory.write("fact/crlf", "first line\r\nneedle at the end\r\nlast", title="CRLF", metadata={"type": "fact"})
+    assert "memory://fact/crlf.md" in memory_grep(memory, session, "end$")
+
+
+def test_the_time_limit_counts_matching_only_not_reading_many_entries(tmp_path, session):
+    settings = Settings(root=tmp_path / "m", grep_time_limit=0.5)
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        for i in range(300):
+            memory.write(f"fact/many/e{i}", "ordinary words\n" * 100, title=f"E{i}", metadata={"type": "fact"})
+        assert memory_grep(memory, session, "needle").startswith("No matches")
