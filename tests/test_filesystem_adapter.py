@@ -26,7 +26,7 @@ from memdir.core.errors import (
 )
 from memdir.core.files import replace_file, replacing
 from memdir.storage import atomic
-from memdir.storage.base import StorageAdapter
+from memdir.storage.base import Redirect, StorageAdapter
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.sidecar import EMBEDDING_BYTES, embedding_checksum
 
@@ -756,3 +756,12 @@ def test_a_hand_made_file_with_a_decomposed_name_is_reported_not_lost_silently(
     warnings = [record.getMessage() for record in caplog.records if "not in Unicode NFC form" in record.getMessage()]
     assert len(warnings) == 1  # once, not on every listing
     assert repr("café.md") in warnings[0]
+
+
+def test_reads_through_a_stub_keep_the_shared_total_exact(root: Path) -> None:
+    writer = FilesystemAdapter(root)
+    put(writer, "fact/a", "target")
+    writer.write_stub("fact/b", Redirect("merged", "fact/a.md"))
+    reader = FilesystemAdapter(root)  # another process, which has not scanned the root yet
+    reader.read_entry("fact/b", count_hit=True)  # the stub's text grows by its read count
+    assert writer.total_size() == reader.total_size() == writer.rescan_total_size()

@@ -484,8 +484,9 @@ class FilesystemAdapter:
         redirect = stubs.parse_stub(text, path)
         if redirect is not None:
             data = stubs.format_stub(redirect, stubs.stub_hits(text) + 1).encode("utf-8")
+            total = self._current_total() + len(data) - len(old)
             commit_files(self.root, {md: data})
-            self._total.adjust(len(data) - len(old))  # exact without a rescan of the root
+            self._total.set(total)
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
         """The content of each entry ("" for one that vanished), in one pass under one shared lock.

@@ -46,13 +46,6 @@ class SharedTotal:
         """
         replace_file(self.file, f"{max(total, 0)}\n".encode("ascii"), durable=False)
 
-    def adjust(self, delta: int) -> None:
-        """Add ``delta`` bytes to a total this process has already established (no scan for it)."""
-        if self._scanned:
-            shared = self._read()
-            if shared is not None:
-                self.set(shared + delta)
-
     def invalidate(self) -> None:
         """Files changed behind the figure (a recovered transaction): scan again at the next use."""
         self._scanned = False
