@@ -37,14 +37,15 @@ def _plural(word: str) -> str:
     return word + "s"
 
 
-# Scripts written without spaces between words (Chinese, Japanese kana, Korean syllables):
-# each character is counted as a word, which is how their word counts are usually given.
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# Scripts written without spaces between words (Chinese, Japanese kana): each character is
+# counted as a word, which is how their word counts are usually given. Korean puts spaces
+# between words, so whitespace counts it right.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _BREAKS = re.compile(r"[\s\u200b\u2060\ufeff]+")  # whitespace, and the invisible word breaks
 
 
 def count_words(text: str) -> int:
-    """Words as the word limit counts them: whitespace-separated, and one per CJK character.
+    """Words as the word limit counts them: whitespace-separated, and one per Chinese/Japanese character.
 
     ``str.split`` alone counted a whole paragraph of Chinese, or words joined by zero-width
     spaces, as one word, so the limit did not hold for them.

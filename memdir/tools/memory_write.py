@@ -125,10 +125,14 @@ def memory_write(
     return text
 
 
-def check_content(content: str, word_limit: int) -> None:
-    """What any entry's content must be (SwarmMemory's word limit, not empty): for writes and edits alike."""
+def check_content(content: str, word_limit: int, *, before: str | None = None) -> None:
+    """What any entry's content must be (SwarmMemory's word limit, not empty): for writes and edits alike.
+
+    ``before``: the content an edit starts from. An entry already over the limit (written
+    before the limit, or by hand) may still be edited, as long as the edit does not add words.
+    """
     words = count_words(content)
-    if words > word_limit:
+    if words > word_limit and (before is None or words > count_words(before)):
         raise InputValidationError(
             f"Content exceeds {word_limit}-word limit ({words} words).",
             "Extract key entities and split into multiple memories.",

@@ -192,3 +192,12 @@ def test_an_edit_keeps_the_rules_a_write_has(memory, session, old, new, message)
     with pytest.raises(InputValidationError, match=message):
         memory_edit(memory, session, "fact/api/limits.md", old, new)
     assert memory.read("fact/api/limits.md").content == "limit: 100 per minute\nburst: 100\n"
+
+
+def test_an_entry_already_over_the_limit_can_be_edited_without_adding_words(memory, session):
+    long = "start " + "word " * 300
+    memory.write("fact/api/long.md", long, title="Long", metadata=META)  # as written by hand, or before the limit
+    memory_read(memory, session, "fact/api/long.md")
+    assert memory_edit(memory, session, "fact/api/long.md", "start", "begin").startswith("Successfully")
+    with pytest.raises(InputValidationError, match="Content exceeds 250-word limit"):
+        memory_edit(memory, session, "fact/api/long.md", "begin", "begin here")
