@@ -114,7 +114,9 @@ class Memory:
         if embedder is not None:
             model = ModelProvider(embedder=embedder, enabled=settings.embeddings_enabled)
         else:
-            model = ModelProvider.from_settings(settings, enabled=settings.embeddings_enabled and load_model)
+            model = ModelProvider.from_settings(
+                settings, enabled=settings.embeddings_enabled and load_model, download=background
+            )
         index = DerivedIndex(root, column_weights=settings.bm25_column_weights)
         memory = cls(settings, adapter, index, model)
         memory.reconcile()

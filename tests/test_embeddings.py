@@ -364,3 +364,17 @@ def test_plain_graph_matches_reference(real_embedder, reference, tmp_path):
     got = plain.embed(texts)
     assert plain.onnx_file.name.endswith("-plain.onnx")
     assert np.min(np.sum(got * expected, axis=1)) > 0.99999
+
+
+def test_only_a_background_load_may_download(hub, tmp_path):
+    """Commands and per-prompt hooks never wait on the network; the server (background load) may fetch once."""
+    from memdir.core.settings import Settings
+    from memdir.embeddings.provider import ModelProvider
+
+    settings = Settings(root=tmp_path / "m", cache_dir=tmp_path / "cache")
+    foreground = ModelProvider.from_settings(settings)
+    assert foreground.get() is None and hub == []
+    assert "No embedding model found" in foreground.reason
+    background = ModelProvider.from_settings(settings, download=True)
+    background.get()  # the fake hub's files are not a real model: loading them fails after the download
+    assert [call["repo_id"] for call in hub] == [DEFAULT_MODEL_ID]

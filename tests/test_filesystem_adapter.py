@@ -368,8 +368,10 @@ def test_odd_metadata_shapes_are_tolerated(adapter: FilesystemAdapter, root: Pat
     assert entry.hits == 0
     assert entry.metadata.tags == ["single"] and entry.metadata.tools == ["5"]
     assert entry.metadata.related == []
+    assert entry.metadata.permissions == {}  # 'no': no permissions, said another way
     # unreadable permissions are kept as such (a skill with them refuses to load), not dropped
-    assert entry.metadata.permissions == {UNREADABLE_PERMISSIONS: False}
+    write_raw(root, "fact/odd", yml.replace("permissions: no", "permissions: [1, 2]"))
+    assert adapter.read_entry("fact/odd").metadata.permissions == {UNREADABLE_PERMISSIONS: [1, 2]}
     assert entry.updated_at.tzinfo is not None
 
 

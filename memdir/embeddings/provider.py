@@ -60,15 +60,20 @@ class ModelProvider:
             self.state = ModelState.NOT_LOADED
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, enabled: bool = True) -> ModelProvider:
-        """The real model, resolved as DESIGN.md says (explicit dir -> package -> HF cache -> HF hub)."""
+    def from_settings(cls, settings: Settings, *, enabled: bool = True, download: bool = False) -> ModelProvider:
+        """The real model, resolved as DESIGN.md says (explicit dir -> package -> HF cache -> HF hub).
+
+        ``download`` allows the hub step (with ``settings.model_download``): for long-running
+        processes that load in the background. A command or a per-prompt hook must never wait
+        on a network that drops packets instead of refusing them.
+        """
 
         def load() -> Embedder:
             from memdir.embeddings.resolve import load_embedder
 
             embedder = load_embedder(
                 model_dir=settings.model_dir, cache_dir=settings.cache_dir, batch_size=settings.embed_batch_size,
-                threads=settings.embed_threads, model_id=settings.model_wanted, download=settings.model_download,
+                threads=settings.embed_threads, model_id=settings.model_wanted, download=download and settings.model_download,
             )
             embedder.warmup()
             return embedder

@@ -205,6 +205,8 @@ def metadata_from_yaml(raw: Any) -> Metadata:
             if key in ("type", "confidence") and value.startswith(":"):
                 value = value[1:]  # a Ruby symbol value
         elif key == "permissions" and not isinstance(value, dict):
+            if not value:  # [] or "": no permissions, said another way
+                continue
             log.warning("Unreadable metadata field 'permissions' (expected a mapping, got %r): the skill will not load", value)
             value = {UNREADABLE_PERMISSIONS: value}
         data[key] = value
