@@ -378,3 +378,9 @@ def test_only_a_background_load_may_download(hub, tmp_path):
     background = ModelProvider.from_settings(settings, download=True)
     background.get()  # the fake hub's files are not a real model: loading them fails after the download
     assert [call["repo_id"] for call in hub] == [DEFAULT_MODEL_ID]
+
+
+def test_a_copy_of_the_default_model_keeps_its_id(tmp_path):
+    copy = _fake_model_dir(tmp_path / "all-MiniLM-L6-v2")
+    assert resolve_model(copy).model_id == DEFAULT_MODEL_ID
+    assert resolve_model(_fake_model_dir(tmp_path / "my-encoder")).model_id == "my-encoder"

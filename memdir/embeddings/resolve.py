@@ -257,11 +257,16 @@ def _directory_problem(directory: Path) -> str:
 
 
 def model_id_of_directory(directory: Path) -> str:
-    """Recover ``org/name`` from a HF cache snapshot path, else use the folder name."""
+    """Recover ``org/name`` from a HF cache snapshot path, else use the folder name.
+
+    A folder named like the default model (``all-MiniLM-L6-v2``: a copy of it) gets the
+    default's full id, so vectors made from the package and from the copy stay comparable.
+    """
     for part in reversed(directory.resolve().parts):
         if part.startswith("models--"):
             return part.removeprefix("models--").replace("--", "/", 1)
-    return directory.resolve().name
+    name = directory.resolve().name
+    return DEFAULT_MODEL_ID if name == DEFAULT_MODEL_ID.rsplit("/", 1)[-1] else name
 
 
 def _hf_hub_cache() -> Path:
