@@ -56,3 +56,8 @@ def test_a_heading_on_its_own_is_joined_by_the_paragraph_after_it():
         "# Deploy checklist Run the migrations before switching traffic. Then warm the caches."
     )
     assert first_paragraph("# Only a heading", "Other") == "# Only a heading"
+
+
+def test_a_document_of_headings_only_gives_at_most_two_of_them():
+    content = "\n\n".join(f"# Heading {i}" for i in range(200))
+    assert first_paragraph(content, "Other") == "# Heading 0 # Heading 1"

@@ -43,11 +43,9 @@ def first_paragraph(content: str, title: str = "") -> str:
             blocks[0] = blocks[0][1:]
             if not blocks[0]:
                 blocks.pop(0)
-    summary: list[str] = []
-    for block in blocks:
-        summary += block
-        if not all(line.startswith("#") for line in block):
-            break
+    summary = blocks[0] if blocks else []
+    if len(blocks) > 1 and all(line.startswith("#") for line in summary):
+        summary = summary + blocks[1]  # a heading standing alone: join the block after it, and stop
     return " ".join(summary)
 
 
