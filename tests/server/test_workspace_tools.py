@@ -328,3 +328,9 @@ def test_cd_without_a_directory_leaves_the_workspace(root):
         with pytest.raises(WorkspacePermissionError, match="cd without a directory"):
             check_paths(command, root)
     check_paths("cd src && ls", root)
+
+
+def test_a_crossing_star_pair_then_a_star_still_finds_the_last_name():
+    """config/**.secret* must match a .secret file under a folder whose own name holds '.secret'."""
+    assert path_matches("config/a.secret/b.secret.bak", ("config/**.secret*",))
+    assert path_matches("x/b/b.a", ("**b*",)) and not path_matches("a/b", ("a[!x]b**",))
