@@ -93,7 +93,10 @@ class GrepPattern:
     slower than ``re``.
     """
 
-    _ANCHORS = re.compile(r"\\[AZz]")  # \A, \Z, \z: mean "line start/end" per line, not in a whole text
+    # Patterns the whole-text search could miss a line's match for (or scan at quadratic cost):
+    # lookarounds, atomic groups and inline flags ('(?' other than '(?:' and named groups),
+    # possessive quantifiers, text anchors, and anything that can match a line break.
+    _NOT_LINE_LOCAL = re.compile(r"\(\?(?![:P])|[*+?}]\+|\\[AZzGsSWDnrvfxuUNpP0-9]|\[\^")
 
     def __init__(self, pattern: str, case_insensitive: bool, time_limit: float) -> None:
         import regex  # on the first grep, not on the server's start-up path (~10-25 ms)
@@ -101,7 +104,7 @@ class GrepPattern:
         flags = regex.IGNORECASE if case_insensitive else 0
         try:
             self._regex = regex.compile(pattern, flags)
-            self._whole = None if self._ANCHORS.search(pattern) else regex.compile(pattern, flags | regex.MULTILINE)
+            self._whole = None if self._NOT_LINE_LOCAL.search(pattern) else regex.compile(pattern, flags | regex.MULTILINE)
         except (regex.error, RecursionError, OverflowError, ValueError) as exc:
             why = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise InputValidationError(
@@ -130,7 +133,11 @@ class GrepPattern:
             self._spent += time.monotonic() - started
 
     def may_match(self, lines: list[str]) -> bool:
-        """False only when none of ``lines`` can match (one search of them joined by newlines)."""
+        """False only when none of ``lines`` can match (one search of them joined by newlines).
+
+        Used only for patterns that match within a line (see ``_NOT_LINE_LOCAL``), where a
+        line's match is also one in the joined text; for the others it always says True.
+        """
         return self._whole is None or self._run(self._whole.search, "\n".join(lines)) is not None
 
     def count(self, line: str) -> int:

@@ -187,3 +187,13 @@ def test_the_time_limit_counts_matching_only_not_reading_many_entries(tmp_path, 
         for i in range(300):
             memory.write(f"fact/many/e{i}", "ordinary words\n" * 100, title=f"E{i}", metadata={"type": "fact"})
         assert memory_grep(memory, session, "needle").startswith("No matches")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "content"),
+    [(r"(?<!\s)foo", "bar\nfoo()\n"), (r"foo\s*+$", "foo\nbar\n"), (r"(?-m:foo$)", "foo\nbar\n"),
+     (r"\Afoo", "bar\nfoo\n"), (r"[^x]foo", "bar\n foo\n")],
+)
+def test_patterns_that_see_past_a_line_still_find_every_matching_line(memory, session, pattern, content):
+    memory.write("fact/lines", content, title="Lines", metadata={"type": "fact"})
+    assert "memory://fact/lines.md" in memory_grep(memory, session, pattern)
