@@ -29,6 +29,7 @@ OUTPUT_MAX_CHARS = 30_000
 
 _SUBSTITUTION = re.compile(r"`|\$\(|<\(|>\(")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_VARIABLE = re.compile(r"\$(?:\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
 _BRACE_EXPANSION = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
 
@@ -109,43 +110,89 @@ def check_command(command: str, rules: ToolPermissions) -> None:
             )
 
 
+def _shell_expansion(part: str) -> str | None:
+    """The first expansion the shell would make in ``part`` that could name a path, or None.
+
+    Outside single quotes: ``$NAME``/``${...}``; outside any quotes: ``~`` at the start of a
+    word (or after ``=``/``:``) and brace expansion (``{a,b}``, ``{1..3}``). Backslash-escaped
+    characters are literal. (``$(...)`` and backquotes are refused before this.)
+    """
+    quote: str | None = None
+    word_start = True
+    i = 0
+    while i < len(part):
+        char = part[i]
+        if quote == "'":
+            quote = None if char == "'" else quote
+        elif char == "\\":
+            i += 2
+            word_start = False
+            continue
+        elif char == "'" and quote is None:
+            quote = "'"
+        elif char == '"':
+            quote = None if quote == '"' else '"'
+        elif char == "$" and (variable := _VARIABLE.match(part, i)):
+            return variable.group()
+        elif quote is None and char == "~" and word_start:
+            return "~"
+        elif quote is None and char == "{" and (brace := _BRACE_EXPANSION.match(part, i)):
+            return brace.group()
+        word_start = quote is None and char in " \t=:"
+        i += 1
+    return None
+
+
 def check_paths(command: str, root: Path) -> None:
     """Refuse ``command`` if an argument or redirection target of any part lies outside ``root``.
 
-    The program (the first word of each part after any ``NAME=value`` assignments) is left
-    to ``allowed_commands``. Checked as paths: every other word, the value of
-    ``--option=value``, ``-ovalue`` and ``NAME=value`` words, redirection targets (the
-    ``/dev/null`` family allowed). Refused as unknowable before the shell runs: ``~``,
-    ``$`` expansions and brace expansions outside single quotes, and a ``cd`` without a
-    directory (it goes to ``$HOME``).
+    Words are taken as the shell takes them (quotes joined, backslashes removed). The program
+    (the first word of each part after any ``NAME=value`` assignments) is left to
+    ``allowed_commands``. Checked as paths: every other word, redirection targets (the
+    ``/dev/null`` family allowed), the value of ``--option=value`` and ``NAME=value`` words,
+    and a short option's attached value that holds a ``/`` (``-o../out``). Refused as
+    unknowable before the shell runs: the expansions of `_shell_expansion`, and a ``cd``
+    without a directory (it goes to ``$HOME`` or back).
     """
     for part in command_parts(command):
-        lexer = shlex.shlex(part, posix=False, punctuation_chars=True)  # keeps quotes: '$1' is literal
+        expansion = _shell_expansion(part)
+        if expansion:
+            raise WorkspacePermissionError(
+                f"Bash refused: {expansion!r} in {part!r} is only known when the shell runs.",
+                "Spell paths out, relative to the workspace; quote literal text in single quotes.",
+            )
+        lexer = shlex.shlex(part, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
         try:
-            words = [word for word in lexer if word.strip("();<>|&")]
+            tokens = list(lexer)
         except ValueError as exc:
             raise InputValidationError(f"Bash could not parse {part!r}: {exc}.", "Check the quotes.") from exc
-        program = next((i for i, word in enumerate(words) if not _ASSIGNMENT.match(word)), len(words))
-        if words[program:program + 1] == ["cd"] and (len(words) == program + 1 or words[program + 1] == "-"):
-            raise WorkspacePermissionError(
-                f"Bash refused: {part!r} leaves the workspace (cd without a directory goes to $HOME).",
-                "cd into a folder of the workspace, named relative to it.",
-            )
-        for word in words[:program] + words[program + 1:]:
-            literal = len(word) > 1 and word[0] == word[-1] == "'"  # single quotes: no expansion at all
-            text = word.replace("'", "").replace('"', "")
-            if not literal and (text.startswith("~") or "$" in text or _BRACE_EXPANSION.search(text)):
+        words: list[tuple[str, bool]] = []  # (word, is a redirection target)
+        redirect = False
+        for token in tokens:
+            if token and all(char in "();<>|&" for char in token):
+                redirect = "<" in token or ">" in token
+                continue
+            words.append((token, redirect))
+            redirect = False
+        program = next((i for i, (word, target) in enumerate(words) if target or not _ASSIGNMENT.match(word)), len(words))
+        if words[program:program + 1] == [("cd", False)]:
+            directories = [word for word, target in words[program + 1:] if not target and not word.startswith("-")]
+            if not directories:
                 raise WorkspacePermissionError(
-                    f"Bash refused: {word!r} in {part!r} is only known when the shell runs (~, $, {{a,b}}).",
-                    "Spell paths out, relative to the workspace; quote literal text in single quotes.",
+                    f"Bash refused: {part!r} leaves the workspace (cd without a directory goes to $HOME or back).",
+                    "cd into a folder of the workspace, named relative to it.",
                 )
-            if text.startswith("--") or _ASSIGNMENT.match(text):
-                value = text.split("=", 1)[1] if "=" in text else ""
-            elif text.startswith("-"):
-                value = text[2:]  # -o../out: a short option's attached value
+        for word, target in words[:program] + words[program + 1:]:
+            if target:
+                value = word
+            elif word.startswith("--") or _ASSIGNMENT.match(word):
+                value = word.split("=", 1)[1] if "=" in word else ""
+            elif word.startswith("-"):
+                attached = word[2:]  # -o../out; but -d/ (cut) or -F/ (awk) is a separator, not a path
+                value = attached if "/" in attached and attached != "/" else ""
             else:
-                value = text
+                value = word
             if not value or value in _DEVICES:
                 continue
             resolved = (root / value).resolve()
