@@ -510,8 +510,8 @@ class FilesystemAdapter:
         """Whether a stub-looking ``.md`` with this sidecar is a stub: no sidecar, or one that says so."""
         if not yml.exists():
             return True
-        sidecar = self._load_sidecar(yml)
-        return stubs.marks_stub((sidecar or {}).get("metadata"))
+        sidecar = self._load_sidecar(yml) or {}
+        return stubs.marks_stub(sidecar.get("metadata")) or stubs.marks_stub(sidecar)  # either place
 
     def _load_sidecar(self, yml: Path) -> dict[str, Any] | None:
         try:
