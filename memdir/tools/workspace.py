@@ -26,6 +26,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,7 +34,7 @@ from memdir.core.entry import UNREADABLE_PERMISSIONS
 from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.files import replace_file
 from memdir.core.globbing import glob_matcher
-from memdir.search.text_search import GrepPattern
+from memdir.search.text_search import GrepPattern, grep_content
 from memdir.tools.memory_grep import OUTPUT_MODES  # Grep over the workspace has MemoryGrep's modes
 
 WORKSPACE_TOOLS: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash")
@@ -196,6 +197,7 @@ def permissions_for(tool: str, skill_permissions: Mapping[str, Any] | None) -> T
     return rules
 
 
+@lru_cache(maxsize=1024)
 def _glob(pattern: str, *, anywhere: bool = True) -> Callable[[str], bool]:
     """A test for workspace-relative paths: ``**`` crosses folders, ``*`` and ``?`` stay inside one.
 
@@ -506,18 +508,13 @@ def grep_files(
             continue
         if b"\0" in data[:8192]:
             continue
-        lines = data.decode("utf-8", errors="replace").splitlines()
-        if not compiled.may_match(lines):
+        hit = grep_content(compiled, relative, data.decode("utf-8", errors="replace"))
+        if hit is None:
             continue
-        matched = 0
-        for number, line in enumerate(lines, start=1):
-            if compiled.count(line):
-                matched += 1
-                if output_mode == "content":
-                    content.append(f"{relative}:{number}:{line[:READ_LINE_WIDTH]}")
-        if matched:
-            files.append(relative)
-            counts.append((relative, matched))
+        files.append(relative)
+        counts.append((relative, len(hit.lines)))  # matching lines, as grep -c counts
+        if output_mode == "content":
+            content += [f"{relative}:{number}:{line[:READ_LINE_WIDTH]}" for number, line in hit.lines]
     if not files:
         return f"No matches found for {pattern!r}."
     if output_mode == "content":
