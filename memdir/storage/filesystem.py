@@ -442,7 +442,7 @@ class FilesystemAdapter:
             head = read_head(md, _STUB_READ_LIMIT)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise EntryNotFoundError(path) from None
-        if not stubs.looks_like_stub(head) or not self._stub_sidecar(yml):
+        if not (stubs.looks_like_stub(head) and self._stub_sidecar(yml, yml.exists())):
             return None  # an entry with a sidecar is an entry, whatever its first line says
         return stubs.parse_stub(head.decode("utf-8", errors="replace"), path)
 
@@ -506,9 +506,9 @@ class FilesystemAdapter:
                     contents.append("")
         return contents
 
-    def _stub_sidecar(self, yml: Path) -> bool:
+    def _stub_sidecar(self, yml: Path, exists: bool) -> bool:
         """Whether a stub-looking ``.md`` with this sidecar is a stub: no sidecar, or one that says so."""
-        if not yml.exists():
+        if not exists:
             return True
         sidecar = self._load_sidecar(yml) or {}
         return stubs.marks_stub(sidecar.get("metadata")) or stubs.marks_stub(sidecar)  # either place
@@ -610,9 +610,8 @@ class FilesystemAdapter:
                 for path, file, st, has_sidecar in scan_entries(self.root, start, prefix):
                     if is_virtual(path):
                         continue  # a file shadowed by a built-in entry is unreachable
-                    is_stub = sniff_stub(file) and (
-                        not has_sidecar or self._stub_sidecar(Path(file.path[: -len(".md")] + SIDECAR_SUFFIX))
-                    )
+                    yml = Path(file.path[: -len(".md")] + SIDECAR_SUFFIX)
+                    is_stub = sniff_stub(file) and self._stub_sidecar(yml, has_sidecar)
                     if is_stub and not include_stubs:
                         continue
                     rows.append(self._info(path, file.path, st, has_sidecar, is_stub, with_metadata))
@@ -642,7 +641,7 @@ class FilesystemAdapter:
                 except (FileNotFoundError, NotADirectoryError):
                     continue
                 has_sidecar = yml.is_file()
-                is_stub = stubs.looks_like_stub(read_head(str(md), stubs.SNIFF_BYTES)) and self._stub_sidecar(yml)
+                is_stub = stubs.looks_like_stub(read_head(str(md), stubs.SNIFF_BYTES)) and self._stub_sidecar(yml, has_sidecar)
                 rows.append(self._info(path, str(md), st, has_sidecar, is_stub, True))
         return rows
 

@@ -1,7 +1,7 @@
 """Redirect stubs: what is left at a path after its entry was merged or moved.
 
-A stub is an ``.md`` file without a ``.yml`` sidecar whose first line names the new
-home, as SwarmMemory wrote them::
+A stub is an ``.md`` file whose first line names the new home, as SwarmMemory wrote
+them (and whose ``.yml`` sidecar, if it has one, says it is a stub)::
 
     # merged → concept/ruby/advanced-classes.md
 
@@ -9,11 +9,13 @@ home, as SwarmMemory wrote them::
 
 ``# moved → …`` works the same way; an ASCII ``->`` is accepted in place of ``→``
 because people edit these files by hand. Old links keep working: reading a stub
-follows it (`follow`) to the entry it points at. memdir writes a stub as a lone ``.md``; SwarmMemory's defrag wrote
-its stubs through its adapter, so they have a ``.yml`` whose metadata says so (``stub:
-true``, ``redirect_to: …``). A file with a ``.yml`` that does not say so is an entry:
-a note that happens to begin "# moved to Berlin" stays a note (`marks_stub`). The text
-functions here judge a file's first line; the adapter adds the sidecar rule.
+follows it (`follow`) to the entry it points at.
+
+memdir writes a stub as a lone ``.md``; SwarmMemory's defrag wrote its stubs through its
+adapter, so they have a ``.yml`` whose metadata says so (``stub: true``, ``redirect_to:
+…``). A file with a ``.yml`` that does not say so is an entry: a note that happens to
+begin "# moved to Berlin" stays a note (`marks_stub`). The text functions here judge a
+file's first line; the adapter adds the sidecar rule.
 """
 
 from __future__ import annotations
