@@ -32,7 +32,7 @@ from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
-from memdir.embeddings.resolve import model_id_of_directory
+from memdir.embeddings.resolve import model_id_for
 from memdir.embeddings.text import searchable_text, text_hash
 from memdir.search.hybrid import HybridSearcher, SearchResult
 from memdir.search.text_search import GrepHit, GrepPattern, glob_matcher, grep_content, path_filter
@@ -354,8 +354,7 @@ class Memory:
         embedder = self.model.peek()
         if embedder is not None:
             return embedder.model_id
-        wanted, directory = self.settings.model_wanted, self.settings.model_dir
-        return wanted if wanted is not None or directory is None else model_id_of_directory(Path(directory))
+        return model_id_for(self.settings.model_dir, self.settings.model_wanted)
 
     def _embed_pending(self, embedder: Embedder, at_most: int | None = None) -> None:
         """Once the model is ready: embed entries written without it (or under another model).

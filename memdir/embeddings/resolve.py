@@ -52,6 +52,7 @@ __all__ = [
     "find_package_model",
     "inspect_directory",
     "load_embedder",
+    "model_id_for",
     "model_id_of_directory",
     "resolve_model",
 ]
@@ -99,13 +100,13 @@ def resolve_model(model_dir: Path | None = None, model_id: str | None = None, *,
     Raises:
         ModelNotFoundError: nothing usable was found; its hint says how to fix it.
     """
-    wanted = model_id or DEFAULT_MODEL_ID
+    wanted = model_id_for(model_dir, model_id)
     if model_dir is not None:
         model_dir = Path(model_dir).expanduser()
         problem = _directory_problem(model_dir)
         if problem:
             raise ModelNotFoundError(f"Model directory {model_dir} is not usable: {problem}.", INSTALL_HINT)
-        return inspect_directory(model_dir, model_id or model_id_of_directory(model_dir), f"directory {model_dir}")
+        return inspect_directory(model_dir, wanted, f"directory {model_dir}")
 
     if wanted == DEFAULT_MODEL_ID:
         package_dir = find_package_model()
@@ -254,6 +255,16 @@ def _directory_problem(directory: Path) -> str:
     if (directory / "model.onnx").is_file():
         return ""
     return "it needs model.safetensors + config.json, or model.onnx"
+
+
+def model_id_for(model_dir: Path | None, model_id: str | None) -> str:
+    """The model name a configuration stands for: the one given, else the directory's, else the default.
+
+    Vectors carry it, so it must be the same whether or not the model is loaded yet.
+    """
+    if model_id:
+        return model_id
+    return model_id_of_directory(Path(model_dir).expanduser()) if model_dir is not None else DEFAULT_MODEL_ID
 
 
 def model_id_of_directory(directory: Path) -> str:
