@@ -75,7 +75,8 @@ def memory_write(
         raise InputValidationError("title is required.", "Give the entry a brief descriptive title.")
     # One line each: a title with a line break could fake a line of MemoryGlob's listing.
     one_line = [("title", title), ("domain", domain), ("source", source)]
-    one_line += [("tags", tag) for tag in coerce_str_list(tags, "tags")]
+    tag_list = coerce_str_list(tags, "tags")
+    one_line += [("tags", tag) for tag in tag_list]
     for name, value in one_line:
         if value and has_control_char(value):
             raise InputValidationError(
@@ -99,7 +100,7 @@ def memory_write(
     metadata = Metadata(
         type=entry_type,
         confidence=level,
-        tags=coerce_str_list(tags, "tags"),
+        tags=tag_list,
         related=_related_uris(related, logical),
         domain=(domain or "").strip() or None,
         source=(source or "user").strip() or "user",
