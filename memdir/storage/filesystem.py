@@ -95,8 +95,8 @@ class FilesystemAdapter:
 
     The total size is scanned once per process (lazily) and then kept, for every process
     writing to the root, in one shared figure (`memdir.storage.totals`) that each write
-    and delete updates under the lock: the limit holds across processes without a full
-    scan per write. Files edited by hand show up after `rescan_total_size`.
+    and delete updates in its own transaction: the limit holds across processes without a
+    full scan per write. Files edited by hand show up after `rescan_total_size`.
     """
 
     def __init__(
@@ -261,8 +261,8 @@ class FilesystemAdapter:
                 removals.append(emb)
             else:
                 writes[emb] = emb_bytes
-            commit_files(self.root, writes, removals)
-            self._total.set(total)
+            commit_files(self.root, writes | self._total.staged(total), removals)
+            self._total.committed(total)
         return Entry(
             path=path,
             content=content,
@@ -381,8 +381,8 @@ class FilesystemAdapter:
         md, yml, emb = self._files(path)
         with self._writing():
             total = self._check_limits(path, md, len(data))
-            commit_files(self.root, {md: data}, [yml, emb])
-            self._total.set(total)
+            commit_files(self.root, {md: data} | self._total.staged(total), [yml, emb])
+            self._total.committed(total)
 
     def delete(self, path: str) -> None:
         """Remove the entry's ``.md``, ``.yml`` and ``.emb`` together; a stub is deleted itself.
@@ -398,8 +398,8 @@ class FilesystemAdapter:
             if not md.is_file():
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
-            commit_files(self.root, {}, [md, yml, emb])
-            self._total.set(total)
+            commit_files(self.root, self._total.staged(total), [md, yml, emb])
+            self._total.committed(total)
             self._prune_empty_folders(md.parent)
 
     def _prune_empty_folders(self, folder: Path) -> None:
@@ -485,8 +485,8 @@ class FilesystemAdapter:
         if redirect is not None:
             data = stubs.format_stub(redirect, stubs.stub_hits(text) + 1).encode("utf-8")
             total = self._current_total() + len(data) - len(old)
-            commit_files(self.root, {md: data})
-            self._total.set(total)
+            commit_files(self.root, {md: data} | self._total.staged(total))
+            self._total.committed(total)
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
         """The content of each entry ("" for one that vanished), in one pass under one shared lock.

@@ -3,21 +3,23 @@
 The total-size limit needs the bytes held by the whole root before each write. Scanning
 the root per write is too slow on large roots, and a per-process running total misses
 what other processes wrote (two servers on one root could each stay under the limit
-and together pass it). So the figure lives in a small file under ``.memdir/``: read
-and rewritten by whoever holds the root's exclusive lock for a write, scanned afresh the
-first time a process needs it (files may have been edited by hand meanwhile) and
-whenever the file is missing or unreadable. Like everything under ``.memdir/`` it is
-derived: deleting it loses nothing.
+and together pass it). So the figure lives in a small file under ``.memdir/``, written
+in the same transaction as the change it follows (`staged`): a killed writer leaves the
+old files and the old figure, or the new ones, and nothing else behind. Each process
+scans the root once, the first time it needs the figure (files may have been edited by
+hand meanwhile), and afterwards reads the file only when another process has replaced
+it since. Like everything under ``.memdir/`` it is derived: deleting it loses nothing.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
-from memdir.core.files import replace_file
-
 TOTAL_FILE = Path(".memdir") / "content-bytes"
+
+_FileState = tuple[int, int, int] | None  # (inode, mtime, size) of the file; None when absent
 
 
 class SharedTotal:
@@ -26,29 +28,41 @@ class SharedTotal:
     def __init__(self, root: Path, scan: Callable[[], int]) -> None:
         self.file = root / TOTAL_FILE
         self._scan = scan
-        self._scanned = False
+        self._known: tuple[int, _FileState] | None = None  # our figure, and the file as it was then
 
     def get(self) -> int:
-        """The current total: the shared figure, or a fresh scan (first use in this process, no file)."""
-        if self._scanned:
+        """The current total: ours while nobody replaced the file since, else the file's, else a scan."""
+        state = self._state()
+        if self._known is not None:
+            total, seen = self._known
+            if state == seen:
+                return total
             shared = self._read()
             if shared is not None:
+                self._known = (shared, state)
                 return shared
         total = self._scan()
-        self.set(total)
-        self._scanned = True
+        self._known = (total, state)
         return total
 
-    def set(self, total: int) -> None:
-        """Record the total after a write or delete (atomically: readers see the old or the new figure).
+    def staged(self, total: int) -> dict[Path, bytes]:
+        """The file's new content, for the transaction (`commit_files`) that brings the root to ``total``."""
+        return {self.file: f"{max(total, 0)}\n".encode("ascii")}
 
-        Not fsynced: after a power cut the figure may lag, and the next process scans anyway.
-        """
-        replace_file(self.file, f"{max(total, 0)}\n".encode("ascii"), durable=False)
+    def committed(self, total: int) -> None:
+        """The transaction holding `staged(total)` is done: ``total`` is the figure now."""
+        self._known = (total, self._state())
 
     def invalidate(self) -> None:
         """Files changed behind the figure (a recovered transaction): scan again at the next use."""
-        self._scanned = False
+        self._known = None
+
+    def _state(self) -> _FileState:
+        try:
+            st = os.stat(self.file)
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
 
     def _read(self) -> int | None:
         try:
