@@ -4,12 +4,17 @@ Everything above this layer (tools, CLI, defrag, episodes) talks to `Memory`; it
 the files (the truth), the derived index and the vector matrix in step:
 
 * a write embeds *before* taking the root's lock (the model is the slow part), then,
-  under the exclusive lock, writes the files atomically and updates the index, so other
-  processes never see one without the other for long and never see a half entry;
+  under the exclusive lock, stages the files, updates the index and only then commits
+  the files (`memdir.storage.atomic.commit_files`): a write that fails — a full disk
+  fails the index's transaction as often as the files' — changes neither;
 * reads of content go to the files; search goes to the index, refreshed first with
   whatever other processes changed;
 * when the model is missing or still loading, writes still succeed (the entry is marked
-  not embedded and embedded later) and search is keyword-only.
+  not embedded and embedded later) and search is keyword-only;
+* a root that cannot be written (read-only mount, no permission) or that a command only
+  reads (``read_only=True``) opens read-only: nothing under it is created or changed,
+  the derived index is kept in memory unless a writable one is there already, reads and
+  search work, and writes raise `ReadOnlyRootError`.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
-from memdir.core.errors import EntryNotFoundError, StaleEditError
+from memdir.core.errors import DiskFullError, EntryNotFoundError, ReadOnlyRootError, StaleEditError
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
@@ -39,6 +45,8 @@ from memdir.search.text_search import GrepHit, GrepPattern, glob_matcher, grep_c
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex, file_stats, listing
+from memdir.storage import open_mode
+from memdir.storage.index_db import FileStats
 from memdir.storage.virtual import virtual_info, virtual_paths
 
 log = logging.getLogger(__name__)
@@ -90,6 +98,7 @@ class Memory:
         embedder: Embedder | None = None,
         background: bool = False,
         load_model: bool = True,
+        read_only: bool = False,
     ) -> Memory:
         """Open (creating if needed) the store ``settings.store_root``.
 
@@ -100,35 +109,59 @@ class Memory:
                 on first need.
             load_model: False keeps the model unloaded (pure file operations stay fast,
                 and nothing waits on onnxruntime).
+            read_only: open for reading only (commands that only look: status, search, the
+                discover hook): the root must exist, and nothing under it is created or
+                changed — no ``.lock``, no ``.memdir/`` where there was none, no ``.yml`` or
+                ``.emb`` for entries written by hand (`memdir rebuild` embeds those).
+                A root that cannot be written opens read-only whatever this says.
+
+        Raises:
+            RootNotFoundError: ``read_only`` and there is no directory at the root.
+            ReadOnlyRootError, DiskFullError, OSError: the root does not exist and cannot be created.
         """
         settings = settings or Settings()
         root = settings.store_root
-        root.mkdir(parents=True, exist_ok=True)
+        read_only_reason = open_mode.read_only_reason(root, read_only)
         adapter = FilesystemAdapter(
             root,
             max_entry_size=settings.max_entry_size,
             max_total_size=settings.max_total_size,
             lock_timeout=settings.lock_timeout,
             max_redirect_hops=settings.max_redirect_hops,
+            min_free_disk=settings.min_free_disk,
+            read_only=read_only_reason,
         )
+        if read_only_reason is not None and not read_only:
+            log.warning("the memory root %s is %s: opened read-only, writes are refused", root, read_only_reason)
         if embedder is not None:
             model = ModelProvider(embedder=embedder, enabled=settings.embeddings_enabled)
         else:
             model = ModelProvider.from_settings(
                 settings, enabled=settings.embeddings_enabled and load_model, download=background
             )
-        index = DerivedIndex(root, column_weights=settings.bm25_column_weights)
+        index = DerivedIndex(
+            adapter.root,
+            column_weights=settings.bm25_column_weights,
+            in_memory=read_only_reason is not None and not open_mode.has_writable_index(adapter.root),
+            wal_limit=settings.index_wal_limit,
+        )
         memory = cls(settings, adapter, index, model)
-        memory.reconcile()
-        if background:
+        try:
+            memory.reconcile()
+        except (DiskFullError, ReadOnlyRootError) as exc:
+            # The root must still open — to read, and to delete entries to make room.
+            log.warning("%s The derived index is kept in memory by this process.", exc)
+            index.keep_in_memory()
+            memory.reconcile()
+        if not memory.read_only:  # (embedding writes the entries' .yml and .emb)
             # A long-running process catches up on entries written without the model (or under
-            # another one) once it is ready, however many there are.
-            model.on_ready(memory._embed_pending)
+            # another one) once it is ready, however many there are; a command catches up on a
+            # few (entries edited by hand), but never re-embeds a whole root on its way:
+            # `memdir rebuild` does that.
+            at_most = None if background else settings.embed_batch_size
+            model.on_ready(functools.partial(memory._embed_pending, at_most=at_most))
+        if background:
             model.start_background()
-        else:
-            # A command (status, search, the discover hook) catches up on a few (entries edited
-            # by hand), but never re-embeds a whole root on its way: `memdir rebuild` does that.
-            model.on_ready(functools.partial(memory._embed_pending, at_most=settings.embed_batch_size))
         return memory
 
     def close(self) -> None:
@@ -144,6 +177,47 @@ class Memory:
     @property
     def root(self) -> Path:
         return self.adapter.root
+
+    @property
+    def read_only(self) -> bool:
+        """True if this memory was opened read-only (see `open`): writes raise `ReadOnlyRootError`."""
+        return self.adapter.read_only is not None
+
+    def _check_writable(self) -> None:
+        if self.adapter.read_only is not None:
+            raise ReadOnlyRootError(self.root, self.adapter.read_only)
+
+    def _exclusive(self) -> AbstractContextManager[None]:
+        """The root's write lock, for a change (refused at once on a read-only root)."""
+        self._check_writable()
+        return self.adapter.lock.exclusive()
+
+    @contextmanager
+    def _index_first(self, path: str) -> Iterator[None]:
+        """Around a change whose index update runs before the files are committed (their
+        ``before_commit``): a failure there — a full disk — leaves files and index as they
+        were. Should the commit itself fail after it (rare: one rename is left), the row of
+        ``path`` is read back from the files, so the index does not claim a change that
+        did not happen."""
+        seen = self.index.seq
+        try:
+            yield
+        except BaseException:
+            if self.index.seq != seen:
+                self._reindex(path)
+            raise
+
+    def _reindex(self, path: str) -> None:
+        """Best effort: make the index row of ``path`` say what its files say."""
+        try:
+            try:
+                entry = self.adapter.read_entry(path, follow=False)
+            except EntryNotFoundError:
+                self.index.remove(path)
+                return
+            self._index_entry(entry, self._searchable(entry), None)  # whose vector: unknown, so re-embedded
+        except Exception:
+            log.warning("the index row of %s may be stale until the next open", path, exc_info=True)
 
     # ------------------------------------------------------------------ entries
     def write(
@@ -168,10 +242,12 @@ class Memory:
             hits: the read count to store (None: keep the current one).
         """
         logical = normalize_path(path)
+        self._check_writable()
         meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
         text = searchable_text(title, meta, content, self.settings.embedding_max_chars)  # before the entry exists
         vector = self._embed([text])
-        with self.adapter.lock.exclusive():
+        model_id = self._model_id() if vector is not None else None
+        with self._exclusive(), self._index_first(logical):
             overwritten = self.adapter.exists(logical)
             if expected_content is not None and (
                 not overwritten or self.adapter.read_contents([logical])[0] != expected_content
@@ -180,8 +256,8 @@ class Memory:
             entry = self.adapter.write(
                 logical, content, title=title, metadata=meta, embedding=vector[0] if vector is not None else None,
                 hits=hits, updated_at=updated_at,
+                before_commit=lambda written, stats: self._index_entry(written, text, model_id, stats),
             )
-            self._index_entry(entry, text, self._model_id() if vector is not None else None)
         return WriteResult(entry, overwritten)
 
     def read(self, path: str, *, count_hit: bool = False) -> Entry:
@@ -194,19 +270,17 @@ class Memory:
     def delete(self, path: str) -> str:
         """Delete an entry (all its files and index rows); returns the normalised path."""
         logical = normalize_path(path)
-        with self.adapter.lock.exclusive():
+        with self._exclusive(), self._index_first(logical):
             if not self.adapter.exists(logical):
                 raise EntryNotFoundError(logical)
-            self.adapter.delete(logical)
-            self.index.remove(logical)
+            self.adapter.delete(logical, before_commit=lambda: self.index.remove(logical))
         return logical
 
     def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
         """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
         logical, goal = normalize_path(path), normalize_path(target)
-        with self.adapter.lock.exclusive():
-            self.adapter.write_stub(logical, Redirect(kind, goal))
-            self.index.remove(logical)
+        with self._exclusive(), self._index_first(logical):
+            self.adapter.write_stub(logical, Redirect(kind, goal), before_commit=lambda: self.index.remove(logical))
 
     def redirect_of(self, path: str) -> Redirect | None:
         return self.adapter.read_redirect(normalize_path(path))
@@ -335,7 +409,10 @@ class Memory:
         # Built-in entries have no files of their own; listed with constant stats, they are
         # indexed once (and embedded once) like any entry, so search and discovery find them.
         builtins = [(path, file_stats(self.root, path)) for path in virtual_paths()]
-        with self.adapter.lock.exclusive():
+        # Read-only, the index is this process's own (or changes only as the files say), and
+        # the files cannot change under the shared lock; no repair runs (it writes).
+        lock = self.adapter.lock.shared() if self.read_only else self.adapter.lock.exclusive()
+        with lock:
             self.index.reconcile(
                 itertools.chain(listing(self.adapter), builtins),
                 lambda path: self.adapter.read_entry(path, follow=False),
@@ -416,7 +493,7 @@ class Memory:
     def _store_vectors(self, embedder: Embedder, entries: list[Entry], texts: list[str], embedding: Future[np.ndarray]) -> int:
         """Write one chunk's vectors (files and index) once the model has made them; returns the chunk's size."""
         vectors = embedding.result()
-        with self.adapter.lock.exclusive():
+        with self._exclusive():
             fresh: dict[str, np.ndarray] = {}
             hashes: dict[str, str] = {}
             expected: dict[str, Entry] = {}
@@ -451,8 +528,8 @@ class Memory:
             log.exception("embedding failed; the entry is stored without a vector")
             return None
 
-    def _index_entry(self, entry: Entry, text: str, model_id: str | None) -> None:
-        self.index.upsert(entry, file_stats(self.root, entry.path), text_hash(text), model_id)
+    def _index_entry(self, entry: Entry, text: str, model_id: str | None, stats: FileStats | None = None) -> None:
+        self.index.upsert(entry, stats or file_stats(self.root, entry.path), text_hash(text), model_id)
 
 
 __all__ = ["Memory", "MemoryStatus", "WriteResult"]

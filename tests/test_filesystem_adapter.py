@@ -17,6 +17,7 @@ import yaml
 
 from memdir.core.entry import UNREADABLE_PERMISSIONS, Metadata
 from memdir.core.errors import (
+    DiskFullError,
     EntryNotFoundError,
     EntryTooLargeError,
     InputValidationError,
@@ -610,7 +611,7 @@ def test_failed_staging_changes_nothing(root: Path, monkeypatch) -> None:
         real_write(path, data)
 
     monkeypatch.setattr(atomic, "_write_new_file", failing)
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(DiskFullError, match="is full"):  # said plainly, not as a bare OSError
         put(adapter, "fact/a", "new", embedding=vector(2))
     monkeypatch.undo()
     entry = adapter.read_entry("fact/a")
@@ -701,7 +702,7 @@ def test_a_folder_in_the_way_is_refused_before_anything_changes(adapter: Filesys
     (root / "fact/clash.md").mkdir(parents=True)
     with pytest.raises(IsADirectoryError, match="it is a folder"):
         put(adapter, "fact/clash")
-    assert list(atomic.txn_dir(root).iterdir()) == [] and list(root.rglob("*.tmp")) == []
+    assert not atomic.has_pending(root) and list(root.rglob("*.tmp")) == []
 
 
 def test_a_journal_that_cannot_be_applied_is_set_aside(root: Path, caplog) -> None:

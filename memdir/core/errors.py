@@ -11,6 +11,9 @@ print them without matching on strings.
     ├── ReadOnlyEntryError        built-in (virtual) entries cannot be changed
     ├── EntryTooLargeError        one entry over the per-entry limit
     ├── StorageFullError          the root would exceed its total size limit
+    ├── DiskFullError             the disk holding the root has no room for the change
+    ├── ReadOnlyRootError         the root is open read-only: writes are refused
+    ├── RootNotFoundError         a read-only command named a root that does not exist
     ├── RedirectError             a stub (`# merged → ...`) that cannot be followed
     ├── StaleEditError            the entry changed since this session read it
     ├── LockTimeoutError          another process held the root's lock too long
@@ -86,6 +89,43 @@ class StorageFullError(MemdirError):
             "Delete or compact entries (MemoryDefrag), or raise MEMDIR_MAX_TOTAL_SIZE.",
         )
         self.total, self.limit = total, limit
+
+
+class DiskFullError(MemdirError):
+    """The disk (or quota) holding the memory root has no room for a change; nothing was changed."""
+
+    def __init__(self, root: object, detail: str = "") -> None:
+        super().__init__(
+            f"The disk holding the memory root {root} is full{f' ({detail})' if detail else ''}; "
+            "the change was not made and the memory is as it was.",
+            "Free space on that disk (delete entries with MemoryDelete, or other files), then retry.",
+        )
+        self.root = root
+
+
+class ReadOnlyRootError(MemdirError):
+    """The memory root was opened read-only (read-only mount, no write permission, or a
+    read-only command), so it is searched and read but never changed."""
+
+    def __init__(self, root: object, reason: str) -> None:
+        super().__init__(
+            f"The memory root {root} is open read-only ({reason}); writes, edits and deletes are refused.",
+            "Reading and search still work. To change memory, make the directory writable "
+            "(remount it read-write or fix its permissions) and start memdir again.",
+        )
+        self.root, self.reason = root, reason
+
+
+class RootNotFoundError(MemdirError):
+    """A command that only reads was pointed at a memory root that does not exist."""
+
+    def __init__(self, root: object) -> None:
+        super().__init__(
+            f"There is no memory root at {root}; nothing was created.",
+            "Check --root (or MEMDIR_ROOT). A root is created by the first write "
+            "(e.g. `memdir serve` and MemoryWrite, or `memdir ingest`).",
+        )
+        self.root = root
 
 
 class RedirectError(MemdirError):

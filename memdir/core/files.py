@@ -9,12 +9,17 @@ rolled forward or back.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
+
+from memdir.core.errors import DiskFullError, MemdirError, ReadOnlyRootError
+
+_NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
 def fsync_dir(path: Path) -> None:
@@ -29,6 +34,16 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def disk_error(exc: OSError, root: object) -> MemdirError | None:
+    """The memdir error a failed write to ``root`` stands for (disk full, read-only
+    filesystem), or None for any other OS error (left as it is)."""
+    if exc.errno in _NO_SPACE:
+        return DiskFullError(root, os.strerror(exc.errno))
+    if exc.errno == errno.EROFS:
+        return ReadOnlyRootError(root, "its filesystem is mounted read-only")
+    return None
 
 
 @contextmanager
@@ -69,4 +84,4 @@ def replace_file(path: Path, data: bytes, *, durable: bool = True, keep_mode: bo
         handle.write(data)
 
 
-__all__ = ["fsync_dir", "replace_file", "replacing"]
+__all__ = ["disk_error", "fsync_dir", "replace_file", "replacing"]

@@ -139,6 +139,13 @@ class Settings(BaseSettings):
     word_limit: int = _setting(250, "word_limit", description="MemoryWrite's word limit per entry.")
     max_redirect_hops: int = _setting(5, "max_redirect_hops")
     lock_timeout: float = _setting(30.0, "lock_timeout", description="Seconds to wait for the root's write lock.")
+    min_free_disk: int = _setting(
+        1 << 20, "min_free_disk",
+        description="Bytes a write must leave free on the root's disk, so a full disk can still be cleaned up (0 = off).",
+    )
+    index_wal_limit: int = _setting(
+        4 << 20, "index_wal_limit", description="Bytes the derived index's write-ahead log is checkpointed and truncated at.",
+    )
     duplicate_cosine: float = _setting(0.85, "duplicate_cosine", description="MemoryWrite: cosine to call an entry a near-duplicate.")
     duplicate_jaccard: float = _setting(0.6, "duplicate_jaccard", description="The same by word overlap, when there is no vector.")
     duplicates_shown: int = _setting(3, "duplicates_shown", description="Near-duplicates listed after a write.")

@@ -7,6 +7,8 @@ not enough: a kill between two renames would pair new content with old metadata.
 1. write a *pending* journal under ``<root>/.memdir/txn/`` naming every temporary
    file it is about to create (so an interrupted staging can be cleaned up);
 2. stage every new file as a temporary file in its target's folder, fsynced;
+   then run the caller's ``before_commit`` (memdir updates the derived index here: if
+   that fails — a full disk — the staging is undone and nothing has changed);
 3. fsync the journal and rename it to *commit* — the single atomic commit point;
 4. perform the renames and removals, fsync the folders;
 5. delete the journal.
@@ -25,10 +27,10 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from memdir.core.files import fsync_dir
+from memdir.core.files import disk_error, fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +78,13 @@ def _inside(root: Path, relative: str) -> Path | None:
     return root / relative
 
 
-def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Path] = ()) -> None:
+def commit_files(
+    root: Path,
+    writes: Mapping[Path, bytes],
+    removals: Iterable[Path] = (),
+    *,
+    before_commit: Callable[[Mapping[Path, Path]], None] | None = None,
+) -> None:
     """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
 
     Call it under the root's exclusive lock (a concurrent `recover` would otherwise
@@ -87,15 +95,20 @@ def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Pa
         root: the memory root; every path must lie inside it.
         writes: target path -> complete new content.
         removals: paths to delete in the same transaction.
+        before_commit: called with {target: its staged temporary file} once everything
+            is staged, just before the commit point (a rename keeps a file's size and
+            mtime, so the staged files show what the targets will be). If it raises,
+            the staging is undone and its error propagates: nothing was changed.
 
     Raises:
-        OSError: staging failed (disk full, permissions); nothing was changed.
+        DiskFullError: no room to stage the change; nothing was changed.
+        ReadOnlyRootError: the root's filesystem is read-only; nothing was changed.
+        OSError: staging failed otherwise (permissions); nothing was changed.
     """
     root = Path(root)
     removals = [Path(p) for p in removals]
     txid = uuid.uuid4().hex
     journal_dir = txn_dir(root)
-    journal_dir.mkdir(parents=True, exist_ok=True)
     pending = journal_dir / f"{txid}{PENDING_SUFFIX}"
     committed = journal_dir / f"{txid}{COMMIT_SUFFIX}"
 
@@ -111,22 +124,54 @@ def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Pa
         "renames": [[_relative(root, temp), _relative(root, target)] for temp, target in renames],
         "removals": [_relative(root, path) for path in removals],
     }
+    created: list[Path] = []  # folders this transaction made, removed again if it fails
     try:
+        created += _make_folders(journal_dir)
         _write_journal(pending, journal)
         for (temp, target), data in zip(renames, writes.values()):
-            target.parent.mkdir(parents=True, exist_ok=True)
+            created += _make_folders(target.parent)
             _write_new_file(temp, data)
+        if before_commit is not None:
+            before_commit({target: temp for temp, target in renames})
         os.replace(pending, committed)  # the commit point
-    except BaseException:
+    except BaseException as exc:
         for temp, _ in renames:
             _unlink_quietly(temp)
         _unlink_quietly(pending)
-        raise
+        for folder in reversed(created):
+            _remove_empty_folder(folder)
+        translated = disk_error(exc, root) if isinstance(exc, OSError) else None
+        if translated is None:
+            raise
+        raise translated from exc
     # From here on the transaction is committed: if anything below is interrupted,
-    # `recover` rolls it forward, so nothing may be undone.
-    fsync_dir(journal_dir)
-    _roll_forward(root, journal)
-    _finish(committed, journal_dir)
+    # `recover` rolls it forward, so nothing may be undone — and a failure is no failure
+    # of the change, which the next lock holder (this process's next call, at the latest)
+    # completes from the journal.
+    try:
+        fsync_dir(journal_dir)
+        _roll_forward(root, journal)
+        _finish(committed, journal_dir)
+    except OSError as exc:
+        log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; the ones created, outermost first."""
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        path.mkdir(exist_ok=True)
+    return missing[::-1]
+
+
+def _remove_empty_folder(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # not empty (another entry's files arrived meanwhile) or already gone
 
 
 def _write_journal(path: Path, journal: dict) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,13 +40,16 @@ from memdir.core.errors import (
     EntryTooLargeError,
     InputValidationError,
     InvalidPathError,
+    DiskFullError,
     ReadOnlyEntryError,
+    ReadOnlyRootError,
     StorageFullError,
 )
 from memdir.core.paths import disk_stem, is_within, normalize_path, resolve_in_root
 from memdir.storage import stubs
 from memdir.storage.atomic import commit_files, has_pending, recover
 from memdir.storage.base import EntryInfo, Redirect
+from memdir.storage.index_db import FileStats
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
 from memdir.storage.scan import read_head, scan_entries, sniff_stub
 from memdir.storage.sidecar import (
@@ -72,6 +75,16 @@ _STUB_READ_LIMIT = 8192  # the first line of any valid stub fits (paths are <= 1
 _TITLE_READ_LIMIT = 1024
 
 
+def _staged_stats(staged: Mapping[Path, Path], md: Path, yml: Path) -> FileStats:
+    """The stats ``md`` and ``yml`` will have once their staged files are renamed into place."""
+    md_st, yml_st = os.stat(staged[md]), os.stat(staged[yml])
+    return FileStats(md_st.st_mtime_ns, md_st.st_size, yml_st.st_mtime_ns, yml_st.st_size)
+
+
+def _ignoring_staged(hook: Callable[[], None] | None) -> Callable[[Mapping[Path, Path]], None] | None:
+    return None if hook is None else lambda _staged: hook()
+
+
 def _mtime(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
@@ -85,6 +98,13 @@ class FilesystemAdapter:
         max_total_size: content bytes allowed in the root (`StorageFullError`).
         lock_timeout: seconds to wait for the root's lock (`LockTimeoutError`).
         max_redirect_hops: stubs followed at most when reading.
+        min_free_disk: bytes a write must leave free on the root's disk (`DiskFullError`
+            otherwise), so that a full disk can still be cleaned up: deletes, the index's
+            checkpoints and a journal need a little room themselves.
+        read_only: None for a writable root, else why it is read-only ("mounted
+            read-only", ...): then nothing under the root is changed (it must exist) —
+            reads work, writes raise `ReadOnlyRootError` with that reason, hits are not
+            counted, and nothing is repaired or created, not even ``.lock``.
 
     ``lock`` is the root's `RootLock`. Callers that must update derived data together
     with an entry hold it around both (it is re-entrant)::
@@ -107,21 +127,27 @@ class FilesystemAdapter:
         max_total_size: int = 100_000_000_000,
         lock_timeout: float = 30.0,
         max_redirect_hops: int = 5,
+        min_free_disk: int = 0,
+        read_only: str | None = None,
     ) -> None:
         root_path = Path(root).expanduser()
-        root_path.mkdir(parents=True, exist_ok=True)
+        if read_only is None:
+            root_path.mkdir(parents=True, exist_ok=True)
         self.root = Path(os.path.realpath(root_path))
         self.max_entry_size = max_entry_size
         self.max_total_size = max_total_size
         self.max_redirect_hops = max_redirect_hops
+        self.min_free_disk = min_free_disk
+        self.read_only = read_only
         self.lock = RootLock(
             self.root / LOCK_FILE_NAME,
             timeout=lock_timeout,
-            needs_repair=lambda: has_pending(self.root),
+            needs_repair=None if read_only else lambda: has_pending(self.root),
             repair=self._repair,
+            create=read_only is None,
         )
         self._total = SharedTotal(self.root, self._scan_total)
-        if has_pending(self.root):
+        if read_only is None and has_pending(self.root):
             with self.lock.exclusive():  # finishes what a killed writer left
                 pass
 
@@ -134,6 +160,8 @@ class FilesystemAdapter:
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
+        if self.read_only is not None:
+            raise ReadOnlyRootError(self.root, self.read_only)
         with self.lock.exclusive():
             if has_pending(self.root):  # a transaction of this very lock holder was interrupted
                 self._repair()
@@ -199,10 +227,27 @@ class FilesystemAdapter:
         """The root's total after replacing ``md`` with ``new_size`` bytes, if within limits."""
         if new_size > self.max_entry_size:
             raise EntryTooLargeError(path, new_size, self.max_entry_size)
-        total = self._current_total() - self._content_size(md) + new_size
+        grows = new_size - self._content_size(md)
+        total = self._current_total() + grows
         if total > self.max_total_size:
             raise StorageFullError(total, self.max_total_size)
+        self._check_free_disk(max(grows, 0))
         return total
+
+    def _check_free_disk(self, needed: int) -> None:
+        """Refuse a write that would leave less than ``min_free_disk`` bytes on the disk."""
+        if self.min_free_disk <= 0:
+            return
+        try:
+            st = os.statvfs(self.root)
+        except (OSError, AttributeError):  # no statvfs (Windows): the write itself will tell
+            return
+        free = st.f_bavail * st.f_frsize
+        if free - needed < self.min_free_disk:
+            raise DiskFullError(
+                self.root,
+                f"{free:,} bytes free; memdir keeps {self.min_free_disk:,} free so that entries can still be deleted",
+            )
 
     # ----------------------------------------------------------------- writing
 
@@ -216,6 +261,7 @@ class FilesystemAdapter:
         embedding: np.ndarray | None = None,
         hits: int | None = None,
         updated_at: datetime | None = None,
+        before_commit: Callable[[Entry, FileStats], None] | None = None,
     ) -> Entry:
         """Create or replace the entry at ``path`` atomically (all three files or none).
 
@@ -228,10 +274,13 @@ class FilesystemAdapter:
             hits: the hit count to store; None keeps the existing count (0 for a new entry).
             updated_at: the modification time to record; None means now. Maintenance that
                 does not change what the entry says (re-embedding) keeps the old time.
+            before_commit: called with the entry and its files' stats once the files are
+                staged, before they replace the old ones (`commit_files`): derived data
+                updated there changes only if the files do. If it raises, nothing changes.
 
         Raises:
-            InvalidPathError, ReadOnlyEntryError, InputValidationError,
-            EntryTooLargeError, StorageFullError, LockTimeoutError.
+            InvalidPathError, ReadOnlyEntryError, InputValidationError, EntryTooLargeError,
+            StorageFullError, DiskFullError, ReadOnlyRootError, LockTimeoutError.
         """
         path = normalize_path(path)
         self._refuse_virtual(path)
@@ -261,19 +310,21 @@ class FilesystemAdapter:
                 removals.append(emb)
             else:
                 writes[emb] = emb_bytes
-            commit_files(self.root, writes | self._total.staged(total), removals)
+            entry = Entry(
+                path=path,
+                content=content,
+                title=str(title),
+                updated_at=updated_at,
+                size=len(data),
+                hits=int(hits),
+                metadata=meta.model_copy(deep=True),
+                embedding=None if emb_bytes is None else np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
+                embedding_checksum=checksum,
+            )
+            hook = None if before_commit is None else lambda staged: before_commit(entry, _staged_stats(staged, md, yml))
+            commit_files(self.root, writes | self._total.staged(total), removals, before_commit=hook)
             self._total.committed(total)
-        return Entry(
-            path=path,
-            content=content,
-            title=str(title),
-            updated_at=updated_at,
-            size=len(data),
-            hits=int(hits),
-            metadata=meta.model_copy(deep=True),
-            embedding=None if emb_bytes is None else np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
-            embedding_checksum=checksum,
-        )
+        return entry
 
     def set_embeddings(
         self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, Entry] | None = None
@@ -358,11 +409,12 @@ class FilesystemAdapter:
         sidecar = self._load_sidecar(yml)
         return as_int(sidecar.get("hits")) if sidecar else 0
 
-    def write_stub(self, path: str, redirect: Redirect) -> None:
+    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
         """Replace the entry at ``path`` with a stub pointing at ``redirect.target``.
 
         The stub is a lone ``.md`` file: its ``.yml`` and ``.emb`` are removed in the same
         transaction, so the old entry stops appearing in listings and searches.
+        ``before_commit`` runs as in `write`.
         """
         path = normalize_path(path)
         self._refuse_virtual(path)
@@ -381,11 +433,13 @@ class FilesystemAdapter:
         md, yml, emb = self._files(path)
         with self._writing():
             total = self._check_limits(path, md, len(data))
-            commit_files(self.root, {md: data} | self._total.staged(total), [yml, emb])
+            commit_files(self.root, {md: data} | self._total.staged(total), [yml, emb], before_commit=_ignoring_staged(before_commit))
             self._total.committed(total)
 
-    def delete(self, path: str) -> None:
+    def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
         """Remove the entry's ``.md``, ``.yml`` and ``.emb`` together; a stub is deleted itself.
+
+        ``before_commit`` runs as in `write`.
 
         Raises:
             EntryNotFoundError: nothing is stored at ``path``.
@@ -398,7 +452,7 @@ class FilesystemAdapter:
             if not md.is_file():
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
-            commit_files(self.root, self._total.staged(total), [md, yml, emb])
+            commit_files(self.root, self._total.staged(total), [md, yml, emb], before_commit=_ignoring_staged(before_commit))
             self._total.committed(total)
             self._prune_empty_folders(md.parent)
 
@@ -465,6 +519,7 @@ class FilesystemAdapter:
         path = normalize_path(path)
         if is_virtual(path):
             return load_virtual(path)
+        count_hit = count_hit and self.read_only is None  # a read-only root reads without counting
         with self._writing() if count_hit else self._reading():
             target = stubs.follow(self._redirect_of, path, self.max_redirect_hops) if follow else path
             if count_hit and target != path:

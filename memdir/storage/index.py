@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import Entry
+from memdir.core.errors import DiskFullError, ReadOnlyRootError
 from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
 from memdir.storage import snapshot as snapshots
@@ -138,6 +139,11 @@ class DerivedIndex:
     Args:
         root: the memory root; the index lives in ``root/.memdir/``.
         column_weights: BM25 weights of title, tags, domain and content.
+        in_memory: keep the index in this process's memory (seeded from the file when there
+            is one) and never write under the root: a root opened read-only. A writable
+            index whose file cannot be opened for writing (disk full, read-only mount) falls
+            back to this too, so the root still opens.
+        wal_limit: bytes the SQLite write-ahead log is kept under (`index_db.connect`).
 
     Attributes:
         vectors: the in-memory matrix of this process (read it under `lock`).
@@ -146,9 +152,18 @@ class DerivedIndex:
         lock: serialises this process's threads; held by every public method.
     """
 
-    def __init__(self, root: Path | str, *, column_weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS) -> None:
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        column_weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS,
+        in_memory: bool = False,
+        wal_limit: int = 4 << 20,
+    ) -> None:
         self.root = Path(root)
         self.path = sql.index_path(self.root)
+        self.in_memory = in_memory
+        self.wal_limit = wal_limit
         self.column_weights = tuple(float(w) for w in column_weights)
         self.lock = threading.RLock()
         self.vectors = VectorMatrix()
@@ -162,15 +177,29 @@ class DerivedIndex:
         self._open()
 
     # ------------------------------------------------------------------ opening
-    def _open(self) -> None:
+    def _open(self, *, seed: bool = True) -> None:
         """Connect, rebuilding from scratch if the file is unusable, and load the vector matrix."""
+        if not self.in_memory:
+            try:
+                self._open_file()
+                return
+            except sql.IndexUnwritable as exc:
+                log.warning("keeping the derived index in memory (the file cannot be written: %s)", exc)
+                self.in_memory = True
+        db = sql.connect(None)
+        existed = seed and sql.copy_into_memory(self.path, db)
+        self._db, self._ino = db, None
+        self.rebuilt = self.rebuilt or not existed
+        self._load_all()
+
+    def _open_file(self) -> None:
         existed = self.path.exists()
         try:
-            db = sql.connect(self.path)
+            db = sql.connect(self.path, wal_limit=self.wal_limit)
         except sql.IndexUnusable as exc:
             log.warning("rebuilding the derived index: %s", exc)
             sql.remove_files(self.path)
-            db = sql.connect(self.path)
+            db = sql.connect(self.path, wal_limit=self.wal_limit)
             existed = False
         self._db = db
         self._ino = os.stat(self.path).st_ino
@@ -182,9 +211,20 @@ class DerivedIndex:
             self._db.close()
             self._db = None
         if discard:
-            sql.remove_files(self.path)
+            if not self.in_memory:
+                sql.remove_files(self.path)
             self.rebuilt = True
-        self._open()
+        self._open(seed=not discard)
+
+    def keep_in_memory(self) -> None:
+        """Go on in memory, seeded from the file, which is no longer written (it could not be:
+        a full disk, a read-only mount). The files stay the truth; a later open writes it again."""
+        with self.lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            self.in_memory = True
+            self._open()
 
     def close(self) -> None:
         with self.lock:
@@ -254,8 +294,8 @@ class DerivedIndex:
             vector_ids, models, matrix = self._read_vectors(
                 db, "SELECT id, model_id, vector FROM vectors WHERE length(vector) = ?", (size,), len(ids)
             )
-            stale = len(vector_ids) >= snapshots.MIN_ROWS
-            if not stale:  # a small root (again): a snapshot left from bigger days is dead weight
+            stale = len(vector_ids) >= snapshots.MIN_ROWS and not self.in_memory
+            if not stale and not self.in_memory:  # a small root (again): a snapshot left from bigger days is dead weight
                 snapshots.snapshot_path(self.path).unlink(missing_ok=True)
         else:
             vector_ids, models, matrix, stale = loaded
@@ -268,7 +308,7 @@ class DerivedIndex:
         self.vectors.load(
             [paths[i] for i in rows], matrix, [types[i] for i in rows], [tags[i] for i in rows], models
         )
-        if stale:
+        if stale and not self.in_memory:  # an index kept in memory writes nothing under the root
             snapshot = snapshots.VectorSnapshot(self._generation, self._seq, vector_ids, models, matrix)
             snapshots.write_snapshot(snapshots.snapshot_path(self.path), snapshot)
 
@@ -335,6 +375,8 @@ class DerivedIndex:
     # ------------------------------------------------------------------ other processes
     def _file_replaced(self) -> bool:
         """True if the index file on disk is no longer the one this process has open."""
+        if self.in_memory:
+            return False
         try:
             return os.stat(self.path).st_ino != self._ino
         except FileNotFoundError:
@@ -348,6 +390,8 @@ class DerivedIndex:
         `reconcile` rebuilds it; if another process replaced it, it is reopened.
         """
         with self.lock:
+            if self.in_memory:  # only this process changes it
+                return False
             try:
                 st = os.stat(self.path)
             except FileNotFoundError:
@@ -410,17 +454,33 @@ class DerivedIndex:
             if self._file_replaced():
                 self._reopen()
             db = self.db
-            db.execute("BEGIN IMMEDIATE")
             try:
-                self._catch_up(db)
-                seq = sql.next_seq(db)
-                yield db, seq
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._catch_up(db)
+                    seq = sql.next_seq(db)
+                    yield db, seq
+                    db.execute("COMMIT")  # may fail too (a full disk fails here): roll back then
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as exc:
+                translated = self._unwritable(exc)
+                if translated is None:
+                    raise
+                raise translated from exc
             self._seq = seq
             self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
+
+    def _unwritable(self, exc: sqlite3.Error) -> DiskFullError | ReadOnlyRootError | None:
+        """The memdir error for an index write that failed for want of space or write access."""
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code == sqlite3.SQLITE_FULL:
+            return DiskFullError(self.root, "the derived index could not grow")
+        if code == sqlite3.SQLITE_READONLY:
+            return ReadOnlyRootError(self.root, "its derived index cannot be written")
+        return None
 
     # ------------------------------------------------------------------ changes
     def upsert(
@@ -566,6 +626,7 @@ class DerivedIndex:
             self._prune_tombstones()
             if report.added + report.updated + report.removed >= OPTIMIZE_AFTER_CHANGES:
                 self.optimize()
+                sql.checkpoint(self.db)  # a bulk load's log need not wait for the next writer
             report.needs_embedding = self.needs_embedding(model_id)
             self.rebuilt = False
         return report

@@ -166,25 +166,56 @@ class IndexUnusable(Exception):
     """The index file is damaged or from an incompatible memdir; it must be rebuilt."""
 
 
+class IndexUnwritable(Exception):
+    """The index file cannot be created or written here (disk full, read-only filesystem,
+    no permission): it is kept in memory instead, and the file is left alone."""
+
+
+# SQLite's primary result codes that mean "this file cannot be written now", not "it is damaged".
+_UNWRITABLE_CODES = {sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN}
+
+
+def cannot_write(exc: sqlite3.Error) -> bool:
+    """True if ``exc`` says the database could not be written (full, read-only), not that it is damaged."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _UNWRITABLE_CODES
+
+
 def index_path(root: Path) -> Path:
     return Path(root) / INDEX_DIR / INDEX_FILE
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating and migrating if needed) the index database at ``path``.
+def connect(path: Path | None, *, wal_limit: int = 4 << 20) -> sqlite3.Connection:
+    """Open (creating and migrating if needed) the index database at ``path`` (None: in memory).
+
+    Args:
+        wal_limit: bytes the write-ahead log may grow to before it is checkpointed back
+            into the database, and the size it is truncated to after that. SQLite's default
+            (1000 pages = 16 MB here, with a file that never shrinks) is far more than a
+            derived index needs, and a full disk is often that WAL.
 
     Raises:
         IndexUnusable: the file is not a readable index of a version this memdir knows.
+        IndexUnwritable: the file cannot be created or written (disk full, read-only).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    try:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(
+            ":memory:" if path is None else str(path),
+            timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False,
+        )
+    except (OSError, sqlite3.Error) as exc:
+        raise IndexUnwritable(f"{path}: {exc}") from exc
     try:
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         # 16 KiB pages (only takes effect on a new file): a 1.5 KB vector row no longer
         # half-fills a 4 KiB page, so loading 100K vectors at open reads ~40% fewer bytes.
         db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-        if db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
+        if path is not None and db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
             log.warning("the index at %s is not in WAL mode; readers may wait for writers", path)
+        db.execute(f"PRAGMA wal_autocheckpoint = {max(1, wal_limit // PAGE_SIZE)}")
+        db.execute(f"PRAGMA journal_size_limit = {wal_limit}")
         # A derived index may lose its last transactions on power loss (they are rebuilt from
         # the files); NORMAL skips the fsync per commit, which dominates a write's cost.
         db.execute("PRAGMA synchronous = NORMAL")
@@ -193,8 +224,45 @@ def connect(path: Path) -> sqlite3.Connection:
         db.execute("SELECT count(*) FROM entries").fetchone()
     except sqlite3.DatabaseError as exc:
         db.close()
+        if cannot_write(exc):
+            raise IndexUnwritable(f"{path}: {exc}") from exc
         raise IndexUnusable(f"{path}: {exc}") from exc
     return db
+
+
+def copy_into_memory(path: Path, db: sqlite3.Connection) -> bool:
+    """Copy the index file at ``path`` into the in-memory database ``db``, writing nothing
+    beside it (a read-only mount, a full disk); False if there is no usable file.
+
+    Opened as immutable, SQLite neither locks the file nor reads its write-ahead log, so
+    the copy may miss the newest changes: the reconcile that follows brings those from
+    the files, like any change it finds.
+    """
+    if not path.is_file():
+        return False
+    try:
+        source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            if _version(source) != SCHEMA_VERSION:
+                return False
+            source.backup(db)
+        finally:
+            source.close()
+    except sqlite3.Error as exc:
+        log.warning("not reusing the index file %s: %s", path, exc)
+        return False
+    return True
+
+
+def checkpoint(db: sqlite3.Connection) -> None:
+    """Move the write-ahead log into the database and truncate it (after large changes).
+
+    Best effort: a reader holding an old snapshot keeps the log's tail for itself.
+    """
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.Error as exc:
+        log.debug("checkpoint skipped: %s", exc)
 
 
 def _migrate(db: sqlite3.Connection) -> None:

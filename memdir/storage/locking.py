@@ -114,6 +114,9 @@ class RootLock:
             lock holder left work to finish.
         repair: finishes that work; runs under the exclusive lock and must not take
             this lock itself.
+        create: False for a root opened read-only: the lock file is opened for reading
+            (``flock`` works on such a descriptor) and never created; while it does not
+            exist no memdir process has written the root, so there is nothing to lock.
 
     Every `RootLock` for the same file in one process shares state, so nesting works
     even across two adapters opened on the same root.
@@ -126,9 +129,11 @@ class RootLock:
         *,
         needs_repair: Callable[[], bool] | None = None,
         repair: Callable[[], None] | None = None,
+        create: bool = True,
     ) -> None:
         self.path = Path(path)
         self.timeout = float(timeout)
+        self.create = create
         self._needs_repair = needs_repair
         self._repair = repair
         self._state = _state_for(self.path)
@@ -219,9 +224,15 @@ class RootLock:
 
     def _acquire_file(self, mode: Mode, deadline: float) -> None:
         state = self._state
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(state.path, os.O_RDWR | os.O_CREAT, 0o644)
-        handle = os.fdopen(fd, "r+b")
+        if self.create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(state.path, os.O_RDWR | os.O_CREAT, 0o644)
+        else:
+            try:
+                fd = os.open(state.path, os.O_RDONLY)
+            except FileNotFoundError:
+                return
+        handle = os.fdopen(fd, "r+b" if self.create else "rb")
         flags = portalocker.LockFlags.EXCLUSIVE if mode == "exclusive" else portalocker.LockFlags.SHARED
         wait = _FIRST_WAIT
         try:

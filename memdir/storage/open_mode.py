@@ -1,0 +1,55 @@
+"""How a memory root is opened: for writing (created when missing) or read-only, and why.
+
+Read-only is what a command that only looks asks for (``memdir status``, ``search``, the
+discover hook: they must not create a root, a ``.lock`` or a ``.memdir/`` in a directory
+that was never one), and what a root that cannot be written gets whatever was asked
+(a read-only mount, a directory this user may not write): it still reads and searches.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memdir.core.errors import RootNotFoundError
+from memdir.core.files import disk_error
+from memdir.storage.index_db import index_path
+
+
+def read_only_reason(root: Path, read_only: bool) -> str | None:
+    """Why ``root`` must be opened read-only (None: open it for writing, creating it if needed).
+
+    Args:
+        read_only: the caller only reads: then the root must exist.
+
+    Raises:
+        RootNotFoundError: ``read_only`` and ``root`` is no directory.
+        DiskFullError, ReadOnlyRootError, OSError: ``root`` is missing and cannot be created.
+    """
+    if read_only:
+        if not root.is_dir():
+            raise RootNotFoundError(root)
+        return "opened for reading only"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        translated = disk_error(exc, root)
+        if translated is None:
+            raise
+        raise translated from exc
+    if os.access(root, os.W_OK):
+        return None
+    try:
+        mounted_read_only = bool(os.statvfs(root).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        mounted_read_only = False
+    return "its filesystem is mounted read-only" if mounted_read_only else "this user may not write to it"
+
+
+def has_writable_index(root: Path) -> bool:
+    """True if ``root`` already holds a derived index this process may update."""
+    path = index_path(root)
+    return path.is_file() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+__all__ = ["has_writable_index", "read_only_reason"]

@@ -1,0 +1,189 @@
+"""A full disk: a write either happens or changes nothing, says so plainly, and the root stays usable.
+
+Checked three ways: on a real 3 MB tmpfs filled through MemoryWrite; by making every
+single file-system step of a write, delete or stub fail in turn with ENOSPC; and by
+making SQLite itself run out of room while the index is updated.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from memdir.core.errors import DiskFullError
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+from memdir.storage import atomic
+from memdir.storage.index_db import index_path
+from memdir.tools import memory_delete, memory_glob, memory_read, memory_write
+from tests.disks import tmpfs
+from tests.fakes import FakeEmbedder
+
+FAILING_CALLS = ("write", "fsync", "replace", "mkdir")
+
+
+def open_memory(root, **settings) -> Memory:
+    return Memory.open(Settings(root=root, **settings), embedder=FakeEmbedder())
+
+
+def write_note(memory, session, name: str, words: int = 240) -> str:
+    return memory_write(
+        memory, session, f"fact/notes/{name}.md", " ".join(f"{name}w{i}" for i in range(words)), title=name.title(),
+        type="fact", tags=["note"], related=[], domain="notes",
+    )
+
+
+# --------------------------------------------------------------------------- a real full disk
+@pytest.mark.parametrize("min_free_disk", [0, 256 * 1024], ids=["to-the-last-byte", "with-headroom"])
+def test_filling_a_small_disk_fails_cleanly_and_the_root_stays_usable(tmp_path, session, min_free_disk):
+    with tmpfs(tmp_path / "disk", "3m") as disk:
+        settings = {"min_free_disk": min_free_disk, "index_wal_limit": 256 * 1024}
+        memory = open_memory(disk / "memory", **settings)
+        written, errors = [], []
+        for n in range(400):
+            name = f"n{n}"
+            try:
+                write_note(memory, session, name)
+                written.append(name)
+            except DiskFullError as exc:  # never a bare OSError or sqlite3 error
+                errors.append(exc)
+                # Reported failure <=> nothing changed: no file, no index row, no listing.
+                assert not list((disk / "memory" / "fact" / "notes").glob(f"{name}.*"))
+                assert memory.index.rows([f"fact/notes/{name}.md"]) == {}
+                assert f"fact/notes/{name}.md" not in memory_glob(memory, session, "fact/**/*")
+                if len(errors) == 3:
+                    break
+        assert written and len(errors) == 3
+        assert "is full" in errors[0].message and "Free space" in errors[0].hint
+        assert [p for p in (disk / "memory").rglob("*.tmp")] == []
+        memory.close()
+
+        # A process started while the disk is full opens it, reads, and deletes to make room.
+        reopened = open_memory(disk / "memory", **settings)
+        assert sorted(info.path for info in reopened.list(include_virtual=False)) == sorted(
+            f"fact/notes/{name}.md" for name in written
+        )
+        assert f"{written[0]}w7" in memory_read(reopened, session, f"fact/notes/{written[0]}.md")
+        for name in written[:10]:
+            memory_delete(reopened, session, f"fact/notes/{name}.md")
+        assert "Stored" in write_note(reopened, session, "after")
+        assert [r.path for r in reopened.search("afterw3", top_k=1)] == ["fact/notes/after.md"]
+        reopened.close()
+
+
+def test_the_index_write_ahead_log_stays_bounded(tmp_path):
+    limit = 256 * 1024
+    with open_memory(tmp_path / "memory", index_wal_limit=limit) as memory:
+        wal = index_path(memory.root).with_name("index.sqlite3-wal")
+        largest = 0
+        for n in range(150):  # ~80 KB of log per write: 12 MB unchecked
+            memory.write(f"fact/n{n}", " ".join(f"w{n}x{i}" for i in range(200)), title=f"N{n}")
+            largest = max(largest, wal.stat().st_size)
+    # One transaction may pass the limit before the checkpoint after it moves the log back.
+    assert largest < limit + 256 * 1024
+
+
+def test_a_write_refused_for_headroom_says_how_much_is_free(tmp_path):
+    free = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
+    with open_memory(tmp_path / "memory", min_free_disk=free * 2) as memory:
+        with pytest.raises(DiskFullError, match="bytes free; memdir keeps") as caught:
+            memory.write("fact/x", "some text", title="X")
+        assert "Free space" in caught.value.hint
+        assert not memory.exists("fact/x") and not (memory.root / "fact").exists()
+
+
+# --------------------------------------------------------------------------- every step failing in turn
+class _FailAt:
+    """Count calls of `FAILING_CALLS` in ``os``; the ``fail_at``-th raises ENOSPC (None: count only)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, fail_at: int | None) -> None:
+        self.calls = 0
+        self.fail_at = fail_at
+        for name in FAILING_CALLS:
+            monkeypatch.setattr(os, name, self._wrap(getattr(os, name)))
+
+    def _wrap(self, real: Callable) -> Callable:
+        def call(*args, **kwargs):
+            self.calls += 1
+            if self.calls == self.fail_at:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real(*args, **kwargs)
+
+        return call
+
+
+@contextmanager
+def failing_at(fail_at: int | None) -> Iterator[_FailAt]:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _FailAt(monkeypatch, fail_at)
+
+
+def observed(memory: Memory) -> tuple:
+    """All a user can see of the root: entries with content and title, index rows, stubs, search, total size."""
+    infos = memory.list(include_virtual=False)
+    entries = {info.path: (memory.read(info.path).content, info.title) for info in infos}
+    paths = [*entries, "fact/deep/new.md", "fact/old.md"]
+    rows = {path: row.title for path, row in memory.index.rows(paths).items()}
+    stubs = sorted(info.path for info in memory.list_stubs())
+    found = sorted(result.path for result in memory.search("zebra old", top_k=10))
+    return entries, rows, stubs, found, memory.adapter.total_size()
+
+
+CHANGES: dict[str, Callable[[Memory], object]] = {
+    "create": lambda memory: memory.write("fact/deep/new", "a zebra in a new folder", title="New"),
+    "overwrite": lambda memory: memory.write("fact/old", "now about a zebra", title="Changed"),
+    "delete": lambda memory: memory.delete("fact/old"),
+    "stub": lambda memory: memory.write_stub("fact/old", "fact/other", "moved"),
+}
+
+
+def prepared(root) -> Memory:
+    memory = open_memory(root)
+    memory.write("fact/old", "the old text", title="Old")
+    memory.write("fact/other", "another old entry", title="Other")
+    return memory
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_change_failing_at_any_step_either_happens_or_changes_nothing(tmp_path, change):
+    apply = CHANGES[change]
+    with prepared(tmp_path / "reference") as memory:
+        with failing_at(None) as counter:
+            apply(memory)
+        steps, after = counter.calls, observed(memory)
+    assert steps >= 6  # journal, staged files, fsyncs, renames
+
+    for step in range(1, steps + 1):
+        root = tmp_path / f"step{step}"
+        memory = prepared(root)
+        before = observed(memory)
+        try:
+            with failing_at(step):
+                apply(memory)
+        except DiskFullError:
+            expected = before
+        else:  # the failing step came after the commit point: the change is made (and finished)
+            expected = after
+        assert observed(memory) == expected, f"{change}: ENOSPC at step {step} of {steps}"
+        memory.close()
+        with open_memory(root) as reopened:  # what another process sees
+            assert observed(reopened) == expected, f"{change}: ENOSPC at step {step} of {steps}, reopened"
+        assert not atomic.has_pending(root) and not list(root.rglob("*.tmp"))
+
+
+def test_an_index_that_cannot_grow_fails_the_write_before_any_file_changes(tmp_path):
+    with prepared(tmp_path / "memory") as memory:
+        before = observed(memory)
+        pages = memory.index.db.execute("PRAGMA page_count").fetchone()[0]
+        memory.index.db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite answers SQLITE_FULL past it
+        with pytest.raises(DiskFullError, match="derived index could not grow"):
+            memory.write("fact/big", " ".join(f"zebra{i}" for i in range(5000)), title="Big")
+        assert not (memory.root / "fact" / "big.md").exists()
+        assert observed(memory) == before
+        memory.index.db.execute("PRAGMA max_page_count = 1073741823")
+        memory.write("fact/big", "zebra after all", title="Big")  # the index is usable again
+        assert [r.path for r in memory.search("zebra", top_k=1)] == ["fact/big.md"]
