@@ -108,7 +108,7 @@ def status(root: RootOption = None, agent: AgentOption = None, as_json: JsonOpti
     """Model, dimensions, root, entries and index freshness."""
     from memdir.memory import Memory
 
-    with Memory.open(load_settings(root, agent)) as memory:
+    with Memory.open(load_settings(root, agent), read_only=True) as memory:  # looking changes nothing
         memory.model.get()
         report = memory.status()
     data = {key: str(value) if isinstance(value, Path) else value for key, value in dataclasses.asdict(report).items()}
@@ -125,6 +125,8 @@ def status(root: RootOption = None, agent: AgentOption = None, as_json: JsonOpti
         console().print(f"[yellow]Semantic search is unavailable ({report.reason}); search is keyword-only.[/yellow]")
     else:
         console().print("[green]Semantic search is available.[/green]")
+        if report.stale:
+            console().print(f"{report.stale} entries need embedding: run `memdir rebuild --missing-only`.")
 
 
 @app.command("model-path")
@@ -172,7 +174,7 @@ def search(
     """Hybrid search with each result's score breakdown."""
     from memdir.memory import Memory
 
-    with Memory.open(load_settings(root, agent)) as memory:
+    with Memory.open(load_settings(root, agent), read_only=True) as memory:
         results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag)
         state = memory.model.state.value
     if as_json:
@@ -261,7 +263,7 @@ def discover_hook(
         from memdir.tools.discovery import discover
 
         settings = load_settings(root, agent, mode=mode.value if mode else None)
-        with Memory.open(settings) as memory:
+        with Memory.open(settings, read_only=True) as memory:
             text = discover(memory, prompt, settings, include_skills=settings.mode != "retrieval")
         if text:
             output = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
