@@ -2,7 +2,8 @@
 
 * `MemoryHost` opens the `Memory` on its own worker thread once the handshake is over
   (or at the first operation) and runs every memory operation on that same thread, one
-  at a time. Opening never delays ``initialize`` or ``tools/list`` (they do not need it),
+  at a time. An opening that failed (another process held the root's lock too long, the
+  disk was unreachable) is tried again by the next operation, not remembered until a restart. Opening never delays ``initialize`` or ``tools/list`` (they do not need it),
   a slow search never blocks the event loop, and the store's SQLite connection is only
   ever used by the thread that created it. The embedding model loads in the background
   (keyword search until it is ready).
@@ -47,18 +48,40 @@ class MemoryHost:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-memory")
         self._opening: Future[Memory] | None = None
         self._starting = threading.Lock()
+        self._memory: Memory | None = None  # set and read on the memory thread only
 
     def start(self) -> Future[Memory]:
-        """Begin opening the memory (and loading the model behind it), once; the opening's future.
+        """Begin opening the memory (and loading the model behind it); the opening's future.
 
-        The server calls it when the handshake is over (`open_after_handshake`): opening
-        imports numpy, SQLite and onnxruntime on this thread, which would otherwise compete
-        for the GIL with the answers to ``initialize`` and ``tools/list``.
+        Once, unless that attempt failed: then again. The server calls it when the handshake
+        is over (`open_after_handshake`): opening imports numpy, SQLite and onnxruntime on
+        this thread, which would otherwise compete for the GIL with the answers to
+        ``initialize`` and ``tools/list``.
         """
         with self._starting:
-            if self._opening is None:
-                self._opening = self._executor.submit(self._open, self._settings, self._embedder)
+            failed = self._opening is not None and self._opening.done() and self._opening.exception() is not None
+            if self._opening is None or failed:
+                self._opening = self._executor.submit(self._opened)
             return self._opening
+
+    def _opened(self) -> Memory:
+        """The memory, opened now if no attempt has succeeded yet (runs on the memory thread).
+
+        Raises:
+            MemdirError: it cannot be opened (now); the next call tries again.
+        """
+        if self._memory is None:
+            try:
+                self._memory = self._open(self._settings, self._embedder)
+            except MemdirError:
+                raise
+            except Exception as exc:
+                raise MemdirError(
+                    f"memdir could not open the memory at {self._root}: {type(exc).__name__}: {exc}",
+                    "Check that --root (MEMDIR_ROOT) names a directory this user can read; the next "
+                    "call tries to open it again.",
+                ) from exc
+        return self._memory
 
     @staticmethod
     def _open(settings: Settings, embedder: Embedder | None) -> Memory:
@@ -67,19 +90,15 @@ class MemoryHost:
         return Memory.open(settings, embedder=embedder, background=True)
 
     def memory(self) -> Memory:
-        """The open memory (waits for the opening); a failure to open becomes a `MemdirError`."""
-        try:
-            return self.start().result()
-        except MemdirError:
-            raise
-        except Exception as exc:
-            raise MemdirError(
-                f"memdir could not open the memory at {self._root}: {type(exc).__name__}: {exc}",
-                "Check that --root (MEMDIR_ROOT) names a directory this user can write, then restart the server.",
-            ) from exc
+        """The open memory (waits for the opening; never call it on the memory thread).
+
+        Raises:
+            MemdirError: it could not be opened; the next call tries again.
+        """
+        return self.start().result()
 
     def _call(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-        return fn(self.memory(), *args, **kwargs)
+        return fn(self._opened(), *args, **kwargs)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(memory, *args, **kwargs)`` on the memory thread, awaited without blocking the loop."""
@@ -89,9 +108,8 @@ class MemoryHost:
         """Close the memory (after pending operations) and stop the thread."""
 
         def close_memory() -> None:
-            opening = self._opening
-            if opening is not None and opening.done() and opening.exception() is None:
-                opening.result().close()
+            if self._memory is not None:
+                self._memory.close()
 
         try:
             self._executor.submit(close_memory).result(timeout=30)
