@@ -75,6 +75,44 @@ def test_filling_a_small_disk_fails_cleanly_and_the_root_stays_usable(tmp_path, 
         reopened.close()
 
 
+def fill(path) -> None:
+    """Write ``path`` until the disk has not one byte left (as another program might)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        for chunk in (1 << 16, 1 << 12, 1):
+            try:
+                while True:
+                    os.write(fd, b"x" * chunk)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+
+
+def test_a_disk_filled_to_the_last_byte_by_another_program_still_opens_reads_and_deletes(tmp_path, session):
+    with tmpfs(tmp_path / "disk", "3m") as disk:
+        with open_memory(disk / "memory", index_wal_limit=256 * 1024) as memory:
+            for n in range(20):
+                write_note(memory, session, f"n{n}")
+        fill(disk / "filler")
+        assert os.statvfs(disk).f_bavail == 0
+        with open_memory(disk / "memory") as full:
+            assert "n3w7" in memory_read(full, session, "fact/notes/n3.md")  # read (its hit goes uncounted)
+            assert [r.path for r in full.search("n4w9", top_k=1)] == ["fact/notes/n4.md"]
+            memory_delete(full, session, "fact/notes/n3.md")  # no room for a journal: deleted without one
+            assert not list((disk / "memory" / "fact" / "notes").glob("n3.*"))
+            assert "n3.md" not in memory_glob(full, session, "fact/**/*")
+            assert "fact/notes/n3.md" not in [r.path for r in full.search("n3w9", top_k=3)]
+            with pytest.raises(DiskFullError):
+                write_note(full, session, "more")
+        (disk / "filler").unlink()
+        with open_memory(disk / "memory") as freed:
+            assert not freed.exists("fact/notes/n3.md") and freed.exists("fact/notes/n4.md")
+            assert freed.adapter.rescan_total_size() == freed.adapter.total_size()
+            write_note(freed, session, "more")
+            assert [r.path for r in freed.search("morew5", top_k=1)] == ["fact/notes/more.md"]
+
+
 def test_the_index_write_ahead_log_stays_bounded(tmp_path):
     limit = 256 * 1024
     with open_memory(tmp_path / "memory", index_wal_limit=limit) as memory:

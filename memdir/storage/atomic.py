@@ -156,6 +156,22 @@ def commit_files(
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
 
 
+def remove_unjournaled(removals: Iterable[Path]) -> None:
+    """Delete ``removals`` in the order given without a journal: the last resort of a delete
+    on a disk so full that not even a journal fits (deleting is how the user makes room).
+
+    Not atomic across files; callers list the file that makes an entry exist (its ``.md``)
+    first, so the entry is gone at once and a kill before the rest can only leave sidecars
+    behind that no listing shows.
+    """
+    touched = set()
+    for path in removals:
+        if _unlink_quietly(path):
+            touched.add(path.parent)
+    for folder in touched:
+        fsync_dir(folder)
+
+
 def _make_folders(folder: Path) -> list[Path]:
     """Create ``folder`` and its missing parents; the ones created, outermost first."""
     missing = []

@@ -47,7 +47,7 @@ from memdir.core.errors import (
 )
 from memdir.core.paths import disk_stem, is_within, normalize_path, resolve_in_root
 from memdir.storage import stubs
-from memdir.storage.atomic import commit_files, has_pending, recover
+from memdir.storage.atomic import commit_files, has_pending, recover, remove_unjournaled
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.index_db import FileStats
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
@@ -452,8 +452,16 @@ class FilesystemAdapter:
             if not md.is_file():
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
-            commit_files(self.root, self._total.staged(total), [md, yml, emb], before_commit=_ignoring_staged(before_commit))
-            self._total.committed(total)
+            try:
+                commit_files(self.root, self._total.staged(total), [md, yml, emb], before_commit=_ignoring_staged(before_commit))
+            except DiskFullError:
+                log.warning("Deleting %s without a journal: the disk has no room even for one", path)
+                if before_commit is not None:
+                    before_commit()  # (if the derived index cannot shrink either, nothing is deleted)
+                remove_unjournaled([md, yml, emb])
+                self._total.invalidate()
+            else:
+                self._total.committed(total)
             self._prune_empty_folders(md.parent)
 
     def _prune_empty_folders(self, folder: Path) -> None:
@@ -540,7 +548,11 @@ class FilesystemAdapter:
         if redirect is not None:
             data = stubs.format_stub(redirect, stubs.stub_hits(text) + 1).encode("utf-8")
             total = self._current_total() + len(data) - len(old)
-            commit_files(self.root, {md: data} | self._total.staged(total))
+            try:
+                commit_files(self.root, {md: data} | self._total.staged(total))
+            except DiskFullError:
+                log.info("Not counting a read through %s: the disk is full", path)  # the read itself goes on
+                return
             self._total.committed(total)
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
@@ -624,7 +636,11 @@ class FilesystemAdapter:
         hits = entry.hits + 1
         updated = dict(sidecar)
         updated["hits"] = hits
-        commit_files(self.root, {yml: dump_sidecar(updated)})
+        try:
+            commit_files(self.root, {yml: dump_sidecar(updated)})
+        except DiskFullError:
+            log.info("Not counting a read of %s: the disk is full", path)  # the read itself goes on
+            return entry
         return entry.model_copy(update={"hits": hits})
 
     # ----------------------------------------------------------------- listing
