@@ -142,7 +142,7 @@ class Memory:
         index = DerivedIndex(
             adapter.root,
             column_weights=settings.bm25_column_weights,
-            in_memory=read_only_reason is not None and not open_mode.has_writable_index(adapter.root),
+            in_memory=read_only_reason is not None and not open_mode.can_update_index(adapter.root),
             wal_limit=settings.index_wal_limit,
         )
         memory = cls(settings, adapter, index, model)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memdir.core.errors import RootNotFoundError
 from memdir.core.files import disk_error
+from memdir.storage.atomic import has_pending
 from memdir.storage.index_db import index_path
 
 
@@ -46,10 +47,14 @@ def read_only_reason(root: Path, read_only: bool) -> str | None:
     return "its filesystem is mounted read-only" if mounted_read_only else "this user may not write to it"
 
 
-def has_writable_index(root: Path) -> bool:
-    """True if ``root`` already holds a derived index this process may update."""
+def can_update_index(root: Path) -> bool:
+    """True if a read-only open may keep ``root``'s derived index up to date (else it keeps one
+    in memory): the index exists, this process may write it, and no killed writer's transaction
+    waits for recovery (a read-only open does not recover, and must not index half a change)."""
     path = index_path(root)
-    return path.is_file() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    return (
+        path.is_file() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK) and not has_pending(root)
+    )
 
 
-__all__ = ["has_writable_index", "read_only_reason"]
+__all__ = ["can_update_index", "read_only_reason"]
