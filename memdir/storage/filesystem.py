@@ -36,11 +36,11 @@ import numpy as np
 
 from memdir.core.entry import Entry, Metadata, utcnow
 from memdir.core.errors import (
+    DiskFullError,
     EntryNotFoundError,
     EntryTooLargeError,
     InputValidationError,
     InvalidPathError,
-    DiskFullError,
     ReadOnlyEntryError,
     ReadOnlyRootError,
     StorageFullError,
@@ -433,7 +433,9 @@ class FilesystemAdapter:
         md, yml, emb = self._files(path)
         with self._writing():
             total = self._check_limits(path, md, len(data))
-            commit_files(self.root, {md: data} | self._total.staged(total), [yml, emb], before_commit=_ignoring_staged(before_commit))
+            commit_files(
+                self.root, {md: data} | self._total.staged(total), [yml, emb], before_commit=_ignoring_staged(before_commit)
+            )
             self._total.committed(total)
 
     def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
@@ -453,7 +455,9 @@ class FilesystemAdapter:
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
             try:
-                commit_files(self.root, self._total.staged(total), [md, yml, emb], before_commit=_ignoring_staged(before_commit))
+                commit_files(
+                    self.root, self._total.staged(total), [md, yml, emb], before_commit=_ignoring_staged(before_commit)
+                )
             except DiskFullError:
                 log.warning("Deleting %s without a journal: the disk has no room even for one", path)
                 if before_commit is not None:

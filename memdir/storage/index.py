@@ -220,11 +220,8 @@ class DerivedIndex:
         """Go on in memory, seeded from the file, which is no longer written (it could not be:
         a full disk, a read-only mount). The files stay the truth; a later open writes it again."""
         with self.lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
             self.in_memory = True
-            self._open()
+            self._reopen()
 
     def close(self) -> None:
         with self.lock:
@@ -294,7 +291,7 @@ class DerivedIndex:
             vector_ids, models, matrix = self._read_vectors(
                 db, "SELECT id, model_id, vector FROM vectors WHERE length(vector) = ?", (size,), len(ids)
             )
-            stale = len(vector_ids) >= snapshots.MIN_ROWS and not self.in_memory
+            stale = len(vector_ids) >= snapshots.MIN_ROWS
             if not stale and not self.in_memory:  # a small root (again): a snapshot left from bigger days is dead weight
                 snapshots.snapshot_path(self.path).unlink(missing_ok=True)
         else:
@@ -450,37 +447,36 @@ class DerivedIndex:
     @contextmanager
     def _writing(self) -> Iterator[tuple[sqlite3.Connection, int]]:
         """One write transaction: catch up with others first, claim a change number, commit."""
-        with self.lock:
+        with self.lock, self._translated_errors():
             if self._file_replaced():
                 self._reopen()
             db = self.db
+            db.execute("BEGIN IMMEDIATE")
             try:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    self._catch_up(db)
-                    seq = sql.next_seq(db)
-                    yield db, seq
-                    db.execute("COMMIT")  # may fail too (a full disk fails here): roll back then
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
-            except sqlite3.OperationalError as exc:
-                translated = self._unwritable(exc)
-                if translated is None:
-                    raise
-                raise translated from exc
+                self._catch_up(db)
+                seq = sql.next_seq(db)
+                yield db, seq
+                db.execute("COMMIT")  # may fail too (a full disk fails here): rolled back then
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
             self._seq = seq
             self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
 
-    def _unwritable(self, exc: sqlite3.Error) -> DiskFullError | ReadOnlyRootError | None:
-        """The memdir error for an index write that failed for want of space or write access."""
-        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-        if code == sqlite3.SQLITE_FULL:
-            return DiskFullError(self.root, "the derived index could not grow")
-        if code == sqlite3.SQLITE_READONLY:
-            return ReadOnlyRootError(self.root, "its derived index cannot be written")
-        return None
+    @contextmanager
+    def _translated_errors(self) -> Iterator[None]:
+        """SQLite's "database or disk is full" and "attempt to write a readonly database" as
+        memdir's `DiskFullError` and `ReadOnlyRootError`; other errors pass unchanged."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+            if code == sqlite3.SQLITE_FULL:
+                raise DiskFullError(self.root, "the derived index could not grow") from exc
+            if code == sqlite3.SQLITE_READONLY:
+                raise ReadOnlyRootError(self.root, "its derived index cannot be written") from exc
+            raise
 
     # ------------------------------------------------------------------ changes
     def upsert(
