@@ -503,9 +503,12 @@ class Memory:
                     continue
                 fresh[entry.path], hashes[entry.path] = vector, text_hash(text)
                 expected[entry.path] = entry  # changed meanwhile: its own write embedded it
-            stored = self.adapter.set_embeddings(fresh, expected=expected)
-            self.index.set_vectors(
-                (entry, file_stats(self.root, entry.path), hashes[entry.path], embedder.model_id) for entry in stored
+            self.adapter.set_embeddings(
+                fresh,
+                expected=expected,
+                before_commit=lambda stored: self.index.set_vectors(
+                    (entry, stats, hashes[entry.path], embedder.model_id) for entry, stats in stored
+                ),
             )
         return len(entries)
 

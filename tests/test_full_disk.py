@@ -225,3 +225,19 @@ def test_an_index_that_cannot_grow_fails_the_write_before_any_file_changes(tmp_p
         memory.index.db.execute("PRAGMA max_page_count = 1073741823")
         memory.write("fact/big", "zebra after all", title="Big")  # the index is usable again
         assert [r.path for r in memory.search("zebra", top_k=1)] == ["fact/big.md"]
+
+
+def test_a_rebuild_whose_index_update_fails_leaves_the_files_alone(tmp_path, monkeypatch):
+    with prepared(tmp_path / "memory") as memory:
+        (memory.root / "fact" / "hand.md").write_text("a zebra written by hand")
+        memory.reconcile()  # indexed, not embedded: no .emb, no .yml
+        before = {p.name: p.read_bytes() for p in (memory.root / "fact").iterdir()}
+
+        def index_full(items):
+            list(items)
+            raise DiskFullError(memory.root, "the derived index could not grow")
+
+        monkeypatch.setattr(memory.index, "set_vectors", index_full)
+        with pytest.raises(DiskFullError):
+            memory.rebuild()
+        assert {p.name: p.read_bytes() for p in (memory.root / "fact").iterdir()} == before

@@ -76,8 +76,8 @@ _TITLE_READ_LIMIT = 1024
 
 
 def _staged_stats(staged: Mapping[Path, Path], md: Path, yml: Path) -> FileStats:
-    """The stats ``md`` and ``yml`` will have once their staged files are renamed into place."""
-    md_st, yml_st = os.stat(staged[md]), os.stat(staged[yml])
+    """The stats ``md`` and ``yml`` will have once the staged files are renamed into place."""
+    md_st, yml_st = os.stat(staged.get(md, md)), os.stat(staged.get(yml, yml))
     return FileStats(md_st.st_mtime_ns, md_st.st_size, yml_st.st_mtime_ns, yml_st.st_size)
 
 
@@ -327,7 +327,11 @@ class FilesystemAdapter:
         return entry
 
     def set_embeddings(
-        self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, Entry] | None = None
+        self,
+        vectors: Mapping[str, np.ndarray],
+        *,
+        expected: Mapping[str, Entry] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
     ) -> list[Entry]:
         """Replace the embeddings of existing entries in ONE transaction (re-embedding, rebuilds).
 
@@ -341,12 +345,15 @@ class FilesystemAdapter:
             expected: path -> the entry as read when its vector was computed; an entry whose
                 content, title or metadata (tags and domain are embedded too) changed since
                 is skipped: the write that changed it embedded it.
+            before_commit: called with each updated entry and its files' stats once the files
+                are staged, as in `write` (not at all when every entry was skipped).
 
         Returns:
             The updated entries, in the order given (skipped ones left out).
         """
         writes: dict[Path, bytes] = {}
         updated: list[Entry] = []
+        files: list[tuple[Path, Path]] = []  # (md, yml) of each updated entry
         with self._writing():
             for path, vector in vectors.items():
                 path = normalize_path(path)
@@ -355,7 +362,8 @@ class FilesystemAdapter:
                 before = expected.get(path) if expected is not None else entry
                 if before is None or (before.content, before.title, before.metadata) != (entry.content, entry.title, entry.metadata):
                     continue
-                _, yml, emb = self._files(path)
+                md, yml, emb = self._files(path)
+                files.append((md, yml))
                 emb_bytes = encode_embedding(path, vector)
                 checksum = embedding_checksum(emb_bytes)
                 writes[emb] = emb_bytes
@@ -375,7 +383,10 @@ class FilesystemAdapter:
                     "embedding_checksum": checksum,
                 }))
             if writes:
-                commit_files(self.root, writes)
+                hook = None if before_commit is None else lambda staged: before_commit(
+                    [(entry, _staged_stats(staged, md, yml)) for entry, (md, yml) in zip(updated, files)]
+                )
+                commit_files(self.root, writes, before_commit=hook)
         return updated
 
     @staticmethod
