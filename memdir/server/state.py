@@ -2,11 +2,11 @@
 
 * `MemoryHost` opens the `Memory` on its own worker thread once the handshake is over
   (or at the first operation) and runs every memory operation on that same thread, one
-  at a time. An opening that failed (another process held the root's lock too long, the
-  disk was unreachable) is tried again by the next operation, not remembered until a restart. Opening never delays ``initialize`` or ``tools/list`` (they do not need it),
+  at a time. Opening never delays ``initialize`` or ``tools/list`` (they do not need it),
   a slow search never blocks the event loop, and the store's SQLite connection is only
   ever used by the thread that created it. The embedding model loads in the background
-  (keyword search until it is ready).
+  (keyword search until it is ready). An opening that failed (another process held the
+  root's lock too long) is tried again by the next operation, not kept until a restart.
 * `SessionRegistry` keeps one `SessionState` per client session: the read tracker and
   the loaded skill (`memdir.tools.session.Session`), plus what the session read in the
   workspace. A session is the transport's session id when there is one (streamable

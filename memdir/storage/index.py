@@ -149,6 +149,7 @@ class DerivedIndex:
         vectors: the in-memory matrix of this process (read it under `lock`).
         keywords: the in-memory BM25 index and per-entry title/type/tags (under `lock`).
         rebuilt: True if opening found no usable index and started an empty one.
+        in_memory: True if the index lives in this process only (see ``in_memory`` above).
         lock: serialises this process's threads; held by every public method.
     """
 
@@ -158,7 +159,7 @@ class DerivedIndex:
         *,
         column_weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS,
         in_memory: bool = False,
-        wal_limit: int = 4 << 20,
+        wal_limit: int = sql.DEFAULT_WAL_LIMIT,
     ) -> None:
         self.root = Path(root)
         self.path = sql.index_path(self.root)

@@ -52,6 +52,7 @@ INDEX_FILE = "index.sqlite3"
 SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
+DEFAULT_WAL_LIMIT = 4 << 20  # bytes; `Settings.index_wal_limit` sets it
 TAG_SEPARATOR = "\n"
 
 
@@ -172,10 +173,12 @@ class IndexUnwritable(Exception):
 
 
 # SQLite's primary result codes that mean "this file cannot be written now", not "it is damaged".
-_UNWRITABLE_CODES = {sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN}
+_UNWRITABLE_CODES = {
+    sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN,
+}
 
 
-def cannot_write(exc: sqlite3.Error) -> bool:
+def _cannot_write(exc: sqlite3.Error) -> bool:
     """True if ``exc`` says the database could not be written (full, read-only), not that it is damaged."""
     code = getattr(exc, "sqlite_errorcode", None)
     return code is not None and code & 0xFF in _UNWRITABLE_CODES
@@ -185,7 +188,7 @@ def index_path(root: Path) -> Path:
     return Path(root) / INDEX_DIR / INDEX_FILE
 
 
-def connect(path: Path | None, *, wal_limit: int = 4 << 20) -> sqlite3.Connection:
+def connect(path: Path | None, *, wal_limit: int = DEFAULT_WAL_LIMIT) -> sqlite3.Connection:
     """Open (creating and migrating if needed) the index database at ``path`` (None: in memory).
 
     Args:
@@ -224,7 +227,7 @@ def connect(path: Path | None, *, wal_limit: int = 4 << 20) -> sqlite3.Connectio
         db.execute("SELECT count(*) FROM entries").fetchone()
     except sqlite3.DatabaseError as exc:
         db.close()
-        if cannot_write(exc):
+        if _cannot_write(exc):
             raise IndexUnwritable(f"{path}: {exc}") from exc
         raise IndexUnusable(f"{path}: {exc}") from exc
     return db
