@@ -1,13 +1,15 @@
-"""A server started while another process holds the root's lock recovers once the lock is free."""
+"""The server's memory host: an opening that failed is retried; a full disk is said plainly whatever hit it."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import os
 
 import anyio
 import pytest
 
-from memdir.core.errors import LockTimeoutError
+from memdir.core.errors import DiskFullError, LockTimeoutError
 from memdir.core.settings import Settings
 from memdir.server.state import MemoryHost
 from tests.fakes import FakeEmbedder
@@ -31,5 +33,18 @@ def test_an_opening_that_timed_out_on_the_lock_is_retried_by_the_next_call(tmp_p
 
         assert anyio.run(list_entries) == ["skill/meta/deep-learning.md"]  # opened now, no restart
         assert host.memory().root == root.resolve()
+    finally:
+        host.close()
+
+
+def test_a_tool_that_hits_a_full_disk_in_its_own_files_gets_the_clear_error(tmp_path):
+    host = MemoryHost(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder())
+
+    def write_a_journal(memory):  # say, a defrag journal written beside the entries
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(memory.root / ".memdir" / "journal"))
+
+    try:
+        with pytest.raises(DiskFullError, match="is full"):
+            anyio.run(host.run, write_a_journal)
     finally:
         host.close()
