@@ -36,14 +36,25 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def disk_error(exc: OSError, root: object) -> MemdirError | None:
-    """The memdir error a failed write to ``root`` stands for (disk full, read-only
-    filesystem), or None for any other OS error (left as it is)."""
+def _disk_error(exc: OSError, root: object) -> MemdirError | None:
     if exc.errno in _NO_SPACE:
         return DiskFullError(root, os.strerror(exc.errno))
     if exc.errno == errno.EROFS:
         return ReadOnlyRootError(root, "its filesystem is mounted read-only")
     return None
+
+
+@contextmanager
+def disk_errors(root: object) -> Iterator[None]:
+    """Raise an OS error that means a full disk (or quota) or a read-only filesystem under
+    ``root`` as memdir's `DiskFullError` / `ReadOnlyRootError`; others pass unchanged."""
+    try:
+        yield
+    except OSError as exc:
+        translated = _disk_error(exc, root)
+        if translated is None:
+            raise
+        raise translated from exc
 
 
 @contextmanager
@@ -84,4 +95,4 @@ def replace_file(path: Path, data: bytes, *, durable: bool = True, keep_mode: bo
         handle.write(data)
 
 
-__all__ = ["disk_error", "fsync_dir", "replace_file", "replacing"]
+__all__ = ["disk_errors", "fsync_dir", "replace_file", "replacing"]

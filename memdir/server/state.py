@@ -28,7 +28,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memdir.core.errors import MemdirError
-from memdir.core.files import disk_error
+from memdir.core.files import disk_errors
 from memdir.core.settings import Settings
 from memdir.tools.session import Session
 from memdir.tools.workspace import FileReads, Workspace
@@ -99,13 +99,8 @@ class MemoryHost:
         return self.start().result()
 
     def _call(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-        try:
+        with disk_errors(self._root):  # a tool's own files (defrag journal, episodes, ...) too
             return fn(self._opened(), *args, **kwargs)
-        except OSError as exc:  # a tool's own files (defrag journal, episodes, ...) on a full or read-only disk
-            translated = disk_error(exc, self._root)
-            if translated is None:
-                raise
-            raise translated from exc
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(memory, *args, **kwargs)`` on the memory thread, awaited without blocking the loop."""

@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from memdir.core.files import disk_error, fsync_dir
+from memdir.core.files import disk_errors, fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -125,25 +125,23 @@ def commit_files(
         "removals": [_relative(root, path) for path in removals],
     }
     created: list[Path] = []  # folders this transaction made, removed again if it fails
-    try:
-        created += _make_folders(journal_dir)
-        _write_journal(pending, journal)
-        for (temp, target), data in zip(renames, writes.values()):
-            created += _make_folders(target.parent)
-            _write_new_file(temp, data)
-        if before_commit is not None:
-            before_commit({target: temp for temp, target in renames})
-        os.replace(pending, committed)  # the commit point
-    except BaseException as exc:
-        for temp, _ in renames:
-            _unlink_quietly(temp)
-        _unlink_quietly(pending)
-        for folder in reversed(created):
-            _remove_empty_folder(folder)
-        translated = disk_error(exc, root) if isinstance(exc, OSError) else None
-        if translated is None:
+    with disk_errors(root):
+        try:
+            created += _make_folders(journal_dir)
+            _write_journal(pending, journal)
+            for (temp, target), data in zip(renames, writes.values()):
+                created += _make_folders(target.parent)
+                _write_new_file(temp, data)
+            if before_commit is not None:
+                before_commit({target: temp for temp, target in renames})
+            os.replace(pending, committed)  # the commit point
+        except BaseException:
+            for temp, _ in renames:
+                _unlink_quietly(temp)
+            _unlink_quietly(pending)
+            for folder in reversed(created):
+                _remove_empty_folder(folder)
             raise
-        raise translated from exc
     # From here on the transaction is committed: if anything below is interrupted,
     # `recover` rolls it forward, so nothing may be undone — and a failure is no failure
     # of the change, which the next lock holder (this process's next call, at the latest)

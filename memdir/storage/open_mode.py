@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from memdir.core.errors import RootNotFoundError
-from memdir.core.files import disk_error
+from memdir.core.files import disk_errors
 from memdir.storage.atomic import has_pending
 from memdir.storage.index_db import index_path
 
@@ -31,13 +31,8 @@ def read_only_reason(root: Path, read_only: bool) -> str | None:
         if not root.is_dir():
             raise RootNotFoundError(root)
         return "opened for reading only"
-    try:
+    with disk_errors(root):
         root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        translated = disk_error(exc, root)
-        if translated is None:
-            raise
-        raise translated from exc
     if os.access(root, os.W_OK):
         return None
     try:
