@@ -118,7 +118,7 @@ def test_the_index_write_ahead_log_stays_bounded(tmp_path):
     with open_memory(tmp_path / "memory", index_wal_limit=limit) as memory:
         wal = index_path(memory.root).with_name("index.sqlite3-wal")
         largest = 0
-        for n in range(150):  # ~80 KB of log per write: 12 MB unchecked
+        for n in range(60):  # ~80 KB of log per write: ~5 MB unchecked
             memory.write(f"fact/n{n}", " ".join(f"w{n}x{i}" for i in range(200)), title=f"N{n}")
             largest = max(largest, wal.stat().st_size)
     # One transaction may pass the limit before the checkpoint after it moves the log back.
