@@ -69,7 +69,7 @@ def test_a_read_only_mount_reads_globs_greps_and_searches_and_refuses_writes(tmp
             assert [r.path for r in memory.search("moon oceans", top_k=1)] == ["concept/tides.md"]
             with pytest.raises(ReadOnlyRootError) as caught:
                 write_fact(memory, session, "birds", "Birds sing.")
-            assert "is open read-only (its filesystem is mounted read-only)" in caught.value.message
+            assert "is read-only (its filesystem is mounted read-only)" in caught.value.message
             assert "Reading and search still work" in caught.value.hint
             with pytest.raises(ReadOnlyRootError):
                 memory_delete(memory, session, "fact/cats.md")

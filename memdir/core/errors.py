@@ -12,7 +12,7 @@ print them without matching on strings.
     ├── EntryTooLargeError        one entry over the per-entry limit
     ├── StorageFullError          the root would exceed its total size limit
     ├── DiskFullError             the disk holding the root has no room for the change
-    ├── ReadOnlyRootError         the root is open read-only: writes are refused
+    ├── ReadOnlyRootError         the root is read-only (mount, permissions, a command that only reads)
     ├── RootNotFoundError         a read-only command named a root that does not exist
     ├── RedirectError             a stub (`# merged → ...`) that cannot be followed
     ├── StaleEditError            the entry changed since this session read it
@@ -109,7 +109,7 @@ class ReadOnlyRootError(MemdirError):
 
     def __init__(self, root: object, reason: str) -> None:
         super().__init__(
-            f"The memory root {root} is open read-only ({reason}); writes, edits and deletes are refused.",
+            f"The memory root {root} is read-only ({reason}): writes, edits and deletes are refused.",
             "Reading and search still work. To change memory, make the directory writable "
             "(remount it read-write or fix its permissions) and start memdir again.",
         )

@@ -39,7 +39,7 @@ async def test_a_server_on_a_read_only_mount_reads_and_searches_and_refuses_writ
                 assert "fact/tides.md" in await call(client, "MemoryDiscover", message="why do the oceans follow the moon")
                 refusal = await refused(client, "MemoryWrite", file_path="fact/x.md", content="x", title="x",
                                         type="fact", tags=[], related=[], domain="d")
-                assert "is open read-only (its filesystem is mounted read-only)" in refusal
+                assert "is read-only (its filesystem is mounted read-only)" in refusal
                 assert "Reading and search still work" in refusal
         finally:
             remount(root, "rw")
