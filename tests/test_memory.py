@@ -214,6 +214,9 @@ def test_a_writer_killed_mid_write_leaves_one_whole_version_and_the_index_recove
     for round_ in range(4):
         process = context.Process(target=_overwrite_forever, args=(str(root),))
         process.start()
+        deadline = time.monotonic() + 120
+        while not (root / "fact" / "counter.md").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # a loaded machine may take seconds to start the child: kill it mid-writes, not before
         time.sleep(1.0 + 0.17 * round_)
         os.kill(process.pid, signal.SIGKILL)
         process.join()
