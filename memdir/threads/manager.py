@@ -1,0 +1,340 @@
+"""`ThreadManager`: the working-memory API that the tools and the CLI use (seed 002's MemoryManager).
+
+Per thread, a process keeps its log (`EventLog`), its context builder and its event queue.
+Messages go through the queue; controls (strategy, mode, compaction, fork) act directly.
+
+Execution modes (stored in the log, so a new process resumes in the same mode):
+
+* ``auto`` — an appended message is written at once; when compressible chunks then pass
+  the threshold, compaction runs before the next message is processed.
+* ``stepping`` — messages wait in the queue; each `step` runs a due compaction first,
+  else the next message. Switching back to ``auto`` runs a due compaction and drains the
+  queue in order.
+
+``pause`` blocks the queue too (messages wait until ``resume``). Queued messages live in
+this process until they are processed: they are not yet part of the thread's log.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from memdir.core.errors import InputValidationError, ThreadNotFoundError
+from memdir.core.settings import Settings
+from memdir.embeddings.base import Embedder
+from memdir.storage.locking import LOCK_FILE_NAME, RootLock
+from memdir.threads import compaction
+from memdir.threads.compaction import Summarize
+from memdir.threads.context import ContextBuilder, Window
+from memdir.threads.log import LOG_NAME, EventLog, encode
+from memdir.threads.markers import parse_markers
+from memdir.threads.messages import Message
+from memdir.threads.model import MODES, ThreadState, check_thread_id, strategy_name
+from memdir.threads.queue import BlockingReason, EventQueue
+from memdir.threads.reducers import Event, replay
+from memdir.threads.vectors import VectorCache
+
+THREADS_FOLDER = "threads"
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """One compaction: how many chunks became the summary chunk, and who wrote the summary."""
+
+    replaced: int
+    chunk_id: str
+    source: str
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What became of an appended message: written (``chunk_id``) or queued (``position``)."""
+
+    thread: str
+    chunk_id: str | None = None
+    queued_at: int = 0
+    strategy: str = ""
+    switched: bool = False
+    compacted: Compacted | None = None
+
+
+@dataclass(frozen=True)
+class Stepped:
+    """One step: a compaction, or one message processed (or its error), and how many still wait."""
+
+    compacted: Compacted | None
+    processed: Future[Appended] | None
+    remaining: int
+
+
+@dataclass
+class _Item:
+    message: Message
+    summarize: Summarize | None
+
+
+class _Thread:
+    """One thread's runtime in this process."""
+
+    def __init__(self, thread: str, log: EventLog, settings: Settings, handler: Callable[[_Thread, _Item], Appended]) -> None:
+        self.id, self.log = thread, log
+        self.builder = ContextBuilder(thread, settings)
+        self.queue: EventQueue[_Item, Appended] = EventQueue(lambda item: handler(self, item))
+
+
+class ThreadManager:
+    """The threads of one memory root.
+
+    Args:
+        root: the store root; logs go to ``<root>/threads/<id>/events.jsonl``, derived data
+            to ``<root>/.memdir/threads/``.
+        settings: limits and defaults (``thread_*``, ``lock_timeout``, ``max_entry_size``).
+        embedder: returns the embedder for the semantic strategy, or None when there is none yet.
+    """
+
+    def __init__(self, root: Path, settings: Settings, embedder: Callable[[], Embedder | None] | None = None) -> None:
+        self.root, self.settings = Path(root), settings
+        self.folder = self.root / THREADS_FOLDER
+        self.derived = self.root / ".memdir" / THREADS_FOLDER
+        self.lock = RootLock(self.root / LOCK_FILE_NAME, timeout=settings.lock_timeout)
+        self._embedder = embedder or (lambda: None)
+        self._threads: dict[str, _Thread] = {}
+        self._vectors: dict[str, VectorCache] = {}
+
+    # ------------------------------------------------------------------ threads
+    def _thread(self, thread: str, *, create: bool = False) -> _Thread:
+        check_thread_id(thread)
+        runtime = self._threads.get(thread)
+        if runtime is None:
+            log = EventLog(self.folder / thread / LOG_NAME, self.lock)
+            if not log.exists() and not create:
+                raise ThreadNotFoundError(thread)
+            runtime = self._threads[thread] = _Thread(thread, log, self.settings, self._process)
+        elif not create and not runtime.log.exists():
+            raise ThreadNotFoundError(thread)
+        if create and not runtime.log.exists():
+            default = self.settings.thread_strategy
+            runtime.log.append(lambda seq, at, _: {"seq": seq, "at": at, "op": "CONFIGURE", "key": "strategy", "value": default})
+        self._follow_mode(runtime)
+        return runtime
+
+    def _follow_mode(self, runtime: _Thread) -> None:
+        """Block or unblock the queue for the mode the log holds (another process may have changed it)."""
+        mode = runtime.log.state().mode
+        queue = runtime.queue
+        if mode == "stepping" and not queue.blocked:
+            queue.block(BlockingReason.STEPPING)
+        elif mode == "auto" and queue.blocked_by is BlockingReason.STEPPING:
+            queue.unblock()
+            queue.drain()
+
+    def exists(self, thread: str) -> bool:
+        check_thread_id(thread)
+        return (self.folder / thread / LOG_NAME).is_file()
+
+    def ids(self) -> list[str]:
+        """Every thread of the root, by id."""
+        try:
+            return sorted(p.name for p in self.folder.iterdir() if (p / LOG_NAME).is_file() and not p.name.startswith("."))
+        except FileNotFoundError:
+            return []
+
+    def state(self, thread: str) -> ThreadState:
+        return self._thread(thread).log.state()
+
+    def replay(self, thread: str) -> ThreadState:
+        """The state rebuilt from the log alone (what a new process would see)."""
+        return replay(self._thread(thread).log.events())
+
+    def queued(self, thread: str) -> int:
+        return len(self._thread(thread).queue)
+
+    def blocked_by(self, thread: str) -> BlockingReason | None:
+        return self._thread(thread).queue.blocked_by
+
+    # ------------------------------------------------------------------ messages
+    def append(self, thread: str, message: Message, *, summarize: Summarize | None = None) -> Appended:
+        """Append a checked message: written now in auto mode, queued when stepping or paused.
+
+        Raises:
+            MemdirError: the message could not be written (its caller gets the error; nothing is written).
+        """
+        runtime = self._thread(thread, create=True)
+        future = runtime.queue.submit(_Item(message, summarize))
+        if future.done():
+            return future.result()
+        return Appended(thread, queued_at=len(runtime.queue), strategy=runtime.log.state().strategy)
+
+    def _process(self, runtime: _Thread, item: _Item) -> Appended:
+        before = runtime.log.state().strategy
+        event, state = runtime.log.append(item.message.event)
+        chunk_id = f"c{event['seq']}"
+        compacted = None
+        if state.mode == "auto" and runtime.queue.blocked_by is None:
+            compacted = self._compact(runtime, item.summarize, force=False)
+        return Appended(runtime.id, chunk_id, strategy=runtime.log.state().strategy,
+                        switched=state.strategy != before, compacted=compacted)
+
+    # ------------------------------------------------------------------ compaction
+    def compact(self, thread: str, *, summarize: Summarize | None = None, force: bool = True) -> Compacted | None:
+        """Compact now (``force``: whatever is compressible, threshold or not); None when nothing may be compacted."""
+        runtime = self._thread(thread)
+        result = self._compact(runtime, summarize, force=force)
+        if runtime.queue.blocked_by is None:
+            runtime.queue.drain()
+        return result
+
+    def compaction_due(self, thread: str) -> bool:
+        state = self.state(thread)
+        return compaction.due(compaction.plan(state, self.settings), self.settings)
+
+    def _compact(self, runtime: _Thread, summarize: Summarize | None, *, force: bool) -> Compacted | None:
+        state = runtime.log.state()
+        plan = compaction.plan(state, self.settings)
+        if not plan.chunks or not (force or compaction.due(plan, self.settings)):
+            return None
+        with self._blocked(runtime, BlockingReason.COMPACTING):
+            summary, source = compaction.summary_for(plan.chunks, self.settings, summarize)  # no lock held meanwhile
+            event, _ = runtime.log.append(compaction.compaction_event(plan, summary, source))
+        chunk = event["chunk"]
+        after = len(chunk["content"]) // 4
+        return Compacted(len(plan.chunks), chunk["id"], source, plan.tokens, after)
+
+    @contextmanager
+    def _blocked(self, runtime: _Thread, reason: BlockingReason) -> Iterator[None]:
+        """Hold the queue blocked for ``reason`` unless it is blocked already (stepping, paused)."""
+        queue = runtime.queue
+        if queue.blocked:
+            yield
+            return
+        queue.block(reason)
+        try:
+            yield
+        finally:
+            queue.unblock()
+
+    # ------------------------------------------------------------------ controls
+    def _configure(self, runtime: _Thread, key: str, value: object) -> ThreadState:
+        def build(seq: int, at: str, _: ThreadState) -> Event:
+            return {"seq": seq, "at": at, "op": "CONFIGURE", "key": key, "value": value}
+
+        return runtime.log.append(build)[1]
+
+    def set_strategy(self, thread: str, name: str) -> ThreadState:
+        """Switch the context strategy (every event is kept); an unknown name changes nothing."""
+        strategy = strategy_name(name)
+        runtime = self._thread(thread)
+        if runtime.log.state().strategy == strategy:
+            return runtime.log.state()
+        return self._configure(runtime, "strategy", strategy)
+
+    def set_mode(self, thread: str, mode: str, *, summarize: Summarize | None = None) -> int:
+        """Switch between ``auto`` and ``stepping``; back to auto compacts if due and drains the queue. Returns
+        how many queued messages were processed."""
+        if mode not in MODES:
+            raise InputValidationError(f"mode must be auto or stepping; got {mode!r}.",
+                                       "stepping queues messages until each step; auto processes them at once.")
+        runtime = self._thread(thread)
+        queue = runtime.queue
+        if mode == "stepping":
+            if queue.blocked_by is BlockingReason.PAUSED:
+                raise InputValidationError("the thread is paused.", "Resume it before switching to stepping.")
+            if runtime.log.state().mode != "stepping":
+                self._configure(runtime, "mode", "stepping")
+            self._follow_mode(runtime)
+            return 0
+        if runtime.log.state().mode != "auto":
+            self._configure(runtime, "mode", "auto")
+        waiting = len(queue)
+        if queue.blocked_by is BlockingReason.STEPPING:
+            queue.unblock()
+        if queue.blocked_by is None:
+            self._compact(runtime, summarize, force=False)
+            queue.drain()
+        return waiting - len(queue)
+
+    def step(self, thread: str, *, summarize: Summarize | None = None) -> Stepped:
+        """In stepping mode: run a due compaction, else process the next queued message."""
+        runtime = self._thread(thread)
+        if runtime.log.state().mode != "stepping":
+            raise InputValidationError("the thread is not in stepping mode.",
+                                       "Switch with ThreadControl(action='mode', value='stepping') first.")
+        compacted = self._compact(runtime, summarize, force=False)
+        if compacted is not None:
+            return Stepped(compacted, None, len(runtime.queue))
+        processed = runtime.queue.process_one()
+        return Stepped(None, processed, len(runtime.queue))
+
+    def pause(self, thread: str) -> None:
+        """Hold appended messages in the queue until `resume`; refused when already paused or stepping."""
+        self._thread(thread).queue.block(BlockingReason.PAUSED)
+
+    def resume(self, thread: str) -> int:
+        """Undo `pause` and process what waited; how many messages were processed."""
+        runtime = self._thread(thread)
+        if runtime.queue.blocked_by is not BlockingReason.PAUSED:
+            raise InputValidationError("the thread is not paused.", "Pause it first, or use mode to leave stepping.")
+        runtime.queue.unblock()
+        return runtime.queue.drain()
+
+    def reference(self, thread: str, page: str, *, keep: bool = True) -> ThreadState:
+        """Reference a virtual page back into the context (``keep=False``: let it go again)."""
+        marker = parse_markers(f"@@{'ref' if keep else 'unref'}('{page}')@@")
+        runtime = self._thread(thread)
+        refs = [p for p in runtime.log.state().refs if p not in marker.unrefs]
+        refs += [p for p in marker.refs if p not in refs]
+        return self._configure(runtime, "refs", refs)
+
+    def fork(self, thread: str, new_thread: str) -> ThreadState:
+        """A new thread with a copy of ``thread``'s events (its state, strategy and mode) and its origin recorded."""
+        source = self._thread(thread)
+        check_thread_id(new_thread)
+        target = self.folder / new_thread / LOG_NAME
+        with self.lock.exclusive():
+            if target.exists():
+                raise InputValidationError(f"thread {new_thread!r} already exists.", "Fork into a new thread id.")
+            state = source.log.state()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f".{LOG_NAME}.fork")
+            with open(partial, "wb") as out:
+                for event in source.log.events():
+                    if event.get("seq", 0) > state.version:
+                        break
+                    out.write(encode(event))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(partial, target)
+            forked = self._thread(new_thread)
+            return self._configure(forked, "forked_from", thread)
+
+    # ------------------------------------------------------------------ context
+    def context(self, thread: str, budget_tokens: int, query: str | None = None) -> Window:
+        """The thread's context window by its strategy, within ``budget_tokens``."""
+        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 0:
+            raise InputValidationError(f"budget_tokens must be a whole number >= 0; got {budget_tokens!r}.",
+                                       "Pass the tokens you can spend on this thread's context, e.g. 2000.")
+        runtime = self._thread(thread)
+        state = runtime.log.state()
+        vectors = self._vector_fn() if state.strategy == "semantic" else None
+        return runtime.builder.window(state, budget_tokens, query, vectors)
+
+    def _vector_fn(self) -> Callable[[list[str]], np.ndarray] | None:
+        embedder = self._embedder()
+        if embedder is None:
+            return None
+        cache = self._vectors.get(embedder.model_id)
+        if cache is None:
+            cache = self._vectors[embedder.model_id] = VectorCache(self.derived, embedder, self.lock)
+        return cache.vectors
+
+
+__all__ = ["THREADS_FOLDER", "Appended", "Compacted", "Stepped", "ThreadManager"]

@@ -1,0 +1,101 @@
+"""Embeddings of thread text, cached on disk so a thread is embedded once, not on every context request.
+
+``<root>/.memdir/threads/vectors-<model>.bin`` (derived data: deleting it only costs
+re-embedding) holds fixed-size records: a 16-byte BLAKE2b digest of the text, then the
+vector as little-endian float32. Records are appended under the root's lock; a reader
+ignores a trailing partial record, and picks up what other processes appended when it
+meets a text it does not know yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memdir.embeddings.base import Embedder
+from memdir.storage.locking import RootLock
+
+DIGEST_BYTES = 16
+
+
+def digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=DIGEST_BYTES).digest()
+
+
+class VectorCache:
+    """Text → vector for one embedder, in memory and in one append-only file."""
+
+    def __init__(self, folder: Path, embedder: Embedder, lock: RootLock) -> None:
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", embedder.model_id)
+        self.path = folder / f"vectors-{slug}.bin"
+        self.embedder, self.lock = embedder, lock
+        self.record = DIGEST_BYTES + 4 * embedder.dimensions
+        self._rows: dict[bytes, int] = {}
+        self._by_text: dict[str, int] = {}  # texts met in this process: no digest needed again
+        self._matrix = np.zeros((0, embedder.dimensions), dtype=np.float32)
+        self._read = 0
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit vector per text, embedding (in batches) only the texts never seen before."""
+        known = [self._by_text.get(text) for text in texts]
+        if None not in known:
+            return self._matrix[known]
+        keys = [digest(text) for text in texts]
+        if any(key not in self._rows for key in keys):
+            self._load_new()
+        missing: dict[bytes, str] = {}
+        for key, text in zip(keys, texts):
+            if key not in self._rows:
+                missing.setdefault(key, text)
+        if missing:
+            self._add(list(missing), self.embedder.embed(list(missing.values())))
+        rows = [self._rows[key] for key in keys]
+        self._by_text.update(zip(texts, rows))
+        return self._matrix[rows]
+
+    def _add(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        vectors = np.ascontiguousarray(vectors, dtype="<f4")
+        data = b"".join(key + row.tobytes() for key, row in zip(keys, vectors))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock.exclusive():
+            self._load_new()
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                size = os.fstat(fd).st_size
+                if size % self.record:  # a partial record left by a killed writer
+                    os.ftruncate(fd, size - size % self.record)
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            self._read = os.path.getsize(self.path)
+        self._remember(keys, vectors)
+
+    def _load_new(self) -> None:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self._read)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        whole = len(data) - len(data) % self.record
+        if not whole:
+            return
+        records = np.frombuffer(data[:whole], dtype=np.uint8).reshape(-1, self.record)
+        keys = [bytes(row[:DIGEST_BYTES]) for row in records]
+        vectors = records[:, DIGEST_BYTES:].copy().view("<f4").reshape(len(keys), -1)
+        self._read += whole
+        self._remember(keys, vectors)
+
+    def _remember(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        fresh = [i for i, key in enumerate(keys) if key not in self._rows]
+        for offset, i in enumerate(fresh):
+            self._rows[keys[i]] = len(self._matrix) + offset
+        self._matrix = np.vstack([self._matrix, vectors[fresh].astype(np.float32)])
+
+
+__all__ = ["VectorCache", "digest"]
