@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 Summarize = Callable[[Sequence[Chunk]], "str | None"]
 """Asks a model for a summary of the chunks; None (or an exception) keeps the extractive one."""
+Ask = Callable[[str, int], "str | None"]
+"""``ask(prompt, max_tokens) -> reply``: the client's model through MCP sampling (wired by the server)."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 SUMMARY_LINE_WORDS = 30
@@ -142,7 +144,16 @@ def sampling_prompt(chunks: Sequence[Chunk], max_tokens: int, max_chars: int = 1
     return "\n".join(lines)
 
 
+def sampling_summarizer(ask: Ask, settings: Settings) -> Summarize:
+    """A `Summarize` that asks the client's model (``ask``) for the summary."""
+
+    def summarize(chunks: Sequence[Chunk]) -> str | None:
+        return ask(sampling_prompt(chunks, settings.thread_summary_tokens), settings.thread_summary_tokens)
+
+    return summarize
+
+
 __all__ = [
-    "Plan", "Summarize", "compaction_event", "due", "extractive_summary", "first_sentence", "plan",
+    "Ask", "Plan", "sampling_summarizer", "Summarize", "compaction_event", "due", "extractive_summary", "first_sentence", "plan",
     "sampling_prompt", "summary_for",
 ]

@@ -18,11 +18,14 @@ this process until they are processed: they are not yet part of the thread's log
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +43,9 @@ from memdir.threads.model import MODES, ThreadState, check_thread_id, strategy_n
 from memdir.threads.queue import BlockingReason, EventQueue
 from memdir.threads.reducers import Event, replay
 from memdir.threads.vectors import VectorCache
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
 
 THREADS_FOLDER = "threads"
 
@@ -337,4 +343,19 @@ class ThreadManager:
         return cache.vectors
 
 
-__all__ = ["THREADS_FOLDER", "Appended", "Compacted", "Stepped", "ThreadManager"]
+
+
+_MANAGERS: weakref.WeakKeyDictionary[Memory, ThreadManager] = weakref.WeakKeyDictionary()
+_MANAGERS_LOCK = threading.Lock()
+
+
+def manager_for(memory: Memory) -> ThreadManager:
+    """The one `ThreadManager` of an open `Memory` (its queues must be shared by every call in the process)."""
+    with _MANAGERS_LOCK:
+        manager = _MANAGERS.get(memory)
+        if manager is None:
+            manager = _MANAGERS[memory] = ThreadManager(memory.root, memory.settings, lambda: memory.model.get(wait=False))
+        return manager
+
+
+__all__ = ["THREADS_FOLDER", "Appended", "Compacted", "Stepped", "ThreadManager", "manager_for"]
