@@ -16,6 +16,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from mcp.server.mcpserver import Context
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import SamplingMessage, TextContent
 
 from memdir.threads.compaction import Ask
@@ -32,7 +33,7 @@ def client_ask(ctx: Context, timeout: float) -> Ask | None:
         with anyio.fail_after(timeout), warnings.catch_warnings():
             # The SDK marks sampling deprecated for 2026-07-28 clients; older clients still offer it,
             # and the capability check above decides, not the warning.
-            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
             result = await session.create_message(
                 [SamplingMessage(role="user", content=TextContent(type="text", text=prompt))], max_tokens=max_tokens
             )
