@@ -34,6 +34,7 @@ Ask = Callable[[str, int], "str | None"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 SUMMARY_LINE_WORDS = 30
+MIN_SUMMARY_TOKENS = 40
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,9 @@ def summary_for(chunks: Sequence[Chunk], settings: Settings, summarize: Summariz
         if text and text.strip():
             limit = settings.thread_summary_tokens * CHARS_PER_TOKEN
             return text.strip()[:limit], "model"
-    return extractive_summary(chunks, settings.thread_summary_tokens), "extractive"
+    # An extract as long as its sources would save nothing: at most a third of them.
+    limit = min(settings.thread_summary_tokens, max(sum(chunk.tokens for chunk in chunks) // 3, MIN_SUMMARY_TOKENS))
+    return extractive_summary(chunks, limit), "extractive"
 
 
 def compaction_event(candidates: Plan, summary: str, source: str) -> Callable[[int, str, ThreadState], Event]:

@@ -157,9 +157,13 @@ class ThreadManager:
     def state(self, thread: str) -> ThreadState:
         return self._thread(thread).log.state()
 
+    def events(self, thread: str) -> Iterator[Event]:
+        """The thread's events as logged, oldest first."""
+        return self._thread(thread).log.events()
+
     def replay(self, thread: str) -> ThreadState:
         """The state rebuilt from the log alone (what a new process would see)."""
-        return replay(self._thread(thread).log.events())
+        return replay(self.events(thread))
 
     def queued(self, thread: str) -> int:
         return len(self._thread(thread).queue)

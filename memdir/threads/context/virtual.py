@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from memdir.core.settings import Settings
 from memdir.threads.compaction import first_sentence
-from memdir.threads.context.base import Budget, Piece, Unit, Window, assemble, clip, newest_piece, piece_tokens
+from memdir.threads.context.base import Budget, Piece, Unit, Window, assemble, newest_piece, piece_tokens
 from memdir.threads.model import ThreadState
 
 LANES = ("assistant", "user", "system", "tool")
@@ -108,11 +108,10 @@ def select(state: ThreadState, units: list[Unit], budget_tokens: int, settings: 
             shown_pages += 1
         else:
             left_out.append(page)
-    if left_out:
-        index = clip(f"[{len(left_out)} older pages not shown ({left_out[-1]}–{left_out[0]}): reference one with @@ref('{left_out[0]}')@@]", budget.left)
-        if index:
-            pieces.append(Piece(-1, index, kind="page"))
-            budget.take(piece_tokens(index))
+    index = f"[{len(left_out)} older pages not shown ({left_out[-1]}–{left_out[0]}): reference one with @@ref('{left_out[0]}')@@]" if left_out else ""
+    if index and budget.fits(piece_tokens(index)):
+        pieces.append(Piece(-1, index, kind="page"))
+        budget.take(piece_tokens(index))
     notes.insert(0, f"{shown_pages} pages summarised, {len(left_out)} not shown, {len(state.refs)} referenced")
     return assemble("virtual", pieces, notes)
 
