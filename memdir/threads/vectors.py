@@ -42,20 +42,20 @@ class VectorCache:
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """One unit vector per text, embedding (in batches) only the texts never seen before."""
-        known = [self._by_text.get(text) for text in texts]
-        if None not in known:
-            return self._matrix[known]
-        keys = [digest(text) for text in texts]
-        if any(key not in self._rows for key in keys):
-            self._load_new()
-        missing: dict[bytes, str] = {}
-        for key, text in zip(keys, texts):
-            if key not in self._rows:
-                missing.setdefault(key, text)
-        if missing:
-            self._add(list(missing), self.embedder.embed(list(missing.values())))
-        rows = [self._rows[key] for key in keys]
-        self._by_text.update(zip(texts, rows))
+        rows = [self._by_text.get(text) for text in texts]
+        unknown = [i for i, row in enumerate(rows) if row is None]
+        if unknown:
+            keys = {i: digest(texts[i]) for i in unknown}
+            if any(key not in self._rows for key in keys.values()):
+                self._load_new()
+            missing: dict[bytes, str] = {}
+            for i, key in keys.items():
+                if key not in self._rows:
+                    missing.setdefault(key, texts[i])
+            if missing:
+                self._add(list(missing), self.embedder.embed(list(missing.values())))
+            for i, key in keys.items():
+                rows[i] = self._by_text[texts[i]] = self._rows[key]
         return self._matrix[rows]
 
     def _add(self, keys: list[bytes], vectors: np.ndarray) -> None:

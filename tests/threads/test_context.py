@@ -189,3 +189,20 @@ def test_a_new_process_resumes_the_thread_with_its_strategy(manager, tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     strategy, _, text = out.partition("\n")
     assert strategy == "fragment" and text == expected
+
+
+def test_units_built_incrementally_match_a_rebuild(manager):
+    from memdir.threads.context import ContextBuilder
+    from memdir.threads.context.base import units_of
+
+    builder = ContextBuilder("t", manager.settings)
+    for turn in range(12):
+        if turn % 5 == 4:
+            say(manager, "t", "assistant", f"call {turn}", call_id=f"k{turn}")
+            say(manager, "t", "tool", f"result {turn}")
+        else:
+            say(manager, "t", "user", f"turn {turn}")
+        if turn == 8:
+            manager.compact("t")
+        builder.units(manager.state("t"))
+        assert builder.units(manager.state("t")) == units_of(manager.state("t"))

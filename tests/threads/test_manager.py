@@ -163,3 +163,37 @@ def test_switching_strategy_mid_thread_loses_no_event(manager, switch):
     with pytest.raises(InputValidationError, match="unknown context strategy"):
         manager.set_strategy("t", "quantum")
     assert manager.state("t").strategy == "semantic" and manager.state("t").chunks == after
+
+
+def _append_many(root: str, writer: int, count: int) -> None:
+    from memdir.core.settings import Settings
+    from memdir.threads.manager import ThreadManager
+
+    settings = Settings(root=root)
+    manager = ThreadManager(settings.store_root, settings)
+    for i in range(count):
+        say(manager, "shared", "user", f"writer {writer} message {i}")
+
+
+@pytest.mark.slow
+def test_concurrent_writers_in_several_processes_lose_nothing(make_manager, tmp_path):
+    import multiprocessing
+
+    say(make_manager(), "shared", "system", "start")
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_append_many, args=(str(tmp_path / "memory"), w, 40)) for w in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    manager = make_manager()
+    state = manager.state("shared")
+    events = list(manager.events("shared"))
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    contents = [chunk.content for chunk in state.chunks]
+    assert len(contents) == 161 and len(set(contents)) == 161
+    for writer in range(4):  # each writer's messages in its own order
+        mine = [c for c in contents if c.startswith(f"writer {writer} ")]
+        assert mine == [f"writer {writer} message {i}" for i in range(40)]
+    assert manager.replay("shared") == state

@@ -32,10 +32,20 @@ class ContextBuilder:
         self._draws = np.zeros(0)
 
     def units(self, state: ThreadState) -> list[Unit]:
-        if state is not self._state:
+        """The state's units; only the new ones are built when the state just added chunks (or changed none)."""
+        if state is self._state:
+            return self._units
+        old = self._state.chunks if self._state is not None else ()
+        added = state.chunks[len(old):]
+        grows = len(state.chunks) >= len(old) and all(a is b for a, b in zip(old, state.chunks))
+        if grows and not any(chunk.call_id for chunk in added):
+            fresh = [Unit.of(len(self._units) + i, [chunk]) for i, chunk in enumerate(added)]
+            self._units = self._units + fresh
+            self._draws = np.concatenate([self._draws, [fragment.draw(self.thread, unit) for unit in fresh]])
+        else:  # something changed in place, or a tool result joins an earlier call: rebuild
             self._units = units_of(state)
             self._draws = np.array([fragment.draw(self.thread, unit) for unit in self._units])
-            self._state = state
+        self._state = state
         return self._units
 
     def window(self, state: ThreadState, budget_tokens: int, query: str | None = None,

@@ -40,22 +40,23 @@ class Unit:
         chunks: its chunks in thread order.
         text: the rendered text.
         tokens: the text's token estimate, newline included.
+        lane: the virtual strategy's lane: ``tool`` for a tool exchange, else the role.
+        importance: the highest of its chunks'.
     """
 
     index: int
     chunks: tuple[Chunk, ...]
     text: str
     tokens: int
+    lane: str
+    importance: float
 
-    @property
-    def lane(self) -> str:
-        """The virtual strategy's lane: ``tool`` for a tool exchange, else the role."""
-        first = self.chunks[0]
-        return "tool" if first.call_id or first.role == "tool" else first.role
-
-    @property
-    def importance(self) -> float:
-        return max(chunk.importance for chunk in self.chunks)
+    @classmethod
+    def of(cls, index: int, chunks: list[Chunk]) -> Unit:
+        first = chunks[0]
+        text = "\n".join(render_chunk(chunk) for chunk in chunks)
+        lane = "tool" if first.call_id or first.role == "tool" else first.role
+        return cls(index, tuple(chunks), text, piece_tokens(text), lane, max(chunk.importance for chunk in chunks))
 
     @property
     def key(self) -> str:
@@ -74,11 +75,7 @@ def units_of(state: ThreadState) -> list[Unit]:
         groups.append(group)
         if chunk.call_id:
             by_call[chunk.call_id] = group
-    units = []
-    for index, group in enumerate(groups):
-        text = "\n".join(render_chunk(chunk) for chunk in group)
-        units.append(Unit(index, tuple(group), text, piece_tokens(text)))
-    return units
+    return [Unit.of(index, group) for index, group in enumerate(groups)]
 
 
 def piece_tokens(text: str) -> int:

@@ -54,6 +54,8 @@ def _recent_by_lane(units: list[Unit], settings: Settings, budget: Budget) -> li
     for fill_to_share in (False, True):
         count = {lane: 0 for lane in shares}
         for unit in reversed(units):
+            if budget.used >= recent_total:
+                break
             lane = unit.lane
             count[lane] += 1
             if unit.index in kept:
@@ -100,9 +102,9 @@ def select(state: ThreadState, units: list[Unit], budget_tokens: int, settings: 
                 break
     shown_pages = 0
     left_out: list[str] = []
-    for page in sorted(pages, key=lambda p: -int(p[1:])):  # newest pages first
-        text = summary(page, pages[page])
-        if budget.fits(piece_tokens(text)):
+    for page in sorted(pages, key=lambda p: -int(p[1:])):  # newest pages first, until one does not fit
+        text = summary(page, pages[page]) if not left_out else ""
+        if text and budget.fits(piece_tokens(text)):
             pieces.append(Piece(pages[page][0].index - 0.5, text, kind="page"))
             budget.take(piece_tokens(text))
             shown_pages += 1
