@@ -169,7 +169,7 @@ def _append_many(root: str, writer: int, count: int) -> None:
     from memdir.core.settings import Settings
     from memdir.threads.manager import ThreadManager
 
-    settings = Settings(root=root)
+    settings = Settings(root=root, thread_compact_chunks=0, thread_compact_tokens=0)  # every message stays a chunk
     manager = ThreadManager(settings.store_root, settings)
     for i in range(count):
         say(manager, "shared", "user", f"writer {writer} message {i}")
@@ -187,7 +187,7 @@ def test_concurrent_writers_in_several_processes_lose_nothing(make_manager, tmp_
     for worker in workers:
         worker.join(120)
         assert worker.exitcode == 0
-    manager = make_manager()
+    manager = make_manager(thread_compact_chunks=0, thread_compact_tokens=0)
     state = manager.state("shared")
     events = list(manager.events("shared"))
     assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
