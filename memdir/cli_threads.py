@@ -2,8 +2,7 @@
 
 A typer sub-app, registered by `memdir.cli` under the name ``thread``. Each command opens
 the memory, calls the thread tools or `memdir.threads.manager.ThreadManager`, and prints.
-Stepping and pausing hold messages in the process that queued them (a server): from here,
-``step`` runs a compaction that is due, or says that nothing is queued in this process.
+Messages queued by a stepping server wait on disk, so ``step`` here processes them too.
 """
 
 from __future__ import annotations
@@ -110,7 +109,7 @@ def compact(thread: ThreadArgument, root: RootOption = None, agent: AgentOption 
 @thread_app.command("step")
 @handle_errors
 def step(thread: ThreadArgument, root: RootOption = None, agent: AgentOption = None) -> None:
-    """One step of a stepping thread: a due compaction first, else the next message queued in this process."""
+    """One step of a stepping thread: a due compaction first, else the next queued message."""
     _control(root, agent, thread, "step")
 
 

@@ -32,6 +32,28 @@ EventBuilder = Callable[[int, str, ThreadState], Event]
 the sequence number)."""
 
 
+def append_bytes(path: Path, data: bytes, *, cut: Callable[[int], int] | None = None) -> None:
+    """Append ``data`` to ``path`` with one ``write`` on an ``O_APPEND`` descriptor, then fsync.
+
+    ``cut(size)`` gives the length to cut the file to first (a tail a killed writer left);
+    the caller holds the root's lock. A short write (a full disk) is undone.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        keep = cut(size) if cut is not None else size
+        if keep < size:
+            os.ftruncate(fd, keep)
+        written = os.write(fd, data)
+        if written != len(data):
+            os.ftruncate(fd, keep)
+            raise OSError(f"short write to {path}: {written} of {len(data)} bytes (is the disk full?)")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -49,6 +71,7 @@ class EventLog:
         self.lock = lock
         self._offset = 0
         self._state = ThreadState()
+        self.queued_ids: set[str] = set()  # ids of waiting messages already written (see memdir.threads.pending)
 
     def exists(self) -> bool:
         return self.path.is_file()
@@ -75,20 +98,12 @@ class EventLog:
             event = build(self._state.version + 1, now_iso(), self._state)
             state = replay([event], self._state)  # raises before anything is written
             line = encode(event)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                if os.fstat(fd).st_size > self._offset:  # a tail left by a writer killed mid-line
-                    os.ftruncate(fd, self._offset)
-                written = os.write(fd, line)
-                if written != len(line):
-                    os.ftruncate(fd, self._offset)
-                    raise OSError(f"short write to {self.path}: {written} of {len(line)} bytes (disk full?)")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            read_to = self._offset
+            append_bytes(self.path, line, cut=lambda size: min(size, read_to))  # past it: a killed writer's tail
             self._offset += len(line)
             self._state = state
+            if "queued" in event:
+                self.queued_ids.add(event["queued"])
             return event, state
 
     def _catch_up(self) -> None:
@@ -98,12 +113,15 @@ class EventLog:
             size = 0
         if size < self._offset:  # replaced or truncated by hand: start over
             self._offset, self._state = 0, ThreadState()
+            self.queued_ids.clear()
         if size == self._offset:
             return
         events = []
         for end, event in self._read_from(self._offset):
             events.append(event)
             self._offset = end
+            if "queued" in event:
+                self.queued_ids.add(event["queued"])
         if events:
             self._state = replay(events, self._state)
 
@@ -135,4 +153,4 @@ class EventLog:
             yield position, event
 
 
-__all__ = ["LOG_NAME", "EventBuilder", "EventLog", "encode", "now_iso"]
+__all__ = ["LOG_NAME", "EventBuilder", "EventLog", "append_bytes", "encode", "now_iso"]

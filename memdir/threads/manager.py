@@ -11,13 +11,14 @@ Execution modes (stored in the log, so a new process resumes in the same mode):
   else the next message. Switching back to ``auto`` runs a due compaction and drains the
   queue in order.
 
-``pause`` blocks the queue too (messages wait until ``resume``). Queued messages live in
-this process until they are processed: they are not yet part of the thread's log.
+``pause`` blocks the queue too (messages wait until ``resume``). Queued messages wait on disk
+(`memdir.threads.pending`), so another process — a restarted server, ``memdir thread step``
+— finds them and processes them in order; the pause itself belongs to the process that
+paused (a new process in auto mode processes what waited).
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memdir.core.errors import InputValidationError, ThreadNotFoundError
+from memdir.core.files import replacing
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
@@ -40,7 +42,8 @@ from memdir.threads.log import LOG_NAME, EventLog, encode
 from memdir.threads.markers import parse_markers
 from memdir.threads.messages import Message
 from memdir.threads.model import MODES, ThreadState, check_thread_id, strategy_name
-from memdir.threads.queue import BlockingReason, EventQueue
+from memdir.threads.pending import PENDING_NAME, PendingQueue
+from memdir.threads.queue import BlockingReason, EventQueue, QueueItemGoneError
 from memdir.threads.reducers import Event, replay
 from memdir.threads.vectors import VectorCache
 
@@ -86,6 +89,7 @@ class Stepped:
 class _Item:
     message: Message
     summarize: Summarize | None
+    pending_id: str | None = None  # its entry in the thread's queue.jsonl while it waits
 
 
 class _Thread:
@@ -93,6 +97,7 @@ class _Thread:
 
     def __init__(self, thread: str, log: EventLog, settings: Settings, handler: Callable[[_Thread, _Item], Appended]) -> None:
         self.id, self.log = thread, log
+        self.pending = PendingQueue(log.path.with_name(PENDING_NAME), log.lock)
         self.builder = ContextBuilder(thread, settings)
         self.queue: EventQueue[_Item, Appended] = EventQueue(lambda item: handler(self, item))
 
@@ -131,7 +136,26 @@ class ThreadManager:
             default = self.settings.thread_strategy
             runtime.log.append(lambda seq, at, _: {"seq": seq, "at": at, "op": "CONFIGURE", "key": "strategy", "value": default})
         self._follow_mode(runtime)
+        self._follow_pending(runtime)
         return runtime
+
+    def _follow_pending(self, runtime: _Thread) -> None:
+        """Make this process's queue hold what ``queue.jsonl`` holds: messages queued by other (or dead)
+        processes join it in order, and those another process has processed leave it."""
+        waiting = runtime.pending.entries()
+        if not waiting and not len(runtime.queue):
+            return
+        written = {key for key, _ in waiting if key in runtime.log.queued_ids}
+        if written:  # a writer died between writing the event and removing its entry
+            with self.lock.exclusive():
+                runtime.pending.remove(written)
+        on_disk = [(key, message) for key, message in waiting if key not in written]
+        keys = {key for key, _ in on_disk}
+        runtime.queue.discard(lambda item: item.pending_id not in keys, "another process processed this queued message")
+        known = {item.pending_id for item in runtime.queue.items()}
+        for key, message in on_disk:
+            if key not in known:
+                runtime.queue.submit(_Item(message, None, key))
 
     def _follow_mode(self, runtime: _Thread) -> None:
         """Block or unblock the queue for the mode the log holds (another process may have changed it)."""
@@ -179,20 +203,40 @@ class ThreadManager:
             MemdirError: the message could not be written (its caller gets the error; nothing is written).
         """
         runtime = self._thread(thread, create=True)
-        future = runtime.queue.submit(_Item(message, summarize))
+        item = _Item(message, summarize)
+        if runtime.queue.blocked or len(runtime.queue):
+            item.pending_id = runtime.pending.add(message)  # waits on disk too: a restart loses nothing
+        future = runtime.queue.submit(item)
         if future.done():
             return future.result()
         return Appended(thread, queued_at=len(runtime.queue), strategy=runtime.log.state().strategy)
 
     def _process(self, runtime: _Thread, item: _Item) -> Appended:
         before = runtime.log.state().strategy
-        event, state = runtime.log.append(item.message.event)
+        if item.pending_id is None:
+            event, state = runtime.log.append(item.message.event)
+        else:
+            event, state = self._write_queued(runtime, item.message, item.pending_id)
         chunk_id = f"c{event['seq']}"
         compacted = None
         if state.mode == "auto" and runtime.queue.blocked_by is None:
             compacted = self._compact(runtime, item.summarize, force=False)
         return Appended(runtime.id, chunk_id, strategy=runtime.log.state().strategy,
                         switched=state.strategy != before, compacted=compacted)
+
+    def _write_queued(self, runtime: _Thread, message: Message, key: str) -> tuple[Event, ThreadState]:
+        """Write a message that waited on disk, then drop its entry, under one lock (it is written once)."""
+
+        def build(seq: int, at: str, state: ThreadState) -> Event:
+            return {**message.event(seq, at, state), "queued": key}
+
+        with self.lock.exclusive():
+            runtime.log.state()  # catch up: another process may have written it meanwhile
+            if key in runtime.log.queued_ids or key not in {k for k, _ in runtime.pending.entries()}:
+                raise QueueItemGoneError("another process processed this queued message.", "Nothing to do.")
+            written = runtime.log.append(build)
+            runtime.pending.remove({key})
+            return written
 
     # ------------------------------------------------------------------ compaction
     def compact(self, thread: str, *, summarize: Summarize | None = None, force: bool = True) -> Compacted | None:
@@ -313,16 +357,11 @@ class ThreadManager:
             if target.exists():
                 raise InputValidationError(f"thread {new_thread!r} already exists.", "Fork into a new thread id.")
             state = source.log.state()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(f".{LOG_NAME}.fork")
-            with open(partial, "wb") as out:
+            with replacing(target) as out:
                 for event in source.log.events():
                     if event.get("seq", 0) > state.version:
                         break
                     out.write(encode(event))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(partial, target)
             forked = self._thread(new_thread)
             return self._configure(forked, "forked_from", thread)
 

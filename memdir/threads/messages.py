@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from memdir.core.errors import InputValidationError
 from memdir.threads.markers import Markers, parse_markers
@@ -26,6 +27,15 @@ class Message:
     importance: float
     call_id: str | None
     markers: Markers
+
+    def to_json(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.content, "chunk_type": self.chunk_type, "subtype": self.subtype,
+                "retention": self.retention, "importance": self.importance, "call_id": self.call_id}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Message:
+        """A message kept on disk while it waited (its markers are read again from its content)."""
+        return cls(**data, markers=parse_markers(data["content"]))
 
     def event(self, seq: int, at: str, state: ThreadState) -> Event:
         """The event that adds it (with its markers' strategy switch and page references, in one BATCH)."""

@@ -34,6 +34,10 @@ class QueueBlockedError(InputValidationError):
     """The queue is already blocked; a second block is refused."""
 
 
+class QueueItemGoneError(InputValidationError):
+    """A waiting event left the queue without being processed here (another process took it)."""
+
+
 class EventQueue(Generic[T, R]):
     """A FIFO of events, processed by ``handler`` at once unless the queue is blocked.
 
@@ -83,6 +87,25 @@ class EventQueue(Generic[T, R]):
         with self._lock:
             return self._items[0][0] if self._items else None
 
+    def items(self) -> list[T]:
+        """The waiting events, oldest first."""
+        with self._lock:
+            return [event for event, _ in self._items]
+
+    def discard(self, gone: Callable[[T], bool], reason: str) -> int:
+        """Drop the waiting events ``gone`` selects (processed elsewhere); their callers get ``reason`` as an error."""
+        with self._lock:
+            kept: deque[tuple[T, Future[R]]] = deque()
+            dropped = 0
+            for event, future in self._items:
+                if gone(event):
+                    future.set_exception(QueueItemGoneError(reason))
+                    dropped += 1
+                else:
+                    kept.append((event, future))
+            self._items = kept
+            return dropped
+
     def process_one(self) -> Future[R] | None:
         """Process the next event even while blocked (stepping); its future, or None when the queue is empty."""
         with self._lock:
@@ -105,4 +128,4 @@ class EventQueue(Generic[T, R]):
         return done
 
 
-__all__ = ["BlockingReason", "EventQueue", "QueueBlockedError"]
+__all__ = ["BlockingReason", "EventQueue", "QueueBlockedError", "QueueItemGoneError"]

@@ -19,6 +19,7 @@ import numpy as np
 
 from memdir.embeddings.base import Embedder
 from memdir.storage.locking import RootLock
+from memdir.threads.log import append_bytes
 
 DIGEST_BYTES = 16
 
@@ -64,14 +65,7 @@ class VectorCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.lock.exclusive():
             self._load_new()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                size = os.fstat(fd).st_size
-                if size % self.record:  # a partial record left by a killed writer
-                    os.ftruncate(fd, size - size % self.record)
-                os.write(fd, data)
-            finally:
-                os.close(fd)
+            append_bytes(self.path, data, cut=lambda size: size - size % self.record)  # drop a killed writer's part record
             self._read = os.path.getsize(self.path)
         self._remember(keys, vectors)
 

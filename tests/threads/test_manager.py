@@ -197,3 +197,44 @@ def test_concurrent_writers_in_several_processes_lose_nothing(make_manager, tmp_
         mine = [c for c in contents if c.startswith(f"writer {writer} ")]
         assert mine == [f"writer {writer} message {i}" for i in range(40)]
     assert manager.replay("shared") == state
+
+
+# ---------------------------------------------------------------- queued messages survive the process
+def test_queued_messages_wait_on_disk_and_a_new_process_processes_them_in_order(make_manager):
+    server = make_manager()
+    say(server, "t", "user", "one")
+    server.set_mode("t", "stepping")
+    for text in ("two", "three"):
+        say(server, "t", "user", text)
+    del server  # the server goes away with two messages queued
+    cli = make_manager()
+    assert cli.queued("t") == 2
+    assert cli.step("t").processed.result().chunk_id
+    cli.set_mode("t", "auto")
+    assert [c.content for c in make_manager().state("t").chunks] == ["one", "two", "three"]
+
+
+def test_a_message_processed_by_another_process_is_not_written_twice(make_manager):
+    server = make_manager()
+    say(server, "t", "user", "one")
+    server.set_mode("t", "stepping")
+    say(server, "t", "user", "two")
+    other = make_manager()
+    assert other.step("t").processed.result().chunk_id  # e.g. `memdir thread step`
+    stepped = server.step("t")  # the server's copy left its queue: nothing to process
+    assert stepped.processed is None and server.queued("t") == 0
+    assert [c.content for c in server.state("t").chunks] == ["one", "two"]
+
+
+def test_a_writer_killed_between_writing_and_dequeuing_leaves_no_duplicate(make_manager):
+    server = make_manager()
+    say(server, "t", "user", "one")
+    server.set_mode("t", "stepping")
+    say(server, "t", "user", "two")
+    queue_file = server.folder / "t" / "queue.jsonl"
+    saved = queue_file.read_bytes()
+    server.step("t")
+    queue_file.write_bytes(saved)  # as if killed after the log write, before the queue rewrite
+    fresh = make_manager()
+    assert fresh.queued("t") == 0 and [c.content for c in fresh.state("t").chunks] == ["one", "two"]
+    assert fresh.step("t").processed is None
