@@ -19,6 +19,7 @@ paused (a new process in auto mode processes what waited).
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memdir.core.errors import InputValidationError, ThreadNotFoundError
+from memdir.core.errors import InputValidationError, MemdirError, ThreadNotFoundError
 from memdir.core.files import replacing
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
@@ -49,6 +50,8 @@ from memdir.threads.vectors import VectorCache
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
+
+logger = logging.getLogger(__name__)
 
 THREADS_FOLDER = "threads"
 
@@ -192,6 +195,11 @@ class ThreadManager:
     def queued(self, thread: str) -> int:
         return len(self._thread(thread).queue)
 
+    def next_queued(self, thread: str) -> Message | None:
+        """The message the next step would process (seed 002's ``peekNextEvent``)."""
+        item = self._thread(thread).queue.peek()
+        return item.message if item is not None else None
+
     def blocked_by(self, thread: str) -> BlockingReason | None:
         return self._thread(thread).queue.blocked_by
 
@@ -220,7 +228,10 @@ class ThreadManager:
         chunk_id = f"c{event['seq']}"
         compacted = None
         if state.mode == "auto" and runtime.queue.blocked_by is None:
-            compacted = self._compact(runtime, item.summarize, force=False)
+            try:
+                compacted = self._compact(runtime, item.summarize, force=False)
+            except MemdirError:  # the message is written; a compaction that lost a race runs next time
+                logger.warning("compaction of thread %s failed; it will be tried again", runtime.id, exc_info=True)
         return Appended(runtime.id, chunk_id, strategy=runtime.log.state().strategy,
                         switched=state.strategy != before, compacted=compacted)
 

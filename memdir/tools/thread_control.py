@@ -94,6 +94,9 @@ def _state(manager: ThreadManager, thread: str, _: str | None, __: Summarize | N
         f"strategy {state.strategy} · mode {state.mode} · queue {manager.queued(thread)} waiting"
         f"{f' (blocked: {blocked.value})' if blocked else ''} · compaction due: {'yes' if manager.compaction_due(thread) else 'no'}",
     ]
+    waiting = manager.next_queued(thread)
+    if waiting is not None:
+        lines.append(f"next queued: {waiting.role}: {' '.join(waiting.content.split()[:12])}")
     if state.refs:
         lines.append(f"referenced pages: {', '.join(state.refs)}")
     if state.forked_from:

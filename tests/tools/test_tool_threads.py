@@ -38,6 +38,8 @@ def test_control_actions(memory):
         "Thread chat now uses the fragment strategy (was virtual); every event is kept.")
     assert "is stepping" in thread_control(memory, "chat", "mode", "stepping")
     assert thread_append(memory, "chat", "user", "two").startswith("Queued as #1 in thread chat (the thread is stepping)")
+    assert "queue 1 waiting (blocked: stepping)" in thread_control(memory, "chat", "state")
+    assert "next queued: user: two" in thread_control(memory, "chat", "state")
     assert thread_control(memory, "chat", "step") == "Step: wrote c5. 0 messages still queued."
     assert thread_control(memory, "chat", "mode", "auto") == "Thread chat is in auto mode; 0 queued messages processed."
     assert thread_control(memory, "chat", "compact").startswith("Nothing to compact in thread chat")  # all recent
