@@ -154,7 +154,8 @@ class ThreadManager:
                 runtime.pending.remove(written)
         on_disk = [(key, message) for key, message in waiting if key not in written]
         keys = {key for key, _ in on_disk}
-        runtime.queue.discard(lambda item: item.pending_id not in keys, "another process processed this queued message")
+        runtime.queue.discard(lambda item: item.pending_id is not None and item.pending_id not in keys,
+                             "another process processed this queued message")
         known = {item.pending_id for item in runtime.queue.items()}
         for key, message in on_disk:
             if key not in known:
