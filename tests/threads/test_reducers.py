@@ -80,3 +80,24 @@ def test_replaying_the_accepted_events_reproduces_the_state_exactly(events, rnd)
     assert replay(log) == state
     cut = len(log) // 2  # incremental: a state read halfway, then the rest
     assert replay(log[cut:], replay(log[:cut])) == state
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(operation, max_size=25))
+def test_a_log_written_event_by_event_replays_to_the_same_state_in_a_fresh_reader(events):
+    import tempfile
+    from pathlib import Path
+
+    from memdir.storage.locking import RootLock
+    from memdir.threads.log import EventLog
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lock = RootLock(Path(tmp) / ".lock")
+        writer = EventLog(Path(tmp) / "t" / "events.jsonl", lock)
+        for event in events:
+            try:
+                writer.append(lambda seq, at, _state, event=event: {"seq": seq, "at": at, **event})
+            except InputValidationError:
+                continue  # refused: nothing written
+        reader = EventLog(writer.path, lock)
+        assert reader.state() == writer.state() == replay(reader.events())
