@@ -33,7 +33,7 @@ from memdir.threads.log import encode, now_iso
 from memdir.threads.manager import manager_for
 from memdir.threads.messages import message
 from memdir.threads.model import ThreadState
-from memdir.threads.reducers import apply
+from memdir.threads.reducers import apply, replay
 from memdir.tools.thread_context import thread_context
 
 WORDS = ("garden roses invoice flight Lisbon laptop battery birthday cake tax return deploy pipeline pytest failure "
@@ -98,6 +98,12 @@ def main() -> None:
 
         thread = f"bench-{args.events}"
         write_thread(manager, thread, args.events)
+        times = []
+        for _ in range(5):  # what a new process pays on its first read of the thread
+            start = time.perf_counter()
+            replay(manager.events(thread))
+            times.append(time.perf_counter() - start)
+        print(f"replay of the {args.events:,}-event log (a new process's first read): median {statistics.median(times) * 1000:.0f} ms")
         memory.model.get()  # load the model before timing (a server loads it at start)
         queries = [" ".join(random.Random(q).choice(WORDS) for _ in range(6)) for q in range(args.repeats)]
         for strategy in STRATEGIES:

@@ -32,29 +32,33 @@ Event = dict[str, Any]
 
 @dataclass
 class Draft:
-    """A `ThreadState` being changed in place by reducers."""
+    """A `ThreadState` being changed in place by reducers (``ids`` mirrors the chunks' ids for O(1) checks)."""
 
     chunks: list[Chunk] = field(default_factory=list)
     version: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
+    ids: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, state: ThreadState) -> Draft:
         settings = {"strategy": state.strategy, "mode": state.mode, "refs": state.refs, "forked_from": state.forked_from}
-        return cls(list(state.chunks), state.version, settings)
+        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids))
 
     def freeze(self) -> ThreadState:
         chunks = tuple(self.chunks)
         return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version, **self.settings)
 
+    def check_known(self, chunk_ids: Iterable[str]) -> None:
+        missing = [chunk_id for chunk_id in chunk_ids if chunk_id not in self.ids]
+        if missing:
+            raise InputValidationError(f"no chunk {missing[0]!r} in this thread.", "ThreadControl(action='state') lists the chunk ids.")
+
     def position(self, chunk_id: str) -> int:
-        for index, chunk in enumerate(self.chunks):
-            if chunk.id == chunk_id:
-                return index
-        raise InputValidationError(f"no chunk {chunk_id!r} in this thread.", "ThreadControl(action='state') lists the chunk ids.")
+        self.check_known([chunk_id])
+        return next(index for index, chunk in enumerate(self.chunks) if chunk.id == chunk_id)
 
     def check_new(self, chunk: Chunk) -> None:
-        if any(existing.id == chunk.id for existing in self.chunks):
+        if chunk.id in self.ids:
             raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
 
 
@@ -77,6 +81,7 @@ def _add(draft: Draft, event: Event) -> None:
     chunk = Chunk.from_json(event["chunk"])
     draft.check_new(chunk)
     draft.chunks.append(chunk)
+    draft.ids.add(chunk.id)
 
 
 _UPDATABLE = {f.name for f in fields(Chunk)} - {"id"}
@@ -97,9 +102,9 @@ def _update(draft: Draft, event: Event) -> None:
 @reducer("DELETE")
 def _delete(draft: Draft, event: Event) -> None:
     doomed = set(event["ids"])
-    for chunk_id in doomed:
-        draft.position(chunk_id)
+    draft.check_known(doomed)
     draft.chunks = [chunk for chunk in draft.chunks if chunk.id not in doomed]
+    draft.ids -= doomed
 
 
 @reducer("REORDER")
@@ -118,6 +123,8 @@ def _replace(draft: Draft, event: Event) -> None:
     if chunk.id != event["id"]:
         draft.check_new(chunk)
     draft.chunks[index] = chunk
+    draft.ids.discard(event["id"])
+    draft.ids.add(chunk.id)
 
 
 @reducer("BATCH_REPLACE")
@@ -125,15 +132,22 @@ def _batch_replace(draft: Draft, event: Event) -> None:
     doomed = list(event["ids"])
     if not doomed:
         raise InputValidationError("BATCH_REPLACE needs at least one chunk id.", "List the chunks the new one replaces.")
-    first = min(draft.position(chunk_id) for chunk_id in doomed)
-    chunk = Chunk.from_json(event["chunk"])
     gone = set(doomed)
-    kept = [existing for existing in draft.chunks if existing.id not in gone]
-    if any(existing.id == chunk.id for existing in kept):
+    draft.check_known(gone)
+    chunk = Chunk.from_json(event["chunk"])
+    if chunk.id in draft.ids - gone:
         raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
-    at = sum(1 for existing in draft.chunks[:first] if existing.id not in gone)
-    kept.insert(at, chunk)
+    kept: list[Chunk] = []
+    placed = False
+    for existing in draft.chunks:  # the new chunk takes the place of the first one it replaces
+        if existing.id not in gone:
+            kept.append(existing)
+        elif not placed:
+            kept.append(chunk)
+            placed = True
     draft.chunks = kept
+    draft.ids -= gone
+    draft.ids.add(chunk.id)
 
 
 @reducer("BATCH")
