@@ -68,3 +68,9 @@ def test_a_thread_becomes_episodes_once(tmp_path):
     with Memory.open(Settings(root=root), load_model=False) as memory:
         paths = [info.path for info in memory.list("experience/episodes/")]
         assert len(paths) == 1 and memory.read(paths[0]).metadata.model_dump()["session_id"] == "thread-demo"
+
+
+def test_every_thread_command_has_help():
+    for command in ("list", "show", "replay", "compact", "step", "fork", "strategy", "mode", "episodes"):
+        code, out = run(command, "--help")
+        assert code == 0 and "Usage" in out, command
