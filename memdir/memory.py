@@ -30,6 +30,7 @@ from memdir.core.entry import Entry, Metadata
 from memdir.core.errors import EntryNotFoundError, StaleEditError
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
+from memdir.core.user_regex import RegexBudget
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.resolve import model_id_for
@@ -240,7 +241,7 @@ class Memory:
 
     def grep(self, pattern: str, *, path: str | None = None, case_insensitive: bool = False) -> list[GrepHit]:
         """Regex search of entry contents (not the .yml internals), in path order."""
-        compiled = GrepPattern(pattern, case_insensitive, self.settings.grep_time_limit)
+        compiled = GrepPattern(pattern, case_insensitive, RegexBudget.from_settings(self.settings))
         keep = path_filter(path)
         listing = self.adapter.iter_entries(include_virtual=True, with_metadata=False)
         paths = sorted(info.path for info in listing if keep(info.path))

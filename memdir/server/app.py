@@ -32,6 +32,7 @@ from pydantic import Field, ValidationError, WithJsonSchema
 
 from memdir import __version__
 from memdir.core.settings import Settings
+from memdir.core.user_regex import RegexBudget
 from memdir.server import prompts, resources, toolsets, workspace
 from memdir.server.arguments import invalid_arguments_message, unknown_arguments_message
 from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
@@ -301,7 +302,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
                 sessions=SessionRegistry(),
                 workspace=Workspace.create(
                     settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout,
-                    grep_time_limit=settings.grep_time_limit,
+                    regex_budget=RegexBudget.from_settings(settings),
                 ),
                 tools=registered,
                 workspace_tools=workspace_tools,
