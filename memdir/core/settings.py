@@ -159,6 +159,9 @@ class Settings(BaseSettings):
     workspace: Path = _setting(Path.cwd, "workspace", description="Directory the skill workspace tools act on.")
     allow_bash: bool = _setting(False, "allow_bash", description="Bash is off unless this is true.")
     bash_timeout: float = _setting(60.0, "bash_timeout")
+    read_workers: int = _setting(
+        4, "read_workers", description="Threads that run read-only memory tools beside the one that runs writes."
+    )
 
     # --- discovery (per-message reminders)
     discovery_top_k: int = _setting(3, "discovery_top_k")

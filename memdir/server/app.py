@@ -142,6 +142,7 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
     choices: dict[str, tuple[str, ...]] = getattr(sys.modules[fn.__module__], "CHOICES", {})
     signature = inspect.signature(fn)
     wanted = [name for name in INJECTED[1:] if name in signature.parameters]
+    read_only = bool(spec.annotations.read_only_hint)
     parameters: list[inspect.Parameter] = []
     for param in signature.parameters.values():
         if param.name in INJECTED:
@@ -160,7 +161,7 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
             kwargs["session"] = session_state(ctx).session
         if "settings" in wanted:
             kwargs["settings"] = app_state(ctx).settings
-        return await run_memory_tool(ctx, fn, **kwargs)
+        return await run_memory_tool(ctx, fn, read_only=read_only, **kwargs)
 
     tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
     tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
@@ -199,7 +200,9 @@ def _discover_tool(include_skills: bool) -> Callable[..., Any]:
             path and how to open it, or a short note when nothing relevant is stored.
         """
         settings = app_state(ctx).settings
-        text = await run_memory_tool(ctx, discover, message=message, settings=settings, include_skills=include_skills)
+        text = await run_memory_tool(
+            ctx, discover, read_only=True, message=message, settings=settings, include_skills=include_skills
+        )
         return text or "No relevant skills or memories found for this message."
 
     return MemoryDiscover
