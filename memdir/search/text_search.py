@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 from dataclasses import dataclass, field
 
@@ -73,11 +73,13 @@ def path_filter(path: str | None) -> Callable[[str], bool]:
 
 @dataclass(slots=True)
 class GrepHit:
-    """The matches of one entry: line numbers (1-based) with their text, and the match count."""
+    """The matches of one entry: line numbers (1-based) with their text, the match count in
+    the content, and where the pattern matched (``title``, ``tags``, ``content``)."""
 
     path: str
     lines: list[tuple[int, str]] = field(default_factory=list)
     count: int = 0
+    where: list[str] = field(default_factory=list)
 
 
 class GrepPattern:
@@ -141,6 +143,10 @@ class GrepPattern:
         """
         return not self._line_local or self._run(self._regex.search, "\n".join(lines)) is not None
 
+    def matches(self, text: str) -> bool:
+        """Whether the pattern matches anywhere in ``text``."""
+        return self._run(self._regex.search, text) is not None
+
     def count(self, line: str) -> int:
         """How often the pattern matches in ``line``."""
         return len(self._run(self._regex.findall, line))
@@ -151,10 +157,15 @@ def grep_content(pattern: GrepPattern, path: str, content: str) -> GrepHit | Non
     lines = content.splitlines()
     if not pattern.may_match(lines):
         return None
-    hit = GrepHit(path)
+    hit = GrepHit(path, where=["content"])
     for number, line in enumerate(lines, start=1):
         found = pattern.count(line)
         if found:
             hit.lines.append((number, line))
             hit.count += found
     return hit if hit.count else None
+
+
+def matching_fields(pattern: GrepPattern, fields: Mapping[str, Sequence[str]]) -> list[str]:
+    """The names of the fields (e.g. ``title``, ``tags``) one of whose values ``pattern`` matches."""
+    return [name for name, values in fields.items() if any(pattern.matches(value) for value in values)]
