@@ -26,6 +26,11 @@ BUDGET = RegexBudget.from_settings(Settings())
         ("(?x)a{1 000 000}", "repeats something 1000000 times"),  # verbose: digits may be spaced
         ("(" * 5000 + ")" * 5000, "groups nest more than 100 deep"),
         ("|".join(f"w{i}" for i in range(100_000)), "characters long, and at most 10,000 are allowed"),
+        ("(?R)|a", "calls a group or the whole pattern recursively"),
+        ("(?:x|(?1))", "calls a group or the whole pattern recursively"),
+        ("(?P<n>a|(?&n))", "calls a group or the whole pattern recursively"),
+        ("(?P<n>a|(?P>n))", "calls a group or the whole pattern recursively"),
+        (r"(a)\g<1>", "calls a group or the whole pattern recursively"),
     ],
 )
 def test_costly_patterns_are_refused_before_compiling(pattern, why):

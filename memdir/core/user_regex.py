@@ -11,15 +11,19 @@ whose cost exceeds the `RegexBudget`:
 * every repetition count ``{m}``, ``{m,}``, ``{m,n}``;
 * its size once counted repeats are written out (nested counts multiply: the body of
   ``(x{10}){20}`` is written 200 times, alternatives add up);
-* how deeply groups nest.
+* how deeply groups nest;
+* and it refuses recursion and subroutine calls (``(?R)``, ``(?1)``, ``(?&name)``,
+  ``\\g<name>``: the `regex` engine's extensions, not Python's ``re`` syntax): a left
+  recursion such as ``(?R)|a`` took 900 MB within one second of matching.
 
-The pass over-estimates rather than parses exactly (it does not know every flag's
-spelling, so e.g. a ``#`` comment in verbose mode is counted as pattern text): a cost it
-allows the engine can pay; the engine itself rejects whatever is not a valid pattern.
+The pass over-estimates rather than parses exactly (a pattern that turns on verbose mode
+is read both with and without it; ``{1 000}`` counts as a count): a cost it allows the
+engine can pay; the engine itself rejects whatever is not a valid pattern.
 `compile_regex` then compiles once, and every error the engine raises, MemoryError
 included, becomes an `InputValidationError` that says what was wrong.
 
-Matching is bounded by time, not here: see `memdir.search.text_search.GrepPattern`.
+Matching is bounded by time (`memdir.search.text_search.GrepPattern`); what it may take in
+memory is bounded by the size checked here and the length of the text.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
 # Verbose mode ignores whitespace even between a count's digits: (?x)a{1 000} is a{1000}.
 _COUNT = re.compile(r"\{([\d\s]*)(?:,([\d\s]*))?\}")
 _VERBOSE_FLAG = re.compile(r"\(\?[a-zA-Z^-]*x")
+# The engine's recursion and subroutine calls: (?R), (?1), (?-1), (?&name), (?P>name), \g<name>.
+_CALL = re.compile(r"\(\?(?:R|[+-]?\d+|&|P>)")
 _SHOWN_CHARS = 80
 _FIX_SYNTAX = "Escape special characters such as ( [ { . * + ? with a backslash, or search for a simpler pattern."
 
@@ -144,6 +150,8 @@ def _scan(pattern: str, budget: RegexBudget, *, verbose: bool) -> None:
             at = len(pattern) if closing < 0 else closing + 1
             continue
         if char == "\\":
+            if pattern.startswith("g<", at + 1):
+                raise _refuse_call(pattern)
             at += 2
         elif char == "[":
             at = _class_end(pattern, at)
@@ -152,6 +160,8 @@ def _scan(pattern: str, budget: RegexBudget, *, verbose: bool) -> None:
             at = len(pattern) if closing < 0 else closing + 1
             continue
         elif char == "(":
+            if _CALL.match(pattern, at):
+                raise _refuse_call(pattern)
             groups.append(_Group())
             if len(groups) - 1 > budget.max_depth:
                 raise _refuse(
@@ -181,6 +191,15 @@ def _scan(pattern: str, budget: RegexBudget, *, verbose: bool) -> None:
         group.size += item
         group.last = item
         _check_size(pattern, group.size, budget)
+
+
+def _refuse_call(pattern: str) -> InputValidationError:
+    return _refuse(
+        pattern,
+        "it calls a group or the whole pattern recursively ((?R), (?1), (?&name), \\g<name>), which can take "
+        "unbounded memory while matching",
+        "Write the group out again instead of calling it, or search with a simpler pattern.",
+    )
 
 
 def _check_size(pattern: str, size: int, budget: RegexBudget) -> None:
