@@ -30,7 +30,7 @@ from memdir.core.entry import Entry, Metadata
 from memdir.core.errors import EntryNotFoundError, StaleEditError
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
-from memdir.core.user_regex import RegexBudget
+from memdir.core.user_regex import RegexBudget, check_length
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.resolve import model_id_for
@@ -237,6 +237,7 @@ class Memory:
 
     def glob(self, pattern: str) -> list[EntryInfo]:
         """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first."""
+        check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
         return sorted(self._entries(glob_matcher(pattern)), key=lambda info: info.updated_at, reverse=True)
 
     def grep(

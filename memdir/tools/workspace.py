@@ -35,7 +35,7 @@ from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.files import replace_file
 from memdir.core.globbing import glob_matcher
 from memdir.core.settings import Settings
-from memdir.core.user_regex import RegexBudget, compile_regex, shown
+from memdir.core.user_regex import RegexBudget, check_length, compile_regex, shown
 from memdir.search.text_search import GrepPattern, grep_content
 from memdir.tools.memory_grep import OUTPUT_MODES  # Grep over the workspace has MemoryGrep's modes
 
@@ -463,6 +463,7 @@ def glob_files(workspace: Workspace, rules: ToolPermissions, pattern: str, path:
     base, base_relative = workspace.resolve(path, tool="Glob")
     if not base.is_dir():
         raise WorkspaceError(f"{base_relative} is not a directory.", "Pass a folder inside the workspace as path.")
+    check_length(pattern, workspace.regex_budget, "glob pattern")
     matches = _glob(pattern, anywhere=False)
     found: list[tuple[float, str]] = []
     for file, relative in _walk_files(workspace, base):
@@ -507,6 +508,8 @@ def grep_files(
         candidates = _walk_files(workspace, base)
     else:
         raise WorkspaceError(f"Path does not exist: {base_relative}.")
+    if glob:
+        check_length(glob, workspace.regex_budget, "glob pattern")
     name_filter = _glob(glob) if glob else None
     files: list[str] = []
     counts: list[tuple[str, int]] = []

@@ -208,6 +208,13 @@ def test_glob_lists_newest_first(workspace, root):
     assert glob_files(workspace, NONE, "*.nothing") == "No files found matching '*.nothing'."
 
 
+def test_globs_too_long_to_compile_cheaply_are_refused(workspace):
+    with pytest.raises(InputValidationError, match="The glob pattern '.*' is too costly to search with"):
+        glob_files(workspace, NONE, "*a" * 200_000)
+    with pytest.raises(InputValidationError, match="The glob pattern"):
+        grep_files(workspace, NONE, "x", glob="*a" * 200_000)
+
+
 def test_glob_patterns_cannot_leave_the_workspace(workspace):
     with pytest.raises(WorkspacePermissionError, match="leaves the workspace"):
         glob_files(workspace, NONE, "../*")
