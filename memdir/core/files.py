@@ -1,5 +1,14 @@
-"""Replacing one file atomically: readers see the old bytes or the new ones, never a prefix.
+"""Opening the files of a memory root safely, and replacing one file atomically.
 
+Every file of a root memdir reads (an entry's ``.md``, ``.yml`` and ``.emb``, a stub, a
+transaction or defrag journal, derived data) is opened by `open_regular`: confined to
+the root with symbolic links resolved, never in blocking mode, and only if it is a
+regular file — so a symbolic link planted in a root cannot make memdir read a file
+elsewhere, and a named pipe cannot make it wait forever. `stat_regular` answers
+"is there an entry file here" by the same rules, and `private_folder` hands out the
+folders of ``.memdir/`` only when they are real folders inside the root.
+
+Replacing: readers see the old bytes or the new ones, never a prefix.
 One implementation for every file memdir rewrites on its own — derived data under
 ``.memdir/`` (the shared total, the vector snapshot), the cached ONNX graph, files the
 workspace tools write. Entries themselves (three files changing together) go through
@@ -9,12 +18,159 @@ rolled forward or back.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
+
+from memdir.core.errors import UnsafeFileError
+from memdir.core.paths import confine, confined_stat, is_within, os_path_error, unsafe_file
+
+# Never blocking: a named pipe swapped in after the type check opens at once instead of
+# waiting for a writer (the check of the opened file then refuses it). O_NOFOLLOW: the
+# path handed to open is already resolved, so a symbolic link met there was swapped in.
+_SAFE_FLAGS = (
+    getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
+_READ_FLAGS = os.O_RDONLY | _SAFE_FLAGS
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _SAFE_FLAGS
+_OPEN_FILES = Path("/proc/self/fd")
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "a special file")
+
+
+def _check_regular(root: Path, path: Path | str, st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise unsafe_file(root, path, "special", _kind(st.st_mode))
+
+
+@contextmanager
+def open_regular(root: Path, path: Path | str) -> Iterator[BinaryIO]:
+    """The regular file at ``path``, inside ``root``, open for reading (binary).
+
+    Raises:
+        FileNotFoundError, NotADirectoryError: nothing is there (callers treat it as missing).
+        UnsafeFileError: it resolves outside the root, is not a regular file (a named
+            pipe, socket, device or folder), its symbolic links loop, or its path is
+            too long for the operating system.
+    """
+    real, st = confined_stat(root, path)
+    if st is not None:
+        _check_regular(root, path, st)  # a named pipe or device is not even opened
+    try:
+        fd = os.open(real, _READ_FLAGS)
+    except OSError as exc:
+        raise _open_error(root, path, real, exc) from exc
+    with _checked(root, path, fd, "rb") as handle:
+        yield handle
+
+
+@contextmanager
+def append_regular(root: Path, path: Path | str) -> Iterator[BinaryIO]:
+    """The regular file at ``path`` inside ``root`` (created when missing), open for appending (binary).
+
+    For memdir's own append-only records (the defrag journal): a symbolic link or anything
+    but a regular file there is refused, as in `open_regular`.
+    """
+    real = confine(root, path)
+    try:
+        fd = os.open(real, _APPEND_FLAGS, 0o644)
+    except OSError as exc:
+        raise _open_error(root, path, real, exc) from exc
+    with _checked(root, path, fd, "ab") as handle:
+        yield handle
+
+
+def _open_error(root: Path, path: Path | str, real: str, exc: OSError) -> OSError | UnsafeFileError:
+    """A failed open as memdir's clear error where it is about the file (a socket opens with ENXIO)."""
+    if exc.errno in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP):
+        with contextlib.suppress(OSError):
+            return unsafe_file(root, path, "special", _kind(os.stat(real).st_mode))
+    return os_path_error(root, path, exc)
+
+
+@contextmanager
+def _checked(root: Path, path: Path | str, fd: int, mode: str) -> Iterator[BinaryIO]:
+    """``fd`` as a file object, once the opened file itself is known to be a regular file inside the root."""
+    try:
+        _check_regular(root, path, os.fstat(fd))  # the opened file itself: no swap in between
+        _check_opened(root, path, fd)
+        handle = os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
+        yield handle
+
+
+def _check_opened(root: Path, path: Path | str, fd: int) -> None:
+    """Where the kernel says ``fd`` is (Linux): a folder swapped for a link after `confine` shows here."""
+    try:
+        opened = os.readlink(_OPEN_FILES / str(fd))
+    except OSError:
+        return  # no /proc: the check before opening stands alone
+    if opened.startswith("/") and not is_within(root, opened):
+        raise unsafe_file(root, path, "outside")
+
+
+def read_regular(root: Path, path: Path | str, limit: int = -1) -> bytes:
+    """The bytes (the first ``limit`` of them, when given) of the regular file at ``path`` (see `open_regular`)."""
+    with open_regular(root, path) as handle:
+        return handle.read(limit)
+
+
+def stat_regular(root: Path, path: Path | str) -> os.stat_result | None:
+    """The ``stat`` of the regular file at ``path`` inside ``root``; None when nothing is there.
+
+    Raises:
+        UnsafeFileError: as `open_regular`.
+    """
+    _, st = confined_stat(root, path)
+    if st is not None:
+        _check_regular(root, path, st)
+    return st
+
+
+def private_folder(root: Path, relative: Path | str) -> Path:
+    """``root/relative`` (created when missing), refusing a symbolic link or anything but a folder on the way.
+
+    memdir's own folders (``.memdir/`` and those under it) are never links: one planted
+    there would send journals, indexes and derived files outside the root.
+
+    Raises:
+        UnsafeFileError: a part of the way is a symbolic link or not a folder.
+    """
+    folder = Path(root)
+    for part in Path(relative).parts:
+        folder = folder / part
+        try:
+            folder.mkdir(exist_ok=True)
+        except FileExistsError:
+            pass  # not a folder: reported below
+        except OSError as exc:
+            raise os_path_error(root, folder, exc) from exc
+        st = os.lstat(folder)
+        if stat.S_ISLNK(st.st_mode):
+            raise unsafe_file(root, folder, "link")
+        if not stat.S_ISDIR(st.st_mode):
+            raise unsafe_file(root, folder, "special", _kind(st.st_mode))
+    return folder
+
 
 
 def fsync_dir(path: Path) -> None:
@@ -69,4 +225,4 @@ def replace_file(path: Path, data: bytes, *, durable: bool = True, keep_mode: bo
         handle.write(data)
 
 
-__all__ = ["fsync_dir", "replace_file", "replacing"]
+__all__ = ["append_regular", "fsync_dir", "open_regular", "private_folder", "read_regular", "replace_file", "replacing", "stat_regular"]
