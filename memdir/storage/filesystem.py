@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -45,9 +46,9 @@ from memdir.core.errors import (
     UnsafeFileError,
 )
 from memdir.core.files import open_regular, read_regular, stat_regular
-from memdir.core.paths import disk_stem, is_within, normalize_path, resolve_in_root
+from memdir.core.paths import disk_stem, is_within, normalize_path, resolve_in_root, unsafe_file
 from memdir.storage import stubs
-from memdir.storage.atomic import commit_files, has_pending, recover
+from memdir.storage.atomic import PRIVATE_DIR, commit_files, has_pending, recover
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
 from memdir.storage.scan import scan_entries, sniff_stub
@@ -116,6 +117,7 @@ class FilesystemAdapter:
         self.max_entry_size = max_entry_size
         self.max_total_size = max_total_size
         self.max_redirect_hops = max_redirect_hops
+        self._check_private_files()
         self.lock = RootLock(
             self.root / LOCK_FILE_NAME,
             timeout=lock_timeout,
@@ -160,6 +162,25 @@ class FilesystemAdapter:
         md = resolve_in_root(self.root, path)
         stem = self.root / disk_stem(path)
         return md, stem.with_name(stem.name + SIDECAR_SUFFIX), stem.with_name(stem.name + EMBEDDING_SUFFIX)
+
+    def _check_private_files(self) -> None:
+        """Refuse a root whose ``.memdir/`` (or anything in it), or ``.lock``, is a symbolic link or a special file.
+
+        memdir creates neither there; one planted would send the index, journals and derived
+        data outside the root, or make opening them block. Checked once, before the lock is
+        first taken (journals planted later are refused by `memdir.storage.atomic.recover`).
+        """
+        private = self.root / PRIVATE_DIR
+        items = [private] if os.path.lexists(private) else []
+        for item in items:
+            st = os.lstat(item)
+            if stat.S_ISLNK(st.st_mode):
+                raise unsafe_file(self.root, item, "link")
+            if stat.S_ISDIR(st.st_mode):
+                items.extend(item / name for name in sorted(os.listdir(item)))
+            elif not stat.S_ISREG(st.st_mode):
+                raise unsafe_file(self.root, item, "special", "neither a regular file nor a folder")
+        stat_regular(self.root, self.root / LOCK_FILE_NAME)
 
     @staticmethod
     def _refuse_virtual(path: str) -> None:

@@ -8,6 +8,7 @@ and nothing outside the root is read, written, renamed or deleted.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -18,6 +19,7 @@ import pytest
 from memdir.core.errors import InvalidPathError, MemdirError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
+from memdir.storage.atomic import FAILED_DIR, txn_dir
 from memdir.tools import memory_delete, memory_edit, memory_glob, memory_grep, memory_read, memory_write
 from tests.fakes import FakeEmbedder
 
@@ -104,6 +106,160 @@ def test_a_sidecar_symlinked_out_of_the_root_never_leaks(root, outside, session)
     memory.close()
     assert snapshot(outside) == before
     assert not (root / "fact/ok.yml").is_symlink()
+
+
+@pytest.mark.parametrize("name, target", [(".memdir", ""), (".lock", "sentinel.md"), (".memdir", "dangling")])
+def test_memdirs_own_files_symlinked_out_of_the_root_are_refused(root, outside, session, name, target):
+    root.mkdir()
+    (root / name).symlink_to(outside / target)
+    before = snapshot(outside)
+    with pytest.raises(MemdirError, match=rf"'{name}'.*(symbolic link|outside the memory root)"):
+        open_memory(root)
+    assert snapshot(outside) == before
+
+
+# --------------------------------------------------------------------------- journals
+
+
+def hostile_journal(root: Path, outside: Path, name: str = "0001.commit") -> Path:
+    """A committed journal whose paths go through an in-root symlink to ``outside``."""
+    memory = open_memory(root)
+    memory.close()
+    (root / "concept").mkdir(exist_ok=True)
+    (root / "concept/link").symlink_to(outside, target_is_directory=True)
+    (outside / ".txn-x-0.tmp").write_text("planted", encoding="utf-8")
+    txn_dir(root).mkdir(parents=True, exist_ok=True)
+    journal = txn_dir(root) / name
+    journal.write_text(json.dumps({
+        "version": 1,
+        "renames": [["concept/link/.txn-x-0.tmp", "concept/link/secret.md"]],
+        "removals": ["concept/link/sentinel.md"],
+    }), encoding="utf-8")
+    return journal
+
+
+def test_a_journal_leading_out_of_the_root_is_quarantined_not_replayed(root, outside, session, caplog):
+    journal = hostile_journal(root, outside)
+    before = snapshot(outside)
+    memory = open_memory(root)
+    memory_glob(memory, session, "**/*")
+    put(memory, session, "fact/after.md", "still works", "After")
+    memory.close()
+    assert snapshot(outside) == before
+    assert not journal.exists()
+    assert (root / FAILED_DIR / journal.name).is_file()
+    assert "quarantined" in caplog.text and "outside the memory root" in caplog.text
+
+
+def test_a_journal_file_that_is_a_symlink_out_of_the_root_is_not_read(root, outside, session):
+    (outside / "fake.commit").write_text(json.dumps({"version": 1, "renames": [], "removals": ["fact/x.md"]}))
+    memory = open_memory(root)
+    put(memory, session, "fact/x.md", "keep", "Keep")
+    txn_dir(root).mkdir(parents=True, exist_ok=True)
+    (txn_dir(root) / "0002.commit").symlink_to(outside / "fake.commit")  # planted while the server runs
+    before = snapshot(outside)
+    put(memory, session, "fact/y.md", "next", "Next")  # the next writer recovers: it quarantines the link
+    assert "keep" in memory_read(memory, session, "fact/x.md")
+    memory.close()
+    assert (root / FAILED_DIR / "0002.commit").is_symlink()
+    assert snapshot(outside) == before
+
+    (txn_dir(root) / "0003.commit").symlink_to(outside / "fake.commit")  # planted before a start
+    with pytest.raises(MemdirError, match=r"'.memdir/txn/0003.commit': it is a symbolic link"):
+        open_memory(root)
+    assert snapshot(outside) == before
+
+
+def test_a_journal_folder_symlinked_out_of_the_root_is_refused_not_emptied(root, outside, session):
+    memory = open_memory(root)
+    put(memory, session, "fact/x.md", "keep", "Keep")
+    (outside / "0004.commit").write_text(json.dumps({"version": 1, "renames": [], "removals": ["fact/x.md"]}))
+    txn_dir(root).rmdir()
+    txn_dir(root).symlink_to(outside, target_is_directory=True)  # planted while the server runs
+    before = snapshot(outside)
+    for tool, args in ((put, ("fact/y.md", "next", "Next")), (memory_read, ("fact/x.md",))):
+        with pytest.raises(MemdirError, match=r"'.memdir/txn': it is a symbolic link"):
+            tool(memory, session, *args)
+    assert snapshot(outside) == before
+    txn_dir(root).unlink()  # as the hint says
+    assert "keep" in memory_read(memory, session, "fact/x.md")
+    memory.close()
+
+
+def write_defrag_journal(root: Path, *befores: dict) -> Path:
+    from memdir.optimization.journal import journal_dir
+
+    records = [
+        {"type": "run", "id": "r1", "action": "compact", "options": {}, "started_at": "2026-01-01T00:00:00"},
+        *({"type": "before", **before} for before in befores),
+        {"type": "end", "status": "complete"},
+    ]
+    journal_dir(root).mkdir(parents=True, exist_ok=True)
+    file = journal_dir(root) / "r1.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return file
+
+
+def undo(root: Path):
+    from typer.testing import CliRunner
+
+    from memdir.cli import app
+
+    return CliRunner().invoke(app, ["defrag", str(root), "--undo"])
+
+
+@pytest.mark.parametrize("bad", [
+    {"path": "fact/a.md", "state": {"state": "entry", "title": "no content"}},  # a state it cannot restore
+    {"path": "fact/a.md", "state": {"state": "entry", "content": "a", "hits": None}},  # nor this one
+    {"path": "../outside/sentinel.md", "state": {"state": "missing"}},  # not a memory path
+    {"path": "concept/link/sentinel.md", "state": {"state": "missing"}},  # through a link out of the root
+])
+def test_defrag_undo_quarantines_a_journal_it_cannot_trust_and_changes_nothing(root, outside, bad):
+    from memdir.optimization.journal import QUARANTINE_DIR
+
+    memory = open_memory(root)
+    memory.write("fact/a.md", "a", title="A")
+    memory.write("fact/b.md", "b", title="B")
+    memory.close()
+    (root / "concept").mkdir()
+    (root / "concept/link").symlink_to(outside, target_is_directory=True)
+    journal = write_defrag_journal(root, bad, {"path": "fact/b.md", "state": {"state": "missing"}})
+    before = snapshot(outside)
+    result = undo(root)
+    assert result.exit_code != 0
+    output = " ".join(result.output.split())
+    assert "cannot be undone" in output and "Nothing was changed" in output
+    memory = open_memory(root)
+    assert memory.read("fact/b.md").content == "b"  # nothing was undone halfway
+    memory.close()
+    assert not journal.exists() and (root / QUARANTINE_DIR / journal.name).is_file()
+    assert snapshot(outside) == before
+
+
+def test_a_defrag_journal_symlinked_out_of_the_root_is_neither_read_nor_appended_to(root, outside, session):
+    from memdir.optimization.journal import journal_dir
+    from memdir.tools.memory_defrag import memory_defrag
+
+    open_memory(root).close()
+    file = write_defrag_journal(root, {"path": "fact/a.md", "state": {"state": "missing"}})
+    file.rename(outside / "r1.jsonl")
+    file.symlink_to(outside / "r1.jsonl")
+    before = snapshot(outside)
+    result = undo(root)
+    assert result.exit_code != 0 and "symbolic link" in result.output
+    assert snapshot(outside) == before
+
+    file.unlink()
+    memory = open_memory(root)
+    text = "Ruby classes bundle state and behaviour: a class defines methods and instance variables for its objects."
+    put(memory, session, "concept/a.md", text, "Classes")
+    put(memory, session, "concept/b.md", text + " Indeed.", "Classes")
+    journal_dir(root).rmdir()
+    journal_dir(root).symlink_to(outside, target_is_directory=True)  # planted while the server runs
+    assert "'.memdir/defrag': it is a symbolic link" in memory_defrag(memory, "merge_duplicates", dry_run=False)
+    assert memory.redirect_of("concept/b.md") is None and memory.redirect_of("concept/a.md") is None
+    memory.close()
+    assert snapshot(outside) == before
 
 
 # --------------------------------------------------------------------------- special files
