@@ -15,6 +15,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memdir.core.errors import InvalidPathError, MemdirError
 from memdir.core.settings import Settings
@@ -328,3 +330,111 @@ def test_a_path_longer_than_the_os_allows_gives_a_clear_error(tmp_path, session)
         with pytest.raises(InvalidPathError, match="longer than the operating system allows") as excinfo:
             tool(memory, session, *args)
         assert "shorter" in excinfo.value.hint
+
+
+# --------------------------------------------------------------------------- property test
+
+# Where a hostile layout plants something: an entry's three files, a folder, memdir's own files.
+_POSITIONS = (
+    "fact/a.md", "fact/a.yml", "fact/a.emb", "fact/b.yml", "concept/c.md", "concept/d.md", "concept/sub",
+    ".memdir/txn/0001.commit", ".memdir/txn/0002.pending", ".memdir/defrag/r1.jsonl", ".memdir/content-bytes", ".lock",
+)
+_PLANTS = ("link_out_file", "link_out_dir", "link_in", "link_dangling", "loop", "fifo", "folder", "junk", "journal_out")
+_TOOLS = ("read", "write", "edit", "delete", "glob", "grep")
+_hostile_paths = st.one_of(
+    st.sampled_from([p for p in _POSITIONS if not p.startswith(".")] + ["concept/out/secret.md", "concept/out/x", "fact/b"]),
+    st.lists(st.sampled_from(["concept", "fact", "out", "sub", "a", "..", ".memdir", "loop", "\U0001f600" * 62]), min_size=1, max_size=17).map("/".join),
+    st.text(max_size=30),
+)
+_calls = st.lists(st.tuples(st.sampled_from(_TOOLS), _hostile_paths), min_size=1, max_size=6)
+
+
+def _plant(root: Path, outside: Path, position: str, kind: str) -> None:
+    """Put a hostile ``kind`` of file at ``position`` (replacing whatever was there)."""
+    target = root / position
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.is_file() or target.exists() and not target.is_dir():
+        target.unlink()
+    elif target.is_dir():
+        return  # a folder already stands there: leave it
+    suffix = Path(position).suffix or ".md"
+    if kind == "link_out_file":
+        target.symlink_to(outside / f"secret{suffix if suffix in ('.md', '.yml', '.emb') else '.md'}")
+    elif kind == "link_out_dir":
+        target.symlink_to(outside, target_is_directory=True)
+    elif kind == "link_in":
+        target.symlink_to(root / "fact/b.md")
+    elif kind == "link_dangling":
+        target.symlink_to(outside / "missing")
+    elif kind == "loop":
+        target.symlink_to(target.name)
+    elif kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "folder":
+        target.mkdir()
+    elif kind == "junk":
+        target.write_bytes(b"\xff\x00not what memdir wrote: [1, {")
+    else:  # a committed journal leading out through the linked folder concept/out
+        target.write_text(json.dumps({
+            "version": 1,
+            "renames": [["concept/out/.txn-x-0.tmp", "concept/out/secret.md"]],
+            "removals": ["concept/out/sentinel.md", "concept/out/secret.yml"],
+        }), encoding="utf-8")
+
+
+def _call(memory: Memory, session, tool: str, path: str) -> str:
+    if tool == "read":
+        return memory_read(memory, session, path)
+    if tool == "write":
+        return put(memory, session, path, "written", "Written")
+    if tool == "edit":
+        return memory_edit(memory, session, path, "b", "B")
+    if tool == "delete":
+        return memory_delete(memory, session, path)
+    if tool == "glob":
+        return memory_glob(memory, session, path)
+    return memory_grep(memory, session, "b|secret|SECRET", path=path)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plants=st.lists(st.tuples(st.sampled_from(_POSITIONS), st.sampled_from(_PLANTS)), max_size=5), calls=_calls)
+def test_any_hostile_layout_and_any_path_stay_inside_the_root(tmp_path_factory, plants, calls):
+    """Links out (files and folders), loops, pipes, folders and junk at an entry's .md/.yml/.emb, at
+    journals and at memdir's own files, then generated tool calls: each works inside the root or
+    gives a clear error, never blocks, and nothing outside the root is read, written, renamed or deleted."""
+    from memdir.tools import Session
+
+    base = tmp_path_factory.mktemp("hostile")
+    root, outside = base / "memory", base / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(f"# {SECRET}\nb\n", encoding="utf-8")
+    (outside / "secret.yml").write_text(f"title: {SECRET}\nhits: 77\n", encoding="utf-8")
+    (outside / "secret.emb").write_bytes(b"\0" * 1536)
+    (outside / "sentinel.md").write_text("keep me", encoding="utf-8")
+    (outside / ".txn-x-0.tmp").write_text("planted", encoding="utf-8")
+    session = Session()
+    memory = open_memory(root)
+    for path in ("fact/a.md", "fact/b.md", "concept/c.md"):
+        put(memory, session, path, "a b c", path)
+    memory.close()
+    (root / "concept/out").symlink_to(outside, target_is_directory=True)
+    for position, kind in plants:
+        _plant(root, outside, position, kind)
+    before = snapshot(outside), sorted(str(p.relative_to(outside)) for p in outside.rglob("*"))
+
+    try:
+        memory = call_with_timeout(open_memory, root)
+    except MemdirError as exc:
+        assert SECRET not in str(exc)
+    else:
+        try:
+            for tool, path in calls:
+                try:
+                    text = call_with_timeout(_call, memory, session, tool, path)
+                except MemdirError as exc:
+                    assert exc.message and SECRET not in str(exc)
+                else:
+                    assert SECRET not in text
+        finally:
+            memory.close()
+    assert (snapshot(outside), sorted(str(p.relative_to(outside)) for p in outside.rglob("*"))) == before
