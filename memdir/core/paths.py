@@ -168,8 +168,8 @@ def unsafe_file(root: Path | str, path: Path | str, reason: str, why: str = "") 
         message = f"Cannot use {shown!r}: it resolves outside the memory root (through a symbolic link)."
         hint = "Remove the symbolic link, or replace it with the file itself."
     elif reason == "special":
-        message = f"Cannot use {shown!r}: it is {why or 'a special file'}, not a regular file; only regular files are memory entries."
-        hint = "Remove or rename it (memdir never reads or writes such files)."
+        message = f"Cannot use {shown!r}: it is {why or 'a special file'}, not a regular file."
+        hint = "Only regular files are memory entries (or read and written at all): remove or rename it."
     elif reason == "link":
         message = (
             f"Cannot use {shown!r}: it is a symbolic link, and memdir never follows links among its own files "

@@ -295,6 +295,17 @@ def test_a_named_pipe_is_not_an_entry_and_never_blocks(root, outside, session):
     memory.close()
 
 
+def test_workspace_tools_never_wait_on_a_named_pipe(tmp_path):
+    from memdir.tools.workspace import FileReads, ToolPermissions, Workspace, edit_file, read_file, write_file
+
+    (tmp_path / "ws").mkdir()
+    os.mkfifo(tmp_path / "ws/pipe.txt")
+    workspace, reads = Workspace.create(tmp_path / "ws"), FileReads()
+    for tool, args in ((read_file, ()), (write_file, ("x",)), (edit_file, ("a", "b"))):
+        with pytest.raises(MemdirError, match="'pipe.txt': it is a named pipe"):
+            call_with_timeout(tool, workspace, reads, ToolPermissions(), "pipe.txt", *args)
+
+
 # --------------------------------------------------------------------------- OS limits
 
 
