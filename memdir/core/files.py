@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memdir.core.errors import UnsafeFileError
-from memdir.core.paths import confine, confined_stat, is_within, os_path_error, unsafe_file
+from memdir.core.paths import confine, confined_stat, inside_real_root, os_path_error, unsafe_file
 
 # Never blocking: a named pipe swapped in after the type check opens at once instead of
 # waiting for a writer (the check of the opened file then refuses it). O_NOFOLLOW: the
@@ -39,7 +39,7 @@ _SAFE_FLAGS = (
 )
 _READ_FLAGS = os.O_RDONLY | _SAFE_FLAGS
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _SAFE_FLAGS
-_OPEN_FILES = Path("/proc/self/fd")
+_OPEN_FILES_KNOWN = os.path.isdir("/proc/self/fd")  # Linux: where each open file really is
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -59,9 +59,8 @@ def _check_regular(root: Path, path: Path | str, st: os.stat_result) -> None:
         raise unsafe_file(root, path, "special", _kind(st.st_mode))
 
 
-@contextmanager
-def open_regular(root: Path, path: Path | str) -> Iterator[BinaryIO]:
-    """The regular file at ``path``, inside ``root``, open for reading (binary).
+def open_regular(root: Path, path: Path | str) -> BinaryIO:
+    """The regular file at ``path``, inside ``root``, open for reading (binary; use it in ``with``).
 
     Raises:
         FileNotFoundError, NotADirectoryError: nothing is there (callers treat it as missing).
@@ -69,19 +68,41 @@ def open_regular(root: Path, path: Path | str) -> Iterator[BinaryIO]:
             pipe, socket, device or folder), its symbolic links loop, or its path is
             too long for the operating system.
     """
-    real, st = confined_stat(root, path)
-    if st is not None:
-        _check_regular(root, path, st)  # a named pipe or device is not even opened
+    real = _to_open(root, path)
     try:
         fd = os.open(real, _READ_FLAGS)
     except OSError as exc:
         raise _open_error(root, path, real, exc) from exc
-    with _checked(root, path, fd, "rb") as handle:
-        yield handle
+    return _checked(root, path, fd, "rb")
 
 
-@contextmanager
-def append_regular(root: Path, path: Path | str) -> Iterator[BinaryIO]:
+def _to_open(root: Path, path: Path | str) -> str:
+    """What to open for ``path``: a regular file's path, resolved and confined where that is needed first.
+
+    Where the kernel tells where an opened file is (`_check_opened`), a path whose last
+    part is no link is opened as it is and checked once open — a folder on the way that
+    leads out shows there, before a byte is read — which saves resolving every folder of
+    it on every read. A last part that is a link is resolved and confined before opening.
+    A named pipe or device is refused before it is opened.
+    """
+    if not _OPEN_FILES_KNOWN:
+        real, st = confined_stat(root, path)
+    else:
+        try:
+            st = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            raise
+        except OSError as exc:
+            raise os_path_error(root, path, exc) from exc
+        real = os.fspath(path)
+        if stat.S_ISLNK(st.st_mode):
+            real, st = confined_stat(root, path)
+    if st is not None:
+        _check_regular(root, path, st)
+    return real
+
+
+def append_regular(root: Path, path: Path | str) -> BinaryIO:
     """The regular file at ``path`` inside ``root`` (created when missing), open for appending (binary).
 
     For memdir's own append-only records (the defrag journal): a symbolic link or anything
@@ -92,8 +113,7 @@ def append_regular(root: Path, path: Path | str) -> Iterator[BinaryIO]:
         fd = os.open(real, _APPEND_FLAGS, 0o644)
     except OSError as exc:
         raise _open_error(root, path, real, exc) from exc
-    with _checked(root, path, fd, "ab") as handle:
-        yield handle
+    return _checked(root, path, fd, "ab")
 
 
 def _open_error(root: Path, path: Path | str, real: str, exc: OSError) -> OSError | UnsafeFileError:
@@ -104,27 +124,28 @@ def _open_error(root: Path, path: Path | str, real: str, exc: OSError) -> OSErro
     return os_path_error(root, path, exc)
 
 
-@contextmanager
-def _checked(root: Path, path: Path | str, fd: int, mode: str) -> Iterator[BinaryIO]:
+def _checked(root: Path, path: Path | str, fd: int, mode: str) -> BinaryIO:
     """``fd`` as a file object, once the opened file itself is known to be a regular file inside the root."""
     try:
         _check_regular(root, path, os.fstat(fd))  # the opened file itself: no swap in between
         _check_opened(root, path, fd)
-        handle = os.fdopen(fd, mode)
+        return os.fdopen(fd, mode, buffering=0)  # type: ignore[return-value]  # raw FileIO: no copy through a buffer
     except BaseException:
         os.close(fd)
         raise
-    with handle:
-        yield handle
 
 
 def _check_opened(root: Path, path: Path | str, fd: int) -> None:
-    """Where the kernel says ``fd`` is (Linux): a folder swapped for a link after `confine` shows here."""
+    """Refuse ``fd`` unless the file it holds is inside the root, as the kernel (Linux) tells.
+
+    Also catches a folder swapped for a link between a check and the open.
+    """
     try:
-        opened = os.readlink(_OPEN_FILES / str(fd))
+        opened = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
-        return  # no /proc: the check before opening stands alone
-    if opened.startswith("/") and not is_within(root, opened):
+        confine(root, path)  # the kernel cannot tell: resolve the path instead
+        return
+    if not inside_real_root(root, opened):
         raise unsafe_file(root, path, "outside")
 
 

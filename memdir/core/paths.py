@@ -151,6 +151,11 @@ def is_within(root: Path | str, candidate: Path | str) -> bool:
     return _inside_real(_real_root(os.fspath(root)), os.path.realpath(candidate))
 
 
+def inside_real_root(root: Path | str, real: str) -> bool:
+    """True if the resolved path ``real`` (no links left in it) lies inside ``root``."""
+    return _inside_real(_real_root(os.fspath(root)), real)
+
+
 def _inside_real(real_root: str, real: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from memdir.core.entry import Metadata
 from memdir.core.errors import EntryNotFoundError, InputValidationError, InvalidPathError, RedirectError
-from memdir.core.files import append_regular, open_regular, private_folder
+from memdir.core.files import append_regular, private_folder, read_regular
 from memdir.core.paths import normalize_path, resolve_in_root
 from memdir.optimization.corpus import fingerprint
 
@@ -228,14 +228,13 @@ class Run:
 
 
 def _records(root: Path, file: Path) -> Iterator[dict[str, Any]]:
-    with open_regular(root, file) as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:  # a torn last line from a killed run
-                continue
-            if isinstance(record, dict):
-                yield record
+    for line in read_regular(root, file).splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:  # a torn last line from a killed run (or bytes that are not UTF-8)
+            continue
+        if isinstance(record, dict):
+            yield record
 
 
 def _path_of(record: dict[str, Any]) -> str:
