@@ -5,8 +5,8 @@ walk decides from names and ``DirEntry`` data alone; the only files it opens are
 ``.md`` files, and only their first bytes (`sniff_stub`). What counts as an entry:
 a regular ``.md`` file whose every path component is a valid memory name, reached
 without leaving the root (named pipes, sockets, devices, links that loop or lead out
-are not entries, and are never opened); hidden items (``.memdir/``, ``.lock``, temporary files) are
-never entries.
+are not entries, and are never opened); hidden items (``.memdir/``, ``.lock``, temporary
+files) and the root's reserved folders (``threads/``: thread event logs) are never entries.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from memdir.core.errors import UnsafeFileError
 from memdir.core.files import read_regular
-from memdir.core.paths import is_within
+from memdir.core.paths import RESERVED_FOLDERS, is_within
 from memdir.storage import stubs
 from memdir.storage.sidecar import SIDECAR_SUFFIX
 
@@ -97,6 +97,8 @@ def scan_entries(
                         linked.append((item.path, f"{current_prefix}{name}/"))
                         continue
                 elif item.is_dir():
+                    if not current_prefix and name.lower() in RESERVED_FOLDERS:
+                        continue  # thread logs, not entries
                     if _first_visit(item.path, seen, item):
                         real.append((item.path, f"{current_prefix}{name}/"))
                     continue
