@@ -74,3 +74,18 @@ def test_private_folders_are_created_and_never_links(root: Path) -> None:
     with pytest.raises(UnsafeFileError, match="'.memdir/defrag': it is a symbolic link"):
         private_folder(root, ".memdir/defrag/quarantine")
     assert not (root / "concept/quarantine").exists()
+
+
+def test_quarantine_moves_regular_files_and_removes_links_and_pipes(root: Path) -> None:
+    from memdir.core.files import quarantine
+
+    private_folder(root, ".memdir/txn")
+    (root / ".memdir/txn/a.commit").write_text("{}", encoding="utf-8")
+    (root / ".memdir/txn/b.commit").symlink_to(root.parent / "outside/x.md")
+    os.mkfifo(root / ".memdir/txn/c.commit")
+    assert quarantine(root, root / ".memdir/txn/a.commit", ".memdir/set-aside").startswith("moved to")
+    assert (root / ".memdir/set-aside/a.commit").read_text(encoding="utf-8") == "{}"
+    assert "a symbolic link to" in quarantine(root, root / ".memdir/txn/b.commit", ".memdir/set-aside")
+    assert quarantine(root, root / ".memdir/txn/c.commit", ".memdir/set-aside") == "removed (a named pipe (FIFO))"
+    assert list((root / ".memdir/txn").iterdir()) == [] and [p.name for p in (root / ".memdir/set-aside").iterdir()] == ["a.commit"]
+    assert (root.parent / "outside/x.md").read_text(encoding="utf-8") == "outside"

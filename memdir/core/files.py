@@ -167,6 +167,26 @@ def stat_regular(root: Path, path: Path | str) -> os.stat_result | None:
     return st
 
 
+def quarantine(root: Path, path: Path, relative_folder: Path | str) -> str:
+    """Take a file memdir must not use out of the way: into ``root/relative_folder``, for a person to inspect.
+
+    Only a regular file is moved; a symbolic link, named pipe or the like holds nothing to
+    inspect (and kept among memdir's own files it would make the root refuse to open), so
+    it is removed — the link itself, never what it points at.
+
+    Returns:
+        What was done, for the log: ``"moved to <folder>"`` or ``"removed (a symbolic link to …)"``.
+    """
+    st = os.lstat(path)
+    if stat.S_ISREG(st.st_mode):
+        folder = private_folder(root, relative_folder)
+        os.replace(path, folder / path.name)
+        return f"moved to {folder}"
+    what = f"a symbolic link to {os.readlink(path)}" if stat.S_ISLNK(st.st_mode) else _kind(st.st_mode)
+    os.unlink(path)
+    return f"removed ({what})"
+
+
 def private_folder(root: Path, relative: Path | str) -> Path:
     """``root/relative`` (created when missing), refusing a symbolic link or anything but a folder on the way.
 
@@ -246,4 +266,4 @@ def replace_file(path: Path, data: bytes, *, durable: bool = True, keep_mode: bo
         handle.write(data)
 
 
-__all__ = ["append_regular", "fsync_dir", "open_regular", "private_folder", "read_regular", "replace_file", "replacing", "stat_regular"]
+__all__ = ["append_regular", "fsync_dir", "open_regular", "private_folder", "quarantine", "read_regular", "replace_file", "replacing", "stat_regular"]

@@ -40,7 +40,7 @@ import numpy as np
 
 from memdir.core.entry import Metadata
 from memdir.core.errors import EntryNotFoundError, InputValidationError, InvalidPathError, RedirectError
-from memdir.core.files import append_regular, private_folder, read_regular
+from memdir.core.files import append_regular, private_folder, quarantine, read_regular
 from memdir.core.paths import normalize_path, resolve_in_root
 from memdir.optimization.corpus import fingerprint
 
@@ -319,12 +319,11 @@ def _check_restorable(kind: str, state: dict[str, Any]) -> None:
 
 def _quarantine(root: Path, run: Run, why: str) -> InputValidationError:
     """Move a journal that must not be replayed aside, and the error that says so."""
-    folder = private_folder(root, QUARANTINE_DIR)
-    os.replace(run.file, folder / run.file.name)
-    log.error("Defrag journal %s was not undone and is quarantined in %s: %s.", run.file.name, folder, why)
+    done = quarantine(root, run.file, QUARANTINE_DIR)
+    log.error("Defrag journal %s was not undone and is quarantined (%s): %s.", run.file.name, done, why)
     return InputValidationError(
         f"The defrag journal {run.file.name} cannot be undone: {why}. Nothing was changed; the journal was "
-        f"moved to {QUARANTINE_DIR.as_posix()}/.",
+        f"quarantined ({QUARANTINE_DIR.as_posix()}/).",
         "It was not written by memdir as it is now (planted or edited by hand): inspect it there before undoing anything else.",
     )
 

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from memdir.core.errors import UnsafeFileError
-from memdir.core.files import fsync_dir, private_folder, read_regular
+from memdir.core.files import fsync_dir, private_folder, quarantine, read_regular
 from memdir.core.paths import confine, unsafe_file
 
 log = logging.getLogger(__name__)
@@ -258,11 +258,10 @@ def _set_aside(root: Path, journal: Path, why: str) -> None:
     Left in place it would make every later lock holder fail the same way. Only a change
     made behind memdir's back (say, a folder created where a file belongs, or a planted
     journal naming files outside the root) gets here; the journal is kept for a person
-    to inspect.
+    to inspect (see `memdir.core.files.quarantine`).
     """
-    failed = private_folder(root, FAILED_DIR)
-    log.error("Memory transaction journal %s was not replayed and is quarantined in %s: %s.", journal.name, failed, why)
-    os.replace(journal, failed / journal.name)  # moves a link or a pipe itself, never what it points at
+    done = quarantine(root, journal, FAILED_DIR)
+    log.error("Memory transaction journal %s was not replayed and is quarantined (%s): %s.", journal.name, done, why)
 
 
 def _load_journal(root: Path, path: Path) -> dict | None:

@@ -153,7 +153,7 @@ def test_a_journal_leading_out_of_the_root_is_quarantined_not_replayed(root, out
     assert "quarantined" in caplog.text and "outside the memory root" in caplog.text
 
 
-def test_a_journal_file_that_is_a_symlink_out_of_the_root_is_not_read(root, outside, session):
+def test_a_journal_file_that_is_a_symlink_out_of_the_root_is_not_read(root, outside, session, caplog):
     (outside / "fake.commit").write_text(json.dumps({"version": 1, "renames": [], "removals": ["fact/x.md"]}))
     memory = open_memory(root)
     put(memory, session, "fact/x.md", "keep", "Keep")
@@ -163,8 +163,11 @@ def test_a_journal_file_that_is_a_symlink_out_of_the_root_is_not_read(root, outs
     put(memory, session, "fact/y.md", "next", "Next")  # the next writer recovers: it quarantines the link
     assert "keep" in memory_read(memory, session, "fact/x.md")
     memory.close()
-    assert (root / FAILED_DIR / "0002.commit").is_symlink()
+    assert not (txn_dir(root) / "0002.commit").exists()
+    assert not (root / FAILED_DIR / "0002.commit").exists()  # the link was removed: it holds nothing to inspect
+    assert "0002.commit was not replayed" in caplog.text and "removed (a symbolic link to" in caplog.text
     assert snapshot(outside) == before
+    open_memory(root).close()  # the root opens again
 
     (txn_dir(root) / "0003.commit").symlink_to(outside / "fake.commit")  # planted before a start
     with pytest.raises(MemdirError, match=r"'.memdir/txn/0003.commit': it is a symbolic link"):
