@@ -183,9 +183,9 @@ def unsafe_file(root: Path | str, path: Path | str, reason: str, why: str = "") 
     elif reason == "link":
         message = (
             f"Cannot use {shown!r}: it is a symbolic link, and memdir never follows links among its own files "
-            "(.memdir/ holds derived data and transaction journals)."
+            "(.memdir/ holds derived data and journals, threads/ the thread event logs)."
         )
-        hint = "Remove the link; memdir recreates what it needs there."
+        hint = "Remove the link (or put the real file or folder there in its place)."
     elif reason == "loop":
         message = f"Cannot use {shown!r}: it goes through symbolic links that loop."
         hint = "Remove or fix the looping symbolic link ('ls -l' shows where each one points)."

@@ -46,7 +46,7 @@ from memdir.core.errors import (
     UnsafeFileError,
 )
 from memdir.core.files import open_regular, read_regular, stat_regular
-from memdir.core.paths import disk_stem, is_within, normalize_path, resolve_in_root, unsafe_file
+from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_path, resolve_in_root, unsafe_file
 from memdir.storage import stubs
 from memdir.storage.atomic import PRIVATE_DIR, commit_files, has_pending, recover
 from memdir.storage.base import EntryInfo, Redirect
@@ -164,14 +164,15 @@ class FilesystemAdapter:
         return md, stem.with_name(stem.name + SIDECAR_SUFFIX), stem.with_name(stem.name + EMBEDDING_SUFFIX)
 
     def _check_private_files(self) -> None:
-        """Refuse a root whose ``.memdir/`` (or anything in it), or ``.lock``, is a symbolic link or a special file.
+        """Refuse a root whose ``.memdir/`` or ``threads/`` (or anything in them), or ``.lock``, is a
+        symbolic link or a special file.
 
-        memdir creates neither there; one planted would send the index, journals and derived
-        data outside the root, or make opening them block. Checked once, before the lock is
-        first taken (journals planted later are refused by `memdir.storage.atomic.recover`).
+        memdir creates neither there; one planted would send the index, journals, thread logs
+        and derived data outside the root, or make opening them block. Checked once, before
+        the lock is first taken (journals planted later are refused by `memdir.storage.atomic.recover`).
         """
-        private = self.root / PRIVATE_DIR
-        items = [private] if os.path.lexists(private) else []
+        folders = [self.root / PRIVATE_DIR, *(self.root / name for name in sorted(RESERVED_FOLDERS))]
+        items = [folder for folder in folders if os.path.lexists(folder)]
         for item in items:
             st = os.lstat(item)
             if stat.S_ISLNK(st.st_mode):

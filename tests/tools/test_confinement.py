@@ -110,9 +110,11 @@ def test_a_sidecar_symlinked_out_of_the_root_never_leaks(root, outside, session)
     assert not (root / "fact/ok.yml").is_symlink()
 
 
-@pytest.mark.parametrize("name, target", [(".memdir", ""), (".lock", "sentinel.md"), (".memdir", "dangling")])
+@pytest.mark.parametrize("name, target", [
+    (".memdir", ""), (".lock", "sentinel.md"), (".memdir", "dangling"), ("threads", ""), ("threads/t1", ""),
+])
 def test_memdirs_own_files_symlinked_out_of_the_root_are_refused(root, outside, session, name, target):
-    root.mkdir()
+    (root / name).parent.mkdir(parents=True)
     (root / name).symlink_to(outside / target)
     before = snapshot(outside)
     with pytest.raises(MemdirError, match=rf"'{name}'.*(symbolic link|outside the memory root)"):
