@@ -170,15 +170,15 @@ def stat_regular(root: Path, path: Path | str) -> os.stat_result | None:
 def quarantine(root: Path, path: Path, relative_folder: Path | str) -> str:
     """Take a file memdir must not use out of the way: into ``root/relative_folder``, for a person to inspect.
 
-    Only a regular file is moved; a symbolic link, named pipe or the like holds nothing to
-    inspect (and kept among memdir's own files it would make the root refuse to open), so
-    it is removed — the link itself, never what it points at.
+    Only a regular file (or a folder) is moved; a symbolic link, named pipe or the like holds
+    nothing to inspect (and kept among memdir's own files it would make the root refuse to
+    open), so it is removed — the link itself, never what it points at.
 
     Returns:
         What was done, for the log: ``"moved to <folder>"`` or ``"removed (a symbolic link to …)"``.
     """
     st = os.lstat(path)
-    if stat.S_ISREG(st.st_mode):
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
         folder = private_folder(root, relative_folder)
         os.replace(path, folder / path.name)
         return f"moved to {folder}"
