@@ -91,12 +91,13 @@ def test_a_search_keeps_no_capture_nothing_refers_to(pattern, searched_as):
     assert compile_search(pattern, BUDGET).compiled.pattern == searched_as
 
 
-def test_only_a_pattern_that_repeats_a_group_has_a_longest_line_shared_among_the_groups_it_keeps():
+def test_only_a_pattern_that_repeats_a_group_has_a_longest_line_shared_among_its_repeated_and_kept_groups():
     budget = RegexBudget.from_settings(Settings(grep_max_line_chars=1000))
     assert compile_search("a+b*(c|d)x{3}", budget).max_line is None
     assert compile_search("(ab)+", budget).max_line == 1000
     assert compile_search("(?:ab){2,}", budget).max_line == 1000
     assert compile_search("(?x)(ab) # spaced\n *", budget).max_line == 1000
+    assert compile_search("((a)*b)*", budget).max_line == 1000 // 2
     assert compile_search("(a)(b)*\\1", budget).max_line == 1000 // 3
 
 

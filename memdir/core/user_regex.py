@@ -25,10 +25,13 @@ included, becomes an `InputValidationError` that says what was wrong.
 Matching is bounded by time (`memdir.search.text_search.GrepPattern`). In memory, the
 engine keeps every capture of a repeated group (its ``captures()`` feature) and a
 backtracking entry for every pass of a repeated group: ``(.)*`` took 443 MB on a line of
-3,000,000 characters, ``(?:xy)*`` 181 MB on ``xyxy…``. A search only asks whether lines
-match, so `compile_search` compiles a pattern in which nothing refers back to a group
-with every group made non-capturing (``(.)*`` then takes nothing), and bounds the line a
-pattern that still repeats a group may search (`SearchRegex.max_line`).
+3,000,000 characters, ``(?:xy)*`` 181 MB on ``xyxy…``, ``(?:[ab]|\\d|.)*`` 343 MB on
+``abab…`` (while ``(?:a|b)*`` takes nothing: which repeated groups the engine runs as a
+flat loop cannot be told from outside). A search only asks whether lines match, so
+`compile_search` compiles a pattern in which nothing refers back to a group with every
+group made non-capturing (``(.)*`` then takes nothing), and bounds the line a pattern
+that repeats a group may search (`SearchRegex.max_line`), shared among its repeated and
+capturing groups: each may hold an entry per character of the line.
 """
 
 from __future__ import annotations
@@ -144,7 +147,7 @@ class _Reading:
 
     captures: list[tuple[int, int]] = field(default_factory=list)  # where each capturing group's opening is
     refers: bool = False  # a backreference (\\1, (?P=name)) or a conditional ((?(1)...)) names a group
-    repeats_group: bool = False  # a group carries *, + or a count
+    repeated_groups: int = 0  # groups that carry *, + or a count
 
 
 def check_cost(pattern: str, budget: RegexBudget) -> _Reading:
@@ -159,7 +162,7 @@ def check_cost(pattern: str, budget: RegexBudget) -> _Reading:
     if _VERBOSE_FLAG.search(pattern):
         verbose = _scan(pattern, budget, verbose=True)
         reading.refers |= verbose.refers
-        reading.repeats_group |= verbose.repeats_group
+        reading.repeated_groups = max(reading.repeated_groups, verbose.repeated_groups)
     return reading
 
 
@@ -219,7 +222,7 @@ def _scan(pattern: str, budget: RegexBudget, *, verbose: bool) -> _Reading:
             at += 1
             continue
         elif char == "{" and (count := _COUNT.match(pattern, at)) and any(map(str.isdigit, count.group(0))):
-            reading.repeats_group |= follows_group
+            reading.repeated_groups += follows_group
             times = max(_repeat_count(pattern, count, budget), 1)
             group.size += group.last * (times - 1)
             group.last *= times
@@ -227,7 +230,7 @@ def _scan(pattern: str, budget: RegexBudget, *, verbose: bool) -> _Reading:
             _check_size(pattern, group.size, budget)
             continue
         else:
-            reading.repeats_group |= follows_group and char in "*+"
+            reading.repeated_groups += follows_group and char in "*+"
             at += 1
         group.size += item
         group.last = item
@@ -269,14 +272,14 @@ class SearchRegex:
     """A pattern compiled for finding what matches, not what its groups captured."""
 
     compiled: Any  # a `regex.Pattern`
-    max_line: int | None  # the longest line it may search; None: any (no group repeats)
+    max_line: int | None  # the longest line it may search; None: any (no group is repeated)
 
 
 def compile_search(pattern: str, budget: RegexBudget, flags: int = 0) -> SearchRegex:
     """`compile_regex` for a search: where nothing refers back to a group, every group is made
     non-capturing (``(a|b)*`` as ``(?:a|b)*``: the same matches, without keeping a capture per
-    character). A pattern that still repeats a group may search lines of at most
-    ``budget.max_line_chars``, shared among the groups it keeps (each keeps one capture per pass).
+    character). A pattern that repeats a group may search lines of at most
+    ``budget.max_line_chars`` divided by the number of groups it repeats and keeps capturing.
     """
     reading = check_cost(pattern, budget)
     compiled = None
@@ -289,7 +292,8 @@ def compile_search(pattern: str, budget: RegexBudget, flags: int = 0) -> SearchR
             compiled = None
     if compiled is None:
         compiled = _compile(pattern, flags)
-    max_line = budget.max_line_chars // (1 + compiled.groups) if reading.repeats_group else None
+    held = reading.repeated_groups + compiled.groups  # what may hold an entry per character
+    max_line = budget.max_line_chars // held if reading.repeated_groups else None
     return SearchRegex(compiled, max_line)
 
 
