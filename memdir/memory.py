@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
+from memdir.core.keywords import extract_keywords, porter_stem
 from memdir.core.errors import EntryNotFoundError, StaleEditError
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
@@ -44,6 +45,9 @@ from memdir.storage.virtual import virtual_info, virtual_paths
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
+
+MIN_TERM_WEIGHT = 0.1
+"""Weight of a query term found in more than half the entries (its BM25 idf is negative)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +283,14 @@ class Memory:
             path_prefix=path_prefix,
             tags=list(tags) if tags else None,
         )
+
+    def term_weights(self, query: str) -> dict[str, float]:
+        """The query's keyword terms (Porter stems) weighted by their idf in this store (at least
+        `MIN_TERM_WEIGHT`, so a word in most entries still counts a little): what snippets rank lines by."""
+        terms = {porter_stem(word) for word in extract_keywords(query)}
+        with self.index.lock:
+            idf = self.index.keywords.idf(terms)
+        return {term: max(MIN_TERM_WEIGHT, value) for term, value in idf.items()}
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, matrix) of every entry embedded by the current model: one L2-normalised row per path.

@@ -129,6 +129,7 @@ class Settings(BaseSettings):
     tag_weight: float = _setting(0.1, "tag_weight", description="Weight of query keywords matching the entry's tags.")
     rrf_k: int = _setting(60, "rrf_k", description="Rank offset of reciprocal-rank fusion (fusion = 'rrf').")
     search_candidates: int = _setting(50, "search_candidates", description="Candidates per signal before fusion.")
+    search_max_top_k: int = _setting(50, "search_max_top_k", description="Most results one MemorySearch returns.")
     bm25_column_weights: tuple[float, float, float, float] = _setting(
         (4.0, 3.0, 2.0, 1.0), "bm25_column_weights", description="BM25 weights of title, tags, domain, content."
     )

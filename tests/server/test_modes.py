@@ -25,6 +25,10 @@ CONTRACT = {
         "pattern": "string", "path": "string?", "case_insensitive": "boolean?",
         "output_mode": "string:files_with_matches|content|count?",
     }),
+    "MemorySearch": ("Search memory by meaning and keywords", "RI", {
+        "query": "string", "top_k": "integer?", "type": "array[string]?", "path_prefix": "string?",
+        "tags": "array[string]?", "threshold": "number?", "explain": "boolean?",
+    }),
     "MemoryDiscover": ("Discover relevant skills and memories", "RI", {"message": "string"}),
     "MemoryWrite": ("Write memory entry", "DI", {
         "file_path": "string", "content": "string", "title": "string",
@@ -66,7 +70,7 @@ CONTRACT = {
 }
 
 WORKSPACE = ["Read", "Write", "Edit", "Glob", "Grep", "Bash"]
-RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover"]
+RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover"]
 ASSISTANT = [*RETRIEVAL, "MemoryWrite", "MemoryEdit", "LoadSkill", *WORKSPACE]
 
 
