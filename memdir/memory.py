@@ -173,7 +173,7 @@ class Memory:
         """
         logical = normalize_path(path)
         meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
-        text = searchable_text(title, meta, content, self.settings.embedding_max_chars)  # before the entry exists
+        text = self._card(title, meta, content)  # before the entry exists
         vector = self._embed([text])
         with self.adapter.lock.exclusive():
             overwritten = self.adapter.exists(logical)
@@ -356,7 +356,12 @@ class Memory:
             )
 
     def _searchable(self, entry: Entry) -> str:
-        return searchable_text(entry.title, entry.metadata, entry.content, self.settings.embedding_max_chars)
+        return self._card(entry.title, entry.metadata, entry.content)
+
+    def _card(self, title: str, metadata: Metadata, content: str) -> str:
+        """The searchable text of an entry, as this store's settings make it."""
+        settings = self.settings
+        return searchable_text(title, metadata, content, settings.embedding_max_chars, summary=settings.embedding_summary)
 
     def _model_id(self) -> str:
         """The model vectors are made with: the loaded one, else the configured one.

@@ -47,7 +47,7 @@ where SQLite FTS5 plus the rows of the candidates used to cost ~2 / 8-13 ms.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, Union
@@ -68,6 +68,9 @@ EmbedderSource = Union[Embedder, Callable[[], "Embedder | None"], None]
 # SwarmMemory: keyword matches are normalised by min(len(keywords), 5), so a long query
 # is not penalised for words no entry could contain.
 KEYWORD_NORMALISER_CAP = 5
+
+MIN_IDF = 0.1
+"""Coverage weight of a query term found in more than half the entries (its BM25 idf is negative)."""
 
 QUERY_VECTORS_KEPT = 64
 """Query embeddings a searcher remembers (see `HybridSearcher._query_vector`)."""
@@ -110,6 +113,8 @@ class SearchResult:
     breakdown: ScoreBreakdown
     mode: Mode
     tags: tuple[str, ...] = ()
+    matched: tuple[str, ...] = ()
+    """The query's keyword terms (Porter stems) the entry contains."""
 
 
 def normalize_prefix(path_prefix: str | None) -> str | None:
@@ -209,43 +214,88 @@ class HybridSearcher:
         pool = max(self.settings.search_candidates, top_k * 3)
 
         stems = [stem(word) for word in keywords]  # light stems: the tag match
-        terms = [porter_stem(word) for word in keywords]  # the keyword index's terms: BM25 and coverage
+        terms = list(dict.fromkeys(porter_stem(word) for word in keywords))  # the keyword index's terms
         with self.index.lock:  # one consistent view of the matrix and the keyword index
-            semantic = self._semantic(query_vector, query_model, pool, types, prefix, tags)
             kw = self.index.keywords
             hits, raw = kw.search(terms, pool, types=types, path_prefix=prefix, tags=tags)
             bm25 = dict(zip([kw.paths[slot] for slot in hits.tolist()], raw.tolist()))
-            candidates = list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25]))
-            slots = [kw.slot_of(path) for path in candidates]
-            candidates = [path for path, slot in zip(candidates, slots) if slot is not None]
-            slots = [slot for slot in slots if slot is not None]
-            if not candidates:
-                return []
-            signals = _Signals.of(
-                bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
-                cosines=semantic.cosines(candidates) if semantic else None,
-                covered=kw.coverage(set(terms), np.asarray(slots, dtype=np.int32)),
-                distinct_terms=len(set(terms)),
-                tag_counts=_tag_counts(set(stems), [kw.tags_of(slot) for slot in slots]),
-                distinct_stems=len(set(stems)),
-            )
+            idf = self._idf(terms)
+            semantic = self._semantic(query_vector, query_model, pool, types, prefix, tags)
             mode: Mode = "hybrid" if semantic is not None else "keyword"
-            scores = self._fuse(signals, mode).tolist()
-            relevance = self._fuse(signals, mode, absolute=True).tolist()
-            order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))
+            ranked = self._ranked(semantic, bm25, idf, set(stems), mode)
+            if ranked is None:
+                return []
+            candidates, slots, signals, scores, relevance = (
+                ranked.candidates, ranked.slots, ranked.signals, ranked.scores, ranked.relevance)
             results: list[SearchResult] = []
-            for i in order:
+            for i in ranked.order():
                 # A score of 0 means no signal at all (no shared word, orthogonal vectors): never a result.
                 if scores[i] <= 0.0 or (threshold is not None and scores[i] < threshold):
                     break
                 slot = slots[i]
                 results.append(SearchResult(
                     candidates[i], kw.titles[slot], kw.types[slot], round(scores[i], 6), round(relevance[i], 6),
-                    signals.breakdown(i), mode, kw.tags_of(slot),
+                    signals.breakdown(i), mode, kw.tags_of(slot), ranked.matched[i],
                 ))
                 if len(results) == top_k:
                     break
         return results
+
+    def _idf(self, terms: Sequence[str]) -> dict[str, float]:
+        """Each query term's idf in this store (at least `MIN_IDF`; a word no entry holds gets
+        the highest), so that a rare word or name found counts for more than a common one."""
+        return {term: max(value, MIN_IDF) for term, value in self.index.keywords.idf(terms).items()}
+
+    def _ranked(
+        self,
+        semantic: _SemanticHits | None,
+        bm25: dict[str, float],
+        idf: dict[str, float],
+        stems: set[str],
+        mode: Mode,
+    ) -> _Ranked | None:
+        """Candidates (semantic top + BM25 matches), their signals, scores and relevance; None if none.
+
+        Keyword coverage ranks by the share of the query's terms found, each counted once or
+        (``keyword_idf``) by its idf; relevance always counts them by idf (see `_relevance`).
+        """
+        kw = self.index.keywords
+        candidates = list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25]))
+        slots = [kw.slot_of(path) for path in candidates]
+        candidates = [path for path, slot in zip(candidates, slots) if slot is not None]
+        slots = [slot for slot in slots if slot is not None]
+        if not candidates:
+            return None
+        slot_array = np.asarray(slots, dtype=np.int32)
+        found = {term: kw.coverage([term], slot_array) > 0 for term in idf}
+        term_weights = idf if self.settings.keyword_idf else dict.fromkeys(idf, 1.0)
+        covered = sum((weight * found[term] for term, weight in term_weights.items()), np.zeros(len(slots)))
+        covered_idf = sum((weight * found[term] for term, weight in idf.items()), np.zeros(len(slots)))
+        matched = [tuple(term for term, hit in found.items() if hit[i]) for i in range(len(slots))]
+        signals = _Signals.of(
+            bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
+            cosines=semantic.cosines(candidates) if semantic else None,
+            covered=covered,
+            term_weights=list(term_weights.values()),
+            tag_counts=_tag_counts(stems, [kw.tags_of(slot) for slot in slots]),
+            distinct_stems=len(stems),
+        )
+        scores = self._fuse(signals, mode).tolist()
+        relevance = self._relevance(signals.semantic, _share(covered_idf, idf.values())).tolist()
+        return _Ranked(candidates, slots, signals, scores, relevance, matched)
+
+    def _relevance(self, cosines: np.ndarray | None, idf_coverage: np.ndarray) -> np.ndarray:
+        """SwarmMemory's absolute relevance, ``w * cosine + (1 - w) * keyword`` (w =
+        ``relevance_semantic_weight``, 0.5), with the keyword share weighted by idf: a message's
+        rare words and names weigh more than its common ones, so one shared common word no
+        longer makes an unrelated entry look relevant. Keyword mode: the idf share alone.
+
+        It does not use the ranking weights: thresholds keep their meaning when those change.
+        """
+        if cosines is None:
+            return idf_coverage
+        w = self.settings.relevance_semantic_weight
+        return w * cosines + (1.0 - w) * idf_coverage
 
     # ------------------------------------------------------------------ signals
     def _semantic(
@@ -270,20 +320,17 @@ class HybridSearcher:
         rows, _ = matrix.top_of(scores, pool, mask)
         return _SemanticHits([matrix.paths[r] for r in rows], scores, mask, matrix.row_of)
 
-    def _fuse(self, signals: _Signals, mode: Mode, *, absolute: bool = False) -> np.ndarray:
-        """One score per candidate: the weighted mean of its signals (or weighted RRF).
-
-        ``absolute`` leaves out the query-relative BM25 signal: the result's ``relevance``.
-        """
+    def _fuse(self, signals: _Signals, mode: Mode) -> np.ndarray:
+        """One score per candidate: the weighted mean of its signals (or weighted RRF)."""
         s = self.settings
         weights = {
             "semantic": s.semantic_weight if mode == "hybrid" else 0.0,
-            "bm25": 0.0 if absolute else s.bm25_weight,
+            "bm25": s.bm25_weight,
             "keyword": s.keyword_weight,
             "tag": s.tag_weight,
         }
         total = sum(weights.values()) or 1.0
-        if s.fusion == "rrf" and not absolute:
+        if s.fusion == "rrf":
             return self._rrf(signals, weights, total)
         fused = np.zeros(len(signals.bm25))
         for name, weight in weights.items():
@@ -306,6 +353,22 @@ class HybridSearcher:
 
 
 @dataclass(frozen=True, slots=True)
+class _Ranked:
+    """One ranking pass: the candidates and, per position, slot, signals, score, relevance and matched terms."""
+
+    candidates: list[str]
+    slots: list[int]
+    signals: _Signals
+    scores: list[float]
+    relevance: list[float]
+    matched: list[tuple[str, ...]]
+
+    def order(self) -> list[int]:
+        """Positions best first (ties by path)."""
+        return sorted(range(len(self.candidates)), key=lambda i: (-self.scores[i], self.candidates[i]))
+
+
+@dataclass(frozen=True, slots=True)
 class _Signals:
     """Every candidate's signals as arrays (one position per candidate), each normalised to [0, 1]."""
 
@@ -322,23 +385,24 @@ class _Signals:
         bm25_raw: np.ndarray,
         cosines: np.ndarray | None,
         covered: np.ndarray,
-        distinct_terms: int,
+        term_weights: Sequence[float],
         tag_counts: np.ndarray,
         distinct_stems: int,
     ) -> _Signals:
         """Normalise the raw measures.
 
-        ``covered``: how many of the ``distinct_terms`` distinct query terms (Porter stems)
-        each candidate contains; ``tag_counts``: how many of the ``distinct_stems`` query
-        words (light stems) match its tags. Both are divided by at most
-        `KEYWORD_NORMALISER_CAP` (SwarmMemory's rule); BM25 by the query's best.
+        ``covered``: the summed weight of the distinct query terms (Porter stems) each
+        candidate contains, out of ``term_weights``; ``tag_counts``: how many of the
+        ``distinct_stems`` query words (light stems) match its tags. Both are divided by
+        what the `KEYWORD_NORMALISER_CAP` heaviest terms weigh (SwarmMemory's rule: a
+        long query is not penalised for words no entry could contain); BM25 by the query's best.
         """
         best_bm25 = float(bm25_raw.max(initial=0.0))
         return cls(
             semantic=np.maximum(cosines, 0.0) if cosines is not None else None,
             bm25=bm25_raw / best_bm25 if best_bm25 > 0 else np.zeros_like(bm25_raw),
             bm25_raw=bm25_raw,
-            keyword=np.minimum(1.0, covered / max(1, min(distinct_terms, KEYWORD_NORMALISER_CAP))),
+            keyword=_share(covered, term_weights),
             tag=np.minimum(1.0, tag_counts / max(1, min(distinct_stems, KEYWORD_NORMALISER_CAP))),
         )
 
@@ -351,6 +415,14 @@ class _Signals:
             keyword=float(self.keyword[i]),
             tag=float(self.tag[i]),
         )
+
+
+def _share(covered: np.ndarray, weights: Iterable[float]) -> np.ndarray:
+    """``covered`` (summed weights of the query terms found) over what the `KEYWORD_NORMALISER_CAP`
+    heaviest query terms weigh, at most 1 (SwarmMemory's rule: a long query is not penalised
+    for words no entry could contain)."""
+    heaviest = sum(sorted(weights, reverse=True)[:KEYWORD_NORMALISER_CAP])
+    return np.minimum(1.0, covered / heaviest) if heaviest > 0 else np.zeros_like(covered)
 
 
 @lru_cache(maxsize=65536)

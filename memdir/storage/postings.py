@@ -334,11 +334,12 @@ class KeywordIndex:
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
         """Each term's BM25 idf in this index (negative for a term in more than half the entries).
 
-        A term no entry contains gets the idf of a term found once: the rarest there is,
-        which is what a word the store has never seen is, for a query.
+        A term no entry contains gets the formula's value for 0 entries, above any stored
+        term's: a word the store has never seen (a name it does not know) is the rarest
+        word of a query, and an entry that matches only its common words covers little of it.
         """
         live = len(self._slot_of)
-        return {term: _bm25_idf(live, max(1, self.document_frequency(term))) for term in terms}
+        return {term: _bm25_idf(live, self.document_frequency(term)) for term in terms}
 
     def _keep(
         self, slots: np.ndarray, types: Sequence[str] | None, prefix: str | None, tags: Sequence[str] | None

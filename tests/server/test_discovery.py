@@ -215,7 +215,7 @@ def test_one_shared_word_is_not_a_match_even_for_the_best_keyword_hit(tmp_path):
         memory.write("skill/release/notes.md", "Write the release notes from the merged pull requests.",
                      title="Release notes", metadata={"type": "skill", "tags": ["release"]})
         best = memory.search("Can you help me write a poem about cats", types=["skill"])[0]
-        assert best.path == "skill/release/notes.md" and best.breakdown.bm25 == 1.0 and best.score > 0.5
+        assert best.path == "skill/release/notes.md" and best.breakdown.bm25 == 1.0
         assert best.relevance < 0.25
         assert discover(memory, "Can you help me write a poem about cats") == ""
         assert "Release notes" in discover(memory, "write the release notes")
