@@ -12,7 +12,7 @@ Two corpora:
   with the speaker, the content ``"<speaker>: <text>"`` followed by the message it
   answers (the previous turn of the same session) as a second paragraph. Nothing comes
   from the questions or answers. ``recipe="plain"`` is the earlier bench's entry
-  (content ``"<speaker>: <text>"`` only, no title or tags), for comparison.
+  (content ``"<speaker>: <text>"`` only, type ``experience``, no title or tags), for comparison.
 * Python documentation (`docs_entries`): one entry per documented function or class of a
   fixed list of standard-library modules, from its docstring (`inspect.getdoc`). The
   query is the docstring's first sentence; the entry holds the rest of it, titled
@@ -163,7 +163,7 @@ def locomo_entries(sample: dict, recipe: str = "conversation") -> list[Doc]:
         for turn in talk[key]:
             said = f"{turn['speaker']}: {turn['text']}"
             if recipe == "plain":
-                docs.append(Doc(turn_path(turn["dia_id"]), said))
+                docs.append(Doc(turn_path(turn["dia_id"]), said, metadata={"type": "experience"}))
                 continue
             content = said if previous is None else f"{said}\n\nIn reply to {previous}"
             docs.append(Doc(turn_path(turn["dia_id"]), content, title=f"{turn['speaker']}, {date}",

@@ -284,6 +284,11 @@ class Memory:
             tags=list(tags) if tags else None,
         )
 
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""
+        with self.index.lock:
+            return {term: self.index.keywords.document_frequency(term) for term in terms}
+
     def term_weights(self, query: str) -> dict[str, float]:
         """The query's keyword terms (Porter stems) weighted by their idf in this store (at least
         `MIN_TERM_WEIGHT`, so a word in most entries still counts a little): what snippets rank lines by."""

@@ -123,8 +123,8 @@ class Settings(BaseSettings):
     )
 
     # --- search
-    semantic_weight: float = _setting(0.6, "semantic_weight", "SEMANTIC_WEIGHT")
-    keyword_weight: float = _setting(0.2, "keyword_weight", "KEYWORD_WEIGHT", description="Weight of the share of query keywords found in the entry (tuned on LoCoMo).")
+    semantic_weight: float = _setting(0.5, "semantic_weight", "SEMANTIC_WEIGHT")
+    keyword_weight: float = _setting(0.1, "keyword_weight", "KEYWORD_WEIGHT", description="Weight of the share of query keywords found in the entry (tuned on LoCoMo).")
     relevance_semantic_weight: float = _setting(
         0.5, "relevance_semantic_weight",
         description="Share of the cosine in a result's absolute relevance (the rest: idf-weighted keyword share); what discovery thresholds.",
@@ -167,6 +167,14 @@ class Settings(BaseSettings):
     # --- discovery (per-message reminders)
     discovery_top_k: int = _setting(3, "discovery_top_k")
     discovery_token_budget: int = _setting(600, "discovery_token_budget")
+    discovery_names_required: bool = _setting(
+        True, "discovery_names_required",
+        description="A message naming someone the store knows shows only entries that mention them; naming only unknowns, none.",
+    )
+    discovery_rank_by: Literal["score", "relevance"] = _setting(
+        "score", "discovery_rank_by",
+        description="Which hits above the threshold a reminder shows first: the search's ranking (score) or the most relevant.",
+    )
     discovery_min_score: float = _setting(0.2, "discovery_min_score", description="Relevance floor below any threshold.")
 
     # --- episodes (memdir.episodes: boundaries, recall ranking, the session-start reminder)

@@ -3,7 +3,9 @@
 SwarmMemory scored ``0.5 * cosine + 0.5 * keyword``, where *keyword* was the share of
 query keywords found in the entry's tags (``matches / min(len(keywords), 5)``). memdir
 keeps that score but matches the keywords against all of the entry's words (title, tags,
-domain, content), keeps the tag-only match as its own small signal, and adds real BM25:
+domain, content), weights each by its idf in the store (``keyword_idf``: a rare word or
+name found counts for more than a common one), keeps the tag match as its own signal,
+and adds real BM25:
 
     score = (w_sem * cosine + w_bm25 * bm25 / best_bm25 + w_kw * coverage + w_tag * tags)
             / (sum of the weights of the signals available)
@@ -11,24 +13,28 @@ domain, content), keeps the tag-only match as its own small signal, and adds rea
 Every signal lies in [0, 1] and all but BM25 are absolute. BM25 divided by the query's
 best makes the best keyword hit of *any* query score 1 on that signal — right for ranking,
 wrong for "is anything here relevant at all?": a message sharing one rare word with one
-entry made it look like a 58% match. So each result also carries ``relevance``: the same
-weighted mean without BM25 (cosine, share of the query's keywords found, tag match), an
-absolute figure like SwarmMemory's ``0.5 * cosine + 0.5 * keyword``, on which its
-thresholds (0.35 normal, 0.25 for short queries) keep their meaning. Discovery and
-episode recall threshold and show ``relevance``; ``score`` ranks search results. Without
-a model (not installed, disabled, still loading) the semantic term is left out and the
-others are re-weighted: results then say ``mode == "keyword"``.
+entry made it look like a 58% match. So each result also carries ``relevance``,
+SwarmMemory's absolute ``0.5 * cosine + 0.5 * keyword`` with the keyword share weighted
+by idf (a word the store has never seen weighs most), independent of the ranking
+weights, on which its thresholds (0.35 normal, 0.25 for short queries) keep their
+meaning. Discovery and episode recall threshold and show ``relevance``; ``score`` ranks
+search results. Without a model (not installed, disabled, still loading) the semantic
+term is left out and the others are re-weighted: results then say ``mode == "keyword"``.
 
-The fusion was chosen by measurement on LoCoMo (``bench/bench_recall_locomo.py``:
-turn-level recall@10, 1,536 questions of categories 1-4, all-MiniLM-L6-v2):
+The fusion was chosen by measurement (``bench/bench_recall_locomo.py``: turn-level
+recall, 1,536 LoCoMo questions of categories 1-4, all-MiniLM-L6-v2), tuned on
+conversations 0-4 and checked on 5-9 and on a documentation corpus
+(``bench/bench_recall_docs.py``). Turns written as an agent records them (speaker and
+date as title, speaker as tag, the turn answered as a second paragraph, the whole entry
+embedded: ``embedding_summary = "content"``):
 
-    BM25 alone 0.603, dense alone 0.492, keyword coverage alone 0.617;
-    reciprocal-rank fusion of dense + BM25 0.610; cosine + normalised BM25 0.659;
-    this weighted sum (0.5 / 0.3 / 0.2 / 0.1) 0.664 (R@5 0.581).
+    earlier weights (0.5 / 0.3 / 0.2 / 0.1, plain coverage): R@10 0.741, R@5 0.661;
+    0.5 / 0.1 / 0.1 / 0.4 with idf coverage: R@10 0.762, R@5 0.687.
 
-The weights sit on a broad plateau (0.659-0.665 for semantic 0.4-0.6, BM25 0.2-0.4,
-keyword 0.1-0.3); SwarmMemory's 0.5 / 0.5 split with BM25 0.3 gives 0.660. Fewer than
-50 candidates per signal lose about 0.01.
+Tag matches carry the speaker (a question names the person it is about); BM25 matters
+less once coverage is idf-weighted. Measured and left out, as they did not help:
+Rocchio pseudo-relevance feedback (-0.001 to -0.006 R@10), maximal-marginal-relevance
+diversity (+0.001 at best), 100 candidates per signal instead of 50 (-0.003).
 
 Reciprocal-rank fusion is kept as ``fusion = "rrf"`` for comparison; its scores are
 rank-based, so thresholds mean less there.
