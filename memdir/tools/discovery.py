@@ -122,7 +122,7 @@ def _found(result: Any) -> Found:
     return Found(path=path, title=title, type=str(entry_type), score=float(result.relevance))
 
 
-_CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][\w'’-]*")
+_CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][a-z][\w'’-]*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
 
 
@@ -130,7 +130,8 @@ def names_in(message: str) -> set[str]:
     """The keyword terms (Porter stems) of the capitalised words inside the message's sentences.
 
     A capitalised word that opens a sentence says nothing (every sentence starts with
-    one); inside a sentence it is a name: a person, a place, a product. "I" is not one.
+    one); inside a sentence it is a name: a person, a place, a product. "I" is not one,
+    nor is an acronym ("CI", "API"): a technical term the store may simply not use.
     """
     found: set[str] = set()
     for match in _CAPITALISED.finditer(message):
