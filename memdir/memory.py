@@ -47,10 +47,6 @@ log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
 
-MIN_TERM_WEIGHT = 0.1
-"""Weight of a query term found in more than half the entries (its BM25 idf is negative)."""
-
-
 @dataclass(frozen=True, slots=True)
 class WriteResult:
     """What a write did: the stored entry, and whether it replaced an existing one."""
@@ -317,12 +313,11 @@ class Memory:
             return {term: self.index.keywords.document_frequency(term) for term in terms}
 
     def term_weights(self, query: str) -> dict[str, float]:
-        """The query's keyword terms (Porter stems) weighted by their idf in this store (at least
-        `MIN_TERM_WEIGHT`, so a word in most entries still counts a little): what snippets rank lines by."""
-        terms = {porter_stem(word) for word in extract_keywords(query)}
+        """The query's keyword terms (Porter stems) weighted by their idf in this store, as search
+        weighs them (a word in most entries still counts a little): what snippets rank lines by."""
+        terms = list(dict.fromkeys(porter_stem(word) for word in extract_keywords(query)))
         with self.index.lock:
-            idf = self.index.keywords.idf(terms)
-        return {term: max(MIN_TERM_WEIGHT, value) for term, value in idf.items()}
+            return self.searcher.idf(terms)
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, matrix) of every entry embedded by the current model: one L2-normalised row per path.

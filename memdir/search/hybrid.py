@@ -225,7 +225,7 @@ class HybridSearcher:
             kw = self.index.keywords
             hits, raw = kw.search(terms, pool, types=types, path_prefix=prefix, tags=tags)
             bm25 = dict(zip([kw.paths[slot] for slot in hits.tolist()], raw.tolist()))
-            idf = self._idf(terms)
+            idf = self.idf(terms)
             semantic = self._semantic(query_vector, query_model, pool, types, prefix, tags)
             mode: Mode = "hybrid" if semantic is not None else "keyword"
             ranked = self._ranked(semantic, bm25, idf, set(stems), mode)
@@ -247,9 +247,10 @@ class HybridSearcher:
                     break
         return results
 
-    def _idf(self, terms: Sequence[str]) -> dict[str, float]:
+    def idf(self, terms: Sequence[str]) -> dict[str, float]:
         """Each query term's idf in this store (at least `MIN_IDF`; a word no entry holds gets
-        the highest), so that a rare word or name found counts for more than a common one."""
+        the highest), so that a rare word or name found counts for more than a common one. Call it
+        under ``index.lock``."""
         return {term: max(value, MIN_IDF) for term, value in self.index.keywords.idf(terms).items()}
 
     def _ranked(
