@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import socket
 import threading
 from pathlib import Path
@@ -18,11 +20,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memdir.core.errors import InvalidPathError, MemdirError
+from memdir.core.errors import InputValidationError, InvalidPathError, MemdirError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.storage.atomic import FAILED_DIR, txn_dir
 from memdir.tools import memory_delete, memory_edit, memory_glob, memory_grep, memory_read, memory_write
+from memdir.tools.thread_append import thread_append
+from memdir.tools.thread_context import thread_context
+from memdir.tools.thread_control import thread_control
+from memdir.tools.thread_list import thread_list
 from tests.fakes import FakeEmbedder
 
 SECRET = "OUTSIDE-SECRET"
@@ -346,6 +352,109 @@ def test_a_path_longer_than_the_os_allows_gives_a_clear_error(tmp_path, session)
         with pytest.raises(InvalidPathError, match="longer than the operating system allows") as excinfo:
             tool(memory, session, *args)
         assert "shorter" in excinfo.value.hint
+
+
+# --------------------------------------------------------------------------- working-memory threads
+
+
+def _outside_thread(outside: Path) -> Path:
+    """A thread folder outside the root, written by memdir itself: its log and a waiting message hold the secret."""
+    donor = open_memory(outside.parent / "donor")
+    thread_append(donor, "chat", "user", SECRET)
+    thread_control(donor, "chat", "mode", "stepping")
+    thread_append(donor, "chat", "user", f"queued {SECRET}")
+    donor.close()
+    shutil.copytree(outside.parent / "donor/threads/chat", outside / "thread")
+    return outside / "thread"
+
+
+@pytest.mark.parametrize("position, target", [
+    ("threads/chat/events.jsonl", "thread/events.jsonl"),
+    ("threads/chat/queue.jsonl", "thread/queue.jsonl"),
+    ("threads/chat", "thread"),
+    ("threads", ""),
+    (".memdir/threads", "thread"),
+])
+def test_a_thread_file_linked_out_of_the_root_while_serving_is_never_read_or_written(root, outside, position, target):
+    """Links planted under threads/ or .memdir/threads/ after the root was opened (the open-time check
+    cannot see them): every thread tool refuses them with a clear error, nothing outside is read or changed."""
+    memory = open_memory(root)
+    thread_append(memory, "chat", "user", "hello there")
+    thread_control(memory, "chat", "strategy", "semantic")
+    if position == "threads":
+        (outside / "chat").mkdir()
+        os.replace(_outside_thread(outside), outside / "chat")
+    else:
+        _outside_thread(outside)
+    planted = root / position
+    shutil.rmtree(planted) if planted.is_dir() else planted.unlink(missing_ok=True)
+    planted.symlink_to(outside / target)
+    before = snapshot(outside)
+    calls = (
+        (thread_append, ("chat", "user", "more")),
+        (thread_context, ("chat", 500, "hello")),
+        (thread_control, ("chat", "mode", "stepping")),
+        (thread_append, ("chat", "user", "queued")),
+        (thread_control, ("chat", "fork", "copy")),
+        (thread_list, ()),
+    )
+    refused = 0
+    for tool, args in calls:
+        try:
+            text = call_with_timeout(tool, memory, *args)
+        except MemdirError as exc:
+            assert SECRET not in str(exc)
+            assert re.search(r"(symbolic link|outside the memory root)", exc.message), exc.message
+            refused += 1
+        else:
+            assert SECRET not in text
+    memory.close()
+    assert refused
+    assert snapshot(outside) == before
+
+
+def test_a_named_pipe_as_a_thread_log_is_refused_and_never_blocks(root):
+    memory = open_memory(root)
+    thread_append(memory, "chat", "user", "hello")
+    log = root / "threads/chat/events.jsonl"
+    log.unlink()
+    os.mkfifo(log)
+    for tool, args in ((thread_append, ("chat", "user", "more")), (thread_context, ("chat", 500)),
+                       (thread_control, ("chat", "state"))):
+        with pytest.raises(MemdirError, match=r"'threads/chat/events.jsonl': it is a named pipe"):
+            call_with_timeout(tool, memory, *args)
+    call_with_timeout(thread_list, memory)
+    memory.close()
+
+
+@pytest.mark.parametrize("thread", ["..", "../outside", "/tmp/x", "a/b", "a\\b", ".memdir", "", "x" * 65, "a\x00b"])
+def test_a_thread_id_that_would_leave_threads_is_refused(root, outside, thread):
+    memory = open_memory(root)
+    thread_append(memory, "chat", "user", "hello")
+    before = snapshot(outside), sorted(os.listdir(root))
+    calls = [(thread_append, (thread, "user", "x")), (thread_context, (thread, 500)), (thread_control, (thread, "state"))]
+    if thread:  # fork with no value asks for one
+        calls.append((thread_control, ("chat", "fork", thread)))
+    for tool, args in calls:
+        with pytest.raises(InputValidationError, match=r"thread id .* is not allowed") as excinfo:
+            tool(memory, *args)
+        assert "letters, digits" in excinfo.value.hint
+    memory.close()
+    assert (snapshot(outside), sorted(os.listdir(root))) == before
+
+
+def test_thread_list_skips_a_folder_that_is_no_thread(root, outside):
+    """A hand-made folder under threads/ whose name is no thread id, or whose log is a link out, is not
+    listed (and does not make the listing fail)."""
+    memory = open_memory(root)
+    thread_append(memory, "chat", "user", "hello")
+    (root / "threads/bad name").mkdir()
+    (root / "threads/bad name/events.jsonl").write_bytes((root / "threads/chat/events.jsonl").read_bytes())
+    (root / "threads/leak").mkdir()
+    (root / "threads/leak/events.jsonl").symlink_to(_outside_thread(outside) / "events.jsonl")
+    listing = thread_list(memory)
+    memory.close()
+    assert listing.startswith("Threads (1):") and "- chat ·" in listing and SECRET not in listing
 
 
 # --------------------------------------------------------------------------- property test
