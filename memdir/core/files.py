@@ -140,8 +140,9 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
 
 
 def _open_error(root: Path, path: Path | str, real: str, exc: OSError) -> OSError | UnsafeFileError:
-    """A failed open as memdir's clear error where it is about the file (a socket opens with ENXIO)."""
-    if exc.errno in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP):
+    """A failed open as memdir's clear error where it is about the file (a socket opens with ENXIO, a folder
+    opened for writing with EISDIR)."""
+    if exc.errno in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP, errno.EISDIR):
         with contextlib.suppress(OSError):
             return unsafe_file(root, path, "special", _kind(os.stat(real).st_mode))
     return os_path_error(root, path, exc)
