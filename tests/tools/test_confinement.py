@@ -8,6 +8,7 @@ and nothing outside the root is read, written, renamed or deleted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -374,6 +375,7 @@ def _outside_thread(outside: Path) -> Path:
     ("threads/chat", "thread"),
     ("threads", ""),
     (".memdir/threads", "thread"),
+    (".lock", "missing"),  # the root's lock, which every thread change takes: a dangling link would create a file
 ])
 def test_a_thread_file_linked_out_of_the_root_while_serving_is_never_read_or_written(root, outside, position, target):
     """Links planted under threads/ or .memdir/threads/ after the root was opened (the open-time check
@@ -413,17 +415,25 @@ def test_a_thread_file_linked_out_of_the_root_while_serving_is_never_read_or_wri
     assert snapshot(outside) == before
 
 
-def test_a_named_pipe_as_a_thread_log_is_refused_and_never_blocks(root):
+@pytest.mark.parametrize("position, kind", [
+    ("threads/chat/events.jsonl", "a named pipe"), ("threads/chat/queue.jsonl", "a named pipe"), (".lock", "a named pipe"),
+    ("threads/chat/events.jsonl", "a folder"), (".lock", "a folder"),
+])
+def test_a_special_file_among_a_threads_files_is_refused_and_never_blocks(root, position, kind):
     memory = open_memory(root)
     thread_append(memory, "chat", "user", "hello")
-    log = root / "threads/chat/events.jsonl"
-    log.unlink()
-    os.mkfifo(log)
-    for tool, args in ((thread_append, ("chat", "user", "more")), (thread_context, ("chat", 500)),
-                       (thread_control, ("chat", "state"))):
-        with pytest.raises(MemdirError, match=r"'threads/chat/events.jsonl': it is a named pipe"):
-            call_with_timeout(tool, memory, *args)
-    call_with_timeout(thread_list, memory)
+    thread_control(memory, "chat", "mode", "stepping")
+    thread_append(memory, "chat", "user", "waiting")  # queue.jsonl holds it
+    (root / position).unlink()
+    os.mkfifo(root / position) if kind == "a named pipe" else (root / position).mkdir()
+    for tool, args in ((thread_append, ("chat", "user", "more")), (thread_control, ("chat", "step"))):
+        try:
+            answer = call_with_timeout(tool, memory, *args)  # a step reports the message it could not write
+        except MemdirError as exc:
+            answer = str(exc)
+        assert f"'{position}': it is {kind}" in answer
+    with contextlib.suppress(MemdirError):
+        call_with_timeout(thread_list, memory)
     memory.close()
 
 
@@ -459,15 +469,17 @@ def test_thread_list_skips_a_folder_that_is_no_thread(root, outside):
 
 # --------------------------------------------------------------------------- property test
 
-# Where a hostile layout plants something: an entry's three files, a folder, memdir's own files.
+# Where a hostile layout plants something: an entry's three files, a folder, memdir's own files, a thread's files.
 _POSITIONS = (
     "fact/a.md", "fact/a.yml", "fact/a.emb", "fact/b.yml", "concept/c.md", "concept/d.md", "concept/sub",
     ".memdir/txn/0001.commit", ".memdir/txn/0002.pending", ".memdir/defrag/r1.jsonl", ".memdir/content-bytes", ".lock",
+    "threads/t1/events.jsonl", "threads/t1/queue.jsonl", "threads/t1", "threads/t2", ".memdir/threads",
+    ".memdir/threads/vectors-fake_bow-384.bin",
 )
 _PLANTS = ("link_out_file", "link_out_dir", "link_in", "link_dangling", "loop", "fifo", "folder", "junk", "journal_out")
-_TOOLS = ("read", "write", "edit", "delete", "glob", "grep")
+_TOOLS = ("read", "write", "edit", "delete", "glob", "grep", "thread_append", "thread_context", "thread_list")
 _hostile_paths = st.one_of(
-    st.sampled_from([p for p in _POSITIONS if not p.startswith(".")] + ["concept/out/secret.md", "concept/out/x", "fact/b"]),
+    st.sampled_from([p for p in _POSITIONS if not p.startswith(".")] + ["concept/out/secret.md", "concept/out/x", "fact/b", "t1", "t2"]),
     st.lists(st.sampled_from(["concept", "fact", "out", "sub", "a", "..", ".memdir", "loop", "\U0001f600" * 62]), min_size=1, max_size=17).map("/".join),
     st.text(max_size=30),
 )
@@ -477,11 +489,14 @@ _calls = st.lists(st.tuples(st.sampled_from(_TOOLS), _hostile_paths), min_size=1
 def _plant(root: Path, outside: Path, position: str, kind: str) -> None:
     """Put a hostile ``kind`` of file at ``position`` (replacing whatever was there)."""
     target = root / position
+    if any((root / folder).is_symlink() or (root / folder).exists() and not (root / folder).is_dir()
+           for folder in Path(position).parents[:-1]):
+        return  # an earlier plant put a link or file where its folder was: nothing to plant inside
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_symlink() or target.is_file() or target.exists() and not target.is_dir():
         target.unlink()
     elif target.is_dir():
-        return  # a folder already stands there: leave it
+        shutil.rmtree(target)  # a thread's folder, .memdir/threads, or a folder planted before
     suffix = Path(position).suffix or ".md"
     if kind == "link_out_file":
         target.symlink_to(outside / f"secret{suffix if suffix in ('.md', '.yml', '.emb') else '.md'}")
@@ -518,15 +533,24 @@ def _call(memory: Memory, session, tool: str, path: str) -> str:
         return memory_delete(memory, session, path)
     if tool == "glob":
         return memory_glob(memory, session, path)
+    if tool == "thread_append":  # the path is the thread id: a hostile one, or a thread with hostile files
+        return thread_append(memory, path, "user", "b")
+    if tool == "thread_context":
+        return thread_context(memory, path, 500, "b")
+    if tool == "thread_list":
+        return thread_list(memory)
     return memory_grep(memory, session, "b|secret|SECRET", path=path)
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(plants=st.lists(st.tuples(st.sampled_from(_POSITIONS), st.sampled_from(_PLANTS)), max_size=5), calls=_calls)
+@given(plants=st.lists(st.tuples(st.sampled_from(_POSITIONS), st.sampled_from(_PLANTS), st.booleans()), max_size=5),
+       calls=_calls)
 def test_any_hostile_layout_and_any_path_stay_inside_the_root(tmp_path_factory, plants, calls):
     """Links out (files and folders), loops, pipes, folders and junk at an entry's .md/.yml/.emb, at
-    journals and at memdir's own files, then generated tool calls: each works inside the root or
-    gives a clear error, never blocks, and nothing outside the root is read, written, renamed or deleted."""
+    journals, at memdir's own files and at a thread's files — before the root is opened or while it is
+    open (where the check at open cannot see them) — then generated tool calls, thread tools included
+    (the path doubling as a thread id): each works inside the root or gives a clear error, never
+    blocks, and nothing outside the root is read, written, renamed or deleted."""
     from memdir.tools import Session
 
     base = tmp_path_factory.mktemp("hostile")
@@ -541,9 +565,14 @@ def test_any_hostile_layout_and_any_path_stay_inside_the_root(tmp_path_factory, 
     memory = open_memory(root)
     for path in ("fact/a.md", "fact/b.md", "concept/c.md"):
         put(memory, session, path, "a b c", path)
+    for thread in ("t1", "t2"):
+        thread_append(memory, thread, "user", "a b c")
+    thread_control(memory, "t1", "strategy", "semantic")  # its context embeds: .memdir/threads/ is used
+    thread_control(memory, "t2", "mode", "stepping")  # its messages wait in queue.jsonl
+    thread_append(memory, "t2", "user", "waiting")
     memory.close()
     (root / "concept/out").symlink_to(outside, target_is_directory=True)
-    for position, kind in plants:
+    for position, kind, _ in (plant for plant in plants if not plant[2]):
         _plant(root, outside, position, kind)
     before = snapshot(outside), sorted(str(p.relative_to(outside)) for p in outside.rglob("*"))
 
@@ -552,6 +581,8 @@ def test_any_hostile_layout_and_any_path_stay_inside_the_root(tmp_path_factory, 
     except MemdirError as exc:
         assert SECRET not in str(exc)
     else:
+        for position, kind, _ in (plant for plant in plants if plant[2]):  # while serving
+            _plant(root, outside, position, kind)
         try:
             for tool, path in calls:
                 try:
