@@ -153,6 +153,10 @@ class Settings(BaseSettings):
         50_000, "regex_max_size", description="Its size with counted repeats written out (nested counts multiply)."
     )
     regex_max_depth: int = _setting(100, "regex_max_depth", description="How deeply its groups may nest.")
+    grep_max_line_chars: int = _setting(
+        200_000, "grep_max_line_chars",
+        description="Longest line a pattern that repeats a group may search (its match takes memory per character).",
+    )
 
     # --- server
     mode: Mode = _setting("assistant", "mode")
