@@ -37,6 +37,7 @@ from typing import IO, Literal
 import portalocker
 
 from memdir.core.errors import LockTimeoutError
+from memdir.core.files import append_regular, open_regular
 
 LOCK_FILE_NAME = ".lock"
 Mode = Literal["shared", "exclusive"]
@@ -226,13 +227,13 @@ class RootLock:
         state = self._state
         if self.create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(state.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # Confined like every file of the root: a link or pipe swapped in for .lock while serving is refused.
+            handle = append_regular(self.path.parent, state.path)
         else:
             try:
-                fd = os.open(state.path, os.O_RDONLY)
+                handle = open_regular(self.path.parent, state.path)  # a read-only root's: never created
             except FileNotFoundError:
                 return
-        handle = os.fdopen(fd, "r+b" if self.create else "rb")
         flags = portalocker.LockFlags.EXCLUSIVE if mode == "exclusive" else portalocker.LockFlags.SHARED
         wait = _FIRST_WAIT
         try:
