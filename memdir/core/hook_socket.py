@@ -63,7 +63,7 @@ def socket_path(store_root: Path) -> Path | None:
     local = store_root / ".memdir" / "sock" / SOCKET_NAME
     if len(os.fsencode(local)) <= MAX_SOCKET_PATH:
         return local
-    digest = hashlib.sha256(os.fsencode(store_root)).hexdigest()[:24]
+    digest = hashlib.sha256(os.fsencode(store_root)).hexdigest()[:16]
     path = runtime_dir() / f"{digest}.sock"
     return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
 
