@@ -42,6 +42,8 @@ MAX_SOCKET_PATH = 100
 """Bytes; ``sun_path`` holds 108 (104 on macOS) including the terminating NUL."""
 MAX_LINE = 1_000_000
 """Bytes of one request or answer line; a prompt is far shorter, an answer is a few KB."""
+SOCKET_DIR = "sock"
+"""The socket's folder under a store's ``.memdir/`` (owner-only; the store's checks do not descend into it)."""
 SOCKET_NAME = "hooks.sock"
 
 
@@ -60,7 +62,7 @@ def socket_path(store_root: Path) -> Path | None:
 
     The socket's directory must be owner-only (the server creates it so, the client checks).
     """
-    local = store_root / ".memdir" / "sock" / SOCKET_NAME
+    local = store_root / ".memdir" / SOCKET_DIR / SOCKET_NAME
     if len(os.fsencode(local)) <= MAX_SOCKET_PATH:
         return local
     digest = hashlib.sha256(os.fsencode(store_root)).hexdigest()[:16]

@@ -3,9 +3,9 @@
 `memdir.core.hook_socket` has the protocol and the client. This is the server's side: an
 asyncio server in the lifespan (`serving`) that answers ``discover`` and ``session-start``
 with the same functions the hooks call on their own (`memdir.tools.discovery.discover`,
-`memdir.episodes.hooks.session_start_reminder`), run on the memory thread with the server's
+`memdir.episodes.hooks.session_start_reminder`), run on the server's read pool with its
 open `Memory` and loaded model. Anything it cannot answer at once (the model still loading,
-the memory thread busy past the timeout) it declines, and the hook takes its cold path.
+the memory busy past the timeout) it declines, and the hook takes its cold path.
 
 Claiming the socket: one server per store answers. Under a lock file in the socket's
 directory, a server that finds a socket somebody answers on leaves it alone (and serves no
@@ -166,8 +166,7 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
             request = parse_request(line)
             if request["root"] != root:
                 raise BadRequest(f"this server serves {root}, not {request['root']}")
-            host.start()  # opening is queued before the answer (the memory thread runs one thing at a time)
-            text = await asyncio.wait_for(host.run(_answer, request, settings), timeout=timeout)
+            text = await asyncio.wait_for(host.run(_answer, request, settings, read_only=True), timeout=timeout)
             reply: dict[str, Any] = {"ok": True, "root": root, "text": text}
         except (BadRequest, Declined, MemdirError, ValueError) as exc:
             reply = {"ok": False, "error": str(exc)}
@@ -182,7 +181,7 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
 
 
 def _answer(memory: Memory, request: dict[str, Any], settings: Settings) -> str:
-    """The hook's additional context for ``request``, from the server's open memory (runs on the memory thread)."""
+    """The hook's additional context for ``request``, from the server's open memory (runs on a read thread)."""
     if request["kind"] == "session-start":
         return session_start_reminder(memory, request["cwd"])
     if memory.model.state.value == "loading":

@@ -243,3 +243,11 @@ def test_a_long_root_is_still_served(tmp_path, runtime_dir):
     with running_server(settings) as path:
         assert path is not None and path.parent == runtime_dir / "memdir"
         assert hook_socket.ask(settings.store_root, discover_request(), timeout=5) == ""
+
+
+def test_the_store_opens_beside_its_servers_socket(settings):
+    """The socket is the one special file allowed under .memdir/ (the cold path opens the store while a server runs)."""
+    with running_server(settings) as path:
+        assert path.is_socket() and path.is_relative_to(settings.store_root / ".memdir")
+        with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+            assert memory.read("fact/git/remotes.md")
