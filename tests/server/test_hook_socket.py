@@ -251,3 +251,42 @@ def test_the_store_opens_beside_its_servers_socket(settings):
         assert path.is_socket() and path.is_relative_to(settings.store_root / ".memdir")
         with Memory.open(settings, embedder=FakeEmbedder()) as memory:
             assert memory.read("fact/git/remotes.md")
+
+
+def spawn_server(root: Path, env: dict[str, str]) -> subprocess.Popen:
+    """`memdir serve` over stdio (stdin held open), once its hooks socket answers."""
+    server = subprocess.Popen([sys.executable, "-m", "memdir", "serve", "--root", str(root)], stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 60
+    while hook_socket.ask(root, discover_request(), timeout=2) is None:
+        assert server.poll() is None and time.monotonic() < deadline, "memdir serve did not answer on its socket"
+        time.sleep(0.1)
+    return server
+
+
+@pytest.mark.slow
+def test_real_server_and_hook_processes(settings):
+    """`memdir serve` answers `memdir discover` as the cold hook would; killed, it leaves a stale socket
+    that the hook falls back past and the next server replaces; stopped normally, it removes its socket."""
+    env = {**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "false"}
+
+    def hook() -> str:
+        result = subprocess.run([sys.executable, "-m", "memdir", "discover", "--root", str(settings.root)],
+                                input=json.dumps({"prompt": PROMPT}), capture_output=True, text=True, env=env, timeout=120)
+        assert result.returncode == 0 and not result.stderr, result.stderr
+        return result.stdout
+
+    cold = hook()
+    assert "rebase.md" in cold
+    path = hook_socket.socket_path(Path(hook_socket.canonical_root(settings.store_root)))
+    server = spawn_server(settings.root, env)
+    assert hook() == cold
+    server.kill()
+    server.wait()
+    assert path.is_socket()                      # what a killed server leaves
+    assert hook() == cold                        # ... costs the hook nothing but the cold path
+    server = spawn_server(settings.root, env)    # ... and the next server takes over
+    assert hook() == cold
+    server.stdin.close()
+    server.wait(timeout=60)
+    assert not path.exists()
