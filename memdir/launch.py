@@ -29,7 +29,11 @@ TRUE, FALSE = ("1", "on", "t", "true", "y", "yes"), ("0", "off", "f", "false", "
 
 def main() -> None:
     """Run ``memdir`` with ``sys.argv``."""
-    if not answered_by_server(sys.argv[1:]):
+    try:
+        answered = answered_by_server(sys.argv[1:])
+    except Exception:  # the fast path must never cost the hook its answer: the CLI does it the long way
+        answered = False
+    if not answered:
         from memdir.cli import app
 
         app()
