@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from memdir.core.files import fsync_dir
@@ -76,7 +76,13 @@ def _inside(root: Path, relative: str) -> Path | None:
     return root / relative
 
 
-def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Path] = ()) -> None:
+def commit_files(
+    root: Path,
+    writes: Mapping[Path, bytes],
+    removals: Iterable[Path] = (),
+    *,
+    on_commit: Callable[[], None] | None = None,
+) -> None:
     """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
 
     Call it under the root's exclusive lock (a concurrent `recover` would otherwise
@@ -87,6 +93,9 @@ def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Pa
         root: the memory root; every path must lie inside it.
         writes: target path -> complete new content.
         removals: paths to delete in the same transaction.
+        on_commit: called right after the commit point, before any file is renamed (the
+            root's change counter is raised there, see `memdir.storage.changes`); it must
+            not raise, since the transaction cannot be undone any more.
 
     Raises:
         OSError: staging failed (disk full, permissions); nothing was changed.
@@ -124,6 +133,8 @@ def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Pa
         raise
     # From here on the transaction is committed: if anything below is interrupted,
     # `recover` rolls it forward, so nothing may be undone.
+    if on_commit is not None:
+        on_commit()
     fsync_dir(journal_dir)
     _roll_forward(root, journal)
     _finish(committed, journal_dir)

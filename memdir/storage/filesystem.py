@@ -47,6 +47,7 @@ from memdir.core.paths import disk_stem, is_within, normalize_path, resolve_in_r
 from memdir.storage import stubs
 from memdir.storage.atomic import commit_files, has_pending, recover
 from memdir.storage.base import EntryInfo, Redirect
+from memdir.storage.changes import ChangeCounter
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
 from memdir.storage.scan import read_head, scan_entries, sniff_stub
 from memdir.storage.sidecar import (
@@ -121,6 +122,7 @@ class FilesystemAdapter:
             repair=self._repair,
         )
         self._total = SharedTotal(self.root, self._scan_total)
+        self.changes = ChangeCounter(self.root)
         if has_pending(self.root):
             with self.lock.exclusive():  # finishes what a killed writer left
                 pass
@@ -131,6 +133,7 @@ class FilesystemAdapter:
         """Finish or undo a killed writer's transaction (the lock runs this, exclusively held)."""
         if recover(self.root):
             self._total.invalidate()  # files changed behind the recorded total
+            self.changes.bump()  # and behind every index that has not seen them
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -146,6 +149,11 @@ class FilesystemAdapter:
             if self.lock.mode == "exclusive" and has_pending(self.root):
                 self._repair()
             yield
+
+    def _commit(self, writes: Mapping[Path, bytes], removals: Sequence[Path] = ()) -> None:
+        """Commit a change to entries (under the exclusive lock), raising the change counter."""
+        self.changes.prepare()
+        commit_files(self.root, writes, removals, on_commit=self.changes.bump)
 
     # ----------------------------------------------------------------- paths
 
@@ -261,7 +269,7 @@ class FilesystemAdapter:
                 removals.append(emb)
             else:
                 writes[emb] = emb_bytes
-            commit_files(self.root, writes | self._total.staged(total), removals)
+            self._commit(writes | self._total.staged(total), removals)
             self._total.committed(total)
         return Entry(
             path=path,
@@ -324,7 +332,7 @@ class FilesystemAdapter:
                     "embedding_checksum": checksum,
                 }))
             if writes:
-                commit_files(self.root, writes)
+                self._commit(writes)
         return updated
 
     @staticmethod
@@ -381,7 +389,7 @@ class FilesystemAdapter:
         md, yml, emb = self._files(path)
         with self._writing():
             total = self._check_limits(path, md, len(data))
-            commit_files(self.root, {md: data} | self._total.staged(total), [yml, emb])
+            self._commit({md: data} | self._total.staged(total), [yml, emb])
             self._total.committed(total)
 
     def delete(self, path: str) -> None:
@@ -398,7 +406,7 @@ class FilesystemAdapter:
             if not md.is_file():
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
-            commit_files(self.root, self._total.staged(total), [md, yml, emb])
+            self._commit(self._total.staged(total), [md, yml, emb])
             self._total.committed(total)
             self._prune_empty_folders(md.parent)
 

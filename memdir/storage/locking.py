@@ -142,14 +142,18 @@ class RootLock:
         return None
 
     @contextmanager
-    def exclusive(self) -> Iterator[None]:
+    def exclusive(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the lock alone: no other process reads or writes meanwhile.
+
+        Args:
+            timeout: seconds to wait, instead of the lock's own ``timeout``
+                (0: take it only if it is free right now).
 
         Raises:
             LockTimeoutError: another process held the lock for longer than ``timeout``.
             RuntimeError: the calling thread holds only the shared lock (no upgrades).
         """
-        with self._hold("exclusive"):
+        with self._hold("exclusive", self.timeout if timeout is None else timeout):
             yield
 
     @contextmanager
@@ -161,14 +165,14 @@ class RootLock:
         Raises:
             LockTimeoutError: a writer held the lock for longer than ``timeout``.
         """
-        with self._hold("shared"):
+        with self._hold("shared", self.timeout):
             yield
 
     @contextmanager
-    def _hold(self, mode: Mode) -> Iterator[None]:
-        deadline = time.monotonic() + self.timeout
+    def _hold(self, mode: Mode, timeout: float) -> Iterator[None]:
+        deadline = time.monotonic() + timeout
         state = self._state
-        if not state.rlock.acquire(timeout=max(self.timeout, 0.0)):
+        if not state.rlock.acquire(timeout=max(timeout, 0.0)):
             raise self._timeout_error(mode, "another thread of this process")
         try:
             if state.depth == 0:

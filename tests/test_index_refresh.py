@@ -1,0 +1,61 @@
+"""A process that keeps a root open sees what another process's writer committed, even one killed mid-write.
+
+The writer child is killed with SIGKILL at an exact point of `Memory.write` (a hook set in the
+child only): after its files were renamed into place but before the index was updated, after the
+commit point but before the renames, or before its journal was removed. The long-lived reader
+must then search, read and glob the new version without reopening the root.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+
+import pytest
+
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+from memdir.storage import atomic
+from memdir.tools.memory_glob import memory_glob
+from memdir.tools.memory_read import memory_read
+from tests.fakes import FakeEmbedder
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
+
+
+def _die(*_args: object, **_kwargs: object) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _write_then_die_at(root: str, point: str) -> None:
+    """Overwrite fact/paris, SIGKILLed at ``point`` (the hook is set in this child only)."""
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        if point == "before the index update":
+            memory.index.upsert = _die
+        elif point == "before the renames":
+            atomic._roll_forward = _die
+        else:  # before the journal is removed
+            atomic._finish = _die
+        memory.write("fact/paris", "Lyon is famous for its food.", title="Lyon", metadata={"type": "fact"})
+
+
+@pytest.mark.parametrize("point", ["before the index update", "before the renames", "before the journal is removed"])
+def test_a_long_lived_reader_sees_what_a_killed_writer_committed(tmp_path, session, point):
+    settings = Settings(root=tmp_path / "memory")
+    with Memory.open(settings, embedder=FakeEmbedder()) as reader:
+        reader.write("fact/paris", "Paris is the capital of France.", title="Paris", metadata={"type": "fact"})
+        assert [hit.title for hit in reader.search("capital France")] == ["Paris"]
+
+        child = multiprocessing.get_context("spawn").Process(target=_write_then_die_at, args=(str(settings.store_root), point))
+        child.start()
+        child.join(60)
+        assert child.exitcode == -signal.SIGKILL
+
+        hits = reader.search("Lyon food")
+        assert [(hit.path, hit.title) for hit in hits] == [("fact/paris.md", "Lyon")]
+        assert all(hit.path != "fact/paris.md" for hit in reader.search("capital France"))
+        assert "Lyon is famous for its food." in memory_read(reader, session, "fact/paris.md")
+        assert '"Lyon"' in memory_glob(reader, session, "fact/*")
+        assert not atomic.has_pending(settings.store_root)
