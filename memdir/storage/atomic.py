@@ -184,11 +184,17 @@ def _unlink_quietly(path: Path) -> bool:
         return False
 
 
-def has_pending(root: Path) -> bool:
-    """True if a transaction journal is waiting for `recover` (one cheap folder listing)."""
+def has_pending(root: Path, *, committed_only: bool = False) -> bool:
+    """True if a transaction journal is waiting for `recover` (one cheap folder listing).
+
+    Args:
+        committed_only: count only journals past their commit point: their files are
+            being renamed right now, or their writer was killed doing so.
+    """
+    suffix = COMMIT_SUFFIX if committed_only else ""
     try:
         with os.scandir(txn_dir(root)) as entries:
-            return any(True for _ in entries)
+            return any(entry.name.endswith(suffix) for entry in entries)
     except (FileNotFoundError, NotADirectoryError):
         return False
 
