@@ -20,8 +20,8 @@ Concurrency: every change goes through `memdir.storage.atomic.commit_files` unde
 the root's exclusive lock, and a killed writer is repaired (`memdir.storage.atomic.recover`)
 by the next process that takes the lock. Reads take no lock while they can: each file is
 replaced by rename, so it reads whole, and a read of several files is kept only if the
-root's change counter did not move and no journal waited meanwhile
-(`memdir.storage.changes`); otherwise it is repeated, in the end under the shared lock. So
+root's change counter did not move and no committed transaction was renaming files
+meanwhile (`memdir.storage.changes`); otherwise it is repeated, in the end under the shared lock. So
 no reader — in this process or another — sees half of a change, and readers never queue
 behind writers. (A SwarmMemory process writing the same root raises no counter; its
 changes are whole only to readers that hold the shared lock.)
