@@ -53,6 +53,8 @@ def test_a_long_lived_reader_sees_what_a_killed_writer_committed(tmp_path, sessi
         child.join(60)
         assert child.exitcode == -signal.SIGKILL
 
+        # A plain read takes no lock; a journal left mid-rename sends it to the lock, which repairs.
+        assert reader.read("fact/paris").title == "Lyon"
         hits = reader.search("Lyon food")
         assert [(hit.path, hit.title) for hit in hits] == [("fact/paris.md", "Lyon")]
         assert all(hit.path != "fact/paris.md" for hit in reader.search("capital France"))
