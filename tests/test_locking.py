@@ -123,6 +123,8 @@ def test_another_process_holding_it_exclusively_times_out_with_a_hint(lock_file:
     assert "exclusive lock" in error.message and "another process" in error.message
     assert "MEMDIR_LOCK_TIMEOUT" in error.hint
     assert isinstance(error.__cause__, Exception)  # the portalocker error it translates
+    with held_by_other_process(lock_file, "exclusive"):
+        pass  # the requests given up on released the lock as soon as they got it
     with lock.exclusive():  # free again once the other process let go
         pass
 
