@@ -61,3 +61,21 @@ def test_a_long_lived_reader_sees_what_a_killed_writer_committed(tmp_path, sessi
         assert "Lyon is famous for its food." in memory_read(reader, session, "fact/paris.md")
         assert '"Lyon"' in memory_glob(reader, session, "fact/*")
         assert not atomic.has_pending(settings.store_root)
+
+
+def test_every_change_leaves_the_index_caught_up_with_the_files(tmp_path):
+    """A healthy change records the file change count it reached, in its own process and for the others:
+    an index left behind after each write would make every later call re-scan the whole root."""
+    settings = Settings(root=tmp_path / "memory")
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory, Memory.open(settings, embedder=FakeEmbedder()) as other:
+        changes = [
+            lambda: memory.write("fact/paris", "Paris is the capital of France.", title="Paris"),
+            lambda: memory.write("fact/lyon", "Lyon is famous for its food.", title="Lyon"),
+            lambda: memory.write_stub("fact/lyon", "fact/paris"),
+            lambda: memory.delete("fact/paris"),
+            lambda: memory.rebuild(),
+        ]
+        for change in changes:
+            change()
+            assert not memory.index.behind_files()
+            assert not other.index.behind_files()
