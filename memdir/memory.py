@@ -8,7 +8,8 @@ the files (the truth), the derived index and the vector matrix in step:
   the files (`memdir.storage.atomic.commit_files`): a write that fails — a full disk
   fails the index's transaction as often as the files' — changes neither;
 * reads of content go to the files; search goes to the index, refreshed first with
-  whatever other processes changed;
+  whatever other processes changed (and re-scanned when a writer died between its files
+  and its index update: `DerivedIndex.behind_files`);
 * when the model is missing or still loading, writes still succeed (the entry is marked
   not embedded and embedded later) and search is keyword-only;
 * a root that cannot be written (read-only mount, no permission) or that a command only
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
-from memdir.core.errors import DiskFullError, EntryNotFoundError, ReadOnlyRootError, StaleEditError
+from memdir.core.errors import DiskFullError, EntryNotFoundError, LockTimeoutError, ReadOnlyRootError, StaleEditError
 from memdir.core.keywords import extract_keywords, porter_stem
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
@@ -197,9 +198,10 @@ class Memory:
             raise ReadOnlyRootError(self.root, self.adapter.read_only)
 
     def _exclusive(self) -> AbstractContextManager[None]:
-        """The root's write lock, for a change (refused at once on a read-only root)."""
+        """The root's write lock over an up-to-date index, for a change (refused at once on a
+        read-only root; see `_changing`)."""
         self._check_writable()
-        return self.adapter.lock.exclusive()
+        return self._changing()
 
     @contextmanager
     def _index_first(self, path: str) -> Iterator[None]:
@@ -210,7 +212,8 @@ class Memory:
         did not happen."""
         seen = self.index.seq
         try:
-            yield
+            with self.index.ahead_of_files():
+                yield
         except BaseException:
             if self.index.seq != seen:
                 self._reindex(path)
@@ -279,11 +282,23 @@ class Memory:
     def delete(self, path: str) -> str:
         """Delete an entry (all its files and index rows); returns the normalised path."""
         logical = normalize_path(path)
+        try:
+            self._delete(logical)
+        except DiskFullError:
+            if self.index.in_memory:
+                raise
+            # Deleting is how a full disk is cleaned up: if the index file cannot take even
+            # that, this process goes on with the index in memory (the files stay the truth).
+            log.warning("the derived index cannot grow: it is kept in memory by this process")
+            self.index.keep_in_memory()
+            self._delete(logical)
+        return logical
+
+    def _delete(self, logical: str) -> None:
         with self._exclusive(), self._index_first(logical):
             if not self.adapter.exists(logical):
                 raise EntryNotFoundError(logical)
             self.adapter.delete(logical, before_commit=lambda: self.index.remove(logical))
-        return logical
 
     def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
         """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
@@ -351,7 +366,7 @@ class Memory:
 
     def _labels(self, paths: list[str]) -> dict[str, dict[str, tuple[str, ...]]]:
         """Title and tags of each entry: from the index (no file read), built-in ones from their own metadata."""
-        self.index.refresh()
+        self._refresh()
         rows = self.index.rows([p for p in paths if not is_virtual(p)])
         labels = {p: {"title": (row.title,), "tags": row.tags} for p, row in rows.items()}
         for builtin in filter(is_virtual, paths):
@@ -381,7 +396,7 @@ class Memory:
         tags: Iterable[str] | None = None,
     ) -> list[SearchResult]:
         """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready."""
-        self.index.refresh()
+        self._refresh()
         return self.searcher.search(
             query,
             top_k=top_k,
@@ -409,7 +424,7 @@ class Memory:
         Vectors of another model (left from before a model switch, until re-embedded) are
         left out: they are not comparable with the current ones.
         """
-        self.index.refresh()
+        self._refresh()
         paths, matrix = self.index.vectors.snapshot()
         model_id = self._model_id()
         keep = [row for row, path in enumerate(paths) if self.index.vectors.model_of(path) == model_id]
@@ -419,7 +434,7 @@ class Memory:
 
     # ------------------------------------------------------------------ model & index maintenance
     def status(self) -> MemoryStatus:
-        self.index.refresh()
+        self._refresh()
         embedder = self.model.peek()
         stats = self.index.stats(embedder.model_id if embedder else None)
         return MemoryStatus(
@@ -468,6 +483,33 @@ class Memory:
                 lambda entry: text_hash(self._searchable(entry)),
                 model_id=self._model_id(),
             )
+
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """The exclusive lock, over an index that holds every file change committed before.
+
+        A writer killed between committing its files and updating the index leaves a change
+        the index lacks; recording a new change on top without a re-scan would hide it for good.
+        """
+        with self.adapter.lock.exclusive():
+            if self.index.behind_files():
+                self.reconcile()
+            yield
+
+    def _refresh(self) -> None:
+        """Catch the index up with other processes, re-scanning the files if a writer died mid-change.
+
+        While another process holds the lock, a lagging index means a writer between its files
+        and its index update (or a dead one that writer's `_changing` will repair): nobody waits.
+        """
+        if not self.index.behind_files() or self.adapter.lock.mode == "shared":
+            return
+        try:
+            with self.adapter.lock.exclusive(timeout=0):  # free: nobody is mid-change
+                if self.index.behind_files():
+                    self.reconcile()
+        except LockTimeoutError:
+            pass
 
     def _searchable(self, entry: Entry) -> str:
         return self._card(entry.title, entry.metadata, entry.content)
@@ -557,13 +599,14 @@ class Memory:
                     continue
                 fresh[entry.path], hashes[entry.path] = vector, text_hash(text)
                 expected[entry.path] = entry  # changed meanwhile: its own write embedded it
-            self.adapter.set_embeddings(
-                fresh,
-                expected=expected,
-                before_commit=lambda stored: self.index.set_vectors(
-                    (entry, stats, hashes[entry.path], embedder.model_id) for entry, stats in stored
-                ),
-            )
+            with self.index.ahead_of_files():  # the index changes just before the files commit
+                self.adapter.set_embeddings(
+                    fresh,
+                    expected=expected,
+                    before_commit=lambda stored: self.index.set_vectors(
+                        (entry, stats, hashes[entry.path], embedder.model_id) for entry, stats in stored
+                    ),
+                )
         return len(entries)
 
     def _embedder_now(self) -> Embedder | None:

@@ -241,3 +241,36 @@ def test_a_rebuild_whose_index_update_fails_leaves_the_files_alone(tmp_path, mon
         with pytest.raises(DiskFullError):
             memory.rebuild()
         assert {p.name: p.read_bytes() for p in (memory.root / "fact").iterdir()} == before
+
+
+def test_an_index_updated_before_the_commit_is_level_with_the_files_after_it(tmp_path):
+    with prepared(tmp_path / "memory") as memory:  # (else every change would be followed by a re-scan)
+        memory.write("fact/x", "a zebra", title="X")
+        assert not memory.index.behind_files()
+        memory.delete("fact/x")
+        assert not memory.index.behind_files()
+        memory.write_stub("fact/old", "fact/other", "moved")
+        assert not memory.index.behind_files()
+        memory.rebuild()
+        assert not memory.index.behind_files()
+
+
+def test_a_writer_dying_between_its_index_update_and_its_commit_is_noticed_by_other_processes(tmp_path, monkeypatch):
+    root = tmp_path / "memory"
+    with prepared(root) as writer, open_memory(root) as reader:
+        real_replace = os.replace
+
+        def die_at_the_commit_point(source, target):
+            if str(source).endswith(atomic.PENDING_SUFFIX):
+                raise KeyboardInterrupt  # stands for the kill: the index is updated, the files are not
+            return real_replace(source, target)
+
+        monkeypatch.setattr(os, "replace", die_at_the_commit_point)
+        monkeypatch.setattr(writer, "_reindex", lambda path: None)  # a dead process repairs nothing
+        with pytest.raises(KeyboardInterrupt):
+            writer.write("fact/old", "now about a zebra", title="Changed")
+        monkeypatch.undo()
+        assert reader.read("fact/old").title == "Old"
+        assert [(r.path, r.title) for r in reader.search("zebra old", top_k=5) if r.path == "fact/old.md"] == [
+            ("fact/old.md", "Old")
+        ]

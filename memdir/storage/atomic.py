@@ -117,6 +117,7 @@ def commit_files(
     removals: Iterable[Path] = (),
     *,
     before_commit: Callable[[Mapping[Path, Path]], None] | None = None,
+    on_commit: Callable[[], None] | None = None,
 ) -> None:
     """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
 
@@ -132,6 +133,9 @@ def commit_files(
             is staged, just before the commit point (a rename keeps a file's size and
             mtime, so the staged files show what the targets will be). If it raises,
             the staging is undone and its error propagates: nothing was changed.
+        on_commit: called right after the commit point, before any file is renamed (the
+            root's change counter is raised there, see `memdir.storage.changes`); it must
+            not raise, since the transaction cannot be undone any more.
 
     Raises:
         DiskFullError: no room to stage the change; nothing was changed.
@@ -177,6 +181,8 @@ def commit_files(
     # `recover` rolls it forward, so nothing may be undone — and a failure is no failure
     # of the change, which the next lock holder (this process's next call, at the latest)
     # completes from the journal.
+    if on_commit is not None:
+        on_commit()
     try:
         fsync_dir(journal_dir)
         _roll_forward(root, journal)
@@ -257,11 +263,17 @@ def _unlink_quietly(path: Path) -> bool:
         return False
 
 
-def has_pending(root: Path) -> bool:
-    """True if a transaction journal is waiting for `recover` (one cheap folder listing)."""
+def has_pending(root: Path, *, committed_only: bool = False) -> bool:
+    """True if a transaction journal is waiting for `recover` (one cheap folder listing).
+
+    Args:
+        committed_only: count only journals past their commit point: their files are
+            being renamed right now, or their writer was killed doing so.
+    """
+    suffix = COMMIT_SUFFIX if committed_only else ""
     try:
         with os.scandir(txn_dir(root)) as entries:
-            return any(True for _ in entries)
+            return any(entry.name.endswith(suffix) for entry in entries)
     except (FileNotFoundError, NotADirectoryError):
         return False
 
