@@ -225,8 +225,16 @@ def serve(
     allow_bash: Annotated[bool, typer.Option("--allow-bash", help="Let skills run the shell commands their allowed_commands permit (off by default).")] = False,
 ) -> None:
     """Run the MCP server over stdio (for Claude Desktop, Claude Code and other MCP clients)."""
+    import sys
+
     from memdir.server.app import serve as run_server
 
+    if sys.stdin.isatty():  # started by hand: say why nothing happens, and how to stop
+        print(
+            "memdir serve: waiting for an MCP client on stdin (an MCP client starts this command itself; "
+            "see the README's \"Connecting a client\"). Ctrl-C stops it.",
+            file=sys.stderr,
+        )
     run_server(load_settings(root, agent, mode=mode.value if mode else None, workspace=workspace, allow_bash=True if allow_bash else None))
 
 
