@@ -19,6 +19,16 @@ else:  # numpy stays off the import path of the server's start-up (entries only 
     Vector = Any
 
 
+def entry_type(declared: Any, path: str) -> str | None:
+    """An entry's type: the one its metadata declares (SwarmMemory's ``:concept`` spelling
+    too), else its top folder's when that folder is one of `ENTRY_TYPES`, so that a note
+    written by hand under ``concept/`` is a concept for type filters and the health report."""
+    if declared not in (None, ""):
+        return str(declared).lstrip(":")
+    folder, _, rest = path.partition("/")
+    return folder if rest and folder in ENTRY_TYPES else None
+
+
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -80,4 +90,5 @@ class Entry(BaseModel):
 
     @property
     def type(self) -> str | None:
-        return self.metadata.type
+        """The declared type, else the folder's (`entry_type`)."""
+        return entry_type(self.metadata.type, self.path)
