@@ -46,6 +46,16 @@ AgentOption = Annotated[Optional[str], typer.Option("--agent", help="Use this ag
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
+DirArgument = Annotated[Optional[Path], typer.Argument(help="Memory root, the same as --root (default: the configured root).", show_default=False)]
+
+
+def root_of(directory: Path | None, root: Path | None) -> Path | None:
+    """The root a command was given, as its DIR argument (the older form, kept) or as --root."""
+    if directory is not None and root is not None and directory != root:
+        raise typer.BadParameter(f"DIR ({directory}) and --root ({root}) name different roots; give one of them.")
+    return root if root is not None else directory
+
+
 def load_settings(root: Path | None = None, agent: str | None = None, **overrides: Any) -> Settings:
     """Settings from file + environment, with the command line's options on top."""
     values = {key: value for key, value in {"root": root, "agent": agent, **overrides}.items() if value is not None}
@@ -140,14 +150,15 @@ def model_path() -> None:
 @app.command()
 @handle_errors
 def rebuild(
-    directory: Annotated[Optional[Path], typer.Argument(help="Memory root to rebuild (default: the configured root).")] = None,
+    directory: DirArgument = None,
+    root: RootOption = None,
     agent: AgentOption = None,
     missing_only: Annotated[bool, typer.Option("--missing-only", help="Only embed entries without a current vector.")] = False,
 ) -> None:
     """Rebuild the derived index and re-embed every entry (after a model or settings change)."""
     from memdir.memory import Memory
 
-    with Memory.open(load_settings(directory, agent)) as memory, progress_bar() as bar:
+    with Memory.open(load_settings(root_of(directory, root), agent)) as memory, progress_bar() as bar:
         task = bar.add_task("Embedding", total=None)
         count = memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=not missing_only)
     if memory.model.state.value != "ready":
@@ -284,7 +295,8 @@ def discover_hook(
 @app.command()
 @handle_errors
 def defrag(
-    directory: Annotated[Optional[Path], typer.Argument(help="Memory root (default: the configured root).")] = None,
+    directory: DirArgument = None,
+    root: RootOption = None,
     action: Annotated[str, typer.Option("--action", "-a", help="analyze, find_duplicates, find_low_quality, find_archival_candidates, find_related, link_related, merge_duplicates, cleanup_stubs, compact or full.")] = "analyze",
     dry_run: Annotated[bool, typer.Option("--dry-run/--live", help="Preview (default) or really change memory.")] = True,
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Duplicate similarity threshold (default 0.85).")] = None,
@@ -309,7 +321,7 @@ def defrag(
     from memdir.optimization.defragmenter import Defragmenter
     from memdir.optimization.journal import undo_last
 
-    with Memory.open(load_settings(directory, agent)) as memory:
+    with Memory.open(load_settings(root_of(directory, root), agent)) as memory:
         if undo:
             result = undo_last(memory, force=force)
             data, text = dataclasses.asdict(result), result.to_markdown()

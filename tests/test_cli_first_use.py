@@ -1,0 +1,47 @@
+"""The command line as a new user meets it: hand-written notes, --root everywhere, clear answers to bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from memdir.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def hand_written_root(tmp_path, monkeypatch):
+    """A root holding one note written with an editor: a .md under concept/, no metadata at all."""
+    monkeypatch.setenv("MEMDIR_EMBEDDINGS_ENABLED", "false")
+    root = tmp_path / "notes"
+    (root / "concept").mkdir(parents=True)
+    (root / "concept" / "ruby.md").write_text("# Ruby classes\n\nClasses in Ruby are open: reopen them to add methods.\n")
+    return root
+
+
+def test_a_hand_written_note_takes_its_folders_type(hand_written_root):
+    found = runner.invoke(app, ["search", "ruby classes", "--root", str(hand_written_root), "--type", "concept", "--json"])
+    assert found.exit_code == 0, found.output
+    assert [(hit["path"], hit["type"]) for hit in json.loads(found.output)] == [("concept/ruby.md", "concept")]
+    health = json.loads(runner.invoke(app, ["defrag", "--root", str(hand_written_root), "--json"]).output)
+    assert health["by_type"] == {"concept": 1} and sum(health["by_type"].values()) == health["total_entries"]
+
+
+@pytest.mark.parametrize("command", ["setup", "status", "rebuild", "search", "serve", "discover", "defrag", "ingest",
+                                     "hook session-start", "hook session-end"])
+def test_every_command_on_a_root_takes_root(command):
+    result = runner.invoke(app, [*command.split(), "--help"])
+    assert "--root" in result.output
+
+
+@pytest.mark.parametrize("command", ["rebuild", "defrag"])
+def test_rebuild_and_defrag_take_root_as_an_option_and_as_the_older_positional(command, hand_written_root, tmp_path):
+    for args in (["--root", str(hand_written_root)], [str(hand_written_root)]):
+        result = runner.invoke(app, [command, *args])
+        assert result.exit_code == 0, result.output
+    assert (hand_written_root / ".memdir").is_dir() and not (tmp_path / "memory").exists()  # not the default root
+    both = runner.invoke(app, [command, str(tmp_path / "other"), "--root", str(hand_written_root)])
+    assert both.exit_code == 2 and "different roots" in both.output
