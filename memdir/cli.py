@@ -8,6 +8,7 @@ Heavy imports (onnxruntime, the MCP SDK) happen inside the commands that need th
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import json
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from pydantic import ValidationError
 
+from memdir.core.entry import ENTRY_TYPES
 from memdir.core.errors import MemdirError
 from memdir.core.settings import Settings
 
@@ -54,6 +56,16 @@ def root_of(directory: Path | None, root: Path | None) -> Path | None:
     if directory is not None and root is not None and directory != root:
         raise typer.BadParameter(f"DIR ({directory}) and --root ({root}) name different roots; give one of them.")
     return root if root is not None else directory
+
+
+def entry_types(values: list[str] | None) -> list[str] | None:
+    """Check --type values: a typo (``concepts``) is an error naming the types, not an empty result."""
+    for value in values or []:
+        if value not in ENTRY_TYPES:
+            close = difflib.get_close_matches(value, ENTRY_TYPES, n=1)
+            suggestion = f" Did you mean {close[0]!r}?" if close else ""
+            raise typer.BadParameter(f"{value!r} is not an entry type; the types are {', '.join(ENTRY_TYPES)}.{suggestion}")
+    return values
 
 
 def load_settings(root: Path | None = None, agent: str | None = None, **overrides: Any) -> Settings:
@@ -173,11 +185,11 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     root: RootOption = None,
     agent: AgentOption = None,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Number of results.")] = 10,
-    type_: Annotated[Optional[list[str]], typer.Option("--type", help="Only these entry types (repeatable).")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Number of results.")] = 10,
+    type_: Annotated[Optional[list[str]], typer.Option("--type", callback=entry_types, help=f"Only these entry types (repeatable): {', '.join(ENTRY_TYPES)}.")] = None,
     prefix: Annotated[Optional[str], typer.Option("--prefix", help="Only entries under this folder.")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only entries with this tag (repeatable).")] = None,
-    threshold: Annotated[Optional[float], typer.Option("--threshold", help="Only results scoring at least this (0-1).")] = None,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0, help="Only results scoring at least this (0-1).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Hybrid search with each result's score breakdown."""
@@ -188,6 +200,10 @@ def search(
         state = memory.model.state.value
     if as_json:
         typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
+        return
+    if not results:
+        narrowed = [name for name, value in (("--type", type_), ("--prefix", prefix), ("--tag", tag), ("--threshold", threshold)) if value]
+        console().print(f"No results for {query!r}" + (f" within {', '.join(narrowed)}." if narrowed else "."))
         return
     from rich.table import Table
 

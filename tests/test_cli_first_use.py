@@ -45,3 +45,36 @@ def test_rebuild_and_defrag_take_root_as_an_option_and_as_the_older_positional(c
     assert (hand_written_root / ".memdir").is_dir() and not (tmp_path / "memory").exists()  # not the default root
     both = runner.invoke(app, [command, str(tmp_path / "other"), "--root", str(hand_written_root)])
     assert both.exit_code == 2 and "different roots" in both.output
+
+
+def test_a_mistyped_type_names_the_types_and_the_closest(hand_written_root):
+    result = runner.invoke(app, ["search", "ruby", "--root", str(hand_written_root), "--type", "concepts"])
+    assert result.exit_code == 2
+    assert "'concepts' is not an entry type" in result.output and "concept, fact, skill, experience" in result.output
+    assert "Did you mean 'concept'?" in result.output
+
+
+@pytest.mark.parametrize("option", [["--threshold", "2"], ["--threshold", "-0.1"], ["--top-k", "0"]])
+def test_search_refuses_numbers_out_of_range(hand_written_root, option):
+    result = runner.invoke(app, ["search", "ruby", "--root", str(hand_written_root), *option])
+    assert result.exit_code == 2 and f"Invalid value for '{option[0]}'" in result.output
+
+
+def test_a_search_that_finds_nothing_says_so(hand_written_root):
+    plain = runner.invoke(app, ["search", "zeppelin", "--root", str(hand_written_root)])
+    assert plain.exit_code == 0 and "No results for 'zeppelin'." in plain.output
+    narrowed = runner.invoke(app, ["search", "ruby", "--root", str(hand_written_root), "--type", "fact"])
+    assert "No results for 'ruby' within --type." in narrowed.output
+
+
+@pytest.mark.parametrize("content, problem", [
+    ('{"not": "a list"}', "not Claude Code transcript JSONL"),
+    ("just some notes\nin a text file\n", "not Claude Code transcript JSONL"),
+    ('[{"role": "user", "content": "hi"}, 3]', "Message 1 of the transcript is int 3, not an object"),
+])
+def test_ingest_of_something_that_is_no_transcript_is_an_error(hand_written_root, tmp_path, content, problem):
+    transcript = tmp_path / "transcript.json"
+    transcript.write_text(content)
+    result = runner.invoke(app, ["ingest", str(transcript), "--root", str(hand_written_root), "--no-topic"])
+    assert result.exit_code == 1 and problem in result.output and "Traceback" not in result.output
+    assert "role" in result.output  # the hint names the formats it takes
