@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from memdir.core.entry import ENTRY_TYPES
 from memdir.core.errors import MemdirError
 from memdir.core.settings import Settings
+from memdir.core.units import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,7 +33,13 @@ app = typer.Typer(
     help="Persistent memory for LLM agents: a directory of markdown entries with local semantic search, served over MCP.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # plain click help: typer's rich panels show every flag as "--json <bool>"
 )
+
+
+UNWRAPPED_WIDTH = 10_000
+"""Console width when the output is not a terminal: lines are never wrapped, so a path stays whole
+for grep, cut and copying (rich would otherwise fold everything at 80 columns)."""
 
 
 @functools.cache
@@ -40,7 +47,10 @@ def console(stderr: bool = False) -> Console:
     """rich's console, made on first use: `memdir serve` and the hooks never import rich."""
     from rich.console import Console
 
-    return Console(stderr=stderr)
+    terminal = Console(stderr=stderr)
+    if terminal.is_terminal:
+        return terminal
+    return Console(stderr=stderr, width=UNWRAPPED_WIDTH, soft_wrap=True)
 
 
 RootOption = Annotated[Optional[Path], typer.Option("--root", help="Memory root directory (default: MEMDIR_ROOT or the per-user data dir).")]
@@ -143,8 +153,8 @@ def status(root: RootOption = None, agent: AgentOption = None, as_json: JsonOpti
     for key, value in data.items():
         table.add_row(key.replace("_", " "), "" if value is None else str(value))
     console().print(table)
-    if report.model_state != "ready":
-        console().print(f"[yellow]Semantic search is unavailable ({report.reason}); search is keyword-only.[/yellow]")
+    if report.model_state != "ready":  # the reason is in the table (and was logged): not a third time
+        console().print("[yellow]Semantic search is unavailable (see reason); search is keyword-only.[/yellow]")
     else:
         console().print("[green]Semantic search is available.[/green]")
 
@@ -173,10 +183,11 @@ def rebuild(
     with Memory.open(load_settings(root_of(directory, root), agent)) as memory, progress_bar() as bar:
         task = bar.add_task("Embedding", total=None)
         count = memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=not missing_only)
-    if memory.model.state.value != "ready":
-        console().print(f"[yellow]Index rebuilt; no model available ({memory.model.reason}), so nothing was embedded.[/yellow]")
+    if memory.model.state.value != "ready":  # a missing model was logged with its reason when it failed to load
+        why = f" ({memory.model.reason})" if memory.model.state.value == "disabled" else ""
+        console().print(f"[yellow]Index rebuilt; no model available{why}, so nothing was embedded.[/yellow]")
     else:
-        console().print(f"[green]Rebuilt: {count} entries embedded.[/green]")
+        console().print(f"[green]Rebuilt: {plural(count, 'entry')} embedded.[/green]")
 
 
 @app.command()
@@ -352,14 +363,17 @@ def defrag(
             data, text = report.to_dict(), report.markdown
     if as_json:
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-    else:
+    elif console().is_terminal:
         console().print(Markdown(text))
+    else:  # piped: the markdown itself, not rich's rendering of it at a width no one sees
+        typer.echo(text, nl=False)
 
 
 # ----------------------------------------------------------------- episodes (memdir.episodes)
 episode_hooks = typer.Typer(
     help="Claude Code hook commands: read the hook's JSON payload on stdin; never fail the session.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(episode_hooks, name="hook")
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -78,3 +81,69 @@ def test_ingest_of_something_that_is_no_transcript_is_an_error(hand_written_root
     result = runner.invoke(app, ["ingest", str(transcript), "--root", str(hand_written_root), "--no-topic"])
     assert result.exit_code == 1 and problem in result.output and "Traceback" not in result.output
     assert "role" in result.output  # the hint names the formats it takes
+
+
+# --------------------------------------------------------------------------- small things a new user notices
+def test_flags_show_as_flags_in_help():
+    for command in (["status"], ["search"], ["defrag"], ["ingest"]):
+        help_text = runner.invoke(app, [*command, "--help"]).output
+        assert "<bool>" not in help_text and "--json " in help_text
+
+
+def test_counts_of_one_are_singular(hand_written_root, tmp_path):
+    transcript = tmp_path / "chat.json"
+    transcript.write_text(json.dumps([{"role": "user", "content": "Please fix the flaky upload test in CI"},
+                                      {"role": "assistant", "content": "Fixed: the test waited on a real clock."}]))
+    ingested = runner.invoke(app, ["ingest", str(transcript), "--root", str(hand_written_root), "--no-topic"])
+    assert "1 episode: 1 new" in ingested.output
+    (hand_written_root / "concept" / "ruby-copy.md").write_text((hand_written_root / "concept" / "ruby.md").read_text())
+    merged = runner.invoke(app, ["defrag", "--root", str(hand_written_root), "--action", "merge_duplicates", "--live"])
+    assert merged.exit_code == 0, merged.output
+    undone = runner.invoke(app, ["defrag", "--root", str(hand_written_root), "--undo"])
+    assert "Restored 1 entry and" in undone.output, undone.output
+
+
+def test_defrag_names_the_command_to_type_next(hand_written_root):
+    (hand_written_root / "concept" / "ruby-copy.md").write_text((hand_written_root / "concept" / "ruby.md").read_text())
+    result = runner.invoke(app, ["defrag", "--root", str(hand_written_root), "--action", "find_duplicates"])
+    assert "`memdir defrag --action merge_duplicates`" in result.output
+
+
+def test_piped_output_never_wraps_a_path(hand_written_root):
+    folder = hand_written_root / "concept" / "a-rather-long-folder-name-for-notes" / "about-the-ruby-language"
+    folder.mkdir(parents=True)
+    (folder / "open-classes-and-monkey-patching-explained.md").write_text("# Open classes\n\nRuby classes stay open.\n")
+    path = "concept/a-rather-long-folder-name-for-notes/about-the-ruby-language/open-classes-and-monkey-patching-explained.md"
+    found = runner.invoke(app, ["search", "open classes monkey patching", "--root", str(hand_written_root)])
+    assert path in found.output  # one piece, on one line
+    ingested = runner.invoke(app, ["rebuild", "--root", str(hand_written_root)])
+    assert ingested.output.count("\n") <= 2, ingested.output
+
+
+def test_a_missing_model_is_explained_once(hand_written_root, tmp_path):
+    env = {**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "true", "MEMDIR_MODEL_DIR": str(tmp_path / "no-model-here")}
+
+    def run(*args: str) -> str:  # a real process: the model's warning is logged to its stderr
+        done = subprocess.run([sys.executable, "-m", "memdir", *args, "--root", str(hand_written_root)], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout + done.stderr
+
+    rebuilt = run("rebuild")
+    assert "nothing was embedded" in rebuilt and rebuilt.count("no-model-here") == 1, rebuilt
+    status = run("status")
+    assert status.count("no-model-here") == 2, status  # the warning, and the table's reason row
+
+
+def test_an_ingested_episode_quotes_no_markers_and_tags_commands_named_in_prose(hand_written_root, tmp_path):
+    transcript = tmp_path / "chat.json"
+    transcript.write_text(json.dumps([
+        {"role": "user", "content": "EPISODE: release 1.2\nPlease tag the release and push it."},
+        {"role": "assistant", "content": "I ran pytest, then did git push with the tag."},
+    ]))
+    runner.invoke(app, ["ingest", str(transcript), "--root", str(hand_written_root), "--no-topic"])
+    (entry,) = (hand_written_root / "experience" / "episodes").rglob("*.md")
+    assert entry.read_text().startswith("# release 1.2\n") and "EPISODE:" not in entry.read_text()
+    found = json.loads(runner.invoke(app, ["search", "release", "--root", str(hand_written_root), "--tag", "pytest",
+                                           "--tag", "git", "--json"]).output)
+    assert [hit["path"] for hit in found] == [entry.relative_to(hand_written_root).as_posix()]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
+from memdir.core.units import plural
 from memdir.episodes.heuristics import clip_words, describe
 from memdir.episodes.model import OUTCOMES, Episode, Message
 from memdir.episodes.segment import RECORD_TOOL, SegmentConfig, segment
@@ -71,7 +72,7 @@ class IngestReport:
         return len(self.created) + len(self.updated)
 
     def describe(self) -> str:
-        return (f"{len(self.episodes)} episodes: {len(self.created)} new, {len(self.updated)} updated, "
+        return (f"{plural(len(self.episodes), 'episode')}: {len(self.created)} new, {len(self.updated)} updated, "
                 f"{len(self.unchanged)} unchanged")
 
 

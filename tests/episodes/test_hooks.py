@@ -54,7 +54,7 @@ def test_session_end_ingests_the_transcript(tmp_path, transcript, event):
     root = tmp_path / "memory"
     result = runner.invoke(app, ["hook", "session-end", "--root", str(root)], input=end_payload(transcript, event))
     assert result.exit_code == 0 and result.stdout == ""
-    assert "1 episodes: 1 new" in result.stderr
+    assert "1 episode: 1 new" in result.stderr
     assert len(episodes(root)) == 1
     again = runner.invoke(app, ["hook", "session-end", "--root", str(root)], input=end_payload(transcript, event))
     assert again.exit_code == 0 and "0 new, 0 updated, 1 unchanged" in again.stderr
