@@ -53,12 +53,12 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=UNWRAPPED_WIDTH, soft_wrap=True)
 
 
-RootOption = Annotated[Optional[Path], typer.Option("--root", help="Memory root directory (default: MEMDIR_ROOT or the per-user data dir).")]
+RootOption = Annotated[Optional[Path], typer.Option("--root", file_okay=False, help="Memory root directory (default: MEMDIR_ROOT or the per-user data dir).")]
 AgentOption = Annotated[Optional[str], typer.Option("--agent", help="Use this agent's own store under the root.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-DirArgument = Annotated[Optional[Path], typer.Argument(help="Memory root, the same as --root (default: the configured root).", show_default=False)]
+DirArgument = Annotated[Optional[Path], typer.Argument(file_okay=False, metavar="DIR", help="Memory root, the same as --root (default: the configured root).", show_default=False)]
 
 
 def root_of(directory: Path | None, root: Path | None) -> Path | None:
@@ -76,6 +76,13 @@ def entry_types(values: list[str] | None) -> list[str] | None:
             suggestion = f" Did you mean {close[0]!r}?" if close else ""
             raise typer.BadParameter(f"{value!r} is not an entry type; the types are {', '.join(ENTRY_TYPES)}.{suggestion}")
     return values
+
+
+def non_empty(text: str) -> str:
+    """Check a query: an empty one would find nothing, silently."""
+    if not text.strip():
+        raise typer.BadParameter("the query is empty; say what to look for.")
+    return text
 
 
 def load_settings(root: Path | None = None, agent: str | None = None, **overrides: Any) -> Settings:
@@ -193,7 +200,7 @@ def rebuild(
 @app.command()
 @handle_errors
 def search(
-    query: Annotated[str, typer.Argument(help="What to look for.")],
+    query: Annotated[str, typer.Argument(callback=non_empty, help="What to look for.")],
     root: RootOption = None,
     agent: AgentOption = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Number of results.")] = 10,
@@ -259,7 +266,7 @@ def serve(
     root: RootOption = None,
     mode: ModeOption = None,
     agent: AgentOption = None,
-    workspace: Annotated[Optional[Path], typer.Option("--workspace", help="Directory the skills' workspace tools (Read, Write, Edit, Glob, Grep, Bash) act on (default: the current directory).")] = None,
+    workspace: Annotated[Optional[Path], typer.Option("--workspace", exists=True, file_okay=False, help="Directory the skills' workspace tools (Read, Write, Edit, Glob, Grep, Bash) act on (default: the current directory).")] = None,
     allow_bash: Annotated[bool, typer.Option("--allow-bash", help="Let skills run the shell commands their allowed_commands permit (off by default).")] = False,
 ) -> None:
     """Run the MCP server over stdio (for Claude Desktop, Claude Code and other MCP clients)."""

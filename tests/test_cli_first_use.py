@@ -147,3 +147,15 @@ def test_an_ingested_episode_quotes_no_markers_and_tags_commands_named_in_prose(
     found = json.loads(runner.invoke(app, ["search", "release", "--root", str(hand_written_root), "--tag", "pytest",
                                            "--tag", "git", "--json"]).output)
     assert [hit["path"] for hit in found] == [entry.relative_to(hand_written_root).as_posix()]
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["status", "--root", "{file}"], "Invalid value for '--root'"),
+    (["rebuild", "{file}"], "Invalid value for 'DIR'"),
+    (["search", "  ", "--root", "{root}"], "the query is empty"),
+    (["serve", "--root", "{root}", "--workspace", "{root}/no-such-folder"], "Invalid value for '--workspace'"),
+])
+def test_other_bad_input_is_refused_before_anything_runs(hand_written_root, args, problem):
+    a_file = hand_written_root / "concept" / "ruby.md"
+    result = runner.invoke(app, [arg.format(file=a_file, root=hand_written_root) for arg in args])
+    assert result.exit_code == 2 and problem in result.output, result.output
