@@ -53,7 +53,10 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, width=UNWRAPPED_WIDTH, soft_wrap=True)
 
 
-RootOption = Annotated[Optional[Path], typer.Option("--root", file_okay=False, help="Memory root directory (default: MEMDIR_ROOT or the per-user data dir).")]
+ROOT_HELP = "Memory root directory (default: MEMDIR_ROOT or the per-user data dir)."
+RootOption = Annotated[Optional[Path], typer.Option("--root", file_okay=False, help=ROOT_HELP)]
+# The server starts whatever its root is, so that every tool can tell the model what is wrong with it.
+ServeRootOption = Annotated[Optional[Path], typer.Option("--root", help=ROOT_HELP)]
 AgentOption = Annotated[Optional[str], typer.Option("--agent", help="Use this agent's own store under the root.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -263,7 +266,7 @@ ModeOption = Annotated[
 @app.command()
 @handle_errors
 def serve(
-    root: RootOption = None,
+    root: ServeRootOption = None,
     mode: ModeOption = None,
     agent: AgentOption = None,
     workspace: Annotated[Optional[Path], typer.Option("--workspace", exists=True, file_okay=False, help="Directory the skills' workspace tools (Read, Write, Edit, Glob, Grep, Bash) act on (default: the current directory).")] = None,
