@@ -8,7 +8,6 @@ Heavy imports (onnxruntime, the MCP SDK) happen inside the commands that need th
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import json
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from pydantic import ValidationError
 from memdir.core.entry import ENTRY_TYPES
 from memdir.core.errors import MemdirError
 from memdir.core.settings import Settings
+from memdir.core.suggest import did_you_mean
 from memdir.core.units import plural
 
 if TYPE_CHECKING:
@@ -75,9 +75,9 @@ def entry_types(values: list[str] | None) -> list[str] | None:
     """Check --type values: a typo (``concepts``) is an error naming the types, not an empty result."""
     for value in values or []:
         if value not in ENTRY_TYPES:
-            close = difflib.get_close_matches(value, ENTRY_TYPES, n=1)
-            suggestion = f" Did you mean {close[0]!r}?" if close else ""
-            raise typer.BadParameter(f"{value!r} is not an entry type; the types are {', '.join(ENTRY_TYPES)}.{suggestion}")
+            raise typer.BadParameter(
+                f"{value!r} is not an entry type; the types are {', '.join(ENTRY_TYPES)}.{did_you_mean(value, ENTRY_TYPES)}"
+            )
     return values
 
 

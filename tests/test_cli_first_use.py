@@ -159,3 +159,12 @@ def test_other_bad_input_is_refused_before_anything_runs(hand_written_root, args
     a_file = hand_written_root / "concept" / "ruby.md"
     result = runner.invoke(app, [arg.format(file=a_file, root=hand_written_root) for arg in args])
     assert result.exit_code == 2 and problem in result.output, result.output
+
+
+@pytest.mark.parametrize("args, suggestion", [
+    (["--action", "analyse"], "Did you mean 'analyze'?"),
+    (["--action", "merge_duplicates", "--strategy", "keep_newest"], "Did you mean 'keep_newer'?"),
+])
+def test_defrag_suggests_the_closest_choice(hand_written_root, args, suggestion):
+    result = runner.invoke(app, ["defrag", "--root", str(hand_written_root), *args])
+    assert result.exit_code == 1 and suggestion in result.output, result.output
