@@ -157,7 +157,7 @@ def _run_script(db: sqlite3.Connection, script: str) -> None:
             db.execute(statement)
 
 
-def _migration_5(db: sqlite3.Connection) -> None:
+def _migration_types_from_folders(db: sqlite3.Connection) -> None:
     """Entries without a declared type take their top folder's (`memdir.core.entry.entry_type`);
     rows written before that rule have no type, and type filters missed them."""
     folder = "substr(path, 1, instr(path, '/') - 1)"
@@ -170,7 +170,7 @@ def _migration_5(db: sqlite3.Connection) -> None:
 
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
 MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (
-    _migration_1, _migration_2, _migration_3, _migration_4, _migration_5,
+    _migration_1, _migration_2, _migration_3, _migration_4, _migration_types_from_folders,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
