@@ -163,8 +163,8 @@ def status(root: RootOption = None, agent: AgentOption = None, as_json: JsonOpti
     for key, value in data.items():
         table.add_row(key.replace("_", " "), "" if value is None else str(value))
     console().print(table)
-    if report.model_state != "ready":  # the reason is in the table (and was logged): not a third time
-        console().print("[yellow]Semantic search is unavailable (see reason); search is keyword-only.[/yellow]")
+    if report.model_state != "ready":  # the reason is in the table (and a failed load logged it): not again
+        console().print("[yellow]Search is keyword-only (see reason).[/yellow]")
     else:
         console().print("[green]Semantic search is available.[/green]")
 

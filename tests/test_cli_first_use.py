@@ -135,6 +135,17 @@ def test_a_missing_model_is_explained_once(hand_written_root, tmp_path):
     assert status.count("no-model-here") == 2, status  # the warning, and the table's reason row
 
 
+def test_a_new_user_without_the_model_package_hears_once_that_semantic_search_is_unavailable(hand_written_root, tmp_path):
+    no_package = "import memdir.embeddings.resolve as r; r.find_package_model = lambda: None; from memdir.cli import app; app()"
+    env = {**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "true", "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", no_package, "status", "--root", str(hand_written_root)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    said = (done.stdout + done.stderr).lower()
+    assert done.returncode == 0 and "no embedding model found" in said, said
+    assert said.count("semantic search") == 1 and said.count("no embedding model found") == 2, said  # warning + reason row
+    assert "search is keyword-only" in said
+
+
 def test_an_ingested_episode_quotes_no_markers_and_tags_commands_named_in_prose(hand_written_root, tmp_path):
     transcript = tmp_path / "chat.json"
     transcript.write_text(json.dumps([
