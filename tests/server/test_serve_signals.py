@@ -91,3 +91,25 @@ def test_sigterm_stops_a_connected_server_with_its_memory_open(serve_env):
     stderr = process.stderr.read().decode()
     assert code == 143, stderr
     assert "Traceback" not in stderr and WAITING.decode() not in stderr  # not a terminal: no waiting line
+
+
+
+INTERRUPTED_WHILE_IMPORTING = """
+import sys
+
+class CtrlC:  # Ctrl-C pressed while the command line is still being imported
+    def find_spec(self, name, path=None, target=None):
+        if name == "memdir.cli":
+            raise KeyboardInterrupt
+
+sys.meta_path.insert(0, CtrlC())
+from memdir.__main__ import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_command_line_is_still_starting_is_quiet_too(serve_env):
+    """Importing and building the commands takes a few hundred ms: Ctrl-C in there is no traceback either."""
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_WHILE_IMPORTING, "serve"], env=serve_env,
+                          capture_output=True, timeout=60)
+    assert done.returncode == 130 and done.stderr == b"", done.stderr
