@@ -34,7 +34,7 @@ def test_a_hand_written_note_takes_its_folders_type(hand_written_root):
 
 
 @pytest.mark.parametrize("command", ["setup", "status", "rebuild", "search", "serve", "discover", "defrag", "ingest",
-                                     "hook session-start", "hook session-end"])
+                                     "hook session-start", "hook session-end", "thread list", "thread show"])
 def test_every_command_on_a_root_takes_root(command):
     result = runner.invoke(app, [*command.split(), "--help"])
     assert "--root" in result.output
@@ -85,7 +85,7 @@ def test_ingest_of_something_that_is_no_transcript_is_an_error(hand_written_root
 
 # --------------------------------------------------------------------------- small things a new user notices
 def test_flags_show_as_flags_in_help():
-    for command in (["status"], ["search"], ["defrag"], ["ingest"]):
+    for command in (["status"], ["search"], ["defrag"], ["ingest"], ["thread", "list"]):
         help_text = runner.invoke(app, [*command, "--help"]).output
         assert "<bool>" not in help_text and "--json " in help_text
 
