@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from memdir.core.entry import UNREADABLE_PERMISSIONS
 from memdir.core.errors import InputValidationError, MemdirError
-from memdir.core.files import replace_file
+from memdir.core.files import read_regular, replace_file
 from memdir.core.globbing import glob_matcher
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length, compile_regex, shown
@@ -353,9 +353,9 @@ def read_file(
     workspace.check_path_rules(file_path, relative, rules, "Read")
     if not resolved.exists():
         raise WorkspaceError(f"File does not exist: {relative}.", "Use Glob to find files in the workspace.")
-    if not resolved.is_file():
+    if resolved.is_dir():
         raise WorkspaceError(f"{relative} is a directory, not a file.", "Use Glob to list what it contains.")
-    data = resolved.read_bytes()
+    data = read_regular(workspace.root, resolved)  # a named pipe or device is refused, never waited on
     if b"\0" in data[:8192]:
         raise WorkspaceError(f"{relative} is a binary file; Read shows text files only.")
     reads.record(relative, data)
@@ -387,7 +387,7 @@ def write_file(workspace: Workspace, reads: FileReads, rules: ToolPermissions, f
         raise WorkspaceError(f"{relative} is a directory; Write needs a file path.")
     existed = resolved.exists()
     if existed:
-        reads.check(relative, resolved.read_bytes(), "Write")
+        reads.check(relative, read_regular(workspace.root, resolved), "Write")
     data = content.encode("utf-8")
     replace_file(resolved, data, keep_mode=True)
     reads.record(relative, data)
@@ -407,9 +407,9 @@ def edit_file(
     """Replace an exact string in a file the session has read (unique unless ``replace_all``)."""
     resolved, relative = workspace.resolve(file_path, tool="Edit")
     workspace.check_path_rules(file_path, relative, rules, "Edit")
-    if not resolved.is_file():
+    if not resolved.exists():
         raise WorkspaceError(f"File does not exist: {relative}.", "Use Write to create a new file.")
-    data = resolved.read_bytes()
+    data = read_regular(workspace.root, resolved)
     reads.check(relative, data, "Edit")
     if old_string == new_string:
         raise InputValidationError("old_string and new_string are the same; there is nothing to change.")
