@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from pydantic import ValidationError
 
-from memdir.core.entry import ENTRY_TYPES
-from memdir.core.errors import MemdirError
+from memdir.core.entry import ENTRY_TYPES, check_entry_types
+from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.settings import Settings
-from memdir.core.suggest import did_you_mean
 from memdir.core.units import plural
 
 if TYPE_CHECKING:
@@ -72,12 +71,11 @@ def root_of(directory: Path | None, root: Path | None) -> Path | None:
 
 
 def entry_types(values: list[str] | None) -> list[str] | None:
-    """Check --type values: a typo (``concepts``) is an error naming the types, not an empty result."""
-    for value in values or []:
-        if value not in ENTRY_TYPES:
-            raise typer.BadParameter(
-                f"{value!r} is not an entry type; the types are {', '.join(ENTRY_TYPES)}.{did_you_mean(value, ENTRY_TYPES)}"
-            )
+    """Check --type values (also for --json, which does not go through the MemorySearch tool)."""
+    try:
+        check_entry_types(values)
+    except InputValidationError as exc:
+        raise typer.BadParameter(exc.message) from exc
     return values
 
 
@@ -206,45 +204,25 @@ def search(
     query: Annotated[str, typer.Argument(callback=non_empty, help="What to look for.")],
     root: RootOption = None,
     agent: AgentOption = None,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Number of results.")] = 10,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Number of results (1-50).")] = 10,
     type_: Annotated[Optional[list[str]], typer.Option("--type", callback=entry_types, help=f"Only these entry types (repeatable): {', '.join(ENTRY_TYPES)}.")] = None,
     prefix: Annotated[Optional[str], typer.Option("--prefix", help="Only entries under this folder.")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only entries with this tag (repeatable).")] = None,
     threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0, help="Only results scoring at least this (0-1).")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each result's score breakdown.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Hybrid search with each result's score breakdown."""
+    """Hybrid search: the MemorySearch tool's results (with --json: every score as data)."""
     from memdir.memory import Memory
+    from memdir.tools.memory_search import memory_search
 
     with Memory.open(load_settings(root, agent)) as memory:
-        results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag)
-        state = memory.model.state.value
-    if as_json:
-        typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
-        return
-    if not results:
-        narrowed = [name for name, value in (("--type", type_), ("--prefix", prefix), ("--tag", tag), ("--threshold", threshold)) if value]
-        console().print(f"No results for {query!r}" + (f" within {', '.join(narrowed)}." if narrowed else "."))
-        return
-    from rich.table import Table
-
-    table = Table(
-        title=f"Results for {query!r}" + ("" if state == "ready" else " (keyword only)"),
-        caption="score = weighted mean of semantic, bm25, kw (keyword coverage) and tags",
-    )
-    table.add_column("#", justify="right")
-    table.add_column("path", overflow="fold", min_width=12)  # folded, never cut: it is what MemoryRead takes
-    table.add_column("title", min_width=8)
-    for column in ("score", "semantic", "bm25", "kw", "tags"):
-        table.add_column(column, justify="right", no_wrap=True)
-    for rank, result in enumerate(results, start=1):
-        parts = result.breakdown
-        semantic = "-" if parts.semantic is None else f"{parts.semantic:.3f}"
-        table.add_row(
-            str(rank), result.path, result.title, f"{result.score:.3f}",
-            semantic, f"{parts.bm25:.3f}", f"{parts.keyword:.3f}", f"{parts.tag:.3f}",
-        )
-    console().print(table)
+        if as_json:
+            results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag)
+            typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
+            return
+        typer.echo(memory_search(memory, query, top_k=top_k, type=type_, path_prefix=prefix, tags=tag,
+                                 threshold=threshold, explain=explain))
 
 
 # Commands added by the server, defrag and episodes modules are registered below.

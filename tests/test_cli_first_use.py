@@ -65,9 +65,9 @@ def test_search_refuses_numbers_out_of_range(hand_written_root, option):
 
 def test_a_search_that_finds_nothing_says_so(hand_written_root):
     plain = runner.invoke(app, ["search", "zeppelin", "--root", str(hand_written_root)])
-    assert plain.exit_code == 0 and "No results for 'zeppelin'." in plain.output
+    assert plain.exit_code == 0 and "No memory entries found for 'zeppelin'." in plain.output
     narrowed = runner.invoke(app, ["search", "ruby", "--root", str(hand_written_root), "--type", "fact"])
-    assert "No results for 'ruby' within --type." in narrowed.output
+    assert "No memory entries found for 'ruby'." in narrowed.output
 
 
 @pytest.mark.parametrize("content, problem", [
