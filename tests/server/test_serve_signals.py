@@ -103,7 +103,7 @@ class CtrlC:  # Ctrl-C pressed while the command line is still being imported
             raise KeyboardInterrupt
 
 sys.meta_path.insert(0, CtrlC())
-from memdir.__main__ import main
+from memdir.launch import main
 main()
 """
 
