@@ -7,7 +7,8 @@ the files (the truth), the derived index and the vector matrix in step:
   under the exclusive lock, writes the files atomically and updates the index, so other
   processes never see one without the other for long and never see a half entry;
 * reads of content go to the files; search goes to the index, refreshed first with
-  whatever other processes changed;
+  whatever other processes changed (and re-scanned when a writer died between its files
+  and its index update: `DerivedIndex.behind_files`);
 * when the model is missing or still loading, writes still succeed (the entry is marked
   not embedded and embedded later) and search is keyword-only.
 """
@@ -17,8 +18,9 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +30,7 @@ import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.keywords import extract_keywords, porter_stem
-from memdir.core.errors import EntryNotFoundError, StaleEditError
+from memdir.core.errors import EntryNotFoundError, LockTimeoutError, StaleEditError
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length
@@ -180,7 +182,7 @@ class Memory:
         meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
         text = self._card(title, meta, content)  # before the entry exists
         vector = self._embed([text])
-        with self.adapter.lock.exclusive():
+        with self._changing():
             overwritten = self.adapter.exists(logical)
             if expected_content is not None and (
                 not overwritten or self.adapter.read_contents([logical])[0] != expected_content
@@ -203,7 +205,7 @@ class Memory:
     def delete(self, path: str) -> str:
         """Delete an entry (all its files and index rows); returns the normalised path."""
         logical = normalize_path(path)
-        with self.adapter.lock.exclusive():
+        with self._changing():
             if not self.adapter.exists(logical):
                 raise EntryNotFoundError(logical)
             self.adapter.delete(logical)
@@ -213,7 +215,7 @@ class Memory:
     def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
         """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
         logical, goal = normalize_path(path), normalize_path(target)
-        with self.adapter.lock.exclusive():
+        with self._changing():
             self.adapter.write_stub(logical, Redirect(kind, goal))
             self.index.remove(logical)
 
@@ -277,7 +279,7 @@ class Memory:
 
     def _labels(self, paths: list[str]) -> dict[str, dict[str, tuple[str, ...]]]:
         """Title and tags of each entry: from the index (no file read), built-in ones from their own metadata."""
-        self.index.refresh()
+        self._refresh()
         rows = self.index.rows([p for p in paths if not is_virtual(p)])
         labels = {p: {"title": (row.title,), "tags": row.tags} for p, row in rows.items()}
         for builtin in filter(is_virtual, paths):
@@ -307,7 +309,7 @@ class Memory:
         tags: Iterable[str] | None = None,
     ) -> list[SearchResult]:
         """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready."""
-        self.index.refresh()
+        self._refresh()
         return self.searcher.search(
             query,
             top_k=top_k,
@@ -335,7 +337,7 @@ class Memory:
         Vectors of another model (left from before a model switch, until re-embedded) are
         left out: they are not comparable with the current ones.
         """
-        self.index.refresh()
+        self._refresh()
         paths, matrix = self.index.vectors.snapshot()
         model_id = self._model_id()
         keep = [row for row, path in enumerate(paths) if self.index.vectors.model_of(path) == model_id]
@@ -345,7 +347,7 @@ class Memory:
 
     # ------------------------------------------------------------------ model & index maintenance
     def status(self) -> MemoryStatus:
-        self.index.refresh()
+        self._refresh()
         embedder = self.model.peek()
         stats = self.index.stats(embedder.model_id if embedder else None)
         return MemoryStatus(
@@ -391,6 +393,33 @@ class Memory:
                 lambda entry: text_hash(self._searchable(entry)),
                 model_id=self._model_id(),
             )
+
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """The exclusive lock, over an index that holds every file change committed before.
+
+        A writer killed between committing its files and updating the index leaves a change
+        the index lacks; recording a new change on top without a re-scan would hide it for good.
+        """
+        with self.adapter.lock.exclusive():
+            if self.index.behind_files():
+                self.reconcile()
+            yield
+
+    def _refresh(self) -> None:
+        """Catch the index up with other processes, re-scanning the files if a writer died mid-change.
+
+        While another process holds the lock, a lagging index means a writer between its files
+        and its index update (or a dead one that writer's `_changing` will repair): nobody waits.
+        """
+        if not self.index.behind_files() or self.adapter.lock.mode == "shared":
+            return
+        try:
+            with self.adapter.lock.exclusive(timeout=0):  # free: nobody is mid-change
+                if self.index.behind_files():
+                    self.reconcile()
+        except LockTimeoutError:
+            pass
 
     def _searchable(self, entry: Entry) -> str:
         return self._card(entry.title, entry.metadata, entry.content)
@@ -481,7 +510,7 @@ class Memory:
     def _store_vectors(self, embedder: Embedder, entries: list[Entry], texts: list[str], embedding: Future[np.ndarray]) -> int:
         """Write one chunk's vectors (files and index) once the model has made them; returns the chunk's size."""
         vectors = embedding.result()
-        with self.adapter.lock.exclusive():
+        with self._changing():
             fresh: dict[str, np.ndarray] = {}
             hashes: dict[str, str] = {}
             expected: dict[str, Entry] = {}
