@@ -37,7 +37,15 @@ from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.resolve import model_id_for
 from memdir.embeddings.text import searchable_text, text_hash
 from memdir.search.hybrid import HybridSearcher, SearchResult
-from memdir.search.text_search import GrepHit, GrepPattern, glob_matcher, grep_content, matching_fields, path_filter
+from memdir.search.text_search import (
+    GrepHit,
+    GrepPattern,
+    filter_folder,
+    glob_matcher,
+    grep_content,
+    matching_fields,
+    path_filter,
+)
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex, file_stats, listing
@@ -214,16 +222,18 @@ class Memory:
 
     def list(self, prefix: str | None = None, *, include_virtual: bool = True) -> list[EntryInfo]:
         """Every entry (stubs excluded), optionally under a folder prefix, in path order."""
-        return self._entries(path_filter(prefix), include_virtual=include_virtual)
+        return self._entries(path_filter(prefix), include_virtual=include_virtual, under=filter_folder(prefix))
 
-    def _entries(self, keep: Callable[[str], bool], *, include_virtual: bool = True) -> list[EntryInfo]:
+    def _entries(
+        self, keep: Callable[[str], bool], *, include_virtual: bool = True, under: str | None = None
+    ) -> list[EntryInfo]:
         """The entries whose path ``keep`` accepts, with title, type, hits and updated_at.
 
         Those come from the derived index where its row is as fresh as the entry's files
         (one ``stat`` of the ``.yml`` tells) and from the ``.yml`` otherwise: parsing every
         sidecar made a listing of 100K entries take ~15 s, and a narrow glob paid for all.
         """
-        stats = {path: st for path, st in listing(self.adapter) if keep(path)}
+        stats = {path: st for path, st in listing(self.adapter, under) if keep(path)}
         known = self.index.describe(stats)
         infos = [*known.values(), *self.adapter.describe([path for path in stats if path not in known])]
         if include_virtual:

@@ -46,6 +46,7 @@ from memdir.core.errors import (
     UnsafeFileError,
 )
 from memdir.core.files import open_regular, read_regular, stat_regular
+from memdir.core.hook_socket import SOCKET_DIR
 from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_path, resolve_in_root, unsafe_file
 from memdir.storage import stubs
 from memdir.storage.atomic import PRIVATE_DIR, commit_files, has_pending, recover
@@ -178,7 +179,8 @@ class FilesystemAdapter:
             if stat.S_ISLNK(st.st_mode):
                 raise unsafe_file(self.root, item, "link")
             if stat.S_ISDIR(st.st_mode):
-                items.extend(item / name for name in sorted(os.listdir(item)))
+                if item != self.root / PRIVATE_DIR / SOCKET_DIR:  # the hooks' socket: never opened as a file
+                    items.extend(item / name for name in sorted(os.listdir(item)))
             elif not stat.S_ISREG(st.st_mode):
                 raise unsafe_file(self.root, item, "special", "neither a regular file nor a folder")
         stat_regular(self.root, self.root / LOCK_FILE_NAME)

@@ -93,13 +93,13 @@ def file_stats(root: Path | str, path: str) -> FileStats:
     return FileStats(md[0], md[1], yml[0], yml[1])
 
 
-def listing(adapter: Any) -> Iterator[tuple[str, FileStats]]:
-    """(path, stats) of every real entry of a filesystem adapter, stubs and built-ins left out.
+def listing(adapter: Any, under: str | None = None) -> Iterator[tuple[str, FileStats]]:
+    """(path, stats) of every real entry of a filesystem adapter (or of its folder ``under``), stubs and built-ins left out.
 
     Uses the adapter's fast listing (one ``stat`` per ``.md``) plus one ``stat`` of the ``.yml``.
     """
     root = str(adapter.root)
-    for info in adapter.iter_entries(with_metadata=False):
+    for info in adapter.iter_entries(with_metadata=False, under=under):
         yml = _stat(os.path.join(root, disk_stem(info.path)) + ".yml")
         yield info.path, FileStats(info.mtime_ns, info.size, yml[0], yml[1])
 
