@@ -333,10 +333,22 @@ def test_schema_2_index_is_migrated_to_porter_terms_and_loses_its_fts_copy(root)
     db.close()
     index = DerivedIndex(root)
     assert not index.rebuilt
-    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(index_db.SCHEMA_VERSION)
     assert {t for (t,) in index.db.execute("SELECT term FROM terms")} == {"net", "server", "connect"}
     assert [p for p, _ in index.keyword_search(["connection"])] == ["fact/net.md"]
     assert index.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'entries_fts%'").fetchall() == []
+
+
+def test_schema_4_rows_without_a_type_take_their_folders_type(root):
+    index = DerivedIndex(root)
+    put(index, make("concept/notes.md", "hand-written notes about ruby", type=None))
+    put(index, make("misc/loose.md", "not in a type folder", type=None))
+    index.db.execute("UPDATE entries SET type = NULL")  # what schema 4 stored for a note without metadata
+    index.db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    index.close()
+    again = DerivedIndex(root)
+    assert dict(again.db.execute("SELECT path, type FROM entries")) == {"concept/notes.md": "concept", "misc/loose.md": None}
+    assert [path for path, _ in again.keyword_search(["ruby"], types=["concept"])] == ["concept/notes.md"]
 
 
 def test_index_from_a_newer_memdir_is_rebuilt(root):

@@ -124,7 +124,8 @@ def resolve_model(model_dir: Path | None = None, model_id: str | None = None, *,
             return inspect_directory(downloaded, wanted, f"Hugging Face hub, downloaded to {downloaded}")
         except ModelNotFoundError as exc:
             failure = f" ({exc.message})"
-    raise ModelNotFoundError(f"No embedding model found for {wanted}{failure}; semantic search is unavailable.", INSTALL_HINT)
+    # The consequence (keyword-only search) is said once, by whoever reports the failure.
+    raise ModelNotFoundError(f"No embedding model found for {wanted}{failure}.", INSTALL_HINT)
 
 
 HUB_FILES = ("tokenizer.json", "config.json", "model.safetensors", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json")

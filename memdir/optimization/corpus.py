@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memdir.core.entry import Entry, Metadata
+from memdir.core.entry import Entry, Metadata, entry_type
 from memdir.core.errors import InvalidPathError, MemdirError
 from memdir.core.paths import normalize_path
 from memdir.core.quality import confidence_of, effective_metadata, score_metadata
@@ -84,8 +84,7 @@ class Item:
 
     @property
     def type(self) -> str | None:
-        value = self.metadata.get("type")
-        return str(value).lstrip(":") if value not in (None, "") else None
+        return entry_type(self.metadata.get("type"), self.path)
 
     @property
     def confidence(self) -> str | None:

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memdir.core.entry import Entry, Metadata, utcnow
+from memdir.core.entry import Entry, Metadata, entry_type, utcnow
 from memdir.core.errors import (
     DiskFullError,
     EntryNotFoundError,
@@ -274,13 +274,15 @@ class FilesystemAdapter:
         folders = [self.root / PRIVATE_DIR, *(self.root / name for name in sorted(RESERVED_FOLDERS))]
         items = [folder for folder in folders if os.path.lexists(folder)]
         for item in items:
-            st = os.lstat(item)
+            try:  # another process's journal or temporary file may go between listing and looking
+                st = os.lstat(item)
+                if stat.S_ISDIR(st.st_mode) and item != self.root / PRIVATE_DIR / SOCKET_DIR:  # the hooks' socket
+                    items.extend(item / name for name in sorted(os.listdir(item)))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
             if stat.S_ISLNK(st.st_mode):
                 raise unsafe_file(self.root, item, "link")
-            if stat.S_ISDIR(st.st_mode):
-                if item != self.root / PRIVATE_DIR / SOCKET_DIR:  # the hooks' socket: never opened as a file
-                    items.extend(item / name for name in sorted(os.listdir(item)))
-            elif not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISDIR(st.st_mode) and not stat.S_ISREG(st.st_mode):
                 raise unsafe_file(self.root, item, "special", "neither a regular file nor a folder")
         stat_regular(self.root, self.root / LOCK_FILE_NAME)
 
@@ -857,7 +859,7 @@ class FilesystemAdapter:
             if sidecar:
                 title = str(sidecar.get("title") or "")
                 meta = sidecar.get("metadata")
-                type_ = str(meta["type"]).lstrip(":") if isinstance(meta, dict) and meta.get("type") else None
+                type_ = meta.get("type") if isinstance(meta, dict) else None
                 hits = as_int(sidecar.get("hits"))
                 updated_at = as_datetime(sidecar.get("updated_at"))
             if not title:
@@ -873,7 +875,7 @@ class FilesystemAdapter:
             title=title,
             size=st.st_size,
             updated_at=updated_at or _mtime(mtime_ns),
-            type=type_,
+            type=entry_type(type_, path),
             hits=hits,
             mtime_ns=mtime_ns,
         )

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from memdir.core.entry import Entry
+from memdir.core.entry import ENTRY_TYPES, Entry
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memdir"
 INDEX_FILE = "index.sqlite3"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
 DEFAULT_WAL_LIMIT = 4 << 20  # bytes; `Settings.index_wal_limit` sets it
@@ -158,8 +158,21 @@ def _run_script(db: sqlite3.Connection, script: str) -> None:
             db.execute(statement)
 
 
+def _migration_types_from_folders(db: sqlite3.Connection) -> None:
+    """Entries without a declared type take their top folder's (`memdir.core.entry.entry_type`);
+    rows written before that rule have no type, and type filters missed them."""
+    folder = "substr(path, 1, instr(path, '/') - 1)"
+    db.execute(
+        f"UPDATE entries SET type = {folder} WHERE (type IS NULL OR type = '')"
+        f" AND {folder} IN ({', '.join('?' * len(ENTRY_TYPES))})",
+        ENTRY_TYPES,
+    )
+
+
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
-MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (_migration_1, _migration_2, _migration_3, _migration_4)
+MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (
+    _migration_1, _migration_2, _migration_3, _migration_4, _migration_types_from_folders,
+)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -430,7 +443,7 @@ def write_row(
         not stats.yml_mtime_ns or marks_stub(entry.metadata)
     )
     values = (
-        entry.title, meta.type, join_tags(tags), meta.domain or "", entry.size or len(entry.content.encode()),
+        entry.title, entry.type, join_tags(tags), meta.domain or "", entry.size or len(entry.content.encode()),
         stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size,
         entry.updated_at.isoformat(), entry.hits, int(is_stub), text_hash, seq,
     )  # fmt: skip
@@ -458,7 +471,7 @@ def write_row(
         terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
         ids = _write_terms(db, row_id, terms)
         doc = KeywordDoc(
-            entry.path, entry.title, meta.type, tuple(tags), np.asarray(ids, dtype=np.int64), terms.counts,
+            entry.path, entry.title, entry.type, tuple(tags), np.asarray(ids, dtype=np.int64), terms.counts,
             terms.length, terms.terms,
         )  # fmt: skip
     else:
