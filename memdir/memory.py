@@ -34,7 +34,7 @@ from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.resolve import model_id_for
 from memdir.embeddings.text import searchable_text, text_hash
-from memdir.search.hybrid import HybridSearcher, SearchResult
+from memdir.search.hybrid import HybridSearcher, SearchResult, normalize_prefix
 from memdir.search.text_search import GrepHit, GrepPattern, glob_matcher, grep_content, path_filter
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
@@ -269,16 +269,23 @@ class Memory:
         path_prefix: str | None = None,
         tags: Iterable[str] | None = None,
     ) -> list[SearchResult]:
-        """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready."""
+        """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready.
+
+        Built-in skills are in every root: they answer searches for skills (``types``
+        with ``skill``, a ``skill/`` prefix), not every content search of every root.
+        """
         self.index.refresh()
-        return self.searcher.search(
+        types = list(types) if types else None
+        hidden = _unasked_builtins(types, path_prefix)
+        results = self.searcher.search(
             query,
-            top_k=top_k,
+            top_k=top_k + len(hidden),
             threshold=threshold,
-            types=list(types) if types else None,
+            types=types,
             path_prefix=path_prefix,
             tags=list(tags) if tags else None,
         )
+        return [result for result in results if result.path not in hidden][:top_k]
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, matrix) of every entry embedded by the current model: one L2-normalised row per path.
@@ -453,6 +460,15 @@ class Memory:
 
     def _index_entry(self, entry: Entry, text: str, model_id: str | None) -> None:
         self.index.upsert(entry, file_stats(self.root, entry.path), text_hash(text), model_id)
+
+
+def _unasked_builtins(types: list[str] | None, path_prefix: str | None) -> tuple[str, ...]:
+    """The built-in skills a search did not ask for: all, unless it names a type (the type
+    filter decides) or a folder they are in (``skill/``, ``skill/meta``)."""
+    if types is not None:
+        return ()
+    prefix = normalize_prefix(path_prefix)
+    return tuple(path for path in virtual_paths() if prefix is None or not path.startswith(prefix))
 
 
 __all__ = ["Memory", "MemoryStatus", "WriteResult"]
