@@ -63,6 +63,7 @@ from memdir.storage.sidecar import (
     metadata_from_yaml,
     parse_sidecar,
 )
+from memdir.storage.stub_reads import StubReads
 from memdir.storage.totals import SharedTotal
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
@@ -121,6 +122,7 @@ class FilesystemAdapter:
             repair=self._repair,
         )
         self._total = SharedTotal(self.root, self._scan_total)
+        self._stub_reads = StubReads(self.root)
         if has_pending(self.root):
             with self.lock.exclusive():  # finishes what a killed writer left
                 pass
@@ -381,7 +383,8 @@ class FilesystemAdapter:
         md, yml, emb = self._files(path)
         with self._writing():
             total = self._check_limits(path, md, len(data))
-            commit_files(self.root, {md: data} | self._total.staged(total), [yml, emb])
+            staged = self._total.staged(total) | self._stub_reads.staged_forget([path])  # a new stub starts unread
+            commit_files(self.root, {md: data} | staged, [yml, emb])
             self._total.committed(total)
 
     def delete(self, path: str) -> None:
@@ -398,7 +401,7 @@ class FilesystemAdapter:
             if not md.is_file():
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
-            commit_files(self.root, self._total.staged(total), [md, yml, emb])
+            commit_files(self.root, self._total.staged(total) | self._stub_reads.staged_forget([path]), [md, yml, emb])
             self._total.committed(total)
             self._prune_empty_folders(md.parent)
 
@@ -477,16 +480,9 @@ class FilesystemAdapter:
         return entry
 
     def _count_stub_hit(self, path: str) -> None:
-        """A read that went through the stub at ``path``: count it in the stub's own text."""
-        md, _, _ = self._files(path)
-        old = md.read_bytes()
-        text = old.decode("utf-8", errors="replace")
-        redirect = stubs.parse_stub(text, path)
-        if redirect is not None:
-            data = stubs.format_stub(redirect, stubs.stub_hits(text) + 1).encode("utf-8")
-            total = self._current_total() + len(data) - len(old)
-            commit_files(self.root, {md: data} | self._total.staged(total))
-            self._total.committed(total)
+        """A read that went through the stub at ``path``: counted in derived data, never in the stub
+        (`memdir.storage.stub_reads`)."""
+        commit_files(self.root, self._stub_reads.staged_add(path))
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
         """The content of each entry ("" for one that vanished), in one pass under one shared lock.
@@ -672,6 +668,8 @@ class FilesystemAdapter:
                 title = head.split("\n", 1)[0].lstrip("# ").strip() if is_stub else fallback_title(head, path)
                 if is_stub:
                     hits = stubs.stub_hits(head)
+            if is_stub:
+                hits += self._stub_reads.count(path)
         return EntryInfo(
             path=path,
             title=title,
