@@ -33,7 +33,7 @@ from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.resolve import model_id_for
-from memdir.embeddings.text import searchable_text, text_hash
+from memdir.embeddings.text import searchable_text, text_hash, text_recipe
 from memdir.search.hybrid import HybridSearcher, SearchResult, normalize_prefix
 from memdir.search.text_search import GrepHit, GrepPattern, glob_matcher, grep_content, path_filter
 from memdir.storage.base import EntryInfo, Redirect
@@ -171,6 +171,7 @@ class Memory:
         meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
         text = searchable_text(title, meta, content, self.settings.embedding_max_chars)  # before the entry exists
         vector = self._embed([text])
+        model_id = self._model_id() if vector is not None else None
         with self.adapter.lock.exclusive():
             overwritten = self.adapter.exists(logical)
             if expected_content is not None and (
@@ -179,9 +180,9 @@ class Memory:
                 raise StaleEditError(logical)
             entry = self.adapter.write(
                 logical, content, title=title, metadata=meta, embedding=vector[0] if vector is not None else None,
-                hits=hits, updated_at=updated_at,
+                hits=hits, updated_at=updated_at, embedding_model=model_id, embedding_text_hash=text_hash(text),
             )
-            self._index_entry(entry, text, self._model_id() if vector is not None else None)
+            self._index_entry(entry, text, model_id)
         return WriteResult(entry, overwritten)
 
     def read(self, path: str, *, count_hit: bool = False) -> Entry:
@@ -348,16 +349,15 @@ class Memory:
                 lambda path: self.adapter.read_entry(path, follow=False),
                 lambda entry: text_hash(self._searchable(entry)),
                 model_id=self._model_id(),
+                text_recipe=text_recipe(self.settings.embedding_max_chars),
             )
 
     def _searchable(self, entry: Entry) -> str:
         return searchable_text(entry.title, entry.metadata, entry.content, self.settings.embedding_max_chars)
 
     def _model_id(self) -> str:
-        """The model vectors are made with: the loaded one, else the configured one.
-
-        ``.emb`` files carry no model name, so vectors found on disk are attributed to it.
-        """
+        """The model vectors are made with: the loaded one, else the configured one (what
+        vectors are compared with, and re-embedded for when another model made them)."""
         embedder = self.model.peek()
         if embedder is not None:
             return embedder.model_id
@@ -433,7 +433,9 @@ class Memory:
                     continue
                 fresh[entry.path], hashes[entry.path] = vector, text_hash(text)
                 expected[entry.path] = entry  # changed meanwhile: its own write embedded it
-            stored = self.adapter.set_embeddings(fresh, expected=expected)
+            stored = self.adapter.set_embeddings(
+                fresh, expected=expected, model_id=embedder.model_id, text_hashes=hashes
+            )
             self.index.set_vectors(
                 (entry, file_stats(self.root, entry.path), hashes[entry.path], embedder.model_id) for entry in stored
             )

@@ -16,6 +16,7 @@ from memdir.storage import index as index_module
 from memdir.storage import index_db
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex, FileStats, file_stats, listing
+from memdir.storage.sidecar import fallback_title
 from memdir.storage.vectors import VectorMatrix
 
 EMBEDDER = FakeEmbedder()
@@ -200,8 +201,10 @@ def test_replaced_index_file_is_reopened(root):
 
 def write_entry(adapter: FilesystemAdapter, path: str, content: str, *, title: str = "", tags=(), embed=True) -> Entry:
     meta = Metadata(type="concept", tags=list(tags))
-    vector = EMBEDDER.embed([searchable_text(title, meta, content)])[0] if embed else None
-    return adapter.write(path, content, title=title, metadata=meta, embedding=vector)
+    text = searchable_text(title or fallback_title(content, path), meta, content)  # the title it reads back with
+    vector = EMBEDDER.embed([text])[0] if embed else None
+    return adapter.write(path, content, title=title, metadata=meta, embedding=vector,
+                         embedding_model=MODEL, embedding_text_hash=text_hash(text))  # as Memory.write records them
 
 
 def reconcile(index: DerivedIndex, adapter: FilesystemAdapter, model: str | None = MODEL):
@@ -293,7 +296,7 @@ def test_deleting_dot_memdir_rebuilds_silently(root):
     report = reconcile(fresh, adapter)
     assert report.rebuilt and report.added == 5
     assert len(fresh.vectors) == 5
-    assert report.needs_embedding == []  # .emb vectors are attributed to the configured model
+    assert report.needs_embedding == []  # each .yml records its vector's model and text
 
 
 def test_deleting_dot_memdir_while_open_rebuilds_on_reconcile(root):

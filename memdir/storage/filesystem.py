@@ -4,8 +4,8 @@
 
 * ``concept/ruby/classes.md`` — the content, byte for byte (no newline translation);
 * ``concept/ruby/classes.yml`` — ``title``, ``file_path``, ``updated_at`` (a YAML timestamp),
-  ``size`` (content bytes), ``hits``, ``metadata`` (empty values left out) and
-  ``embedding_checksum``;
+  ``size`` (content bytes), ``hits``, ``metadata`` (empty values left out),
+  ``embedding_checksum`` and the vector's ``embedding_model`` and ``embedding_text_hash``;
 * ``concept/ruby/classes.emb`` — 384 raw little-endian float32 values, no header;
   absent when the entry has no embedding.
 
@@ -58,10 +58,12 @@ from memdir.storage.sidecar import (
     decode_embedding,
     dump_sidecar,
     embedding_checksum,
+    embedding_origin,
     encode_embedding,
     fallback_title,
     metadata_from_yaml,
     parse_sidecar,
+    set_embedding_fields,
 )
 from memdir.storage.stub_reads import StubReads
 from memdir.storage.totals import SharedTotal
@@ -218,6 +220,8 @@ class FilesystemAdapter:
         embedding: np.ndarray | None = None,
         hits: int | None = None,
         updated_at: datetime | None = None,
+        embedding_model: str | None = None,
+        embedding_text_hash: str | None = None,
     ) -> Entry:
         """Create or replace the entry at ``path`` atomically (all three files or none).
 
@@ -230,6 +234,8 @@ class FilesystemAdapter:
             hits: the hit count to store; None keeps the existing count (0 for a new entry).
             updated_at: the modification time to record; None means now. Maintenance that
                 does not change what the entry says (re-embedding) keeps the old time.
+            embedding_model: the model that made ``embedding`` (None: unknown, re-embedded later).
+            embedding_text_hash: the hash of the searchable text it was made from.
 
         Raises:
             InvalidPathError, ReadOnlyEntryError, InputValidationError,
@@ -256,7 +262,7 @@ class FilesystemAdapter:
                 "metadata": meta.to_yaml_dict(),
             }
             if checksum is not None:
-                sidecar["embedding_checksum"] = checksum
+                set_embedding_fields(sidecar, checksum, embedding_model, embedding_text_hash)
             writes = {md: data, yml: dump_sidecar(sidecar)}
             removals = []
             if emb_bytes is None:
@@ -275,14 +281,21 @@ class FilesystemAdapter:
             metadata=meta.model_copy(deep=True),
             embedding=None if emb_bytes is None else np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
             embedding_checksum=checksum,
+            embedding_model=embedding_model if checksum else None,
+            embedding_text_hash=embedding_text_hash if checksum else None,
         )
 
     def set_embeddings(
-        self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, Entry] | None = None
+        self,
+        vectors: Mapping[str, np.ndarray],
+        *,
+        expected: Mapping[str, Entry] | None = None,
+        model_id: str | None = None,
+        text_hashes: Mapping[str, str] | None = None,
     ) -> list[Entry]:
         """Replace the embeddings of existing entries in ONE transaction (re-embedding, rebuilds).
 
-        Only the ``.emb`` files and the ``embedding_checksum`` of the sidecars change:
+        Only the ``.emb`` files and the embedding fields of the sidecars change:
         content, title, metadata, hits and ``updated_at`` stay as they are. One journal and
         one set of fsyncs for the whole batch is what keeps a rebuild close to the model's
         own throughput.
@@ -292,6 +305,8 @@ class FilesystemAdapter:
             expected: path -> the entry as read when its vector was computed; an entry whose
                 content, title or metadata (tags and domain are embedded too) changed since
                 is skipped: the write that changed it embedded it.
+            model_id: the model that made the vectors.
+            text_hashes: path -> hash of the searchable text its vector was made from.
 
         Returns:
             The updated entries, in the order given (skipped ones left out).
@@ -309,6 +324,7 @@ class FilesystemAdapter:
                 _, yml, emb = self._files(path)
                 emb_bytes = encode_embedding(path, vector)
                 checksum = embedding_checksum(emb_bytes)
+                text_hash = (text_hashes or {}).get(path)
                 writes[emb] = emb_bytes
                 if sidecar is None and yml.exists():
                     # A .yml memdir cannot read was written by someone else: never overwrite it
@@ -319,11 +335,11 @@ class FilesystemAdapter:
                         "title": entry.title, "file_path": path, "updated_at": entry.updated_at,
                         "size": entry.size, "hits": entry.hits, "metadata": entry.metadata.to_yaml_dict(),
                     })
-                    fields["embedding_checksum"] = checksum
+                    set_embedding_fields(fields, checksum, model_id, text_hash)
                     writes[yml] = dump_sidecar(fields)
                 updated.append(entry.model_copy(update={
                     "embedding": np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
-                    "embedding_checksum": checksum,
+                    "embedding_checksum": checksum, "embedding_model": model_id, "embedding_text_hash": text_hash,
                 }))
             if writes:
                 commit_files(self.root, writes)
@@ -533,6 +549,7 @@ class FilesystemAdapter:
         sidecar = self._load_sidecar(yml)
         fields = sidecar or {}
         embedding, checksum = self._load_embedding(emb, fields.get("embedding_checksum"))
+        model, text_hash = embedding_origin(fields, checksum)
         title = fields.get("title")
         entry = Entry(
             path=path,
@@ -544,6 +561,8 @@ class FilesystemAdapter:
             metadata=metadata_from_yaml(fields.get("metadata")),
             embedding=embedding,
             embedding_checksum=checksum,
+            embedding_model=model,
+            embedding_text_hash=text_hash,
         )
         return entry, sidecar
 
