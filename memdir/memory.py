@@ -28,7 +28,7 @@ import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.errors import EntryNotFoundError, StaleEditError
-from memdir.core.paths import normalize_path
+from memdir.core.paths import disk_stem, link_target, normalize_path
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
@@ -201,6 +201,37 @@ class Memory:
             self.adapter.delete(logical)
             self.index.remove(logical)
         return logical
+
+    def delete_and_unlink(self, path: str) -> tuple[str, list[str]]:
+        """Delete an entry and remove the ``related`` links other entries had to it.
+
+        Both happen under one hold of the write lock, so no reader sees a link to the
+        deleted entry. Returns the normalised path and the entries whose links were removed.
+        """
+        with self.adapter.lock.exclusive():
+            logical = self.delete(path)
+            return logical, self.unlink(logical)
+
+    def unlink(self, target: str) -> list[str]:
+        """Remove every ``related`` link to ``target`` from the entries' metadata; the entries changed.
+
+        Each changed entry keeps its content, age and read count. Links written into an
+        entry's content (frontmatter) are the author's text and stay; ``analyze`` reports them.
+        """
+        target = normalize_path(target)
+        changed = []
+        with self.adapter.lock.exclusive():
+            for path in self.adapter.sidecars_mentioning(disk_stem(target)):  # in every spelling of a link
+                entry = self.adapter.read_entry(path, follow=False)
+                kept = [link for link in entry.metadata.related if link_target(link) != target]
+                if len(kept) == len(entry.metadata.related):
+                    continue
+                self.write(
+                    path, entry.content, title=entry.title, metadata=entry.metadata.model_copy(update={"related": kept}),
+                    updated_at=entry.updated_at, hits=entry.hits,
+                )
+                changed.append(path)
+        return changed
 
     def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
         """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""

@@ -33,3 +33,24 @@ def test_built_in_entry_is_refused(memory, session):
         "Write your own version under a different path."
     )
     assert memory.exists("skill/meta/deep-learning.md")
+
+
+def test_links_to_the_deleted_entry_are_removed_from_other_entries(memory, session):
+    from memdir.optimization.defragmenter import Defragmenter
+
+    memory.write("fact/gone.md", "Soon deleted.", title="Gone")
+    memory.write("fact/other.md", "Stays.", title="Other")
+    memory.write("concept/a.md", "Links to both.", title="A",
+                 metadata={"type": "concept", "related": ["memory://fact/gone.md", "fact/other.md"]}, hits=4)
+    memory.write("concept/b.md", "Links by another spelling.", title="B", metadata={"related": ["fact/gone"]})
+    before = memory.read("concept/a.md")
+    text = memory_delete(memory, session, "fact/gone.md")
+    assert text == (
+        "Deleted memory://fact/gone.md\n"
+        "Removed the related links to it from: memory://concept/a.md, memory://concept/b.md"
+    )
+    after = memory.read("concept/a.md")
+    assert after.metadata.related == ["fact/other.md"]
+    assert (after.content, after.updated_at, after.hits) == (before.content, before.updated_at, before.hits)
+    assert memory.read("concept/b.md").metadata.related == []
+    assert Defragmenter(memory).run("analyze").data["dangling_links"] == {}
