@@ -28,7 +28,7 @@ import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.errors import EntryNotFoundError, StaleEditError
-from memdir.core.paths import disk_stem, link_target, normalize_path
+from memdir.core.paths import link_target, normalize_path
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
@@ -215,13 +215,15 @@ class Memory:
     def unlink(self, target: str) -> list[str]:
         """Remove every ``related`` link to ``target`` from the entries' metadata; the entries changed.
 
-        Each changed entry keeps its content, age and read count. Links written into an
+        The derived index's link table names the entries to change (no ``.yml`` is read
+        but theirs); each keeps its content, age and read count. Links written into an
         entry's content (frontmatter) are the author's text and stay; ``analyze`` reports them.
         """
         target = normalize_path(target)
         changed = []
         with self.adapter.lock.exclusive():
-            for path in self.adapter.sidecars_mentioning(disk_stem(target)):  # in every spelling of a link
+            self.index.refresh()
+            for path in self.index.linking_to(target):
                 entry = self.adapter.read_entry(path, follow=False)
                 kept = [link for link in entry.metadata.related if link_target(link) != target]
                 if len(kept) == len(entry.metadata.related):

@@ -336,7 +336,9 @@ def test_schema_2_index_is_migrated_to_porter_terms_and_loses_its_fts_copy(root)
     db.close()
     index = DerivedIndex(root)
     assert not index.rebuilt
-    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
+    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
+        index_db.SCHEMA_VERSION
+    )
     assert {t for (t,) in index.db.execute("SELECT term FROM terms")} == {"net", "server", "connect"}
     assert [p for p, _ in index.keyword_search(["connection"])] == ["fact/net.md"]
     assert index.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'entries_fts%'").fetchall() == []
@@ -562,3 +564,22 @@ def test_a_snapshot_of_a_cleared_index_is_ignored(root, small_snapshots):
     cleared.close()
     assert list(DerivedIndex(root).vectors.paths) == ["concept/only.md"]
     assert old is not None and old.generation != DerivedIndex(root)._generation
+
+
+def test_schema_4_index_learns_the_links_at_the_next_open(tmp_path):
+    """Schema 5 records who links to whom; an index made before it re-reads every entry once to learn it."""
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+
+    settings = Settings(root=tmp_path / "memory")
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("fact/a.md", "A.", title="A")
+        memory.write("fact/b.md", "B links to A.", title="B", metadata={"related": ["memory://fact/a.md"]})
+        assert memory.index.linking_to("fact/a.md") == ["fact/b.md"]
+    db = sqlite3.connect(index_db.index_path(settings.root), isolation_level=None)
+    db.execute("DROP TABLE links")
+    db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    db.close()
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        assert not memory.index.rebuilt
+        assert memory.index.linking_to("fact/a.md") == ["fact/b.md"]

@@ -644,22 +644,6 @@ class FilesystemAdapter:
         return disk_stem(normalize_path(cleaned)) + "/"
 
 
-    def sidecars_mentioning(self, text: str) -> list[str]:
-        """Real entries whose ``.yml`` contains ``text``: a byte search, so that callers looking for
-        links to one entry parse the few sidecars that may hold one, not every sidecar."""
-        needle = text.encode("utf-8")
-        found = []
-        with self._reading():
-            for info in self.iter_entries(with_metadata=False):
-                try:
-                    _, yml, _ = self._files(info.path)
-                    self._check_sidecar(info.path, yml)
-                    if needle in yml.read_bytes():
-                        found.append(info.path)
-                except (OSError, InvalidPathError):  # no sidecar, or one that leaves the root
-                    continue
-        return found
-
     def describe(self, paths: Sequence[str]) -> list[EntryInfo]:
         """Listing rows with metadata (title, type, hits, updated_at, from each ``.yml``) of
         the given real entries, in the order given; entries gone meanwhile are left out."""

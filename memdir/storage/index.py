@@ -650,7 +650,7 @@ class DerivedIndex:
     def clear(self) -> None:
         """Drop every row (a full rebuild follows); other processes notice and reload."""
         with self._writing() as (db, _):
-            for table in ("entries", "vectors", "entry_tags", "entry_terms", "tombstones"):
+            for table in ("entries", "vectors", "entry_tags", "entry_terms", "links", "tombstones"):
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 — fixed table names
             db.execute("UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'generation'")
             self._generation = sql.meta_text(db, "generation")
@@ -701,6 +701,12 @@ class DerivedIndex:
                     type=type_, hits=hits, mtime_ns=st.md_mtime_ns,
                 )
         return found
+
+    def linking_to(self, target: str) -> list[str]:
+        """The entries whose ``related`` metadata links to the normalised path ``target``, in path order."""
+        with self.lock:
+            query = "SELECT e.path FROM links l JOIN entries e ON e.id = l.id WHERE l.target = ? ORDER BY e.path"
+            return [row[0] for row in self.db.execute(query, (target,))]
 
     def needs_embedding(self, model_id: str | None) -> list[str]:
         """Entries to (re-)embed: no vector, a vector made from other text, or by another model.
