@@ -228,12 +228,22 @@ class Memory:
                 kept = [link for link in entry.metadata.related if link_target(link) != target]
                 if len(kept) == len(entry.metadata.related):
                     continue
-                self.write(
-                    path, entry.content, title=entry.title, metadata=entry.metadata.model_copy(update={"related": kept}),
-                    updated_at=entry.updated_at, hits=entry.hits,
-                )
+                self._relink(entry, kept)
                 changed.append(path)
         return changed
+
+    def _relink(self, entry: Entry, related: list[str]) -> None:
+        """Store new ``related`` links: they are not part of the searchable text, so the entry
+        keeps its vector (no model needed) as well as its content, age and read count."""
+        stored = self.adapter.write(
+            entry.path, entry.content, title=entry.title, metadata=entry.metadata.model_copy(update={"related": related}),
+            embedding=entry.embedding, hits=entry.hits, updated_at=entry.updated_at,
+            embedding_model=entry.embedding_model, embedding_text_hash=entry.embedding_text_hash,
+        )
+        self.index.upsert(
+            stored, file_stats(self.root, stored.path), text_hash(self._searchable(stored)), entry.embedding_model,
+            vector_text_hash=entry.embedding_text_hash,
+        )
 
     def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
         """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
