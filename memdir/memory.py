@@ -235,8 +235,9 @@ class Memory:
     def _relink(self, entry: Entry, related: list[str]) -> None:
         """Store new ``related`` links: they are not part of the searchable text, so the entry
         keeps its vector (no model needed) as well as its content, age and read count."""
+        metadata = entry.metadata.model_copy(update={"related": related})
         stored = self.adapter.write(
-            entry.path, entry.content, title=entry.title, metadata=entry.metadata.model_copy(update={"related": related}),
+            entry.path, entry.content, title=entry.title, metadata=metadata,
             embedding=entry.embedding, hits=entry.hits, updated_at=entry.updated_at,
             embedding_model=entry.embedding_model, embedding_text_hash=entry.embedding_text_hash,
         )
