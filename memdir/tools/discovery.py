@@ -61,9 +61,7 @@ class Found:
         return "keyword match" if self.keyword_only else f"{self.percent}% match"
 
 
-KEYWORD_ONLY_NOTE = (
-    "(Semantic search is not available yet, so these were matched by their words only, not by meaning.)"
-)
+KEYWORD_ONLY_NOTE = "(Semantic search is not available right now: these were matched by their words, not by meaning.)"
 
 
 def _keyword_note(found: Sequence[Found]) -> list[str]:
@@ -104,7 +102,8 @@ def memory_reminder(memories: Sequence[Found]) -> str:
             f'Read with: `MemoryRead(file_path: "{memory.path}")`',
             "",
         ]
-    lines += [*_keyword_note(memories), "These entries may contain relevant knowledge for your task.", "</system-reminder>"]
+    lines += [*_keyword_note(memories), "These entries may contain relevant knowledge for your task."]
+    lines.append("</system-reminder>")
     return "\n".join(lines)
 
 
@@ -129,9 +128,8 @@ def _found(result: Any) -> Found:
     path = str(result.path)
     entry_type = getattr(result, "type", None) or path.split("/", 1)[0]
     title = str(getattr(result, "title", "") or path)
-    return Found(
-        path=path, title=title, type=str(entry_type), score=float(result.relevance), keyword_only=getattr(result, "mode", "") == "keyword"
-    )
+    keyword_only = getattr(result, "mode", "") == "keyword"
+    return Found(path=path, title=title, type=str(entry_type), score=float(result.relevance), keyword_only=keyword_only)
 
 
 def search_found(
