@@ -14,6 +14,7 @@ print them without matching on strings.
     ├── RedirectError             a stub (`# merged → ...`) that cannot be followed
     ├── StaleEditError            the entry changed since this session read it
     ├── LockTimeoutError          another process held the root's lock too long
+    ├── ThreadNotFoundError       no working-memory thread with that id
     └── ModelNotFoundError        no embedding model could be found
 """
 
@@ -109,6 +110,14 @@ class StaleEditError(MemdirError):
 
 class LockTimeoutError(MemdirError):
     """The root's write lock could not be taken in time."""
+
+
+class ThreadNotFoundError(MemdirError):
+    """No working-memory thread has this id."""
+
+    def __init__(self, thread: str) -> None:
+        super().__init__(f"no thread {thread!r}.", "ThreadList lists the threads; ThreadAppend starts a new one.")
+        self.thread = thread
 
 
 class ConfigError(MemdirError):

@@ -171,6 +171,25 @@ class Settings(BaseSettings):
     episode_max_injected: int = _setting(3, "episode_max_injected", description="At most this many episodes per reminder.")
     episode_session_start_budget: int = _setting(400, "episode_session_start_budget", description="Tokens of the session-start reminder.")
 
+    # --- threads (memdir.threads: working memory, compaction, context strategies)
+    thread_strategy: Literal["virtual", "fragment", "semantic"] = _setting("virtual", "thread_strategy", description="Context strategy of a new thread.")
+    thread_compact_chunks: int = _setting(40, "thread_compact_chunks", description="Compact when this many compressible working-flow chunks wait (0 = never by count).")
+    thread_compact_tokens: int = _setting(8000, "thread_compact_tokens", description="... or when they hold this many tokens (0 = never by tokens).")
+    thread_compact_keep_recent: int = _setting(8, "thread_compact_keep_recent", description="The most recent chunks are never compacted.")
+    thread_summary_tokens: int = _setting(300, "thread_summary_tokens", description="Length of a compaction or page summary.")
+    thread_pin_importance: float = _setting(0.7, "thread_pin_importance", description="virtual: messages this important are never paged out.")
+    thread_page_chunks: int = _setting(8, "thread_page_chunks", description="virtual: chunks per page.")
+    thread_page_budget: float = _setting(0.3, "thread_page_budget", description="virtual: share of the budget for pages referenced back in.")
+    thread_lane_weights: tuple[float, float, float, float] = _setting(
+        (8.0, 4.0, 3.0, 3.0), "thread_lane_weights", description="virtual: budget weights of the assistant, user, system and tool lanes (gro).")
+    thread_high_watermark: float = _setting(0.65, "thread_high_watermark", description="virtual: page out when the thread passes this share of the budget...")
+    thread_low_watermark: float = _setting(0.5, "thread_low_watermark", description="... down to this share for the recent messages.")
+    thread_lane_min_recent: int = _setting(2, "thread_lane_min_recent", description="virtual: recent messages each lane keeps.")
+    thread_fragment_rate: float = _setting(0.2, "thread_fragment_rate", description="fragment: share of older messages sampled.")
+    thread_fragment_age_exponent: float = _setting(1.5, "thread_fragment_age_exponent", description="fragment: how strongly sampling favours newer messages.")
+    thread_recent_share: float = _setting(0.25, "thread_recent_share", description="fragment and semantic: share of the budget for the most recent turns.")
+    thread_sampling_timeout: float = _setting(60.0, "thread_sampling_timeout", description="Seconds to wait for the client's model to summarise.")
+
     @field_validator("agent")
     @classmethod
     def _agent_is_a_plain_name(cls, value: str | None) -> str | None:

@@ -32,7 +32,7 @@ from pydantic import Field, ValidationError, WithJsonSchema
 
 from memdir import __version__
 from memdir.core.settings import Settings
-from memdir.server import prompts, resources, toolsets, workspace
+from memdir.server import prompts, resources, sampling, toolsets, workspace
 from memdir.server.arguments import invalid_arguments_message, unknown_arguments_message
 from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
 from memdir.server.state import (
@@ -53,8 +53,9 @@ if typing.TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "memdir"
-INJECTED = ("memory", "session", "settings")
-"""Parameters of a tool function that the server fills in (never part of the input schema)."""
+INJECTED = ("memory", "session", "settings", "ask")
+"""Parameters of a tool function that the server fills in (never part of the input schema); ``ask`` is the
+client's model through MCP sampling (`memdir.server.sampling`), None when the client offers none."""
 
 
 class MemdirServer(MCPServer[AppState]):
@@ -159,6 +160,8 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
             kwargs["session"] = session_state(ctx).session
         if "settings" in wanted:
             kwargs["settings"] = app_state(ctx).settings
+        if "ask" in wanted:
+            kwargs["ask"] = sampling.client_ask(ctx, app_state(ctx).settings.thread_sampling_timeout)
         return await run_memory_tool(ctx, fn, **kwargs)
 
     tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]

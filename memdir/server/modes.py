@@ -2,8 +2,9 @@
 
 SwarmMemory's three modes, with the discovery tool added to all of them:
 
-* ``retrieval`` — read-only Q&A: MemoryRead, MemoryGlob, MemoryGrep (no LoadSkill);
-* ``assistant`` (default) — learning and retrieval: + MemoryWrite, MemoryEdit, LoadSkill;
+* ``retrieval`` — read-only Q&A: MemoryRead, MemoryGlob, MemoryGrep, ThreadList (no LoadSkill);
+* ``assistant`` (default) — learning and retrieval: + MemoryWrite, MemoryEdit, the thread
+  tools (ThreadAppend, ThreadContext, ThreadControl), LoadSkill;
 * ``researcher`` — knowledge extraction: every memory tool (+ MemoryDelete, MemoryDefrag
   and the episode tools when installed) + LoadSkill.
 
@@ -86,6 +87,22 @@ TOOLS: dict[str, ToolSpec] = {
             "memdir.tools.episode_record:episode_record", optional=True,
         ),
         ToolSpec("EpisodeList", "List recent episodes", _READ, "memdir.tools.episode_list:episode_list", optional=True),
+        ToolSpec(
+            "ThreadAppend", "Append to a working-memory thread",
+            _hints(read_only=False, destructive=False, idempotent=False),
+            "memdir.tools.thread_append:thread_append",
+        ),
+        ToolSpec(
+            "ThreadContext", "Assemble a thread's context",
+            _hints(read_only=False, destructive=False, idempotent=True),  # may cache the thread's embeddings
+            "memdir.tools.thread_context:thread_context",
+        ),
+        ToolSpec(
+            "ThreadControl", "Control a working-memory thread",
+            _hints(read_only=False, destructive=True, idempotent=False),  # compact replaces chunks by a summary
+            "memdir.tools.thread_control:thread_control",
+        ),
+        ToolSpec("ThreadList", "List working-memory threads", _READ, "memdir.tools.thread_list:thread_list"),
         ToolSpec("LoadSkill", "Load skill", _hints(read_only=False, destructive=False, idempotent=True)),
     )
 }
@@ -102,8 +119,9 @@ WORKSPACE_SPECS: dict[str, ToolSpec] = {
     )
 }
 
-_RETRIEVAL = ("MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover")
-_ASSISTANT = (*_RETRIEVAL, "MemoryWrite", "MemoryEdit", "LoadSkill")
+_THREADS = ("ThreadAppend", "ThreadContext", "ThreadControl", "ThreadList")
+_RETRIEVAL = ("MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover", "ThreadList")
+_ASSISTANT = (*_RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", *_THREADS, "LoadSkill")
 _RESEARCHER = (*_ASSISTANT[:-1], "MemoryDelete", "MemoryDefrag", "EpisodeRecord", "EpisodeList", "LoadSkill")
 
 MODE_TOOLS: dict[str, tuple[str, ...]] = {

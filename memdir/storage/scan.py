@@ -4,8 +4,8 @@ Listing must stay cheap on large roots (the index checks freshness with it), so 
 walk decides from names and ``DirEntry`` data alone; the only files it opens are lone
 ``.md`` files, and only their first bytes (`sniff_stub`). What counts as an entry:
 a regular ``.md`` file whose every path component is a valid memory name, reached
-without leaving the root; hidden items (``.memdir/``, ``.lock``, temporary files) are
-never entries.
+without leaving the root; hidden items (``.memdir/``, ``.lock``, temporary files) and the
+root's reserved folders (``threads/``: thread event logs) are never entries.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
-from memdir.core.paths import is_within
+from memdir.core.paths import RESERVED_FOLDERS, is_within
 from memdir.storage import stubs
 from memdir.storage.sidecar import SIDECAR_SUFFIX
 
@@ -100,6 +100,8 @@ def scan_entries(
                         linked.append((item.path, f"{current_prefix}{name}/"))
                         continue
                 elif item.is_dir():
+                    if not current_prefix and name.lower() in RESERVED_FOLDERS:
+                        continue  # thread logs, not entries
                     if _first_visit(item.path, seen, item):
                         real.append((item.path, f"{current_prefix}{name}/"))
                     continue

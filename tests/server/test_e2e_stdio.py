@@ -19,8 +19,9 @@ from mcp_types import ToolListChangedNotification
 
 pytestmark = pytest.mark.anyio
 
-RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover"]
-ASSISTANT = [*RETRIEVAL, "MemoryWrite", "MemoryEdit", "LoadSkill"]
+RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover", "ThreadList"]
+ASSISTANT = [*RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", "ThreadAppend", "ThreadContext", "ThreadControl", "ThreadList",
+             "LoadSkill"]
 
 SKILL_TOOLS = {"tools": ["Read", "Write", "Bash"],
                "permissions": {"Bash": {"allowed_commands": ["^echo "]}, "Write": {"denied_paths": ["secrets/**"]}}}
@@ -103,7 +104,7 @@ async def test_each_mode_lists_its_tools_and_sends_its_instructions(dirs, mode, 
     async with connect(dirs, mode) as client:
         listed = await names(client)
         elapsed = time.perf_counter() - started
-        assert listed[: len(expected)] == expected and listed[-1] == ("LoadSkill" if mode != "retrieval" else "MemoryDiscover")
+        assert listed[: len(expected)] == expected and listed[-1] == ("LoadSkill" if mode != "retrieval" else "ThreadList")
         assert not {"Read", "Write", "Edit", "Glob", "Grep", "Bash"} & set(listed)  # hidden until a skill lists them
         assert client.instructions and "memory" in client.instructions.lower()
         assert client.server_capabilities.tools.list_changed is True

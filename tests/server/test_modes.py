@@ -51,6 +51,17 @@ CONTRACT = {
     "EpisodeList": ("List recent episodes", "RI", {
         "outcome": "string:success|failure|blocked|ongoing?", "tag": "string?", "since": "string?", "limit": "integer?",
     }),
+    "ThreadAppend": ("Append to a working-memory thread", "", {
+        "thread": "string", "role": "string:user|assistant|system|tool", "content": "string", "chunk_type": "string?",
+        "retention": "string:critical|compressible|batch-compressible|disposable|ephemeral?",
+        "importance": "number?", "call_id": "string?",
+    }),
+    "ThreadContext": ("Assemble a thread's context", "I", {"thread": "string", "budget_tokens": "integer", "query": "string?"}),
+    "ThreadControl": ("Control a working-memory thread", "D", {
+        "thread": "string", "action": "string:strategy|mode|step|compact|pause|resume|fork|state|ref|unref",
+        "value": "string?",
+    }),
+    "ThreadList": ("List working-memory threads", "RI", {}),
     "LoadSkill": ("Load skill", "I", {"file_path": "string"}),
     "Read": ("Read workspace file", "RI", {"file_path": "string", "offset": "integer?", "limit": "integer?"}),
     "Write": ("Write workspace file", "DI", {"file_path": "string", "content": "string"}),
@@ -66,8 +77,9 @@ CONTRACT = {
 }
 
 WORKSPACE = ["Read", "Write", "Edit", "Glob", "Grep", "Bash"]
-RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover"]
-ASSISTANT = [*RETRIEVAL, "MemoryWrite", "MemoryEdit", "LoadSkill", *WORKSPACE]
+RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover", "ThreadList"]
+THREADS = ["ThreadAppend", "ThreadContext", "ThreadControl", "ThreadList"]
+ASSISTANT = [*RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", *THREADS, "LoadSkill", *WORKSPACE]
 
 
 def installed(name: str) -> bool:
@@ -75,7 +87,7 @@ def installed(name: str) -> bool:
 
 
 RESEARCHER = [
-    *RETRIEVAL, "MemoryWrite", "MemoryEdit", "MemoryDelete",
+    *RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", *THREADS, "MemoryDelete",
     *(["MemoryDefrag"] if installed("memdir.tools.memory_defrag") else []),
     *(["EpisodeRecord"] if installed("memdir.tools.episode_record") else []),
     *(["EpisodeList"] if installed("memdir.tools.episode_list") else []),

@@ -1,0 +1,162 @@
+"""Compaction: compressible working-flow chunks, once there are enough, become one summary chunk.
+
+What may be compacted: working-flow chunks of a compressible retention class, outside the
+most recent ``thread_compact_keep_recent`` chunks, and less important than the
+virtual strategy's pin threshold (those stay verbatim). Critical chunks never are. A tool
+call and its result go together or not at all: if either may not be compacted, neither is.
+
+The summary comes from the client's model when the caller passes ``summarize`` (MCP
+sampling); when it does not, or the model fails or answers nothing, a deterministic
+extractive summary is written instead. Either way the result is one BATCH_REPLACE event
+in the log that holds the summary's text and its parents' ids, so replaying the log gives
+the same state without asking any model again.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from memdir.core.settings import Settings
+from memdir.core.units import CHARS_PER_TOKEN
+from memdir.threads.model import WORKING_FLOW, Chunk, ThreadState
+from memdir.threads.reducers import Event
+
+log = logging.getLogger(__name__)
+
+Summarize = Callable[[Sequence[Chunk]], "str | None"]
+"""Asks a model for a summary of the chunks; None (or an exception) keeps the extractive one."""
+Ask = Callable[[str, int], "str | None"]
+"""``ask(prompt, max_tokens) -> reply``: the client's model through MCP sampling (wired by the server)."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+SUMMARY_LINE_WORDS = 30
+MIN_SUMMARY_TOKENS = 40
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The chunks one compaction replaces, in thread order."""
+
+    chunks: tuple[Chunk, ...]
+
+    @property
+    def tokens(self) -> int:
+        return sum(chunk.tokens for chunk in self.chunks)
+
+
+def plan(state: ThreadState, settings: Settings) -> Plan:
+    """The chunks compaction may replace now (possibly none)."""
+    keep = max(settings.thread_compact_keep_recent, 0)
+    older = state.chunks[: max(len(state.chunks) - keep, 0)]
+    eligible = {chunk.id for chunk in older if chunk.compressible and chunk.importance < settings.thread_pin_importance}
+    partners: dict[str, list[str]] = defaultdict(list)
+    for chunk in state.chunks:
+        if chunk.call_id:
+            partners[chunk.call_id].append(chunk.id)
+    for ids in partners.values():
+        if not all(chunk_id in eligible for chunk_id in ids):
+            eligible.difference_update(ids)  # never separate a tool call from its result
+    return Plan(tuple(chunk for chunk in state.chunks if chunk.id in eligible))
+
+
+def due(candidates: Plan, settings: Settings) -> bool:
+    """True when the compressible chunks pass the count or token threshold."""
+    if len(candidates.chunks) < 2:
+        return False
+    by_count = settings.thread_compact_chunks > 0 and len(candidates.chunks) >= settings.thread_compact_chunks
+    by_tokens = settings.thread_compact_tokens > 0 and candidates.tokens >= settings.thread_compact_tokens
+    return by_count or by_tokens
+
+
+def first_sentence(text: str, max_words: int = SUMMARY_LINE_WORDS) -> str:
+    """The first sentence of ``text``, at most ``max_words`` words, on one line."""
+    flat = " ".join(text.split())
+    sentence = _SENTENCE_END.split(flat, maxsplit=1)[0]
+    words = sentence.split()
+    return " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
+
+
+def extractive_summary(chunks: Sequence[Chunk], max_tokens: int) -> str:
+    """A deterministic summary: the most important chunks' first sentences, in thread order, within ``max_tokens``."""
+    if not chunks:
+        return ""
+    head = f"Summary of {len(chunks)} earlier messages ({chunks[0].id}–{chunks[-1].id}):"
+    lines = {chunk.id: f"- {chunk.role}: {first_sentence(chunk.content)}" for chunk in chunks if chunk.content.strip()}
+    budget = max_tokens * CHARS_PER_TOKEN - len(head) - 1
+    ranked = sorted((pair for pair in enumerate(chunks) if pair[1].id in lines), key=lambda p: (-p[1].importance, p[0]))
+    chosen: set[str] = set()
+    for _, chunk in ranked:
+        cost = len(lines[chunk.id]) + 1
+        if cost <= budget:
+            chosen.add(chunk.id)
+            budget -= cost
+    body = [lines[chunk.id] for chunk in chunks if chunk.id in chosen]
+    return "\n".join([head, *body])
+
+
+def summary_for(chunks: Sequence[Chunk], settings: Settings, summarize: Summarize | None) -> tuple[str, str]:
+    """(summary text, ``"model"`` or ``"extractive"``): the client's model's when it answers, else extractive."""
+    if summarize is not None:
+        try:
+            text = summarize(chunks)
+        except Exception:  # sampling is optional: fall back, never fail the compaction
+            log.info("the client's model could not summarise; writing an extractive summary", exc_info=True)
+            text = None
+        if text and text.strip():
+            limit = settings.thread_summary_tokens * CHARS_PER_TOKEN
+            return text.strip()[:limit], "model"
+    # An extract as long as its sources would save nothing: at most a third of them.
+    limit = min(settings.thread_summary_tokens, max(sum(chunk.tokens for chunk in chunks) // 3, MIN_SUMMARY_TOKENS))
+    return extractive_summary(chunks, limit), "extractive"
+
+
+def compaction_event(candidates: Plan, summary: str, source: str) -> Callable[[int, str, ThreadState], Event]:
+    """The BATCH_REPLACE event (built once its sequence number is known) that swaps the chunks for the summary."""
+    ids = [chunk.id for chunk in candidates.chunks]
+
+    def build(seq: int, at: str, _state: ThreadState) -> Event:
+        chunk = Chunk(
+            id=f"c{seq}", role="assistant", content=summary, chunk_type=WORKING_FLOW, subtype="compacted",
+            retention="compressible", importance=max(chunk.importance for chunk in candidates.chunks),
+            parents=tuple(ids), at=at,
+        )
+        return {"seq": seq, "at": at, "op": "BATCH_REPLACE", "ids": ids, "chunk": chunk.to_json(), "summary_by": source}
+
+    return build
+
+
+def sampling_prompt(chunks: Sequence[Chunk], max_tokens: int, max_chars: int = 12000) -> str:
+    """What the client's model is asked: summarise these messages for the agent's working memory."""
+    lines = [
+        f"Summarise this part of a conversation for an agent's working memory in at most {max_tokens} tokens.",
+        "Keep facts, decisions, names, numbers, file paths, errors and open questions; drop pleasantries.",
+        "Answer with the summary only.", "", "Messages:",
+    ]
+    budget = max_chars - sum(len(line) + 1 for line in lines)
+    for chunk in chunks:
+        line = f"[{chunk.id} {chunk.role}] {' '.join(chunk.content.split())[:1500]}"
+        if len(line) + 1 > budget:
+            lines.append("[…] (later messages left out)")
+            break
+        lines.append(line)
+        budget -= len(line) + 1
+    return "\n".join(lines)
+
+
+def sampling_summarizer(ask: Ask, settings: Settings) -> Summarize:
+    """A `Summarize` that asks the client's model (``ask``) for the summary."""
+
+    def summarize(chunks: Sequence[Chunk]) -> str | None:
+        return ask(sampling_prompt(chunks, settings.thread_summary_tokens), settings.thread_summary_tokens)
+
+    return summarize
+
+
+__all__ = [
+    "Ask", "Plan", "sampling_summarizer", "Summarize", "compaction_event", "due", "extractive_summary", "first_sentence", "plan",
+    "sampling_prompt", "summary_for",
+]

@@ -1,0 +1,416 @@
+"""`ThreadManager`: the working-memory API that the tools and the CLI use (seed 002's MemoryManager).
+
+Per thread, a process keeps its log (`EventLog`), its context builder and its event queue.
+Messages go through the queue; controls (strategy, mode, compaction, fork) act directly.
+
+Execution modes (stored in the log, so a new process resumes in the same mode):
+
+* ``auto`` — an appended message is written at once; when compressible chunks then pass
+  the threshold, compaction runs before the next message is processed.
+* ``stepping`` — messages wait in the queue; each `step` runs a due compaction first,
+  else the next message. Switching back to ``auto`` runs a due compaction and drains the
+  queue in order.
+
+``pause`` blocks the queue too (messages wait until ``resume``). Queued messages wait on disk
+(`memdir.threads.pending`), so another process — a restarted server, ``memdir thread step``
+— finds them and processes them in order; the pause itself belongs to the process that
+paused (a new process in auto mode processes what waited).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memdir.core.errors import InputValidationError, MemdirError, ThreadNotFoundError
+from memdir.core.files import replacing
+from memdir.core.settings import Settings
+from memdir.embeddings.base import Embedder
+from memdir.storage.locking import LOCK_FILE_NAME, RootLock
+from memdir.threads import compaction
+from memdir.threads.compaction import Summarize
+from memdir.threads.context import ContextBuilder, Window
+from memdir.threads.log import LOG_NAME, EventLog, encode
+from memdir.threads.markers import parse_markers
+from memdir.threads.messages import Message
+from memdir.threads.model import MODES, ThreadState, check_thread_id, strategy_name
+from memdir.threads.pending import PENDING_NAME, PendingQueue
+from memdir.threads.queue import BlockingReason, EventQueue, QueueItemGoneError
+from memdir.threads.reducers import Event, replay
+from memdir.threads.vectors import VectorCache
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
+
+logger = logging.getLogger(__name__)
+
+THREADS_FOLDER = "threads"
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """One compaction: how many chunks became the summary chunk, and who wrote the summary."""
+
+    replaced: int
+    chunk_id: str
+    source: str
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What became of an appended message: written (``chunk_id``) or queued (``position``)."""
+
+    thread: str
+    chunk_id: str | None = None
+    queued_at: int = 0
+    strategy: str = ""
+    switched: bool = False
+    compacted: Compacted | None = None
+
+
+@dataclass(frozen=True)
+class Stepped:
+    """One step: a compaction, or one message processed (or its error), and how many still wait."""
+
+    compacted: Compacted | None
+    processed: Future[Appended] | None
+    remaining: int
+
+
+@dataclass
+class _Item:
+    message: Message
+    summarize: Summarize | None
+    pending_id: str | None = None  # its entry in the thread's queue.jsonl while it waits
+
+
+class _Thread:
+    """One thread's runtime in this process."""
+
+    def __init__(self, thread: str, log: EventLog, settings: Settings, handler: Callable[[_Thread, _Item], Appended]) -> None:
+        self.id, self.log = thread, log
+        self.pending = PendingQueue(log.path.with_name(PENDING_NAME), log.lock)
+        self.builder = ContextBuilder(thread, settings)
+        self.queue: EventQueue[_Item, Appended] = EventQueue(lambda item: handler(self, item))
+
+
+class ThreadManager:
+    """The threads of one memory root.
+
+    Args:
+        root: the store root; logs go to ``<root>/threads/<id>/events.jsonl``, derived data
+            to ``<root>/.memdir/threads/``.
+        settings: limits and defaults (``thread_*``, ``lock_timeout``, ``max_entry_size``).
+        embedder: returns the embedder for the semantic strategy, or None when there is none yet.
+    """
+
+    def __init__(self, root: Path, settings: Settings, embedder: Callable[[], Embedder | None] | None = None) -> None:
+        self.root, self.settings = Path(root), settings
+        self.folder = self.root / THREADS_FOLDER
+        self.derived = self.root / ".memdir" / THREADS_FOLDER
+        self.lock = RootLock(self.root / LOCK_FILE_NAME, timeout=settings.lock_timeout)
+        self._embedder = embedder or (lambda: None)
+        self._threads: dict[str, _Thread] = {}
+        self._vectors: dict[str, VectorCache] = {}
+
+    # ------------------------------------------------------------------ threads
+    def _thread(self, thread: str, *, create: bool = False) -> _Thread:
+        check_thread_id(thread)
+        runtime = self._threads.get(thread)
+        if runtime is None:
+            log = EventLog(self.folder / thread / LOG_NAME, self.lock)
+            if not log.exists() and not create:
+                raise ThreadNotFoundError(thread)
+            runtime = self._threads[thread] = _Thread(thread, log, self.settings, self._process)
+        elif not create and not runtime.log.exists():
+            raise ThreadNotFoundError(thread)
+        if create and not runtime.log.exists():
+            default = self.settings.thread_strategy
+            runtime.log.append(lambda seq, at, _: {"seq": seq, "at": at, "op": "CONFIGURE", "key": "strategy", "value": default})
+        self._follow_mode(runtime)
+        self._follow_pending(runtime)
+        return runtime
+
+    def _follow_pending(self, runtime: _Thread) -> None:
+        """Make this process's queue hold what ``queue.jsonl`` holds: messages queued by other (or dead)
+        processes join it in order, and those another process has processed leave it."""
+        waiting = runtime.pending.entries()
+        if not waiting and not len(runtime.queue):
+            return
+        written = {key for key, _ in waiting if key in runtime.log.queued_ids}
+        if written:  # a writer died between writing the event and removing its entry
+            with self.lock.exclusive():
+                runtime.pending.remove(written)
+        on_disk = [(key, message) for key, message in waiting if key not in written]
+        keys = {key for key, _ in on_disk}
+        runtime.queue.discard(lambda item: item.pending_id is not None and item.pending_id not in keys,
+                             "another process processed this queued message")
+        known = {item.pending_id for item in runtime.queue.items()}
+        for key, message in on_disk:
+            if key not in known:
+                runtime.queue.submit(_Item(message, None, key))
+
+    def _follow_mode(self, runtime: _Thread) -> None:
+        """Block or unblock the queue for the mode the log holds (another process may have changed it)."""
+        mode = runtime.log.state().mode
+        queue = runtime.queue
+        if mode == "stepping" and not queue.blocked:
+            queue.block(BlockingReason.STEPPING)
+        elif mode == "auto" and queue.blocked_by is BlockingReason.STEPPING:
+            queue.unblock()
+            queue.drain()
+
+    def exists(self, thread: str) -> bool:
+        check_thread_id(thread)
+        return (self.folder / thread / LOG_NAME).is_file()
+
+    def ids(self) -> list[str]:
+        """Every thread of the root, by id."""
+        try:
+            return sorted(p.name for p in self.folder.iterdir() if (p / LOG_NAME).is_file() and not p.name.startswith("."))
+        except FileNotFoundError:
+            return []
+
+    def state(self, thread: str) -> ThreadState:
+        return self._thread(thread).log.state()
+
+    def events(self, thread: str) -> Iterator[Event]:
+        """The thread's events as logged, oldest first."""
+        return self._thread(thread).log.events()
+
+    def replay(self, thread: str) -> ThreadState:
+        """The state rebuilt from the log alone (what a new process would see)."""
+        return replay(self.events(thread))
+
+    def queued(self, thread: str) -> int:
+        return len(self._thread(thread).queue)
+
+    def next_queued(self, thread: str) -> Message | None:
+        """The message the next step would process (seed 002's ``peekNextEvent``)."""
+        item = self._thread(thread).queue.peek()
+        return item.message if item is not None else None
+
+    def blocked_by(self, thread: str) -> BlockingReason | None:
+        return self._thread(thread).queue.blocked_by
+
+    # ------------------------------------------------------------------ messages
+    def append(self, thread: str, message: Message, *, summarize: Summarize | None = None) -> Appended:
+        """Append a checked message: written now in auto mode, queued when stepping or paused.
+
+        Raises:
+            MemdirError: the message could not be written (its caller gets the error; nothing is written).
+        """
+        runtime = self._thread(thread, create=True)
+        item = _Item(message, summarize)
+        if runtime.queue.blocked or len(runtime.queue):
+            item.pending_id = runtime.pending.add(message)  # waits on disk too: a restart loses nothing
+        future = runtime.queue.submit(item)
+        if future.done():
+            return future.result()
+        return Appended(thread, queued_at=len(runtime.queue), strategy=runtime.log.state().strategy)
+
+    def _process(self, runtime: _Thread, item: _Item) -> Appended:
+        before = runtime.log.state().strategy
+        if item.pending_id is None:
+            event, state = runtime.log.append(item.message.event)
+        else:
+            event, state = self._write_queued(runtime, item.message, item.pending_id)
+        chunk_id = f"c{event['seq']}"
+        compacted = None
+        if state.mode == "auto" and runtime.queue.blocked_by is None:
+            try:
+                compacted = self._compact(runtime, item.summarize, force=False)
+            except MemdirError:  # the message is written; a compaction that lost a race runs next time
+                logger.warning("compaction of thread %s failed; it will be tried again", runtime.id, exc_info=True)
+        return Appended(runtime.id, chunk_id, strategy=runtime.log.state().strategy,
+                        switched=state.strategy != before, compacted=compacted)
+
+    def _write_queued(self, runtime: _Thread, message: Message, key: str) -> tuple[Event, ThreadState]:
+        """Write a message that waited on disk, then drop its entry, under one lock (it is written once)."""
+
+        def build(seq: int, at: str, state: ThreadState) -> Event:
+            return {**message.event(seq, at, state), "queued": key}
+
+        with self.lock.exclusive():
+            runtime.log.state()  # catch up: another process may have written it meanwhile
+            if key in runtime.log.queued_ids or key not in {k for k, _ in runtime.pending.entries()}:
+                raise QueueItemGoneError("another process processed this queued message.", "Nothing to do.")
+            written = runtime.log.append(build)
+            runtime.pending.remove({key})
+            return written
+
+    # ------------------------------------------------------------------ compaction
+    def compact(self, thread: str, *, summarize: Summarize | None = None, force: bool = True) -> Compacted | None:
+        """Compact now (``force``: whatever is compressible, threshold or not); None when nothing may be compacted."""
+        runtime = self._thread(thread)
+        result = self._compact(runtime, summarize, force=force)
+        if runtime.queue.blocked_by is None:
+            runtime.queue.drain()
+        return result
+
+    def compaction_due(self, thread: str) -> bool:
+        state = self.state(thread)
+        return compaction.due(compaction.plan(state, self.settings), self.settings)
+
+    def _compact(self, runtime: _Thread, summarize: Summarize | None, *, force: bool) -> Compacted | None:
+        state = runtime.log.state()
+        plan = compaction.plan(state, self.settings)
+        if not plan.chunks or not (force or compaction.due(plan, self.settings)):
+            return None
+        with self._blocked(runtime, BlockingReason.COMPACTING):
+            summary, source = compaction.summary_for(plan.chunks, self.settings, summarize)  # no lock held meanwhile
+            event, _ = runtime.log.append(compaction.compaction_event(plan, summary, source))
+        chunk = event["chunk"]
+        after = len(chunk["content"]) // 4
+        return Compacted(len(plan.chunks), chunk["id"], source, plan.tokens, after)
+
+    @contextmanager
+    def _blocked(self, runtime: _Thread, reason: BlockingReason) -> Iterator[None]:
+        """Hold the queue blocked for ``reason`` unless it is blocked already (stepping, paused)."""
+        queue = runtime.queue
+        if queue.blocked:
+            yield
+            return
+        queue.block(reason)
+        try:
+            yield
+        finally:
+            queue.unblock()
+
+    # ------------------------------------------------------------------ controls
+    def _configure(self, runtime: _Thread, key: str, value: object) -> ThreadState:
+        def build(seq: int, at: str, _: ThreadState) -> Event:
+            return {"seq": seq, "at": at, "op": "CONFIGURE", "key": key, "value": value}
+
+        return runtime.log.append(build)[1]
+
+    def set_strategy(self, thread: str, name: str) -> ThreadState:
+        """Switch the context strategy (every event is kept); an unknown name changes nothing."""
+        strategy = strategy_name(name)
+        runtime = self._thread(thread)
+        if runtime.log.state().strategy == strategy:
+            return runtime.log.state()
+        return self._configure(runtime, "strategy", strategy)
+
+    def set_mode(self, thread: str, mode: str, *, summarize: Summarize | None = None) -> int:
+        """Switch between ``auto`` and ``stepping``; back to auto compacts if due and drains the queue. Returns
+        how many queued messages were processed."""
+        if mode not in MODES:
+            raise InputValidationError(f"mode must be auto or stepping; got {mode!r}.",
+                                       "stepping queues messages until each step; auto processes them at once.")
+        runtime = self._thread(thread)
+        queue = runtime.queue
+        if mode == "stepping":
+            if queue.blocked_by is BlockingReason.PAUSED:
+                raise InputValidationError("the thread is paused.", "Resume it before switching to stepping.")
+            if runtime.log.state().mode != "stepping":
+                self._configure(runtime, "mode", "stepping")
+            self._follow_mode(runtime)
+            return 0
+        if runtime.log.state().mode != "auto":
+            self._configure(runtime, "mode", "auto")
+        waiting = len(queue)
+        if queue.blocked_by is BlockingReason.STEPPING:
+            queue.unblock()
+        if queue.blocked_by is None:
+            self._compact(runtime, summarize, force=False)
+            queue.drain()
+        return waiting - len(queue)
+
+    def step(self, thread: str, *, summarize: Summarize | None = None) -> Stepped:
+        """In stepping mode: run a due compaction, else process the next queued message."""
+        runtime = self._thread(thread)
+        if runtime.log.state().mode != "stepping":
+            raise InputValidationError("the thread is not in stepping mode.",
+                                       "Switch with ThreadControl(action='mode', value='stepping') first.")
+        compacted = self._compact(runtime, summarize, force=False)
+        if compacted is not None:
+            return Stepped(compacted, None, len(runtime.queue))
+        processed = runtime.queue.process_one()
+        return Stepped(None, processed, len(runtime.queue))
+
+    def pause(self, thread: str) -> None:
+        """Hold appended messages in the queue until `resume`; refused when already paused or stepping."""
+        self._thread(thread).queue.block(BlockingReason.PAUSED)
+
+    def resume(self, thread: str) -> int:
+        """Undo `pause` and process what waited; how many messages were processed."""
+        runtime = self._thread(thread)
+        if runtime.queue.blocked_by is not BlockingReason.PAUSED:
+            raise InputValidationError("the thread is not paused.", "Pause it first, or use mode to leave stepping.")
+        runtime.queue.unblock()
+        return runtime.queue.drain()
+
+    def reference(self, thread: str, page: str, *, keep: bool = True) -> ThreadState:
+        """Reference a virtual page back into the context (``keep=False``: let it go again)."""
+        marker = parse_markers(f"@@{'ref' if keep else 'unref'}('{page}')@@")
+        runtime = self._thread(thread)
+        refs = [p for p in runtime.log.state().refs if p not in marker.unrefs]
+        refs += [p for p in marker.refs if p not in refs]
+        return self._configure(runtime, "refs", refs)
+
+    def fork(self, thread: str, new_thread: str) -> ThreadState:
+        """A new thread with a copy of ``thread``'s events (its state, strategy and mode) and its origin recorded."""
+        source = self._thread(thread)
+        check_thread_id(new_thread)
+        target = self.folder / new_thread / LOG_NAME
+        with self.lock.exclusive():
+            if target.exists():
+                raise InputValidationError(f"thread {new_thread!r} already exists.", "Fork into a new thread id.")
+            state = source.log.state()
+            with replacing(target) as out:
+                for event in source.log.events():
+                    if event.get("seq", 0) > state.version:
+                        break
+                    out.write(encode(event))
+            forked = self._thread(new_thread)
+            return self._configure(forked, "forked_from", thread)
+
+    # ------------------------------------------------------------------ context
+    def context(self, thread: str, budget_tokens: int, query: str | None = None) -> Window:
+        """The thread's context window by its strategy, within ``budget_tokens``."""
+        if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 0:
+            raise InputValidationError(f"budget_tokens must be a whole number >= 0; got {budget_tokens!r}.",
+                                       "Pass the tokens you can spend on this thread's context, e.g. 2000.")
+        runtime = self._thread(thread)
+        state = runtime.log.state()
+        vectors = self._vector_fn() if state.strategy == "semantic" else None
+        return runtime.builder.window(state, budget_tokens, query, vectors)
+
+    def _vector_fn(self) -> Callable[[list[str]], np.ndarray] | None:
+        embedder = self._embedder()
+        if embedder is None:
+            return None
+        cache = self._vectors.get(embedder.model_id)
+        if cache is None:
+            cache = self._vectors[embedder.model_id] = VectorCache(self.derived, embedder, self.lock)
+        return cache.vectors
+
+
+
+
+_MANAGERS: weakref.WeakKeyDictionary[Memory, ThreadManager] = weakref.WeakKeyDictionary()
+_MANAGERS_LOCK = threading.Lock()
+
+
+def manager_for(memory: Memory) -> ThreadManager:
+    """The one `ThreadManager` of an open `Memory` (its queues must be shared by every call in the process)."""
+    with _MANAGERS_LOCK:
+        manager = _MANAGERS.get(memory)
+        if manager is None:
+            manager = _MANAGERS[memory] = ThreadManager(memory.root, memory.settings, lambda: memory.model.get(wait=False))
+        return manager
+
+
+__all__ = ["THREADS_FOLDER", "Appended", "Compacted", "Stepped", "ThreadManager", "manager_for"]

@@ -1,0 +1,149 @@
+"""What a thread holds: chunks with a type, a retention class and an importance, and the state they form.
+
+A *chunk* is one message, tool call or tool result (or a compacted summary of several).
+Its type says where it came from (seed 002's chunk types); its retention class says what
+compaction may do with it; its importance (0-1) says what the virtual strategy keeps
+verbatim. `ThreadState` is immutable: reducers build a new one for every event.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from memdir.core.errors import InputValidationError
+from memdir.core.units import estimate_tokens
+
+CHUNK_TYPES = ("system", "agent", "workflow", "delegation", "environment", "working-flow", "output")
+WORKING_FLOW = "working-flow"
+SUBTYPES = ("compacted", "user", "thinking", "response", "agent-action", "action-response")
+"""Subtypes of working-flow chunks (the conversation itself)."""
+RETENTIONS = ("critical", "compressible", "batch-compressible", "disposable", "ephemeral")
+COMPRESSIBLE = ("compressible", "batch-compressible")
+ROLES = ("user", "assistant", "system", "tool")
+STRATEGIES = ("virtual", "fragment", "semantic")
+STRATEGY_ALIASES = {"hnsw": "semantic"}
+"""gro's name for the semantic strategy (seed 000), accepted wherever a strategy is named."""
+MODES = ("auto", "stepping")
+
+_THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+
+
+def check_thread_id(thread: str) -> str:
+    """The thread id, if it is a plain name that stays inside ``threads/``; else a clear error."""
+    if not isinstance(thread, str) or not _THREAD_ID.fullmatch(thread):
+        raise InputValidationError(
+            f"thread id {thread!r} is not allowed.",
+            "Use 1-64 letters, digits, '-', '_' or '.', not starting with '.', e.g. 'support-chat-42'.",
+        )
+    return thread
+
+
+def strategy_name(name: str) -> str:
+    """The canonical strategy for ``name`` (case-insensitive; ``hnsw`` means semantic); an unknown name is an error."""
+    key = (name or "").strip().lower()
+    key = STRATEGY_ALIASES.get(key, key)
+    if key not in STRATEGIES:
+        raise InputValidationError(
+            f"unknown context strategy {name!r}.",
+            f"Use one of {', '.join(STRATEGIES)} (or hnsw, gro's name for semantic).",
+        )
+    return key
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One unit of a thread's working memory.
+
+    Attributes:
+        id: stable id, ``c<seq>`` of the event that added it.
+        role: ``user``, ``assistant``, ``system`` or ``tool``.
+        content: the text, byte for byte as appended.
+        chunk_type: one of `CHUNK_TYPES`.
+        subtype: for working-flow chunks, one of `SUBTYPES` (else empty).
+        retention: one of `RETENTIONS`.
+        importance: 0-1.
+        call_id: links a tool call (agent-action) to its result (action-response); never separated.
+        parents: for a compacted chunk, the ids of the chunks it replaced.
+        at: ISO time the event was recorded.
+    """
+
+    id: str
+    role: str
+    content: str
+    chunk_type: str = WORKING_FLOW
+    subtype: str = ""
+    retention: str = "compressible"
+    importance: float = 0.5
+    call_id: str | None = None
+    parents: tuple[str, ...] = ()
+    at: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.content)
+
+    @property
+    def compressible(self) -> bool:
+        """Compaction may fold it into a summary: a working-flow chunk of a compressible class, not a summary itself."""
+        return self.chunk_type == WORKING_FLOW and self.retention in COMPRESSIBLE and self.subtype != "compacted"
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id, "role": self.role, "type": self.chunk_type, "retention": self.retention,
+            "importance": self.importance, "content": self.content,
+        }
+        if self.subtype:
+            data["subtype"] = self.subtype
+        if self.call_id:
+            data["call_id"] = self.call_id
+        if self.parents:
+            data["parents"] = list(self.parents)
+        if self.at:
+            data["at"] = self.at
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Chunk:
+        return cls(
+            id=str(data["id"]), role=str(data["role"]), content=str(data["content"]),
+            chunk_type=str(data.get("type", WORKING_FLOW)), subtype=str(data.get("subtype", "")),
+            retention=str(data.get("retention", "compressible")), importance=float(data.get("importance", 0.5)),
+            call_id=data.get("call_id"), parents=tuple(data.get("parents", ())), at=str(data.get("at", "")),
+        )
+
+
+@dataclass(frozen=True)
+class ThreadState:
+    """A thread's state after ``version`` events: its chunks in order, and its settings.
+
+    Attributes:
+        chunks: the chunks, in conversation order.
+        chunk_ids: their ids, same order (seed 002's ``chunk_ids``).
+        version: how many events produced it.
+        strategy: the context strategy in force.
+        mode: ``auto`` or ``stepping``.
+        refs: virtual pages referenced back into the context.
+        forked_from: the thread this one was forked from, if any.
+    """
+
+    chunks: tuple[Chunk, ...] = ()
+    chunk_ids: tuple[str, ...] = ()
+    version: int = 0
+    strategy: str = "virtual"
+    mode: str = "auto"
+    refs: tuple[str, ...] = ()
+    forked_from: str | None = None
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        for chunk in self.chunks:
+            if chunk.id == chunk_id:
+                return chunk
+        return None
+
+
+__all__ = [
+    "CHUNK_TYPES", "COMPRESSIBLE", "MODES", "RETENTIONS", "ROLES", "STRATEGIES", "STRATEGY_ALIASES", "SUBTYPES",
+    "WORKING_FLOW", "Chunk", "ThreadState", "check_thread_id", "strategy_name",
+]

@@ -1,0 +1,197 @@
+"""Events to state: a registry of reducers, one per operation, and replay.
+
+An event is a JSON object ``{"seq", "at", "op", ...}``. The operations (seed 002):
+
+=============  ====================================================================
+ADD            ``chunk``: append it (its id must be new)
+UPDATE         ``id``, ``changes``: replace some fields of one chunk (not its id)
+DELETE         ``ids``: drop these chunks
+REORDER        ``ids``: the same chunks in a new order (every id exactly once)
+REPLACE        ``id``, ``chunk``: one chunk takes another's place
+BATCH_REPLACE  ``ids``, ``chunk``: several chunks become one, at the first one's place (compaction)
+BATCH          ``events``: several operations applied as one event
+CONFIGURE      ``key``, ``value``: the thread's strategy, execution mode, referenced pages, origin
+=============  ====================================================================
+
+Reducers work on a mutable `Draft` so that replaying ten thousand events copies the chunk
+list once, not once per event; `apply` and `replay` hand back the immutable `ThreadState`.
+Replaying a log always gives the same state (the property test in tests/threads checks it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from memdir.core.errors import InputValidationError
+from memdir.threads.model import Chunk, ThreadState
+
+Event = dict[str, Any]
+
+
+@dataclass
+class Draft:
+    """A `ThreadState` being changed in place by reducers (``ids`` mirrors the chunks' ids for O(1) checks)."""
+
+    chunks: list[Chunk] = field(default_factory=list)
+    version: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)
+    ids: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, state: ThreadState) -> Draft:
+        settings = {"strategy": state.strategy, "mode": state.mode, "refs": state.refs, "forked_from": state.forked_from}
+        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids))
+
+    def freeze(self) -> ThreadState:
+        chunks = tuple(self.chunks)
+        return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version, **self.settings)
+
+    def check_known(self, chunk_ids: Iterable[str]) -> None:
+        missing = [chunk_id for chunk_id in chunk_ids if chunk_id not in self.ids]
+        if missing:
+            raise InputValidationError(f"no chunk {missing[0]!r} in this thread.", "ThreadControl(action='state') lists the chunk ids.")
+
+    def position(self, chunk_id: str) -> int:
+        self.check_known([chunk_id])
+        return next(index for index, chunk in enumerate(self.chunks) if chunk.id == chunk_id)
+
+    def check_new(self, chunk: Chunk) -> None:
+        if chunk.id in self.ids:
+            raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
+
+
+Reducer = Callable[[Draft, Event], None]
+REDUCERS: dict[str, Reducer] = {}
+
+
+def reducer(op: str) -> Callable[[Reducer], Reducer]:
+    """Register the reducer of operation ``op``."""
+
+    def register(fn: Reducer) -> Reducer:
+        REDUCERS[op] = fn
+        return fn
+
+    return register
+
+
+@reducer("ADD")
+def _add(draft: Draft, event: Event) -> None:
+    chunk = Chunk.from_json(event["chunk"])
+    draft.check_new(chunk)
+    draft.chunks.append(chunk)
+    draft.ids.add(chunk.id)
+
+
+_UPDATABLE = {f.name for f in fields(Chunk)} - {"id"}
+
+
+@reducer("UPDATE")
+def _update(draft: Draft, event: Event) -> None:
+    index = draft.position(event["id"])
+    changes = dict(event["changes"])
+    unknown = set(changes) - _UPDATABLE
+    if unknown:
+        raise InputValidationError(f"UPDATE cannot change {', '.join(sorted(unknown))}.", f"Fields: {', '.join(sorted(_UPDATABLE))}.")
+    if "parents" in changes:
+        changes["parents"] = tuple(changes["parents"])
+    draft.chunks[index] = replace(draft.chunks[index], **changes)
+
+
+@reducer("DELETE")
+def _delete(draft: Draft, event: Event) -> None:
+    doomed = set(event["ids"])
+    draft.check_known(doomed)
+    draft.chunks = [chunk for chunk in draft.chunks if chunk.id not in doomed]
+    draft.ids -= doomed
+
+
+@reducer("REORDER")
+def _reorder(draft: Draft, event: Event) -> None:
+    order = list(event["ids"])
+    by_id = {chunk.id: chunk for chunk in draft.chunks}
+    if sorted(order) != sorted(by_id):
+        raise InputValidationError("REORDER must list every chunk id of the thread exactly once.", "Send the full new order.")
+    draft.chunks = [by_id[chunk_id] for chunk_id in order]
+
+
+@reducer("REPLACE")
+def _replace(draft: Draft, event: Event) -> None:
+    index = draft.position(event["id"])
+    chunk = Chunk.from_json(event["chunk"])
+    if chunk.id != event["id"]:
+        draft.check_new(chunk)
+    draft.chunks[index] = chunk
+    draft.ids.discard(event["id"])
+    draft.ids.add(chunk.id)
+
+
+@reducer("BATCH_REPLACE")
+def _batch_replace(draft: Draft, event: Event) -> None:
+    doomed = list(event["ids"])
+    if not doomed:
+        raise InputValidationError("BATCH_REPLACE needs at least one chunk id.", "List the chunks the new one replaces.")
+    gone = set(doomed)
+    draft.check_known(gone)
+    chunk = Chunk.from_json(event["chunk"])
+    if chunk.id in draft.ids - gone:
+        raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
+    kept: list[Chunk] = []
+    placed = False
+    for existing in draft.chunks:  # the new chunk takes the place of the first one it replaces
+        if existing.id not in gone:
+            kept.append(existing)
+        elif not placed:
+            kept.append(chunk)
+            placed = True
+    draft.chunks = kept
+    draft.ids -= gone
+    draft.ids.add(chunk.id)
+
+
+@reducer("BATCH")
+def _batch(draft: Draft, event: Event) -> None:
+    for inner in event["events"]:
+        reduce_into(draft, inner)
+
+
+SETTINGS = ("strategy", "mode", "refs", "forked_from")
+
+
+@reducer("CONFIGURE")
+def _configure(draft: Draft, event: Event) -> None:
+    key = event["key"]
+    if key not in SETTINGS:
+        raise InputValidationError(f"CONFIGURE cannot set {key!r}.", f"Settings: {', '.join(SETTINGS)}.")
+    value = event["value"]
+    draft.settings[key] = tuple(value) if key == "refs" else value
+
+
+def reduce_into(draft: Draft, event: Event) -> None:
+    """Apply one operation to ``draft`` (no version change: `apply`/`replay` count whole events)."""
+    op = event.get("op")
+    fn = REDUCERS.get(op)  # type: ignore[arg-type]
+    if fn is None:
+        raise InputValidationError(f"unknown thread operation {op!r}.", f"Operations: {', '.join(REDUCERS)}.")
+    try:
+        fn(draft, event)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputValidationError(f"malformed {op} event: {type(exc).__name__}: {exc}.", "See memdir.threads.reducers for each operation's fields.") from exc
+
+
+def apply(state: ThreadState, event: Event) -> ThreadState:
+    """The state after one more event (``state`` itself is untouched; a failing event raises and changes nothing)."""
+    return replay([event], state)
+
+
+def replay(events: Iterable[Event], start: ThreadState | None = None) -> ThreadState:
+    """The state after ``events``, from ``start`` (default: an empty thread)."""
+    draft = Draft.of(start or ThreadState())
+    for event in events:
+        reduce_into(draft, event)
+        draft.version += 1
+    return draft.freeze()
+
+
+__all__ = ["REDUCERS", "SETTINGS", "Draft", "Event", "apply", "reducer", "reduce_into", "replay"]

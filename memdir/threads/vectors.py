@@ -1,0 +1,95 @@
+"""Embeddings of thread text, cached on disk so a thread is embedded once, not on every context request.
+
+``<root>/.memdir/threads/vectors-<model>.bin`` (derived data: deleting it only costs
+re-embedding) holds fixed-size records: a 16-byte BLAKE2b digest of the text, then the
+vector as little-endian float32. Records are appended under the root's lock; a reader
+ignores a trailing partial record, and picks up what other processes appended when it
+meets a text it does not know yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memdir.embeddings.base import Embedder
+from memdir.storage.locking import RootLock
+from memdir.threads.log import append_bytes
+
+DIGEST_BYTES = 16
+
+
+def digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=DIGEST_BYTES).digest()
+
+
+class VectorCache:
+    """Text → vector for one embedder, in memory and in one append-only file."""
+
+    def __init__(self, folder: Path, embedder: Embedder, lock: RootLock) -> None:
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", embedder.model_id)
+        self.path = folder / f"vectors-{slug}.bin"
+        self.embedder, self.lock = embedder, lock
+        self.record = DIGEST_BYTES + 4 * embedder.dimensions
+        self._rows: dict[bytes, int] = {}
+        self._by_text: dict[str, int] = {}  # texts met in this process: no digest needed again
+        self._matrix = np.zeros((0, embedder.dimensions), dtype=np.float32)
+        self._read = 0
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit vector per text, embedding (in batches) only the texts never seen before."""
+        rows = [self._by_text.get(text) for text in texts]
+        unknown = [i for i, row in enumerate(rows) if row is None]
+        if unknown:
+            keys = {i: digest(texts[i]) for i in unknown}
+            if any(key not in self._rows for key in keys.values()):
+                self._load_new()
+            missing: dict[bytes, str] = {}
+            for i, key in keys.items():
+                if key not in self._rows:
+                    missing.setdefault(key, texts[i])
+            if missing:
+                self._add(list(missing), self.embedder.embed(list(missing.values())))
+            for i, key in keys.items():
+                rows[i] = self._by_text[texts[i]] = self._rows[key]
+        return self._matrix[rows]
+
+    def _add(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        vectors = np.ascontiguousarray(vectors, dtype="<f4")
+        data = b"".join(key + row.tobytes() for key, row in zip(keys, vectors))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock.exclusive():
+            self._load_new()
+            append_bytes(self.path, data, cut=lambda size: size - size % self.record)  # drop a killed writer's part record
+            self._read = os.path.getsize(self.path)
+        self._remember(keys, vectors)
+
+    def _load_new(self) -> None:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self._read)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        whole = len(data) - len(data) % self.record
+        if not whole:
+            return
+        records = np.frombuffer(data[:whole], dtype=np.uint8).reshape(-1, self.record)
+        keys = [bytes(row[:DIGEST_BYTES]) for row in records]
+        vectors = records[:, DIGEST_BYTES:].copy().view("<f4").reshape(len(keys), -1)
+        self._read += whole
+        self._remember(keys, vectors)
+
+    def _remember(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        fresh = [i for i, key in enumerate(keys) if key not in self._rows]
+        for offset, i in enumerate(fresh):
+            self._rows[keys[i]] = len(self._matrix) + offset
+        self._matrix = np.vstack([self._matrix, vectors[fresh].astype(np.float32)])
+
+
+__all__ = ["VectorCache", "digest"]
