@@ -30,16 +30,17 @@ from memdir.core.entry import Entry, Metadata
 from memdir.core.errors import EntryNotFoundError, StaleEditError
 from memdir.core.paths import link_target, normalize_path
 from memdir.core.settings import Settings
+from memdir.core.user_regex import RegexBudget, check_length
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.resolve import model_id_for
 from memdir.embeddings.text import searchable_text, text_hash, text_recipe
 from memdir.search.hybrid import HybridSearcher, SearchResult, normalize_prefix
-from memdir.search.text_search import GrepHit, GrepPattern, glob_matcher, grep_content, path_filter
+from memdir.search.text_search import GrepHit, GrepPattern, glob_matcher, grep_content, matching_fields, path_filter
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex, file_stats, listing
-from memdir.storage.virtual import virtual_info, virtual_paths
+from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 log = logging.getLogger(__name__)
 
@@ -281,17 +282,43 @@ class Memory:
 
     def glob(self, pattern: str) -> list[EntryInfo]:
         """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first."""
+        check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
         return sorted(self._entries(glob_matcher(pattern)), key=lambda info: info.updated_at, reverse=True)
 
-    def grep(self, pattern: str, *, path: str | None = None, case_insensitive: bool = False) -> list[GrepHit]:
-        """Regex search of entry contents (not the .yml internals), in path order."""
-        compiled = GrepPattern(pattern, case_insensitive, self.settings.grep_time_limit)
+    def grep(
+        self, pattern: str, *, path: str | None = None, case_insensitive: bool = False, labels: bool = False
+    ) -> list[GrepHit]:
+        """Regex search of entry contents (not the .yml internals), in path order.
+
+        Args:
+            labels: also search each entry's title and tags (SwarmMemory searched the .yml
+                too), so an entry found by its title is listed although its content does
+                not match; `GrepHit.where` says where each entry matched.
+        """
+        compiled = GrepPattern(pattern, case_insensitive, RegexBudget.from_settings(self.settings))
         keep = path_filter(path)
         listing = self.adapter.iter_entries(include_virtual=True, with_metadata=False)
         paths = sorted(info.path for info in listing if keep(info.path))
         # An entry deleted by another process meanwhile reads as "" and matches nothing.
         found = (grep_content(compiled, p, content) for p, content in zip(paths, self.adapter.read_contents(paths)))
-        return [hit for hit in found if hit]
+        hits = {hit.path: hit for hit in found if hit}
+        if labels:
+            for entry_path, fields in self._labels(paths).items():
+                where = matching_fields(compiled, fields)
+                if where:
+                    hit = hits.setdefault(entry_path, GrepHit(entry_path))
+                    hit.where[:0] = where
+        return [hits[p] for p in paths if p in hits]
+
+    def _labels(self, paths: list[str]) -> dict[str, dict[str, tuple[str, ...]]]:
+        """Title and tags of each entry: from the index (no file read), built-in ones from their own metadata."""
+        self.index.refresh()
+        rows = self.index.rows([p for p in paths if not is_virtual(p)])
+        labels = {p: {"title": (row.title,), "tags": row.tags} for p, row in rows.items()}
+        for builtin in filter(is_virtual, paths):
+            entry = load_virtual(builtin)
+            labels[builtin] = {"title": (entry.title,), "tags": tuple(entry.metadata.tags)}
+        return labels
 
     def titles(self, paths: Iterable[str]) -> dict[str, str]:
         """Titles for display (missing entries are left out)."""

@@ -114,7 +114,7 @@ def test_a_model_directory_names_its_own_model_unless_one_is_configured(tmp_path
 
 _README = Path(__file__).resolve().parents[1] / "README.md"
 _UNITS = {"": 1, "MB": 1_000_000, "GB": 1_000_000_000, "s": 1}
-_LEADING_VALUE = re.compile(r"(true|false|-?\d[\d_.]*)\s*(MB|GB|s)?\b")
+_LEADING_VALUE = re.compile(r"(true|false|-?\d[\d_.,]*)\s*(MB|GB|s)?\b")
 
 
 def _settings_table() -> list[tuple[list[str], list[str], str]]:
@@ -138,7 +138,7 @@ def _documented_value(text: str) -> object:
     number, unit = found.groups()
     if number in ("true", "false"):
         return number == "true"
-    return float(number) * _UNITS[unit or ""]
+    return float(number.replace(",", "")) * _UNITS[unit or ""]
 
 
 @pytest.mark.parametrize(("names", "env", "default"), _settings_table(), ids=lambda value: str(value)[:40])

@@ -7,6 +7,8 @@ print them without matching on strings.
     MemdirError
     ├── InputValidationError      bad arguments from a caller (SwarmMemory's name)
     │   └── InvalidPathError      a memory path that is unsafe or malformed
+    │       └── UnsafeFileError   a file of the root memdir will not open (leads out, not regular,
+    │                             looping symlinks, too long for the OS)
     ├── EntryNotFoundError        no entry at that path
     ├── ReadOnlyEntryError        built-in (virtual) entries cannot be changed
     ├── EntryTooLargeError        one entry over the per-entry limit
@@ -43,6 +45,22 @@ class InvalidPathError(InputValidationError):
     def __init__(self, path: str, message: str, hint: str = "") -> None:
         super().__init__(message, hint)
         self.path = path
+
+
+class UnsafeFileError(InvalidPathError):
+    """A file of the memory root that memdir refuses to open or change.
+
+    ``reason`` says why, for callers that treat the cases differently: ``"outside"`` (a
+    symbolic link leads out of the root), ``"special"`` (a named pipe, socket, device or
+    folder where a regular file belongs), ``"link"`` (a symbolic link among memdir's own
+    files under ``.memdir/``), ``"loop"`` (symbolic links that loop) or
+    ``"too_long"`` (the full path exceeds what the operating system accepts).
+    ``path`` is the file's path relative to the root.
+    """
+
+    def __init__(self, path: str, reason: str, message: str, hint: str) -> None:
+        super().__init__(path, message, hint)
+        self.reason = reason
 
 
 class EntryNotFoundError(MemdirError):

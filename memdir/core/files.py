@@ -1,5 +1,14 @@
-"""Replacing one file atomically: readers see the old bytes or the new ones, never a prefix.
+"""Opening the files of a memory root safely, and replacing one file atomically.
 
+Every file of a root memdir reads (an entry's ``.md``, ``.yml`` and ``.emb``, a stub, a
+transaction or defrag journal, derived data) is opened by `open_regular`: confined to
+the root with symbolic links resolved, never in blocking mode, and only if it is a
+regular file — so a symbolic link planted in a root cannot make memdir read a file
+elsewhere, and a named pipe cannot make it wait forever. `stat_regular` answers
+"is there an entry file here" by the same rules, and `private_folder` hands out the
+folders of ``.memdir/`` only when they are real folders inside the root.
+
+Replacing: readers see the old bytes or the new ones, never a prefix.
 One implementation for every file memdir rewrites on its own — derived data under
 ``.memdir/`` (the shared total, the vector snapshot), the cached ONNX graph, files the
 workspace tools write. Entries themselves (three files changing together) go through
@@ -9,12 +18,200 @@ rolled forward or back.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
+
+from memdir.core.errors import UnsafeFileError
+from memdir.core.paths import confine, confined_stat, inside_real_root, os_path_error, unsafe_file
+
+# Never blocking: a named pipe swapped in after the type check opens at once instead of
+# waiting for a writer (the check of the opened file then refuses it). O_NOFOLLOW: the
+# path handed to open is already resolved, so a symbolic link met there was swapped in.
+_SAFE_FLAGS = (
+    getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
+_READ_FLAGS = os.O_RDONLY | _SAFE_FLAGS
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _SAFE_FLAGS
+_OPEN_FILES_KNOWN = os.path.isdir("/proc/self/fd")  # Linux: where each open file really is
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "a special file")
+
+
+def _check_regular(root: Path, path: Path | str, st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise unsafe_file(root, path, "special", _kind(st.st_mode))
+
+
+def open_regular(root: Path, path: Path | str) -> BinaryIO:
+    """The regular file at ``path``, inside ``root``, open for reading (binary; use it in ``with``).
+
+    Raises:
+        FileNotFoundError, NotADirectoryError: nothing is there (callers treat it as missing).
+        UnsafeFileError: it resolves outside the root, is not a regular file (a named
+            pipe, socket, device or folder), its symbolic links loop, or its path is
+            too long for the operating system.
+    """
+    real = _to_open(root, path)
+    try:
+        fd = os.open(real, _READ_FLAGS)
+    except OSError as exc:
+        raise _open_error(root, path, real, exc) from exc
+    return _checked(root, path, fd, "rb")
+
+
+def _to_open(root: Path, path: Path | str) -> str:
+    """What to open for ``path``: a regular file's path, resolved and confined where that is needed first.
+
+    Where the kernel tells where an opened file is (`_check_opened`), a path whose last
+    part is no link is opened as it is and checked once open — a folder on the way that
+    leads out shows there, before a byte is read — which saves resolving every folder of
+    it on every read. A last part that is a link is resolved and confined before opening.
+    A named pipe or device is refused before it is opened.
+    """
+    if not _OPEN_FILES_KNOWN:
+        real, st = confined_stat(root, path)
+    else:
+        try:
+            st = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            raise
+        except OSError as exc:
+            raise os_path_error(root, path, exc) from exc
+        real = os.fspath(path)
+        if stat.S_ISLNK(st.st_mode):
+            real, st = confined_stat(root, path)
+    if st is not None:
+        _check_regular(root, path, st)
+    return real
+
+
+def append_regular(root: Path, path: Path | str) -> BinaryIO:
+    """The regular file at ``path`` inside ``root`` (created when missing), open for appending (binary).
+
+    For memdir's own append-only records (the defrag journal): a symbolic link or anything
+    but a regular file there is refused, as in `open_regular`.
+    """
+    real = confine(root, path)
+    try:
+        fd = os.open(real, _APPEND_FLAGS, 0o644)
+    except OSError as exc:
+        raise _open_error(root, path, real, exc) from exc
+    return _checked(root, path, fd, "ab")
+
+
+def _open_error(root: Path, path: Path | str, real: str, exc: OSError) -> OSError | UnsafeFileError:
+    """A failed open as memdir's clear error where it is about the file (a socket opens with ENXIO)."""
+    if exc.errno in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP):
+        with contextlib.suppress(OSError):
+            return unsafe_file(root, path, "special", _kind(os.stat(real).st_mode))
+    return os_path_error(root, path, exc)
+
+
+def _checked(root: Path, path: Path | str, fd: int, mode: str) -> BinaryIO:
+    """``fd`` as a file object, once the opened file itself is known to be a regular file inside the root."""
+    try:
+        _check_regular(root, path, os.fstat(fd))  # the opened file itself: no swap in between
+        _check_opened(root, path, fd)
+        return os.fdopen(fd, mode, buffering=0)  # type: ignore[return-value]  # raw FileIO: no copy through a buffer
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _check_opened(root: Path, path: Path | str, fd: int) -> None:
+    """Refuse ``fd`` unless the file it holds is inside the root, as the kernel (Linux) tells.
+
+    Also catches a folder swapped for a link between a check and the open.
+    """
+    try:
+        opened = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        confine(root, path)  # the kernel cannot tell: resolve the path instead
+        return
+    if not inside_real_root(root, opened):
+        raise unsafe_file(root, path, "outside")
+
+
+def read_regular(root: Path, path: Path | str, limit: int = -1) -> bytes:
+    """The bytes (the first ``limit`` of them, when given) of the regular file at ``path`` (see `open_regular`)."""
+    with open_regular(root, path) as handle:
+        return handle.read(limit)
+
+
+def stat_regular(root: Path, path: Path | str) -> os.stat_result | None:
+    """The ``stat`` of the regular file at ``path`` inside ``root``; None when nothing is there.
+
+    Raises:
+        UnsafeFileError: as `open_regular`.
+    """
+    _, st = confined_stat(root, path)
+    if st is not None:
+        _check_regular(root, path, st)
+    return st
+
+
+def quarantine(root: Path, path: Path, relative_folder: Path | str) -> str:
+    """Take a file memdir must not use out of the way: into ``root/relative_folder``, for a person to inspect.
+
+    Only a regular file (or a folder) is moved; a symbolic link, named pipe or the like holds
+    nothing to inspect (and kept among memdir's own files it would make the root refuse to
+    open), so it is removed — the link itself, never what it points at.
+
+    Returns:
+        What was done, for the log: ``"moved to <folder>"`` or ``"removed (a symbolic link to …)"``.
+    """
+    st = os.lstat(path)
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        folder = private_folder(root, relative_folder)
+        os.replace(path, folder / path.name)
+        return f"moved to {folder}"
+    what = f"a symbolic link to {os.readlink(path)}" if stat.S_ISLNK(st.st_mode) else _kind(st.st_mode)
+    os.unlink(path)
+    return f"removed ({what})"
+
+
+def private_folder(root: Path, relative: Path | str) -> Path:
+    """``root/relative`` (created when missing), refusing a symbolic link or anything but a folder on the way.
+
+    memdir's own folders (``.memdir/`` and those under it) are never links: one planted
+    there would send journals, indexes and derived files outside the root.
+
+    Raises:
+        UnsafeFileError: a part of the way is a symbolic link or not a folder.
+    """
+    folder = Path(root)
+    for part in Path(relative).parts:
+        folder = folder / part
+        try:
+            folder.mkdir(exist_ok=True)
+        except FileExistsError:
+            pass  # not a folder: reported below
+        except OSError as exc:
+            raise os_path_error(root, folder, exc) from exc
+        st = os.lstat(folder)
+        if stat.S_ISLNK(st.st_mode):
+            raise unsafe_file(root, folder, "link")
+        if not stat.S_ISDIR(st.st_mode):
+            raise unsafe_file(root, folder, "special", _kind(st.st_mode))
+    return folder
+
 
 
 def fsync_dir(path: Path) -> None:
@@ -69,4 +266,4 @@ def replace_file(path: Path, data: bytes, *, durable: bool = True, keep_mode: bo
         handle.write(data)
 
 
-__all__ = ["fsync_dir", "replace_file", "replacing"]
+__all__ = ["append_regular", "fsync_dir", "open_regular", "private_folder", "quarantine", "read_regular", "replace_file", "replacing", "stat_regular"]

@@ -5,17 +5,21 @@ A *logical path* is what tools and users see: ``concept/ruby/classes.md``.
 ``memory://concept/ruby//classes.md``, surrounding spaces) into that one form,
 so ``x`` and ``x.md`` always name the same entry — the read tracker, the index
 and the files all key on it. `resolve_in_root` maps a logical path to the file
-that holds it and refuses anything that, after symlinks, lies outside the root.
+that holds it and refuses anything that, after symlinks, lies outside the root;
+`confine` is that check for any file of the root (sidecars, journals, ``.memdir/``).
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
 import re
+import stat
 import unicodedata
 from pathlib import Path
 
-from memdir.core.errors import InvalidPathError
+from memdir.core.errors import InvalidPathError, UnsafeFileError
 
 MEMORY_SCHEME = "memory://"
 ENTRY_SUFFIX = ".md"
@@ -24,6 +28,10 @@ RESERVED_FOLDERS = frozenset({"threads"})
 MAX_PATH_LENGTH = 1024
 MAX_SEGMENT_BYTES = 255
 MAX_STEM_BYTES = MAX_SEGMENT_BYTES - len(".yml")  # the longest of an entry's three file suffixes
+# Room for the hidden temporary file a write stages beside an entry ('.txn-<32 hex>-<n>.tmp'):
+# the whole path of that file must fit the operating system's limit too.
+STAGING_NAME_BYTES = 48
+_DEFAULT_PATH_MAX = 4096  # Linux's PATH_MAX, for systems that do not say
 
 # SwarmMemory's forbidden characters: invalid on common filesystems.
 _FORBIDDEN_CHARS = re.compile(r'[<>:"|?*]')
@@ -146,11 +154,104 @@ def disk_stem(logical_path: str) -> str:
     return logical_path[: -len(ENTRY_SUFFIX)]
 
 
-def is_within(root: Path, candidate: Path) -> bool:
+@functools.lru_cache(maxsize=64)
+def _real_root(root: str) -> str:
+    return os.path.realpath(root)
+
+
+def is_within(root: Path | str, candidate: Path | str) -> bool:
     """True if ``candidate`` (after resolving symlinks) lies inside ``root``."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(candidate)
+    return _inside_real(_real_root(os.fspath(root)), os.path.realpath(candidate))
+
+
+def inside_real_root(root: Path | str, real: str) -> bool:
+    """True if the resolved path ``real`` (no links left in it) lies inside ``root``."""
+    return _inside_real(_real_root(os.fspath(root)), real)
+
+
+def _inside_real(real_root: str, real: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _shown(root: Path | str, path: Path | str) -> str:
+    """``path`` relative to the root, as messages show it."""
+    relative = os.path.relpath(path, root)
+    return Path(relative).as_posix() if not relative.startswith("..") else os.fspath(path)
+
+
+def unsafe_file(root: Path | str, path: Path | str, reason: str, why: str = "") -> UnsafeFileError:
+    """The error for a file of the root memdir will not use, worded for ``reason`` (see `UnsafeFileError`)."""
+    shown = _shown(root, path)
+    if reason == "outside":
+        message = f"Cannot use {shown!r}: it resolves outside the memory root (through a symbolic link)."
+        hint = "Remove the symbolic link, or replace it with the file itself."
+    elif reason == "special":
+        message = f"Cannot use {shown!r}: it is {why or 'a special file'}, not a regular file."
+        hint = "Only regular files are memory entries (or read and written at all): remove or rename it."
+    elif reason == "link":
+        message = (
+            f"Cannot use {shown!r}: it is a symbolic link, and memdir never follows links among its own files "
+            "(.memdir/ holds derived data and journals, threads/ the thread event logs)."
+        )
+        hint = "Remove the link (or put the real file or folder there in its place)."
+    elif reason == "loop":
+        message = f"Cannot use {shown!r}: it goes through symbolic links that loop."
+        hint = "Remove or fix the looping symbolic link ('ls -l' shows where each one points)."
+    else:
+        message = f"Cannot use {shown!r}: its full path on disk is longer than the operating system allows{why}."
+        hint = "Use a shorter path (fewer or shorter folder and file names), or a memory root with a shorter path."
+    return UnsafeFileError(shown, reason, message, hint)
+
+
+def os_path_error(root: Path | str, path: Path | str, exc: OSError) -> OSError | UnsafeFileError:
+    """``exc`` as memdir's clear error when it is about the path itself (ELOOP, ENAMETOOLONG), else ``exc``."""
+    if exc.errno == errno.ELOOP:
+        return unsafe_file(root, path, "loop")
+    if exc.errno == errno.ENAMETOOLONG:
+        return unsafe_file(root, path, "too_long")
+    return exc
+
+
+def confine(root: Path | str, path: Path | str) -> str:
+    """``path`` with every symbolic link resolved, provided that lies inside ``root``.
+
+    The one check every file memdir opens, creates, renames or deletes goes through (the
+    shared open in `memdir.core.files` and the transaction journal both call it): a path
+    may pass through symbolic links as long as where it ends up is inside the root.
+    A missing file is fine (it may be about to be created); its folders are resolved.
+
+    Raises:
+        UnsafeFileError: it leads outside the root, its symbolic links loop, or it is
+            too long for the operating system.
+    """
+    return confined_stat(root, path)[0]
+
+
+def confined_stat(root: Path | str, path: Path | str) -> tuple[str, os.stat_result | None]:
+    """`confine`, plus the file's ``stat`` (None when it does not exist).
+
+    The resolved path holds no symbolic link any more, so this ``lstat`` is the file's own.
+    """
+    real = os.path.realpath(path)
+    if not _inside_real(_real_root(os.fspath(root)), real):
+        raise unsafe_file(root, path, "outside")
+    try:
+        st = os.lstat(real)
+    except (FileNotFoundError, NotADirectoryError):
+        return real, None
+    except OSError as exc:
+        raise os_path_error(root, path, exc) from exc
+    if stat.S_ISLNK(st.st_mode):  # realpath stops resolving only where links loop
+        raise unsafe_file(root, path, "loop")
+    return real, st
+
+
+@functools.lru_cache(maxsize=64)
+def _path_max(root: str) -> int:
+    try:
+        return os.pathconf(root, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):  # no such call on Windows
+        return _DEFAULT_PATH_MAX
 
 
 def resolve_in_root(root: Path, logical_path: str) -> Path:
@@ -158,13 +259,15 @@ def resolve_in_root(root: Path, logical_path: str) -> Path:
 
     Raises:
         InvalidPathError: if the file, or a folder on the way to it, is a symlink
-            that leads outside ``root``.
+            that leads outside ``root`` (an `UnsafeFileError`, as for symbolic links
+            that loop), or if one of the entry's files would have a full path longer
+            than the operating system accepts.
     """
     target = Path(root) / logical_path
-    if not is_within(root, target):
-        raise _invalid(
-            logical_path,
-            "it resolves outside the memory root (through a symbolic link)",
-            "Remove the symbolic link or choose another path.",
-        )
+    folder, name = os.path.split(os.fsencode(target))
+    longest = len(folder) + 1 + max(len(name) - len(ENTRY_SUFFIX) + len(".yml"), STAGING_NAME_BYTES)
+    limit = _path_max(os.fspath(root))
+    if longest >= limit:
+        raise unsafe_file(root, target, "too_long", f" ({longest:,} bytes where at most {limit - 1:,} fit)")
+    confine(root, target)
     return target

@@ -147,12 +147,21 @@ class Settings(BaseSettings):
     grep_time_limit: float = _setting(
         2.0, "grep_time_limit", description="Seconds one grep may take (a runaway regular expression is stopped)."
     )
+    regex_max_chars: int = _setting(10_000, "regex_max_chars", description="Characters in a grep's regular expression.")
+    regex_max_repeat: int = _setting(1_000, "regex_max_repeat", description="Largest repetition count {m,n} in one.")
+    regex_max_size: int = _setting(
+        50_000, "regex_max_size", description="Its size with counted repeats written out (nested counts multiply)."
+    )
+    regex_max_depth: int = _setting(100, "regex_max_depth", description="How deeply its groups may nest.")
 
     # --- server
     mode: Mode = _setting("assistant", "mode")
     workspace: Path = _setting(Path.cwd, "workspace", description="Directory the skill workspace tools act on.")
     allow_bash: bool = _setting(False, "allow_bash", description="Bash is off unless this is true.")
     bash_timeout: float = _setting(60.0, "bash_timeout")
+    read_workers: int = _setting(
+        4, "read_workers", description="Threads that run read-only memory tools beside the one that runs writes."
+    )
 
     # --- discovery (per-message reminders)
     discovery_top_k: int = _setting(3, "discovery_top_k")

@@ -14,15 +14,23 @@ one JSON record per line, *before* each change (write-ahead, fsynced):
 A run killed halfway still leaves a usable journal: every change it made has its
 ``before`` record on disk. `undo_last` reverts the newest run not yet undone, refusing
 (unless forced) when entries it would overwrite were changed after the run.
+
+Journals are files of the root, so one may have been planted or edited by hand: they are
+read and appended to only as regular files inside the root (`memdir.core.files`), and
+`undo_last` checks every record of the run it is about to revert first — a journal naming
+something that is not a memory path, or a state it cannot restore, is quarantined in
+``.memdir/defrag/quarantine/`` and nothing is undone.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,13 +39,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memdir.core.entry import Metadata
-from memdir.core.errors import EntryNotFoundError, InputValidationError, RedirectError
+from memdir.core.errors import EntryNotFoundError, InputValidationError, InvalidPathError, RedirectError
+from memdir.core.files import append_regular, private_folder, quarantine, read_regular
+from memdir.core.paths import normalize_path, resolve_in_root
 from memdir.optimization.corpus import fingerprint
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
 
+log = logging.getLogger(__name__)
+
 JOURNAL_DIR = Path(".memdir") / "defrag"
+QUARANTINE_DIR = JOURNAL_DIR / "quarantine"
 JOURNAL_SUFFIX = ".jsonl"
 
 
@@ -145,6 +158,7 @@ class Journal:
         }
         self._touched: set[str] = set()
         self._handle: Any = None
+        self._files = ExitStack()  # holds `_handle` open for the run
         self.changes = 0
 
     def __enter__(self) -> Journal:
@@ -159,12 +173,10 @@ class Journal:
 
     def _append(self, record: dict[str, Any]) -> None:
         if self._handle is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 — kept open for the run
-            self._handle.write(json.dumps(self._header, ensure_ascii=False) + "\n")
-        self._handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+            private_folder(self.memory.root, JOURNAL_DIR)
+            self._handle = self._files.enter_context(append_regular(self.memory.root, self.path))
+            _write_record(self._handle, self._header)
+        _write_record(self._handle, record)
 
     def before(self, path: str) -> None:
         """Record the prior state of ``path`` (once per run: the state before the run touched it)."""
@@ -182,8 +194,15 @@ class Journal:
         if self._handle is None:
             return
         self._append({"type": "end", "status": status, "finished_at": _now().isoformat()})
-        self._handle.close()
+        self._files.close()
         self._handle = None
+
+
+def _write_record(handle: Any, record: dict[str, Any]) -> None:
+    """One JSON line, on disk (fsynced) before the change it describes."""
+    handle.write((json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+    handle.flush()
+    os.fsync(handle.fileno())
 
 
 # --------------------------------------------------------------------------- reading and undoing
@@ -208,21 +227,26 @@ class Run:
         return list(self.before)
 
 
-def _records(file: Path) -> Iterator[dict[str, Any]]:
-    with open(file, encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:  # a torn last line from a killed run
-                continue
-            if isinstance(record, dict):
-                yield record
+def _records(root: Path, file: Path) -> Iterator[dict[str, Any]]:
+    for line in read_regular(root, file).splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:  # a torn last line from a killed run (or bytes that are not UTF-8)
+            continue
+        if isinstance(record, dict):
+            yield record
 
 
-def read_run(file: Path) -> Run | None:
-    """A journal file as a `Run`, or None if it has no readable header."""
+def _path_of(record: dict[str, Any]) -> str:
+    """A record's path as text (whatever a hand-edited line holds there; `_check_run` judges it)."""
+    path = record.get("path")
+    return path if isinstance(path, str) else repr(path)
+
+
+def read_run(root: Path, file: Path) -> Run | None:
+    """A journal file of ``root`` as a `Run`, or None if it has no readable header."""
     run: Run | None = None
-    for record in _records(file):
+    for record in _records(root, file):
         kind = record.get("type")
         if kind == "run":
             run = Run(
@@ -233,9 +257,9 @@ def read_run(file: Path) -> Run | None:
         elif run is None:
             continue
         elif kind == "before":
-            run.before.setdefault(record["path"], record["state"])
+            run.before.setdefault(_path_of(record), record.get("state"))
         elif kind == "after":
-            run.after[record["path"]] = record["state"]
+            run.after[_path_of(record)] = record.get("state")
         elif kind == "end":
             run.status = str(record.get("status", "complete"))
         elif kind == "undone":
@@ -245,11 +269,63 @@ def read_run(file: Path) -> Run | None:
 
 def list_runs(root: Path) -> list[Run]:
     """Every journaled live run of a root, oldest first."""
-    folder = journal_dir(root)
-    if not folder.is_dir():
+    if not os.path.lexists(journal_dir(root)):
         return []
-    runs = (read_run(file) for file in sorted(folder.glob(f"*{JOURNAL_SUFFIX}")))
+    folder = private_folder(root, JOURNAL_DIR)
+    runs = (read_run(root, file) for file in sorted(folder.glob(f"*{JOURNAL_SUFFIX}")))
     return [run for run in runs if run is not None]
+
+
+# What `restore` needs of each recorded prior state ("after" records only name their state).
+_STATE_FIELDS = {"missing": (), "stub": ("kind", "target"), "entry": ("content",)}
+
+
+def _check_run(root: Path, run: Run) -> None:
+    """Raise if the run names a path that is not a memory path inside the root, or a state `restore` cannot use.
+
+    Raises:
+        ValueError, InvalidPathError: what is wrong, for the quarantine message.
+    """
+    records = [(path, state, True) for path, state in run.before.items()]
+    records += [(path, state, False) for path, state in run.after.items()]
+    for path, state, restored in records:
+        if normalize_path(path) != path:
+            raise ValueError(f"{path!r} is not a memory path in its canonical form")
+        resolve_in_root(root, path)
+        kind = state.get("state") if isinstance(state, dict) else None
+        needed = _STATE_FIELDS.get(kind) if isinstance(kind, str) else None
+        try:
+            if needed is None or (restored and any(key not in state for key in needed)):
+                raise ValueError("a field is missing")
+            if restored:
+                _check_restorable(kind, state)
+        except (ValueError, TypeError, InvalidPathError) as exc:
+            why = getattr(exc, "message", None) or str(exc)
+            raise ValueError(f"the state recorded for memory://{path} is not one it can restore ({why})") from exc
+
+
+def _check_restorable(kind: str, state: dict[str, Any]) -> None:
+    """Raise (`ValueError`, `TypeError`, `InvalidPathError`) where `restore` would fail halfway through an undo."""
+    if kind == "stub":
+        normalize_path(state["target"])
+    elif kind == "entry":
+        if not isinstance(state["content"], str):
+            raise ValueError("a recorded content is not text")
+        Metadata.model_validate(state.get("metadata") or {})  # pydantic's ValidationError is a ValueError
+        int(state.get("hits", 0))
+        if state.get("updated_at"):
+            datetime.fromisoformat(state["updated_at"])
+
+
+def _quarantine(root: Path, run: Run, why: str) -> InputValidationError:
+    """Move a journal that must not be replayed aside, and the error that says so."""
+    done = quarantine(root, run.file, QUARANTINE_DIR)
+    log.error("Defrag journal %s was not undone and is quarantined (%s): %s.", run.file.name, done, why)
+    return InputValidationError(
+        f"The defrag journal {run.file.name} cannot be undone: {why}. Nothing was changed; the journal was "
+        f"quarantined ({QUARANTINE_DIR.as_posix()}/).",
+        "It was not written by memdir as it is now (planted or edited by hand): inspect it there before undoing anything else.",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +374,10 @@ def undo_last(memory: Memory, *, force: bool = False) -> UndoResult:
             "Only runs with dry_run=false that changed something are journaled (under .memdir/defrag/).",
         )
     run = runs[-1]
+    try:
+        _check_run(memory.root, run)
+    except (ValueError, InvalidPathError) as exc:
+        raise _quarantine(memory.root, run, getattr(exc, "message", None) or str(exc)) from exc
     restored: list[str] = []
     removed: list[str] = []
     with memory.adapter.lock.exclusive():
@@ -323,10 +403,8 @@ def undo_last(memory: Memory, *, force: bool = False) -> UndoResult:
             extra = max(0, now.get("hits", 0) - after.get("hits", now.get("hits", 0)))
             restore(memory, path, state, extra)
             (removed if state["state"] == "missing" else restored).append(path)
-        with open(run.file, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"type": "undone", "at": _now().isoformat(), "forced": bool(conflicts)}) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        with append_regular(memory.root, run.file) as handle:
+            _write_record(handle, {"type": "undone", "at": _now().isoformat(), "forced": bool(conflicts)})
     return UndoResult(run.id, run.action, run.started_at, restored[::-1], removed[::-1], conflicts)
 
 

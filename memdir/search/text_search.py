@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 from dataclasses import dataclass, field
 
 from memdir.core.errors import InputValidationError
 from memdir.core.globbing import glob_matcher as path_glob
 from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
+from memdir.core.user_regex import RegexBudget, compile_regex, shown
 
 T = TypeVar("T")
 
@@ -72,15 +73,18 @@ def path_filter(path: str | None) -> Callable[[str], bool]:
 
 @dataclass(slots=True)
 class GrepHit:
-    """The matches of one entry: line numbers (1-based) with their text, and the match count."""
+    """The matches of one entry: line numbers (1-based) with their text, the match count in
+    the content, and where the pattern matched (``title``, ``tags``, ``content``)."""
 
     path: str
     lines: list[tuple[int, str]] = field(default_factory=list)
     count: int = 0
+    where: list[str] = field(default_factory=list)
 
 
 class GrepPattern:
-    """A user's regular expression, with a time budget for the matching one search does.
+    """A user's regular expression, bounded in what it may cost: to compile (checked before
+    compiling, see `memdir.core.user_regex`) and to match (a time budget per search).
 
     A pattern such as ``(a|aa)+$`` backtracks exponentially on a long run of ``a``: with
     Python's ``re`` one MemoryGrep call froze the whole server (the match holds the GIL).
@@ -90,7 +94,8 @@ class GrepPattern:
     Only time spent matching counts (not reading files). Each text is first searched
     whole, once (`may_match`), and only texts with a match are searched line by line:
     the engine's per-call cost would otherwise make a grep of many lines several times
-    slower than ``re``.
+    slower than ``re``. One compiled pattern (MULTILINE) serves both: within one line,
+    which holds no line break, ``^`` and ``$`` mean the same with or without it.
     """
 
     # Patterns the whole-text search could miss a line's match for (or scan at quadratic cost):
@@ -98,21 +103,14 @@ class GrepPattern:
     # possessive quantifiers, text anchors, and anything that can match a line break.
     _NOT_LINE_LOCAL = re.compile(r"\(\?(?![:P])|[*+?}]\+|\\[AZzGsSWDnrvfxuUNpP0-9]|\[\^")
 
-    def __init__(self, pattern: str, case_insensitive: bool, time_limit: float) -> None:
-        import regex  # on the first grep, not on the server's start-up path (~10-25 ms)
+    def __init__(self, pattern: str, case_insensitive: bool, budget: RegexBudget) -> None:
+        import regex
 
-        flags = regex.IGNORECASE if case_insensitive else 0
-        try:
-            self._regex = regex.compile(pattern, flags)
-            self._whole = None if self._NOT_LINE_LOCAL.search(pattern) else regex.compile(pattern, flags | regex.MULTILINE)
-        except (regex.error, RecursionError, OverflowError, ValueError) as exc:
-            why = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise InputValidationError(
-                f"Invalid regular expression {pattern!r}: {why}.",
-                "Escape special characters such as ( [ { . * + ? with a backslash, or search for a simpler pattern.",
-            ) from exc
+        flags = regex.MULTILINE | (regex.IGNORECASE if case_insensitive else 0)
+        self._regex = compile_regex(pattern, budget, flags)
+        self._line_local = not self._NOT_LINE_LOCAL.search(pattern)
         self.pattern = pattern
-        self.time_limit = time_limit
+        self.time_limit = budget.time_limit
         self._spent = 0.0
 
     def _run(self, method: Callable[..., T], text: str) -> T:
@@ -124,10 +122,15 @@ class GrepPattern:
             return method(text, timeout=remaining, concurrent=True)
         except TimeoutError:
             raise InputValidationError(
-                f"The regular expression {self.pattern!r} took longer than {self.time_limit:g} s to match, so the "
+                f"The regular expression {shown(self.pattern)} took longer than {self.time_limit:g} s to match, so the "
                 "search was stopped: nested repetition such as (a|aa)+ or (x+)* can make a pattern backtrack "
                 "without end.",
                 "Simplify the pattern (e.g. 'a+' instead of '(a|aa)+'), or narrow the search with a path.",
+            ) from None
+        except MemoryError:
+            raise InputValidationError(
+                f"The regular expression {shown(self.pattern)} ran out of memory while matching, so the search was stopped.",
+                "Simplify the pattern (fewer nested repeats and groups), or narrow the search with a path.",
             ) from None
         finally:
             self._spent += time.monotonic() - started
@@ -138,7 +141,11 @@ class GrepPattern:
         Used only for patterns that match within a line (see ``_NOT_LINE_LOCAL``), where a
         line's match is also one in the joined text; for the others it always says True.
         """
-        return self._whole is None or self._run(self._whole.search, "\n".join(lines)) is not None
+        return not self._line_local or self._run(self._regex.search, "\n".join(lines)) is not None
+
+    def matches(self, text: str) -> bool:
+        """Whether the pattern matches anywhere in ``text``."""
+        return self._run(self._regex.search, text) is not None
 
     def count(self, line: str) -> int:
         """How often the pattern matches in ``line``."""
@@ -150,10 +157,15 @@ def grep_content(pattern: GrepPattern, path: str, content: str) -> GrepHit | Non
     lines = content.splitlines()
     if not pattern.may_match(lines):
         return None
-    hit = GrepHit(path)
+    hit = GrepHit(path, where=["content"])
     for number, line in enumerate(lines, start=1):
         found = pattern.count(line)
         if found:
             hit.lines.append((number, line))
             hit.count += found
     return hit if hit.count else None
+
+
+def matching_fields(pattern: GrepPattern, fields: Mapping[str, Sequence[str]]) -> list[str]:
+    """The names of the fields (e.g. ``title``, ``tags``) one of whose values ``pattern`` matches."""
+    return [name for name, values in fields.items() if any(pattern.matches(value) for value in values)]

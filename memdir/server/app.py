@@ -32,6 +32,7 @@ from pydantic import Field, ValidationError, WithJsonSchema
 
 from memdir import __version__
 from memdir.core.settings import Settings
+from memdir.core.user_regex import RegexBudget
 from memdir.server import prompts, resources, sampling, toolsets, workspace
 from memdir.server.arguments import invalid_arguments_message, unknown_arguments_message
 from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
@@ -142,6 +143,7 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
     choices: dict[str, tuple[str, ...]] = getattr(sys.modules[fn.__module__], "CHOICES", {})
     signature = inspect.signature(fn)
     wanted = [name for name in INJECTED[1:] if name in signature.parameters]
+    read_only = bool(spec.annotations.read_only_hint)
     parameters: list[inspect.Parameter] = []
     for param in signature.parameters.values():
         if param.name in INJECTED:
@@ -162,7 +164,7 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
             kwargs["settings"] = app_state(ctx).settings
         if "ask" in wanted:
             kwargs["ask"] = sampling.client_ask(ctx, app_state(ctx).settings.thread_sampling_timeout)
-        return await run_memory_tool(ctx, fn, **kwargs)
+        return await run_memory_tool(ctx, fn, read_only=read_only, **kwargs)
 
     tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
     tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
@@ -201,7 +203,9 @@ def _discover_tool(include_skills: bool) -> Callable[..., Any]:
             path and how to open it, or a short note when nothing relevant is stored.
         """
         settings = app_state(ctx).settings
-        text = await run_memory_tool(ctx, discover, message=message, settings=settings, include_skills=include_skills)
+        text = await run_memory_tool(
+            ctx, discover, read_only=True, message=message, settings=settings, include_skills=include_skills
+        )
         return text or "No relevant skills or memories found for this message."
 
     return MemoryDiscover
@@ -304,7 +308,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
                 sessions=SessionRegistry(),
                 workspace=Workspace.create(
                     settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout,
-                    grep_time_limit=settings.grep_time_limit,
+                    regex_budget=RegexBudget.from_settings(settings),
                 ),
                 tools=registered,
                 workspace_tools=workspace_tools,

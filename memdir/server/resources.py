@@ -46,14 +46,14 @@ async def list_entries(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
         result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     if not isinstance(result, dict):
         return result
-    entries = await ctx.lifespan_context.host.run(_list_entries)
+    entries = await ctx.lifespan_context.host.run(_list_entries, read_only=True)
     return {**result, "resources": [*result.get("resources", []), *entries]}
 
 
 async def read_entry(path: str, ctx: Context) -> str:
     """A memory entry's content (markdown, as stored)."""
     try:
-        entry = await app_state(ctx).host.run(lambda memory: memory.read(path))
+        entry = await app_state(ctx).host.run(lambda memory: memory.read(path), read_only=True)
     except EntryNotFoundError as exc:
         raise ResourceNotFoundError(exc.message) from exc
     except MemdirError as exc:

@@ -1,11 +1,14 @@
 """The server's state: one shared `Memory` (in the lifespan) and per-client-session state.
 
 * `MemoryHost` opens the `Memory` on its own worker thread once the handshake is over
-  (or at the first operation) and runs every memory operation on that same thread, one
-  at a time. Opening never delays ``initialize`` or ``tools/list`` (they do not need it),
-  a slow search never blocks the event loop, and the store's SQLite connection is only
-  ever used by the thread that created it. The embedding model loads in the background
-  (keyword search until it is ready).
+  (or at the first operation). Tools that change the memory run on that thread, one at a
+  time, in the order they came; read-only tools run on a small pool beside it, so a
+  grep that takes seconds delays neither a MemoryRead sent after it nor a write (one
+  memory thread made a read wait 10-34 s behind such a grep). A read waits only for the
+  writes sent before it, so it sees them. `Memory` is safe to share between threads (its
+  index and the root's lock serialise what must be). Opening never delays ``initialize``
+  or ``tools/list`` (they do not need it), and a slow call never blocks the event loop.
+  The embedding model loads in the background (keyword search until it is ready).
 * `SessionRegistry` keeps one `SessionState` per client session: the read tracker and
   the loaded skill (`memdir.tools.session.Session`), plus what the session read in the
   workspace. A session is the transport's session id when there is one (streamable
@@ -39,14 +42,16 @@ T = TypeVar("T")
 
 
 class MemoryHost:
-    """Owns the server's `Memory` and runs every operation on it on one dedicated thread."""
+    """Owns the server's `Memory`: changes on one thread, in order; read-only calls on a pool beside it."""
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self._root = settings.store_root
         self._settings, self._embedder = settings, embedder
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-memory")
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-memory")
+        self._readers = ThreadPoolExecutor(max_workers=max(1, settings.read_workers), thread_name_prefix="memdir-read")
         self._opening: Future[Memory] | None = None
         self._starting = threading.Lock()
+        self._last_write: Future[Any] | None = None
 
     def start(self) -> Future[Memory]:
         """Begin opening the memory (and loading the model behind it), once; the opening's future.
@@ -57,7 +62,7 @@ class MemoryHost:
         """
         with self._starting:
             if self._opening is None:
-                self._opening = self._executor.submit(self._open, self._settings, self._embedder)
+                self._opening = self._writer.submit(self._open, self._settings, self._embedder)
             return self._opening
 
     @staticmethod
@@ -81,23 +86,36 @@ class MemoryHost:
     def _call(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
         return fn(self.memory(), *args, **kwargs)
 
-    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(memory, *args, **kwargs)`` on the memory thread, awaited without blocking the loop."""
-        return await asyncio.wrap_future(self._executor.submit(self._call, fn, args, kwargs))
+    async def run(self, fn: Callable[..., T], *args: Any, read_only: bool = False, **kwargs: Any) -> T:
+        """``fn(memory, *args, **kwargs)`` off the event loop: on the writer thread, or on the
+        read pool once every write sent before it is done (``read_only``)."""
+        self.start()  # queued before any write, which would otherwise wait on the writer thread for it
+        if not read_only:
+            future = self._last_write = self._writer.submit(self._call, fn, args, kwargs)
+            return await asyncio.wrap_future(future)
+        before = self._last_write
+        if before is not None and not before.done():
+            try:
+                await asyncio.wrap_future(before)
+            except Exception:  # that write's outcome is its own caller's to report
+                pass
+        return await asyncio.wrap_future(self._readers.submit(self._call, fn, args, kwargs))
 
     def close(self) -> None:
-        """Close the memory (after pending operations) and stop the thread."""
+        """Close the memory (after pending operations, reads included) and stop the threads."""
 
         def close_memory() -> None:
+            self._readers.shutdown(wait=True, cancel_futures=True)
             opening = self._opening
             if opening is not None and opening.done() and opening.exception() is None:
                 opening.result().close()
 
         try:
-            self._executor.submit(close_memory).result(timeout=30)
+            self._writer.submit(close_memory).result(timeout=30)
         except Exception:  # shutting down: nothing useful to do with a failure here
             pass
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._readers.shutdown(wait=False, cancel_futures=True)
+        self._writer.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass
@@ -187,10 +205,11 @@ def tool_error(exc: MemdirError) -> ToolError:
     return ToolError(f"{exc.message}\n{exc.hint}" if exc.hint else exc.message)
 
 
-async def run_memory_tool(ctx: Context, fn: Callable[..., T], /, **kwargs: Any) -> T:
-    """Run a plain tool function ``fn(memory, **kwargs)`` on the memory thread; memdir errors become tool errors."""
+async def run_memory_tool(ctx: Context, fn: Callable[..., T], /, *, read_only: bool = False, **kwargs: Any) -> T:
+    """Run a plain tool function ``fn(memory, **kwargs)`` on the memory's threads (`MemoryHost.run`);
+    memdir errors become tool errors."""
     try:
-        return await app_state(ctx).host.run(fn, **kwargs)
+        return await app_state(ctx).host.run(fn, read_only=read_only, **kwargs)
     except MemdirError as exc:
         raise tool_error(exc) from exc
 

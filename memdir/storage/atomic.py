@@ -16,6 +16,12 @@ a committed journal is rolled forward (every step is idempotent), a pending one 
 rolled back by deleting its temporary files. Whatever instant a process dies at, the
 files afterwards hold the old version or the new one, never a mixture.
 
+A journal is a file in the root, so it may have been planted or damaged: before
+`recover` acts on one, every path it names is resolved (symbolic links included) and
+must lie inside the root. A journal that names anything else, or is not a regular
+file, is not replayed but set aside in ``.memdir/txn-failed/`` (quarantined) with an
+error in the log, and the root stays usable.
+
 Temporary files are hidden (``.txn-….tmp``), so listings never show them.
 """
 
@@ -28,15 +34,19 @@ import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from memdir.core.files import fsync_dir
+from memdir.core.errors import UnsafeFileError
+from memdir.core.files import fsync_dir, private_folder, quarantine, read_regular
+from memdir.core.paths import confine, unsafe_file
 
 log = logging.getLogger(__name__)
 
-TXN_DIR = Path(".memdir") / "txn"
-FAILED_DIR = Path(".memdir") / "txn-failed"
+PRIVATE_DIR = Path(".memdir")
+TXN_DIR = PRIVATE_DIR / "txn"
+FAILED_DIR = PRIVATE_DIR / "txn-failed"
 PENDING_SUFFIX = ".pending"
 COMMIT_SUFFIX = ".commit"
 _JOURNAL_VERSION = 1
+_TEMP_PREFIX = ".txn-"  # every file a transaction stages; a journal renames nothing else into place
 
 
 def txn_dir(root: Path) -> Path:
@@ -59,7 +69,7 @@ def _write_new_file(path: Path, data: bytes) -> None:
 
 def _temp_name(target: Path, txid: str, index: int) -> Path:
     # Short and hidden: entry names may already use the 255-byte name limit.
-    return target.parent / f".txn-{txid}-{index}.tmp"
+    return target.parent / f"{_TEMP_PREFIX}{txid}-{index}.tmp"
 
 
 def _relative(root: Path, path: Path) -> str:
@@ -69,11 +79,34 @@ def _relative(root: Path, path: Path) -> str:
     return Path(relative).as_posix()
 
 
-def _inside(root: Path, relative: str) -> Path | None:
-    """Resolve a journal's relative path, or None if a damaged journal points outside the root."""
-    if not relative or os.path.isabs(relative) or ".." in Path(relative).parts:
-        return None
-    return root / relative
+def _inside(root: Path, relative: object) -> Path:
+    """A journal's relative path as a path under ``root`` whose folder, links resolved, is inside it.
+
+    The file itself may be a symbolic link (a rename replaces the link, a removal removes
+    it; neither touches what it points at); the folder it sits in may not lead out.
+
+    Raises:
+        UnsafeFileError: the path is not relative, climbs out, or leads outside through a link.
+    """
+    if not isinstance(relative, str) or not relative or os.path.isabs(relative) or ".." in Path(relative).parts:
+        raise unsafe_file(root, root / str(relative), "outside")
+    path = root / relative
+    confine(root, path.parent)
+    return path
+
+
+def _check_journal(root: Path, journal: dict) -> None:
+    """Raise if a journal read from disk names anything but files inside the root (see `_inside`)."""
+    renames, removals = journal.get("renames", []), journal.get("removals", [])
+    if not isinstance(renames, list) or not isinstance(removals, list):
+        raise ValueError("its 'renames' and 'removals' are not lists")
+    for pair in renames:
+        if not isinstance(pair, list) or len(pair) != 2 or not str(pair[0]).rsplit("/", 1)[-1].startswith(_TEMP_PREFIX):
+            raise ValueError(f"the rename {pair!r} is not a [temporary file, target] pair")
+        for relative in pair:
+            _inside(root, relative)
+    for relative in removals:
+        _inside(root, relative)
 
 
 def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Path] = ()) -> None:
@@ -94,18 +127,16 @@ def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Pa
     root = Path(root)
     removals = [Path(p) for p in removals]
     txid = uuid.uuid4().hex
-    journal_dir = txn_dir(root)
-    journal_dir.mkdir(parents=True, exist_ok=True)
-    pending = journal_dir / f"{txid}{PENDING_SUFFIX}"
-    committed = journal_dir / f"{txid}{COMMIT_SUFFIX}"
 
     renames = [(_temp_name(Path(target), txid, i), Path(target)) for i, target in enumerate(writes)]
     for path in [target for _, target in renames] + removals:
+        confine(root, path.parent)  # no folder on the way leads out of the root
         if path.is_dir() and not path.is_symlink():
             # Caught now, because after the commit point a failing rename could not be undone.
-            raise IsADirectoryError(
-                f"Cannot replace or delete {path}: it is a folder. Rename or remove that folder first."
-            )
+            raise unsafe_file(root, path, "special", "a folder")
+    journal_dir = private_folder(root, TXN_DIR)
+    pending = journal_dir / f"{txid}{PENDING_SUFFIX}"
+    committed = journal_dir / f"{txid}{COMMIT_SUFFIX}"
     journal = {
         "version": _JOURNAL_VERSION,
         "renames": [[_relative(root, temp), _relative(root, target)] for temp, target in renames],
@@ -139,9 +170,6 @@ def _roll_forward(root: Path, journal: dict) -> None:
     touched: set[Path] = set()
     for temp_rel, target_rel in journal.get("renames", []):
         temp, target = _inside(root, temp_rel), _inside(root, target_rel)
-        if temp is None or target is None:
-            log.warning("Skipping a journal rename outside the root: %r -> %r", temp_rel, target_rel)
-            continue
         try:
             os.replace(temp, target)
         except FileNotFoundError:
@@ -149,9 +177,6 @@ def _roll_forward(root: Path, journal: dict) -> None:
         touched.add(target.parent)
     for removal_rel in journal.get("removals", []):
         path = _inside(root, removal_rel)
-        if path is None:
-            log.warning("Skipping a journal removal outside the root: %r", removal_rel)
-            continue
         if _unlink_quietly(path):
             touched.add(path.parent)
     for folder in touched:
@@ -189,15 +214,21 @@ def recover(root: Path) -> int:
     nothing to do.
     """
     root = Path(root)
-    journal_dir = txn_dir(root)
-    try:
-        names = sorted(os.listdir(journal_dir))
-    except (FileNotFoundError, NotADirectoryError):
+    if not os.path.lexists(txn_dir(root)):
         return 0
+    journal_dir = private_folder(root, TXN_DIR)  # a link planted there would hand us another folder's files
+    names = sorted(os.listdir(journal_dir))
     handled = 0
     for name in names:
         path = journal_dir / name
-        journal = _load_journal(path)
+        try:
+            journal = _load_journal(root, path)
+            if journal is not None:
+                _check_journal(root, journal)
+        except (UnsafeFileError, ValueError) as exc:
+            _set_aside(root, path, f"it was refused: {getattr(exc, 'message', exc)}")
+            handled += 1
+            continue
         try:
             if name.endswith(COMMIT_SUFFIX) and journal is not None:
                 log.info("Rolling forward interrupted memory transaction %s", name)
@@ -205,15 +236,13 @@ def recover(root: Path) -> int:
             elif journal is not None:
                 log.info("Rolling back interrupted memory transaction %s", name)
                 for temp_rel, _target in journal.get("renames", []):
-                    temp = _inside(root, temp_rel)
-                    if temp is not None:
-                        _unlink_quietly(temp)
+                    _unlink_quietly(_inside(root, temp_rel))
             else:
                 # An unreadable pending journal was cut short before any file was staged;
                 # a commit journal is fsynced before its rename, so it cannot be unreadable.
                 log.warning("Discarding unreadable transaction journal %s", path)
         except OSError as exc:
-            _set_aside(root, path, exc)
+            _set_aside(root, path, f"it could not be finished ({exc}); the files it names may need a manual check")
             handled += 1
             continue
         _unlink_quietly(path)
@@ -223,28 +252,22 @@ def recover(root: Path) -> int:
     return handled
 
 
-def _set_aside(root: Path, journal: Path, exc: OSError) -> None:
-    """Move a journal that cannot be applied out of the way, so the root stays usable.
+def _set_aside(root: Path, journal: Path, why: str) -> None:
+    """Move (quarantine) a journal that cannot or must not be applied, so the root stays usable.
 
-    Left in place it would make every later lock holder fail the same way. Only a
-    change made behind memdir's back (say, a folder created where a file belongs)
-    gets here; the journal is kept for a person to inspect.
+    Left in place it would make every later lock holder fail the same way. Only a change
+    made behind memdir's back (say, a folder created where a file belongs, or a planted
+    journal naming files outside the root) gets here; the journal is kept for a person
+    to inspect (see `memdir.core.files.quarantine`).
     """
-    failed = Path(root) / FAILED_DIR
-    failed.mkdir(parents=True, exist_ok=True)
-    log.error(
-        "Could not finish memory transaction %s (%s); moved it to %s. The files it names may "
-        "need a manual check.",
-        journal.name,
-        exc,
-        failed,
-    )
-    os.replace(journal, failed / journal.name)
+    done = quarantine(root, journal, FAILED_DIR)
+    log.error("Memory transaction journal %s was not replayed and is quarantined (%s): %s.", journal.name, done, why)
 
 
-def _load_journal(path: Path) -> dict | None:
+def _load_journal(root: Path, path: Path) -> dict | None:
+    """The journal at ``path``, None if unreadable or not JSON; `UnsafeFileError` if it is no regular file in the root."""
     try:
-        journal = json.loads(path.read_bytes().decode("utf-8"))
+        journal = json.loads(read_regular(root, path).decode("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(journal, dict) or journal.get("version") != _JOURNAL_VERSION:

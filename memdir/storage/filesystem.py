@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -42,13 +43,15 @@ from memdir.core.errors import (
     InvalidPathError,
     ReadOnlyEntryError,
     StorageFullError,
+    UnsafeFileError,
 )
-from memdir.core.paths import disk_stem, is_within, normalize_path, resolve_in_root
+from memdir.core.files import open_regular, read_regular, stat_regular
+from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_path, resolve_in_root, unsafe_file
 from memdir.storage import stubs
-from memdir.storage.atomic import commit_files, has_pending, recover
+from memdir.storage.atomic import PRIVATE_DIR, commit_files, has_pending, recover
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
-from memdir.storage.scan import read_head, scan_entries, sniff_stub
+from memdir.storage.scan import scan_entries, sniff_stub
 from memdir.storage.sidecar import (
     EMBEDDING_DTYPE,
     EMBEDDING_SUFFIX,
@@ -117,6 +120,7 @@ class FilesystemAdapter:
         self.max_entry_size = max_entry_size
         self.max_total_size = max_total_size
         self.max_redirect_hops = max_redirect_hops
+        self._check_private_files()
         self.lock = RootLock(
             self.root / LOCK_FILE_NAME,
             timeout=lock_timeout,
@@ -154,19 +158,34 @@ class FilesystemAdapter:
     # ----------------------------------------------------------------- paths
 
     def _files(self, path: str) -> tuple[Path, Path, Path]:
-        """The .md/.yml/.emb files of a normalised path, refusing symlinks that leave the root."""
+        """The .md/.yml/.emb files of a normalised path, refusing a folder on the way that leaves the root.
+
+        Each file is confined again when it is opened (`memdir.core.files.open_regular`): a
+        sidecar that is a symbolic link leading out is refused there.
+        """
         md = resolve_in_root(self.root, path)
         stem = self.root / disk_stem(path)
         return md, stem.with_name(stem.name + SIDECAR_SUFFIX), stem.with_name(stem.name + EMBEDDING_SUFFIX)
 
-    def _check_sidecar(self, path: str, file: Path) -> None:
-        if os.path.islink(file) and not is_within(self.root, file):
-            raise InvalidPathError(
-                path,
-                f"Invalid memory path {path!r}: its {file.suffix} file is a symbolic link leading outside "
-                "the memory root.",
-                f"Remove the symbolic link {file}.",
-            )
+    def _check_private_files(self) -> None:
+        """Refuse a root whose ``.memdir/`` or ``threads/`` (or anything in them), or ``.lock``, is a
+        symbolic link or a special file.
+
+        memdir creates neither there; one planted would send the index, journals, thread logs
+        and derived data outside the root, or make opening them block. Checked once, before
+        the lock is first taken (journals planted later are refused by `memdir.storage.atomic.recover`).
+        """
+        folders = [self.root / PRIVATE_DIR, *(self.root / name for name in sorted(RESERVED_FOLDERS))]
+        items = [folder for folder in folders if os.path.lexists(folder)]
+        for item in items:
+            st = os.lstat(item)
+            if stat.S_ISLNK(st.st_mode):
+                raise unsafe_file(self.root, item, "link")
+            if stat.S_ISDIR(st.st_mode):
+                items.extend(item / name for name in sorted(os.listdir(item)))
+            elif not stat.S_ISREG(st.st_mode):
+                raise unsafe_file(self.root, item, "special", "neither a regular file nor a folder")
+        stat_regular(self.root, self.root / LOCK_FILE_NAME)
 
     @staticmethod
     def _refuse_virtual(path: str) -> None:
@@ -176,10 +195,8 @@ class FilesystemAdapter:
     # ----------------------------------------------------------------- size accounting
 
     def _content_size(self, md: Path) -> int:
-        try:
-            return md.stat().st_size
-        except (FileNotFoundError, NotADirectoryError):
-            return 0
+        st = stat_regular(self.root, md)
+        return 0 if st is None else st.st_size
 
     def _scan_total(self) -> int:
         # A file shadowed by a built-in entry cannot be reached, so it is not counted either.
@@ -414,7 +431,7 @@ class FilesystemAdapter:
         self._refuse_virtual(path)
         md, yml, emb = self._files(path)
         with self._writing():
-            if not md.is_file():
+            if stat_regular(self.root, md) is None:
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
             commit_files(self.root, self._total.staged(total) | self._stub_reads.staged_forget([path]), [md, yml, emb])
@@ -438,7 +455,7 @@ class FilesystemAdapter:
         if is_virtual(path):
             return True
         md, _, _ = self._files(path)
-        return md.is_file()
+        return stat_regular(self.root, md) is not None
 
     def read_redirect(self, path: str) -> Redirect | None:
         """The redirect if ``path`` is a stub, None if it is a real (or built-in) entry.
@@ -458,8 +475,8 @@ class FilesystemAdapter:
             return None
         md, yml, _ = self._files(path)
         try:
-            head = read_head(md, _STUB_READ_LIMIT)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            head = read_regular(self.root, md, _STUB_READ_LIMIT)
+        except (FileNotFoundError, NotADirectoryError):
             raise EntryNotFoundError(path) from None
         if not (stubs.looks_like_stub(head) and self._stub_sidecar(yml, yml.exists())):
             return None  # an entry with a sidecar is an entry, whatever its first line says
@@ -513,39 +530,54 @@ class FilesystemAdapter:
                     contents.append(load_virtual(path).content)
                     continue
                 try:
-                    contents.append(self._files(path)[0].read_bytes().decode("utf-8", errors="replace"))
+                    contents.append(read_regular(self.root, self._files(path)[0]).decode("utf-8", errors="replace"))
                 except (OSError, InvalidPathError):
                     contents.append("")
         return contents
 
-    def _stub_sidecar(self, yml: Path, exists: bool) -> bool:
-        """Whether a stub-looking ``.md`` with this sidecar is a stub: no sidecar, or one that says so."""
+    def _stub_sidecar(self, yml: Path, exists: bool, *, listed: str | None = None) -> bool:
+        """Whether a stub-looking ``.md`` with this sidecar is a stub: no sidecar, or one that says so.
+
+        ``listed``: the entry's path when a listing asks (an unusable sidecar is then left out, not refused).
+        """
         if not exists:
             return True
-        sidecar = self._load_sidecar(yml) or {}
+        sidecar = (self._listed_sidecar(listed, yml) if listed else self._load_sidecar(yml)) or {}
         return stubs.marks_stub(sidecar.get("metadata")) or stubs.marks_stub(sidecar)  # either place
 
     def _load_sidecar(self, yml: Path) -> dict[str, Any] | None:
+        """The ``.yml`` mapping; None when missing or unreadable as YAML.
+
+        Raises:
+            UnsafeFileError: the file is a link leading out of the root, or not a regular file.
+        """
         try:
-            text = yml.read_bytes().decode("utf-8", errors="replace")
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            text = read_regular(self.root, yml).decode("utf-8", errors="replace")
+        except (FileNotFoundError, NotADirectoryError):
             return None
         sidecar = parse_sidecar(text)
         if sidecar is None:
             log.warning("Ignoring %s: it is not a YAML mapping", yml)
         return sidecar
 
+    def _listed_sidecar(self, path: str, yml: Path) -> dict[str, Any] | None:
+        """A sidecar for a listing row: one memdir will not open is left out (the row shows the content's title)."""
+        try:
+            return self._load_sidecar(yml)
+        except UnsafeFileError as exc:
+            log.warning("Listing memory://%s without its sidecar: %s", path, exc.message)
+            return None
+
     def _load(self, path: str) -> tuple[Entry, dict[str, Any] | None]:
         """The entry at ``path`` (no redirects) and its raw sidecar mapping."""
         md, yml, emb = self._files(path)
         try:
-            data = md.read_bytes()
-            mtime_ns = md.stat().st_mtime_ns
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            with open_regular(self.root, md) as handle:
+                data = handle.read()
+                mtime_ns = os.fstat(handle.fileno()).st_mtime_ns
+        except (FileNotFoundError, NotADirectoryError):
             raise EntryNotFoundError(path) from None
         content = data.decode("utf-8", errors="replace")
-        self._check_sidecar(path, yml)
-        self._check_sidecar(path, emb)
         sidecar = self._load_sidecar(yml)
         fields = sidecar or {}
         embedding, checksum = self._load_embedding(emb, fields.get("embedding_checksum"))
@@ -566,11 +598,10 @@ class FilesystemAdapter:
         )
         return entry, sidecar
 
-    @staticmethod
-    def _load_embedding(emb: Path, stored_checksum: Any) -> tuple[np.ndarray | None, str | None]:
+    def _load_embedding(self, emb: Path, stored_checksum: Any) -> tuple[np.ndarray | None, str | None]:
         try:
-            data = emb.read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            data = read_regular(self.root, emb)
+        except (FileNotFoundError, NotADirectoryError):
             return None, None
         vector = decode_embedding(data, stored_checksum if isinstance(stored_checksum, str) else None)
         if vector is None:
@@ -626,7 +657,7 @@ class FilesystemAdapter:
                     if is_virtual(path):
                         continue  # a file shadowed by a built-in entry is unreachable
                     yml = Path(file.path[: -len(".md")] + SIDECAR_SUFFIX)
-                    is_stub = sniff_stub(file) and self._stub_sidecar(yml, has_sidecar)
+                    is_stub = sniff_stub(self.root, file) and self._stub_sidecar(yml, has_sidecar, listed=path)
                     if is_stub and not include_stubs:
                         continue
                     rows.append(self._info(path, file.path, st, has_sidecar, is_stub, with_metadata))
@@ -652,11 +683,14 @@ class FilesystemAdapter:
             for path in paths:
                 md, yml, _ = self._files(path)
                 try:
-                    st = os.stat(md)
-                except (FileNotFoundError, NotADirectoryError):
+                    st = stat_regular(self.root, md)
+                    head = read_regular(self.root, md, stubs.SNIFF_BYTES) if st is not None else b""
+                except (OSError, UnsafeFileError):
+                    continue
+                if st is None:
                     continue
                 has_sidecar = yml.is_file()
-                is_stub = stubs.looks_like_stub(read_head(str(md), stubs.SNIFF_BYTES)) and self._stub_sidecar(yml, has_sidecar)
+                is_stub = stubs.looks_like_stub(head) and self._stub_sidecar(yml, has_sidecar, listed=path)
                 rows.append(self._info(path, str(md), st, has_sidecar, is_stub, True))
         return rows
 
@@ -672,7 +706,7 @@ class FilesystemAdapter:
         mtime_ns = st.st_mtime_ns
         title, type_, hits, updated_at = "", None, 0, None
         if with_metadata:
-            sidecar = self._load_sidecar(Path(file[:-3] + SIDECAR_SUFFIX)) if has_sidecar else None
+            sidecar = self._listed_sidecar(path, Path(file[:-3] + SIDECAR_SUFFIX)) if has_sidecar else None
             if sidecar:
                 title = str(sidecar.get("title") or "")
                 meta = sidecar.get("metadata")
@@ -681,8 +715,8 @@ class FilesystemAdapter:
                 updated_at = as_datetime(sidecar.get("updated_at"))
             if not title:
                 try:
-                    head = read_head(file, _TITLE_READ_LIMIT).decode("utf-8", errors="ignore")
-                except OSError:
+                    head = read_regular(self.root, file, _TITLE_READ_LIMIT).decode("utf-8", errors="ignore")
+                except (OSError, UnsafeFileError):
                     head = ""
                 title = head.split("\n", 1)[0].lstrip("# ").strip() if is_stub else fallback_title(head, path)
                 if is_stub:

@@ -80,7 +80,7 @@ _LOAD_CHUNK = 4096
 def _stat(path: str) -> tuple[int, int]:
     try:
         st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # missing, or unusable (links that loop): the adapter says why when it is read
         return 0, 0
     return st.st_mtime_ns, st.st_size
 

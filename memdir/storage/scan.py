@@ -4,8 +4,9 @@ Listing must stay cheap on large roots (the index checks freshness with it), so 
 walk decides from names and ``DirEntry`` data alone; the only files it opens are lone
 ``.md`` files, and only their first bytes (`sniff_stub`). What counts as an entry:
 a regular ``.md`` file whose every path component is a valid memory name, reached
-without leaving the root; hidden items (``.memdir/``, ``.lock``, temporary files) and the
-root's reserved folders (``threads/``: thread event logs) are never entries.
+without leaving the root (named pipes, sockets, devices, links that loop or lead out
+are not entries, and are never opened); hidden items (``.memdir/``, ``.lock``, temporary
+files) and the root's reserved folders (``threads/``: thread event logs) are never entries.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
+from memdir.core.errors import UnsafeFileError
+from memdir.core.files import read_regular
 from memdir.core.paths import RESERVED_FOLDERS, is_within
 from memdir.storage import stubs
 from memdir.storage.sidecar import SIDECAR_SUFFIX
@@ -49,12 +52,6 @@ def _listable_name(name: str, folder: str) -> bool:
             )
         return False
     return True
-
-
-def read_head(path: Path | str, limit: int) -> bytes:
-    """The first ``limit`` bytes of a file: enough to tell a stub or find a title without reading it all."""
-    with open(path, "rb") as handle:
-        return handle.read(limit)
 
 
 def scan_entries(
@@ -135,9 +132,9 @@ def _list_folder(folder: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def sniff_stub(file: os.DirEntry[str]) -> bool:
+def sniff_stub(root: Path, file: os.DirEntry[str]) -> bool:
     """True if a listed ``.md`` starts like a stub; only its first bytes are read (False if unreadable)."""
     try:
-        return stubs.looks_like_stub(read_head(file.path, stubs.SNIFF_BYTES))
-    except OSError:
+        return stubs.looks_like_stub(read_regular(root, file.path, stubs.SNIFF_BYTES))
+    except (OSError, UnsafeFileError):
         return False

@@ -36,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memdir.core.files import replacing
+from memdir.core.errors import UnsafeFileError
+from memdir.core.files import open_regular, replacing
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def snapshot_path(index_file: Path) -> Path:
 def read_snapshot(path: Path) -> VectorSnapshot | None:
     """The snapshot at ``path``; None when there is none or it cannot be used (a warning says why)."""
     try:
-        with open(path, "rb") as file:
+        with open_regular(path.parent, path) as file:  # a regular file of the index's own folder, or nothing
             if file.read(4) != MAGIC:
                 raise ValueError("not a memdir vector snapshot")
             (header_size,) = struct.unpack("<I", file.read(4))
@@ -87,7 +88,7 @@ def read_snapshot(path: Path) -> VectorSnapshot | None:
             matrix = np.fromfile(file, dtype="<f4", count=rows * dim).reshape(rows, dim)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, struct.error) as exc:  # JSONDecodeError is a ValueError
+    except (OSError, ValueError, KeyError, TypeError, struct.error, UnsafeFileError) as exc:  # JSONDecodeError: a ValueError
         log.warning("ignoring the vector snapshot %s: %s", path, exc)
         return None
     if rows and (codes.min() < 0 or codes.max() >= len(names)):

@@ -20,6 +20,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from memdir.core.errors import UnsafeFileError
+from memdir.core.files import read_regular
+
 log = logging.getLogger(__name__)
 
 READS_FILE = Path(".memdir") / "stub-reads.json"
@@ -31,6 +34,7 @@ class StubReads:
     """Read counts of a root's stubs; change them under the root's exclusive lock."""
 
     def __init__(self, root: Path) -> None:
+        self.root = root
         self.file = root / READS_FILE
         self._cache: tuple[_FileState, dict[str, int]] = (None, {})
 
@@ -57,13 +61,13 @@ class StubReads:
         try:
             st = os.stat(self.file)
             state: _FileState = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:
             return {}
         if self._cache[0] == state:
             return self._cache[1]
         try:
-            data = json.loads(self.file.read_bytes())
-        except (OSError, ValueError) as exc:
+            data = json.loads(read_regular(self.root, self.file))  # confined: never a link out of the root
+        except (OSError, ValueError, UnsafeFileError) as exc:
             log.warning("ignoring unreadable %s (%s): stubs count their reads from zero", self.file, exc)
             data = {}
         counts = {str(k): int(v) for k, v in data.items() if isinstance(v, int) and v > 0} if isinstance(data, dict) else {}

@@ -17,6 +17,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from memdir.core.errors import UnsafeFileError
+from memdir.core.files import read_regular
+
 TOTAL_FILE = Path(".memdir") / "content-bytes"
 
 _FileState = tuple[int, int, int] | None  # (inode, mtime, size) of the file; None when absent
@@ -26,6 +29,7 @@ class SharedTotal:
     """Content bytes of a root (see the module docstring); call its methods under the root lock."""
 
     def __init__(self, root: Path, scan: Callable[[], int]) -> None:
+        self.root = root
         self.file = root / TOTAL_FILE
         self._scan = scan
         self._known: tuple[int, _FileState] | None = None  # our figure, and the file as it was then
@@ -66,8 +70,8 @@ class SharedTotal:
 
     def _read(self) -> int | None:
         try:
-            return int(self.file.read_text(encoding="ascii").strip())
-        except (OSError, ValueError):
+            return int(read_regular(self.root, self.file).decode("ascii").strip())
+        except (OSError, ValueError, UnsafeFileError):  # UnicodeDecodeError is a ValueError
             return None
 
 

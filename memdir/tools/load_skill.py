@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
+from memdir.core.user_regex import RegexBudget
 from memdir.core.paths import normalize_path
 from memdir.tools.formatting import memory_uri, numbered_lines
 from memdir.tools.session import Session
@@ -83,7 +84,7 @@ def load_skill(
             f"{memory_uri(entry.path)} is not a skill (type: {entry_type or 'none'})",
             "Only entries with type: skill can be loaded; read other entries with MemoryRead.",
         )
-    check_skill_permissions(entry.metadata.permissions)
+    check_skill_permissions(entry.metadata.permissions, RegexBudget.from_settings(memory.settings))
     tools = list(dict.fromkeys(str(name).strip() for name in entry.metadata.tools if str(name).strip()))
     if available_tools is not None:
         for name in tools:

@@ -1,4 +1,9 @@
-"""MemoryGrep: regular-expression search of entry contents, in SwarmMemory's three output modes."""
+"""MemoryGrep: regular-expression search of entries, in SwarmMemory's three output modes.
+
+``files_with_matches`` searches each entry's title and tags as well as its content (as
+SwarmMemory searched the ``.yml`` before the ``.md``) and says where each entry matched;
+``content`` and ``count`` show lines, so they search content only.
+"""
 
 from __future__ import annotations
 
@@ -28,14 +33,16 @@ def memory_grep(
     """Search the content of memory entries with a regular expression (like grep).
 
     Use it to find entries mentioning an exact word, name, identifier or phrase.
-    Only entry content is searched (not titles or metadata).
+    The default mode also searches titles and tags, and says where each entry matched
+    (title, tags, content); the content and count modes search content only.
 
     Args:
         pattern: a Python regular expression, e.g. ``TODO|FIXME`` or ``def \\w+``.
         path: optional filter: a folder (``concept/`` or ``fact/api`` = only ``fact/api/…``,
             not ``fact/api-design/``) or one entry (``skill/debug.md``).
         case_insensitive: ignore upper/lower case (default false).
-        output_mode: ``files_with_matches`` (default: matching entries with titles),
+        output_mode: ``files_with_matches`` (default: matching entries with titles, and
+            where they matched),
             ``content`` (matching lines with line numbers) or ``count`` (matches per entry).
 
     Returns:
@@ -47,7 +54,7 @@ def memory_grep(
             f"Invalid output_mode {output_mode!r}.",
             f"Use one of: {', '.join(OUTPUT_MODES)}.",
         )
-    hits = memory.grep(pattern, path=path, case_insensitive=case_insensitive)
+    hits = memory.grep(pattern, path=path, case_insensitive=case_insensitive, labels=mode == "files_with_matches")
     if not hits:
         where = f" under '{path}'" if path and path.strip() else ""
         return f"No matches found for pattern '{pattern}'{where}."
@@ -63,7 +70,7 @@ def _files(memory: Memory, hits: list[GrepHit], pattern: str, cap: int) -> str:
     shown = hits[:cap]
     titles = memory.titles(hit.path for hit in shown)
     lines = [f"Memory entries matching '{pattern}' ({plural(len(shown), 'entry')}):"]
-    lines += [f"- {with_title(hit.path, titles.get(hit.path))}" for hit in shown]
+    lines += [f"- {with_title(hit.path, titles.get(hit.path))} ({', '.join(hit.where)})" for hit in shown]
     return "\n".join(lines) + _truncated(len(shown), len(hits), "matching entries")
 
 

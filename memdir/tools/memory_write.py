@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES, Entry, Metadata
 from memdir.core.errors import InputValidationError, InvalidPathError
+from memdir.core.user_regex import RegexBudget
 from memdir.core.paths import has_control_char, normalize_path
 from memdir.core.units import count_words
 from memdir.search.similarity import jaccard, word_set
@@ -96,7 +97,7 @@ def memory_write(
             f"tools and permissions only apply to skills, and this entry has type '{entry_type}'.",
             "Leave tools and permissions out, or store the entry as a skill under skill/.",
         )
-    check_skill_permissions(skill_permissions)  # refused now, not when someone loads the skill
+    check_skill_permissions(skill_permissions, RegexBudget.from_settings(memory.settings))  # refused now, not when someone loads the skill
     metadata = Metadata(
         type=entry_type,
         confidence=level,

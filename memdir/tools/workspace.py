@@ -32,8 +32,10 @@ from typing import Any, TypeVar
 
 from memdir.core.entry import UNREADABLE_PERMISSIONS
 from memdir.core.errors import InputValidationError, MemdirError
-from memdir.core.files import replace_file
+from memdir.core.files import read_regular, replace_file
 from memdir.core.globbing import glob_matcher
+from memdir.core.settings import Settings
+from memdir.core.user_regex import RegexBudget, check_length, compile_regex, shown
 from memdir.search.text_search import GrepPattern, grep_content
 from memdir.tools.memory_grep import OUTPUT_MODES  # Grep over the workspace has MemoryGrep's modes
 
@@ -116,7 +118,7 @@ RULES_OF = {"Bash": COMMAND_RULES, **{name: PATH_RULES for name in WORKSPACE_TOO
 """The rules each workspace tool applies (a skill's ``permissions.<Tool>.<rule>``)."""
 
 
-def check_skill_permissions(permissions: Any) -> None:
+def check_skill_permissions(permissions: Any, budget: RegexBudget | None = None) -> None:
     """Refuse a skill's ``permissions`` unless memdir would apply every part of them as written.
 
     A misspelt rule (``deny_paths``) or a rule on a tool that has no such rule would
@@ -151,19 +153,25 @@ def check_skill_permissions(permissions: Any) -> None:
                     "so it would restrict nothing.",
                     f"{tool} takes {' and '.join(RULES_OF[tool])}.",
                 )
-        permissions_for(tool, permissions)  # rule shapes and command regexes
+        permissions_for(tool, permissions, budget)  # rule shapes and command regexes
 
 
-def permissions_for(tool: str, skill_permissions: Mapping[str, Any] | None) -> ToolPermissions:
+def permissions_for(
+    tool: str, skill_permissions: Mapping[str, Any] | None, budget: RegexBudget | None = None
+) -> ToolPermissions:
     """The rules that apply to ``tool`` under a skill's ``permissions`` mapping.
 
     Write and Edit get both tools' rules (they both change files): the denied paths of
     either, and only the paths that both tools' allowed lists allow.
 
+    Args:
+        budget: what a command regex may cost (None: the one the settings give).
+
     Raises:
-        InputValidationError: a rule is not a list of strings, or a command regex is invalid.
+        InputValidationError: a rule is not a list of strings, or a command regex is invalid or too costly.
     """
     permissions = skill_permissions or {}
+    budget = budget or _settings_budget()
 
     def own(name: str) -> ToolPermissions:
         raw = permissions.get(name) or {}
@@ -181,10 +189,11 @@ def permissions_for(tool: str, skill_permissions: Mapping[str, Any] | None) -> T
         )
         for pattern in rules.allowed_commands + rules.denied_commands:
             try:
-                re.compile(pattern)
-            except re.error as exc:
+                compile_regex(pattern, budget)
+            except InputValidationError as exc:
                 raise InputValidationError(
-                    f"The skill's Bash command pattern {pattern!r} is not a valid regular expression ({exc}).",
+                    f"The skill's Bash command pattern {shown(pattern)} is refused (not a valid regular expression, "
+                    f"or too costly): {exc.message}",
                     "Fix the pattern in the skill's permissions.",
                 ) from exc
         return rules
@@ -249,6 +258,10 @@ def _digest(data: bytes) -> str:
 
 
 # --------------------------------------------------------------------------- the workspace
+def _settings_budget() -> RegexBudget:
+    return RegexBudget.from_settings(Settings())
+
+
 @dataclass(frozen=True)
 class Workspace:
     """The directory the workspace tools act on, and the server's own limits for them."""
@@ -256,13 +269,14 @@ class Workspace:
     root: Path
     allow_bash: bool = False
     bash_timeout: float = 60.0
-    grep_time_limit: float = 2.0
+    regex_budget: RegexBudget = field(default_factory=_settings_budget)
 
     @classmethod
     def create(
-        cls, root: Path, *, allow_bash: bool = False, bash_timeout: float = 60.0, grep_time_limit: float = 2.0
+        cls, root: Path, *, allow_bash: bool = False, bash_timeout: float = 60.0, regex_budget: RegexBudget | None = None
     ) -> Workspace:
-        return cls(Path(root).expanduser().resolve(), allow_bash, bash_timeout, grep_time_limit)
+        """The workspace at ``root``; ``regex_budget`` defaults to the one the settings give."""
+        return cls(Path(root).expanduser().resolve(), allow_bash, bash_timeout, regex_budget or _settings_budget())
 
     def resolve(self, path: str | None, *, tool: str) -> tuple[Path, str]:
         """(absolute resolved path, workspace-relative path) for ``path``; refuses anything outside.
@@ -339,9 +353,9 @@ def read_file(
     workspace.check_path_rules(file_path, relative, rules, "Read")
     if not resolved.exists():
         raise WorkspaceError(f"File does not exist: {relative}.", "Use Glob to find files in the workspace.")
-    if not resolved.is_file():
+    if resolved.is_dir():
         raise WorkspaceError(f"{relative} is a directory, not a file.", "Use Glob to list what it contains.")
-    data = resolved.read_bytes()
+    data = read_regular(workspace.root, resolved)  # a named pipe or device is refused, never waited on
     if b"\0" in data[:8192]:
         raise WorkspaceError(f"{relative} is a binary file; Read shows text files only.")
     reads.record(relative, data)
@@ -373,7 +387,7 @@ def write_file(workspace: Workspace, reads: FileReads, rules: ToolPermissions, f
         raise WorkspaceError(f"{relative} is a directory; Write needs a file path.")
     existed = resolved.exists()
     if existed:
-        reads.check(relative, resolved.read_bytes(), "Write")
+        reads.check(relative, read_regular(workspace.root, resolved), "Write")
     data = content.encode("utf-8")
     replace_file(resolved, data, keep_mode=True)
     reads.record(relative, data)
@@ -393,9 +407,9 @@ def edit_file(
     """Replace an exact string in a file the session has read (unique unless ``replace_all``)."""
     resolved, relative = workspace.resolve(file_path, tool="Edit")
     workspace.check_path_rules(file_path, relative, rules, "Edit")
-    if not resolved.is_file():
+    if not resolved.exists():
         raise WorkspaceError(f"File does not exist: {relative}.", "Use Write to create a new file.")
-    data = resolved.read_bytes()
+    data = read_regular(workspace.root, resolved)
     reads.check(relative, data, "Edit")
     if old_string == new_string:
         raise InputValidationError("old_string and new_string are the same; there is nothing to change.")
@@ -449,6 +463,7 @@ def glob_files(workspace: Workspace, rules: ToolPermissions, pattern: str, path:
     base, base_relative = workspace.resolve(path, tool="Glob")
     if not base.is_dir():
         raise WorkspaceError(f"{base_relative} is not a directory.", "Pass a folder inside the workspace as path.")
+    check_length(pattern, workspace.regex_budget, "glob pattern")
     matches = _glob(pattern, anywhere=False)
     found: list[tuple[float, str]] = []
     for file, relative in _walk_files(workspace, base):
@@ -485,7 +500,7 @@ def grep_files(
             f"output_mode must be one of {', '.join(OUTPUT_MODES)}, got {output_mode!r}.",
             'Use "files_with_matches" (default), "content" or "count".',
         )
-    compiled = GrepPattern(pattern, case_insensitive, workspace.grep_time_limit)
+    compiled = GrepPattern(pattern, case_insensitive, workspace.regex_budget)
     base, base_relative = workspace.resolve(path, tool="Grep")
     if base.is_file():
         candidates: Iterator[tuple[Path, str]] = iter([(base, base_relative)])
@@ -493,6 +508,8 @@ def grep_files(
         candidates = _walk_files(workspace, base)
     else:
         raise WorkspaceError(f"Path does not exist: {base_relative}.")
+    if glob:
+        check_length(glob, workspace.regex_budget, "glob pattern")
     name_filter = _glob(glob) if glob else None
     files: list[str] = []
     counts: list[tuple[str, int]] = []

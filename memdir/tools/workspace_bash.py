@@ -23,6 +23,7 @@ import subprocess
 from pathlib import Path
 
 from memdir.core.errors import InputValidationError
+from memdir.core.user_regex import RegexBudget, compile_regex, shown
 from memdir.tools.workspace import ToolPermissions, Workspace, WorkspaceError, WorkspacePermissionError
 
 OUTPUT_MAX_CHARS = 30_000
@@ -86,8 +87,12 @@ def command_parts(command: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
-def check_command(command: str, rules: ToolPermissions) -> None:
-    """Refuse ``command`` unless each of its parts matches an allowed regex and none a denied one."""
+def check_command(command: str, rules: ToolPermissions, budget: RegexBudget) -> None:
+    """Refuse ``command`` unless each of its parts matches an allowed regex and none a denied one.
+
+    The skill's patterns are bounded like any user pattern (`memdir.core.user_regex`); one
+    whose matching runs past the time limit refuses the command.
+    """
     parts = command_parts(command)
     if not parts:
         raise InputValidationError("command is empty.", "Pass the shell command to run.")
@@ -96,13 +101,23 @@ def check_command(command: str, rules: ToolPermissions) -> None:
             "Bash refused: the loaded skill allows no commands.",
             "A skill that uses Bash must list regexes under permissions.Bash.allowed_commands (e.g. \"^npm test\").",
         )
+    def matches(pattern: str, part: str) -> bool:
+        try:
+            return compile_regex(pattern, budget).search(part, timeout=budget.time_limit) is not None
+        except TimeoutError:
+            raise WorkspacePermissionError(
+                f"Bash refused: the loaded skill's command pattern {shown(pattern)} took longer than "
+                f"{budget.time_limit:g} s to match {part!r}.",
+                "Simplify the pattern in the skill's permissions (nested repetition such as (a|aa)+ backtracks).",
+            ) from None
+
     for part in parts:
         for pattern in rules.denied_commands:
-            if re.search(pattern, part):
+            if matches(pattern, part):
                 raise WorkspacePermissionError(
                     f"Bash refused: {part!r} matches the loaded skill's denied command pattern {pattern!r}.",
                 )
-        if not any(re.search(pattern, part) for pattern in rules.allowed_commands):
+        if not any(matches(pattern, part) for pattern in rules.allowed_commands):
             raise WorkspacePermissionError(
                 f"Bash refused: {part!r} is not allowed by the loaded skill. "
                 f"Allowed command patterns: {', '.join(repr(p) for p in rules.allowed_commands)}.",
@@ -210,7 +225,7 @@ def run_bash(workspace: Workspace, rules: ToolPermissions, command: str, timeout
             "Bash is disabled on this memdir server.",
             "Start the server with --allow-bash (or MEMDIR_ALLOW_BASH=true) to let skills run commands.",
         )
-    check_command(command, rules)
+    check_command(command, rules, workspace.regex_budget)
     check_paths(command, workspace.root)
     limit = workspace.bash_timeout if not timeout or timeout <= 0 else min(float(timeout), workspace.bash_timeout)
     shell = "/bin/bash" if Path("/bin/bash").exists() else None

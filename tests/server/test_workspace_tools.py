@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from memdir.core.errors import InputValidationError
+from memdir.core.settings import Settings
+from memdir.core.user_regex import RegexBudget
 from memdir.tools.workspace import (
     FileReads,
     ToolPermissions,
@@ -206,6 +208,13 @@ def test_glob_lists_newest_first(workspace, root):
     assert glob_files(workspace, NONE, "*.nothing") == "No files found matching '*.nothing'."
 
 
+def test_globs_too_long_to_compile_cheaply_are_refused(workspace):
+    with pytest.raises(InputValidationError, match="The glob pattern '.*' is too costly to search with"):
+        glob_files(workspace, NONE, "*a" * 200_000)
+    with pytest.raises(InputValidationError, match="The glob pattern"):
+        grep_files(workspace, NONE, "x", glob="*a" * 200_000)
+
+
 def test_glob_patterns_cannot_leave_the_workspace(workspace):
     with pytest.raises(WorkspacePermissionError, match="leaves the workspace"):
         glob_files(workspace, NONE, "../*")
@@ -217,6 +226,24 @@ def test_grep_modes(workspace):
     assert grep_files(workspace, NONE, "e", glob="*.py", output_mode="count") == "src/app.py:2"
     with pytest.raises(InputValidationError, match="Invalid regular expression"):
         grep_files(workspace, NONE, "(")
+
+
+@pytest.mark.parametrize("pattern", ["a{10000000}", "((a{1000}){1000}){1000}"])
+def test_grep_refuses_a_pattern_too_costly_to_compile(workspace, pattern):
+    with pytest.raises(InputValidationError, match="is too costly to search with"):
+        grep_files(workspace, NONE, pattern)
+
+
+def test_a_skill_command_pattern_too_costly_to_compile_is_refused_when_written():
+    with pytest.raises(InputValidationError, match="too costly"):
+        permissions_for("Bash", {"Bash": {"allowed_commands": ["^echo a{10000000}"]}})
+
+
+def test_a_runaway_skill_command_pattern_refuses_the_command_instead_of_hanging(root):
+    budget = RegexBudget.from_settings(Settings(grep_time_limit=0.2))
+    rules = permissions_for("Bash", {"Bash": {"allowed_commands": ["^(a|aa)+$"]}}, budget)
+    with pytest.raises(WorkspacePermissionError, match="took longer than 0.2 s"):
+        check_command("a" * 60 + "!", rules, budget)
 
 
 # --------------------------------------------------------------------------- Bash
@@ -259,7 +286,7 @@ def test_everything_else_is_refused(workspace, root, command, message):
 
 def test_a_skill_without_allowed_commands_runs_nothing(workspace):
     with pytest.raises(WorkspacePermissionError, match="allows no commands"):
-        check_command("echo hi", permissions_for("Bash", {}))
+        check_command("echo hi", permissions_for("Bash", {}), workspace.regex_budget)
 
 
 @pytest.mark.parametrize(

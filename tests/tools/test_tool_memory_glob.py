@@ -110,3 +110,9 @@ def test_brackets_are_character_classes_and_odd_ones_are_harmless(memory, sessio
     memory.write("fact/]", "x", title="Bracket", metadata={"type": "fact"})
     assert "memory://fact/].md" in memory_glob(memory, session, "fact/[]]")
     assert memory_glob(memory, session, "fact/[z-a]*").startswith("No entries found")
+
+
+def test_a_glob_too_long_to_compile_cheaply_is_refused(memory, session):
+    with pytest.raises(InputValidationError, match="The glob pattern '.*' is too costly to search with") as caught:
+        memory_glob(memory, session, "*a" * 200_000)
+    assert "400,000 characters long" in caught.value.message
