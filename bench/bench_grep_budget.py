@@ -16,7 +16,11 @@ Prints medians of:
     the engine when nothing stops it (CPU seconds and peak RSS, in a child process);
 (d) through the real server and MCP client over stdio: how long a MemoryRead takes when
     sent while a grep runs into its time limit (``--grep-seconds``), next to the same
-    read on an idle server (main made the read wait for the whole grep).
+    read on an idle server (main made the read wait for the whole grep);
+(e) peak RSS growth of grepping one line (``abab…b``, ``xyxy…y``) of 3,000,001 and 90,001 characters
+    with patterns that repeat a group, each in a child process: the engine given the
+    pattern as written and counting with ``findall`` (what main did), next to `GrepPattern`
+    (groups nothing refers to made non-capturing; a line over its bound refused).
 """
 
 from __future__ import annotations
@@ -107,6 +111,45 @@ async def _read_latency(root: Path, grep_seconds: float, runs: int) -> tuple[flo
     return statistics.median(idle), statistics.median(busy)
 
 
+REPEATED_GROUPS = {"(.)*": "ab", "(a|b)*": "ab", "((x)y)*": "xy", r"(.)*\1": "ab"}  # pattern: what its line repeats
+_GREP_ONE_LINE = """
+import resource, sys, regex
+from memdir.core.errors import InputValidationError
+from memdir.core.settings import Settings
+from memdir.core.user_regex import RegexBudget
+from memdir.search.text_search import GrepPattern, grep_content
+way, pattern, unit, chars = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+line = unit * (chars // 2) + unit[-1]  # two equal characters at the end: (.)*\\1 matches without backtracking far
+grep = GrepPattern(pattern, False, RegexBudget.from_settings(Settings(grep_time_limit=60)))
+written = regex.compile(pattern, regex.MULTILINE, cache_pattern=False)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    if way == "now":
+        grep_content(grep, "long.md", line)
+    else:
+        len(written.findall(line, timeout=60))
+    outcome = "answered"
+except InputValidationError:
+    outcome = "refused"
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024, outcome)
+"""
+
+
+def bench_repeated_groups(runs: int) -> None:
+    for chars in (3_000_000, 90_000):
+        for pattern, unit in REPEATED_GROUPS.items():
+            shown = []
+            for way in ("as written", "now"):
+                growth, outcome = [], ""
+                for _ in range(runs):
+                    out = subprocess.run([sys.executable, "-c", _GREP_ONE_LINE, way, pattern, unit, str(chars)],
+                                         capture_output=True, text=True, check=True).stdout.split()
+                    growth.append(float(out[0]))
+                    outcome = out[1]
+                shown.append(f"{way} {statistics.median(growth):.0f} MB ({outcome})")
+            print(f"(e) {pattern!r} over a line of {chars + 1:,} characters: peak RSS growth " + ", ".join(shown))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -118,6 +161,7 @@ def main() -> None:
         idle, busy = asyncio.run(_read_latency(Path(tmp), args.grep_seconds, max(1, args.runs // 2)))
     print(f"(d) MemoryRead: {idle * 1000:.0f} ms on an idle server; {busy * 1000:.0f} ms while a grep runs "
           f"into its {args.grep_seconds:g} s limit (sent 0.5 s after it)")
+    bench_repeated_groups(max(1, args.runs // 2))
 
 
 if __name__ == "__main__":

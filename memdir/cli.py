@@ -162,41 +162,25 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     root: RootOption = None,
     agent: AgentOption = None,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Number of results.")] = 10,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Number of results (1-50).")] = 10,
     type_: Annotated[Optional[list[str]], typer.Option("--type", help="Only these entry types (repeatable).")] = None,
     prefix: Annotated[Optional[str], typer.Option("--prefix", help="Only entries under this folder.")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only entries with this tag (repeatable).")] = None,
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Only results scoring at least this (0-1).")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each result's score breakdown.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Hybrid search with each result's score breakdown."""
+    """Hybrid search: the MemorySearch tool's results (with --json: every score as data)."""
     from memdir.memory import Memory
+    from memdir.tools.memory_search import memory_search
 
     with Memory.open(load_settings(root, agent)) as memory:
-        results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag)
-        state = memory.model.state.value
-    if as_json:
-        typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
-        return
-    from rich.table import Table
-
-    table = Table(
-        title=f"Results for {query!r}" + ("" if state == "ready" else " (keyword only)"),
-        caption="score = weighted mean of semantic, bm25, kw (keyword coverage) and tags",
-    )
-    table.add_column("#", justify="right")
-    table.add_column("path", overflow="fold", min_width=12)  # folded, never cut: it is what MemoryRead takes
-    table.add_column("title", min_width=8)
-    for column in ("score", "semantic", "bm25", "kw", "tags"):
-        table.add_column(column, justify="right", no_wrap=True)
-    for rank, result in enumerate(results, start=1):
-        parts = result.breakdown
-        semantic = "-" if parts.semantic is None else f"{parts.semantic:.3f}"
-        table.add_row(
-            str(rank), result.path, result.title, f"{result.score:.3f}",
-            semantic, f"{parts.bm25:.3f}", f"{parts.keyword:.3f}", f"{parts.tag:.3f}",
-        )
-    console().print(table)
+        if as_json:
+            results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag)
+            typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
+            return
+        typer.echo(memory_search(memory, query, top_k=top_k, type=type_, path_prefix=prefix, tags=tag,
+                                 threshold=threshold, explain=explain))
 
 
 # Commands added by the server, defrag and episodes modules are registered below.

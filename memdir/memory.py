@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
+from memdir.core.keywords import extract_keywords, porter_stem
 from memdir.core.errors import EntryNotFoundError, StaleEditError
 from memdir.core.paths import link_target, normalize_path
 from memdir.core.settings import Settings
@@ -45,7 +46,6 @@ from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtu
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
-
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
@@ -170,7 +170,7 @@ class Memory:
         """
         logical = normalize_path(path)
         meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
-        text = searchable_text(title, meta, content, self.settings.embedding_max_chars)  # before the entry exists
+        text = self._card(title, meta, content)  # before the entry exists
         vector = self._embed([text])
         model_id = self._model_id() if vector is not None else None
         with self.adapter.lock.exclusive():
@@ -359,6 +359,18 @@ class Memory:
         )
         return [result for result in results if result.path not in hidden][:top_k]
 
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""
+        with self.index.lock:
+            return {term: self.index.keywords.document_frequency(term) for term in terms}
+
+    def term_weights(self, query: str) -> dict[str, float]:
+        """The query's keyword terms (Porter stems) weighted by their idf in this store, as search
+        weighs them (a word in most entries still counts a little): what snippets rank lines by."""
+        terms = list(dict.fromkeys(porter_stem(word) for word in extract_keywords(query)))
+        with self.index.lock:
+            return self.searcher.idf(terms)
+
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, matrix) of every entry embedded by the current model: one L2-normalised row per path.
 
@@ -420,11 +432,16 @@ class Memory:
                 lambda path: self.adapter.read_entry(path, follow=False),
                 lambda entry: text_hash(self._searchable(entry)),
                 model_id=self._model_id(),
-                text_recipe=text_recipe(self.settings.embedding_max_chars),
+                text_recipe=text_recipe(self.settings.embedding_max_chars, self.settings.embedding_summary),
             )
 
     def _searchable(self, entry: Entry) -> str:
-        return searchable_text(entry.title, entry.metadata, entry.content, self.settings.embedding_max_chars)
+        return self._card(entry.title, entry.metadata, entry.content)
+
+    def _card(self, title: str, metadata: Metadata, content: str) -> str:
+        """The searchable text of an entry, as this store's settings make it."""
+        settings = self.settings
+        return searchable_text(title, metadata, content, settings.embedding_max_chars, summary=settings.embedding_summary)
 
     def _model_id(self) -> str:
         """The model vectors are made with: the loaded one, else the configured one (what

@@ -48,8 +48,15 @@ def test_search_prints_results_with_their_breakdown(keyword_only_root):
     hits = json.loads(result.output)
     assert hits[0]["path"] == "fact/deploy.md"
     assert hits[0]["breakdown"]["semantic"] is None and hits[0]["breakdown"]["bm25"] > 0
-    table = runner.invoke(app, ["search", "deploy", "--root", str(keyword_only_root)])
-    assert "fact/deploy" in table.output and "keyword only" in table.output
+    listed = runner.invoke(app, ["search", "deploy", "--root", str(keyword_only_root), "--explain"])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert "keyword search only" in lines[0]
+    assert lines[1].startswith('1. memory://fact/deploy.md "Deploy" (fact, score ')
+    assert lines[2] == "   We deploy with GitHub Actions on every merge."
+    assert lines[3].startswith("   [semantic n/a · bm25 1.000")
+    refused = runner.invoke(app, ["search", "deploy", "--root", str(keyword_only_root), "--top-k", "99"])
+    assert refused.exit_code == 1 and "top_k must be a whole number from 1 to 50" in refused.output
 
 
 def test_search_threshold_leaves_weak_results_out(keyword_only_root):

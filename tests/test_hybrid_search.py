@@ -171,3 +171,18 @@ def test_a_repeated_query_is_embedded_once(index, monkeypatch):
     s.search("deploy failure")  # evicts everything older
     s.search("debugging api errors")
     assert embedder.calls == 4
+
+
+def test_an_unknown_word_weighs_most_and_rare_words_outweigh_common_ones(tmp_path):
+    index = DerivedIndex(tmp_path / "idf")
+    for n in range(6):
+        add(index, f"fact/common/{n}.md", f"The weather report number {n}.")
+    add(index, "fact/rare.md", "Caroline went to the weather station.")
+    add(index, "fact/other.md", "A weather note.")
+    idf = index.keywords.idf(["weather", "carolin", "gina"])
+    assert idf["gina"] > idf["carolin"] > idf["weather"]
+    # Keyword coverage by idf: the entry holding the rare word ranks above those holding only the common one.
+    hits = searcher(index, embedder=None, keyword_idf=True).search("Caroline weather")
+    assert hits[0].path == "fact/rare.md" and hits[0].matched == ("carolin", "weather")
+    assert hits[1].breakdown.keyword < 0.5 < hits[0].breakdown.keyword
+    index.close()

@@ -61,3 +61,11 @@ def test_a_heading_on_its_own_is_joined_by_the_paragraph_after_it():
 def test_a_document_of_headings_only_gives_at_most_two_of_them():
     content = "\n\n".join(f"# Heading {i}" for i in range(200))
     assert first_paragraph(content, "Other") == "# Heading 0 # Heading 1"
+
+
+def test_content_summary_embeds_every_paragraph():
+    content = "# T\n\nCaroline: I went to the support group.\n\nIn reply to Melanie: What's new?"
+    assert searchable_text("T", Metadata(), content, summary="content") == (
+        "Title: T\nSummary: Caroline: I went to the support group. In reply to Melanie: What's new?"
+    )
+    assert searchable_text("T", Metadata(), content) == "Title: T\nSummary: Caroline: I went to the support group."

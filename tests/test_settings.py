@@ -12,7 +12,7 @@ from memdir.core.settings import Settings
 
 def test_defaults_match_swarm_memory():
     settings = Settings()
-    assert settings.semantic_weight == 0.5  # keyword_weight: tuned on LoCoMo, see hybrid.py
+    assert settings.relevance_semantic_weight == 0.5  # the fusion weights: tuned on LoCoMo, see hybrid.py
     assert (settings.discovery_threshold, settings.discovery_threshold_short) == (0.35, 0.25)
     assert settings.adaptive_word_cutoff == 10
     assert settings.embedding_max_chars == 1200
@@ -157,4 +157,4 @@ def test_readme_settings_table_matches_the_code(names, env, default):
         elif isinstance(actual, (int, float)):
             assert _documented_value(part) == pytest.approx(actual), f"README says {name} = {part!r}; the code: {actual}"
         elif isinstance(actual, str):
-            assert part.startswith(actual), f"README says {name} = {part!r}; the code: {actual}"
+            assert part.strip("`").startswith(actual), f"README says {name} = {part!r}; the code: {actual}"

@@ -98,13 +98,26 @@ def test_changing_embedding_max_chars_marks_the_vectors_whose_text_it_changes(tm
         memory.write("concept/cache.md", LONG, title="Cache")
         memory.write("fact/short.md", "Short and sweet.", title="Short")
     assert cli_status(root, monkeypatch)["stale"] == 0
-    assert cli_status(root, monkeypatch, MEMDIR_EMBEDDING_MAX_CHARS="200")["stale"] == 1  # the long one only
+    # The long one, and the built-in skill (its whole content is embedded too): not the short one.
+    assert cli_status(root, monkeypatch, MEMDIR_EMBEDDING_MAX_CHARS="200")["stale"] == 1 + BUILTINS
     settings = Settings(root=root, embedding_max_chars=200, embed_batch_size=0)
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
-        assert memory.index.needs_embedding(FakeEmbedder.model_id) == ["concept/cache.md"]
-        assert memory.rebuild(everything=False) == 1
+        stale = memory.index.needs_embedding(FakeEmbedder.model_id)
+        assert stale == ["concept/cache.md", "skill/meta/deep-learning.md"]
+        assert memory.rebuild(everything=False) == 1 + BUILTINS
         entry = memory.read("concept/cache.md")
         card = searchable_text(entry.title, entry.metadata, entry.content, 200)
         assert np.allclose(entry.embedding, FakeEmbedder().embed([card])[0])
     assert cli_status(root, monkeypatch, MEMDIR_EMBEDDING_MAX_CHARS="200")["stale"] == 0
-    assert cli_status(root, monkeypatch)["stale"] == 1  # and back: the default's text differs again
+    assert cli_status(root, monkeypatch)["stale"] == 1 + BUILTINS  # and back: the default's text differs again
+
+
+def test_changing_embedding_summary_marks_the_vectors_whose_text_it_changes(tmp_path: Path, monkeypatch) -> None:
+    """The card's summary (first paragraph, or the whole content) is part of the recipe as well."""
+    root = tmp_path / "m"
+    with Memory.open(Settings(root=root, embedding_summary="first_paragraph"), embedder=FakeEmbedder()) as memory:
+        memory.write("concept/two.md", "First point.\n\nSecond point.", title="Two paragraphs")
+        memory.write("fact/one.md", "Only one paragraph.", title="One")
+    assert cli_status(root, monkeypatch, MEMDIR_EMBEDDING_SUMMARY="first_paragraph")["stale"] == 0
+    # The entry with a second paragraph, and the built-in skill (several): not the one-paragraph entry.
+    assert cli_status(root, monkeypatch, MEMDIR_EMBEDDING_SUMMARY="content")["stale"] == 1 + BUILTINS

@@ -23,7 +23,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -116,9 +116,33 @@ def append_regular(root: Path, path: Path | str) -> BinaryIO:
     return _checked(root, path, fd, "ab")
 
 
+def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], int] | None = None) -> int:
+    """Append ``data`` to memdir's own record ``path`` with one ``write``, then fsync; the file's new size.
+
+    The folder holding ``path`` is created when missing, as one of memdir's own (`private_folder`:
+    never a link); the file is opened by `append_regular`. ``cut(size)`` gives the length to cut
+    the file to first (a tail a killed writer left; the caller holds the root's lock). A short
+    write (a full disk) is undone.
+    """
+    private_folder(root, Path(path).parent.relative_to(root))
+    with append_regular(root, path) as handle:
+        fd = handle.fileno()
+        size = os.fstat(fd).st_size
+        keep = cut(size) if cut is not None else size
+        if keep < size:
+            os.ftruncate(fd, keep)
+        written = os.write(fd, data)
+        if written != len(data):
+            os.ftruncate(fd, keep)
+            raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes (is the disk full?)", os.fspath(path))
+        os.fsync(fd)
+        return keep + written
+
+
 def _open_error(root: Path, path: Path | str, real: str, exc: OSError) -> OSError | UnsafeFileError:
-    """A failed open as memdir's clear error where it is about the file (a socket opens with ENXIO)."""
-    if exc.errno in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP):
+    """A failed open as memdir's clear error where it is about the file (a socket opens with ENXIO, a folder
+    opened for writing with EISDIR)."""
+    if exc.errno in (errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP, errno.EISDIR):
         with contextlib.suppress(OSError):
             return unsafe_file(root, path, "special", _kind(os.stat(real).st_mode))
     return os_path_error(root, path, exc)
@@ -187,11 +211,16 @@ def quarantine(root: Path, path: Path, relative_folder: Path | str) -> str:
     return f"removed ({what})"
 
 
-def private_folder(root: Path, relative: Path | str) -> Path:
+def private_folder(root: Path, relative: Path | str, *, create: bool = True) -> Path:
     """``root/relative`` (created when missing), refusing a symbolic link or anything but a folder on the way.
 
-    memdir's own folders (``.memdir/`` and those under it) are never links: one planted
-    there would send journals, indexes and derived files outside the root.
+    memdir's own folders (``.memdir/`` and those under it, ``threads/`` and each thread's) are
+    never links: one planted there would send journals, indexes, thread logs and derived files
+    outside the root.
+
+    Args:
+        create: False for readers, which must not create anything: a missing folder raises
+            FileNotFoundError instead.
 
     Raises:
         UnsafeFileError: a part of the way is a symbolic link or not a folder.
@@ -200,12 +229,15 @@ def private_folder(root: Path, relative: Path | str) -> Path:
     for part in Path(relative).parts:
         folder = folder / part
         try:
-            folder.mkdir(exist_ok=True)
+            if create:
+                folder.mkdir(exist_ok=True)
+            st = os.lstat(folder)
         except FileExistsError:
-            pass  # not a folder: reported below
+            st = os.lstat(folder)  # not a folder: reported below
+        except FileNotFoundError:
+            raise
         except OSError as exc:
             raise os_path_error(root, folder, exc) from exc
-        st = os.lstat(folder)
         if stat.S_ISLNK(st.st_mode):
             raise unsafe_file(root, folder, "link")
         if not stat.S_ISDIR(st.st_mode):
@@ -229,18 +261,25 @@ def fsync_dir(path: Path) -> None:
 
 
 @contextmanager
-def replacing(path: Path, *, durable: bool = True, keep_mode: bool = False) -> Iterator[BinaryIO]:
+def replacing(
+    path: Path, *, root: Path | None = None, durable: bool = True, keep_mode: bool = False
+) -> Iterator[BinaryIO]:
     """A binary file whose content replaces ``path`` when the block ends without an error.
 
     The data goes to a hidden temporary file beside ``path`` (same filesystem, so the
     final rename is atomic); an error, or a kill, leaves ``path`` as it was.
 
     Args:
+        root: the memory root ``path`` must stay inside: its folder is resolved and confined
+            (`confine`) and the file is written there, so a folder on the way that is a link
+            out of the root is refused. (A link at ``path`` itself is replaced, never followed.)
         durable: fsync the data and the folder, so the new content survives a power cut;
             derived data that is rebuilt when lost can skip the cost.
         keep_mode: give the new file the permission bits of the one it replaces.
     """
     path = Path(path)
+    if root is not None:
+        path = Path(confine(root, path.parent)) / path.name
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o7777 if keep_mode and path.exists() else None
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
@@ -260,10 +299,12 @@ def replacing(path: Path, *, durable: bool = True, keep_mode: bool = False) -> I
         fsync_dir(path.parent)
 
 
-def replace_file(path: Path, data: bytes, *, durable: bool = True, keep_mode: bool = False) -> None:
+def replace_file(
+    path: Path, data: bytes, *, root: Path | None = None, durable: bool = True, keep_mode: bool = False
+) -> None:
     """Replace ``path`` with ``data`` atomically (see `replacing`)."""
-    with replacing(path, durable=durable, keep_mode=keep_mode) as handle:
+    with replacing(path, root=root, durable=durable, keep_mode=keep_mode) as handle:
         handle.write(data)
 
 
-__all__ = ["append_regular", "fsync_dir", "open_regular", "private_folder", "quarantine", "read_regular", "replace_file", "replacing", "stat_regular"]
+__all__ = ["append_bytes", "append_regular", "fsync_dir", "open_regular", "private_folder", "quarantine", "read_regular", "replace_file", "replacing", "stat_regular"]

@@ -110,6 +110,10 @@ class Settings(BaseSettings):
     model: str = _setting("sentence-transformers/all-MiniLM-L6-v2", "model", "EMBEDDING_MODEL")
     model_dir: Path | None = _setting(None, "model_dir", description="Explicit model directory (first in resolution order).")
     embedding_max_chars: int = _setting(1200, "embedding_max_chars", "EMBEDDING_MAX_CHARS", description="-1 = unlimited")
+    embedding_summary: Literal["first_paragraph", "content"] = _setting(
+        "content", "embedding_summary",
+        description="What of the content is embedded: its first paragraph (SwarmMemory) or all of it up to embedding_max_chars.",
+    )
     embed_batch_size: int = _setting(32, "embed_batch_size")
     embed_threads: int | None = _setting(None, "embed_threads")
     embeddings_enabled: bool = _setting(True, "embeddings_enabled", description="False: keyword search only.")
@@ -120,15 +124,21 @@ class Settings(BaseSettings):
 
     # --- search
     semantic_weight: float = _setting(0.5, "semantic_weight", "SEMANTIC_WEIGHT")
-    keyword_weight: float = _setting(0.2, "keyword_weight", "KEYWORD_WEIGHT", description="Weight of the share of query keywords found in the entry (tuned on LoCoMo).")
+    keyword_weight: float = _setting(0.1, "keyword_weight", "KEYWORD_WEIGHT", description="Weight of the share of query keywords found in the entry (tuned on LoCoMo).")
+    relevance_semantic_weight: float = _setting(
+        0.5, "relevance_semantic_weight",
+        description="Share of the cosine in a result's absolute relevance (the rest: idf-weighted keyword share); what discovery thresholds.",
+    )
     discovery_threshold: float = _setting(0.35, "discovery_threshold", "DISCOVERY_THRESHOLD")
     discovery_threshold_short: float = _setting(0.25, "discovery_threshold_short", "DISCOVERY_THRESHOLD_SHORT")
     adaptive_word_cutoff: int = _setting(10, "adaptive_word_cutoff", "ADAPTIVE_WORD_CUTOFF")
     fusion: Literal["weighted", "rrf"] = _setting("weighted", "fusion", description="How hybrid search fuses its signals.")
-    bm25_weight: float = _setting(0.3, "bm25_weight", description="Weight of BM25 (normalised by the query's best match).")
-    tag_weight: float = _setting(0.1, "tag_weight", description="Weight of query keywords matching the entry's tags.")
+    bm25_weight: float = _setting(0.1, "bm25_weight", description="Weight of BM25 (normalised by the query's best match).")
+    tag_weight: float = _setting(0.4, "tag_weight", description="Weight of query keywords matching the entry's tags.")
     rrf_k: int = _setting(60, "rrf_k", description="Rank offset of reciprocal-rank fusion (fusion = 'rrf').")
     search_candidates: int = _setting(50, "search_candidates", description="Candidates per signal before fusion.")
+    keyword_idf: bool = _setting(True, "keyword_idf", description="Weight keyword coverage by each term's idf in the store.")
+    search_max_top_k: int = _setting(50, "search_max_top_k", description="Most results one MemorySearch returns.")
     bm25_column_weights: tuple[float, float, float, float] = _setting(
         (4.0, 3.0, 2.0, 1.0), "bm25_column_weights", description="BM25 weights of title, tags, domain, content."
     )
@@ -153,6 +163,10 @@ class Settings(BaseSettings):
         50_000, "regex_max_size", description="Its size with counted repeats written out (nested counts multiply)."
     )
     regex_max_depth: int = _setting(100, "regex_max_depth", description="How deeply its groups may nest.")
+    grep_max_line_chars: int = _setting(
+        200_000, "grep_max_line_chars",
+        description="Longest line a pattern that repeats a group may search (its match takes memory per character).",
+    )
 
     # --- server
     mode: Mode = _setting("assistant", "mode")
@@ -166,6 +180,14 @@ class Settings(BaseSettings):
     # --- discovery (per-message reminders)
     discovery_top_k: int = _setting(3, "discovery_top_k")
     discovery_token_budget: int = _setting(600, "discovery_token_budget")
+    discovery_names_required: bool = _setting(
+        True, "discovery_names_required",
+        description="A message naming someone the store knows shows only entries that mention them; naming only unknowns, none.",
+    )
+    discovery_rank_by: Literal["score", "relevance"] = _setting(
+        "score", "discovery_rank_by",
+        description="Which hits above the threshold a reminder shows first: the search's ranking (score) or the most relevant.",
+    )
     discovery_min_score: float = _setting(0.2, "discovery_min_score", description="Relevance floor below any threshold.")
 
     # --- episodes (memdir.episodes: boundaries, recall ranking, the session-start reminder)

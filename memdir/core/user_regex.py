@@ -22,14 +22,22 @@ engine can pay; the engine itself rejects whatever is not a valid pattern.
 `compile_regex` then compiles once, and every error the engine raises, MemoryError
 included, becomes an `InputValidationError` that says what was wrong.
 
-Matching is bounded by time (`memdir.search.text_search.GrepPattern`); what it may take in
-memory is bounded by the size checked here and the length of the text.
+Matching is bounded by time (`memdir.search.text_search.GrepPattern`). In memory, the
+engine keeps every capture of a repeated group (its ``captures()`` feature) and a
+backtracking entry for every pass of a repeated group: ``(.)*`` took 443 MB on a line of
+3,000,000 characters, ``(?:xy)*`` 181 MB on ``xyxy…``, ``(?:[ab]|\\d|.)*`` 343 MB on
+``abab…`` (while ``(?:a|b)*`` takes nothing: which repeated groups the engine runs as a
+flat loop cannot be told from outside). A search only asks whether lines match, so
+`compile_search` compiles a pattern in which nothing refers back to a group with every
+group made non-capturing (``(.)*`` then takes nothing), and bounds the line a pattern
+that repeats a group may search (`SearchRegex.max_line`), shared among its repeated and
+capturing groups: each may hold an entry per character of the line.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
@@ -42,6 +50,8 @@ _COUNT = re.compile(r"\{([\d\s]*)(?:,([\d\s]*))?\}")
 _VERBOSE_FLAG = re.compile(r"\(\?[a-zA-Z^-]*x")
 # The engine's recursion and subroutine calls: (?R), (?1), (?-1), (?&name), (?P>name), \g<name>.
 _CALL = re.compile(r"\(\?(?:R|[+-]?\d+|&|P>)")
+# Where a named group opens, (?P<name> or (?<name> (not the lookbehinds (?<= and (?<!).
+_NAMED_GROUP = re.compile(r"\(\?P?<(?![=!])[^>]*>")
 _SHOWN_CHARS = 80
 _FIX_SYNTAX = "Escape special characters such as ( [ { . * + ? with a backslash, or search for a simpler pattern."
 
@@ -55,6 +65,7 @@ class RegexBudget:
     max_size: int
     max_depth: int
     time_limit: float
+    max_line_chars: int = 200_000
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RegexBudget:
@@ -64,6 +75,7 @@ class RegexBudget:
             max_size=settings.regex_max_size,
             max_depth=settings.regex_max_depth,
             time_limit=settings.grep_time_limit,
+            max_line_chars=settings.grep_max_line_chars,
         )
 
 
@@ -129,7 +141,16 @@ def _repeat_count(pattern: str, match: re.Match[str], budget: RegexBudget) -> in
     return int(low) if low else 0
 
 
-def check_cost(pattern: str, budget: RegexBudget) -> None:
+@dataclass
+class _Reading:
+    """What reading a pattern found besides its cost: what `compile_search` needs."""
+
+    captures: list[tuple[int, int]] = field(default_factory=list)  # where each capturing group's opening is
+    refers: bool = False  # a backreference (\\1, (?P=name)) or a conditional ((?(1)...)) names a group
+    repeated_groups: int = 0  # groups that carry *, + or a count
+
+
+def check_cost(pattern: str, budget: RegexBudget) -> _Reading:
     """Refuse ``pattern`` (`InputValidationError`) when compiling it could cost more than ``budget``.
 
     Linear in the pattern's length; see the module docstring for what is counted. A pattern
@@ -137,14 +158,19 @@ def check_cost(pattern: str, budget: RegexBudget) -> None:
     not items, so ``(?x)(a{1000}) {1000}`` repeats the group, not the space.
     """
     check_length(pattern, budget)
-    _scan(pattern, budget, verbose=False)
+    reading = _scan(pattern, budget, verbose=False)
     if _VERBOSE_FLAG.search(pattern):
-        _scan(pattern, budget, verbose=True)
+        verbose = _scan(pattern, budget, verbose=True)
+        reading.refers |= verbose.refers
+        reading.repeated_groups = max(reading.repeated_groups, verbose.repeated_groups)
+    return reading
 
 
-def _scan(pattern: str, budget: RegexBudget, *, verbose: bool) -> None:
+def _scan(pattern: str, budget: RegexBudget, *, verbose: bool) -> _Reading:
+    reading = _Reading()
     groups = [_Group()]
     at = 0
+    after_group = False  # the last item was a group: a quantifier now repeats it
     while at < len(pattern):
         char = pattern[at]
         group = groups[-1]
@@ -156,19 +182,27 @@ def _scan(pattern: str, budget: RegexBudget, *, verbose: bool) -> None:
             closing = pattern.find("\n", at)
             at = len(pattern) if closing < 0 else closing + 1
             continue
+        follows_group, after_group = after_group, False
         if char == "\\":
             if pattern.startswith("g<", at + 1):
                 raise _refuse_call(pattern)
+            reading.refers |= pattern[at + 1 : at + 2].isdigit()
             at += 2
         elif char == "[":
             at = _class_end(pattern, at)
         elif char == "(" and pattern.startswith("(?#", at):  # a comment: no structure inside
             closing = pattern.find(")", at)
             at = len(pattern) if closing < 0 else closing + 1
+            after_group = follows_group
             continue
         elif char == "(":
             if _CALL.match(pattern, at):
                 raise _refuse_call(pattern)
+            reading.refers |= pattern.startswith(("(?P=", "(?("), at)
+            if not pattern.startswith(("(?", "(*"), at):
+                reading.captures.append((at, at + 1))
+            elif named := _NAMED_GROUP.match(pattern, at):
+                reading.captures.append((at, named.end()))
             groups.append(_Group())
             if len(groups) - 1 > budget.max_depth:
                 raise _refuse(
@@ -182,11 +216,13 @@ def _scan(pattern: str, budget: RegexBudget, *, verbose: bool) -> None:
             item = groups.pop().size
             group = groups[-1]
             at += 1
+            after_group = True
         elif char == "|":
             group.last = 0  # a quantifier after '|' repeats nothing; the engine says so
             at += 1
             continue
         elif char == "{" and (count := _COUNT.match(pattern, at)) and any(map(str.isdigit, count.group(0))):
+            reading.repeated_groups += follows_group
             times = max(_repeat_count(pattern, count, budget), 1)
             group.size += group.last * (times - 1)
             group.last *= times
@@ -194,10 +230,12 @@ def _scan(pattern: str, budget: RegexBudget, *, verbose: bool) -> None:
             _check_size(pattern, group.size, budget)
             continue
         else:
+            reading.repeated_groups += follows_group and char in "*+"
             at += 1
         group.size += item
         group.last = item
         _check_size(pattern, group.size, budget)
+    return reading
 
 
 def _refuse_call(pattern: str) -> InputValidationError:
@@ -225,9 +263,52 @@ def compile_regex(pattern: str, budget: RegexBudget, flags: int = 0) -> Any:
     Returns:
         The compiled `regex.Pattern` (its ``search``/``findall`` take ``timeout=``).
     """
+    check_cost(pattern, budget)
+    return _compile(pattern, flags)
+
+
+@dataclass(frozen=True)
+class SearchRegex:
+    """A pattern compiled for finding what matches, not what its groups captured."""
+
+    compiled: Any  # a `regex.Pattern`
+    max_line: int | None  # the longest line it may search; None: any (no group is repeated)
+
+
+def compile_search(pattern: str, budget: RegexBudget, flags: int = 0) -> SearchRegex:
+    """`compile_regex` for a search: where nothing refers back to a group, every group is made
+    non-capturing (``(a|b)*`` as ``(?:a|b)*``: the same matches, without keeping a capture per
+    character). A pattern that repeats a group may search lines of at most
+    ``budget.max_line_chars`` divided by the number of groups it repeats and keeps capturing.
+    """
+    reading = check_cost(pattern, budget)
+    compiled = None
+    if reading.captures and not reading.refers:
+        try:
+            compiled = _compile(_without_captures(pattern, reading.captures), flags)
+        except InputValidationError:  # read amiss (e.g. verbose spacing inside "( ?:"): the original decides
+            pass
+        if compiled is not None and compiled.groups:  # a group the reading missed: keep the original's numbering
+            compiled = None
+    if compiled is None:
+        compiled = _compile(pattern, flags)
+    held = reading.repeated_groups + compiled.groups  # what may hold an entry per character
+    max_line = budget.max_line_chars // held if reading.repeated_groups else None
+    return SearchRegex(compiled, max_line)
+
+
+def _without_captures(pattern: str, captures: list[tuple[int, int]]) -> str:
+    parts: list[str] = []
+    done = 0
+    for start, end in captures:
+        parts += [pattern[done:start], "(?:"]
+        done = end
+    return "".join(parts) + pattern[done:]
+
+
+def _compile(pattern: str, flags: int) -> Any:
     import regex  # on the first pattern, not on the server's start-up path (~10-25 ms)
 
-    check_cost(pattern, budget)
     try:
         # Not into the engine's cache: its 500 slots could hold 500 patterns of the largest size allowed.
         return regex.compile(pattern, flags, cache_pattern=False)
@@ -239,4 +320,4 @@ def compile_regex(pattern: str, budget: RegexBudget, flags: int = 0) -> Any:
         raise InputValidationError(f"Invalid regular expression {shown(pattern)}: {exc}.", _FIX_SYNTAX) from exc
 
 
-__all__ = ["RegexBudget", "check_cost", "check_length", "compile_regex", "shown"]
+__all__ = ["RegexBudget", "SearchRegex", "check_cost", "check_length", "compile_regex", "compile_search", "shown"]

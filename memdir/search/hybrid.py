@@ -3,7 +3,9 @@
 SwarmMemory scored ``0.5 * cosine + 0.5 * keyword``, where *keyword* was the share of
 query keywords found in the entry's tags (``matches / min(len(keywords), 5)``). memdir
 keeps that score but matches the keywords against all of the entry's words (title, tags,
-domain, content), keeps the tag-only match as its own small signal, and adds real BM25:
+domain, content), weights each by its idf in the store (``keyword_idf``: a rare word or
+name found counts for more than a common one), keeps the tag match as its own signal,
+and adds real BM25:
 
     score = (w_sem * cosine + w_bm25 * bm25 / best_bm25 + w_kw * coverage + w_tag * tags)
             / (sum of the weights of the signals available)
@@ -11,24 +13,28 @@ domain, content), keeps the tag-only match as its own small signal, and adds rea
 Every signal lies in [0, 1] and all but BM25 are absolute. BM25 divided by the query's
 best makes the best keyword hit of *any* query score 1 on that signal — right for ranking,
 wrong for "is anything here relevant at all?": a message sharing one rare word with one
-entry made it look like a 58% match. So each result also carries ``relevance``: the same
-weighted mean without BM25 (cosine, share of the query's keywords found, tag match), an
-absolute figure like SwarmMemory's ``0.5 * cosine + 0.5 * keyword``, on which its
-thresholds (0.35 normal, 0.25 for short queries) keep their meaning. Discovery and
-episode recall threshold and show ``relevance``; ``score`` ranks search results. Without
-a model (not installed, disabled, still loading) the semantic term is left out and the
-others are re-weighted: results then say ``mode == "keyword"``.
+entry made it look like a 58% match. So each result also carries ``relevance``,
+SwarmMemory's absolute ``0.5 * cosine + 0.5 * keyword`` with the keyword share weighted
+by idf (a word the store has never seen weighs most), independent of the ranking
+weights, on which its thresholds (0.35 normal, 0.25 for short queries) keep their
+meaning. Discovery and episode recall threshold and show ``relevance``; ``score`` ranks
+search results. Without a model (not installed, disabled, still loading) the semantic
+term is left out and the others are re-weighted: results then say ``mode == "keyword"``.
 
-The fusion was chosen by measurement on LoCoMo (``bench/bench_recall_locomo.py``:
-turn-level recall@10, 1,536 questions of categories 1-4, all-MiniLM-L6-v2):
+The fusion was chosen by measurement (``bench/bench_recall_locomo.py``: turn-level
+recall, 1,536 LoCoMo questions of categories 1-4, all-MiniLM-L6-v2), tuned on
+conversations 0-4 and checked on 5-9 and on a documentation corpus
+(``bench/bench_recall_docs.py``). Turns written as an agent records them (speaker and
+date as title, speaker as tag, the turn answered as a second paragraph, the whole entry
+embedded: ``embedding_summary = "content"``):
 
-    BM25 alone 0.603, dense alone 0.492, keyword coverage alone 0.617;
-    reciprocal-rank fusion of dense + BM25 0.610; cosine + normalised BM25 0.659;
-    this weighted sum (0.5 / 0.3 / 0.2 / 0.1) 0.664 (R@5 0.581).
+    earlier weights (0.5 / 0.3 / 0.2 / 0.1, plain coverage): R@10 0.741, R@5 0.661;
+    0.5 / 0.1 / 0.1 / 0.4 with idf coverage: R@10 0.762, R@5 0.687.
 
-The weights sit on a broad plateau (0.659-0.665 for semantic 0.4-0.6, BM25 0.2-0.4,
-keyword 0.1-0.3); SwarmMemory's 0.5 / 0.5 split with BM25 0.3 gives 0.660. Fewer than
-50 candidates per signal lose about 0.01.
+Tag matches carry the speaker (a question names the person it is about); BM25 matters
+less once coverage is idf-weighted. Measured and left out, as they did not help:
+Rocchio pseudo-relevance feedback (-0.001 to -0.006 R@10), maximal-marginal-relevance
+diversity (+0.001 at best), 100 candidates per signal instead of 50 (-0.003).
 
 Reciprocal-rank fusion is kept as ``fusion = "rrf"`` for comparison; its scores are
 rank-based, so thresholds mean less there.
@@ -47,7 +53,7 @@ where SQLite FTS5 plus the rows of the candidates used to cost ~2 / 8-13 ms.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, Union
@@ -68,6 +74,9 @@ EmbedderSource = Union[Embedder, Callable[[], "Embedder | None"], None]
 # SwarmMemory: keyword matches are normalised by min(len(keywords), 5), so a long query
 # is not penalised for words no entry could contain.
 KEYWORD_NORMALISER_CAP = 5
+
+MIN_IDF = 0.1
+"""Coverage weight of a query term found in more than half the entries (its BM25 idf is negative)."""
 
 QUERY_VECTORS_KEPT = 64
 """Query embeddings a searcher remembers (see `HybridSearcher._query_vector`)."""
@@ -110,6 +119,8 @@ class SearchResult:
     breakdown: ScoreBreakdown
     mode: Mode
     tags: tuple[str, ...] = ()
+    matched: tuple[str, ...] = ()
+    """The query's keyword terms (Porter stems) the entry contains."""
 
 
 def normalize_prefix(path_prefix: str | None) -> str | None:
@@ -209,43 +220,89 @@ class HybridSearcher:
         pool = max(self.settings.search_candidates, top_k * 3)
 
         stems = [stem(word) for word in keywords]  # light stems: the tag match
-        terms = [porter_stem(word) for word in keywords]  # the keyword index's terms: BM25 and coverage
+        terms = list(dict.fromkeys(porter_stem(word) for word in keywords))  # the keyword index's terms
         with self.index.lock:  # one consistent view of the matrix and the keyword index
-            semantic = self._semantic(query_vector, query_model, pool, types, prefix, tags)
             kw = self.index.keywords
             hits, raw = kw.search(terms, pool, types=types, path_prefix=prefix, tags=tags)
             bm25 = dict(zip([kw.paths[slot] for slot in hits.tolist()], raw.tolist()))
-            candidates = list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25]))
-            slots = [kw.slot_of(path) for path in candidates]
-            candidates = [path for path, slot in zip(candidates, slots) if slot is not None]
-            slots = [slot for slot in slots if slot is not None]
-            if not candidates:
-                return []
-            signals = _Signals.of(
-                bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
-                cosines=semantic.cosines(candidates) if semantic else None,
-                covered=kw.coverage(set(terms), np.asarray(slots, dtype=np.int32)),
-                distinct_terms=len(set(terms)),
-                tag_counts=_tag_counts(set(stems), [kw.tags_of(slot) for slot in slots]),
-                distinct_stems=len(set(stems)),
-            )
+            idf = self.idf(terms)
+            semantic = self._semantic(query_vector, query_model, pool, types, prefix, tags)
             mode: Mode = "hybrid" if semantic is not None else "keyword"
-            scores = self._fuse(signals, mode).tolist()
-            relevance = self._fuse(signals, mode, absolute=True).tolist()
-            order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))
+            ranked = self._ranked(semantic, bm25, idf, set(stems), mode)
+            if ranked is None:
+                return []
+            candidates, slots, signals, scores, relevance = (
+                ranked.candidates, ranked.slots, ranked.signals, ranked.scores, ranked.relevance)
             results: list[SearchResult] = []
-            for i in order:
+            for i in ranked.order():
                 # A score of 0 means no signal at all (no shared word, orthogonal vectors): never a result.
                 if scores[i] <= 0.0 or (threshold is not None and scores[i] < threshold):
                     break
                 slot = slots[i]
                 results.append(SearchResult(
                     candidates[i], kw.titles[slot], kw.types[slot], round(scores[i], 6), round(relevance[i], 6),
-                    signals.breakdown(i), mode, kw.tags_of(slot),
+                    signals.breakdown(i), mode, kw.tags_of(slot), ranked.matched[i],
                 ))
                 if len(results) == top_k:
                     break
         return results
+
+    def idf(self, terms: Sequence[str]) -> dict[str, float]:
+        """Each query term's idf in this store (at least `MIN_IDF`; a word no entry holds gets
+        the highest), so that a rare word or name found counts for more than a common one. Call it
+        under ``index.lock``."""
+        return {term: max(value, MIN_IDF) for term, value in self.index.keywords.idf(terms).items()}
+
+    def _ranked(
+        self,
+        semantic: _SemanticHits | None,
+        bm25: dict[str, float],
+        idf: dict[str, float],
+        stems: set[str],
+        mode: Mode,
+    ) -> _Ranked | None:
+        """Candidates (semantic top + BM25 matches), their signals, scores and relevance; None if none.
+
+        Keyword coverage ranks by the share of the query's terms found, each counted once or
+        (``keyword_idf``) by its idf; relevance always counts them by idf (see `_relevance`).
+        """
+        kw = self.index.keywords
+        candidates = list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25]))
+        slots = [kw.slot_of(path) for path in candidates]
+        candidates = [path for path, slot in zip(candidates, slots) if slot is not None]
+        slots = [slot for slot in slots if slot is not None]
+        if not candidates:
+            return None
+        slot_array = np.asarray(slots, dtype=np.int32)
+        found = {term: kw.coverage([term], slot_array) > 0 for term in idf}
+        term_weights = idf if self.settings.keyword_idf else dict.fromkeys(idf, 1.0)
+        covered = sum((weight * found[term] for term, weight in term_weights.items()), np.zeros(len(slots)))
+        covered_idf = sum((weight * found[term] for term, weight in idf.items()), np.zeros(len(slots)))
+        matched = [tuple(term for term, hit in found.items() if hit[i]) for i in range(len(slots))]
+        signals = _Signals.of(
+            bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
+            cosines=semantic.cosines(candidates) if semantic else None,
+            covered=covered,
+            term_weights=list(term_weights.values()),
+            tag_counts=_tag_counts(stems, [kw.tags_of(slot) for slot in slots]),
+            distinct_stems=len(stems),
+        )
+        scores = self._fuse(signals, mode).tolist()
+        relevance = self._relevance(signals.semantic, _share(covered_idf, idf.values())).tolist()
+        return _Ranked(candidates, slots, signals, scores, relevance, matched)
+
+    def _relevance(self, cosines: np.ndarray | None, idf_coverage: np.ndarray) -> np.ndarray:
+        """SwarmMemory's absolute relevance, ``w * cosine + (1 - w) * keyword`` (w =
+        ``relevance_semantic_weight``, 0.5), with the keyword share weighted by idf: a message's
+        rare words and names weigh more than its common ones, so one shared common word no
+        longer makes an unrelated entry look relevant. Keyword mode: the idf share alone.
+
+        It does not use the ranking weights: thresholds keep their meaning when those change.
+        """
+        if cosines is None:
+            return idf_coverage
+        w = self.settings.relevance_semantic_weight
+        return w * cosines + (1.0 - w) * idf_coverage
 
     # ------------------------------------------------------------------ signals
     def _semantic(
@@ -270,20 +327,17 @@ class HybridSearcher:
         rows, _ = matrix.top_of(scores, pool, mask)
         return _SemanticHits([matrix.paths[r] for r in rows], scores, mask, matrix.row_of)
 
-    def _fuse(self, signals: _Signals, mode: Mode, *, absolute: bool = False) -> np.ndarray:
-        """One score per candidate: the weighted mean of its signals (or weighted RRF).
-
-        ``absolute`` leaves out the query-relative BM25 signal: the result's ``relevance``.
-        """
+    def _fuse(self, signals: _Signals, mode: Mode) -> np.ndarray:
+        """One score per candidate: the weighted mean of its signals (or weighted RRF)."""
         s = self.settings
         weights = {
             "semantic": s.semantic_weight if mode == "hybrid" else 0.0,
-            "bm25": 0.0 if absolute else s.bm25_weight,
+            "bm25": s.bm25_weight,
             "keyword": s.keyword_weight,
             "tag": s.tag_weight,
         }
         total = sum(weights.values()) or 1.0
-        if s.fusion == "rrf" and not absolute:
+        if s.fusion == "rrf":
             return self._rrf(signals, weights, total)
         fused = np.zeros(len(signals.bm25))
         for name, weight in weights.items():
@@ -306,6 +360,22 @@ class HybridSearcher:
 
 
 @dataclass(frozen=True, slots=True)
+class _Ranked:
+    """One ranking pass: the candidates and, per position, slot, signals, score, relevance and matched terms."""
+
+    candidates: list[str]
+    slots: list[int]
+    signals: _Signals
+    scores: list[float]
+    relevance: list[float]
+    matched: list[tuple[str, ...]]
+
+    def order(self) -> list[int]:
+        """Positions best first (ties by path)."""
+        return sorted(range(len(self.candidates)), key=lambda i: (-self.scores[i], self.candidates[i]))
+
+
+@dataclass(frozen=True, slots=True)
 class _Signals:
     """Every candidate's signals as arrays (one position per candidate), each normalised to [0, 1]."""
 
@@ -322,23 +392,24 @@ class _Signals:
         bm25_raw: np.ndarray,
         cosines: np.ndarray | None,
         covered: np.ndarray,
-        distinct_terms: int,
+        term_weights: Sequence[float],
         tag_counts: np.ndarray,
         distinct_stems: int,
     ) -> _Signals:
         """Normalise the raw measures.
 
-        ``covered``: how many of the ``distinct_terms`` distinct query terms (Porter stems)
-        each candidate contains; ``tag_counts``: how many of the ``distinct_stems`` query
-        words (light stems) match its tags. Both are divided by at most
-        `KEYWORD_NORMALISER_CAP` (SwarmMemory's rule); BM25 by the query's best.
+        ``covered``: the summed weight of the distinct query terms (Porter stems) each
+        candidate contains, out of ``term_weights``; ``tag_counts``: how many of the
+        ``distinct_stems`` query words (light stems) match its tags. Both are divided by
+        what the `KEYWORD_NORMALISER_CAP` heaviest terms weigh (SwarmMemory's rule: a
+        long query is not penalised for words no entry could contain); BM25 by the query's best.
         """
         best_bm25 = float(bm25_raw.max(initial=0.0))
         return cls(
             semantic=np.maximum(cosines, 0.0) if cosines is not None else None,
             bm25=bm25_raw / best_bm25 if best_bm25 > 0 else np.zeros_like(bm25_raw),
             bm25_raw=bm25_raw,
-            keyword=np.minimum(1.0, covered / max(1, min(distinct_terms, KEYWORD_NORMALISER_CAP))),
+            keyword=_share(covered, term_weights),
             tag=np.minimum(1.0, tag_counts / max(1, min(distinct_stems, KEYWORD_NORMALISER_CAP))),
         )
 
@@ -351,6 +422,14 @@ class _Signals:
             keyword=float(self.keyword[i]),
             tag=float(self.tag[i]),
         )
+
+
+def _share(covered: np.ndarray, weights: Iterable[float]) -> np.ndarray:
+    """``covered`` (summed weights of the query terms found) over what the `KEYWORD_NORMALISER_CAP`
+    heaviest query terms weigh, at most 1 (SwarmMemory's rule: a long query is not penalised
+    for words no entry could contain)."""
+    heaviest = sum(sorted(weights, reverse=True)[:KEYWORD_NORMALISER_CAP])
+    return np.minimum(1.0, covered / heaviest) if heaviest > 0 else np.zeros_like(covered)
 
 
 @lru_cache(maxsize=65536)

@@ -3,6 +3,7 @@
 SwarmMemory's three modes, with the discovery tool added to all of them:
 
 * ``retrieval`` — read-only Q&A: MemoryRead, MemoryGlob, MemoryGrep, ThreadList (no LoadSkill);
+  memdir adds MemorySearch (ranked hybrid search) to it and so to every mode;
 * ``assistant`` (default) — learning and retrieval: + MemoryWrite, MemoryEdit, the thread
   tools (ThreadAppend, ThreadContext, ThreadControl), LoadSkill;
 * ``researcher`` — knowledge extraction: every memory tool (+ MemoryDelete, MemoryDefrag
@@ -60,6 +61,7 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec("MemoryRead", "Read memory entry", _READ, "memdir.tools.memory_read:memory_read"),
         ToolSpec("MemoryGlob", "Find memory entries by path", _READ, "memdir.tools.memory_glob:memory_glob"),
         ToolSpec("MemoryGrep", "Search memory contents", _READ, "memdir.tools.memory_grep:memory_grep"),
+        ToolSpec("MemorySearch", "Search memory by meaning and keywords", _READ, "memdir.tools.memory_search:memory_search"),
         ToolSpec("MemoryDiscover", "Discover relevant skills and memories", _READ),
         ToolSpec(
             "MemoryWrite", "Write memory entry",
@@ -120,7 +122,7 @@ WORKSPACE_SPECS: dict[str, ToolSpec] = {
 }
 
 _THREADS = ("ThreadAppend", "ThreadContext", "ThreadControl", "ThreadList")
-_RETRIEVAL = ("MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover", "ThreadList")
+_RETRIEVAL = ("MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "ThreadList")
 _ASSISTANT = (*_RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", *_THREADS, "LoadSkill")
 _RESEARCHER = (*_ASSISTANT[:-1], "MemoryDelete", "MemoryDefrag", "EpisodeRecord", "EpisodeList", "LoadSkill")
 

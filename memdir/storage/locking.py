@@ -37,6 +37,7 @@ from typing import IO, Literal
 import portalocker
 
 from memdir.core.errors import LockTimeoutError
+from memdir.core.files import append_regular
 
 LOCK_FILE_NAME = ".lock"
 Mode = Literal["shared", "exclusive"]
@@ -220,8 +221,8 @@ class RootLock:
     def _acquire_file(self, mode: Mode, deadline: float) -> None:
         state = self._state
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(state.path, os.O_RDWR | os.O_CREAT, 0o644)
-        handle = os.fdopen(fd, "r+b")
+        # Confined like every file of the root: a link or pipe swapped in for .lock while serving is refused.
+        handle = append_regular(self.path.parent, state.path)
         flags = portalocker.LockFlags.EXCLUSIVE if mode == "exclusive" else portalocker.LockFlags.SHARED
         wait = _FIRST_WAIT
         try:

@@ -42,6 +42,11 @@ _EMPTY_SLOTS = np.zeros(0, dtype=np.int32)
 _EMPTY_TF = np.zeros(0, dtype=np.float32)
 
 
+def _bm25_idf(live: int, hits: int) -> float:
+    """FTS5's idf of a term found in ``hits`` of ``live`` entries."""
+    return math.log((live - hits + 0.5) / (hits + 0.5))
+
+
 @dataclass(frozen=True, slots=True)
 class KeywordDoc:
     """One entry as the keyword index sees it (made by `memdir.storage.index_db.write_row`)."""
@@ -297,10 +302,10 @@ class KeywordIndex:
             if term_id is None:
                 continue
             slots, tf = self._posting(term_id)
-            hits = len(slots) - (int(np.count_nonzero(~self._alive[slots])) if self._dead else 0)
+            hits = self._live_hits(slots)
             if hits <= 0:
                 continue
-            idf = math.log((live - hits + 0.5) / (hits + 0.5))
+            idf = _bm25_idf(live, hits)
             contribution = tf * np.float32((K1 + 1.0) * (idf if idf > 0 else 1e-6)) / (tf + norm[slots])
             scores[slots] += contribution
             any_term = True
@@ -316,6 +321,25 @@ class KeywordIndex:
             matched, found = matched[part], found[part]
         order = np.argsort(-found, kind="stable")
         return matched[order], found[order]
+
+    def _live_hits(self, slots: np.ndarray) -> int:
+        """How many of a posting's ``slots`` are live entries (its document frequency)."""
+        return len(slots) - (int(np.count_nonzero(~self._alive[slots])) if self._dead else 0)
+
+    def document_frequency(self, term: str) -> int:
+        """How many live entries contain ``term`` (a Porter stem); 0 for a word never stored."""
+        term_id = self.vocab.get(term)
+        return 0 if term_id is None else max(0, self._live_hits(self._posting(term_id)[0]))
+
+    def idf(self, terms: Iterable[str]) -> dict[str, float]:
+        """Each term's BM25 idf in this index (negative for a term in more than half the entries).
+
+        A term no entry contains gets the formula's value for 0 entries, above any stored
+        term's: a word the store has never seen (a name it does not know) is the rarest
+        word of a query, and an entry that matches only its common words covers little of it.
+        """
+        live = len(self._slot_of)
+        return {term: _bm25_idf(live, self.document_frequency(term)) for term in terms}
 
     def _keep(
         self, slots: np.ndarray, types: Sequence[str] | None, prefix: str | None, tags: Sequence[str] | None

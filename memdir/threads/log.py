@@ -9,19 +9,22 @@ last newline, so a line being written (or left half-written by a writer killed
 mid-write) is never read; the next append, holding the lock, cuts such a tail off first.
 
 `EventLog` keeps the state it has read and the byte offset it read to, so asking for the
-state again reads only what other processes appended since.
+state again reads only what other processes appended since. Every file operation goes
+through `memdir.core.files` (confined to the root, regular files only, never blocking), so
+a log or thread folder swapped for a link out of the root, or for a named pipe, while the
+server runs is refused with a clear error.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from memdir.core.errors import InputValidationError
+from memdir.core.files import append_bytes, open_regular, stat_regular
 from memdir.storage.locking import RootLock
 from memdir.threads.model import ThreadState
 from memdir.threads.reducers import Event, replay
@@ -30,28 +33,6 @@ LOG_NAME = "events.jsonl"
 EventBuilder = Callable[[int, str, ThreadState], Event]
 """Builds the event to append from its sequence number, its time and the state it applies to (chunk ids come from
 the sequence number)."""
-
-
-def append_bytes(path: Path, data: bytes, *, cut: Callable[[int], int] | None = None) -> None:
-    """Append ``data`` to ``path`` with one ``write`` on an ``O_APPEND`` descriptor, then fsync.
-
-    ``cut(size)`` gives the length to cut the file to first (a tail a killed writer left);
-    the caller holds the root's lock. A short write (a full disk) is undone.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        keep = cut(size) if cut is not None else size
-        if keep < size:
-            os.ftruncate(fd, keep)
-        written = os.write(fd, data)
-        if written != len(data):
-            os.ftruncate(fd, keep)
-            raise OSError(f"short write to {path}: {written} of {len(data)} bytes (is the disk full?)")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def now_iso() -> str:
@@ -66,15 +47,14 @@ def encode(event: Event) -> bytes:
 class EventLog:
     """One thread's log file and the state read from it so far."""
 
-    def __init__(self, path: Path, lock: RootLock) -> None:
-        self.path = path
-        self.lock = lock
+    def __init__(self, root: Path, path: Path, lock: RootLock) -> None:
+        self.root, self.path, self.lock = root, path, lock
         self._offset = 0
         self._state = ThreadState()
         self.queued_ids: set[str] = set()  # ids of waiting messages already written (see memdir.threads.pending)
 
     def exists(self) -> bool:
-        return self.path.is_file()
+        return stat_regular(self.root, self.path) is not None
 
     def state(self) -> ThreadState:
         """The current state (reads only the bytes appended since the last call)."""
@@ -99,7 +79,7 @@ class EventLog:
             state = replay([event], self._state)  # raises before anything is written
             line = encode(event)
             read_to = self._offset
-            append_bytes(self.path, line, cut=lambda size: min(size, read_to))  # past it: a killed writer's tail
+            append_bytes(self.root, self.path, line, cut=lambda size: min(size, read_to))  # past it: a killed writer's tail
             self._offset += len(line)
             self._state = state
             if "queued" in event:
@@ -107,10 +87,8 @@ class EventLog:
             return event, state
 
     def _catch_up(self) -> None:
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            size = 0
+        st = stat_regular(self.root, self.path)
+        size = st.st_size if st is not None else 0
         if size < self._offset:  # replaced or truncated by hand: start over
             self._offset, self._state = 0, ThreadState()
             self.queued_ids.clear()
@@ -128,10 +106,10 @@ class EventLog:
     def _read_from(self, offset: int) -> Iterator[tuple[int, Event]]:
         """(offset after the line, event) for each complete line from ``offset``."""
         try:
-            with open(self.path, "rb") as handle:
+            with open_regular(self.root, self.path) as handle:
                 handle.seek(offset)
                 data = handle.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return
         position = offset
         start = 0
@@ -153,4 +131,4 @@ class EventLog:
             yield position, event
 
 
-__all__ = ["LOG_NAME", "EventBuilder", "EventLog", "append_bytes", "encode", "now_iso"]
+__all__ = ["LOG_NAME", "EventBuilder", "EventLog", "encode", "now_iso"]

@@ -20,6 +20,7 @@ paused (a new process in auto mode processes what waited).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -31,8 +32,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memdir.core.errors import InputValidationError, MemdirError, ThreadNotFoundError
-from memdir.core.files import replacing
+from memdir.core.errors import InputValidationError, MemdirError, ThreadNotFoundError, UnsafeFileError
+from memdir.core.files import private_folder, replacing, stat_regular
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
@@ -42,7 +43,7 @@ from memdir.threads.context import ContextBuilder, Window
 from memdir.threads.log import LOG_NAME, EventLog, encode
 from memdir.threads.markers import parse_markers
 from memdir.threads.messages import Message
-from memdir.threads.model import MODES, ThreadState, check_thread_id, strategy_name
+from memdir.threads.model import MODES, ThreadState, check_thread_id, is_thread_id, strategy_name
 from memdir.threads.pending import PENDING_NAME, PendingQueue
 from memdir.threads.queue import BlockingReason, EventQueue, QueueItemGoneError
 from memdir.threads.reducers import Event, replay
@@ -100,7 +101,7 @@ class _Thread:
 
     def __init__(self, thread: str, log: EventLog, settings: Settings, handler: Callable[[_Thread, _Item], Appended]) -> None:
         self.id, self.log = thread, log
-        self.pending = PendingQueue(log.path.with_name(PENDING_NAME), log.lock)
+        self.pending = PendingQueue(log.root, log.path.with_name(PENDING_NAME), log.lock)
         self.builder = ContextBuilder(thread, settings)
         self.queue: EventQueue[_Item, Appended] = EventQueue(lambda item: handler(self, item))
 
@@ -129,7 +130,7 @@ class ThreadManager:
         check_thread_id(thread)
         runtime = self._threads.get(thread)
         if runtime is None:
-            log = EventLog(self.folder / thread / LOG_NAME, self.lock)
+            log = EventLog(self.root, self._log_path(thread), self.lock)
             if not log.exists() and not create:
                 raise ThreadNotFoundError(thread)
             runtime = self._threads[thread] = _Thread(thread, log, self.settings, self._process)
@@ -171,16 +172,29 @@ class ThreadManager:
             queue.unblock()
             queue.drain()
 
+    def _log_path(self, thread: str) -> Path:
+        return self.folder / check_thread_id(thread) / LOG_NAME
+
     def exists(self, thread: str) -> bool:
-        check_thread_id(thread)
-        return (self.folder / thread / LOG_NAME).is_file()
+        return stat_regular(self.root, self._log_path(thread)) is not None
 
     def ids(self) -> list[str]:
-        """Every thread of the root, by id."""
+        """Every thread of the root, by id: folders of ``threads/`` named like a thread and holding a log.
+
+        A folder that is no thread (a name no thread may have, a log that is a link out of the root
+        or a named pipe) is skipped here; a tool naming it gets the clear error.
+        """
         try:
-            return sorted(p.name for p in self.folder.iterdir() if (p / LOG_NAME).is_file() and not p.name.startswith("."))
-        except FileNotFoundError:
+            names = os.listdir(private_folder(self.root, THREADS_FOLDER, create=False))
+        except (FileNotFoundError, NotADirectoryError):
             return []
+        return sorted(name for name in names if is_thread_id(name) and self._has_log(name))
+
+    def _has_log(self, thread: str) -> bool:
+        try:
+            return self.exists(thread)
+        except UnsafeFileError:
+            return False
 
     def state(self, thread: str) -> ThreadState:
         return self._thread(thread).log.state()
@@ -363,13 +377,13 @@ class ThreadManager:
     def fork(self, thread: str, new_thread: str) -> ThreadState:
         """A new thread with a copy of ``thread``'s events (its state, strategy and mode) and its origin recorded."""
         source = self._thread(thread)
-        check_thread_id(new_thread)
-        target = self.folder / new_thread / LOG_NAME
+        target = self._log_path(new_thread)
         with self.lock.exclusive():
-            if target.exists():
+            if self.exists(new_thread):
                 raise InputValidationError(f"thread {new_thread!r} already exists.", "Fork into a new thread id.")
             state = source.log.state()
-            with replacing(target) as out:
+            private_folder(self.root, target.parent.relative_to(self.root))
+            with replacing(target, root=self.root) as out:
                 for event in source.log.events():
                     if event.get("seq", 0) > state.version:
                         break
@@ -394,7 +408,7 @@ class ThreadManager:
             return None
         cache = self._vectors.get(embedder.model_id)
         if cache is None:
-            cache = self._vectors[embedder.model_id] = VectorCache(self.derived, embedder, self.lock)
+            cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self.lock)
         return cache.vectors
 
 

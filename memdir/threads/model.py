@@ -30,9 +30,14 @@ MODES = ("auto", "stepping")
 _THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 
 
+def is_thread_id(name: object) -> bool:
+    """Whether ``name`` is a plain name that stays inside ``threads/`` (no separator, no leading '.', no '..')."""
+    return isinstance(name, str) and _THREAD_ID.fullmatch(name) is not None
+
+
 def check_thread_id(thread: str) -> str:
     """The thread id, if it is a plain name that stays inside ``threads/``; else a clear error."""
-    if not isinstance(thread, str) or not _THREAD_ID.fullmatch(thread):
+    if not is_thread_id(thread):
         raise InputValidationError(
             f"thread id {thread!r} is not allowed.",
             "Use 1-64 letters, digits, '-', '_' or '.', not starting with '.', e.g. 'support-chat-42'.",

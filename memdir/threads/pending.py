@@ -15,9 +15,9 @@ import json
 import uuid
 from pathlib import Path
 
-from memdir.core.files import replace_file
+from memdir.core.files import append_bytes, read_regular, replace_file
 from memdir.storage.locking import RootLock
-from memdir.threads.log import append_bytes, encode, now_iso
+from memdir.threads.log import encode, now_iso
 from memdir.threads.messages import Message
 
 PENDING_NAME = "queue.jsonl"
@@ -26,28 +26,26 @@ PENDING_NAME = "queue.jsonl"
 class PendingQueue:
     """One thread's waiting messages on disk."""
 
-    def __init__(self, path: Path, lock: RootLock) -> None:
-        self.path, self.lock = path, lock
+    def __init__(self, root: Path, path: Path, lock: RootLock) -> None:
+        self.root, self.path, self.lock = root, path, lock
 
     def add(self, message: Message) -> str:
         """Keep ``message`` as waiting; its id."""
         key = uuid.uuid4().hex
         line = encode({"id": key, "at": now_iso(), "message": message.to_json()})
         with self.lock.exclusive():
-            append_bytes(self.path, line, cut=lambda size: self._whole_lines(size))
+            append_bytes(self.root, self.path, line, cut=lambda size: self._whole_lines(size))
         return key
 
     def _whole_lines(self, size: int) -> int:
         """The length of the file's complete lines (a killed writer may have left part of one)."""
-        with open(self.path, "rb") as handle:
-            data = handle.read(size)
-        return data.rfind(b"\n") + 1
+        return read_regular(self.root, self.path, size).rfind(b"\n") + 1
 
     def entries(self) -> list[tuple[str, Message]]:
         """(id, message) of every waiting message, oldest first (whole lines only)."""
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
+            data = read_regular(self.root, self.path)
+        except (FileNotFoundError, NotADirectoryError):
             return []
         found = []
         for raw in data.split(b"\n")[:-1]:  # the part after the last newline is being written
@@ -59,11 +57,11 @@ class PendingQueue:
     def remove(self, keys: set[str]) -> None:
         """Drop these entries (rewritten atomically; the caller holds the root's lock)."""
         try:
-            lines = self.path.read_bytes().split(b"\n")[:-1]
-        except FileNotFoundError:
+            lines = read_regular(self.root, self.path).split(b"\n")[:-1]
+        except (FileNotFoundError, NotADirectoryError):
             return
         kept = [line + b"\n" for line in lines if line.strip() and json.loads(line)["id"] not in keys]
-        replace_file(self.path, b"".join(kept))
+        replace_file(self.path, b"".join(kept), root=self.root)
 
 
 __all__ = ["PENDING_NAME", "PendingQueue"]

@@ -10,16 +10,15 @@ meets a text it does not know yet.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from memdir.core.files import append_bytes, open_regular
 from memdir.embeddings.base import Embedder
 from memdir.storage.locking import RootLock
-from memdir.threads.log import append_bytes
 
 DIGEST_BYTES = 16
 
@@ -31,9 +30,9 @@ def digest(text: str) -> bytes:
 class VectorCache:
     """Text → vector for one embedder, in memory and in one append-only file."""
 
-    def __init__(self, folder: Path, embedder: Embedder, lock: RootLock) -> None:
+    def __init__(self, root: Path, folder: Path, embedder: Embedder, lock: RootLock) -> None:
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", embedder.model_id)
-        self.path = folder / f"vectors-{slug}.bin"
+        self.root, self.path = root, folder / f"vectors-{slug}.bin"
         self.embedder, self.lock = embedder, lock
         self.record = DIGEST_BYTES + 4 * embedder.dimensions
         self._rows: dict[bytes, int] = {}
@@ -62,19 +61,18 @@ class VectorCache:
     def _add(self, keys: list[bytes], vectors: np.ndarray) -> None:
         vectors = np.ascontiguousarray(vectors, dtype="<f4")
         data = b"".join(key + row.tobytes() for key, row in zip(keys, vectors))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.lock.exclusive():
             self._load_new()
-            append_bytes(self.path, data, cut=lambda size: size - size % self.record)  # drop a killed writer's part record
-            self._read = os.path.getsize(self.path)
+            # cut: drop a killed writer's part record
+            self._read = append_bytes(self.root, self.path, data, cut=lambda size: size - size % self.record)
         self._remember(keys, vectors)
 
     def _load_new(self) -> None:
         try:
-            with open(self.path, "rb") as handle:
+            with open_regular(self.root, self.path) as handle:
                 handle.seek(self._read)
                 data = handle.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return
         whole = len(data) - len(data) % self.record
         if not whole:

@@ -3,14 +3,23 @@
 SwarmMemory ran two searches on every user message — skills (type ``skill``) and memories
 (``concept``, ``fact``, ``experience``), top 3 each, with its adaptive threshold (short
 messages get the lower one) — and injected two ``<system-reminder>`` blocks. memdir keeps
-those formats and adds two guards:
+those formats and adds guards:
 
-* thresholds and the "% match" apply to each hit's absolute ``relevance`` (cosine,
-  share of the message's keywords found, tag match), not to the search score, whose BM25
-  part is relative to the message's best keyword hit and so calls the best of any
-  unrelated entries a strong match (see `memdir.search.hybrid`);
+* thresholds and the "% match" apply to each hit's absolute ``relevance`` (half cosine,
+  half the idf-weighted share of the message's keywords found), not to the search score,
+  whose BM25 part is relative to the message's best keyword hit and so calls the best of
+  any unrelated entries a strong match (see `memdir.search.hybrid`); the hits that pass
+  are shown in the search's order (``discovery_rank_by``: on LoCoMo the reminder held an
+  evidence turn for 60.0% of messages, 56.2% when sorted by relevance);
 * a relevance floor (``Settings.discovery_min_score``): nothing weaker is ever shown,
   whatever the thresholds are configured to;
+* names (``Settings.discovery_names_required``): when the message names someone or
+  something (a capitalised word inside a sentence) that the store knows, a hit must
+  mention one of those names; when it names only things the store has never seen, no
+  entry is relevant: chit-chat about Caroline is not about Gina, whatever common words
+  their conversations share (``bench/bench_discovery.py``: a question asked of another
+  LoCoMo conversation's store got a reminder 26.2% of the time without this rule, 2.5% with it,
+  and the own store's evidence rate did not move);
 * a token budget (``Settings.discovery_token_budget``, ~4 characters per token): the
   weakest results are dropped until the reminders fit.
 
@@ -26,10 +35,12 @@ read-only discovery tool. No MCP imports.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.core.settings import Settings
 from memdir.core.units import estimate_tokens
 
@@ -132,6 +143,36 @@ def _found(result: Any) -> Found:
     return Found(path=path, title=title, type=str(entry_type), score=float(result.relevance), keyword_only=keyword_only)
 
 
+_CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][a-z][\w'’-]*")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
+
+
+def names_in(message: str) -> set[str]:
+    """The keyword terms (Porter stems) of the capitalised words inside the message's sentences.
+
+    A capitalised word that opens a sentence says nothing (every sentence starts with
+    one); inside a sentence it is a name: a person, a place, a product. "I" is not one,
+    nor is an acronym ("CI", "API"): a technical term the store may simply not use.
+    """
+    found: set[str] = set()
+    for match in _CAPITALISED.finditer(message):
+        if _SENTENCE_START.search(message[: match.start()]):
+            continue
+        for word in words(match.group())[:1]:
+            if len(word) >= 2 and word not in STOP_WORDS:
+                found.add(porter_stem(word))
+    return found
+
+
+def _names_allow(memory: Memory, message: str) -> Callable[[Any], bool]:
+    """Which hits the message's names let through (see the module docstring)."""
+    names = names_in(message)
+    if not names:
+        return lambda result: True
+    known = {name for name, count in memory.document_frequencies(names).items() if count}
+    return lambda result: bool(known) and not known.isdisjoint(result.matched)
+
+
 def search_found(
     memory: Memory, message: str, types: Sequence[str], settings: Settings, *, exclude_prefix: str | None = None
 ) -> list[Found]:
@@ -141,12 +182,16 @@ def search_found(
     """
     threshold = settings.relevance_needed(message)
     pool = settings.discovery_top_k * (8 if exclude_prefix else 4)  # ranked by score, kept by relevance
-    found = [_found(result) for result in memory.search(message, top_k=pool, types=list(types))]
+    results = memory.search(message, top_k=pool, types=list(types))
+    if settings.discovery_names_required:
+        results = list(filter(_names_allow(memory, message), results))
+    found = [_found(result) for result in results]
     relevant = [
         item for item in found
         if item.score >= threshold and item.type in types and not (exclude_prefix and item.path.startswith(exclude_prefix))
     ]
-    relevant.sort(key=lambda item: -item.score)  # stable: equal relevance keeps the search order
+    if settings.discovery_rank_by == "relevance":
+        relevant.sort(key=lambda item: -item.score)  # stable: equal relevance keeps the search order
     return relevant[: settings.discovery_top_k]
 
 
@@ -185,6 +230,7 @@ __all__ = [
     "TYPE_ICONS",
     "discover",
     "memory_reminder",
+    "names_in",
     "render",
     "search_found",
     "skill_reminder",

@@ -215,7 +215,7 @@ def test_one_shared_word_is_not_a_match_even_for_the_best_keyword_hit(tmp_path):
         memory.write("skill/release/notes.md", "Write the release notes from the merged pull requests.",
                      title="Release notes", metadata={"type": "skill", "tags": ["release"]})
         best = memory.search("Can you help me write a poem about cats", types=["skill"])[0]
-        assert best.path == "skill/release/notes.md" and best.breakdown.bm25 == 1.0 and best.score > 0.5
+        assert best.path == "skill/release/notes.md" and best.breakdown.bm25 == 1.0
         assert best.relevance < 0.25
         assert discover(memory, "Can you help me write a poem about cats") == ""
         assert "Release notes" in discover(memory, "write the release notes")
@@ -258,3 +258,40 @@ def test_while_the_model_loads_hits_say_keyword_match_not_a_semantic_percentage(
     finally:
         release.set()
         memory.close()
+
+
+# --------------------------------------------------------------------------- names and rare words
+@pytest.fixture
+def people(tmp_path):
+    from memdir.memory import Memory
+    from tests.fakes import FakeEmbedder
+
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder()) as memory:
+        memory.write("experience/talk/1.md", "Caroline: I am single and happy, and I started the adoption process.",
+                     title="Caroline, 8 May 2023", metadata={"type": "experience", "tags": ["Caroline"]})
+        memory.write("experience/talk/2.md", "Melanie: My relationship with my husband is strong; 8 years married.",
+                     title="Melanie, 8 May 2023", metadata={"type": "experience", "tags": ["Melanie"]})
+        memory.write("fact/survey.md", "A generic measure of relationship status and satisfaction.",
+                     title="Relationship survey", metadata={"type": "fact"})
+        yield memory
+
+
+def test_a_name_the_store_knows_must_be_mentioned(people):
+    text = discover(people, "What is Caroline's relationship status?")
+    assert "experience/talk/1.md" in text
+    assert "fact/survey.md" not in text and "experience/talk/2.md" not in text  # common words, not about Caroline
+
+
+def test_a_name_the_store_never_saw_is_not_matched_by_common_words(people):
+    assert discover(people, "What is Gina's relationship status?") == ""
+    assert "fact/survey.md" in discover(people, "what is a relationship status survey?")  # no name: words decide
+    assert "fact/survey.md" in discover(people, "What is Gina's relationship status?",
+                                        Settings(root=people.root, discovery_names_required=False))
+
+
+def test_names_are_capitalised_words_inside_a_sentence():
+    from memdir.tools.discovery import names_in
+
+    assert names_in("What did Caroline and Melanie paint? Jon too. I use Python") == {"carolin", "melani", "python"}
+    assert names_in("how do I rebase my git branch?") == set()
+    assert names_in("my unit tests fail randomly on CI") == set()  # an acronym is a term, not a name

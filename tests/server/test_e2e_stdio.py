@@ -19,7 +19,7 @@ from mcp_types import ToolListChangedNotification
 
 pytestmark = pytest.mark.anyio
 
-RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover", "ThreadList"]
+RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "ThreadList"]
 ASSISTANT = [*RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", "ThreadAppend", "ThreadContext", "ThreadControl", "ThreadList",
              "LoadSkill"]
 
@@ -127,6 +127,13 @@ async def test_write_read_edit_glob_grep_delete(dirs):
         assert "memory://fact/api/limits.md" in await call(client, "MemoryGrep", pattern="requests per")
         counted = await call(client, "MemoryGrep", pattern="minute", output_mode="count")
         assert "1 match" in counted
+        found = await call(client, "MemorySearch", query="how many requests per minute?", top_k=5, explain=True)
+        heading, first, snippet = found.splitlines()[:3]
+        assert heading == "1 result for 'how many requests per minute?' (keyword search only: no embedding model is ready):"
+        assert first.startswith('1. memory://fact/api/limits.md "API rate limit" (fact, score 0.')
+        assert snippet == "   The API allows 120 requests per minute."
+        assert "bm25 1.000" in found
+        assert "top_k must be a whole number from 1 to 50" in await refused(client, "MemorySearch", query="x", top_k=51)
 
         assert await call(client, "MemoryDelete", file_path="fact/api/limits.md") == "Deleted memory://fact/api/limits.md"
         assert "not found" in await refused(client, "MemoryRead", file_path="fact/api/limits.md")

@@ -25,6 +25,10 @@ CONTRACT = {
         "pattern": "string", "path": "string?", "case_insensitive": "boolean?",
         "output_mode": "string:files_with_matches|content|count?",
     }),
+    "MemorySearch": ("Search memory by meaning and keywords", "RI", {
+        "query": "string", "top_k": "integer?", "type": "array[string]?", "path_prefix": "string?",
+        "tags": "array[string]?", "threshold": "number?", "explain": "boolean?",
+    }),
     "MemoryDiscover": ("Discover relevant skills and memories", "RI", {"message": "string"}),
     "MemoryWrite": ("Write memory entry", "DI", {
         "file_path": "string", "content": "string", "title": "string",
@@ -77,7 +81,7 @@ CONTRACT = {
 }
 
 WORKSPACE = ["Read", "Write", "Edit", "Glob", "Grep", "Bash"]
-RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemoryDiscover", "ThreadList"]
+RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "ThreadList"]
 THREADS = ["ThreadAppend", "ThreadContext", "ThreadControl", "ThreadList"]
 ASSISTANT = [*RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", *THREADS, "LoadSkill", *WORKSPACE]
 

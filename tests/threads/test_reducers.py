@@ -93,11 +93,11 @@ def test_a_log_written_event_by_event_replays_to_the_same_state_in_a_fresh_reade
 
     with tempfile.TemporaryDirectory() as tmp:
         lock = RootLock(Path(tmp) / ".lock")
-        writer = EventLog(Path(tmp) / "t" / "events.jsonl", lock)
+        writer = EventLog(Path(tmp), Path(tmp) / "t" / "events.jsonl", lock)
         for event in events:
             try:
                 writer.append(lambda seq, at, _state, event=event: {"seq": seq, "at": at, **event})
             except InputValidationError:
                 continue  # refused: nothing written
-        reader = EventLog(writer.path, lock)
+        reader = EventLog(writer.root, writer.path, lock)
         assert reader.state() == writer.state() == replay(reader.events())

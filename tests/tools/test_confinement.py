@@ -8,8 +8,11 @@ and nothing outside the root is read, written, renamed or deleted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import shutil
 import socket
 import threading
 from pathlib import Path
@@ -18,11 +21,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memdir.core.errors import InvalidPathError, MemdirError
+from memdir.core.errors import InputValidationError, InvalidPathError, MemdirError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.storage.atomic import FAILED_DIR, txn_dir
 from memdir.tools import memory_delete, memory_edit, memory_glob, memory_grep, memory_read, memory_write
+from memdir.tools.thread_append import thread_append
+from memdir.tools.thread_context import thread_context
+from memdir.tools.thread_control import thread_control
+from memdir.tools.thread_list import thread_list
 from tests.fakes import FakeEmbedder
 
 SECRET = "OUTSIDE-SECRET"
@@ -348,17 +355,131 @@ def test_a_path_longer_than_the_os_allows_gives_a_clear_error(tmp_path, session)
         assert "shorter" in excinfo.value.hint
 
 
+# --------------------------------------------------------------------------- working-memory threads
+
+
+def _outside_thread(outside: Path) -> Path:
+    """A thread folder outside the root, written by memdir itself: its log and a waiting message hold the secret."""
+    donor = open_memory(outside.parent / "donor")
+    thread_append(donor, "chat", "user", SECRET)
+    thread_control(donor, "chat", "mode", "stepping")
+    thread_append(donor, "chat", "user", f"queued {SECRET}")
+    donor.close()
+    shutil.copytree(outside.parent / "donor/threads/chat", outside / "thread")
+    return outside / "thread"
+
+
+@pytest.mark.parametrize("position, target", [
+    ("threads/chat/events.jsonl", "thread/events.jsonl"),
+    ("threads/chat/queue.jsonl", "thread/queue.jsonl"),
+    ("threads/chat", "thread"),
+    ("threads", ""),
+    (".memdir/threads", "thread"),
+    (".lock", "missing"),  # the root's lock, which every thread change takes: a dangling link would create a file
+])
+def test_a_thread_file_linked_out_of_the_root_while_serving_is_never_read_or_written(root, outside, position, target):
+    """Links planted under threads/ or .memdir/threads/ after the root was opened (the open-time check
+    cannot see them): every thread tool refuses them with a clear error, nothing outside is read or changed."""
+    memory = open_memory(root)
+    thread_append(memory, "chat", "user", "hello there")
+    thread_control(memory, "chat", "strategy", "semantic")
+    if position == "threads":
+        (outside / "chat").mkdir()
+        os.replace(_outside_thread(outside), outside / "chat")
+    else:
+        _outside_thread(outside)
+    planted = root / position
+    shutil.rmtree(planted) if planted.is_dir() else planted.unlink(missing_ok=True)
+    planted.symlink_to(outside / target)
+    before = snapshot(outside)
+    calls = (
+        (thread_append, ("chat", "user", "more")),
+        (thread_context, ("chat", 500, "hello")),
+        (thread_control, ("chat", "mode", "stepping")),
+        (thread_append, ("chat", "user", "queued")),
+        (thread_control, ("chat", "fork", "copy")),
+        (thread_list, ()),
+    )
+    refused = 0
+    for tool, args in calls:
+        try:
+            text = call_with_timeout(tool, memory, *args)
+        except MemdirError as exc:
+            assert SECRET not in str(exc)
+            assert re.search(r"(symbolic link|outside the memory root)", exc.message), exc.message
+            refused += 1
+        else:
+            assert SECRET not in text
+    memory.close()
+    assert refused
+    assert snapshot(outside) == before
+
+
+@pytest.mark.parametrize("position, kind", [
+    ("threads/chat/events.jsonl", "a named pipe"), ("threads/chat/queue.jsonl", "a named pipe"), (".lock", "a named pipe"),
+    ("threads/chat/events.jsonl", "a folder"), (".lock", "a folder"),
+])
+def test_a_special_file_among_a_threads_files_is_refused_and_never_blocks(root, position, kind):
+    memory = open_memory(root)
+    thread_append(memory, "chat", "user", "hello")
+    thread_control(memory, "chat", "mode", "stepping")
+    thread_append(memory, "chat", "user", "waiting")  # queue.jsonl holds it
+    (root / position).unlink()
+    os.mkfifo(root / position) if kind == "a named pipe" else (root / position).mkdir()
+    for tool, args in ((thread_append, ("chat", "user", "more")), (thread_control, ("chat", "step"))):
+        try:
+            answer = call_with_timeout(tool, memory, *args)  # a step reports the message it could not write
+        except MemdirError as exc:
+            answer = str(exc)
+        assert f"'{position}': it is {kind}" in answer
+    with contextlib.suppress(MemdirError):
+        call_with_timeout(thread_list, memory)
+    memory.close()
+
+
+@pytest.mark.parametrize("thread", ["..", "../outside", "/tmp/x", "a/b", "a\\b", ".memdir", "", "x" * 65, "a\x00b"])
+def test_a_thread_id_that_would_leave_threads_is_refused(root, outside, thread):
+    memory = open_memory(root)
+    thread_append(memory, "chat", "user", "hello")
+    before = snapshot(outside), sorted(os.listdir(root))
+    calls = [(thread_append, (thread, "user", "x")), (thread_context, (thread, 500)), (thread_control, (thread, "state"))]
+    if thread:  # fork with no value asks for one
+        calls.append((thread_control, ("chat", "fork", thread)))
+    for tool, args in calls:
+        with pytest.raises(InputValidationError, match=r"thread id .* is not allowed") as excinfo:
+            tool(memory, *args)
+        assert "letters, digits" in excinfo.value.hint
+    memory.close()
+    assert (snapshot(outside), sorted(os.listdir(root))) == before
+
+
+def test_thread_list_skips_a_folder_that_is_no_thread(root, outside):
+    """A hand-made folder under threads/ whose name is no thread id, or whose log is a link out, is not
+    listed (and does not make the listing fail)."""
+    memory = open_memory(root)
+    thread_append(memory, "chat", "user", "hello")
+    (root / "threads/bad name").mkdir()
+    (root / "threads/bad name/events.jsonl").write_bytes((root / "threads/chat/events.jsonl").read_bytes())
+    (root / "threads/leak").mkdir()
+    (root / "threads/leak/events.jsonl").symlink_to(_outside_thread(outside) / "events.jsonl")
+    listing = thread_list(memory)
+    memory.close()
+    assert listing.startswith("Threads (1):") and "- chat ·" in listing and SECRET not in listing
+
+
 # --------------------------------------------------------------------------- property test
 
-# Where a hostile layout plants something: an entry's three files, a folder, memdir's own files.
+# Where a hostile layout plants something: an entry's three files, a folder, memdir's own files, a thread's files.
 _POSITIONS = (
     "fact/a.md", "fact/a.yml", "fact/a.emb", "fact/b.yml", "concept/c.md", "concept/d.md", "concept/sub",
     ".memdir/txn/0001.commit", ".memdir/txn/0002.pending", ".memdir/defrag/r1.jsonl", ".memdir/content-bytes", ".lock",
+    "threads/t1/events.jsonl", "threads/t1/queue.jsonl", "threads/t1", "threads/t2", ".memdir/threads",
+    ".memdir/threads/vectors-fake_bow-384.bin",
 )
 _PLANTS = ("link_out_file", "link_out_dir", "link_in", "link_dangling", "loop", "fifo", "folder", "junk", "journal_out")
-_TOOLS = ("read", "write", "edit", "delete", "glob", "grep")
+_TOOLS = ("read", "write", "edit", "delete", "glob", "grep", "thread_append", "thread_context", "thread_list")
 _hostile_paths = st.one_of(
-    st.sampled_from([p for p in _POSITIONS if not p.startswith(".")] + ["concept/out/secret.md", "concept/out/x", "fact/b"]),
+    st.sampled_from([p for p in _POSITIONS if not p.startswith(".")] + ["concept/out/secret.md", "concept/out/x", "fact/b", "t1", "t2"]),
     st.lists(st.sampled_from(["concept", "fact", "out", "sub", "a", "..", ".memdir", "loop", "\U0001f600" * 62]), min_size=1, max_size=17).map("/".join),
     st.text(max_size=30),
 )
@@ -368,11 +489,14 @@ _calls = st.lists(st.tuples(st.sampled_from(_TOOLS), _hostile_paths), min_size=1
 def _plant(root: Path, outside: Path, position: str, kind: str) -> None:
     """Put a hostile ``kind`` of file at ``position`` (replacing whatever was there)."""
     target = root / position
+    if any((root / folder).is_symlink() or (root / folder).exists() and not (root / folder).is_dir()
+           for folder in Path(position).parents[:-1]):
+        return  # an earlier plant put a link or file where its folder was: nothing to plant inside
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_symlink() or target.is_file() or target.exists() and not target.is_dir():
         target.unlink()
     elif target.is_dir():
-        return  # a folder already stands there: leave it
+        shutil.rmtree(target)  # a thread's folder, .memdir/threads, or a folder planted before
     suffix = Path(position).suffix or ".md"
     if kind == "link_out_file":
         target.symlink_to(outside / f"secret{suffix if suffix in ('.md', '.yml', '.emb') else '.md'}")
@@ -409,15 +533,24 @@ def _call(memory: Memory, session, tool: str, path: str) -> str:
         return memory_delete(memory, session, path)
     if tool == "glob":
         return memory_glob(memory, session, path)
+    if tool == "thread_append":  # the path is the thread id: a hostile one, or a thread with hostile files
+        return thread_append(memory, path, "user", "b")
+    if tool == "thread_context":
+        return thread_context(memory, path, 500, "b")
+    if tool == "thread_list":
+        return thread_list(memory)
     return memory_grep(memory, session, "b|secret|SECRET", path=path)
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(plants=st.lists(st.tuples(st.sampled_from(_POSITIONS), st.sampled_from(_PLANTS)), max_size=5), calls=_calls)
+@given(plants=st.lists(st.tuples(st.sampled_from(_POSITIONS), st.sampled_from(_PLANTS), st.booleans()), max_size=5),
+       calls=_calls)
 def test_any_hostile_layout_and_any_path_stay_inside_the_root(tmp_path_factory, plants, calls):
     """Links out (files and folders), loops, pipes, folders and junk at an entry's .md/.yml/.emb, at
-    journals and at memdir's own files, then generated tool calls: each works inside the root or
-    gives a clear error, never blocks, and nothing outside the root is read, written, renamed or deleted."""
+    journals, at memdir's own files and at a thread's files — before the root is opened or while it is
+    open (where the check at open cannot see them) — then generated tool calls, thread tools included
+    (the path doubling as a thread id): each works inside the root or gives a clear error, never
+    blocks, and nothing outside the root is read, written, renamed or deleted."""
     from memdir.tools import Session
 
     base = tmp_path_factory.mktemp("hostile")
@@ -432,9 +565,14 @@ def test_any_hostile_layout_and_any_path_stay_inside_the_root(tmp_path_factory, 
     memory = open_memory(root)
     for path in ("fact/a.md", "fact/b.md", "concept/c.md"):
         put(memory, session, path, "a b c", path)
+    for thread in ("t1", "t2"):
+        thread_append(memory, thread, "user", "a b c")
+    thread_control(memory, "t1", "strategy", "semantic")  # its context embeds: .memdir/threads/ is used
+    thread_control(memory, "t2", "mode", "stepping")  # its messages wait in queue.jsonl
+    thread_append(memory, "t2", "user", "waiting")
     memory.close()
     (root / "concept/out").symlink_to(outside, target_is_directory=True)
-    for position, kind in plants:
+    for position, kind, _ in (plant for plant in plants if not plant[2]):
         _plant(root, outside, position, kind)
     before = snapshot(outside), sorted(str(p.relative_to(outside)) for p in outside.rglob("*"))
 
@@ -443,6 +581,8 @@ def test_any_hostile_layout_and_any_path_stay_inside_the_root(tmp_path_factory, 
     except MemdirError as exc:
         assert SECRET not in str(exc)
     else:
+        for position, kind, _ in (plant for plant in plants if plant[2]):  # while serving
+            _plant(root, outside, position, kind)
         try:
             for tool, path in calls:
                 try:

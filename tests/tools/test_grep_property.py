@@ -7,7 +7,10 @@ to 100,000 words, thousands of nested groups, backtracking classics, verbose-mod
 plain junk) and calls the tool with each. The run happens in a child process under an
 address-space limit (RLIMIT_AS), so a pattern that would take gigabytes ends the run with a
 MemoryError instead of taking the machine; the child reports its peak resident memory and
-its slowest call, and the test checks both against the budget.
+its slowest call, and the test checks both against the budget. The memory searched holds a
+line of 300,001 characters: the engine keeps an entry per character for a repeated group.
+
+A second child greps lines of 3,000,000 and 90,001 characters with repeated groups.
 """
 
 from __future__ import annotations
@@ -22,26 +25,49 @@ from pathlib import Path
 import pytest
 
 ADDRESS_SPACE = 1536 * 2**20  # bytes; the child needs ~300 MB of address space to run at all
-MEMORY_BUDGET_MB = 256  # peak RSS growth allowed over the run (largest allowed pattern compiles in ~15 MB)
+MEMORY_BUDGET_MB = 64  # peak RSS growth allowed over the run (largest allowed pattern compiles in ~15 MB)
+LONG_LINE_BUDGET_MB = 64  # the same for repeated groups searched over a 3 MB line
+REPEATED_GROUPS = ("(.)*", "(a|b)*", "((x)y)*", r"(.)*\1")
 TIME_LIMIT = 0.5  # grep_time_limit in the child
 CALL_BUDGET = TIME_LIMIT + 5  # seconds one call may take: matching's limit, plus reading, compiling, a busy machine
 EXAMPLES = 150
 
 
-@pytest.mark.slow
-def test_every_generated_pattern_ends_within_budget_with_a_result_or_a_clear_error(tmp_path):
+def _child(function: str, tmp_path: Path, time_limit: float) -> dict:
+    """Run ``function`` of this module in a child process; its figures (the last line it prints, JSON)."""
     repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "MEMDIR_GREP_TIME_LIMIT": str(TIME_LIMIT)}
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "MEMDIR_GREP_TIME_LIMIT": str(time_limit)}
     done = subprocess.run(
-        [sys.executable, "-c", f"from tests.tools.test_grep_property import main; main({str(tmp_path)!r})"],
+        [sys.executable, "-c", f"from tests.tools.test_grep_property import {function}; {function}({str(tmp_path)!r})"],
         cwd=repo, env=env, capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_every_generated_pattern_ends_within_budget_with_a_result_or_a_clear_error(tmp_path):
+    report = _child("main", tmp_path, TIME_LIMIT)
     assert report["calls"] >= EXAMPLES
     assert report["refused"] and report["answered"]  # both kinds of outcome were exercised
     assert report["rss_growth_mb"] <= MEMORY_BUDGET_MB, report
     assert report["slowest_call_s"] <= CALL_BUDGET, report
+
+
+@pytest.mark.slow
+def test_repeated_groups_take_no_memory_in_proportion_to_a_3_mb_line(tmp_path):
+    """The engine keeps a capture per pass of a repeated group: (.)* took 443 MB on the 3 MB line.
+
+    Searched as (?:.)*, a line of 90,001 characters takes nothing; a line over
+    grep_max_line_chars is refused to a pattern that repeats a group, with the reason.
+    """
+    report = _child("long_lines", tmp_path, time_limit=30)  # time is not what is measured
+    assert report["rss_growth_mb"] <= LONG_LINE_BUDGET_MB, report
+    assert "fact/long.md" in report["^ab"]  # the long line is searched by other patterns
+    for pattern in REPEATED_GROUPS:
+        assert "fact/long.md has a line of 3,000,000 characters" in report[f"{pattern} everywhere"], report
+        assert "grep_max_line_chars" in report[f"{pattern} everywhere"]
+        assert report[f"{pattern} in fact/wide.md"].startswith("Memory entries matching"), report
 
 
 # --------------------------------------------------------------------------- the child
@@ -108,6 +134,8 @@ def main(tmp: str) -> None:
                  metadata={"type": "fact"})
     memory.write("concept/words.md", "\n".join(f"w{i} b{i}" for i in range(2000)), title="Words",
                  metadata={"type": "concept", "tags": ["w1", "b2"]})
+    # One line longer than grep_max_line_chars: a pattern that repeats a group is refused it.
+    memory.write("fact/long.md", "ab" * 150_000 + "!", title="Long", metadata={"type": "fact"})
     session = Session()
     figures = {"calls": 0, "answered": 0, "refused": 0, "slowest_call_s": 0.0, "slowest_pattern": ""}
     baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -134,4 +162,34 @@ def main(tmp: str) -> None:
     memory.close()
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     figures["rss_growth_mb"] = round((peak_kb - baseline_kb) / 1024, 1)
+    print(json.dumps(figures))
+
+
+def long_lines(tmp: str) -> None:
+    """Grep lines of 3,000,000 and 90,001 characters with repeated groups (in this process, the test's child)."""
+    import resource
+
+    from memdir.core.errors import InputValidationError
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+    from memdir.tools.memory_grep import memory_grep
+    from memdir.tools.session import Session
+    from tests.fakes import FakeEmbedder
+
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+    memory = Memory.open(Settings(root=Path(tmp) / "memory"), embedder=FakeEmbedder())
+    memory.write("fact/long.md", "ab" * 1_500_000, title="Long", metadata={"type": "fact"})
+    memory.write("fact/wide.md", "xy" * 45_000 + "y", title="Wide", metadata={"type": "fact"})
+    session = Session()
+    figures: dict[str, object] = {"^ab": memory_grep(memory, session, "^ab")}
+    baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for pattern in REPEATED_GROUPS:
+        for path in (None, "fact/wide.md"):
+            try:
+                answer = memory_grep(memory, session, pattern, path=path)
+            except InputValidationError as exc:
+                answer = exc.message
+            figures[f"{pattern} {f'in {path}' if path else 'everywhere'}"] = answer
+    figures["rss_growth_mb"] = round((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - baseline_kb) / 1024, 1)
+    memory.close()
     print(json.dumps(figures))

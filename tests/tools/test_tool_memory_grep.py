@@ -226,3 +226,15 @@ def test_patterns_that_would_cost_too_much_to_compile_are_refused_before_compili
     with pytest.raises(InputValidationError, match="is too costly to search with") as caught:
         memory_grep(memory, session, pattern)
     assert caught.value.hint
+
+
+def test_a_pattern_that_repeats_a_group_is_refused_a_line_over_its_bound_with_the_reason(tmp_path, session):
+    settings = Settings(root=tmp_path / "m", grep_max_line_chars=100)
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("fact/wide", "ab" * 60 + "\nshort ab line", title="Wide", metadata={"type": "fact"})
+        found = memory_grep(memory, session, "(?:x|ab)b*", path="fact/", output_mode="count")  # no repeated group
+        assert "fact/wide.md: 61 matches" in found
+        with pytest.raises(InputValidationError, match="fact/wide.md has a line of 120 characters") as caught:
+            memory_grep(memory, session, "(a|b)+", path="fact/")
+        assert "grep_max_line_chars" in caught.value.message and "[ab]* instead of (a|b)*" in caught.value.hint
+        assert "fact/wide.md: 2 matches" in memory_grep(memory, session, "[ab]+", path="fact/", output_mode="count")

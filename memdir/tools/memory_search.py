@@ -1,0 +1,98 @@
+"""MemorySearch: ranked hybrid search (meaning + keywords), compact results with a snippet each.
+
+Also what ``memdir search`` prints, so the CLI and the tool show the same results.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memdir.core.errors import EntryNotFoundError, InputValidationError
+from memdir.search.hybrid import SearchResult
+from memdir.search.snippet import best_line
+from memdir.tools.formatting import memory_uri, plural
+from memdir.tools.params import coerce_str_list
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
+
+
+def memory_search(
+    memory: Memory,
+    query: str,
+    top_k: int = 10,
+    type: list[str] | None = None,  # noqa: A002 - the parameter's name in the tool's schema
+    path_prefix: str | None = None,
+    tags: list[str] | None = None,
+    threshold: float | None = None,
+    explain: bool = False,
+) -> str:
+    """Search memory by meaning and keywords; the best entries first, each with the line that matched.
+
+    Use it to find what is stored about a topic, a person or a question when you do not
+    know the path: it ranks every entry by semantic similarity and keyword match. Then
+    read a result with MemoryRead. For an exact word or pattern, MemoryGrep is exact.
+
+    Args:
+        query: what to look for, in plain words (a question or a few keywords).
+        top_k: how many results (1-50, default 10).
+        type: only entries of these types, e.g. ``["fact"]`` or ``["concept", "skill"]``.
+        path_prefix: only entries under this folder (e.g. ``concept/ruby``) or this one entry.
+        tags: only entries carrying at least one of these tags.
+        threshold: only results scoring at least this (0-1).
+        explain: also show each result's score breakdown (semantic, bm25, keyword, tag).
+
+    Returns:
+        ``N results for 'QUERY':`` then per result ``1. memory://path "Title" (type, score 0.62)``
+        and an indented line of the entry's best-matching text.
+    """
+    text = (query or "").strip()
+    if not text:
+        raise InputValidationError("The query is empty.", "Pass what to look for, e.g. query: 'deployment checklist'.")
+    limit = memory.settings.search_max_top_k
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= limit:
+        raise InputValidationError(f"top_k must be a whole number from 1 to {limit}, got {top_k!r}.",
+                                   f"Pass e.g. top_k: 10 (at most {limit}).")
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise InputValidationError(f"threshold must lie between 0 and 1, got {threshold!r}.",
+                                   "Pass e.g. threshold: 0.3, or leave it out to keep every result.")
+    types = coerce_str_list(type, "type") or None
+    tag_list = coerce_str_list(tags, "tags") or None
+    results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix, tags=tag_list)
+    if not results:
+        return f"No memory entries found for '{text}'."
+    weights = memory.term_weights(text)
+    lines = [f"{plural(len(results), 'result')} for '{text}'"
+             + (" (keyword search only: no embedding model is ready)" if results[0].mode == "keyword" else "") + ":"]
+    for rank, result in enumerate(results, start=1):
+        lines.append(_headline(rank, result))
+        snippet = _snippet(memory, result.path, weights)
+        if snippet:
+            lines.append(f"   {snippet}")
+        if explain:
+            lines.append(f"   {_explanation(result)}")
+    return "\n".join(lines)
+
+
+def _headline(rank: int, result: SearchResult) -> str:
+    title = f' "{result.title}"' if result.title else ""
+    kind = f"{result.type}, " if result.type else ""
+    return f"{rank}. {memory_uri(result.path)}{title} ({kind}score {result.score:.2f})"
+
+
+def _snippet(memory: Memory, path: str, weights: dict[str, float]) -> str:
+    try:
+        content = memory.read(path).content
+    except EntryNotFoundError:  # deleted by another process since the search
+        return ""
+    return best_line(content, weights)
+
+
+def _explanation(result: SearchResult) -> str:
+    parts = result.breakdown
+    semantic = "n/a" if parts.semantic is None else f"{parts.semantic:.3f}"
+    return (f"[semantic {semantic} · bm25 {parts.bm25:.3f} (raw {parts.bm25_raw:.2f}) · keyword {parts.keyword:.3f}"
+            f" · tag {parts.tag:.3f} · relevance {result.relevance:.3f}]")
+
+
+__all__ = ["memory_search"]

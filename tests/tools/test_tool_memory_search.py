@@ -1,0 +1,71 @@
+"""MemorySearch: ranked results with the best-matching line, filters, explanation and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from memdir.core.errors import InputValidationError
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+from memdir.search.snippet import best_line
+from memdir.tools.memory_search import memory_search
+from tests.fakes import FakeEmbedder
+
+DEPLOY = "# Deployment\n\nWe deploy every Tuesday.\n\nRollback: run `make rollback` and page the on-call engineer.\n"
+
+
+@pytest.fixture
+def memory(tmp_path):
+    store = Memory.open(Settings(root=tmp_path / "memory", embeddings_enabled=False), embedder=FakeEmbedder())
+    store.write("fact/ops/deploy.md", DEPLOY, title="Deployment", metadata={"type": "fact", "tags": ["ops"]})
+    store.write("concept/ruby/classes.md", "Ruby classes hold methods.\nA rollback is not a Ruby idea.",
+                title="Ruby classes", metadata={"type": "concept", "tags": ["ruby"]})
+    store.write("skill/debug.md", "Steps to debug a flaky test.", title="Debugging", metadata={"type": "skill"})
+    yield store
+    store.close()
+
+
+def test_results_show_the_line_that_matched_not_the_first(memory):
+    text = memory_search(memory, "how do I rollback and page on-call?", top_k=2)
+    lines = text.splitlines()
+    assert lines[0].startswith("2 results for 'how do I rollback and page on-call?'")
+    assert lines[1].startswith('1. memory://fact/ops/deploy.md "Deployment" (fact, score ')
+    assert lines[2] == "   Rollback: run `make rollback` and page the on-call engineer."
+    assert lines[3].startswith('2. memory://concept/ruby/classes.md "Ruby classes" (concept, score ')
+    assert lines[4] == "   A rollback is not a Ruby idea."
+
+
+def test_filters_by_type_folder_and_tag(memory):
+    assert "concept/ruby" not in memory_search(memory, "rollback", type=["fact"])
+    assert "fact/ops" not in memory_search(memory, "rollback", path_prefix="concept/ruby")
+    assert "fact/ops" not in memory_search(memory, "rollback", tags='["ruby"]')  # a JSON string, SwarmMemory-style
+    assert memory_search(memory, "rollback", type="skill") == "No memory entries found for 'rollback'."
+
+
+def test_explain_shows_the_score_breakdown(memory):
+    text = memory_search(memory, "rollback", top_k=1, explain=True)
+    assert text.splitlines()[3].startswith("   [semantic n/a · bm25 1.000 (raw ")
+    assert "relevance" not in memory_search(memory, "rollback", top_k=1)
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"query": "  "}, "The query is empty."),
+    ({"query": "x", "top_k": 0}, "top_k must be a whole number from 1 to 50, got 0."),
+    ({"query": "x", "top_k": 51}, "top_k must be a whole number from 1 to 50, got 51."),
+    ({"query": "x", "threshold": 1.5}, "threshold must lie between 0 and 1, got 1.5."),
+])
+def test_bad_arguments_say_what_to_pass(memory, arguments, message):
+    with pytest.raises(InputValidationError) as caught:
+        memory_search(memory, **arguments)
+    assert str(caught.value).startswith(message)
+
+
+def test_a_long_line_is_cut_around_its_match():
+    line = "intro " * 60 + "the rollback command lives here " + "outro " * 60
+    snippet = best_line(line, {"rollback": 1.0}, max_chars=80)
+    assert len(snippet) <= 80 and snippet.startswith("…") and snippet.endswith("…") and "rollback" in snippet
+
+
+def test_rare_words_outweigh_common_ones():
+    content = "the weather was nice today\nCaroline went to the support group"
+    assert best_line(content, {"weather": 0.2, "nice": 0.2, "carolin": 3.0}) == "Caroline went to the support group"
