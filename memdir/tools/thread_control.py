@@ -51,7 +51,8 @@ def _step(manager: ThreadManager, thread: str, _: str | None, summarize: Summari
         return f"Step: nothing to do; no message is queued and no compaction is due.{left}"
     error = stepped.processed.exception()
     if error is not None:
-        return f"Step: the next message failed and was dropped: {error}.{left}"
+        reason = str(error).rstrip(".")
+        return f"Step: the next message failed ({reason}); it was not written and stays queued for a later step.{left}"
     return f"Step: wrote {stepped.processed.result().chunk_id}.{left}"
 
 
