@@ -1,23 +1,29 @@
-"""Cold latency of `memdir discover`, the Claude Code UserPromptSubmit hook.
+"""Latency of the Claude Code hooks `memdir discover` (UserPromptSubmit) and `memdir hook session-start`,
+cold and with a memdir server for the same root running.
 
 Usage::
 
-    python bench/bench_discover_hook.py [--entries 1000] [--runs 10]
+    python bench/bench_discover_hook.py [--entries 10000] [--runs 20] [--cache DIR]
 
-Builds a temporary root with ~1K entries of all four types (embedded with the real
-model when one is installed), then spawns ``python -m memdir discover`` N times with a
-hook payload on stdin — each run a fresh process, as Claude Code runs it — and prints
-median and p95 wall time, with the real model and keyword-only
-(``MEMDIR_EMBEDDINGS_ENABLED=false``), plus the bare interpreter and CLI start-up
-for reference.
+Builds a root with N entries of all four types (embedded with the real model when one is
+installed; cached under ``--cache`` so a second run starts at once), then spawns
+``python -m memdir discover`` and ``python -m memdir hook session-start`` with a hook payload
+on stdin — each run a fresh process, as Claude Code runs it — and prints median and p95
+wall time: cold (the hook opens the store and loads the model itself; also keyword-only,
+``MEMDIR_EMBEDDINGS_ENABLED=false``), then with ``memdir serve`` running for the same root
+(the hook asks it over the root's local socket, `memdir.core.hook_socket`), plus the bare
+interpreter and CLI start-up for reference. Targets with a server, 10K entries:
+p50 <= 150 ms, p95 <= 300 ms.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,6 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from memdir.core import hook_socket  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
 
@@ -75,30 +82,70 @@ def report(label: str, times: list[float]) -> None:
     print(f"{label:<38} median {statistics.median(times) * 1000:7.0f} ms   p95 {p95 * 1000:7.0f} ms   (n={len(times)})")
 
 
+def cached_root(cache: Path, entries: int) -> Path:
+    """The benchmark root of ``entries`` entries, built once under ``cache``."""
+    root = cache / f"hook-root-{entries}"
+    if not (root / ".built").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        started = time.perf_counter()
+        state = build_root(root, entries)
+        (root / ".built").write_text(state)
+        print(f"built {entries} entries (model {state}) in {time.perf_counter() - started:.0f}s")
+    return root
+
+
+@contextlib.contextmanager
+def running_server(root: Path, env: dict[str, str]):
+    """`memdir serve` for ``root`` (stdio held open), once it answers discovery with its model loaded."""
+    server = subprocess.Popen([sys.executable, "-m", "memdir", "serve", "--root", str(root)], stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        started = time.perf_counter()
+        request = {"kind": "discover", "prompt": PROMPT, "include_skills": True}
+        while hook_socket.ask(root, request, timeout=5.0) is None:  # declined while the model loads
+            if server.poll() is not None or time.perf_counter() - started > 300:
+                raise SystemExit("memdir serve did not come up")
+            time.sleep(0.2)
+        print(f"server ready (store open, model loaded) in {time.perf_counter() - started:.1f}s")
+        yield server
+    finally:
+        server.stdin.close()  # end of stdio: the server shuts down
+        server.wait(timeout=60)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--entries", type=int, default=1000)
-    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-hook")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "memory"
-        started = time.perf_counter()
-        state = build_root(root, args.entries)
-        print(f"root: {args.entries} entries, model {state}, built in {time.perf_counter() - started:.1f}s\n")
+        root = cached_root(args.cache, args.entries)
+        state = (root / ".built").read_text()
+        print(f"root: {root} ({args.entries} entries, model {state}), {args.runs} runs each\n")
         payload = json.dumps({"session_id": "bench", "cwd": tmp, "hook_event_name": "UserPromptSubmit", "prompt": PROMPT})
+        start_payload = json.dumps({"session_id": "bench", "cwd": tmp, "hook_event_name": "SessionStart", "source": "startup"})
         base_env = {**os.environ, "MEMDIR_CONFIG": str(Path(tmp) / "memdir.toml")}
         hook = [sys.executable, "-m", "memdir", "discover", "--root", str(root)]
+        session_start = [sys.executable, "-m", "memdir", "hook", "session-start", "--root", str(root)]
 
         report("python -c pass", timed([sys.executable, "-c", "pass"], "", base_env, args.runs)[0])
         report("memdir --help", timed([sys.executable, "-m", "memdir", "--help"], "", base_env, args.runs)[0])
         keyword_times, keyword_out = timed(hook, payload, {**base_env, "MEMDIR_EMBEDDINGS_ENABLED": "false"}, args.runs)
-        report("memdir discover (keyword only)", keyword_times)
+        report("cold: discover (keyword only)", keyword_times)
         model_times, model_out = timed(hook, payload, base_env, args.runs)
-        report(f"memdir discover (model {state})", model_times)
+        report(f"cold: discover (model {state})", model_times)
+        report("cold: hook session-start", timed(session_start, start_payload, base_env, args.runs)[0])
+        print()
+        with running_server(root, base_env):
+            served_times, served_out = timed(hook, payload, base_env, args.runs)
+            report("server running: discover", served_times)
+            report("server running: hook session-start", timed(session_start, start_payload, base_env, args.runs)[0])
+        print(f"\nsame reminder with and without the server: {served_out == model_out}")
         for label, out in (("keyword only", keyword_out), ("model", model_out)):
             context = json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
-            print(f"\n{label}: {len(context)} chars of context, ~{len(context) // 4} tokens")
+            print(f"{label}: {len(context)} chars of context, ~{len(context) // 4} tokens")
 
 
 if __name__ == "__main__":

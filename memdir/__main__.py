@@ -1,6 +1,6 @@
 """`python -m memdir ...`: the same command line as the `memdir` script."""
 
-from memdir.cli import app
+from memdir.launch import main
 
 if __name__ == "__main__":
-    app()
+    main()

@@ -241,15 +241,21 @@ def discover_hook(
         prompt = payload.get("prompt") if isinstance(payload, dict) else None
         if not isinstance(prompt, str) or not prompt.strip():
             return
-        from memdir.memory import Memory
-        from memdir.tools.discovery import discover
+        from memdir.core import hook_socket
 
         settings = load_settings(root, agent, mode=mode.value if mode else None)
-        with Memory.open(settings) as memory:
-            text = discover(memory, prompt, settings, include_skills=settings.mode != "retrieval")
-        if text:
-            output = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
-            sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+        include_skills = settings.mode != "retrieval"
+        text = None
+        if settings.hook_socket:  # a running server has the store open and the model loaded
+            request = {"kind": "discover", "prompt": prompt, "include_skills": include_skills}
+            text = hook_socket.ask(settings.store_root, request, settings.hook_socket_timeout)
+        if text is None:
+            from memdir.memory import Memory
+            from memdir.tools.discovery import discover
+
+            with Memory.open(settings) as memory:
+                text = discover(memory, prompt, settings, include_skills=include_skills)
+        sys.stdout.write(hook_socket.hook_output("UserPromptSubmit", text))
     except Exception as exc:  # a hook must never block the user's prompt
         print(f"memdir discover: {type(exc).__name__}: {exc}", file=sys.stderr)
 

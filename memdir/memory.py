@@ -7,7 +7,8 @@ the files (the truth), the derived index and the vector matrix in step:
   under the exclusive lock, writes the files atomically and updates the index, so other
   processes never see one without the other for long and never see a half entry;
 * reads of content go to the files; search goes to the index, refreshed first with
-  whatever other processes changed;
+  whatever other processes changed (and re-scanned when a writer died between its files
+  and its index update: `DerivedIndex.behind_files`);
 * when the model is missing or still loading, writes still succeed (the entry is marked
   not embedded and embedded later) and search is keyword-only.
 """
@@ -17,8 +18,9 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +30,7 @@ import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.keywords import extract_keywords, porter_stem
-from memdir.core.errors import EntryNotFoundError, StaleEditError
+from memdir.core.errors import EntryNotFoundError, LockTimeoutError, StaleEditError
 from memdir.core.paths import link_target, normalize_path
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length
@@ -37,7 +39,15 @@ from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.resolve import model_id_for
 from memdir.embeddings.text import searchable_text, text_hash, text_recipe
 from memdir.search.hybrid import HybridSearcher, SearchResult, normalize_prefix
-from memdir.search.text_search import GrepHit, GrepPattern, glob_matcher, grep_content, matching_fields, path_filter
+from memdir.search.text_search import (
+    GrepHit,
+    GrepPattern,
+    filter_folder,
+    glob_matcher,
+    grep_content,
+    matching_fields,
+    path_filter,
+)
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex, file_stats, listing
@@ -173,7 +183,7 @@ class Memory:
         text = self._card(title, meta, content)  # before the entry exists
         vector = self._embed([text])
         model_id = self._model_id() if vector is not None else None
-        with self.adapter.lock.exclusive():
+        with self._changing():
             overwritten = self.adapter.exists(logical)
             if expected_content is not None and (
                 not overwritten or self.adapter.read_contents([logical])[0] != expected_content
@@ -196,7 +206,7 @@ class Memory:
     def delete(self, path: str) -> str:
         """Delete an entry (all its files and index rows); returns the normalised path."""
         logical = normalize_path(path)
-        with self.adapter.lock.exclusive():
+        with self._changing():
             if not self.adapter.exists(logical):
                 raise EntryNotFoundError(logical)
             self.adapter.delete(logical)
@@ -209,7 +219,7 @@ class Memory:
         Both happen under one hold of the write lock, so no reader sees a link to the
         deleted entry. Returns the normalised path and the entries whose links were removed.
         """
-        with self.adapter.lock.exclusive():
+        with self._changing():
             logical = self.delete(path)
             return logical, self.unlink(logical)
 
@@ -222,8 +232,7 @@ class Memory:
         """
         target = normalize_path(target)
         changed = []
-        with self.adapter.lock.exclusive():
-            self.index.refresh()
+        with self._changing():
             for path in self.index.linking_to(target):
                 entry = self.adapter.read_entry(path, follow=False)
                 kept = [link for link in entry.metadata.related if link_target(link) != target]
@@ -250,7 +259,7 @@ class Memory:
     def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
         """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
         logical, goal = normalize_path(path), normalize_path(target)
-        with self.adapter.lock.exclusive():
+        with self._changing():
             self.adapter.write_stub(logical, Redirect(kind, goal))
             self.index.remove(logical)
 
@@ -259,16 +268,18 @@ class Memory:
 
     def list(self, prefix: str | None = None, *, include_virtual: bool = True) -> list[EntryInfo]:
         """Every entry (stubs excluded), optionally under a folder prefix, in path order."""
-        return self._entries(path_filter(prefix), include_virtual=include_virtual)
+        return self._entries(path_filter(prefix), include_virtual=include_virtual, under=filter_folder(prefix))
 
-    def _entries(self, keep: Callable[[str], bool], *, include_virtual: bool = True) -> list[EntryInfo]:
+    def _entries(
+        self, keep: Callable[[str], bool], *, include_virtual: bool = True, under: str | None = None
+    ) -> list[EntryInfo]:
         """The entries whose path ``keep`` accepts, with title, type, hits and updated_at.
 
         Those come from the derived index where its row is as fresh as the entry's files
         (one ``stat`` of the ``.yml`` tells) and from the ``.yml`` otherwise: parsing every
         sidecar made a listing of 100K entries take ~15 s, and a narrow glob paid for all.
         """
-        stats = {path: st for path, st in listing(self.adapter) if keep(path)}
+        stats = {path: st for path, st in listing(self.adapter, under) if keep(path)}
         known = self.index.describe(stats)
         infos = [*known.values(), *self.adapter.describe([path for path in stats if path not in known])]
         if include_virtual:
@@ -312,7 +323,7 @@ class Memory:
 
     def _labels(self, paths: list[str]) -> dict[str, dict[str, tuple[str, ...]]]:
         """Title and tags of each entry: from the index (no file read), built-in ones from their own metadata."""
-        self.index.refresh()
+        self._refresh()
         rows = self.index.rows([p for p in paths if not is_virtual(p)])
         labels = {p: {"title": (row.title,), "tags": row.tags} for p, row in rows.items()}
         for builtin in filter(is_virtual, paths):
@@ -346,7 +357,7 @@ class Memory:
         Built-in skills are in every root: they answer searches for skills (``types``
         with ``skill``, a ``skill/`` prefix), not every content search of every root.
         """
-        self.index.refresh()
+        self._refresh()
         types = list(types) if types else None
         hidden = _unasked_builtins(types, path_prefix)
         results = self.searcher.search(
@@ -377,7 +388,7 @@ class Memory:
         Vectors of another model (left from before a model switch, until re-embedded) are
         left out: they are not comparable with the current ones.
         """
-        self.index.refresh()
+        self._refresh()
         paths, matrix = self.index.vectors.snapshot()
         model_id = self._model_id()
         keep = [row for row, path in enumerate(paths) if self.index.vectors.model_of(path) == model_id]
@@ -387,7 +398,7 @@ class Memory:
 
     # ------------------------------------------------------------------ model & index maintenance
     def status(self) -> MemoryStatus:
-        self.index.refresh()
+        self._refresh()
         embedder = self.model.peek()
         stats = self.index.stats(embedder.model_id if embedder else None)
         return MemoryStatus(
@@ -434,6 +445,33 @@ class Memory:
                 model_id=self._model_id(),
                 text_recipe=text_recipe(self.settings.embedding_max_chars, self.settings.embedding_summary),
             )
+
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """The exclusive lock, over an index that holds every file change committed before.
+
+        A writer killed between committing its files and updating the index leaves a change
+        the index lacks; recording a new change on top without a re-scan would hide it for good.
+        """
+        with self.adapter.lock.exclusive():
+            if self.index.behind_files():
+                self.reconcile()
+            yield
+
+    def _refresh(self) -> None:
+        """Catch the index up with other processes, re-scanning the files if a writer died mid-change.
+
+        While another process holds the lock, a lagging index means a writer between its files
+        and its index update (or a dead one that writer's `_changing` will repair): nobody waits.
+        """
+        if not self.index.behind_files() or self.adapter.lock.mode == "shared":
+            return
+        try:
+            with self.adapter.lock.exclusive(timeout=0):  # free: nobody is mid-change
+                if self.index.behind_files():
+                    self.reconcile()
+        except LockTimeoutError:
+            pass
 
     def _searchable(self, entry: Entry) -> str:
         return self._card(entry.title, entry.metadata, entry.content)
@@ -511,7 +549,7 @@ class Memory:
     def _store_vectors(self, embedder: Embedder, entries: list[Entry], texts: list[str], embedding: Future[np.ndarray]) -> int:
         """Write one chunk's vectors (files and index) once the model has made them; returns the chunk's size."""
         vectors = embedding.result()
-        with self.adapter.lock.exclusive():
+        with self._changing():
             fresh: dict[str, np.ndarray] = {}
             hashes: dict[str, str] = {}
             expected: dict[str, Entry] = {}

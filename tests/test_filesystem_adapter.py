@@ -562,7 +562,7 @@ with RootLock(sys.argv[1]).exclusive():
 """
 
 
-def test_another_process_holding_the_lock_makes_calls_time_out(root: Path) -> None:
+def test_another_process_holding_the_lock_makes_writes_time_out_while_reads_go_on(root: Path) -> None:
     adapter = FilesystemAdapter(root, lock_timeout=0.2)
     put(adapter, "fact/a")
     with subprocess.Popen(
@@ -574,7 +574,10 @@ def test_another_process_holding_the_lock_makes_calls_time_out(root: Path) -> No
             with pytest.raises(LockTimeoutError):
                 put(adapter, "fact/b")
             with pytest.raises(LockTimeoutError):
-                adapter.read_entry("fact/a")
+                adapter.read_entry("fact/a", count_hit=True)  # counting a read writes
+            # Plain reads take no lock: no change is in progress (no journal, counter still).
+            assert adapter.read_entry("fact/a").content == "body"
+            assert [info.path for info in adapter.iter_entries()] == ["fact/a.md"]
         finally:
             child.stdin.write("\n")
             child.stdin.flush()

@@ -123,6 +123,8 @@ def test_another_process_holding_it_exclusively_times_out_with_a_hint(lock_file:
     assert "exclusive lock" in error.message and "another process" in error.message
     assert "MEMDIR_LOCK_TIMEOUT" in error.hint
     assert isinstance(error.__cause__, Exception)  # the portalocker error it translates
+    with held_by_other_process(lock_file, "exclusive"):
+        pass  # the requests given up on released the lock as soon as they got it
     with lock.exclusive():  # free again once the other process let go
         pass
 
@@ -135,6 +137,35 @@ def test_readers_share_writers_wait(lock_file: Path) -> None:
         with pytest.raises(LockTimeoutError):
             with lock.exclusive():
                 pass
+
+
+_QUEUED = """
+import sys
+from memdir.storage.locking import RootLock
+print("asking", flush=True)
+with RootLock(sys.argv[1], timeout=30).exclusive():
+    with open(sys.argv[2], "a") as order:
+        order.write(sys.argv[3] + "\\n")
+"""
+
+
+@pytest.mark.slow
+def test_processes_waiting_for_the_lock_get_it_in_the_order_they_asked(lock_file: Path, tmp_path: Path) -> None:
+    """Polling with sleeps served whoever retried right after a release; queued requests are served in turn."""
+    order_file = tmp_path / "order.txt"
+    waiters = []
+    with held_by_other_process(lock_file, "exclusive"):
+        for name in ("first", "second", "third", "fourth", "fifth"):
+            waiter = subprocess.Popen(
+                [sys.executable, "-c", _QUEUED, str(lock_file), str(order_file), name], stdout=subprocess.PIPE, text=True
+            )
+            assert waiter.stdout is not None and waiter.stdout.readline().strip() == "asking"
+            time.sleep(0.3)  # its request is queued before the next process asks
+            waiters.append(waiter)
+    for waiter in waiters:
+        assert waiter.wait(30) == 0
+        waiter.stdout.close()
+    assert order_file.read_text().split() == ["first", "second", "third", "fourth", "fifth"]
 
 
 def test_another_thread_waits_then_gets_the_lock(lock_file: Path) -> None:

@@ -14,6 +14,7 @@ from memdir.core.errors import EntryNotFoundError
 from memdir.core.settings import Settings
 from memdir.embeddings.provider import ModelProvider
 from memdir.memory import Memory
+from memdir.search.text_search import path_filter
 from tests.fakes import FakeEmbedder
 
 
@@ -309,3 +310,17 @@ def test_re_embedding_never_overwrites_a_sidecar_it_cannot_read(memory):
     assert memory.rebuild() >= 1
     assert yml.read_text() == broken
     assert memory.read("fact/paris").embedded
+
+
+@pytest.mark.parametrize("prefix", [
+    None, "", "/", "**", "concept", "concept/", "concept/ruby", "memory://concept/ruby/", "concept/ruby/classes.md",
+    "fact/top.md", "conc", "nowhere/at/all", "experience/episodes", "concept/*", "./concept", "concept//ruby",
+])
+def test_a_prefix_listing_scans_its_folder_only_and_lists_the_same(memory, prefix):
+    """Memory.list(prefix) walks only the prefix's folder (an episode listing walked the whole root)."""
+    for path in ("concept/ruby/classes.md", "concept/ruby/deep/more.md", "concept/rust/own.md", "fact/top.md",
+                 "experience/episodes/2025/one.md", "skill/git/rebase.md"):
+        memory.write(path, f"content of {path}", title=path)
+    everything = memory.list()
+    keep = path_filter(prefix)
+    assert memory.list(prefix) == [info for info in everything if keep(info.path)]

@@ -9,8 +9,6 @@ Keys in the TOML file are the field names (``semantic_weight = 0.6``).
 
 from __future__ import annotations
 
-import os
-import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -26,10 +24,9 @@ from pydantic_settings import (
 )
 
 from memdir.core.errors import ConfigError
+from memdir.core.locations import AGENT_NAME, APP_NAME, HOOK_SOCKET_TIMEOUT, config_file, default_root
 
-APP_NAME = "memdir"
 Mode = Literal["assistant", "retrieval", "researcher"]
-_AGENT_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 
 
 ENV_PREFIXES = ("memdir_", "swarm_memory_")
@@ -85,24 +82,13 @@ def _setting(default: Any, name: str, swarm: str | None = None, **kwargs: Any) -
     return Field(default, validation_alias=AliasChoices(*aliases), **kwargs)
 
 
-def config_file() -> Path:
-    """The TOML file settings are read from (it need not exist)."""
-    explicit = os.environ.get("MEMDIR_CONFIG")
-    if explicit:
-        return Path(explicit).expanduser()
-    local = Path.cwd() / "memdir.toml"
-    if local.is_file():
-        return local
-    return Path(platformdirs.user_config_dir(APP_NAME)) / "memdir.toml"
-
-
 class Settings(BaseSettings):
     """memdir's configuration (see the module docstring for where values come from)."""
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, case_sensitive=False)
 
     # --- where things live
-    root: Path = _setting(Path(platformdirs.user_data_dir(APP_NAME)), "root", description="The memory root directory.")
+    root: Path = _setting(default_root(), "root", description="The memory root directory.")
     cache_dir: Path = _setting(Path(platformdirs.user_cache_dir(APP_NAME)), "cache_dir")
     agent: str | None = _setting(None, "agent", description="Per-agent store: <root>/agents/<agent>.")
 
@@ -176,6 +162,8 @@ class Settings(BaseSettings):
     read_workers: int = _setting(
         4, "read_workers", description="Threads that run read-only memory tools beside the one that runs writes."
     )
+    hook_socket: bool = _setting(True, "hook_socket", description="A running server answers the hooks over a local socket under <root>/.memdir/.")
+    hook_socket_timeout: float = _setting(HOOK_SOCKET_TIMEOUT, "hook_socket_timeout", description="Seconds a hook waits for the server before answering on its own.")
 
     # --- discovery (per-message reminders)
     discovery_top_k: int = _setting(3, "discovery_top_k")
@@ -225,7 +213,7 @@ class Settings(BaseSettings):
     @classmethod
     def _agent_is_a_plain_name(cls, value: str | None) -> str | None:
         """An agent name becomes a folder: refuse anything that could leave the root."""
-        if value is not None and not _AGENT_NAME.fullmatch(value):
+        if value is not None and not AGENT_NAME.fullmatch(value):
             raise ValueError(
                 f"agent name {value!r} is not allowed: use letters, digits, '-', '_' or '.', not starting with '.'"
             )

@@ -17,9 +17,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
+from memdir.core import hook_socket
 from memdir.core.settings import Settings
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -66,23 +70,41 @@ def session_end(stdin: str, settings: Callable[[], Settings], *, err: IO[str] | 
     return 0
 
 
+def session_start_reminder(memory: Memory, cwd: str | None) -> str:
+    """The "where we left off" reminder for a session starting in ``cwd`` ("" when there are no episodes).
+
+    The cold hook and a running server's hooks socket (`memdir.server.local_socket`) both call it.
+    """
+    from memdir.episodes.ingest import project_name
+    from memdir.episodes.recall import where_we_left_off
+
+    return where_we_left_off(memory, project=project_name(cwd))
+
+
 def session_start(stdin: str, settings: Callable[[], Settings], *, out: IO[str], err: IO[str] | None = None) -> int:
-    """Print the SessionStart ``additionalContext`` JSON (nothing when there are no episodes). Always returns 0."""
+    """Print the SessionStart ``additionalContext`` JSON (nothing when there are no episodes). Always returns 0.
+
+    A running server for the same store answers over its hooks socket; otherwise the
+    store is opened here (without the model: the reminder needs none).
+    """
     try:
         payload = read_payload(stdin)
-        from memdir.episodes.ingest import project_name
-        from memdir.episodes.recall import where_we_left_off
-        from memdir.memory import Memory
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        resolved = settings()
+        reminder = None
+        if resolved.hook_socket:
+            request = {"kind": "session-start", "cwd": cwd}
+            reminder = hook_socket.ask(resolved.store_root, request, resolved.hook_socket_timeout)
+        if reminder is None:
+            from memdir.memory import Memory
 
-        with Memory.open(settings(), load_model=False) as memory:
-            reminder = where_we_left_off(memory, project=project_name(payload.get("cwd")))
-        if reminder:
-            output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": reminder}}
-            out.write(json.dumps(output, ensure_ascii=False) + "\n")
+            with Memory.open(resolved, load_model=False) as memory:
+                reminder = session_start_reminder(memory, cwd)
+        out.write(hook_socket.hook_output("SessionStart", reminder))
     except Exception as exc:  # a hook must never break the user's session
         log.debug("session-start hook failed", exc_info=True)
         _say(err, f"could not build the session-start reminder ({type(exc).__name__}: {exc}).")
     return 0
 
 
-__all__ = ["read_payload", "session_end", "session_start"]
+__all__ = ["read_payload", "session_end", "session_start", "session_start_reminder"]

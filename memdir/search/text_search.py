@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 from dataclasses import dataclass, field
 
-from memdir.core.errors import InputValidationError
+from memdir.core.errors import InputValidationError, InvalidPathError
 from memdir.core.globbing import glob_matcher as path_glob
-from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
+from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME, normalize_path
 from memdir.core.user_regex import RegexBudget, compile_search, shown
 
 T = TypeVar("T")
@@ -69,6 +69,24 @@ def path_filter(path: str | None) -> Callable[[str], bool]:
         return lambda candidate: candidate == text
     prefix = text.rstrip("/") + "/"
     return lambda candidate: candidate.startswith(prefix)
+
+
+def filter_folder(path: str | None) -> str | None:
+    """The folder holding every entry `path_filter` (``path``) accepts; None for the whole root.
+
+    A listing scans only this folder instead of the whole root (an episode listing at 10K
+    entries stat'ed all of them).
+    """
+    path_filter(path)  # the same validation and error
+    text = (path or "").strip().removeprefix(MEMORY_SCHEME)
+    if text in ("", "/", "**", "**/*"):
+        return None
+    folder = text.rpartition("/")[0] if text.endswith(ENTRY_SUFFIX) else text.rstrip("/")
+    try:
+        normalize_path(folder)
+    except InvalidPathError:  # no entry can be inside it: the whole root is scanned and the filter keeps none
+        return None
+    return folder or None
 
 
 @dataclass(slots=True)

@@ -33,7 +33,7 @@ from pydantic import Field, ValidationError, WithJsonSchema
 from memdir import __version__
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget
-from memdir.server import prompts, resources, sampling, toolsets, workspace
+from memdir.server import local_socket, prompts, resources, sampling, toolsets, workspace
 from memdir.server.arguments import invalid_arguments_message, unknown_arguments_message
 from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
 from memdir.server.state import (
@@ -302,17 +302,18 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
     async def lifespan(_: "MCPServer[AppState]") -> AsyncIterator[AppState]:
         host = MemoryHost(settings, embedder)
         try:
-            yield AppState(
-                settings=settings,
-                host=host,
-                sessions=SessionRegistry(),
-                workspace=Workspace.create(
-                    settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout,
-                    regex_budget=RegexBudget.from_settings(settings),
-                ),
-                tools=registered,
-                workspace_tools=workspace_tools,
-            )
+            async with local_socket.serving(settings, host):
+                yield AppState(
+                    settings=settings,
+                    host=host,
+                    sessions=SessionRegistry(),
+                    workspace=Workspace.create(
+                        settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout,
+                        regex_budget=RegexBudget.from_settings(settings),
+                    ),
+                    tools=registered,
+                    workspace_tools=workspace_tools,
+                )
         finally:
             host.close()
 

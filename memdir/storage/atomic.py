@@ -31,7 +31,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from memdir.core.errors import UnsafeFileError
@@ -109,7 +109,13 @@ def _check_journal(root: Path, journal: dict) -> None:
         _inside(root, relative)
 
 
-def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Path] = ()) -> None:
+def commit_files(
+    root: Path,
+    writes: Mapping[Path, bytes],
+    removals: Iterable[Path] = (),
+    *,
+    on_commit: Callable[[], None] | None = None,
+) -> None:
     """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
 
     Call it under the root's exclusive lock (a concurrent `recover` would otherwise
@@ -120,6 +126,9 @@ def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Pa
         root: the memory root; every path must lie inside it.
         writes: target path -> complete new content.
         removals: paths to delete in the same transaction.
+        on_commit: called right after the commit point, before any file is renamed (the
+            root's change counter is raised there, see `memdir.storage.changes`); it must
+            not raise, since the transaction cannot be undone any more.
 
     Raises:
         OSError: staging failed (disk full, permissions); nothing was changed.
@@ -155,6 +164,8 @@ def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Pa
         raise
     # From here on the transaction is committed: if anything below is interrupted,
     # `recover` rolls it forward, so nothing may be undone.
+    if on_commit is not None:
+        on_commit()
     fsync_dir(journal_dir)
     _roll_forward(root, journal)
     _finish(committed, journal_dir)
@@ -198,11 +209,17 @@ def _unlink_quietly(path: Path) -> bool:
         return False
 
 
-def has_pending(root: Path) -> bool:
-    """True if a transaction journal is waiting for `recover` (one cheap folder listing)."""
+def has_pending(root: Path, *, committed_only: bool = False) -> bool:
+    """True if a transaction journal is waiting for `recover` (one cheap folder listing).
+
+    Args:
+        committed_only: count only journals past their commit point: their files are
+            being renamed right now, or their writer was killed doing so.
+    """
+    suffix = COMMIT_SUFFIX if committed_only else ""
     try:
         with os.scandir(txn_dir(root)) as entries:
-            return any(True for _ in entries)
+            return any(entry.name.endswith(suffix) for entry in entries)
     except (FileNotFoundError, NotADirectoryError):
         return False
 

@@ -17,9 +17,14 @@ not embedded) instead of making it unreadable. The encodings of the ``.yml`` and
 ``.emb`` files are in `memdir.storage.sidecar`; the listing walk is in `memdir.storage.scan`.
 
 Concurrency: every change goes through `memdir.storage.atomic.commit_files` under
-the root's exclusive lock, and reads take the shared lock, so no reader — in this
-process or another — sees half of a change, and a killed writer is repaired
-(`memdir.storage.atomic.recover`) by the next process that takes the lock.
+the root's exclusive lock, and a killed writer is repaired (`memdir.storage.atomic.recover`)
+by the next process that takes the lock. Reads take no lock while they can: each file is
+replaced by rename, so it reads whole, and a read of several files is kept only if the
+root's change counter did not move and no committed transaction was renaming files
+meanwhile (`memdir.storage.changes`); otherwise it is repeated, in the end under the shared lock. So
+no reader — in this process or another — sees half of a change, and readers never queue
+behind writers. (A SwarmMemory process writing the same root raises no counter; its
+changes are whole only to readers that hold the shared lock.)
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -46,10 +53,12 @@ from memdir.core.errors import (
     UnsafeFileError,
 )
 from memdir.core.files import open_regular, read_regular, stat_regular
+from memdir.core.hook_socket import SOCKET_DIR
 from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_path, resolve_in_root, unsafe_file
 from memdir.storage import stubs
 from memdir.storage.atomic import PRIVATE_DIR, commit_files, has_pending, recover
 from memdir.storage.base import EntryInfo, Redirect
+from memdir.storage.changes import ChangeCounter
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
 from memdir.storage.scan import scan_entries, sniff_stub
 from memdir.storage.sidecar import (
@@ -76,6 +85,12 @@ log = logging.getLogger(__name__)
 
 _STUB_READ_LIMIT = 8192  # the first line of any valid stub fits (paths are <= 1024 characters)
 _TITLE_READ_LIMIT = 1024
+# Lock-free attempts of a read that changes kept overlapping, before it waits for the shared
+# lock (behind every queued writer), and the pause before the next one (times the attempt).
+_LOCK_FREE_TRIES = 4
+_RETRY_PAUSE = 0.001
+
+T = TypeVar("T")
 
 
 def _mtime(ns: int) -> datetime:
@@ -129,6 +144,8 @@ class FilesystemAdapter:
         )
         self._total = SharedTotal(self.root, self._scan_total)
         self._stub_reads = StubReads(self.root)
+        self.changes = ChangeCounter(self.root)
+        self._attempt = threading.local()  # warnings held back during a lock-free read
         if has_pending(self.root):
             with self.lock.exclusive():  # finishes what a killed writer left
                 pass
@@ -139,6 +156,7 @@ class FilesystemAdapter:
         """Finish or undo a killed writer's transaction (the lock runs this, exclusively held)."""
         if recover(self.root):
             self._total.invalidate()  # files changed behind the recorded total
+            self.changes.bump()  # and behind every index that has not seen them
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -154,6 +172,51 @@ class FilesystemAdapter:
             if self.lock.mode == "exclusive" and has_pending(self.root):
                 self._repair()
             yield
+
+    def _consistent(self, read: Callable[[], T]) -> T:
+        """``read()`` as of one state of the root: lock-free when no change overlapped it.
+
+        The change counter is read before and after, and the journal folder checked in
+        between (see `memdir.storage.changes` for why that catches every overlapping
+        transaction). When a committed journal (a writer renaming, or a killed one to repair)
+        or a change overlaps every attempt, the read waits for the shared lock instead. An
+        error raised while a change overlapped may come from that change, so it is retried.
+        """
+        if self.lock.mode is None:  # holding the lock already, this thread excludes writers
+            for attempt in range(_LOCK_FREE_TRIES):
+                if attempt:
+                    time.sleep(_RETRY_PAUSE * attempt)  # a writer's renames take a few ms
+                before = self.changes.value()
+                if has_pending(self.root, committed_only=True):
+                    continue
+                self._attempt.warnings = held = []
+                try:
+                    result, error = read(), None
+                except Exception as exc:  # noqa: BLE001 — judged once we know whether a change overlapped
+                    result, error = None, exc
+                finally:
+                    self._attempt.warnings = None
+                if self.changes.value() == before:
+                    for message, args in held:  # about the files as they are, not half a change
+                        log.warning(message, *args)
+                    if error is not None:
+                        raise error
+                    return result  # type: ignore[return-value]
+        with self._reading():
+            return read()
+
+    def _warn(self, message: str, *args: Any) -> None:
+        """Log a warning about a damaged file, or hold it until the lock-free read is known to be whole."""
+        held = getattr(self._attempt, "warnings", None)
+        if held is None:
+            log.warning(message, *args)
+        else:
+            held.append((message, args))
+
+    def _commit(self, writes: Mapping[Path, bytes], removals: Sequence[Path] = ()) -> None:
+        """Commit a change to entries (under the exclusive lock), raising the change counter."""
+        self.changes.prepare()
+        commit_files(self.root, writes, removals, on_commit=self.changes.bump)
 
     # ----------------------------------------------------------------- paths
 
@@ -182,7 +245,8 @@ class FilesystemAdapter:
             if stat.S_ISLNK(st.st_mode):
                 raise unsafe_file(self.root, item, "link")
             if stat.S_ISDIR(st.st_mode):
-                items.extend(item / name for name in sorted(os.listdir(item)))
+                if item != self.root / PRIVATE_DIR / SOCKET_DIR:  # the hooks' socket: never opened as a file
+                    items.extend(item / name for name in sorted(os.listdir(item)))
             elif not stat.S_ISREG(st.st_mode):
                 raise unsafe_file(self.root, item, "special", "neither a regular file nor a folder")
         stat_regular(self.root, self.root / LOCK_FILE_NAME)
@@ -286,7 +350,7 @@ class FilesystemAdapter:
                 removals.append(emb)
             else:
                 writes[emb] = emb_bytes
-            commit_files(self.root, writes | self._total.staged(total), removals)
+            self._commit(writes | self._total.staged(total), removals)
             self._total.committed(total)
         return Entry(
             path=path,
@@ -359,7 +423,7 @@ class FilesystemAdapter:
                     "embedding_checksum": checksum, "embedding_model": model_id, "embedding_text_hash": text_hash,
                 }))
             if writes:
-                commit_files(self.root, writes)
+                self._commit(writes)
         return updated
 
     @staticmethod
@@ -417,7 +481,7 @@ class FilesystemAdapter:
         with self._writing():
             total = self._check_limits(path, md, len(data))
             staged = self._total.staged(total) | self._stub_reads.staged_forget([path])  # a new stub starts unread
-            commit_files(self.root, {md: data} | staged, [yml, emb])
+            self._commit({md: data} | staged, [yml, emb])
             self._total.committed(total)
 
     def delete(self, path: str) -> None:
@@ -434,7 +498,7 @@ class FilesystemAdapter:
             if stat_regular(self.root, md) is None:
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
-            commit_files(self.root, self._total.staged(total) | self._stub_reads.staged_forget([path]), [md, yml, emb])
+            self._commit(self._total.staged(total) | self._stub_reads.staged_forget([path]), [md, yml, emb])
             self._total.committed(total)
             self._prune_empty_folders(md.parent)
 
@@ -467,8 +531,7 @@ class FilesystemAdapter:
         path = normalize_path(path)
         if is_virtual(path):
             return None
-        with self._reading():
-            return self._redirect_of(path)
+        return self._consistent(lambda: self._redirect_of(path))
 
     def _redirect_of(self, path: str) -> Redirect | None:
         if is_virtual(path):
@@ -501,15 +564,20 @@ class FilesystemAdapter:
         path = normalize_path(path)
         if is_virtual(path):
             return load_virtual(path)
-        with self._writing() if count_hit else self._reading():
-            target = stubs.follow(self._redirect_of, path, self.max_redirect_hops) if follow else path
-            if count_hit and target != path:
-                self._count_stub_hit(path)
-            if is_virtual(target):
-                return load_virtual(target)
-            entry, sidecar = self._load(target)
-            if count_hit and sidecar is not None:  # stubs have no sidecar
-                entry = self._count_hit(target, entry, sidecar)
+        if not count_hit:
+            return self._consistent(lambda: self._read_entry(path, follow=follow, count_hit=False))
+        with self._writing():
+            return self._read_entry(path, follow=follow, count_hit=True)
+
+    def _read_entry(self, path: str, *, follow: bool, count_hit: bool) -> Entry:
+        target = stubs.follow(self._redirect_of, path, self.max_redirect_hops) if follow else path
+        if count_hit and target != path:
+            self._count_stub_hit(path)
+        if is_virtual(target):
+            return load_virtual(target)
+        entry, sidecar = self._load(target)
+        if count_hit and sidecar is not None:  # stubs have no sidecar
+            entry = self._count_hit(target, entry, sidecar)
         return entry
 
     def _count_stub_hit(self, path: str) -> None:
@@ -518,21 +586,21 @@ class FilesystemAdapter:
         commit_files(self.root, self._stub_reads.staged_add(path))
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
-        """The content of each entry ("" for one that vanished), in one pass under one shared lock.
+        """The content of each entry ("" for one that vanished), in one pass.
 
         Only the ``.md`` files are read — no sidecar parsing, no vectors, no hits — which is
-        what whole-root scans (grep, defrag's duplicate search) need and all they need.
+        what whole-root scans (grep, defrag's duplicate search) need and all they need. Each
+        file is whole (files are replaced by rename), so no lock is needed.
         """
         contents = []
-        with self._reading():
-            for path in paths:
-                if is_virtual(path):
-                    contents.append(load_virtual(path).content)
-                    continue
-                try:
-                    contents.append(read_regular(self.root, self._files(path)[0]).decode("utf-8", errors="replace"))
-                except (OSError, InvalidPathError):
-                    contents.append("")
+        for path in paths:
+            if is_virtual(path):
+                contents.append(load_virtual(path).content)
+                continue
+            try:
+                contents.append(read_regular(self.root, self._files(path)[0]).decode("utf-8", errors="replace"))
+            except (OSError, InvalidPathError):
+                contents.append("")
         return contents
 
     def _stub_sidecar(self, yml: Path, exists: bool, *, listed: str | None = None) -> bool:
@@ -557,7 +625,7 @@ class FilesystemAdapter:
             return None
         sidecar = parse_sidecar(text)
         if sidecar is None:
-            log.warning("Ignoring %s: it is not a YAML mapping", yml)
+            self._warn("Ignoring %s: it is not a YAML mapping", yml)
         return sidecar
 
     def _listed_sidecar(self, path: str, yml: Path) -> dict[str, Any] | None:
@@ -565,7 +633,7 @@ class FilesystemAdapter:
         try:
             return self._load_sidecar(yml)
         except UnsafeFileError as exc:
-            log.warning("Listing memory://%s without its sidecar: %s", path, exc.message)
+            self._warn("Listing memory://%s without its sidecar: %s", path, exc.message)
             return None
 
     def _load(self, path: str) -> tuple[Entry, dict[str, Any] | None]:
@@ -605,7 +673,7 @@ class FilesystemAdapter:
             return None, None
         vector = decode_embedding(data, stored_checksum if isinstance(stored_checksum, str) else None)
         if vector is None:
-            log.warning("Ignoring damaged embedding %s (%d bytes); the entry counts as not embedded", emb, len(data))
+            self._warn("Ignoring damaged embedding %s (%d bytes); the entry counts as not embedded", emb, len(data))
             return None, None
         return vector, embedding_checksum(data)
 
@@ -645,26 +713,29 @@ class FilesystemAdapter:
         ``.md`` without a ``.yml`` whose first line is ``# merged →``/``# moved →``
         (`write_stub` always writes them so); only such files are opened to tell.
 
-        The listing is taken under the shared lock and then yielded, so the caller may
-        write or delete entries while iterating.
+        The listing is taken as of one state of the root (`_consistent`) and then yielded,
+        so the caller may write or delete entries while iterating.
         """
         prefix = self._folder_prefix(under)
         start = self.root / prefix if prefix else self.root
-        rows: list[EntryInfo] = []
-        with self._reading():
-            if start == self.root or (start.is_dir() and is_within(self.root, start)):
-                for path, file, st, has_sidecar in scan_entries(self.root, start, prefix):
-                    if is_virtual(path):
-                        continue  # a file shadowed by a built-in entry is unreachable
-                    yml = Path(file.path[: -len(".md")] + SIDECAR_SUFFIX)
-                    is_stub = sniff_stub(self.root, file) and self._stub_sidecar(yml, has_sidecar, listed=path)
-                    if is_stub and not include_stubs:
-                        continue
-                    rows.append(self._info(path, file.path, st, has_sidecar, is_stub, with_metadata))
+        rows = self._consistent(lambda: self._scan(start, prefix, include_stubs, with_metadata))
         if include_virtual:
             rows.extend(virtual_info(p) for p in virtual_paths() if p.startswith(prefix))
         rows.sort(key=lambda info: info.path)
         yield from rows
+
+    def _scan(self, start: Path, prefix: str, include_stubs: bool, with_metadata: bool) -> list[EntryInfo]:
+        rows: list[EntryInfo] = []
+        if start == self.root or (start.is_dir() and is_within(self.root, start)):
+            for path, file, st, has_sidecar in scan_entries(self.root, start, prefix):
+                if is_virtual(path):
+                    continue  # a file shadowed by a built-in entry is unreachable
+                yml = Path(file.path[: -len(".md")] + SIDECAR_SUFFIX)
+                is_stub = sniff_stub(self.root, file) and self._stub_sidecar(yml, has_sidecar, listed=path)
+                if is_stub and not include_stubs:
+                    continue
+                rows.append(self._info(path, file.path, st, has_sidecar, is_stub, with_metadata))
+        return rows
 
     def _folder_prefix(self, under: str | None) -> str:
         """``"concept/ruby/"`` for ``under="concept/ruby"``; validated like any memory path."""
@@ -678,21 +749,20 @@ class FilesystemAdapter:
     def describe(self, paths: Sequence[str]) -> list[EntryInfo]:
         """Listing rows with metadata (title, type, hits, updated_at, from each ``.yml``) of
         the given real entries, in the order given; entries gone meanwhile are left out."""
-        rows: list[EntryInfo] = []
-        with self._reading():
-            for path in paths:
-                md, yml, _ = self._files(path)
-                try:
-                    st = stat_regular(self.root, md)
-                    head = read_regular(self.root, md, stubs.SNIFF_BYTES) if st is not None else b""
-                except (OSError, UnsafeFileError):
-                    continue
-                if st is None:
-                    continue
-                has_sidecar = yml.is_file()
-                is_stub = stubs.looks_like_stub(head) and self._stub_sidecar(yml, has_sidecar, listed=path)
-                rows.append(self._info(path, str(md), st, has_sidecar, is_stub, True))
-        return rows
+        return self._consistent(lambda: [row for path in paths if (row := self._describe(path)) is not None])
+
+    def _describe(self, path: str) -> EntryInfo | None:
+        md, yml, _ = self._files(path)
+        try:
+            st = stat_regular(self.root, md)
+            head = read_regular(self.root, md, stubs.SNIFF_BYTES) if st is not None else b""
+        except (OSError, UnsafeFileError):
+            return None
+        if st is None:
+            return None
+        has_sidecar = yml.is_file()
+        is_stub = stubs.looks_like_stub(head) and self._stub_sidecar(yml, has_sidecar, listed=path)
+        return self._info(path, str(md), st, has_sidecar, is_stub, True)
 
     def _info(
         self,

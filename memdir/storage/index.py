@@ -35,7 +35,10 @@ else committed (``PRAGMA data_version``, no I/O when nothing changed) and, if so
 applies only the rows and tombstones newer than the last change it saw.
 
 Callers change the index while holding the root's exclusive write lock (the same lock
-that guards the files), so the files and the index change together.
+that guards the files), so the files and the index change together. Each change also
+records the root's file change counter (`memdir.storage.changes`) it has caught up with, in
+``meta``; a writer killed between committing its files and updating the index leaves the
+counter ahead of that record, which `behind_files` reports to whoever must re-scan.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from memdir.storage import snapshot as snapshots
 from memdir.core.keywords import porter_stem, tokenize
 from memdir.storage.index_db import EntryRow, FileStats
 from memdir.storage.base import EntryInfo
+from memdir.storage.changes import ChangeCounter
 from memdir.storage.postings import KeywordDoc, KeywordIndex
 from memdir.storage.vectors import VectorMatrix
 
@@ -75,6 +79,7 @@ _RECONCILE_BATCH = 500
 # A reconcile that changed this many rows (a rebuild, a bulk import) ends by optimising the keyword index.
 OPTIMIZE_AFTER_CHANGES = 1_000
 _LOAD_CHUNK = 4096
+_FILES_CHANGE = "files_change"  # the meta key holding the file change counter the index reflects
 
 
 def _stat(path: str) -> tuple[int, int]:
@@ -93,13 +98,13 @@ def file_stats(root: Path | str, path: str) -> FileStats:
     return FileStats(md[0], md[1], yml[0], yml[1])
 
 
-def listing(adapter: Any) -> Iterator[tuple[str, FileStats]]:
-    """(path, stats) of every real entry of a filesystem adapter, stubs and built-ins left out.
+def listing(adapter: Any, under: str | None = None) -> Iterator[tuple[str, FileStats]]:
+    """(path, stats) of every real entry of a filesystem adapter (or of its folder ``under``), stubs and built-ins left out.
 
     Uses the adapter's fast listing (one ``stat`` per ``.md``) plus one ``stat`` of the ``.yml``.
     """
     root = str(adapter.root)
-    for info in adapter.iter_entries(with_metadata=False):
+    for info in adapter.iter_entries(with_metadata=False, under=under):
         yml = _stat(os.path.join(root, disk_stem(info.path)) + ".yml")
         yield info.path, FileStats(info.mtime_ns, info.size, yml[0], yml[1])
 
@@ -159,6 +164,8 @@ class DerivedIndex:
         self._seq = 0
         self._generation = ""
         self._data_version: int | None = None
+        self.changes = ChangeCounter(self.root)
+        self._files_change = 0  # the file change counter the index has caught up with
         self._open()
 
     # ------------------------------------------------------------------ opening
@@ -212,6 +219,7 @@ class DerivedIndex:
         try:
             self._seq = sql.meta_int(db, "seq")
             self._generation = sql.meta_text(db, "generation")
+            self._files_change = sql.meta_int(db, _FILES_CHANGE)
             self.keywords.clear()
             self.keywords.learn(db.execute("SELECT term, id FROM terms"))
             rows = db.execute(
@@ -374,6 +382,7 @@ class DerivedIndex:
             return True
         if seq == self._seq:
             return False
+        self._files_change = sql.meta_int(db, _FILES_CHANGE)
         for (path,) in db.execute("SELECT path FROM tombstones WHERE seq > ?", (self._seq,)):
             self.vectors.remove(path)
             self.keywords.remove(path)
@@ -403,9 +412,25 @@ class DerivedIndex:
         self._seq = seq
         return True
 
+    def behind_files(self) -> bool:
+        """True if entries' files changed in a way no index change has recorded since.
+
+        That is a writer between committing its files and updating the index, or one killed
+        there: the caller re-scans (`reconcile`) once no writer holds the root's lock. Costs
+        a `refresh` and one small file read.
+        """
+        with self.lock:
+            self.refresh()
+            return self.changes.value() != self._files_change
+
     @contextmanager
-    def _writing(self) -> Iterator[tuple[sqlite3.Connection, int]]:
-        """One write transaction: catch up with others first, claim a change number, commit."""
+    def _writing(self, *, files_seen: bool = True) -> Iterator[tuple[sqlite3.Connection, int]]:
+        """One write transaction: catch up with others first, claim a change number, commit.
+
+        ``files_seen``: once committed, the index reflects every file change so far, so the
+        current file change counter is recorded with it (a reconcile's batches pass False
+        until its last step: a re-scan killed half-way must stay visible as one).
+        """
         with self.lock:
             if self._file_replaced():
                 self._reopen()
@@ -415,11 +440,14 @@ class DerivedIndex:
                 self._catch_up(db)
                 seq = sql.next_seq(db)
                 yield db, seq
+                files_change = self.changes.value() if files_seen else self._files_change
+                if files_seen:
+                    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (_FILES_CHANGE, str(files_change)))
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
-            self._seq = seq
+            self._seq, self._files_change = seq, files_change
             self._data_version = db.execute("PRAGMA data_version").fetchone()[0]
 
     # ------------------------------------------------------------------ changes
@@ -560,7 +588,7 @@ class DerivedIndex:
                     changed.append((path, stats))
             vanished = [(path, row[0]) for path, row in known.items() if path not in seen]
             if vanished:
-                with self._writing() as (db, seq):
+                with self._writing(files_seen=False) as (db, seq):
                     for path, row_id in vanished:
                         sql.delete_row(db, row_id, path, seq)
                 for path, _ in vanished:
@@ -575,6 +603,9 @@ class DerivedIndex:
             self._prune_tombstones()
             if report.added + report.updated + report.removed >= OPTIMIZE_AFTER_CHANGES:
                 self.optimize()
+            if self.changes.value() != self._files_change:
+                with self._writing():  # every file change is in now: record the counter
+                    pass
             report.needs_embedding = self.needs_embedding(model_id)
             self.rebuilt = False
         return report
@@ -601,7 +632,7 @@ class DerivedIndex:
                 log.warning("not indexing %s: %s", path, exc)
                 report.failed.append(path)
         applied: list[tuple[Entry, str | None, KeywordDoc | None]] = []
-        with self._writing() as (db, seq):
+        with self._writing(files_seen=False) as (db, seq):
             for entry, stats, current_hash in loaded:
                 old = db.execute(
                     "SELECT v.vector, v.model_id, v.text_hash FROM vectors v JOIN entries e ON e.id = v.id"
@@ -635,7 +666,7 @@ class DerivedIndex:
         count = self.db.execute("SELECT count(*) FROM tombstones").fetchone()[0]
         if count <= TOMBSTONES_KEPT:
             return
-        with self._writing() as (db, _):
+        with self._writing(files_seen=False) as (db, _):
             floor = db.execute(
                 "SELECT seq FROM tombstones ORDER BY seq DESC LIMIT 1 OFFSET ?", (TOMBSTONES_KEPT,)
             ).fetchone()[0]
@@ -644,12 +675,12 @@ class DerivedIndex:
 
     def optimize(self) -> None:
         """Refresh SQLite's planner statistics after a reconcile that changed many rows."""
-        with self._writing() as (db, _):
+        with self._writing(files_seen=False) as (db, _):
             sql.optimize(db)
 
     def clear(self) -> None:
         """Drop every row (a full rebuild follows); other processes notice and reload."""
-        with self._writing() as (db, _):
+        with self._writing(files_seen=False) as (db, _):
             for table in ("entries", "vectors", "entry_tags", "entry_terms", "links", "tombstones"):
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 — fixed table names
             db.execute("UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'generation'")

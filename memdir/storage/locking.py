@@ -15,6 +15,14 @@ Two details make a plain ``flock`` wrapper unsafe, and are why this module exist
   may slip in, so asking for the exclusive lock while holding only the shared one is
   a programming error (`RuntimeError`), not a silent race.
 
+Waiting is fair: a process that finds the lock taken makes a *blocking* ``flock`` request,
+which joins the kernel's queue of waiters (Linux wakes the request that has waited
+longest, and one arriving later queues behind it), instead of polling with sleeps, where
+whoever happens to retry right after a release wins and a writer can wait for tens of
+seconds while others go again and again. A blocking request has no timeout, so it is
+made on a short-lived helper thread (`_QueuedRequest`) that the caller waits for with
+one; a request given up on releases the lock as soon as it gets it.
+
 A writer killed while holding the lock can leave work to finish (a transaction
 journal). The optional ``needs_repair``/``repair`` callbacks make every *outermost*
 acquisition hand out a consistent root: the exclusive lock repairs before returning,
@@ -41,10 +49,6 @@ from memdir.core.files import append_regular
 
 LOCK_FILE_NAME = ".lock"
 Mode = Literal["shared", "exclusive"]
-
-# Poll interval bounds while another process holds the lock (flock has no timeout).
-_FIRST_WAIT = 0.001
-_MAX_WAIT = 0.05
 
 
 class _LockState:
@@ -82,6 +86,68 @@ class _LockState:
 _STATES: dict[str, _LockState] = {}
 _ALL_STATES: weakref.WeakSet[_LockState] = weakref.WeakSet()
 _REGISTRY_LOCK = threading.Lock()
+
+
+def _lock_file(path: str, handle: IO[bytes], flags: portalocker.LockFlags) -> None:
+    """``flock`` the handle.
+
+    Raises:
+        portalocker.exceptions.AlreadyLocked: a non-blocking request found the lock taken.
+        OSError: the file cannot be locked at all.
+    """
+    try:
+        portalocker.lock(handle, flags)
+    except portalocker.exceptions.AlreadyLocked:
+        raise
+    except portalocker.exceptions.LockException as exc:
+        raise OSError(
+            f"Could not lock {path}: {exc}. Check that the memory root is on a "
+            "local filesystem that supports file locks and is writable."
+        ) from exc
+
+
+class _QueuedRequest:
+    """A blocking ``flock`` request, made on a helper thread so that its caller can give up.
+
+    The request waits in the kernel's queue (see the module docstring). A caller whose
+    timeout passes abandons it; the thread then releases the lock the moment it gets it
+    (by closing the handle), so the processes queued behind are served next.
+    """
+
+    def __init__(self, path: str, handle: IO[bytes], flags: portalocker.LockFlags) -> None:
+        self._path, self._handle, self._flags = path, handle, flags
+        self._done = threading.Event()
+        self._guard = threading.Lock()
+        self._abandoned = False
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, name="memdir-lock-wait", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            _lock_file(self._path, self._handle, self._flags)
+        except BaseException as exc:  # handed to the caller (or dropped with the request)
+            self._error = exc
+        with self._guard:
+            self._done.set()
+            if self._abandoned or self._error is not None:
+                self._handle.close()
+
+    def wait(self, timeout: float) -> bool:
+        """True once the lock is held; False if ``timeout`` passed first (the request is abandoned).
+
+        Raises:
+            OSError: the file cannot be locked at all.
+        """
+        try:
+            self._done.wait(timeout)
+        finally:  # also on KeyboardInterrupt: nobody would release a lock granted later
+            with self._guard:
+                self._abandoned = not self._done.is_set()
+        if self._abandoned:
+            return False
+        if self._error is not None:
+            raise self._error
+        return True
 
 
 def _state_for(path: Path) -> _LockState:
@@ -143,14 +209,18 @@ class RootLock:
         return None
 
     @contextmanager
-    def exclusive(self) -> Iterator[None]:
+    def exclusive(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the lock alone: no other process reads or writes meanwhile.
+
+        Args:
+            timeout: seconds to wait, instead of the lock's own ``timeout``
+                (0: take it only if it is free right now).
 
         Raises:
             LockTimeoutError: another process held the lock for longer than ``timeout``.
             RuntimeError: the calling thread holds only the shared lock (no upgrades).
         """
-        with self._hold("exclusive"):
+        with self._hold("exclusive", self.timeout if timeout is None else timeout):
             yield
 
     @contextmanager
@@ -162,14 +232,14 @@ class RootLock:
         Raises:
             LockTimeoutError: a writer held the lock for longer than ``timeout``.
         """
-        with self._hold("shared"):
+        with self._hold("shared", self.timeout):
             yield
 
     @contextmanager
-    def _hold(self, mode: Mode) -> Iterator[None]:
-        deadline = time.monotonic() + self.timeout
+    def _hold(self, mode: Mode, timeout: float) -> Iterator[None]:
+        deadline = time.monotonic() + timeout
         state = self._state
-        if not state.rlock.acquire(timeout=max(self.timeout, 0.0)):
+        if not state.rlock.acquire(timeout=max(timeout, 0.0)):
             raise self._timeout_error(mode, "another thread of this process")
         try:
             if state.depth == 0:
@@ -224,23 +294,16 @@ class RootLock:
         # Confined like every file of the root: a link or pipe swapped in for .lock while serving is refused.
         handle = append_regular(self.path.parent, state.path)
         flags = portalocker.LockFlags.EXCLUSIVE if mode == "exclusive" else portalocker.LockFlags.SHARED
-        wait = _FIRST_WAIT
         try:
-            while True:
-                try:
-                    portalocker.lock(handle, flags | portalocker.LockFlags.NON_BLOCKING)
-                    break
-                except portalocker.exceptions.AlreadyLocked as exc:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise self._timeout_error(mode, "another process") from exc
-                    time.sleep(min(wait, remaining))
-                    wait = min(wait * 2, _MAX_WAIT)
-                except portalocker.exceptions.LockException as exc:
-                    raise OSError(
-                        f"Could not lock {state.path}: {exc}. Check that the memory root is on a "
-                        "local filesystem that supports file locks and is writable."
-                    ) from exc
+            _lock_file(state.path, handle, flags | portalocker.LockFlags.NON_BLOCKING)
+        except portalocker.exceptions.AlreadyLocked as taken:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                handle.close()
+                raise self._timeout_error(mode, "another process") from taken
+            # From here the request owns the handle until it reports the lock taken.
+            if not _QueuedRequest(state.path, handle, flags).wait(remaining):
+                raise self._timeout_error(mode, "another process") from taken
         except BaseException:
             handle.close()
             raise

@@ -127,6 +127,8 @@ def _list_folder(folder: str) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as it:
             return [item for item in it if item.name[0] != "."]
+    except FileNotFoundError:  # removed since its parent was listed (a delete pruning empty folders)
+        return []
     except OSError as exc:
         log.warning("Skipping unreadable folder %s: %s", folder, exc)
         return []

@@ -1,0 +1,119 @@
+"""The `memdir` command: the hooks' fast path first, then the full command line.
+
+Claude Code runs `memdir discover` on every prompt and `memdir hook session-start` on
+every session start, each as a fresh process. When a memdir server for the same store is
+running, the answer is one round trip over its local socket (`memdir.core.hook_socket`);
+importing the full CLI (typer, pydantic-settings: ~300 ms) would then be most of the
+hook's time. So this entry point reads the few settings the fast path needs with
+`memdir.core.locations` (no pydantic), asks the server, and prints its answer. Anything
+it is not sure about — other options, an odd payload, a setting it cannot read plainly, no
+server, a slow one — goes to the full CLI (`memdir.cli`), which behaves as before.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from memdir.core import hook_socket
+from memdir.core.locations import AGENT_NAME, HOOK_SOCKET_TIMEOUT, default_root, is_unset, quick_setting
+
+HOOKS = {("discover",): ("discover", "UserPromptSubmit"), ("hook", "session-start"): ("session-start", "SessionStart")}
+OPTIONS = {"discover": ("--root", "--agent", "--mode"), "session-start": ("--root", "--agent")}
+MODES = ("assistant", "retrieval", "researcher")
+TRUE, FALSE = ("1", "on", "t", "true", "y", "yes"), ("0", "off", "f", "false", "n", "no")
+
+
+def main() -> None:
+    """Run ``memdir`` with ``sys.argv``."""
+    try:
+        answered = answered_by_server(sys.argv[1:])
+    except Exception:  # the fast path must never cost the hook its answer: the CLI does it the long way
+        answered = False
+    if not answered:
+        from memdir.cli import app
+
+        app()
+
+
+def answered_by_server(argv: list[str]) -> bool:
+    """True when ``argv`` is a hook that a running server answered (its output is printed)."""
+    for words, (kind, event) in HOOKS.items():
+        if tuple(argv[: len(words)]) == words:
+            break
+    else:
+        return False
+    options = _options(argv[len(words):], OPTIONS[kind])
+    if options is None:
+        return False
+    raw = sys.stdin.read()
+    sys.stdin = io.StringIO(raw)  # the full CLI reads the payload again if the server does not answer
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return False
+    fields = _fields(kind, payload)
+    found = _settings(options)
+    if fields is None or found is None:
+        return False
+    store_root, mode, timeout = found
+    if kind == "discover":
+        fields["include_skills"] = mode != "retrieval"
+    text = hook_socket.ask(store_root, {"kind": kind, **fields}, timeout)
+    if text is None:
+        return False
+    sys.stdout.write(hook_socket.hook_output(event, text))
+    return True
+
+
+def _options(args: list[str], allowed: tuple[str, ...]) -> dict[str, str] | None:
+    """``--name value`` / ``--name=value`` pairs of ``allowed`` names; None for anything else (the CLI parses it)."""
+    found: dict[str, str] = {}
+    rest = list(args)
+    while rest:
+        name, equals, value = rest.pop(0).partition("=")
+        if name not in allowed or name in found:
+            return None
+        if not equals:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        found[name] = value
+    return found
+
+
+def _fields(kind: str, payload: Any) -> dict[str, Any] | None:
+    """The request's fields from the hook payload; None when the payload is one the CLI should handle."""
+    if not isinstance(payload, dict):
+        return None
+    if kind == "discover":
+        prompt = payload.get("prompt")
+        return {"prompt": prompt} if isinstance(prompt, str) and prompt.strip() else None
+    cwd = payload.get("cwd")
+    return {"cwd": cwd} if cwd is None or isinstance(cwd, str) else None
+
+
+def _settings(options: dict[str, str]) -> tuple[Path, str, float] | None:
+    """(store root, mode, socket timeout) as `Settings` would resolve them; None when unsure or the socket is off."""
+    root = quick_setting("root", options.get("--root"))
+    agent = quick_setting("agent", options.get("--agent"))
+    mode = quick_setting("mode", options.get("--mode"), "assistant")
+    timeout = quick_setting("hook_socket_timeout", None, HOOK_SOCKET_TIMEOUT)
+    enabled = quick_setting("hook_socket", None, True)
+    if any(is_unset(value) for value in (root, agent, mode, timeout, enabled)):
+        return None
+    if isinstance(enabled, str):
+        enabled = True if enabled.lower() in TRUE else False if enabled.lower() in FALSE else None
+    if enabled is not True or mode not in MODES or root == "" or not isinstance(root, str | None):
+        return None
+    if agent is not None and not (isinstance(agent, str) and AGENT_NAME.fullmatch(agent)):
+        return None
+    try:
+        seconds = float(timeout)
+    except (TypeError, ValueError):
+        return None
+    store_root = (Path(root) if root else default_root()).expanduser()
+    return (store_root / "agents" / agent if agent else store_root), mode, seconds
