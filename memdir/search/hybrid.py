@@ -34,7 +34,11 @@ embedded: ``embedding_summary = "content"``):
 Tag matches carry the speaker (a question names the person it is about); BM25 matters
 less once coverage is idf-weighted. Measured and left out, as they did not help:
 Rocchio pseudo-relevance feedback (-0.001 to -0.006 R@10), maximal-marginal-relevance
-diversity (+0.001 at best), 100 candidates per signal instead of 50 (-0.003).
+diversity (+0.001 at best), 100 candidates per signal instead of 50 (-0.003); for
+multi-hop questions (category 1, R@10 0.491): a greedy re-rank rewarding query terms
+not yet covered by the results above (-0.001 R@10, category 1 -0.001/-0.002), a larger
+semantic weight for queries of <= 3-5 keywords (category 1 up to +0.005, R@10 -0.001
+to -0.002), semantic weight 0.55 / 0.6 (category 1 +0.004 / +0.007, R@10 -0.002 / -0.001).
 
 Reciprocal-rank fusion is kept as ``fusion = "rrf"`` for comparison; its scores are
 rank-based, so thresholds mean less there.
