@@ -241,13 +241,15 @@ class FilesystemAdapter:
         folders = [self.root / PRIVATE_DIR, *(self.root / name for name in sorted(RESERVED_FOLDERS))]
         items = [folder for folder in folders if os.path.lexists(folder)]
         for item in items:
-            st = os.lstat(item)
+            try:  # another process's journal or temporary file may go between listing and looking
+                st = os.lstat(item)
+                if stat.S_ISDIR(st.st_mode) and item != self.root / PRIVATE_DIR / SOCKET_DIR:  # the hooks' socket
+                    items.extend(item / name for name in sorted(os.listdir(item)))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
             if stat.S_ISLNK(st.st_mode):
                 raise unsafe_file(self.root, item, "link")
-            if stat.S_ISDIR(st.st_mode):
-                if item != self.root / PRIVATE_DIR / SOCKET_DIR:  # the hooks' socket: never opened as a file
-                    items.extend(item / name for name in sorted(os.listdir(item)))
-            elif not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISDIR(st.st_mode) and not stat.S_ISREG(st.st_mode):
                 raise unsafe_file(self.root, item, "special", "neither a regular file nor a folder")
         stat_regular(self.root, self.root / LOCK_FILE_NAME)
 
