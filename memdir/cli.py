@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from pydantic import ValidationError
 
-from memdir.core.errors import MemdirError
+from memdir.core.entry import ENTRY_TYPES, check_entry_types
+from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.settings import Settings
+from memdir.core.units import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,7 +32,13 @@ app = typer.Typer(
     help="Persistent memory for LLM agents: a directory of markdown entries with local semantic search, served over MCP.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # plain click help: typer's rich panels show every flag as "--json <bool>"
 )
+
+
+UNWRAPPED_WIDTH = 10_000
+"""Console width when the output is not a terminal: lines are never wrapped, so a path stays whole
+for grep, cut and copying (rich would otherwise fold everything at 80 columns)."""
 
 
 @functools.cache
@@ -38,12 +46,44 @@ def console(stderr: bool = False) -> Console:
     """rich's console, made on first use: `memdir serve` and the hooks never import rich."""
     from rich.console import Console
 
-    return Console(stderr=stderr)
+    terminal = Console(stderr=stderr)
+    if terminal.is_terminal:
+        return terminal
+    return Console(stderr=stderr, width=UNWRAPPED_WIDTH, soft_wrap=True)
 
 
-RootOption = Annotated[Optional[Path], typer.Option("--root", help="Memory root directory (default: MEMDIR_ROOT or the per-user data dir).")]
+ROOT_HELP = "Memory root directory (default: MEMDIR_ROOT or the per-user data dir)."
+RootOption = Annotated[Optional[Path], typer.Option("--root", file_okay=False, help=ROOT_HELP)]
+# The server starts whatever its root is, so that every tool can tell the model what is wrong with it.
+ServeRootOption = Annotated[Optional[Path], typer.Option("--root", help=ROOT_HELP)]
 AgentOption = Annotated[Optional[str], typer.Option("--agent", help="Use this agent's own store under the root.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+DirArgument = Annotated[Optional[Path], typer.Argument(file_okay=False, metavar="DIR", help="Memory root, the same as --root (default: the configured root).", show_default=False)]
+
+
+def root_of(directory: Path | None, root: Path | None) -> Path | None:
+    """The root a command was given, as its DIR argument (the older form, kept) or as --root."""
+    if directory is not None and root is not None and directory != root:
+        raise typer.BadParameter(f"DIR ({directory}) and --root ({root}) name different roots; give one of them.")
+    return root if root is not None else directory
+
+
+def entry_types(values: list[str] | None) -> list[str] | None:
+    """Check --type values (also for --json, which does not go through the MemorySearch tool)."""
+    try:
+        check_entry_types(values)
+    except InputValidationError as exc:
+        raise typer.BadParameter(exc.message) from exc
+    return values
+
+
+def non_empty(text: str) -> str:
+    """Check a query: an empty one would find nothing, silently."""
+    if not text.strip():
+        raise typer.BadParameter("the query is empty; say what to look for.")
+    return text
 
 
 def load_settings(root: Path | None = None, agent: str | None = None, **overrides: Any) -> Settings:
@@ -121,8 +161,8 @@ def status(root: RootOption = None, agent: AgentOption = None, as_json: JsonOpti
     for key, value in data.items():
         table.add_row(key.replace("_", " "), "" if value is None else str(value))
     console().print(table)
-    if report.model_state != "ready":
-        console().print(f"[yellow]Semantic search is unavailable ({report.reason}); search is keyword-only.[/yellow]")
+    if report.model_state != "ready":  # the reason is in the table (and a failed load logged it): not again
+        console().print("[yellow]Search is keyword-only (see reason).[/yellow]")
     else:
         console().print("[green]Semantic search is available.[/green]")
 
@@ -140,33 +180,35 @@ def model_path() -> None:
 @app.command()
 @handle_errors
 def rebuild(
-    directory: Annotated[Optional[Path], typer.Argument(help="Memory root to rebuild (default: the configured root).")] = None,
+    directory: DirArgument = None,
+    root: RootOption = None,
     agent: AgentOption = None,
     missing_only: Annotated[bool, typer.Option("--missing-only", help="Only embed entries without a current vector.")] = False,
 ) -> None:
     """Rebuild the derived index and re-embed every entry (after a model or settings change)."""
     from memdir.memory import Memory
 
-    with Memory.open(load_settings(directory, agent)) as memory, progress_bar() as bar:
+    with Memory.open(load_settings(root_of(directory, root), agent)) as memory, progress_bar() as bar:
         task = bar.add_task("Embedding", total=None)
         count = memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=not missing_only)
-    if memory.model.state.value != "ready":
-        console().print(f"[yellow]Index rebuilt; no model available ({memory.model.reason}), so nothing was embedded.[/yellow]")
+    if memory.model.state.value != "ready":  # a missing model was logged with its reason when it failed to load
+        why = f" ({memory.model.reason})" if memory.model.state.value == "disabled" else ""
+        console().print(f"[yellow]Index rebuilt; no model available{why}, so nothing was embedded.[/yellow]")
     else:
-        console().print(f"[green]Rebuilt: {count} entries embedded.[/green]")
+        console().print(f"[green]Rebuilt: {plural(count, 'entry')} embedded.[/green]")
 
 
 @app.command()
 @handle_errors
 def search(
-    query: Annotated[str, typer.Argument(help="What to look for.")],
+    query: Annotated[str, typer.Argument(callback=non_empty, help="What to look for.")],
     root: RootOption = None,
     agent: AgentOption = None,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Number of results (1-50).")] = 10,
-    type_: Annotated[Optional[list[str]], typer.Option("--type", help="Only these entry types (repeatable).")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Number of results (1-50).")] = 10,
+    type_: Annotated[Optional[list[str]], typer.Option("--type", callback=entry_types, help=f"Only these entry types (repeatable): {', '.join(ENTRY_TYPES)}.")] = None,
     prefix: Annotated[Optional[str], typer.Option("--prefix", help="Only entries under this folder.")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only entries with this tag (repeatable).")] = None,
-    threshold: Annotated[Optional[float], typer.Option("--threshold", help="Only results scoring at least this (0-1).")] = None,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0, help="Only results scoring at least this (0-1).")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show each result's score breakdown.")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -202,15 +244,23 @@ ModeOption = Annotated[
 @app.command()
 @handle_errors
 def serve(
-    root: RootOption = None,
+    root: ServeRootOption = None,
     mode: ModeOption = None,
     agent: AgentOption = None,
-    workspace: Annotated[Optional[Path], typer.Option("--workspace", help="Directory the skills' workspace tools (Read, Write, Edit, Glob, Grep, Bash) act on (default: the current directory).")] = None,
+    workspace: Annotated[Optional[Path], typer.Option("--workspace", exists=True, file_okay=False, help="Directory the skills' workspace tools (Read, Write, Edit, Glob, Grep, Bash) act on (default: the current directory).")] = None,
     allow_bash: Annotated[bool, typer.Option("--allow-bash", help="Let skills run the shell commands their allowed_commands permit (off by default).")] = False,
 ) -> None:
     """Run the MCP server over stdio (for Claude Desktop, Claude Code and other MCP clients)."""
+    import sys
+
     from memdir.server.app import serve as run_server
 
+    if sys.stdin.isatty():  # started by hand: say why nothing happens, and how to stop
+        print(
+            "memdir serve: waiting for an MCP client on stdin (an MCP client starts this command itself; "
+            "see the README's \"Connecting a client\"). Ctrl-C stops it.",
+            file=sys.stderr,
+        )
     run_server(load_settings(root, agent, mode=mode.value if mode else None, workspace=workspace, allow_bash=True if allow_bash else None))
 
 
@@ -266,7 +316,8 @@ def discover_hook(
 @app.command()
 @handle_errors
 def defrag(
-    directory: Annotated[Optional[Path], typer.Argument(help="Memory root (default: the configured root).")] = None,
+    directory: DirArgument = None,
+    root: RootOption = None,
     action: Annotated[str, typer.Option("--action", "-a", help="analyze, find_duplicates, find_low_quality, find_archival_candidates, find_related, link_related, merge_duplicates, cleanup_stubs, compact or full.")] = "analyze",
     dry_run: Annotated[bool, typer.Option("--dry-run/--live", help="Preview (default) or really change memory.")] = True,
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Duplicate similarity threshold (default 0.85).")] = None,
@@ -291,7 +342,7 @@ def defrag(
     from memdir.optimization.defragmenter import Defragmenter
     from memdir.optimization.journal import undo_last
 
-    with Memory.open(load_settings(directory, agent)) as memory:
+    with Memory.open(load_settings(root_of(directory, root), agent)) as memory:
         if undo:
             result = undo_last(memory, force=force)
             data, text = dataclasses.asdict(result), result.to_markdown()
@@ -306,14 +357,17 @@ def defrag(
             data, text = report.to_dict(), report.markdown
     if as_json:
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-    else:
+    elif console().is_terminal:
         console().print(Markdown(text))
+    else:  # piped: the markdown itself, not rich's rendering of it at a width no one sees
+        typer.echo(text, nl=False)
 
 
 # ----------------------------------------------------------------- episodes (memdir.episodes)
 episode_hooks = typer.Typer(
     help="Claude Code hook commands: read the hook's JSON payload on stdin; never fail the session.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(episode_hooks, name="hook")
 

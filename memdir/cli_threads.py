@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from memdir.memory import Memory
     from memdir.threads.model import ThreadState
 
-thread_app = typer.Typer(help="Working-memory threads: event logs, compaction and context windows.", no_args_is_help=True)
+thread_app = typer.Typer(
+    help="Working-memory threads: event logs, compaction and context windows.", no_args_is_help=True, rich_markup_mode=None
+)
 ThreadArgument = Annotated[str, typer.Argument(help="The thread id.")]
 
 

@@ -28,15 +28,24 @@ TRUE, FALSE = ("1", "on", "t", "true", "y", "yes"), ("0", "off", "f", "false", "
 
 
 def main() -> None:
-    """Run ``memdir`` with ``sys.argv``."""
-    try:
-        answered = answered_by_server(sys.argv[1:])
-    except Exception:  # the fast path must never cost the hook its answer: the CLI does it the long way
-        answered = False
-    if not answered:
-        from memdir.cli import app
+    """Run ``memdir`` with ``sys.argv``; Ctrl-C while it is still starting ends it quietly (status 130).
 
-        app()
+    Importing the command line and building its commands takes a few hundred milliseconds; a
+    KeyboardInterrupt raised in there would print a traceback of import machinery. Once a
+    command runs, click turns Ctrl-C into "Aborted!", and `memdir serve` handles it itself
+    (`memdir.server.stopping`).
+    """
+    try:
+        try:
+            answered = answered_by_server(sys.argv[1:])
+        except Exception:  # the fast path must never cost the hook its answer: the CLI does it the long way
+            answered = False
+        if not answered:
+            from memdir.cli import app
+
+            app()
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
 
 
 def answered_by_server(argv: list[str]) -> bool:

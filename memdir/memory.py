@@ -507,19 +507,30 @@ class Memory:
         A pipeline: the model embeds one chunk on a worker thread (onnxruntime releases the
         GIL) while this thread stores the previous chunk's vectors (two files per entry
         with fsync, the index rows), so the file work hides behind the model's. Chunks
-        follow the entries' sizes, so the model's batches pad little.
+        follow the entries' sizes, so the model's batches pad little. ``progress`` hears of
+        every model batch (``embed_batch_size`` entries) as it is embedded, from the worker
+        thread: a chunk takes several batches, and a progress bar should move with each.
         """
-        chunk = max(1, self.settings.embed_batch_size) * 4
+        batch = max(1, self.settings.embed_batch_size)
+        chunk = batch * 4
         ordered = sorted(paths, key=lambda path: file_stats(self.root, path).md_size)
-        done = 0
+        done = embedded = 0
         if progress:
-            progress(done, len(paths))
+            progress(0, len(paths))
+
+        def embed(texts: list[str]) -> np.ndarray:
+            nonlocal embedded
+            parts = []
+            for start in range(0, len(texts), batch):
+                parts.append(embedder.embed(texts[start : start + batch]))
+                embedded += len(parts[-1])
+                if progress:
+                    progress(embedded, len(paths))
+            return np.concatenate(parts) if parts else np.zeros((0, embedder.dimensions), dtype=np.float32)
 
         def store(item: tuple[list[Entry], list[str], Future[np.ndarray]]) -> None:
             nonlocal done
             done += self._store_vectors(embedder, *item)
-            if progress:
-                progress(done, len(paths))
 
         with ThreadPoolExecutor(1, thread_name_prefix="memdir-embed") as worker:
             pending: tuple[list[Entry], list[str], Future[np.ndarray]] | None = None
@@ -528,7 +539,7 @@ class Memory:
                     break
                 entries = self._readable(ordered[start : start + chunk])
                 texts = [self._searchable(entry) for entry in entries]
-                embedding = worker.submit(embedder.embed, texts)
+                embedding = worker.submit(embed, texts)
                 if pending is not None:
                     store(pending)  # while the model works on this chunk
                 pending = (entries, texts, embedding)

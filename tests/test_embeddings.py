@@ -197,7 +197,7 @@ def test_an_unreachable_hub_is_reported_with_the_fix(hub, monkeypatch):
     monkeypatch.setattr(huggingface_hub, "snapshot_download", unreachable)
     with pytest.raises(ModelNotFoundError) as info:
         resolve_model(download=True)
-    assert "hub could not provide it: ConnectionError: Name or service not known);" in info.value.message
+    assert "hub could not provide it: ConnectionError: Name or service not known)." in info.value.message
     assert "MEMDIR_MODEL_DIR" in info.value.hint
 
 

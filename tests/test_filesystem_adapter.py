@@ -515,7 +515,7 @@ def test_fast_listing_opens_no_sidecar(adapter: FilesystemAdapter, root: Path, m
     (row,) = adapter.iter_entries(with_metadata=False)
     stat = (root / "fact/b.md").stat()
     assert (row.path, row.size, row.mtime_ns, row.title, row.type, row.hits) == (
-        "fact/b.md", 5, stat.st_mtime_ns, "", None, 0,
+        "fact/b.md", 5, stat.st_mtime_ns, "", "fact", 0,  # the folder's type: no file read for it
     )
 
 

@@ -344,6 +344,18 @@ def test_schema_2_index_is_migrated_to_porter_terms_and_loses_its_fts_copy(root)
     assert index.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'entries_fts%'").fetchall() == []
 
 
+def test_schema_4_rows_without_a_type_take_their_folders_type(root):
+    index = DerivedIndex(root)
+    put(index, make("concept/notes.md", "hand-written notes about ruby", type=None))
+    put(index, make("misc/loose.md", "not in a type folder", type=None))
+    index.db.execute("UPDATE entries SET type = NULL")  # what schema 4 stored for a note without metadata
+    index.db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    index.close()
+    again = DerivedIndex(root)
+    assert dict(again.db.execute("SELECT path, type FROM entries")) == {"concept/notes.md": "concept", "misc/loose.md": None}
+    assert [path for path, _ in again.keyword_search(["ruby"], types=["concept"])] == ["concept/notes.md"]
+
+
 def test_index_from_a_newer_memdir_is_rebuilt(root):
     DerivedIndex(root).close()
     db = sqlite3.connect(root / ".memdir" / "index.sqlite3")
@@ -567,7 +579,7 @@ def test_a_snapshot_of_a_cleared_index_is_ignored(root, small_snapshots):
 
 
 def test_schema_4_index_learns_the_links_at_the_next_open(tmp_path):
-    """Schema 5 records who links to whom; an index made before it re-reads every entry once to learn it."""
+    """Schema 6 records who links to whom; an index made before it re-reads every entry once to learn it."""
     from memdir.core.settings import Settings
     from memdir.memory import Memory
 

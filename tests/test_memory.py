@@ -162,9 +162,10 @@ def test_rebuild_in_many_chunks_embeds_each_entry_once(tmp_path):
             write_fact(memory, f"f{i}", "word " * (i + 1))  # sizes differ: chunks follow them
         embedder.texts_embedded = 0
         calls: list[tuple[int, int]] = []
-        # the total is known before the first chunk: a progress bar shows it from the start
+        # the total is known before the first chunk (a progress bar shows it from the start), and the
+        # bar moves with every model batch (one entry here), not with every chunk of four batches
         assert memory.rebuild(progress=lambda done, total: calls.append((done, total))) == 10
-        assert embedder.texts_embedded == 10 and [done for done, _ in calls] == [0, 4, 8, 10]
+        assert embedder.texts_embedded == 10 and calls == [(done, 10) for done in range(11)]
         assert memory.index.needs_embedding(embedder.model_id) == []
         assert memory.read("fact/f9").embedded
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memdir.core.errors import InputValidationError
+from memdir.core.suggest import did_you_mean
 
 ENTRY_TYPES = ("concept", "fact", "skill", "experience")
 EntryType = Literal["concept", "fact", "skill", "experience"]
@@ -17,6 +21,30 @@ if TYPE_CHECKING:
     Vector = np.ndarray
 else:  # numpy stays off the import path of the server's start-up (entries only carry vectors)
     Vector = Any
+
+
+def entry_type(declared: Any, path: str) -> str | None:
+    """An entry's type: the one its metadata declares (SwarmMemory's ``:concept`` spelling
+    too), else its top folder's when that folder is one of `ENTRY_TYPES`, so that a note
+    written by hand under ``concept/`` is a concept for type filters and the health report."""
+    if declared not in (None, ""):
+        return str(declared).lstrip(":")
+    folder, _, rest = path.partition("/")
+    return folder if rest and folder in ENTRY_TYPES else None
+
+
+def check_entry_types(values: Iterable[str] | None) -> None:
+    """Refuse a type filter that is no entry type: a typo (``concepts``) would match nothing, silently.
+
+    Raises:
+        InputValidationError: names the types and the closest one.
+    """
+    for value in values or ():
+        if value not in ENTRY_TYPES:
+            raise InputValidationError(
+                f"{value!r} is not an entry type; the types are {', '.join(ENTRY_TYPES)}.{did_you_mean(value, ENTRY_TYPES)}",
+                f"Filter by one of: {', '.join(ENTRY_TYPES)}.",
+            )
 
 
 def utcnow() -> datetime:
@@ -84,4 +112,5 @@ class Entry(BaseModel):
 
     @property
     def type(self) -> str | None:
-        return self.metadata.type
+        """The declared type, else the folder's (`entry_type`)."""
+        return entry_type(self.metadata.type, self.path)

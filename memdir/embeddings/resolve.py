@@ -145,9 +145,8 @@ def resolve_model(model_dir: Path | None = None, model_id: str | None = None, *,
             return inspect_directory(downloaded, wanted, f"Hugging Face hub, downloaded to {downloaded}")
         except ModelNotFoundError as exc:
             failure = f" ({exc.message})"
-    raise ModelNotFoundError(
-        f"No embedding model found for {wanted}{failure}; semantic search is unavailable.", install_hint(wanted)
-    )
+    # The consequence (keyword-only search) is said once, by whoever reports the failure.
+    raise ModelNotFoundError(f"No embedding model found for {wanted}{failure}.", install_hint(wanted))
 
 
 HUB_FILES = ("tokenizer.json", "config.json", "model.safetensors", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json")

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from memdir.episodes.model import Episode, Message, Outcome
-from memdir.episodes.segment import start_marker
+from memdir.episodes.segment import start_marker, without_markers
 
 # ---------------------------------------------------------------- tags
 _EXTENSIONS = (
@@ -67,6 +67,12 @@ COMMANDS = frozenset(
     memdir claude""".split()
 )
 _COMMAND_IN_TEXT = re.compile(r"(?:^|\n)\s*\$\s+(?P<a>[\w.-]+)|`(?P<b>[\w.-]+)[ `]")
+# In prose ("I ran pytest", "then git push"): a command's name as a lowercase word of its own;
+# names that are also everyday words count only after a verb of running ("ran make", "use poetry").
+_WORD_IN_PROSE = re.compile(r"(?<![\w./-])[a-z][a-z0-9-]*(?![\w/-]|\.\w)")
+_RUN_VERB = re.compile(r"\b(?:run|runs|ran|running|rerun|reran|tried|use|used|using|call|called|invoke|invoked|"
+                       r"execute|executed|type|typed)\s+`?(?P<name>[a-z][a-z0-9-]*)\b", re.IGNORECASE)
+_EVERYDAY_WORDS = frozenset("make go node bundle swift black bun jest poetry cargo helm rails rake claude java".split())
 _SHELL_SPLIT = re.compile(r"&&|\|\||[;|\n]")
 MAX_TAGS = 12
 
@@ -218,6 +224,14 @@ def _commands(command_line: str) -> Iterable[str]:
                 yield name
 
 
+def _commands_in_prose(text: str) -> list[str]:
+    """Commands named in what someone said, typed (``$ git``, `` `git` ``) or in prose; each once."""
+    typed = [found.group("a") or found.group("b") for found in _COMMAND_IN_TEXT.finditer(text)]
+    said = [word for word in _WORD_IN_PROSE.findall(text) if word not in _EVERYDAY_WORDS]
+    after_a_verb = [found.group("name").lower() for found in _RUN_VERB.finditer(text)]
+    return [name for name in dict.fromkeys(typed + said + after_a_verb) if name in COMMANDS]
+
+
 def extract_tags(messages: Sequence[Message], project: str | None = None, limit: int = MAX_TAGS) -> list[str]:
     """Tags for an episode: project, repos, file names, error types, errno codes, HTTP codes, commands.
 
@@ -249,10 +263,8 @@ def extract_tags(messages: Sequence[Message], project: str | None = None, limit:
                 for name in _commands(text.split(":", 1)[-1]):
                     _add(counter, order, name)
         else:
-            for found in _COMMAND_IN_TEXT.finditer(text):
-                name = found.group("a") or found.group("b")
-                if name in COMMANDS:
-                    _add(counter, order, name)
+            for name in _commands_in_prose(text):
+                _add(counter, order, name)
     ranked = sorted(counter, key=lambda key: (-counter[key], order[key][0]))
     tags = [project] if project else []
     for key in ranked:
@@ -273,8 +285,13 @@ def clip_words(text: str, limit: int) -> str:
     return " ".join(words) if len(words) <= limit else " ".join(words[:limit]) + " …"
 
 
+def quoted_text(message: Message) -> str:
+    """What a message says, as an episode quotes it: its text without segmentation markers."""
+    return without_markers(message.text).strip()
+
+
 def _requests(messages: Sequence[Message]) -> list[Message]:
-    said = [m for m in messages if m.conversational and m.text.strip()]
+    said = [m for m in messages if m.conversational and quoted_text(m)]
     users = [m for m in said if m.role == "user"]
     return users or said
 
@@ -296,7 +313,7 @@ def episode_name(messages: Sequence[Message], marker_name: str | None = None, ma
 def key_messages(messages: Sequence[Message], limit: int = 6) -> list[Message]:
     """The most important conversational messages (and errors), in order: what the entry quotes."""
     candidates = [(n, m) for n, m in enumerate(messages)
-                  if m.text.strip() and (m.conversational or m.importance >= 0.6)]
+                  if quoted_text(m) and (m.conversational or m.importance >= 0.6)]
     ranked = sorted(candidates, key=lambda item: (-item[1].importance, -len(set(item[1].text.lower().split())), item[0]))
     chosen = sorted(ranked[:limit], key=lambda item: item[0])
     return [message for _, message in chosen]
@@ -305,7 +322,7 @@ def key_messages(messages: Sequence[Message], limit: int = 6) -> list[Message]:
 def _substantive(messages: Sequence[Message]) -> Iterable[tuple[Message, str]]:
     """(message, sentence) pairs worth quoting: at least 3 words and not small talk."""
     for message in messages:
-        for sentence in sentences(message.text):
+        for sentence in sentences(quoted_text(message)):
             cleaned = sentence.strip(" #>*-`")
             if len(cleaned.split()) >= 3 and not (_GREETING.match(cleaned) and len(cleaned.split()) <= 6):
                 yield message, cleaned
@@ -326,7 +343,7 @@ def summarize(episode: Episode, max_words: int = 70) -> str:
     in a conversation without any, its most informative sentences, then errors, the last
     word and the outcome.
     """
-    said = [m for m in episode.messages if m.conversational and m.text.strip()]
+    said = [m for m in episode.messages if m.conversational and quoted_text(m)]
     requests = _requests(episode.messages)
     parts: list[str] = []
     used: set[str] = set()
@@ -334,7 +351,7 @@ def summarize(episode: Episode, max_words: int = 70) -> str:
     if first is not None:
         parts.append(f"{first[0].who.capitalize()}: {clip_words(first[1], 30)}")
         used.add(first[1])
-    notable = [sentences(m.text)[0] for m in said if m.importance >= 0.7]
+    notable = [sentences(quoted_text(m))[0] for m in said if m.importance >= 0.7]
     notable = [sentence for sentence in notable if sentence not in used][:2]
     for sentence in notable or _informative(said, used, 2):
         parts.append(clip_words(sentence, 20))
@@ -343,7 +360,7 @@ def summarize(episode: Episode, max_words: int = 70) -> str:
     if errors:
         parts.append("Errors: " + ", ".join(errors[:4]))
     if len(said) > 1 and said[-1] is not (first[0] if first else None):
-        last = next((sentence for _, sentence in _substantive([said[-1]])), sentences(said[-1].text)[0])
+        last = next((sentence for _, sentence in _substantive([said[-1]])), sentences(quoted_text(said[-1]))[0])
         if last not in used:
             parts.append(f"Last ({said[-1].who}): {clip_words(last, 20)}")
     parts.append(f"Outcome: {episode.outcome}.")
@@ -371,6 +388,7 @@ __all__ = [
     "key_messages",
     "message_importance",
     "message_signal",
+    "quoted_text",
     "score_messages",
     "sentences",
     "summarize",

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
+from memdir.core.units import plural
 from memdir.episodes.heuristics import clip_words, describe
 from memdir.episodes.model import OUTCOMES, Episode, Message
 from memdir.episodes.segment import RECORD_TOOL, SegmentConfig, segment
@@ -71,11 +72,14 @@ class IngestReport:
         return len(self.created) + len(self.updated)
 
     def describe(self) -> str:
-        return (f"{len(self.episodes)} episodes: {len(self.created)} new, {len(self.updated)} updated, "
+        return (f"{plural(len(self.episodes), 'episode')}: {len(self.created)} new, {len(self.updated)} updated, "
                 f"{len(self.unchanged)} unchanged")
 
 
 # ---------------------------------------------------------------- parsing
+FORMATS_HINT = 'Give a JSON list of {"role", "content", "timestamp"} objects, or a Claude Code transcript (.jsonl).'
+
+
 def parse_time(value: Any) -> datetime | None:
     """ISO 8601 (``Z`` accepted) or epoch seconds/milliseconds → an aware UTC datetime; None if unreadable."""
     if value is None or value == "":
@@ -138,18 +142,28 @@ def messages_from_content(role: str, content: Any, **common: Any) -> list[Messag
 
 
 def parse_claude_jsonl(lines: Iterable[str]) -> tuple[list[Message], str | None, str | None]:
-    """Messages, session id and cwd from Claude Code transcript lines (unreadable lines are skipped)."""
+    """Messages, session id and cwd from Claude Code transcript lines (unreadable lines are skipped).
+
+    Raises:
+        InputValidationError: there are lines, but none is a Claude Code record (an object
+            with a ``type``), so this is some other file, not a transcript with nothing said yet.
+    """
     messages: list[Message] = []
     session_id = cwd = None
+    seen_lines = seen_records = 0
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        seen_lines += 1
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
             log.warning("transcript line %d is not JSON; skipped", number)
             continue
-        if not isinstance(record, dict) or record.get("type") not in ("user", "assistant"):
+        if not isinstance(record, dict) or "type" not in record:
+            continue
+        seen_records += 1
+        if record.get("type") not in ("user", "assistant"):
             continue
         if record.get("isMeta") or record.get("isSidechain"):
             continue
@@ -160,6 +174,9 @@ def parse_claude_jsonl(lines: Iterable[str]) -> tuple[list[Message], str | None,
         messages.extend(messages_from_content(
             role, body.get("content"), timestamp=parse_time(record.get("timestamp")), uid=record.get("uuid"),
         ))
+    if seen_lines and not seen_records:
+        raise InputValidationError(f"The transcript is not Claude Code transcript JSONL: none of its {seen_lines} line(s) "
+                                   'is a record with a "type", and it is not a JSON list of messages.', FORMATS_HINT)
     return messages, session_id, cwd
 
 
@@ -170,14 +187,14 @@ def parse_json_list(data: Any) -> tuple[list[Message], str | None, str | None]:
         session_id, cwd = data.get("session_id") or data.get("sessionId"), data.get("cwd")
         data = data.get("messages")
     if not isinstance(data, list):
-        raise InputValidationError(
-            "The transcript is JSON but not a list of messages.",
-            'Give a list of {"role", "content", "timestamp"} objects, or Claude Code transcript JSONL.',
-        )
+        raise InputValidationError("The transcript is JSON but not a list of messages.", FORMATS_HINT)
     messages: list[Message] = []
-    for item in data:
+    for number, item in enumerate(data):
         if not isinstance(item, dict):
-            continue
+            raise InputValidationError(
+                f"Message {number} of the transcript is {type(item).__name__} {json.dumps(item)[:60]}, not an object.",
+                FORMATS_HINT,
+            )
         role = str(item.get("role") or "user")
         messages.extend(messages_from_content(
             role, item.get("content", item.get("text")), timestamp=parse_time(item.get("timestamp")),

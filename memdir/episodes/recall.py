@@ -171,7 +171,9 @@ def where_we_left_off(memory: Memory, *, project: str | None = None, settings: S
     budget = settings.episode_session_start_budget if token_budget is None else token_budget
     where = f" in {project}" if project else ""
     header = ["<system-reminder>", f"🧭 Where we left off{where} — the most recent episodes, newest first:"]
-    footer = ['Read one with `MemoryRead(file_path: "...")`; list more with `EpisodeList`.', "</system-reminder>"]
+    # MemoryRead and MemoryGlob are offered in every mode (EpisodeList only to researchers)
+    footer = [f'Read one with `MemoryRead(file_path: "...")`; list more with `MemoryGlob(pattern: "{EPISODES_PREFIX}**")`.',
+              "</system-reminder>"]
     lines: list[str] = []
     used = estimate_tokens("\n".join(header + footer))
     for episode in list_episodes(memory, project=project, limit=max(1, budget // 20)):

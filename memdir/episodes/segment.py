@@ -61,6 +61,8 @@ _START_MARKERS = (
     re.compile(r"\bnext task\b[ \t]*(?:[:\-—][ \t]*(?P<name>[^\n]*))?", re.IGNORECASE),
 )
 _END_MARKER = re.compile(r"^[ \t>*_#-]*ENDEX:", re.MULTILINE)
+_MARKER_LINES = re.compile(r"^[ \t>*_#-]*(?:CLAIM|EPISODE|ENDEX):[^\n]*\n?|" + re.escape(EPISODE_MARKER) + r"[^\n]*\n?",
+                           re.MULTILINE)
 RECORD_TOOL = "EpisodeRecord"
 
 
@@ -113,6 +115,12 @@ def start_marker(message: Message) -> str | None:
         if found:
             return (found.group("name") or "").strip().strip("*_`").strip()
     return None
+
+
+def without_markers(text: str) -> str:
+    """``text`` without its marker lines (``CLAIM:``, ``EPISODE:``, ``ENDEX:``, the HTML marker):
+    they steer segmentation and name the episode, they are not what the episode quotes."""
+    return _MARKER_LINES.sub("", text)
 
 
 def is_end_marker(message: Message) -> bool:

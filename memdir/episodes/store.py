@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memdir.core.errors import EntryNotFoundError, InputValidationError
 from memdir.embeddings.text import first_paragraph
-from memdir.episodes.heuristics import clip_words, key_messages
+from memdir.episodes.heuristics import clip_words, key_messages, quoted_text
 from memdir.episodes.model import OUTCOMES, Episode
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ def render(episode: Episode, word_limit: int = 250) -> str:
     quotes = []
     for message in key_messages(episode.messages):
         stamp = f" {message.timestamp.astimezone(timezone.utc):%H:%M}" if message.timestamp else ""
-        text = clip_words(" ".join(message.text.split()), KEY_MESSAGE_WORDS)
+        text = clip_words(" ".join(quoted_text(message).split()), KEY_MESSAGE_WORDS)
         quotes.append(f"- **{message.who}**{stamp}: {text}")
     while True:
         body = head + (["", "## Key messages", *quotes] if quotes else [])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memdir.core.entry import Entry, Metadata
+from memdir.core.entry import Entry, Metadata, entry_type
 from memdir.core.errors import MemdirError
 from memdir.core.paths import link_target
 from memdir.core.quality import confidence_of, effective_metadata, score_metadata
@@ -76,8 +76,7 @@ class Item:
 
     @property
     def type(self) -> str | None:
-        value = self.metadata.get("type")
-        return str(value).lstrip(":") if value not in (None, "") else None
+        return entry_type(self.metadata.get("type"), self.path)
 
     @property
     def confidence(self) -> str | None:

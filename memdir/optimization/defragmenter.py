@@ -32,7 +32,7 @@ from memdir.optimization.journal import Journal
 from memdir.optimization.options import ACTIONS, DEFAULT_LIMIT, parse_dry_run, resolve_options
 from memdir.optimization.pairs import Similar
 from memdir.optimization.planning import LINK_WORDS
-from memdir.optimization.reports import DRY_RUN_NOTE, UNDO_NOTE, Report, bullet_list, demote, document
+from memdir.optimization.reports import DRY_RUN_NOTE, UNDO_NOTE, Report, bullet_list, demote, document, next_step
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -85,8 +85,8 @@ class Defragmenter:
             for row in rows
         ]
         intro = [f"{plural(len(pairs), 'pair')} with similarity ≥ {similarity_threshold:.2f} "
-                 f"(the higher of word overlap and embedding cosine) among {len(corpus)} entries."]
-        notes = ['Next: `MemoryDefrag(action: "merge_duplicates")` previews merging them.'] if pairs else []
+                 f"(the higher of word overlap and embedding cosine) among {plural(len(corpus), 'entry')}."]
+        notes = [next_step("merge_duplicates", "previews merging them")] if pairs else []
         markdown = document("Duplicate Entries", intro, bullet_list(lines, limit), notes)
         data = {"threshold": similarity_threshold, "count": len(rows), "pairs": rows}
         return Report("find_duplicates", None, markdown, data)
@@ -112,7 +112,7 @@ class Defragmenter:
             for row in rows
         ]
         which = f" with confidence {confidence_filter}" if confidence_filter else ""
-        intro = [f"{len(rows)} of {len(corpus)} entries{which} score below {min_quality_score}/100 for metadata quality."]
+        intro = [f"{len(rows)} of {plural(len(corpus), 'entry')}{which} score below {min_quality_score}/100 for metadata quality."]
         notes = ["Add the missing metadata to raise their scores."] if rows else []
         markdown = document("Low-Quality Entries", intro, bullet_list(lines, limit), notes)
         data = {"min_quality_score": min_quality_score, "confidence_filter": confidence_filter,
@@ -127,7 +127,7 @@ class Defragmenter:
         found.sort(key=lambda item: (item.updated_at, item.path))
         rows = [{"path": i.path, "title": i.title, "age_days": int(i.age_days(now)), "hits": i.hits} for i in found]
         lines = [f"- {memory_uri(row['path'])} — {row['age_days']} days old, {row['hits']} hits" for row in rows]
-        intro = [f"{len(rows)} of {len(corpus)} entries not updated for {age_days:g}+ days "
+        intro = [f"{len(rows)} of {plural(len(corpus), 'entry')} not updated for {age_days:g}+ days "
                  f"and read at most {max_hits} times."]
         markdown = document("Archival Candidates", intro, bullet_list(lines, limit))
         data = {"age_days": age_days, "max_hits": max_hits, "count": len(rows), "entries": rows}
@@ -144,7 +144,7 @@ class Defragmenter:
         unlinked = sum(row["link"] != "both" for row in rows)
         intro = [f"{plural(len(rows), 'pair')} with cosine similarity in [{min_similarity:.2f}, {max_similarity:.2f}); "
                  f"{unlinked} not yet linked both ways."]
-        notes = ['Next: `MemoryDefrag(action: "link_related")` previews linking them.'] if unlinked else []
+        notes = [next_step("link_related", "previews linking them")] if unlinked else []
         markdown = document("Related Entries", intro, bullet_list(lines, limit), notes)
         data = {"min_similarity": min_similarity, "max_similarity": max_similarity, "count": len(rows), "pairs": rows}
         return Report("find_related", None, markdown, data)

@@ -42,6 +42,7 @@ from memdir.core.entry import Metadata
 from memdir.core.errors import EntryNotFoundError, InputValidationError, InvalidPathError, RedirectError
 from memdir.core.files import append_regular, private_folder, quarantine, read_regular
 from memdir.core.paths import normalize_path, resolve_in_root
+from memdir.core.units import plural
 from memdir.optimization.corpus import fingerprint
 
 if TYPE_CHECKING:
@@ -341,12 +342,12 @@ class UndoResult:
 
     def to_markdown(self) -> str:
         lines = [f"# Undo: {self.action} run {self.run_id}", ""]
-        lines.append(f"Restored {len(self.restored)} entries and removed {len(self.removed)} created by the run.")
+        lines.append(f"Restored {plural(len(self.restored), 'entry')} and removed {len(self.removed)} created by the run.")
         lines.extend(f"- restored memory://{path}" for path in self.restored)
         lines.extend(f"- removed memory://{path}" for path in self.removed)
         if self.conflicts:
             lines.append("")
-            lines.append(f"Overwrote {len(self.conflicts)} entries changed after the run (forced):")
+            lines.append(f"Overwrote {plural(len(self.conflicts), 'entry')} changed after the run (forced):")
             lines.extend(f"- memory://{path}" for path in self.conflicts)
         return "\n".join(lines)
 
@@ -392,7 +393,7 @@ def undo_last(memory: Memory, *, force: bool = False) -> UndoResult:
             shown = ", ".join(f"memory://{path}" for path in conflicts[:5])
             more = f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else ""
             raise InputValidationError(
-                f"Cannot undo the {run.action} run {run.id}: {len(conflicts)} entries changed after it ({shown}{more}).",
+                f"Cannot undo the {run.action} run {run.id}: {plural(len(conflicts), 'entry')} changed after it ({shown}{more}).",
                 "Undoing would overwrite those changes; use --force (force=True) to undo anyway.",
             )
         for path, state in reversed(list(run.before.items())):

@@ -16,6 +16,7 @@ from typing import Any
 
 from memdir.core.entry import CONFIDENCE_LEVELS
 from memdir.core.errors import InputValidationError
+from memdir.core.suggest import did_you_mean
 from memdir.optimization.actions import MERGE_STRATEGIES
 
 DEFAULT_LIMIT = 50
@@ -98,7 +99,7 @@ def _check(action: str, name: str, value: Any) -> Any:
         text = str(value).strip().lower()
         if text not in spec.choices:
             raise InputValidationError(
-                f"{action}: {name} {value!r} is not one of {', '.join(spec.choices)}.",
+                f"{action}: {name} {value!r} is not one of {', '.join(spec.choices)}.{did_you_mean(value, spec.choices)}",
                 f"Pass {name} as one of: {', '.join(spec.choices)}.",
             )
         return text
@@ -131,7 +132,7 @@ def resolve_options(action: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """
     if action not in ACTIONS:
         raise InputValidationError(
-            f"Unknown MemoryDefrag action {action!r}.",
+            f"Unknown MemoryDefrag action {action!r}.{did_you_mean(action, ACTIONS)}",
             "Valid actions: " + ", ".join(ACTIONS) + ".",
         )
     accepted = {**ACTIONS[action], **COMMON_OPTIONS}

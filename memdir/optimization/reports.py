@@ -43,6 +43,11 @@ def bullet_list(lines: Sequence[str], limit: int, noun: str = "more") -> list[st
     return shown
 
 
+def next_step(action: str, effect: str) -> str:
+    """The note pointing at the action to run next, for the model (the tool) and for people (the command)."""
+    return f'Next: `MemoryDefrag(action: "{action}")` (CLI: `memdir defrag --action {action}`) {effect}.'
+
+
 def demote(markdown: str) -> str:
     """Every heading one level deeper, so a report can be a section of another."""
     return "\n".join(f"#{line}" if line.startswith("#") else line for line in markdown.splitlines())
@@ -61,4 +66,4 @@ def document(title: str, intro: Iterable[str], body: Iterable[str] = (), notes: 
     return "\n".join(parts).rstrip() + "\n"
 
 
-__all__ = ["DRY_RUN_NOTE", "Report", "UNDO_NOTE", "bullet_list", "demote", "document"]
+__all__ = ["DRY_RUN_NOTE", "Report", "UNDO_NOTE", "bullet_list", "demote", "document", "next_step"]

@@ -45,6 +45,7 @@ from memdir.server.state import (
     run_memory_tool,
     session_state,
 )
+from memdir.server.stopping import exit_for, run_until_signalled
 from memdir.tools.discovery import discover
 from memdir.tools.workspace import WORKSPACE_TOOLS, Workspace
 
@@ -90,7 +91,9 @@ class MemdirServer(MCPServer[AppState]):
         lowlevel = self._lowlevel_server
         options = lowlevel.create_initialization_options(NotificationOptions(tools_changed=True))
         async with stdio_server() as (read_stream, write_stream):
-            await lowlevel.run(read_stream, write_stream, options)
+            stopped_by = await run_until_signalled(lambda: lowlevel.run(read_stream, write_stream, options))
+            if stopped_by is not None:  # the memory is closed; leaving stdio_server would wait for stdin
+                exit_for(stopped_by)
 
 
 # --------------------------------------------------------------------------- schemas

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memdir.core.entry import Entry, Metadata, utcnow
+from memdir.core.entry import Entry, Metadata, entry_type, utcnow
 from memdir.core.errors import (
     EntryNotFoundError,
     EntryTooLargeError,
@@ -782,7 +782,7 @@ class FilesystemAdapter:
             if sidecar:
                 title = str(sidecar.get("title") or "")
                 meta = sidecar.get("metadata")
-                type_ = str(meta["type"]).lstrip(":") if isinstance(meta, dict) and meta.get("type") else None
+                type_ = meta.get("type") if isinstance(meta, dict) else None
                 hits = as_int(sidecar.get("hits"))
                 updated_at = as_datetime(sidecar.get("updated_at"))
             if not title:
@@ -800,7 +800,7 @@ class FilesystemAdapter:
             title=title,
             size=st.st_size,
             updated_at=updated_at or _mtime(mtime_ns),
-            type=type_,
+            type=entry_type(type_, path),
             hits=hits,
             mtime_ns=mtime_ns,
         )

@@ -495,8 +495,7 @@ class DerivedIndex:
         needs_full = {entry.path for entry, *_ in full}
         for entry, _, _, model_id in items:
             if entry.path not in needs_full:
-                meta = entry.metadata
-                self.vectors.upsert(entry.path, entry.embedding, type=meta.type, tags=meta.tags, model=model_id)
+                self.vectors.upsert(entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id)
         if full:
             self._upsert_rows(full)
         return len(items)
@@ -524,7 +523,7 @@ class DerivedIndex:
             self.vectors.remove(entry.path)
         else:
             self.vectors.upsert(
-                entry.path, entry.embedding, type=entry.metadata.type, tags=entry.metadata.tags, model=model_id
+                entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id
             )
 
     def remove(self, path: str) -> bool:

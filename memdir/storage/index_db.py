@@ -26,7 +26,7 @@ Tables (schema version `SCHEMA_VERSION`):
   text reads the files, the source of truth, or clears the index for a reconcile.)
 * ``tombstones`` — (path, seq) of removed entries, so other processes drop them too.
 * ``links`` — (id, target): the entries each entry's ``related`` metadata names, so the
-  entries linking to one are found without reading every ``.yml`` (schema 5).
+  entries linking to one are found without reading every ``.yml`` (schema 6).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from memdir.core.entry import Entry
+from memdir.core.entry import ENTRY_TYPES, Entry
 from memdir.core.paths import link_target
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.storage.postings import KeywordDoc
@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memdir"
 INDEX_FILE = "index.sqlite3"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
 TAG_SEPARATOR = "\n"
@@ -153,18 +153,18 @@ def _migration_4(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE IF EXISTS entries_fts")
 
 
-def _migration_5(db: sqlite3.Connection) -> None:
+def _migration_links(db: sqlite3.Connection) -> None:
     """The link graph: who links to whom. Existing rows have no links recorded yet, so the
     searchable-text recipe is forgotten too, which makes the next reconcile re-read every entry."""
     _run_script(
         db,
         """
-        CREATE TABLE links (
+        CREATE TABLE IF NOT EXISTS links (
             id INTEGER NOT NULL,
             target TEXT NOT NULL,
             PRIMARY KEY (id, target)
         ) WITHOUT ROWID;
-        CREATE INDEX links_target ON links(target);
+        CREATE INDEX IF NOT EXISTS links_target ON links(target);
         DELETE FROM meta WHERE key = 'text_recipe'
         """
     )
@@ -177,9 +177,20 @@ def _run_script(db: sqlite3.Connection, script: str) -> None:
             db.execute(statement)
 
 
+def _migration_types_from_folders(db: sqlite3.Connection) -> None:
+    """Entries without a declared type take their top folder's (`memdir.core.entry.entry_type`);
+    rows written before that rule have no type, and type filters missed them."""
+    folder = "substr(path, 1, instr(path, '/') - 1)"
+    db.execute(
+        f"UPDATE entries SET type = {folder} WHERE (type IS NULL OR type = '')"
+        f" AND {folder} IN ({', '.join('?' * len(ENTRY_TYPES))})",
+        ENTRY_TYPES,
+    )
+
+
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
 MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (
-    _migration_1, _migration_2, _migration_3, _migration_4, _migration_5,
+    _migration_1, _migration_2, _migration_3, _migration_4, _migration_types_from_folders, _migration_links,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -381,7 +392,7 @@ def write_row(
         not stats.yml_mtime_ns or marks_stub(entry.metadata)
     )
     values = (
-        entry.title, meta.type, join_tags(tags), meta.domain or "", entry.size or len(entry.content.encode()),
+        entry.title, entry.type, join_tags(tags), meta.domain or "", entry.size or len(entry.content.encode()),
         stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size,
         entry.updated_at.isoformat(), entry.hits, int(is_stub), text_hash, seq,
     )  # fmt: skip
@@ -412,7 +423,7 @@ def write_row(
         terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
         ids = _write_terms(db, row_id, terms)
         doc = KeywordDoc(
-            entry.path, entry.title, meta.type, tuple(tags), np.asarray(ids, dtype=np.int64), terms.counts,
+            entry.path, entry.title, entry.type, tuple(tags), np.asarray(ids, dtype=np.int64), terms.counts,
             terms.length, terms.terms,
         )  # fmt: skip
     else:

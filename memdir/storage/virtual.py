@@ -82,7 +82,7 @@ def virtual_info(path: str) -> EntryInfo:
         title=entry.title,
         size=entry.size,
         updated_at=entry.updated_at,
-        type=entry.metadata.type,
+        type=entry.type,
         hits=0,
         mtime_ns=0,
         virtual=True,

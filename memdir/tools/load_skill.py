@@ -78,7 +78,7 @@ def load_skill(
             "Find skills with MemoryGlob(pattern: \"skill/**\").",
         )
     entry = memory.read(logical, count_hit=True)
-    entry_type = entry.metadata.type
+    entry_type = entry.type
     if entry_type != "skill":
         raise InputValidationError(
             f"{memory_uri(entry.path)} is not a skill (type: {entry_type or 'none'})",

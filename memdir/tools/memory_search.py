@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memdir.core.entry import check_entry_types
 from memdir.core.errors import EntryNotFoundError, InputValidationError
 from memdir.search.hybrid import SearchResult
 from memdir.search.snippet import best_line
@@ -57,6 +58,7 @@ def memory_search(
         raise InputValidationError(f"threshold must lie between 0 and 1, got {threshold!r}.",
                                    "Pass e.g. threshold: 0.3, or leave it out to keep every result.")
     types = coerce_str_list(type, "type") or None
+    check_entry_types(types)
     tag_list = coerce_str_list(tags, "tags") or None
     results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix, tags=tag_list)
     if not results:

@@ -157,3 +157,24 @@ def test_summary_is_one_short_paragraph_with_the_outcome():
         "Last (assistant): All tests pass now. Outcome: success."
     )
     assert "\n" not in summarize(episode)
+
+
+@pytest.mark.parametrize(("text", "tags"), [
+    ("I ran pytest and it passed", ["pytest"]),
+    ("now git push the branch", ["git"]),
+    ("ran make and then docker-compose up", ["docker-compose", "make"]),
+    ("make sure the node is healthy, go ahead", []),  # everyday words without a verb of running
+    ("See pytest.ini and the git-hooks folder", ["pytest.ini"]),  # parts of other names: a file, not a command
+])
+def test_commands_named_in_prose_are_tags(text, tags):
+    assert extract_tags([user(text)]) == tags
+
+
+def test_markers_do_not_leak_into_the_summary_or_the_key_messages():
+    episode = describe(Episode.from_messages("s", [
+        user("EPISODE: deploy the site\nPlease deploy the site to staging with the new config."),
+        assistant("Deployed to staging; the health check passes.\nENDEX: done"),
+    ]))
+    assert episode.name == "deploy the site"
+    assert "EPISODE" not in episode.summary and "ENDEX" not in episode.summary
+    assert episode.summary.startswith("User: Please deploy the site to staging")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ from memdir.cli import app
 from memdir.core.settings import Settings
 from memdir.episodes.store import EPISODES_PREFIX
 from memdir.memory import Memory
+from memdir.server.modes import MODES, tools_for_mode
 
 runner = CliRunner()
 
@@ -52,7 +54,7 @@ def test_session_end_ingests_the_transcript(tmp_path, transcript, event):
     root = tmp_path / "memory"
     result = runner.invoke(app, ["hook", "session-end", "--root", str(root)], input=end_payload(transcript, event))
     assert result.exit_code == 0 and result.stdout == ""
-    assert "1 episodes: 1 new" in result.stderr
+    assert "1 episode: 1 new" in result.stderr
     assert len(episodes(root)) == 1
     again = runner.invoke(app, ["hook", "session-end", "--root", str(root)], input=end_payload(transcript, event))
     assert again.exit_code == 0 and "0 new, 0 updated, 1 unchanged" in again.stderr
@@ -99,6 +101,17 @@ def test_session_start_prints_the_reminder_as_additional_context(tmp_path, trans
     assert '"Fix the KeyError in loader.py"' in context
     other = json.dumps({"cwd": "/src/elsewhere", "hook_event_name": "SessionStart"})
     assert runner.invoke(app, ["hook", "session-start", "--root", str(root)], input=other).stdout == ""
+
+
+def test_session_start_names_only_tools_every_mode_offers(tmp_path, transcript):
+    """The hook does not know the server's mode: the assistant (default) and retrieval modes have no EpisodeList."""
+    root = tmp_path / "memory"
+    runner.invoke(app, ["hook", "session-end", "--root", str(root)], input=end_payload(transcript))
+    result = runner.invoke(app, ["hook", "session-start", "--root", str(root)], input=json.dumps({"cwd": "/src/memdir"}))
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    named = set(re.findall(r"`([A-Z]\w+)[`(]", context))  # `Tool(...)` or `Tool`
+    in_every_mode = set.intersection(*(set(tools_for_mode(mode)) for mode in MODES))
+    assert named and named <= in_every_mode, context
 
 
 def test_session_start_never_fails_the_session(tmp_path):

@@ -185,7 +185,7 @@ def test_analyze_a_memory(memory):
     data = report.data
     assert (data["total_entries"], data["with_frontmatter"], data["with_embeddings"]) == (4, 3, 4)
     assert (data["with_tags"], data["with_links"]) == (2, 1)
-    assert data["by_type"] == {"fact": 2, "concept": 1}
+    assert data["by_type"] == {"fact": 2, "concept": 1, "experience": 1}  # d.md: its folder's type
     assert data["by_confidence"] == {"high": 2, "low": 1}
     assert data["average_quality"] == (80 + 65 + 40 + 0) // 4
     # frontmatter 75% -> 20, tags 50% -> 10, links 25% -> 10, embeddings 100% -> 15, high 50% -> 8

@@ -62,9 +62,9 @@ def test_a_thread_becomes_episodes_once(tmp_path):
     root = tmp_path / "memory"
     seed_thread(root)
     code, out = run("episodes", "demo", "--root", str(root), "--no-topic")
-    assert code == 0 and "1 episodes: 1 new" in out
+    assert code == 0 and "1 episode: 1 new" in out
     code, out = run("episodes", "demo", "--root", str(root), "--no-topic")
-    assert "1 episodes: 0 new, 0 updated, 1 unchanged" in out
+    assert "1 episode: 0 new, 0 updated, 1 unchanged" in out
     with Memory.open(Settings(root=root), load_model=False) as memory:
         paths = [info.path for info in memory.list("experience/episodes/")]
         assert len(paths) == 1 and memory.read(paths[0]).metadata.model_dump()["session_id"] == "thread-demo"

@@ -69,13 +69,15 @@ def test_path_must_be_under_skill(memory, session):
 
 def test_entry_must_be_of_type_skill(memory, session):
     memory.write("skill/notes.md", "x", title="Notes", metadata={"type": "fact"})
-    memory.write("skill/untyped.md", "x", title="Untyped")
     with pytest.raises(InputValidationError) as caught:
         load_skill(memory, session, "skill/notes.md")
     assert caught.value.message == "memory://skill/notes.md is not a skill (type: fact)"
-    with pytest.raises(InputValidationError) as caught:
-        load_skill(memory, session, "skill/untyped")
-    assert caught.value.message == "memory://skill/untyped.md is not a skill (type: none)"
+
+
+def test_an_entry_without_a_declared_type_under_skill_is_a_skill(memory, session):
+    memory.write("skill/untyped.md", "Steps: first this, then that.", title="Untyped")  # e.g. written by hand
+    loaded = load_skill(memory, session, "skill/untyped")
+    assert (loaded.path, loaded.tools) == ("skill/untyped.md", [])
 
 
 def test_missing_skill(memory, session):

@@ -53,6 +53,8 @@ def test_explain_shows_the_score_breakdown(memory):
     ({"query": "x", "top_k": 0}, "top_k must be a whole number from 1 to 50, got 0."),
     ({"query": "x", "top_k": 51}, "top_k must be a whole number from 1 to 50, got 51."),
     ({"query": "x", "threshold": 1.5}, "threshold must lie between 0 and 1, got 1.5."),
+    ({"query": "x", "type": ["concepts"]},
+     "'concepts' is not an entry type; the types are concept, fact, skill, experience. Did you mean 'concept'?"),
 ])
 def test_bad_arguments_say_what_to_pass(memory, arguments, message):
     with pytest.raises(InputValidationError) as caught:
