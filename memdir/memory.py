@@ -36,14 +36,14 @@ import numpy as np
 from memdir.core.entry import Entry, Metadata
 from memdir.core.errors import DiskFullError, EntryNotFoundError, LockTimeoutError, ReadOnlyRootError, StaleEditError
 from memdir.core.keywords import extract_keywords, porter_stem
-from memdir.core.paths import normalize_path
+from memdir.core.paths import link_target, normalize_path
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.resolve import model_id_for
-from memdir.embeddings.text import searchable_text, text_hash
-from memdir.search.hybrid import HybridSearcher, SearchResult
+from memdir.embeddings.text import searchable_text, text_hash, text_recipe
+from memdir.search.hybrid import HybridSearcher, SearchResult, normalize_prefix
 from memdir.search.text_search import (
     GrepHit,
     GrepPattern,
@@ -267,7 +267,7 @@ class Memory:
                 raise StaleEditError(logical)
             entry = self.adapter.write(
                 logical, content, title=title, metadata=meta, embedding=vector[0] if vector is not None else None,
-                hits=hits, updated_at=updated_at,
+                hits=hits, updated_at=updated_at, embedding_model=model_id, embedding_text_hash=text_hash(text),
                 before_commit=lambda written, stats: self._index_entry(written, text, model_id, stats),
             )
         return WriteResult(entry, overwritten)
@@ -299,6 +299,49 @@ class Memory:
             if not self.adapter.exists(logical):
                 raise EntryNotFoundError(logical)
             self.adapter.delete(logical, before_commit=lambda: self.index.remove(logical))
+
+    def delete_and_unlink(self, path: str) -> tuple[str, list[str]]:
+        """Delete an entry and remove the ``related`` links other entries had to it.
+
+        Both happen under one hold of the write lock, so no reader sees a link to the
+        deleted entry. Returns the normalised path and the entries whose links were removed.
+        """
+        with self._changing():
+            logical = self.delete(path)
+            return logical, self.unlink(logical)
+
+    def unlink(self, target: str) -> list[str]:
+        """Remove every ``related`` link to ``target`` from the entries' metadata; the entries changed.
+
+        The derived index's link table names the entries to change (no ``.yml`` is read
+        but theirs); each keeps its content, age and read count. Links written into an
+        entry's content (frontmatter) are the author's text and stay; ``analyze`` reports them.
+        """
+        target = normalize_path(target)
+        changed = []
+        with self._changing():
+            for path in self.index.linking_to(target):
+                entry = self.adapter.read_entry(path, follow=False)
+                kept = [link for link in entry.metadata.related if link_target(link) != target]
+                if len(kept) == len(entry.metadata.related):
+                    continue
+                self._relink(entry, kept)
+                changed.append(path)
+        return changed
+
+    def _relink(self, entry: Entry, related: list[str]) -> None:
+        """Store new ``related`` links: they are not part of the searchable text, so the entry
+        keeps its vector (no model needed) as well as its content, age and read count."""
+        metadata = entry.metadata.model_copy(update={"related": related})
+        stored = self.adapter.write(
+            entry.path, entry.content, title=entry.title, metadata=metadata,
+            embedding=entry.embedding, hits=entry.hits, updated_at=entry.updated_at,
+            embedding_model=entry.embedding_model, embedding_text_hash=entry.embedding_text_hash,
+        )
+        self.index.upsert(
+            stored, file_stats(self.root, stored.path), text_hash(self._searchable(stored)), entry.embedding_model,
+            vector_text_hash=entry.embedding_text_hash,
+        )
 
     def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
         """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
@@ -395,16 +438,23 @@ class Memory:
         path_prefix: str | None = None,
         tags: Iterable[str] | None = None,
     ) -> list[SearchResult]:
-        """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready."""
+        """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready.
+
+        Built-in skills are in every root: they answer searches for skills (``types``
+        with ``skill``, a ``skill/`` prefix), not every content search of every root.
+        """
         self._refresh()
-        return self.searcher.search(
+        types = list(types) if types else None
+        hidden = _unasked_builtins(types, path_prefix)
+        results = self.searcher.search(
             query,
-            top_k=top_k,
+            top_k=top_k + len(hidden),
             threshold=threshold,
-            types=list(types) if types else None,
+            types=types,
             path_prefix=path_prefix,
             tags=list(tags) if tags else None,
         )
+        return [result for result in results if result.path not in hidden][:top_k]
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""
@@ -482,6 +532,7 @@ class Memory:
                 lambda path: self.adapter.read_entry(path, follow=False),
                 lambda entry: text_hash(self._searchable(entry)),
                 model_id=self._model_id(),
+                text_recipe=text_recipe(self.settings.embedding_max_chars, self.settings.embedding_summary),
             )
 
     @contextmanager
@@ -520,10 +571,8 @@ class Memory:
         return searchable_text(title, metadata, content, settings.embedding_max_chars, summary=settings.embedding_summary)
 
     def _model_id(self) -> str:
-        """The model vectors are made with: the loaded one, else the configured one.
-
-        ``.emb`` files carry no model name, so vectors found on disk are attributed to it.
-        """
+        """The model vectors are made with: the loaded one, else the configured one (what
+        vectors are compared with, and re-embedded for when another model made them)."""
         embedder = self.model.peek()
         if embedder is not None:
             return embedder.model_id
@@ -614,6 +663,8 @@ class Memory:
                 self.adapter.set_embeddings(
                     fresh,
                     expected=expected,
+                    model_id=embedder.model_id,
+                    text_hashes=hashes,
                     before_commit=lambda stored: self.index.set_vectors(
                         (entry, stats, hashes[entry.path], embedder.model_id) for entry, stats in stored
                     ),
@@ -641,6 +692,15 @@ class Memory:
 
     def _index_entry(self, entry: Entry, text: str, model_id: str | None, stats: FileStats | None = None) -> None:
         self.index.upsert(entry, stats or file_stats(self.root, entry.path), text_hash(text), model_id)
+
+
+def _unasked_builtins(types: list[str] | None, path_prefix: str | None) -> tuple[str, ...]:
+    """The built-in skills a search did not ask for: all, unless it names a type (the type
+    filter decides) or a folder they are in (``skill/``, ``skill/meta``)."""
+    if types is not None:
+        return ()
+    prefix = normalize_prefix(path_prefix)
+    return tuple(path for path in virtual_paths() if prefix is None or not path.startswith(prefix))
 
 
 __all__ = ["Memory", "MemoryStatus", "WriteResult"]

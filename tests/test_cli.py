@@ -60,8 +60,9 @@ def test_search_prints_results_with_their_breakdown(keyword_only_root):
 
 
 def test_search_threshold_leaves_weak_results_out(keyword_only_root):
-    query = ["search", "deploy or learn a topic", "--root", str(keyword_only_root), "--json"]
-    everything = json.loads(runner.invoke(app, query).output)  # the entry and the built-in skill
+    query = ["search", "deploy or learn a topic", "--type", "fact", "--type", "skill",
+             "--root", str(keyword_only_root), "--json"]
+    everything = json.loads(runner.invoke(app, query).output)  # the entry and the built-in skill (skills asked for)
     cut = (everything[0]["score"] + everything[-1]["score"]) / 2
     strong = runner.invoke(app, [*query, "--threshold", str(cut)])
     assert [hit["path"] for hit in json.loads(strong.output)] == [hit["path"] for hit in everything if hit["score"] >= cut]

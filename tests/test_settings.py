@@ -108,3 +108,53 @@ def test_a_model_directory_names_its_own_model_unless_one_is_configured(tmp_path
     assert Settings(model_dir=tmp_path, model="acme/encoder").model_wanted == "acme/encoder"
     monkeypatch.setenv("MEMDIR_MODEL", "acme/other")
     assert Settings(model_dir=tmp_path).model_wanted == "acme/other"
+
+
+# --------------------------------------------------------------------------- the README's settings table
+
+_README = Path(__file__).resolve().parents[1] / "README.md"
+_UNITS = {"": 1, "MB": 1_000_000, "GB": 1_000_000_000, "s": 1}
+_LEADING_VALUE = re.compile(r"(true|false|-?\d[\d_.,]*)\s*(MB|GB|s)?\b")
+
+
+def _settings_table() -> list[tuple[list[str], list[str], str]]:
+    """(setting names, environment variables, default text) of each row of the README's table."""
+    lines = _README.read_text(encoding="utf-8").splitlines()
+    start = lines.index("| setting | env | default |") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        names, env, default = (cell.strip() for cell in line.strip("|").split("|", 2))
+        rows.append(([name.strip() for name in names.split("/")], re.findall(r"`([A-Z_]+)`", env), default.strip()))
+    return rows
+
+
+def _documented_value(text: str) -> object:
+    """The value a default cell states first (``3 MB`` -> 3000000, ``true`` -> True), or the text itself."""
+    found = _LEADING_VALUE.match(text)
+    if found is None:
+        return text
+    number, unit = found.groups()
+    if number in ("true", "false"):
+        return number == "true"
+    return float(number.replace(",", "")) * _UNITS[unit or ""]
+
+
+@pytest.mark.parametrize(("names", "env", "default"), _settings_table(), ids=lambda value: str(value)[:40])
+def test_readme_settings_table_matches_the_code(names, env, default):
+    """Every row names real settings, environment variables that set them, and their actual defaults."""
+    fields = Settings.model_fields
+    assert all(name in fields for name in names), f"the README names an unknown setting in {names}"
+    aliases = {alias for name in names for alias in fields[name].validation_alias.choices}
+    assert set(env) <= aliases, f"{sorted(set(env) - aliases)} do not set {names}"
+    parts = default.split(" / ") if len(names) > 1 else [default]
+    assert len(parts) == len(names)
+    for name, part in zip(names, parts):
+        actual = fields[name].default
+        if isinstance(actual, bool):
+            assert _documented_value(part) is actual, name
+        elif isinstance(actual, (int, float)):
+            assert _documented_value(part) == pytest.approx(actual), f"README says {name} = {part!r}; the code: {actual}"
+        elif isinstance(actual, str):
+            assert part.strip("`").startswith(actual), f"README says {name} = {part!r}; the code: {actual}"

@@ -127,3 +127,32 @@ def test_a_stub_may_point_at_a_built_in(adapter: FilesystemAdapter) -> None:
     adapter.write_stub("skill/learning", Redirect("moved", DEEP))
     entry = adapter.read_entry("skill/learning", count_hit=True)
     assert entry.virtual and entry.path == DEEP and entry.hits == 0
+
+
+def test_built_in_skills_stay_out_of_content_search_unless_skills_are_asked_for(tmp_path, monkeypatch) -> None:
+    """LoCoMo: "What did Caroline research?" ranked the built-in Deep Learning Protocol 3rd (BM25 only)."""
+    from typer.testing import CliRunner
+
+    from memdir.cli import app
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+    from memdir.tools.discovery import discover
+
+    monkeypatch.setenv("MEMDIR_EMBEDDINGS_ENABLED", "false")  # BM25 + keywords only, as in the report
+    root = tmp_path / "locomo"
+    with Memory.open(Settings(root=root)) as memory:
+        memory.write("fact/caroline/adoption.md", "Caroline researched adoption agencies last week.",
+                     title="Caroline's adoption research", metadata={"type": "fact"})
+        memory.write("fact/melanie/pottery.md", "Melanie took a pottery class with her kids.", title="Pottery")
+
+        assert [r.path for r in memory.search("What did Caroline research?")] == ["fact/caroline/adoption.md"]
+        assert DEEP not in [r.path for r in memory.search("research protocol learning memory")]
+        # Asked for skills: by type, by folder, and by discovery's skills part.
+        assert DEEP in [r.path for r in memory.search("research protocol learning", types=["skill"])]
+        assert DEEP in [r.path for r in memory.search("research protocol learning", path_prefix="skill/meta")]
+        assert "Deep Learning Protocol" in discover(memory, "learn this research protocol deeply")
+        assert DEEP in [info.path for info in memory.glob("skill/**")]
+
+    result = CliRunner().invoke(app, ["search", "What did Caroline research?", "--root", str(root), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "deep-learning" not in result.output

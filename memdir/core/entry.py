@@ -100,6 +100,10 @@ class Entry(BaseModel):
     metadata: Metadata = Field(default_factory=Metadata)
     embedding: Vector | None = None
     embedding_checksum: str | None = None
+    # Which model made ``embedding`` and from which searchable text (its hash), as recorded
+    # beside the checksum in the .yml; None when unknown (SwarmMemory's files, a copied .emb).
+    embedding_model: str | None = None
+    embedding_text_hash: str | None = None
     virtual: bool = False
 
     @property

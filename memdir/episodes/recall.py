@@ -22,7 +22,7 @@ project, newest first, until ``episode_session_start_budget`` tokens are used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -47,6 +47,7 @@ class RankedEpisode:
     score: float
     age_days: float
     boosted: bool
+    keyword_only: bool = False  # found without the model: its relevance is word overlap, not meaning
 
 
 def age_in_days(episode: StoredEpisode, now: datetime) -> float:
@@ -109,7 +110,10 @@ def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = Non
             candidates.append((read_episode(memory, result.path), float(result.relevance)))
         except EntryNotFoundError:
             continue
-    return rank(candidates, settings, now=now, threshold=threshold, limit=limit)
+    ranked = rank(candidates, settings, now=now, threshold=threshold, limit=limit)
+    if results and results[0].mode == "keyword":
+        ranked = [replace(item, keyword_only=True) for item in ranked]
+    return ranked
 
 
 def _ago(age_days: float) -> str:
@@ -139,7 +143,8 @@ def episode_reminder(ranked: list[RankedEpisode], now: datetime | None = None) -
     now = now or datetime.now(timezone.utc)
     lines = ["<system-reminder>", f"🧭 Found {len(ranked)} past episode(s) that may help with this:", ""]
     for item in ranked:
-        lines.append(episode_line(item.episode, now) + f" [{round(item.score * 100)}% match]")
+        strength = "keyword match" if item.keyword_only else f"{round(item.score * 100)}% match"
+        lines.append(episode_line(item.episode, now) + f" [{strength}]")
     lines += ["", 'Read one with `MemoryRead(file_path: "...")` for the details.', "</system-reminder>"]
     return "\n".join(lines)
 

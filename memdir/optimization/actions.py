@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import Metadata
 from memdir.core.errors import EntryNotFoundError, MemdirError, RedirectError
+from memdir.core.paths import link_target
 from memdir.core.quality import parse_frontmatter
-from memdir.optimization.corpus import Corpus, Item, fingerprint, link_target
+from memdir.optimization.corpus import Corpus, Item, fingerprint
 from memdir.optimization.journal import Journal
 
 if TYPE_CHECKING:

@@ -14,6 +14,10 @@ entries, as a whole percentage (rounded), compared with ``>``:
 Bands (SwarmMemory's wording): 80-100 Excellent, 60-79 Good, 40-59 Fair, 20-39 Poor,
 0-19 Critical.
 
+Beyond SwarmMemory's report, ``related`` links to entries that do not exist (deleted by
+hand or by another tool) are counted and listed: they do not change the score, but a
+reader following one finds nothing.
+
 An entry "has frontmatter" when it carries any metadata, in its ``.yml`` sidecar (memdir's
 frontmatter) or as YAML frontmatter in its content. "By Type" lists concept, fact, skill
 and experience in that order (as the seed's example does), then any other types by
@@ -23,11 +27,12 @@ count; "By Confidence" lists high, medium, low.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES
+from memdir.core.paths import link_target, memory_uri
 from memdir.core.units import human_size
 from memdir.optimization.corpus import Corpus, Item
 
@@ -37,6 +42,8 @@ TAGS_POINTS = ((60, 20), (30, 10))
 LINKS_POINTS = ((40, 20), (20, 10))
 EMBEDDING_POINTS = ((80, 15), (50, 8))
 HIGH_CONFIDENCE_POINTS = ((50, 15), (25, 8))
+
+DANGLING_SHOWN = 10  # dangling links listed in the report (all are in its data)
 
 HEALTH_BANDS = (
     (80, "Excellent", "Memory is well-organized and high-quality"),
@@ -74,6 +81,11 @@ class HealthStats:
     by_confidence: dict[str, int] = field(default_factory=dict)
     components: dict[str, int] = field(default_factory=dict)
     health_score: int = 0
+    dangling_links: dict[str, list[str]] = field(default_factory=dict)  # entry -> links to missing entries
+
+    @property
+    def dangling_count(self) -> int:
+        return sum(map(len, self.dangling_links.values()))
 
     @property
     def band(self) -> str:
@@ -113,8 +125,10 @@ def score_components(stats: HealthStats) -> dict[str, int]:
     }
 
 
-def analyze_items(items: Iterable[Item], total_size: int | None = None) -> HealthStats:
-    """Health statistics and score of a collection of entries."""
+def analyze_items(
+    items: Iterable[Item], total_size: int | None = None, dangling_links: Mapping[str, list[str]] | None = None
+) -> HealthStats:
+    """Health statistics and score of a collection of entries (``dangling_links``: see `find_dangling_links`)."""
     items = list(items)
     by_type: Counter[str] = Counter(item.type for item in items if item.type)
     by_confidence: Counter[str] = Counter(item.confidence for item in items if item.confidence)
@@ -128,6 +142,7 @@ def analyze_items(items: Iterable[Item], total_size: int | None = None) -> Healt
         average_quality=sum(item.quality for item in items) // len(items) if items else 0,
         by_type=dict(sorted(by_type.items(), key=lambda kv: (_type_rank(kv[0]), -kv[1], kv[0]))),
         by_confidence=dict(sorted(by_confidence.items(), key=lambda kv: (_confidence_rank(kv[0]), kv[0]))),
+        dangling_links=dict(dangling_links or {}),
     )
     components = score_components(stats)
     return HealthStats(**{**asdict(stats), "components": components, "health_score": sum(components.values())})
@@ -142,9 +157,30 @@ def _confidence_rank(level: str) -> int:
     return CONFIDENCE_LEVELS.index(level) if level in CONFIDENCE_LEVELS else len(CONFIDENCE_LEVELS)
 
 
+def find_dangling_links(corpus: Corpus) -> dict[str, list[str]]:
+    """Entry -> its ``related`` links that lead nowhere: to no entry, stub or built-in skill."""
+    present = set(corpus.paths)
+    checked: dict[str, bool] = {}
+
+    def leads_somewhere(link: str) -> bool:
+        target = link_target(link)
+        if target is None:
+            return False
+        if target not in present and target not in checked:
+            checked[target] = corpus.memory.exists(target)  # a stub or a built-in skill
+        return target in present or checked[target]
+
+    found = {}
+    for item in corpus.items:
+        dangling = [str(link) for link in item.metadata.get("related", []) if not leads_somewhere(link)]
+        if dangling:
+            found[item.path] = dangling
+    return found
+
+
 def analyze(corpus: Corpus) -> HealthStats:
     """Health statistics of a loaded `Corpus`."""
-    return analyze_items(corpus.items, corpus.total_size)
+    return analyze_items(corpus.items, corpus.total_size, find_dangling_links(corpus))
 
 
 def format_health_report(stats: HealthStats) -> str:
@@ -167,6 +203,14 @@ def format_health_report(stats: HealthStats) -> str:
         f"- Average quality score: {stats.average_quality}/100",
         "",
     ]
+    if stats.dangling_links:
+        lines.append("## Dangling Links")
+        lines.append(f"{stats.dangling_count} `related` link(s) lead to entries that do not exist:")
+        shown = [(path, link) for path, links in stats.dangling_links.items() for link in links]
+        lines.extend(f"- {memory_uri(path)} → {memory_uri(str(link))}" for path, link in shown[:DANGLING_SHOWN])
+        if len(shown) > DANGLING_SHOWN:
+            lines.append(f"- … and {len(shown) - DANGLING_SHOWN} more")
+        lines += ["Remove them from those entries' `related` metadata, or write the missing entries.", ""]
     if stats.by_type:
         lines.append("## By Type")
         lines.extend(f"- {name}: {count} ({percentage(count, total)}%)" for name, count in stats.by_type.items())
@@ -185,6 +229,7 @@ __all__ = [
     "HealthStats",
     "analyze",
     "analyze_items",
+    "find_dangling_links",
     "format_health_report",
     "health_band",
     "percentage",

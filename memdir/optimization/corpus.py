@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata, entry_type
-from memdir.core.errors import InvalidPathError, MemdirError
-from memdir.core.paths import normalize_path
+from memdir.core.errors import MemdirError
+from memdir.core.paths import link_target
 from memdir.core.quality import confidence_of, effective_metadata, score_metadata
 from memdir.optimization.pairs import WordSets
 
@@ -27,14 +27,6 @@ if TYPE_CHECKING:
     from memdir.memory import Memory
 
 SECONDS_PER_DAY = 86_400.0
-
-
-def link_target(link: Any) -> str | None:
-    """The normalised path a ``related`` value names (``memory://x.md``, ``x.md`` or ``x``), or None."""
-    try:
-        return normalize_path(str(link))
-    except InvalidPathError:
-        return None
 
 
 def fingerprint(entry: Entry) -> str:
@@ -194,4 +186,4 @@ class Corpus:
         return sum(item.size for item in self.items)
 
 
-__all__ = ["Corpus", "Item", "fingerprint", "link_target"]
+__all__ = ["Corpus", "Item", "fingerprint"]

@@ -21,13 +21,13 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memdir.core.paths import memory_uri
+from memdir.core.paths import link_target, memory_uri
 from memdir.core.quality import QUALITY_POINTS
 from memdir.core.units import plural
 from memdir.optimization import planning
 from memdir.optimization.actions import Changer
 from memdir.optimization.analyzer import analyze, format_health_report
-from memdir.optimization.corpus import Corpus, link_target
+from memdir.optimization.corpus import Corpus, Item
 from memdir.optimization.journal import Journal
 from memdir.optimization.options import ACTIONS, DEFAULT_LIMIT, parse_dry_run, resolve_options
 from memdir.optimization.pairs import Similar
@@ -232,20 +232,8 @@ class Defragmenter:
         stubs = planning.stale_stubs(self.memory, self.now, age_days, max_hits)
         if changer is not None:  # stubs this run just made (in `full`) are not old, whatever the clock says
             stubs = [stub for stub in stubs if stub.path not in changer.stubs_created]
-        gone = {stub.path: stub.final for stub in stubs}
-        relinks = [item for item in self.corpus().items if item.related & gone.keys()]
-        relinked = []
-        for item in relinks if changer else ():
-            # Links to a deleted stub would dangle: point them at where the stub led.
-            related: list[str] = []
-            for link in item.stored.related:
-                target = link_target(link)
-                new = memory_uri(gone[target]) if target in gone and gone[target] else link
-                if new not in related:
-                    related.append(new)
-            metadata = item.stored.model_copy(update={"related": related})
-            if related != list(item.stored.related) and changer.rewrite(item, metadata=metadata).done:
-                relinked.append(item.path)
+        # Links to a deleted stub would dangle: point them at where the stub led.
+        relinks, relinked = self._relink({stub.path: stub.final for stub in stubs}, changer)
         rows = []
         for stub in stubs:
             outcome = changer.delete_stub(stub.path, stub.target) if changer else None
@@ -292,7 +280,13 @@ class Defragmenter:
         lines = [f"- {memory_uri(r['path'])} — quality {r['quality']}/100, {r['age_days']} days old, {r['hits']} hits"
                  + _skipped(r) for r in rows]
         lines += [f"- kept {memory_uri(path)}: redirect stubs point to it" for path in kept]
-        return lines, {"entries": rows, "kept": kept}
+        gone = {row["path"]: None for row in rows if row["done"] or not changer}
+        linking, unlinked = self._relink(gone, changer)
+        if linking:
+            count = len(unlinked) if changer else len(linking)
+            lines.append(f"- {'removed' if changer else 'would remove'} `related` links to them from "
+                         f"{plural(count, 'entry', 'entries')}")
+        return lines, {"entries": rows, "kept": kept, "links_removed": unlinked}
 
     def compact(
         self, min_quality_score: int = 20, min_age_days: float = 30, max_hits: int = 0, dry_run: Any = True,
@@ -351,10 +345,34 @@ class Defragmenter:
             intro = [f"Health score: {before.health_score} → {after.health_score} "
                      f"({after.health_score - before.health_score:+d})"]
         data = {**options, "health_before": before.health_score, "health_after": after.health_score if after else None,
-                "merges": merges, **cleanup, "compacted": compacted["entries"], "kept": compacted["kept"]}
+                "merges": merges, **cleanup, "compacted": compacted["entries"], "kept": compacted["kept"],
+                "links_removed": compacted["links_removed"]}
         return Report("full", dry, document(title, intro, body, self._notes(dry, journal_id)), data, journal_id)
 
     # ------------------------------------------------------------------ helpers
+    def _relink(self, moved: dict[str, str | None], changer: Changer | None) -> tuple[list[Item], list[str]]:
+        """Rewrite the ``related`` links of entries that link to paths going away.
+
+        ``moved`` maps each such path to where its links should point now, or None to
+        drop them. Returns the entries linking to any of them and (live only) those rewritten.
+        """
+        linking = [item for item in self.corpus().items if item.related & moved.keys() and item.path not in moved]
+        rewritten = []
+        for item in linking if changer else ():
+            related: list[str] = []
+            for link in item.stored.related:
+                target = link_target(link)
+                if target in moved:
+                    if moved[target] is None:
+                        continue
+                    link = memory_uri(moved[target])
+                if link not in related:
+                    related.append(link)
+            metadata = item.stored.model_copy(update={"related": related})
+            if related != list(item.stored.related) and changer.rewrite(item, metadata=metadata).done:
+                rewritten.append(item.path)
+        return linking, rewritten
+
     @staticmethod
     def _notes(dry: bool, journal_id: str | None) -> list[str]:
         if dry:

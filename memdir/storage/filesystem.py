@@ -4,8 +4,8 @@
 
 * ``concept/ruby/classes.md`` — the content, byte for byte (no newline translation);
 * ``concept/ruby/classes.yml`` — ``title``, ``file_path``, ``updated_at`` (a YAML timestamp),
-  ``size`` (content bytes), ``hits``, ``metadata`` (empty values left out) and
-  ``embedding_checksum``;
+  ``size`` (content bytes), ``hits``, ``metadata`` (empty values left out),
+  ``embedding_checksum`` and the vector's ``embedding_model`` and ``embedding_text_hash``;
 * ``concept/ruby/classes.emb`` — 384 raw little-endian float32 values, no header;
   absent when the entry has no embedding.
 
@@ -73,11 +73,14 @@ from memdir.storage.sidecar import (
     decode_embedding,
     dump_sidecar,
     embedding_checksum,
+    embedding_origin,
     encode_embedding,
     fallback_title,
     metadata_from_yaml,
     parse_sidecar,
+    set_embedding_fields,
 )
+from memdir.storage.stub_reads import StubReads
 from memdir.storage.totals import SharedTotal
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
@@ -166,6 +169,7 @@ class FilesystemAdapter:
             create=read_only is None,
         )
         self._total = SharedTotal(self.root, self._scan_total)
+        self._stub_reads = StubReads(self.root)
         self.changes = ChangeCounter(self.root)
         self._attempt = threading.local()  # warnings held back during a lock-free read
         if read_only is None and has_pending(self.root):
@@ -353,6 +357,8 @@ class FilesystemAdapter:
         embedding: np.ndarray | None = None,
         hits: int | None = None,
         updated_at: datetime | None = None,
+        embedding_model: str | None = None,
+        embedding_text_hash: str | None = None,
         before_commit: Callable[[Entry, FileStats], None] | None = None,
     ) -> Entry:
         """Create or replace the entry at ``path`` atomically (all three files or none).
@@ -366,6 +372,8 @@ class FilesystemAdapter:
             hits: the hit count to store; None keeps the existing count (0 for a new entry).
             updated_at: the modification time to record; None means now. Maintenance that
                 does not change what the entry says (re-embedding) keeps the old time.
+            embedding_model: the model that made ``embedding`` (None: unknown, re-embedded later).
+            embedding_text_hash: the hash of the searchable text it was made from.
             before_commit: called with the entry and its files' stats once the files are
                 staged, before they replace the old ones (`commit_files`): derived data
                 updated there changes only if the files do. If it raises, nothing changes.
@@ -395,7 +403,7 @@ class FilesystemAdapter:
                 "metadata": meta.to_yaml_dict(),
             }
             if checksum is not None:
-                sidecar["embedding_checksum"] = checksum
+                set_embedding_fields(sidecar, checksum, embedding_model, embedding_text_hash)
             writes = {md: data, yml: dump_sidecar(sidecar)}
             removals = []
             if emb_bytes is None:
@@ -412,6 +420,8 @@ class FilesystemAdapter:
                 metadata=meta.model_copy(deep=True),
                 embedding=None if emb_bytes is None else np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
                 embedding_checksum=checksum,
+                embedding_model=embedding_model if checksum else None,
+                embedding_text_hash=embedding_text_hash if checksum else None,
             )
             hook = None if before_commit is None else lambda staged: before_commit(entry, _staged_stats(staged, md, yml))
             self._commit(writes | self._total.staged(total), removals, before_commit=hook)
@@ -423,11 +433,13 @@ class FilesystemAdapter:
         vectors: Mapping[str, np.ndarray],
         *,
         expected: Mapping[str, Entry] | None = None,
+        model_id: str | None = None,
+        text_hashes: Mapping[str, str] | None = None,
         before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
     ) -> list[Entry]:
         """Replace the embeddings of existing entries in ONE transaction (re-embedding, rebuilds).
 
-        Only the ``.emb`` files and the ``embedding_checksum`` of the sidecars change:
+        Only the ``.emb`` files and the embedding fields of the sidecars change:
         content, title, metadata, hits and ``updated_at`` stay as they are. One journal and
         one set of fsyncs for the whole batch is what keeps a rebuild close to the model's
         own throughput.
@@ -437,6 +449,8 @@ class FilesystemAdapter:
             expected: path -> the entry as read when its vector was computed; an entry whose
                 content, title or metadata (tags and domain are embedded too) changed since
                 is skipped: the write that changed it embedded it.
+            model_id: the model that made the vectors.
+            text_hashes: path -> hash of the searchable text its vector was made from.
             before_commit: called with each updated entry and its files' stats once the files
                 are staged, as in `write` (not at all when every entry was skipped).
 
@@ -458,6 +472,7 @@ class FilesystemAdapter:
                 files.append((md, yml))
                 emb_bytes = encode_embedding(path, vector)
                 checksum = embedding_checksum(emb_bytes)
+                text_hash = (text_hashes or {}).get(path)
                 writes[emb] = emb_bytes
                 if sidecar is None and yml.exists():
                     # A .yml memdir cannot read was written by someone else: never overwrite it
@@ -468,11 +483,11 @@ class FilesystemAdapter:
                         "title": entry.title, "file_path": path, "updated_at": entry.updated_at,
                         "size": entry.size, "hits": entry.hits, "metadata": entry.metadata.to_yaml_dict(),
                     })
-                    fields["embedding_checksum"] = checksum
+                    set_embedding_fields(fields, checksum, model_id, text_hash)
                     writes[yml] = dump_sidecar(fields)
                 updated.append(entry.model_copy(update={
                     "embedding": np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
-                    "embedding_checksum": checksum,
+                    "embedding_checksum": checksum, "embedding_model": model_id, "embedding_text_hash": text_hash,
                 }))
             if writes:
                 hook = None if before_commit is None else lambda staged: before_commit(
@@ -536,7 +551,8 @@ class FilesystemAdapter:
         md, yml, emb = self._files(path)
         with self._writing():
             total = self._check_limits(path, md, len(data))
-            self._commit({md: data} | self._total.staged(total), [yml, emb], before_commit=_ignoring_staged(before_commit))
+            staged = self._total.staged(total) | self._stub_reads.staged_forget([path])  # a new stub starts unread
+            self._commit({md: data} | staged, [yml, emb], before_commit=_ignoring_staged(before_commit))
             self._total.committed(total)
 
     def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
@@ -556,7 +572,10 @@ class FilesystemAdapter:
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
             try:
-                self._commit(self._total.staged(total), [md, yml, emb], before_commit=_ignoring_staged(before_commit))
+                self._commit(
+                    self._total.staged(total) | self._stub_reads.staged_forget([path]), [md, yml, emb],
+                    before_commit=_ignoring_staged(before_commit),
+                )
             except DiskFullError:
                 log.warning("Deleting %s without a journal: the disk has no room even for one", path)
                 if before_commit is not None:
@@ -648,20 +667,12 @@ class FilesystemAdapter:
         return entry
 
     def _count_stub_hit(self, path: str) -> None:
-        """A read that went through the stub at ``path``: count it in the stub's own text."""
-        md, _, _ = self._files(path)
-        old = read_regular(self.root, md)
-        text = old.decode("utf-8", errors="replace")
-        redirect = stubs.parse_stub(text, path)
-        if redirect is not None:
-            data = stubs.format_stub(redirect, stubs.stub_hits(text) + 1).encode("utf-8")
-            total = self._current_total() + len(data) - len(old)
-            try:
-                commit_files(self.root, {md: data} | self._total.staged(total))
-            except DiskFullError:
-                log.info("Not counting a read through %s: the disk is full", path)  # the read itself goes on
-                return
-            self._total.committed(total)
+        """A read that went through the stub at ``path``: counted in derived data, never in the stub
+        (`memdir.storage.stub_reads`)."""
+        try:
+            commit_files(self.root, self._stub_reads.staged_add(path))
+        except DiskFullError:
+            log.info("Not counting a read through %s: the disk is full", path)  # the read itself goes on
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
         """The content of each entry ("" for one that vanished), in one pass.
@@ -727,6 +738,7 @@ class FilesystemAdapter:
         sidecar = self._load_sidecar(yml)
         fields = sidecar or {}
         embedding, checksum = self._load_embedding(emb, fields.get("embedding_checksum"))
+        model, text_hash = embedding_origin(fields, checksum)
         title = fields.get("title")
         entry = Entry(
             path=path,
@@ -738,6 +750,8 @@ class FilesystemAdapter:
             metadata=metadata_from_yaml(fields.get("metadata")),
             embedding=embedding,
             embedding_checksum=checksum,
+            embedding_model=model,
+            embedding_text_hash=text_hash,
         )
         return entry, sidecar
 
@@ -870,6 +884,8 @@ class FilesystemAdapter:
                 title = head.split("\n", 1)[0].lstrip("# ").strip() if is_stub else fallback_title(head, path)
                 if is_stub:
                     hits = stubs.stub_hits(head)
+            if is_stub:
+                hits += self._stub_reads.count(path)
         return EntryInfo(
             path=path,
             title=title,

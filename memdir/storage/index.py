@@ -618,20 +618,24 @@ class DerivedIndex:
         text_hash_of: Callable[[Entry], str],
         *,
         model_id: str | None = None,
+        text_recipe: str | None = None,
     ) -> ReconcileReport:
         """Bring the index in line with the files (at open; caller holds the root's write lock).
 
         Entries whose ``.md``/``.yml`` mtime or size differ from their row are re-read
         with ``load``; rows of vanished files are dropped. A missing, replaced or
-        damaged index file is rebuilt from scratch first.
+        damaged index file is rebuilt from scratch first. When ``text_recipe`` differs
+        from the one the rows were hashed with, every entry is re-read, so that vectors
+        whose searchable text the new recipe changes count as needing re-embedding.
 
         Args:
             files: (path, `FileStats`) of every entry on disk (see `listing`).
             load: reads one entry (with its embedding) from the files.
             text_hash_of: hash of an entry's searchable text (it depends on settings).
-            model_id: the model the caller embeds with. ``.emb`` files carry no model
-                name, so vectors found in files the index has no record of are
-                attributed to it; the report lists entries needing (re-)embedding for it.
+            model_id: the model the caller embeds with; the report lists entries needing
+                (re-)embedding for it. A vector's own model is what its ``.yml`` records
+                (unknown, so needing re-embedding, when it records none).
+            text_recipe: `memdir.embeddings.text.text_recipe` of the caller's settings.
         """
         report = ReconcileReport()
         with self.lock:
@@ -644,12 +648,14 @@ class DerivedIndex:
                 self._reopen(discard=True)
                 known = self._freshness()
             report.rebuilt = self.rebuilt
+            rehash = text_recipe is not None and sql.meta_text(self.db, "text_recipe") != text_recipe
             changed: list[tuple[str, FileStats]] = []
             seen: set[str] = set()
             for path, stats in files:
                 seen.add(path)
                 row = known.get(path)
-                if row is not None and row[1] == (stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size):
+                fresh = row is not None and row[1] == (stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size)
+                if fresh and not rehash:
                     report.unchanged += 1
                 else:
                     changed.append((path, stats))
@@ -663,7 +669,10 @@ class DerivedIndex:
                     self.keywords.remove(path)
                 report.removed = len(vanished)
             for start in range(0, len(changed), _RECONCILE_BATCH):
-                self._reload(changed[start : start + _RECONCILE_BATCH], known, load, text_hash_of, model_id, report)
+                self._reload(changed[start : start + _RECONCILE_BATCH], known, load, text_hash_of, report)
+            if rehash:
+                with self._writing() as (db, _):
+                    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('text_recipe', ?)", (text_recipe,))
             self._prune_tombstones()
             if report.added + report.updated + report.removed >= OPTIMIZE_AFTER_CHANGES:
                 self.optimize()
@@ -686,7 +695,6 @@ class DerivedIndex:
         known: dict[str, tuple[int, tuple[int, ...]]],
         load: Callable[[str], Entry],
         text_hash_of: Callable[[Entry], str],
-        model_id: str | None,
         report: ReconcileReport,
     ) -> None:
         loaded: list[tuple[Entry, FileStats, str]] = []
@@ -705,14 +713,19 @@ class DerivedIndex:
                     " WHERE e.path = ?",
                     (entry.path,),
                 ).fetchone()
+                if entry.virtual and old is not None:  # a built-in's vector lives in this index alone: keep it
+                    vector = np.frombuffer(old[0], dtype="<f4").copy()
+                    kept = {"embedding": vector, "embedding_model": old[1], "embedding_text_hash": old[2]}
+                    entry = entry.model_copy(update=kept)
                 row_id, doc = sql.write_row(db, entry, stats, current_hash, seq)
                 vector_model = None
                 if row_id is not None:
-                    blob = sql.vector_bytes(entry.embedding)
-                    if old is not None and old[0] == blob:  # same .emb as before: keep what we knew of it
+                    if entry.embedding_model is not None:  # its .yml says which model made it, from what text
+                        vector_model, vector_hash = entry.embedding_model, entry.embedding_text_hash
+                    elif old is not None and old[0] == sql.vector_bytes(entry.embedding):  # as before: keep our record
                         vector_model, vector_hash = old[1], old[2]
-                    else:  # a vector we have no record of: trust it was made from this text
-                        vector_model, vector_hash = model_id, current_hash
+                    else:  # of unknown origin (SwarmMemory's, copied by hand): never compared, re-embedded
+                        vector_model, vector_hash = None, None
                     sql.write_vector(db, row_id, vector_model, vector_hash, entry.embedding)
                 applied.append((entry, vector_model, doc))
                 if entry.path in known:
@@ -742,7 +755,7 @@ class DerivedIndex:
     def clear(self) -> None:
         """Drop every row (a full rebuild follows); other processes notice and reload."""
         with self._writing(files_seen=False) as (db, _):
-            for table in ("entries", "vectors", "entry_tags", "entry_terms", "tombstones"):
+            for table in ("entries", "vectors", "entry_tags", "entry_terms", "links", "tombstones"):
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 — fixed table names
             db.execute("UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'generation'")
             self._generation = sql.meta_text(db, "generation")
@@ -793,6 +806,12 @@ class DerivedIndex:
                     type=type_, hits=hits, mtime_ns=st.md_mtime_ns,
                 )
         return found
+
+    def linking_to(self, target: str) -> list[str]:
+        """The entries whose ``related`` metadata links to the normalised path ``target``, in path order."""
+        with self.lock:
+            query = "SELECT e.path FROM links l JOIN entries e ON e.id = l.id WHERE l.target = ? ORDER BY e.path"
+            return [row[0] for row in self.db.execute(query, (target,))]
 
     def needs_embedding(self, model_id: str | None) -> list[str]:
         """Entries to (re-)embed: no vector, a vector made from other text, or by another model.

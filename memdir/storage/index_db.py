@@ -25,6 +25,8 @@ Tables (schema version `SCHEMA_VERSION`):
   a search that moved in memory; schema 4 drops it. A future migration that needs the
   text reads the files, the source of truth, or clears the index for a reconcile.)
 * ``tombstones`` — (path, seq) of removed entries, so other processes drop them too.
+* ``links`` — (id, target): the entries each entry's ``related`` metadata names, so the
+  entries linking to one are found without reading every ``.yml`` (schema 6).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import ENTRY_TYPES, Entry
+from memdir.core.paths import link_target
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
@@ -49,7 +52,7 @@ log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memdir"
 INDEX_FILE = "index.sqlite3"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
 DEFAULT_WAL_LIMIT = 4 << 20  # bytes; `Settings.index_wal_limit` sets it
@@ -151,6 +154,23 @@ def _migration_4(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE IF EXISTS entries_fts")
 
 
+def _migration_links(db: sqlite3.Connection) -> None:
+    """The link graph: who links to whom. Existing rows have no links recorded yet, so the
+    searchable-text recipe is forgotten too, which makes the next reconcile re-read every entry."""
+    _run_script(
+        db,
+        """
+        CREATE TABLE IF NOT EXISTS links (
+            id INTEGER NOT NULL,
+            target TEXT NOT NULL,
+            PRIMARY KEY (id, target)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS links_target ON links(target);
+        DELETE FROM meta WHERE key = 'text_recipe'
+        """
+    )
+
+
 def _run_script(db: sqlite3.Connection, script: str) -> None:
     """Run ``;``-separated DDL inside the caller's transaction (``executescript`` would commit it)."""
     for statement in script.split(";"):
@@ -171,7 +191,7 @@ def _migration_types_from_folders(db: sqlite3.Connection) -> None:
 
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
 MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (
-    _migration_1, _migration_2, _migration_3, _migration_4, _migration_types_from_folders,
+    _migration_1, _migration_2, _migration_3, _migration_4, _migration_types_from_folders, _migration_links,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -457,6 +477,7 @@ def write_row(
         )
         db.execute("DELETE FROM entry_tags WHERE id = ?", (row_id,))
         db.execute("DELETE FROM entry_terms WHERE id = ?", (row_id,))
+        db.execute("DELETE FROM links WHERE id = ?", (row_id,))
     else:
         row_id = db.execute(
             "INSERT INTO entries(path, title, type, tags, domain, size, md_mtime_ns, md_size, yml_mtime_ns,"
@@ -468,6 +489,8 @@ def write_row(
         db.executemany(
             "INSERT OR IGNORE INTO entry_tags(tag, id) VALUES (?, ?)", [(t.casefold(), row_id) for t in tags]
         )
+        targets = {target for target in map(link_target, meta.related) if target}
+        db.executemany("INSERT OR IGNORE INTO links(id, target) VALUES (?, ?)", [(row_id, t) for t in targets])
         terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
         ids = _write_terms(db, row_id, terms)
         doc = KeywordDoc(
@@ -511,6 +534,7 @@ def delete_row(db: sqlite3.Connection, row_id: int, path: str, seq: int) -> None
     db.execute("DELETE FROM vectors WHERE id = ?", (row_id,))
     db.execute("DELETE FROM entry_tags WHERE id = ?", (row_id,))
     db.execute("DELETE FROM entry_terms WHERE id = ?", (row_id,))
+    db.execute("DELETE FROM links WHERE id = ?", (row_id,))
     db.execute("INSERT OR REPLACE INTO tombstones(path, seq) VALUES (?, ?)", (path, seq))
 
 

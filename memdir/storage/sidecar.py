@@ -3,7 +3,9 @@
 * ``.yml`` — a YAML mapping: ``title``, ``file_path``, ``updated_at`` (a YAML timestamp
   in Ruby's ``Time`` layout, ``2025-01-15 10:30:00.000000000 +00:00``, so SwarmMemory
   reads back a ``Time``, not a string), ``size``, ``hits``, ``metadata`` and
-  ``embedding_checksum``. Files written by SwarmMemory (Ruby) carry ``:symbol`` keys and
+  ``embedding_checksum``, and next to it memdir's ``embedding_model`` and
+  ``embedding_text_hash``: which model made the ``.emb`` and from which searchable text
+  (`embedding_origin`). Files written by SwarmMemory (Ruby) carry ``:symbol`` keys and
   ``Time`` dumps; both read as is.
 * ``.emb`` — 384 raw little-endian float32 values, no header.
 
@@ -88,6 +90,34 @@ def encode_embedding(path: str, embedding: Any) -> bytes:
             "Re-embed the entry; a broken vector would corrupt similarity search.",
         )
     return vector.tobytes()
+
+
+def set_embedding_fields(fields: dict[str, Any], checksum: str, model_id: str | None, text_hash: str | None) -> None:
+    """Record a new ``.emb`` in sidecar ``fields``: its checksum and, when known, its model and text hash.
+
+    Unknown provenance removes what an earlier vector's fields said, so they never vouch for this one.
+    """
+    fields["embedding_checksum"] = checksum
+    for key, value in (("embedding_model", model_id), ("embedding_text_hash", text_hash)):
+        if value:
+            fields[key] = value
+        else:
+            fields.pop(key, None)
+
+
+def embedding_origin(fields: Mapping[str, Any], checksum: str | None) -> tuple[str | None, str | None]:
+    """(model id, text hash) a sidecar records for the ``.emb`` whose checksum is ``checksum``.
+
+    Only a record made for these very bytes counts: an ``.emb`` copied in by hand, or one
+    from SwarmMemory (no such keys; multi-qa-MiniLM-L6-cos-v1 by default there), is of
+    unknown origin — (None, None) — and is re-embedded rather than compared with queries
+    of a model that did not make it.
+    """
+    recorded = fields.get("embedding_checksum")
+    model, text = fields.get("embedding_model"), fields.get("embedding_text_hash")
+    if checksum is None or recorded != checksum or not isinstance(model, str) or not model:
+        return None, None
+    return model, text if isinstance(text, str) and text else None
 
 
 def decode_embedding(data: bytes, checksum: str | None) -> np.ndarray | None:

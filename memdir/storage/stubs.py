@@ -30,7 +30,6 @@ from memdir.storage.base import Redirect
 
 KINDS = ("merged", "moved")
 ARROW = "→"
-HITS_LABEL = "Reads through this redirect:"
 _HITS_LINE = re.compile(r"^Reads through this redirect: (\d+)$", re.MULTILINE)
 DEFAULT_MAX_HOPS = 5
 
@@ -64,22 +63,21 @@ def marks_stub(metadata: Any) -> bool:
     return data.get("stub") is True or bool(data.get("redirect_to"))
 
 
-def format_stub(redirect: Redirect, hits: int = 0) -> str:
+def format_stub(redirect: Redirect) -> str:
     """The text of a stub file for ``redirect`` (``# merged → target`` plus one sentence).
 
-    ``hits`` — reads that went through the stub — are kept in a last line (a stub has no
-    ``.yml``), so defrag's cleanup can tell stubs still in use from forgotten ones.
-    Readers that only look at the first line (SwarmMemory's) are unaffected.
+    Reads through the stub are not written into it (`memdir.storage.stub_reads`): a
+    file is never rewritten only to count a read.
     """
     if redirect.kind not in KINDS:
         raise ValueError(f"Unknown redirect kind {redirect.kind!r}; use one of {', '.join(KINDS)}.")
     sentence = "merged into" if redirect.kind == "merged" else "moved to"
-    text = f"# {redirect.kind} {ARROW} {redirect.target}\n\nThis entry was {sentence} {redirect.target}\n"
-    return text + (f"\n{HITS_LABEL} {hits}\n" if hits else "")
+    return f"# {redirect.kind} {ARROW} {redirect.target}\n\nThis entry was {sentence} {redirect.target}\n"
 
 
 def stub_hits(text: str) -> int:
-    """The reads counted in a stub's text (0 when it has no count, as SwarmMemory's stubs)."""
+    """The reads an older memdir counted in a stub's last line (0 when it has none, as SwarmMemory's
+    stubs and today's): they still count, on top of `memdir.storage.stub_reads`."""
     found = _HITS_LINE.search(text)
     return int(found.group(1)) if found else 0
 

@@ -23,6 +23,11 @@ those formats and adds guards:
 * a token budget (``Settings.discovery_token_budget``, ~4 characters per token): the
   weakest results are dropped until the reminders fit.
 
+While the model is not ready (the first seconds of a server, or none installed) search is
+keyword-only, and its relevance is the share of the message's words an entry holds: "100%"
+there means "has every word", not "means the same". Such hits say "keyword match" instead
+of a percentage, and the reminder says that search was keyword-only.
+
 When nothing is relevant the result is the empty string, and callers show nothing at all.
 Used by `memdir discover` (the Claude Code hook), the MCP discovery prompt and the
 read-only discovery tool. No MCP imports.
@@ -55,10 +60,23 @@ class Found:
     title: str
     type: str
     score: float
+    keyword_only: bool = False
 
     @property
     def percent(self) -> int:
         return round(self.score * 100)
+
+    @property
+    def strength(self) -> str:
+        """``82% match`` on the semantic scale; ``keyword match`` when no model took part."""
+        return "keyword match" if self.keyword_only else f"{self.percent}% match"
+
+
+KEYWORD_ONLY_NOTE = "(Semantic search is not available right now: these were matched by their words, not by meaning.)"
+
+
+def _keyword_note(found: Sequence[Found]) -> list[str]:
+    return [KEYWORD_ONLY_NOTE] if any(item.keyword_only for item in found) else []
 
 
 def skill_reminder(skills: Sequence[Found]) -> str:
@@ -68,12 +86,13 @@ def skill_reminder(skills: Sequence[Found]) -> str:
     lines = ["<system-reminder>", f"🎯 Found {len(skills)} skill(s) in memory that may be relevant:", ""]
     for skill in skills:
         lines += [
-            f"**{skill.title}** ({skill.percent}% match)",
+            f"**{skill.title}** ({skill.strength})",
             f"Path: `{skill.path}`",
             f'To use: `LoadSkill(file_path: "{skill.path}")`',
             "",
         ]
     lines += [
+        *_keyword_note(skills),
         "If a skill matches your task: Load it to get instructions.",
         "If none match: Ignore and proceed normally.",
         "</system-reminder>",
@@ -89,12 +108,13 @@ def memory_reminder(memories: Sequence[Found]) -> str:
     for memory in memories:
         icon = TYPE_ICONS.get(memory.type, "📄")
         lines += [
-            f"{icon} **{memory.title}** ({memory.type}, {memory.percent}% match)",
+            f"{icon} **{memory.title}** ({memory.type}, {memory.strength})",
             f"Path: `{memory.path}`",
             f'Read with: `MemoryRead(file_path: "{memory.path}")`',
             "",
         ]
-    lines += ["These entries may contain relevant knowledge for your task.", "</system-reminder>"]
+    lines += [*_keyword_note(memories), "These entries may contain relevant knowledge for your task."]
+    lines.append("</system-reminder>")
     return "\n".join(lines)
 
 
@@ -119,7 +139,8 @@ def _found(result: Any) -> Found:
     path = str(result.path)
     entry_type = getattr(result, "type", None) or path.split("/", 1)[0]
     title = str(getattr(result, "title", "") or path)
-    return Found(path=path, title=title, type=str(entry_type), score=float(result.relevance))
+    keyword_only = getattr(result, "mode", "") == "keyword"
+    return Found(path=path, title=title, type=str(entry_type), score=float(result.relevance), keyword_only=keyword_only)
 
 
 _CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][a-z][\w'’-]*")
@@ -203,6 +224,7 @@ def discover(memory: Memory, message: str, settings: Settings | None = None, *, 
 
 __all__ = [
     "Found",
+    "KEYWORD_ONLY_NOTE",
     "MEMORY_TYPES",
     "SKILL_TYPES",
     "TYPE_ICONS",

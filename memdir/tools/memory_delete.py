@@ -16,17 +16,21 @@ def memory_delete(memory: Memory, session: Session, file_path: str) -> str:
 
     Use it for information that is wrong, outdated or no longer needed. Deletion
     cannot be undone; to find candidates first, use MemoryDefrag. Built-in entries
-    (shipped with memdir) cannot be deleted.
+    (shipped with memdir) cannot be deleted. Other entries' ``related`` links to it
+    are removed with it, so none points at nothing.
 
     Args:
         file_path: the entry to delete, e.g. ``experience/temp-experiment.md``.
 
     Returns:
-        ``Deleted memory://PATH``.
+        ``Deleted memory://PATH``, and the entries whose links to it were removed.
     """
-    deleted = memory.delete(file_path)
+    deleted, unlinked = memory.delete_and_unlink(file_path)
     session.tracker.forget(deleted)
-    return f"Deleted {memory_uri(deleted)}"
+    text = f"Deleted {memory_uri(deleted)}"
+    if unlinked:
+        text += f"\nRemoved the related links to it from: {', '.join(map(memory_uri, unlinked))}"
+    return text
 
 
 __all__ = ["memory_delete"]

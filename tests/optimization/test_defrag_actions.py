@@ -373,3 +373,34 @@ def test_cli_unknown_action_is_a_clear_error(memory, cli):
     result = cli.invoke(app, ["defrag", str(memory.root), "--action", "nope"])
     assert result.exit_code == 1
     assert "Unknown MemoryDefrag action 'nope'" in result.output and "merge_duplicates" in result.output
+
+
+def test_compact_removes_the_links_to_what_it_deleted_and_undo_puts_them_back(memory):
+    from memdir.optimization.journal import undo_last
+    from memdir.tools.memory_defrag import memory_defrag
+
+    link = "memory://experience/friday-deploy.md"
+    retry = memory.read("fact/http/retry.md")
+    memory.write(retry.path, retry.content, title=retry.title,
+                 metadata=retry.metadata.model_copy(update={"related": [link, "memory://fact/http/timeouts.md"]}))
+    dry = Defragmenter(memory, now=later(31)).run("compact")
+    assert "would remove `related` links to them from 1 entry" in dry.markdown
+    assert memory.read("fact/http/retry.md").metadata.related[0] == link
+    text = memory_defrag(memory, "compact", dry_run=False, min_age_days=0)
+    assert "removed `related` links to them from 1 entry" in text
+    assert memory.read("fact/http/retry.md").metadata.related == ["memory://fact/http/timeouts.md"]
+    assert Defragmenter(memory).run("analyze").data["dangling_links"] == {}
+    undo_last(memory)
+    assert memory.exists("experience/friday-deploy.md")
+    assert memory.read("fact/http/retry.md").metadata.related[0] == link
+
+
+def test_analyze_reports_links_to_entries_deleted_behind_its_back(memory):
+    retry = memory.read("fact/http/retry.md")
+    memory.write(retry.path, retry.content, title=retry.title,
+                 metadata=retry.metadata.model_copy(update={"related": ["memory://fact/http/gone.md",
+                                                                        "memory://skill/meta/deep-learning.md"]}))
+    report = Defragmenter(memory).run("analyze")
+    assert report.data["dangling_links"] == {"fact/http/retry.md": ["memory://fact/http/gone.md"]}
+    assert "## Dangling Links" in report.markdown
+    assert "- memory://fact/http/retry.md → memory://fact/http/gone.md" in report.markdown

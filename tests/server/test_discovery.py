@@ -221,6 +221,45 @@ def test_one_shared_word_is_not_a_match_even_for_the_best_keyword_hit(tmp_path):
         assert "Release notes" in discover(memory, "write the release notes")
 
 
+def test_while_the_model_loads_hits_say_keyword_match_not_a_semantic_percentage(tmp_path):
+    """Keyword-only relevance ("has every word": 100%) is not shown on the semantic scale."""
+    import threading
+
+    from memdir.embeddings.provider import ModelProvider
+    from memdir.memory import Memory
+    from memdir.tools.discovery import KEYWORD_ONLY_NOTE
+    from memdir.tools.episode_record import episode_record
+    from tests.fakes import FakeEmbedder
+
+    settings = Settings(root=tmp_path / "memory")
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("concept/git/rebase.md", "Rebasing replays your commits onto another branch.",
+                     title="Git rebase", metadata={"type": "concept", "tags": ["git", "rebase"]})
+        episode_record(memory, None, name="Rebase onto main", outcome="success",
+                       summary="Rebased the feature branch onto main and fixed conflicts.", tags=["git", "rebase"])
+    release = threading.Event()
+
+    def loader():
+        release.wait(10)
+        return FakeEmbedder()
+
+    memory = Memory.open(settings, load_model=False)
+    memory.model = ModelProvider(loader)
+    memory.model.start_background()
+    try:
+        loading = discover(memory, "git rebase")
+        assert "concept, keyword match" in loading and "[keyword match]" in loading
+        assert "% match" not in loading
+        assert KEYWORD_ONLY_NOTE in loading
+        release.set()
+        memory.model.get()
+        ready = discover(memory, "git rebase")
+        assert "% match" in ready and "keyword match" not in ready and KEYWORD_ONLY_NOTE not in ready
+    finally:
+        release.set()
+        memory.close()
+
+
 # --------------------------------------------------------------------------- names and rare words
 @pytest.fixture
 def people(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from memdir.core.errors import EntryNotFoundError, ReadOnlyEntryError
@@ -33,3 +34,41 @@ def test_built_in_entry_is_refused(memory, session):
         "Write your own version under a different path."
     )
     assert memory.exists("skill/meta/deep-learning.md")
+
+
+def test_links_to_the_deleted_entry_are_removed_from_other_entries(memory, session):
+    from memdir.optimization.defragmenter import Defragmenter
+
+    memory.write("fact/gone.md", "Soon deleted.", title="Gone")
+    memory.write("fact/other.md", "Stays.", title="Other")
+    memory.write("concept/a.md", "Links to both.", title="A",
+                 metadata={"type": "concept", "related": ["memory://fact/gone.md", "fact/other.md"]}, hits=4)
+    memory.write("concept/b.md", "Links by another spelling.", title="B", metadata={"related": ["fact/gone"]})
+    before = memory.read("concept/a.md")
+    text = memory_delete(memory, session, "fact/gone.md")
+    assert text == (
+        "Deleted memory://fact/gone.md\n"
+        "Removed the related links to it from: memory://concept/a.md, memory://concept/b.md"
+    )
+    after = memory.read("concept/a.md")
+    assert after.metadata.related == ["fact/other.md"]
+    assert (after.content, after.updated_at, after.hits) == (before.content, before.updated_at, before.hits)
+    assert memory.read("concept/b.md").metadata.related == []
+    assert Defragmenter(memory).run("analyze").data["dangling_links"] == {}
+
+
+def test_removing_a_link_keeps_the_linking_entrys_vector_without_a_model(tmp_path, session):
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+    from tests.fakes import FakeEmbedder
+
+    settings = Settings(root=tmp_path / "m")
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("fact/gone.md", "Soon deleted.", title="Gone")
+        memory.write("concept/a.md", "Links to it.", title="A", metadata={"related": ["fact/gone.md"]})
+        vector = memory.read("concept/a.md").embedding
+    with Memory.open(settings, load_model=False) as memory:  # e.g. a server whose model is still loading
+        memory_delete(memory, session, "fact/gone.md")
+        kept = memory.read("concept/a.md")
+        assert kept.metadata.related == [] and np.array_equal(kept.embedding, vector)
+        assert memory.index.needs_embedding(FakeEmbedder.model_id) == []  # still current for its model

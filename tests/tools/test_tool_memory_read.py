@@ -120,3 +120,36 @@ def test_missing_entry(memory, session):
 def test_invalid_path(memory, session):
     with pytest.raises(InvalidPathError):
         memory_read(memory, session, "/etc/passwd")
+
+
+def test_reading_through_a_swarm_memory_stub_never_rewrites_it(memory, session):
+    """SwarmMemory's stubs carry a .yml whose size must keep matching; reads are counted in .memdir/ instead."""
+    from memdir.optimization.defragmenter import Defragmenter
+
+    memory.write("concept/ruby/classes.md", CLASSES, title="Ruby Classes", metadata={"type": "concept"})
+    stub_text = "# merged → concept/ruby/classes.md\n\nThis entry was merged into concept/ruby/classes.md."
+    root = memory.root
+    (root / "concept/ruby/old.md").write_text(stub_text, encoding="utf-8")
+    (root / "concept/ruby/old.yml").write_text(
+        f"---\n:title: Old\n:size: {len(stub_text.encode())}\n:hits: 0\n"
+        ":metadata:\n  stub: true\n  redirect_to: concept/ruby/classes.md\n",
+        encoding="utf-8",
+    )
+    before = {name: (root / f"concept/ruby/old.{name}").read_bytes() for name in ("md", "yml")}
+    for _ in range(2):
+        assert "Classes in Ruby" in memory_read(memory, session, "concept/ruby/old.md")
+    assert {name: (root / f"concept/ruby/old.{name}").read_bytes() for name in ("md", "yml")} == before
+    assert [stub.hits for stub in memory.list_stubs()] == [2]  # still counted, for defrag's cleanup
+    cleanup = Defragmenter(memory).run("cleanup_stubs", age_days=0, max_hits=1)
+    assert cleanup.data["stubs"] == []  # read more than max_hits times: still in use
+
+
+def test_a_stub_written_anew_starts_unread(memory, session):
+    memory.write("fact/a.md", "A.", title="A")
+    memory.write_stub("fact/old.md", "fact/a.md")
+    memory_read(memory, session, "fact/old.md")
+    assert (memory.root / "fact/old.md").read_text(encoding="utf-8").endswith("fact/a.md\n")
+    assert [stub.hits for stub in memory.list_stubs()] == [1]
+    memory.delete("fact/old.md")
+    memory.write_stub("fact/old.md", "fact/a.md")
+    assert [stub.hits for stub in memory.list_stubs()] == [0]
