@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from memdir.core.entry import ENTRY_TYPES, check_entry_types
 from memdir.core.errors import InputValidationError, MemdirError
+from memdir.core.files import disk_errors
 from memdir.core.settings import Settings
 from memdir.core.units import plural
 
@@ -98,7 +99,10 @@ def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            # A full or read-only disk under a command's own files (a defrag journal, episodes)
+            # says so like the store's own writes do, not with a raw OSError.
+            with disk_errors(kwargs.get("root") or kwargs.get("directory") or "of this command"):
+                return command(*args, **kwargs)
         except MemdirError as exc:
             console(stderr=True).print(f"[red]Error:[/red] {exc.message}")
             if exc.hint:

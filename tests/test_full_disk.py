@@ -274,3 +274,31 @@ def test_a_writer_dying_between_its_index_update_and_its_commit_is_noticed_by_ot
         assert [(r.path, r.title) for r in reader.search("zebra old", top_k=5) if r.path == "fact/old.md"] == [
             ("fact/old.md", "Old")
         ]
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_a_command_whose_own_files_meet_a_full_disk_says_so_and_changes_nothing(tmp_path, monkeypatch):
+    """The defrag journal is the command's own file (not a store write): ENOSPC there is the same clear error."""
+    from typer.testing import CliRunner
+
+    from memdir.cli import app
+    from memdir.optimization import journal
+
+    monkeypatch.setenv("MEMDIR_EMBEDDINGS_ENABLED", "false")
+    root = tmp_path / "notes"
+    (root / "concept").mkdir(parents=True)
+    text = "# Ruby classes\n\nClasses in Ruby are open: reopen them to add methods.\n"
+    for name in ("ruby", "ruby-copy"):
+        (root / "concept" / f"{name}.md").write_text(text)
+
+    def no_room(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(journal, "_write_record", no_room)
+    result = CliRunner().invoke(app, ["defrag", "--root", str(root), "--action", "merge_duplicates", "--live"])
+    assert result.exit_code == 1
+    assert f"The disk holding the memory root {root} is full" in result.output
+    assert "Traceback" not in result.output and not isinstance(result.exception, OSError)
+    assert sorted(p.name for p in (root / "concept").glob("*.md")) == ["ruby-copy.md", "ruby.md"]
