@@ -19,7 +19,6 @@ them finish close together), and reader rounds per second with the longest round
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import random
@@ -35,18 +34,10 @@ sys.path.insert(0, str(REPO))
 from memdir.core.errors import LockTimeoutError  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
+from bench_write import words_source  # noqa: E402  (the same LoCoMo words as the write bench)
 
 SPAWN = multiprocessing.get_context("spawn")
 QUERIES = ["what did she research", "camping trip with the kids", "painting a sunrise", "adoption agency"]
-
-
-def words_source(data: Path) -> list[str]:
-    if data.is_file():
-        conversations = json.loads(data.read_text())
-        return [word for conv in conversations for key, turns in conv["conversation"].items()
-                if key.startswith("session_") and isinstance(turns, list) for turn in turns
-                for word in turn["text"].split()]
-    return [f"word{i % 997}" for i in range(50_000)]
 
 
 def text_at(words: list[str], rng: random.Random, length: int = 100) -> str:

@@ -41,3 +41,9 @@ def session():
     from memdir.tools.session import Session
 
     return Session()
+
+
+@pytest.fixture
+def anyio_backend():
+    """The MCP SDK's client and server run on asyncio; the async tests do too (not on trio as well)."""
+    return "asyncio"

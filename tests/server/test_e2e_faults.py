@@ -15,11 +15,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def dirs(tmp_path):
     (tmp_path / "ws").mkdir()
     return tmp_path

@@ -11,7 +11,7 @@ import os
 import anyio
 import pytest
 
-from tests.server.test_e2e_stdio import anyio_backend, call, connect, dirs, refused, write  # noqa: F401 — fixtures
+from tests.server.test_e2e_stdio import call, connect, dirs, refused, write  # noqa: F401 — fixtures
 
 pytestmark = pytest.mark.anyio
 

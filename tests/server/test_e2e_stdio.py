@@ -28,11 +28,6 @@ SKILL_TOOLS = {"tools": ["Read", "Write", "Bash"],
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def dirs(tmp_path):
     (tmp_path / "ws" / "secrets").mkdir(parents=True)
     (tmp_path / "ws" / "notes.txt").write_text("hello from the workspace\n")

@@ -16,11 +16,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def dirs(tmp_path):
     (tmp_path / "ws").mkdir()
     # A runaway grep runs this long; a read made to wait behind it would take as long.

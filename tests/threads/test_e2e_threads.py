@@ -9,11 +9,6 @@ from tests.server.test_e2e_stdio import call, connect, refused
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 async def test_a_thread_switched_by_marker_is_resumed_by_a_new_server_with_its_strategy(tmp_path):
     (tmp_path / "ws").mkdir()
     async with connect(tmp_path) as client:
