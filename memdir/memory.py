@@ -55,6 +55,7 @@ from memdir.search.text_search import (
 )
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
+from memdir.storage.folder_stamps import FolderStamps
 from memdir.storage.index import DerivedIndex, file_stats, listing
 from memdir.storage import open_mode
 from memdir.storage.index_db import FileStats
@@ -98,6 +99,7 @@ class Memory:
         self.index = index
         self.model = model
         self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now)
+        self._folder_stamps: FolderStamps | None = None  # see `_entries`
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -361,16 +363,46 @@ class Memory:
     ) -> list[EntryInfo]:
         """The entries whose path ``keep`` accepts, with title, type, hits and updated_at.
 
-        Those come from the derived index where its row is as fresh as the entry's files
-        (one ``stat`` of the ``.yml`` tells) and from the ``.yml`` otherwise: parsing every
-        sidecar made a listing of 100K entries take ~15 s, and a narrow glob paid for all.
+        From the derived index's rows alone while no change was committed and no folder
+        changed since a walk found the files as the index has them (`memdir.storage.folder_stamps`
+        says which fields may lag, and until when); otherwise from a walk (`_walked_entries`).
         """
-        stats = {path: st for path, st in listing(self.adapter, under) if keep(path)}
-        known = self.index.describe(stats)
-        infos = [*known.values(), *self.adapter.describe([path for path in stats if path not in known])]
+        infos = self._indexed_entries(keep)
+        if infos is None:
+            infos = self._walked_entries(keep, under)
         if include_virtual:
             infos.extend(virtual_info(path) for path in virtual_paths() if keep(path))
         return sorted(infos, key=lambda info: info.path)
+
+    def _indexed_entries(self, keep: Callable[[str], bool]) -> list[EntryInfo] | None:
+        """The listing from the index's rows, or None when the folder stamps do not vouch for them."""
+        stamps, change = self._folder_stamps, self.index.changes.value()
+        if stamps is None or not stamps.current(change):
+            return None
+        rows = self.index.listing(change)
+        if rows is None or self.index.changes.value() != change:
+            return None
+        return [row for row in rows if keep(row.path) and not is_virtual(row.path)]
+
+    def _walked_entries(self, keep: Callable[[str], bool], under: str | None) -> list[EntryInfo]:
+        """The listing from a walk: title, type, hits and updated_at from the index's row where it is
+        as fresh as the entry's files (one ``stat`` of the ``.yml`` tells), from the ``.yml`` otherwise
+        (parsing every sidecar made a listing of 100K entries take ~15 s).
+
+        A walk of every entry that found each one's row fresh, and no other row, stamps the
+        folders it listed, so that the next listings come from the index (`_indexed_entries`).
+        """
+        change, folders = self.index.changes.value(), {}
+        listed = dict(listing(self.adapter, under, folders))
+        stats = {path: st for path, st in listed.items() if keep(path)}
+        known = self.index.describe(stats)
+        infos = [*known.values(), *self.adapter.describe([path for path in stats if path not in known])]
+        if under is None and len(known) == len(listed):
+            rows = self.index.listing(change)
+            agree = rows is not None and sorted(row.path for row in rows if not is_virtual(row.path)) == sorted(listed)
+            if agree and self.index.changes.value() == change:
+                self._folder_stamps = FolderStamps.take(change, folders)
+        return infos
 
     def list_stubs(self) -> list[EntryInfo]:
         """Stub entries only (defrag's cleanup needs them; nothing else lists them)."""

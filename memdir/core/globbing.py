@@ -67,6 +67,11 @@ def glob_matcher(pattern: str, *, brackets: bool = True) -> Callable[[str], bool
         brackets: ``[...]`` is a character class (else a literal ``[``).
     """
     steps = [_segment(segment, brackets) for segment in pattern.split("/")]
+    last = steps[-1]
+    if isinstance(last, re.Pattern) and all(step is None for step in steps[:-1]):
+        # '**/*.md' and the like (every entry, MemoryGlob's '**/*'): only the last name is tested,
+        # a fifth of the general programme's cost over 100K paths.
+        return lambda path: last.match(path.rpartition("/")[2]) is not None
 
     def matches(path: str) -> bool:
         names = path.split("/")

@@ -788,6 +788,7 @@ class FilesystemAdapter:
         include_virtual: bool = False,
         with_metadata: bool = True,
         under: str | None = None,
+        folders: dict[str, int] | None = None,
     ) -> Iterator[EntryInfo]:
         """Every entry, sorted by path, without reading content or counting hits.
 
@@ -800,6 +801,7 @@ class FilesystemAdapter:
                 the file's modification time — enough for glob matching and index
                 freshness checks (``size``, ``mtime_ns``).
             under: only entries inside this folder (e.g. ``"concept/ruby"``).
+            folders: if given, receives the mtime of every folder listed (`scan_entries`).
 
         Skipped: ``.memdir/``, ``.lock``, hidden and temporary files, names that are not
         valid memory paths, and symbolic links leading outside the root. A stub is an
@@ -811,16 +813,18 @@ class FilesystemAdapter:
         """
         prefix = self._folder_prefix(under)
         start = self.root / prefix if prefix else self.root
-        rows = self._consistent(lambda: self._scan(start, prefix, include_stubs, with_metadata))
+        rows = self._consistent(lambda: self._scan(start, prefix, include_stubs, with_metadata, folders))
         if include_virtual:
             rows.extend(virtual_info(p) for p in virtual_paths() if p.startswith(prefix))
         rows.sort(key=lambda info: info.path)
         yield from rows
 
-    def _scan(self, start: Path, prefix: str, include_stubs: bool, with_metadata: bool) -> list[EntryInfo]:
+    def _scan(
+        self, start: Path, prefix: str, include_stubs: bool, with_metadata: bool, folders: dict[str, int] | None
+    ) -> list[EntryInfo]:
         rows: list[EntryInfo] = []
         if start == self.root or (start.is_dir() and is_within(self.root, start)):
-            for path, file, st, has_sidecar in scan_entries(self.root, start, prefix):
+            for path, file, st, has_sidecar in scan_entries(self.root, start, prefix, folders):
                 if is_virtual(path):
                     continue  # a file shadowed by a built-in entry is unreachable
                 yml = Path(file.path[: -len(".md")] + SIDECAR_SUFFIX)

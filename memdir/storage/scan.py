@@ -55,7 +55,7 @@ def _listable_name(name: str, folder: str) -> bool:
 
 
 def scan_entries(
-    root: Path, folder: Path, prefix: str
+    root: Path, folder: Path, prefix: str, folders: dict[str, int] | None = None
 ) -> Iterator[tuple[str, os.DirEntry[str], os.stat_result, bool]]:
     """(logical path, DirEntry, its stat, has .yml) for every listable ``.md`` under ``folder``.
 
@@ -67,12 +67,16 @@ def scan_entries(
         root: the memory root (resolved); symlinks leading outside it are skipped.
         folder: where to start, ``root`` or a folder inside it.
         prefix: the logical path of ``folder`` (``""`` for the root, else ending in ``/``).
+        folders: if given, receives each listed folder's mtime, taken before it is listed
+            (`memdir.storage.folder_stamps`).
     """
     try:
         start = folder.stat()
     except OSError:
         return
     seen = {(start.st_dev, start.st_ino)}
+    if folders is not None:
+        folders[str(folder)] = start.st_mtime_ns
     real: list[tuple[str, str]] = [(str(folder), prefix)]
     linked: list[tuple[str, str]] = []
     while real or linked:
@@ -80,7 +84,7 @@ def scan_entries(
             current, current_prefix = real.pop()
         else:
             current, current_prefix = linked.pop()
-            if not _first_visit(current, seen):
+            if not _first_visit(current, seen, folders=folders):
                 continue
         items = _list_folder(current)
         names = {item.name for item in items}
@@ -99,7 +103,7 @@ def scan_entries(
                 elif item.is_dir():
                     if not current_prefix and name.lower() in RESERVED_FOLDERS:
                         continue  # thread logs, not entries
-                    if _first_visit(item.path, seen, item):
+                    if _first_visit(item.path, seen, item, folders):
                         real.append((item.path, f"{current_prefix}{name}/"))
                     continue
                 if is_md and item.is_file():
@@ -109,8 +113,10 @@ def scan_entries(
                 continue  # vanished or unreadable while listing
 
 
-def _first_visit(path: str, seen: set[tuple[int, int]], item: os.DirEntry[str] | None = None) -> bool:
-    """Mark a folder as listed; False if it was listed already (under another name)."""
+def _first_visit(
+    path: str, seen: set[tuple[int, int]], item: os.DirEntry[str] | None = None, folders: dict[str, int] | None = None
+) -> bool:
+    """Mark a folder as to be listed (noting its mtime in ``folders``); False if it was listed already (under another name)."""
     try:
         st = item.stat() if item is not None else os.stat(path)
     except OSError:
@@ -119,6 +125,8 @@ def _first_visit(path: str, seen: set[tuple[int, int]], item: os.DirEntry[str] |
     if key in seen:
         return False
     seen.add(key)
+    if folders is not None:
+        folders[path] = st.st_mtime_ns
     return True
 
 
