@@ -275,8 +275,23 @@ class Memory:
         return WriteResult(entry, overwritten)
 
     def read(self, path: str, *, count_hit: bool = False) -> Entry:
-        """Read an entry (following merge/move stubs); ``count_hit`` for reads on the agent's behalf."""
-        return self.adapter.read_entry(normalize_path(path), count_hit=count_hit)
+        """Read an entry (following merge/move stubs); ``count_hit`` for reads on the agent's behalf.
+
+        A counted read rewrites the entry's ``.yml``; its index row takes the new count too, so
+        that listings can come from the index again (`_entries`).
+        """
+        logical = normalize_path(path)
+        if not count_hit or self.read_only:
+            return self.adapter.read_entry(logical, count_hit=count_hit)
+        with self._changing():
+            before = file_stats(self.root, logical)
+            entry = self.adapter.read_entry(logical, count_hit=True)
+            if entry.path == logical and not entry.virtual:  # (a read through a stub is left to the walk)
+                try:
+                    self.index.record_hits(logical, entry.hits, before, file_stats(self.root, logical))
+                except (DiskFullError, ReadOnlyRootError) as exc:  # the read goes on; listings walk meanwhile
+                    log.info("Not recording the read of %s in the derived index: %s", entry.path, exc)
+        return entry
 
     def exists(self, path: str) -> bool:
         return self.adapter.exists(normalize_path(path))

@@ -116,3 +116,10 @@ def test_memdir_writes_deletes_and_hit_counts_are_listed(filled):
 def test_recently_changed_folders_are_not_trusted(filled):
     filled.list()  # every folder was changed just now: a change within the mtime granularity could hide
     assert filled._folder_stamps is None
+
+
+def test_listings_come_from_the_index_again_after_a_counted_read(filled):
+    stamped(filled)
+    filled.read("concept/ruby/classes.md", count_hit=True)
+    stamped(filled)  # the walk after the read found every row fresh, its hit count included
+    assert {info.path: info.hits for info in from_index(filled)}["concept/ruby/classes.md"] == 1

@@ -14,6 +14,10 @@ What may lag: a file edited in place (its folder keeps its mtime) is listed with
 size, mtime, title, type and hits its row had, until memdir next writes that entry or
 re-scans the root (`Memory.reconcile`, run at every open). Its path is listed right.
 
+Any stamped folder that changed (memdir's own counted reads rewrite a ``.yml`` too, and record
+the new count in the index: `Memory.read`) makes the next listing a whole walk again, which
+stamps anew if it agrees with the index; re-listing only the changed folders would be cheaper.
+
 A folder changed less than `RACY_NS` before the walk is not trusted: a change within the
 filesystem's timestamp granularity may leave its mtime as it was (git's "racy" files). The
 listing then walks again next time, until the folders have settled.

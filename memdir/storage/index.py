@@ -49,7 +49,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -602,6 +602,16 @@ class DerivedIndex:
         else:
             self.vectors.upsert(
                 entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id
+            )
+
+    def record_hits(self, path: str, hits: int, before: FileStats, after: FileStats) -> None:
+        """A counted read rewrote the ``.yml`` of ``path`` (its files' stats went from ``before`` to
+        ``after``): a row that was fresh before takes the new count and stats; any other stays stale."""
+        with self._writing() as (db, seq):
+            db.execute(
+                "UPDATE entries SET hits = ?, yml_mtime_ns = ?, yml_size = ?, seq = ? WHERE path = ?"
+                " AND md_mtime_ns = ? AND md_size = ? AND yml_mtime_ns = ? AND yml_size = ?",
+                (hits, after.yml_mtime_ns, after.yml_size, seq, path, *astuple(before)),
             )
 
     def remove(self, path: str) -> bool:
