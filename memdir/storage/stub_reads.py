@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from memdir.core.errors import UnsafeFileError
 from memdir.core.files import read_regular
+from memdir.storage.totals import FileState, file_state
 
 log = logging.getLogger(__name__)
 
 READS_FILE = Path(".memdir") / "stub-reads.json"
-
-_FileState = tuple[int, int, int] | None  # (inode, mtime, size); None when absent
 
 
 class StubReads:
@@ -36,7 +34,7 @@ class StubReads:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.file = root / READS_FILE
-        self._cache: tuple[_FileState, dict[str, int]] = (None, {})
+        self._cache: tuple[FileState, dict[str, int]] = (None, {})
 
     def count(self, path: str) -> int:
         """Reads counted through the stub at ``path`` (0 if none)."""
@@ -58,10 +56,8 @@ class StubReads:
 
     def _counts(self) -> dict[str, int]:
         """The counts on disk, re-read only when the file changed since this process last read it."""
-        try:
-            st = os.stat(self.file)
-            state: _FileState = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except OSError:
+        state = file_state(self.file)
+        if state is None:
             return {}
         if self._cache[0] == state:
             return self._cache[1]

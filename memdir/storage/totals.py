@@ -22,7 +22,16 @@ from memdir.core.files import read_regular
 
 TOTAL_FILE = Path(".memdir") / "content-bytes"
 
-_FileState = tuple[int, int, int] | None  # (inode, mtime, size) of the file; None when absent
+FileState = tuple[int, int, int] | None  # (inode, mtime, size) of the file; None when absent
+
+
+def file_state(path: Path) -> FileState:
+    """What tells whether a small file under ``.memdir/`` was replaced since it was last read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 class SharedTotal:
@@ -32,7 +41,7 @@ class SharedTotal:
         self.root = root
         self.file = root / TOTAL_FILE
         self._scan = scan
-        self._known: tuple[int, _FileState] | None = None  # our figure, and the file as it was then
+        self._known: tuple[int, FileState] | None = None  # our figure, and the file as it was then
 
     def get(self) -> int:
         """The current total: ours while nobody replaced the file since, else the file's, else a scan."""
@@ -61,12 +70,8 @@ class SharedTotal:
         """Files changed behind the figure (a recovered transaction): scan again at the next use."""
         self._known = None
 
-    def _state(self) -> _FileState:
-        try:
-            st = os.stat(self.file)
-        except OSError:
-            return None
-        return st.st_ino, st.st_mtime_ns, st.st_size
+    def _state(self) -> FileState:
+        return file_state(self.file)
 
     def _read(self) -> int | None:
         try:
@@ -75,4 +80,4 @@ class SharedTotal:
             return None
 
 
-__all__ = ["TOTAL_FILE", "SharedTotal"]
+__all__ = ["TOTAL_FILE", "FileState", "SharedTotal", "file_state"]
