@@ -312,9 +312,7 @@ class Memory:
         return logical
 
     def _delete(self, logical: str) -> None:
-        with self._exclusive(), self._index_first(logical):
-            if not self.adapter.exists(logical):
-                raise EntryNotFoundError(logical)
+        with self._exclusive(), self._index_first(logical):  # (the adapter raises EntryNotFoundError)
             self.adapter.delete(logical, before_commit=lambda: self.index.remove(logical))
 
     def delete_and_unlink(self, path: str) -> tuple[str, list[str]]:
