@@ -348,15 +348,18 @@ class Memory:
         """Store new ``related`` links: they are not part of the searchable text, so the entry
         keeps its vector (no model needed) as well as its content, age and read count."""
         metadata = entry.metadata.model_copy(update={"related": related})
-        stored = self.adapter.write(
-            entry.path, entry.content, title=entry.title, metadata=metadata,
-            embedding=entry.embedding, hits=entry.hits, updated_at=entry.updated_at,
-            embedding_model=entry.embedding_model, embedding_text_hash=entry.embedding_text_hash,
-        )
-        self.index.upsert(
-            stored, file_stats(self.root, stored.path), text_hash(self._searchable(stored)), entry.embedding_model,
-            vector_text_hash=entry.embedding_text_hash,
-        )
+
+        def index_first(written: Entry, stats: FileStats) -> None:  # before the commit point, as `write` does
+            self.index.upsert(written, stats, text_hash(self._searchable(written)), entry.embedding_model,
+                              vector_text_hash=entry.embedding_text_hash)
+
+        with self._index_first(entry.path):
+            self.adapter.write(
+                entry.path, entry.content, title=entry.title, metadata=metadata,
+                embedding=entry.embedding, hits=entry.hits, updated_at=entry.updated_at,
+                embedding_model=entry.embedding_model, embedding_text_hash=entry.embedding_text_hash,
+                before_commit=index_first,
+            )
 
     def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
         """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""

@@ -227,6 +227,22 @@ def test_an_index_that_cannot_grow_fails_the_write_before_any_file_changes(tmp_p
         assert [r.path for r in memory.search("zebra", top_k=1)] == ["fact/big.md"]
 
 
+def test_an_unlink_whose_index_update_fails_leaves_the_linking_entry_as_it_was(tmp_path, monkeypatch):
+    """Removing links to a deleted entry rewrites the linking entries like any write: index first, then the files."""
+    with open_memory(tmp_path / "memory") as memory:
+        memory.write("fact/a", "alpha", title="A")
+        memory.write("fact/b", "beta", title="B", metadata={"related": ["fact/a.md"]})
+        yml = (memory.root / "fact" / "b.yml").read_bytes()
+
+        def no_room(*_args, **_kwargs):
+            raise DiskFullError(memory.root, "the derived index could not grow")
+
+        monkeypatch.setattr(memory.index, "upsert", no_room)
+        with pytest.raises(DiskFullError):
+            memory.unlink("fact/a.md")
+        assert (memory.root / "fact" / "b.yml").read_bytes() == yml
+
+
 def test_a_rebuild_whose_index_update_fails_leaves_the_files_alone(tmp_path, monkeypatch):
     with prepared(tmp_path / "memory") as memory:
         (memory.root / "fact" / "hand.md").write_text("a zebra written by hand")
