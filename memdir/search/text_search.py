@@ -162,8 +162,10 @@ class GrepPattern:
 
     def check_lines(self, lines: list[str], where: str) -> None:
         """Refuse (`InputValidationError`) to search ``lines`` (from ``where``) when one is longer than ``max_line``."""
+        if self._max_line is None:  # no group is repeated: any line may be searched, none need measuring
+            return
         longest = max(map(len, lines), default=0)
-        if self._max_line is not None and longest > self._max_line:
+        if longest > self._max_line:
             raise InputValidationError(
                 f"The regular expression {shown(self.pattern)} repeats a group, and matching it takes memory in "
                 f"proportion to the line it searches: {where} has a line of {longest:,} characters, and such a "

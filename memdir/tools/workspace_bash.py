@@ -21,6 +21,7 @@ import shlex
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from memdir.core.errors import InputValidationError
 from memdir.core.user_regex import RegexBudget, compile_regex, shown
@@ -101,9 +102,13 @@ def check_command(command: str, rules: ToolPermissions, budget: RegexBudget) -> 
             "Bash refused: the loaded skill allows no commands.",
             "A skill that uses Bash must list regexes under permissions.Bash.allowed_commands (e.g. \"^npm test\").",
         )
+    compiled: dict[str, Any] = {}  # each pattern compiled once per command, not once per part
+
     def matches(pattern: str, part: str) -> bool:
+        if pattern not in compiled:
+            compiled[pattern] = compile_regex(pattern, budget)
         try:
-            return compile_regex(pattern, budget).search(part, timeout=budget.time_limit) is not None
+            return compiled[pattern].search(part, timeout=budget.time_limit) is not None
         except TimeoutError:
             raise WorkspacePermissionError(
                 f"Bash refused: the loaded skill's command pattern {shown(pattern)} took longer than "
