@@ -14,9 +14,6 @@ from memdir.tools.thread_append import describe_compaction
 if TYPE_CHECKING:
     from memdir.memory import Memory
 
-ACTIONS = ("strategy", "mode", "step", "compact", "pause", "resume", "fork", "state", "ref", "unref")
-CHOICES = {"action": ACTIONS}
-"""Parameters with a fixed set of values: the server lists them in the tool's input schema."""
 STATE_CHUNKS_SHOWN = 20
 
 
@@ -116,6 +113,9 @@ _ACTIONS: dict[str, Callable[[ThreadManager, str, str | None, Summarize | None],
     "strategy": _strategy, "mode": _mode, "step": _step, "compact": _compact, "pause": _pause, "resume": _resume,
     "fork": _fork, "state": _state, "ref": _reference(True), "unref": _reference(False),
 }
+ACTIONS = tuple(_ACTIONS)
+CHOICES = {"action": ACTIONS}
+"""Parameters with a fixed set of values: the server lists them in the tool's input schema."""
 
 
 def thread_control(memory: Memory, thread: str, action: str, value: str | None = None, ask: Ask | None = None) -> str:

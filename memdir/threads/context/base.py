@@ -175,6 +175,13 @@ def newest_first(units: list[Unit], budget: Budget, limit: int) -> list[Piece]:
     return pieces
 
 
+def recent_and_older(units: list[Unit], budget: Budget, share: float) -> tuple[list[Piece], list[Unit]]:
+    """`newest_first` within ``share`` of the budget, and the units older than the oldest of them."""
+    pieces = newest_first(units, budget, int(budget.total * share))
+    first_recent = min(int(piece.position) for piece in pieces) if pieces else len(units)
+    return pieces, units[:first_recent]
+
+
 def assemble(strategy: str, pieces: list[Piece], notes: list[str] | None = None) -> Window:
     """The window of ``pieces`` in thread order."""
     ordered = sorted(pieces, key=lambda piece: piece.position)
@@ -183,4 +190,4 @@ def assemble(strategy: str, pieces: list[Piece], notes: list[str] | None = None)
     return Window(strategy, text, estimate_tokens(text) if text else 0, shown, list(notes or []))
 
 
-__all__ = ["Budget", "Piece", "Unit", "Window", "assemble", "clip", "newest_first", "newest_piece", "piece_tokens", "render_chunk", "units_of"]
+__all__ = ["Budget", "Piece", "Unit", "Window", "assemble", "clip", "newest_first", "newest_piece", "piece_tokens", "recent_and_older", "render_chunk", "units_of"]

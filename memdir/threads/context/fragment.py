@@ -16,7 +16,7 @@ import hashlib
 import numpy as np
 
 from memdir.core.settings import Settings
-from memdir.threads.context.base import Budget, Piece, Unit, Window, assemble, newest_first
+from memdir.threads.context.base import Budget, Piece, Unit, Window, assemble, recent_and_older
 
 
 def draw(thread: str, unit: Unit) -> float:
@@ -40,10 +40,8 @@ def select(thread: str, units: list[Unit], draws: np.ndarray, budget_tokens: int
     budget = Budget(budget_tokens)
     if budget_tokens <= 0 or not units:
         return assemble("fragment", [])
-    pieces = newest_first(units, budget, int(budget_tokens * settings.thread_recent_share))
-    first_recent = min(int(piece.position) for piece in pieces) if pieces else len(units)
-    older = units[:first_recent]
-    chosen = sampled(older, draws[:first_recent], settings)
+    pieces, older = recent_and_older(units, budget, settings.thread_recent_share)
+    chosen = sampled(older, draws[:len(older)], settings)
     shown = 0
     for unit in reversed(chosen):
         if budget.fits(unit.tokens):

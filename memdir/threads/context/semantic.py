@@ -16,7 +16,7 @@ import numpy as np
 
 from memdir.core.keywords import extract_keywords
 from memdir.core.settings import Settings
-from memdir.threads.context.base import Budget, Piece, Unit, Window, assemble, newest_first
+from memdir.threads.context.base import Budget, Piece, Unit, Window, assemble, recent_and_older
 
 Vectors = Callable[[list[str]], np.ndarray]
 """Unit vectors for texts (cached by the caller); None when no model is available."""
@@ -42,9 +42,7 @@ def select(units: list[Unit], budget_tokens: int, settings: Settings, query: str
     budget = Budget(budget_tokens)
     if budget_tokens <= 0 or not units:
         return assemble("semantic", [])
-    pieces = newest_first(units, budget, int(budget_tokens * settings.thread_recent_share))
-    first_recent = min(int(piece.position) for piece in pieces) if pieces else len(units)
-    older = units[:first_recent]
+    pieces, older = recent_and_older(units, budget, settings.thread_recent_share)
     question = query if query and query.strip() else default_query(units)
     notes = []
     if vectors is not None:
