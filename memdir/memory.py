@@ -67,7 +67,7 @@ from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.folder_stamps import FolderStamps
 from memdir.storage.index import DerivedIndex, file_stats, listing
 from memdir.storage import open_mode
-from memdir.storage.index_db import FileStats
+from memdir.storage.index_db import Edge, FileStats
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 log = logging.getLogger(__name__)
@@ -350,6 +350,11 @@ class Memory:
                 if self._set_links(entry, lambda link: link.target != target):
                     changed.append(path)
         return changed
+
+    def edges(self, paths: Iterable[str], kinds: Iterable[str] | None = None) -> list[Edge]:
+        """Every link from or to one of ``paths`` (of ``kinds``, when given), from the derived index."""
+        self._refresh()
+        return self.index.edges(list(paths), list(kinds) if kinds else None)
 
     def links(self, path: str) -> list[Link]:
         """The links an entry holds (typed ``links``, then ``related`` paths as ``references``)."""

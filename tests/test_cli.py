@@ -12,7 +12,8 @@ from memdir.core.settings import Settings
 from memdir.memory import Memory
 
 runner = CliRunner()
-COMMANDS = ["setup", "status", "model-path", "rebuild", "search", "serve", "discover", "defrag", "ingest"]
+COMMANDS = ["setup", "status", "model-path", "rebuild", "search", "serve", "discover", "defrag", "ingest", "graph", "link",
+            "unlink"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -88,3 +89,17 @@ def test_setup_and_model_path_with_the_real_model():
     assert "Semantic search is available" in result.output
     path = runner.invoke(app, ["model-path"])
     assert path.exit_code == 0 and path.output.strip()
+
+
+def test_link_graph_unlink(keyword_only_root):
+    with Memory.open(Settings(root=keyword_only_root)) as memory:
+        memory.write("fact/ci", "CI runs the tests.", title="CI")
+    root = ["--root", str(keyword_only_root)]
+    linked = runner.invoke(app, ["link", "fact/deploy", "fact/ci", "--kind", "implements", "--strength", "0.7", *root])
+    assert linked.exit_code == 0 and linked.output.strip() == "Linked memory://fact/deploy.md —implements 0.70→ memory://fact/ci.md"
+    shown = runner.invoke(app, ["graph", "fact/ci", "--mermaid", *root])
+    assert '—implements 0.70 (user)→ memory://fact/ci.md "CI"' in shown.output and "```mermaid" in shown.output
+    wrong = runner.invoke(app, ["link", "fact/deploy", "fact/ci", "--kind", "implments", *root])
+    assert wrong.exit_code == 1 and "Did you mean 'implements'?" in wrong.output
+    removed = runner.invoke(app, ["unlink", "fact/deploy", "fact/ci", *root])
+    assert removed.exit_code == 0 and "Removed 1 link" in removed.output

@@ -12,6 +12,10 @@ edit. memdir keeps one `ReadTracker` per client session and fixes two of its gap
 
 Only the content decides staleness: a metadata-only change elsewhere (tags, title) does
 not invalidate what the session saw, and edits keep the entry's current metadata anyway.
+
+It also remembers which entries the session was *offered* through a link (MemoryGraph's
+neighbours, MemoryRead's related reminder) and from where, so that reading one of them
+counts as following that link (`offer`, `take_offers`; seed 003's link traversal).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class ReadTracker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._reads: dict[str, ReadRecord] = {}
+        self._offers: dict[str, set[str]] = {}  # entry shown through a link -> the entries it was linked from
 
     def register(self, path: str, content: str, updated_at: datetime | None = None) -> ReadRecord:
         """Record that the session has seen ``content`` at ``path`` (replacing an earlier record)."""
@@ -83,6 +88,16 @@ class ReadTracker:
         if not self.is_current(path, entry.content):
             raise StaleEditError(entry.path)
 
+    def offer(self, path: str, via: str) -> None:
+        """The session was shown ``path`` as linked from ``via`` (both normalised paths)."""
+        with self._lock:
+            self._offers.setdefault(path, set()).add(via)
+
+    def take_offers(self, path: str) -> set[str]:
+        """The entries ``path`` was offered from (and forget them: one read, one traversal)."""
+        with self._lock:
+            return self._offers.pop(normalize_path(path), set())
+
     def forget(self, path: str) -> None:
         """Drop the record for ``path`` (after a delete)."""
         logical = normalize_path(path)
@@ -93,6 +108,7 @@ class ReadTracker:
         """Forget every read (a new conversation on the same session)."""
         with self._lock:
             self._reads.clear()
+            self._offers.clear()
 
     def paths(self) -> list[str]:
         """Every path read so far, sorted."""

@@ -128,6 +128,22 @@ class Settings(BaseSettings):
     bm25_column_weights: tuple[float, float, float, float] = _setting(
         (4.0, 3.0, 2.0, 1.0), "bm25_column_weights", description="BM25 weights of title, tags, domain, content."
     )
+    # ranking beyond the text (seed 003; memdir.search.ranking): weights added to the fused score's
+    # mean, each 0 = off; the defaults were chosen on LoCoMo (bench/bench_ranking_signals.py)
+    graph_weight: float = _setting(
+        0.0, "graph_weight", description="Weight of graph expansion: entries linked to the top hits, decayed by link strength."
+    )
+    graph_seeds: int = _setting(5, "graph_seeds", description="Top hits whose links graph expansion follows.")
+    graph_hops: int = _setting(2, "graph_hops", description="Links graph expansion follows from a top hit (1-2).")
+    graph_hop_decay: float = _setting(
+        0.5, "graph_hop_decay", description="Factor per hop beyond the first in graph expansion (times each link's strength)."
+    )
+    importance_weight: float = _setting(0.0, "importance_weight", description="Weight of an entry's importance (1-10, default 5).")
+    recency_weight: float = _setting(0.0, "recency_weight", description="Weight of recency: exp decay since last access.")
+    recency_half_life_days: float = _setting(
+        30.0, "recency_half_life_days", description="Days after which recency falls to half."
+    )
+    graph_max_nodes: int = _setting(50, "graph_max_nodes", description="Most entries one MemoryGraph answer shows.")
 
     # --- limits
     max_entry_size: int = _setting(3_000_000, "max_entry_size", description="Bytes per entry (SwarmMemory: 3 MB).")

@@ -3,8 +3,10 @@
 SwarmMemory's three modes, with the discovery tool added to all of them:
 
 * ``retrieval`` — read-only Q&A: MemoryRead, MemoryGlob, MemoryGrep, ThreadList (no LoadSkill);
-  memdir adds MemorySearch (ranked hybrid search) to it and so to every mode;
-* ``assistant`` (default) — learning and retrieval: + MemoryWrite, MemoryEdit, the thread
+  memdir adds MemorySearch (ranked hybrid search) and MemoryGraph (an entry's links) to it and
+  so to every mode;
+* ``assistant`` (default) — learning and retrieval: + MemoryWrite, MemoryEdit, MemoryLink,
+  MemoryUnlink, the thread
   tools (ThreadAppend, ThreadContext, ThreadControl), LoadSkill;
 * ``researcher`` — knowledge extraction: every memory tool (+ MemoryDelete, MemoryDefrag
   and the episode tools when installed) + LoadSkill.
@@ -63,6 +65,7 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec("MemoryGrep", "Search memory contents", _READ, "memdir.tools.memory_grep:memory_grep"),
         ToolSpec("MemorySearch", "Search memory by meaning and keywords", _READ, "memdir.tools.memory_search:memory_search"),
         ToolSpec("MemoryDiscover", "Discover relevant skills and memories", _READ),
+        ToolSpec("MemoryGraph", "Show linked memory entries", _READ, "memdir.tools.memory_graph:memory_graph"),
         ToolSpec(
             "MemoryWrite", "Write memory entry",
             _hints(read_only=False, destructive=True, idempotent=True),  # may replace the entry at that path
@@ -72,6 +75,16 @@ TOOLS: dict[str, ToolSpec] = {
             "MemoryEdit", "Edit memory entry",
             _hints(read_only=False, destructive=True, idempotent=False),
             "memdir.tools.memory_edit:memory_edit",
+        ),
+        ToolSpec(
+            "MemoryLink", "Link memory entries",
+            _hints(read_only=False, destructive=False, idempotent=True),  # the same link again replaces it
+            "memdir.tools.memory_link:memory_link",
+        ),
+        ToolSpec(
+            "MemoryUnlink", "Unlink memory entries",
+            _hints(read_only=False, destructive=True, idempotent=False),  # a second call finds no link: an error
+            "memdir.tools.memory_link:memory_unlink",
         ),
         ToolSpec(
             "MemoryDelete", "Delete memory entry",
@@ -122,8 +135,8 @@ WORKSPACE_SPECS: dict[str, ToolSpec] = {
 }
 
 _THREADS = ("ThreadAppend", "ThreadContext", "ThreadControl", "ThreadList")
-_RETRIEVAL = ("MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "ThreadList")
-_ASSISTANT = (*_RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", *_THREADS, "LoadSkill")
+_RETRIEVAL = ("MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "MemoryGraph", "ThreadList")
+_ASSISTANT = (*_RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", "MemoryLink", "MemoryUnlink", *_THREADS, "LoadSkill")
 _RESEARCHER = (*_ASSISTANT[:-1], "MemoryDelete", "MemoryDefrag", "EpisodeRecord", "EpisodeList", "LoadSkill")
 
 MODE_TOOLS: dict[str, tuple[str, ...]] = {

@@ -16,8 +16,8 @@ def memory_delete(memory: Memory, session: Session, file_path: str) -> str:
 
     Use it for information that is wrong, outdated or no longer needed. Deletion
     cannot be undone; to find candidates first, use MemoryDefrag. Built-in entries
-    (shipped with memdir) cannot be deleted. Other entries' ``related`` links to it
-    are removed with it, so none points at nothing.
+    (shipped with memdir) cannot be deleted. Other entries' links to it (typed ones and
+    ``related``) are removed with it, so none points at nothing.
 
     Args:
         file_path: the entry to delete, e.g. ``experience/temp-experiment.md``.

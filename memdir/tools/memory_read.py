@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memdir.core.entry import Entry
 from memdir.core.errors import InvalidPathError
+from memdir.core.links import related_links
 from memdir.core.paths import normalize_path
 from memdir.tools.formatting import memory_uri, numbered_lines, system_reminder, with_title
 from memdir.tools.session import Session
@@ -31,6 +33,8 @@ def memory_read(memory: Memory, session: Session, file_path: str) -> str:
     """
     logical = normalize_path(file_path)
     entry = memory.read(logical, count_hit=True)
+    for via in session.tracker.take_offers(logical):  # shown through a link: it was followed
+        memory.record_traversal(via, entry.path)
     session.tracker.register_entry(entry)
     if entry.path != logical:  # reached through a merge/move stub: the old path works for edits too
         session.tracker.register_entry(entry, as_path=logical)
@@ -46,9 +50,20 @@ def memory_read(memory: Memory, session: Session, file_path: str) -> str:
             f"{memory_uri(entry.path)}. Use that path from now on."
         )
     related = related_lines(memory, entry.metadata.related)
-    if related:
-        text += "\n\n" + system_reminder("Related memories that may provide additional context:", *related)
+    typed = typed_link_lines(memory, entry)
+    if related or typed:
+        text += "\n\n" + system_reminder("Related memories that may provide additional context:", *related, *typed)
+    for link in entry.metadata.all_links:
+        session.tracker.offer(link.target, entry.path)
     return text
+
+
+def typed_link_lines(memory: Memory, entry: Entry) -> list[str]:
+    """``- memory://path "Title" (extends)`` for each typed link not already shown as a ``related`` path."""
+    shown = {link.key for link in related_links(entry.metadata.related)}
+    links = [link for link in entry.metadata.links if link.key not in shown]
+    titles = memory.titles(link.target for link in links)
+    return [f"- {with_title(link.target, titles.get(link.target))} ({link.kind})" for link in links]
 
 
 def related_lines(memory: Memory, related: list[str]) -> list[str]:
@@ -63,4 +78,4 @@ def related_lines(memory: Memory, related: list[str]) -> list[str]:
     return [f"- {with_title(path, titles.get(path))}" for path in dict.fromkeys(paths) if path]
 
 
-__all__ = ["memory_read", "related_lines"]
+__all__ = ["memory_read", "related_lines", "typed_link_lines"]

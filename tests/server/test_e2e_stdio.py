@@ -19,8 +19,8 @@ from mcp_types import ToolListChangedNotification
 
 pytestmark = pytest.mark.anyio
 
-RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "ThreadList"]
-ASSISTANT = [*RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", "ThreadAppend", "ThreadContext", "ThreadControl", "ThreadList",
+RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "MemoryGraph", "ThreadList"]
+ASSISTANT = [*RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", "MemoryLink", "MemoryUnlink", "ThreadAppend", "ThreadContext", "ThreadControl", "ThreadList",
              "LoadSkill"]
 
 SKILL_TOOLS = {"tools": ["Read", "Write", "Bash"],
@@ -132,6 +132,26 @@ async def test_write_read_edit_glob_grep_delete(dirs):
 
         assert await call(client, "MemoryDelete", file_path="fact/api/limits.md") == "Deleted memory://fact/api/limits.md"
         assert "not found" in await refused(client, "MemoryRead", file_path="fact/api/limits.md")
+
+
+async def test_link_graph_traverse_unlink(dirs):
+    async with connect(dirs) as client:
+        await write(client, "concept/http/retries.md", "Retry with backoff.", "concept", title="Retries")
+        await write(client, "concept/http/timeouts.md", "Time out after 30 s.", "concept", title="Timeouts")
+        linked = await call(client, "MemoryLink", source="concept/http/retries", target="concept/http/timeouts.md",
+                            kind="extends", strength=0.8)
+        assert linked == "Linked memory://concept/http/retries.md —extends 0.80→ memory://concept/http/timeouts.md"
+        assert "Did you mean 'extends'?" in await refused(client, "MemoryLink", source="concept/http/retries",
+                                                          target="concept/http/timeouts", kind="extend")
+        shown = await call(client, "MemoryGraph", path="concept/http/timeouts.md", mermaid=True)
+        assert ('- memory://concept/http/retries.md "Retries" —extends 0.80 (user)→ '
+                'memory://concept/http/timeouts.md "Timeouts"') in shown
+        assert "```mermaid\ngraph LR" in shown and '-->|"extends 0.80"|' in shown
+        await call(client, "MemoryRead", file_path="concept/http/retries.md")  # followed from the graph
+        assert "traversed_at" in (dirs / "memory" / "concept" / "http" / "retries.yml").read_text()
+        removed = await call(client, "MemoryUnlink", source="concept/http/retries.md", target="concept/http/timeouts")
+        assert removed == "Removed 1 link from memory://concept/http/retries.md to memory://concept/http/timeouts.md: extends"
+        assert "has no links" in await call(client, "MemoryGraph", path="concept/http/timeouts.md")
 
 
 async def test_edits_need_a_fresh_read(dirs):

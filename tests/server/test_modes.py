@@ -39,6 +39,13 @@ CONTRACT = {
     "MemoryEdit": ("Edit memory entry", "D", {
         "file_path": "string", "old_string": "string", "new_string": "string", "replace_all": "boolean?",
     }),
+    "MemoryGraph": ("Show linked memory entries", "RI", {
+        "path": "string", "hops": "integer?", "kinds": "array[string]?", "mermaid": "boolean?",
+    }),
+    "MemoryLink": ("Link memory entries", "I", {
+        "source": "string", "target": "string", "kind": "string?", "strength": "number?",
+    }),
+    "MemoryUnlink": ("Unlink memory entries", "D", {"source": "string", "target": "string", "kind": "string?"}),
     "MemoryDelete": ("Delete memory entry", "DI", {"file_path": "string"}),
     "MemoryDefrag": ("Analyze and optimize memory", "D", {
         "action": "string:analyze|find_duplicates|find_low_quality|find_archival_candidates|find_related|"
@@ -81,9 +88,9 @@ CONTRACT = {
 }
 
 WORKSPACE = ["Read", "Write", "Edit", "Glob", "Grep", "Bash"]
-RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "ThreadList"]
+RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "MemoryGraph", "ThreadList"]
 THREADS = ["ThreadAppend", "ThreadContext", "ThreadControl", "ThreadList"]
-ASSISTANT = [*RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", *THREADS, "LoadSkill", *WORKSPACE]
+ASSISTANT = [*RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", "MemoryLink", "MemoryUnlink", *THREADS, "LoadSkill", *WORKSPACE]
 
 
 def installed(name: str) -> bool:
@@ -91,7 +98,7 @@ def installed(name: str) -> bool:
 
 
 RESEARCHER = [
-    *RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", *THREADS, "MemoryDelete",
+    *RETRIEVAL[:-1], "MemoryWrite", "MemoryEdit", "MemoryLink", "MemoryUnlink", *THREADS, "MemoryDelete",
     *(["MemoryDefrag"] if installed("memdir.tools.memory_defrag") else []),
     *(["EpisodeRecord"] if installed("memdir.tools.episode_record") else []),
     *(["EpisodeList"] if installed("memdir.tools.episode_list") else []),
