@@ -216,6 +216,7 @@ def search(
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only entries with this tag (repeatable).")] = None,
     threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0, help="Only results scoring at least this (0-1).")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show each result's score breakdown.")] = False,
+    include_archived: Annotated[bool, typer.Option("--include-archived", help="Also archived and superseded entries.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Hybrid search: the MemorySearch tool's results (with --json: every score as data)."""
@@ -224,11 +225,12 @@ def search(
 
     with Memory.open(load_settings(root, agent), read_only=True) as memory:  # looking changes nothing
         if as_json:
-            results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag)
+            results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag,
+                                    include_archived=include_archived)
             typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
             return
         typer.echo(memory_search(memory, query, top_k=top_k, type=type_, path_prefix=prefix, tags=tag,
-                                 threshold=threshold, explain=explain))
+                                 threshold=threshold, explain=explain, include_archived=include_archived))
 
 
 # Commands added by the server, defrag and episodes modules are registered below.

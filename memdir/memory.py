@@ -587,11 +587,14 @@ class Memory:
         types: Iterable[str] | None = None,
         path_prefix: str | None = None,
         tags: Iterable[str] | None = None,
+        include_archived: bool = False,
     ) -> list[SearchResult]:
-        """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready.
+        """Hybrid search (semantic + BM25 + tags, then graph, importance and recency when their
+        weights are set); keyword-only while no model is ready.
 
         Built-in skills are in every root: they answer searches for skills (``types``
         with ``skill``, a ``skill/`` prefix), not every content search of every root.
+        Archived and superseded entries are left out unless ``include_archived``.
         """
         self._refresh()
         types = list(types) if types else None
@@ -603,6 +606,7 @@ class Memory:
             types=types,
             path_prefix=path_prefix,
             tags=list(tags) if tags else None,
+            include_hidden=include_archived,
         )
         return [result for result in results if result.path not in hidden][:top_k]
 

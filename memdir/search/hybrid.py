@@ -56,11 +56,13 @@ where SQLite FTS5 plus the rows of the candidates used to cost ~2 / 8-13 ms.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal, Union
+from typing import TYPE_CHECKING, Literal, NamedTuple, Union
 
 import numpy as np
 
@@ -68,9 +70,11 @@ from memdir.core.keywords import extract_keywords, porter_stem, stem, tag_terms
 from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
+from memdir.search.ranking import ImportanceScorer, RankingSignals
 
 if TYPE_CHECKING:
     from memdir.storage.index import DerivedIndex
+    from memdir.storage.postings import KeywordIndex
 
 Mode = Literal["hybrid", "keyword"]
 EmbedderSource = Union[Embedder, Callable[[], "Embedder | None"], None]
@@ -96,6 +100,8 @@ class ScoreBreakdown:
         bm25_raw: the BM25 score (FTS5's formula, positive; 0 when the entry matched no keyword).
         keyword: share of query keywords found among the entry's words (SwarmMemory's score).
         tag: share of query keywords matching the entry's tags.
+        graph, importance, recency: the signals of `memdir.search.ranking`, None while their
+            weights are all 0 (not computed).
     """
 
     semantic: float | None
@@ -103,6 +109,9 @@ class ScoreBreakdown:
     bm25_raw: float
     keyword: float
     tag: float
+    graph: float | None = None
+    importance: float | None = None
+    recency: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +158,20 @@ class HybridSearcher:
         settings: weights, fusion method, thresholds, candidate pool.
         embedder: an embedder, or a zero-argument callable returning one or None
             (e.g. ``ModelProvider.peek``) so a model still loading means keyword mode.
+        importance: the importance scorer of `memdir.search.ranking` (default: the metadata's
+            importance); `set_importance_scorer` replaces it later (a role's weights).
     """
 
-    def __init__(self, index: DerivedIndex, settings: Settings | None = None, embedder: EmbedderSource = None) -> None:
+    def __init__(
+        self,
+        index: DerivedIndex,
+        settings: Settings | None = None,
+        embedder: EmbedderSource = None,
+        importance: ImportanceScorer | None = None,
+    ) -> None:
         self.index = index
         self.settings = settings or Settings()
+        self.signals = RankingSignals(self.settings, importance)
         self._embedder = embedder
         self._recent_queries: dict[tuple[str, str], np.ndarray] = {}
         self._cache_lock = threading.Lock()
@@ -175,6 +193,10 @@ class HybridSearcher:
                 del self._recent_queries[next(iter(self._recent_queries))]
         return vector
 
+    def set_importance_scorer(self, scorer: ImportanceScorer | None) -> None:
+        """Rank importance with ``scorer`` from now on (None: back to the metadata's importance)."""
+        self.signals = RankingSignals(self.settings, scorer)
+
     def embedder(self) -> Embedder | None:
         """The embedder to use now, or None (none configured, or not ready)."""
         source = self._embedder
@@ -193,6 +215,7 @@ class HybridSearcher:
         tags: Sequence[str] | None = None,
         query_vector: np.ndarray | None = None,
         query_model: str | None = None,
+        include_hidden: bool = False,
     ) -> list[SearchResult]:
         """The ``top_k`` best entries for ``query``, best first.
 
@@ -206,6 +229,7 @@ class HybridSearcher:
                 searcher's embedder (if any, and ready) embeds the query.
             query_model: the model of ``query_vector`` (default: the embedder's); only
                 entry vectors of that model are compared with it.
+            include_hidden: keep archived and superseded entries (left out by default).
         """
         if top_k <= 0 or not query.strip():
             return []
@@ -233,6 +257,9 @@ class HybridSearcher:
             semantic = self._semantic(query_vector, query_model, pool, types, prefix, tags)
             mode: Mode = "hybrid" if semantic is not None else "keyword"
             ranked = self._ranked(semantic, bm25, idf, set(stems), mode)
+            if ranked is not None:
+                ranked = self._beyond_text(ranked, _Rerun(semantic, bm25, idf, set(stems), mode),
+                                           _Filters(types, prefix, tags, include_hidden))
             if ranked is None:
                 return []
             candidates, slots, signals, scores, relevance = (
@@ -245,7 +272,8 @@ class HybridSearcher:
                 slot = slots[i]
                 results.append(SearchResult(
                     candidates[i], kw.titles[slot], kw.types[slot], round(scores[i], 6), round(relevance[i], 6),
-                    signals.breakdown(i), mode, kw.tags_of(slot), ranked.matched[i],
+                    signals.breakdown(i, ranked.extras[i] if ranked.extras else None), mode, kw.tags_of(slot),
+                    ranked.matched[i],
                 ))
                 if len(results) == top_k:
                     break
@@ -264,14 +292,15 @@ class HybridSearcher:
         idf: dict[str, float],
         stems: set[str],
         mode: Mode,
+        extra: Sequence[str] = (),
     ) -> _Ranked | None:
-        """Candidates (semantic top + BM25 matches), their signals, scores and relevance; None if none.
+        """Candidates (semantic top + BM25 matches + ``extra``), their signals, scores and relevance; None if none.
 
         Keyword coverage ranks by the share of the query's terms found, each counted once or
         (``keyword_idf``) by its idf; relevance always counts them by idf (see `_relevance`).
         """
         kw = self.index.keywords
-        candidates = list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25]))
+        candidates = list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25, *extra]))
         slots = [kw.slot_of(path) for path in candidates]
         candidates = [path for path, slot in zip(candidates, slots) if slot is not None]
         slots = [slot for slot in slots if slot is not None]
@@ -294,6 +323,28 @@ class HybridSearcher:
         scores = self._fuse(signals, mode).tolist()
         relevance = self._relevance(signals.semantic, _share(covered_idf, idf.values())).tolist()
         return _Ranked(candidates, slots, signals, scores, relevance, matched)
+
+    def _beyond_text(self, ranked: _Ranked, rerun: _Rerun, filters: _Filters) -> _Ranked | None:
+        """Leave out archived and superseded entries (unless asked for), then add graph expansion,
+        importance and recency (`memdir.search.ranking`) when any of their weights is set."""
+        hidden = frozenset() if filters.include_hidden else self.index.hidden()
+        if not self.signals.active:
+            return ranked.without(hidden) if hidden else ranked
+        graph = self.signals.expand(self.index, zip(ranked.candidates, ranked.scores))
+        kw = self.index.keywords
+        joining = [path for path in graph if path not in hidden and filters.admit(path, kw)]
+        if any(path not in ranked.candidates for path in joining):
+            ranked = self._ranked(*rerun, extra=joining) or ranked
+        if hidden:
+            ranked = ranked.without(hidden)
+            if ranked is None:
+                return None
+        facts = self.index.rank_facts(ranked.candidates)
+        now = datetime.now(timezone.utc)
+        text_total = sum(self._text_weights(rerun.mode).values()) or 1.0
+        extras = [self.signals.extras(facts.get(path), graph.get(path, 0.0), now) for path in ranked.candidates]
+        scores = [self.signals.combine(score, text_total, extra) for score, extra in zip(ranked.scores, extras)]
+        return dataclasses.replace(ranked, scores=scores, extras=extras)
 
     def _relevance(self, cosines: np.ndarray | None, idf_coverage: np.ndarray) -> np.ndarray:
         """SwarmMemory's absolute relevance, ``w * cosine + (1 - w) * keyword`` (w =
@@ -331,15 +382,19 @@ class HybridSearcher:
         rows, _ = matrix.top_of(scores, pool, mask)
         return _SemanticHits([matrix.paths[r] for r in rows], scores, mask, matrix.row_of)
 
-    def _fuse(self, signals: _Signals, mode: Mode) -> np.ndarray:
-        """One score per candidate: the weighted mean of its signals (or weighted RRF)."""
+    def _text_weights(self, mode: Mode) -> dict[str, float]:
         s = self.settings
-        weights = {
+        return {
             "semantic": s.semantic_weight if mode == "hybrid" else 0.0,
             "bm25": s.bm25_weight,
             "keyword": s.keyword_weight,
             "tag": s.tag_weight,
         }
+
+    def _fuse(self, signals: _Signals, mode: Mode) -> np.ndarray:
+        """One score per candidate: the weighted mean of its signals (or weighted RRF)."""
+        s = self.settings
+        weights = self._text_weights(mode)
         total = sum(weights.values()) or 1.0
         if s.fusion == "rrf":
             return self._rrf(signals, weights, total)
@@ -373,6 +428,21 @@ class _Ranked:
     scores: list[float]
     relevance: list[float]
     matched: list[tuple[str, ...]]
+    extras: list[dict[str, float | None]] | None = None  # graph, importance, recency per candidate
+
+    def without(self, paths: frozenset[str]) -> _Ranked | None:
+        """This pass minus the candidates in ``paths`` (None when nothing is left)."""
+        keep = [i for i, path in enumerate(self.candidates) if path not in paths]
+        if len(keep) == len(self.candidates):
+            return self
+        if not keep:
+            return None
+        pick = np.asarray(keep, dtype=np.int64)
+        return _Ranked(
+            [self.candidates[i] for i in keep], [self.slots[i] for i in keep], self.signals.take(pick),
+            [self.scores[i] for i in keep], [self.relevance[i] for i in keep], [self.matched[i] for i in keep],
+            [self.extras[i] for i in keep] if self.extras else None,
+        )  # fmt: skip
 
     def order(self) -> list[int]:
         """Positions best first (ties by path)."""
@@ -417,15 +487,57 @@ class _Signals:
             tag=np.minimum(1.0, tag_counts / max(1, min(distinct_stems, KEYWORD_NORMALISER_CAP))),
         )
 
-    def breakdown(self, i: int) -> ScoreBreakdown:
-        """Candidate ``i``'s signals, for its result."""
+    def take(self, positions: np.ndarray) -> _Signals:
+        """The signals of the candidates at ``positions`` only."""
+        return _Signals(
+            self.semantic[positions] if self.semantic is not None else None, self.bm25[positions],
+            self.bm25_raw[positions], self.keyword[positions], self.tag[positions],
+        )  # fmt: skip
+
+    def breakdown(self, i: int, extras: dict[str, float | None] | None = None) -> ScoreBreakdown:
+        """Candidate ``i``'s signals, for its result (``extras``: graph, importance, recency)."""
         return ScoreBreakdown(
             semantic=float(self.semantic[i]) if self.semantic is not None else None,
             bm25=float(self.bm25[i]),
             bm25_raw=float(self.bm25_raw[i]),
             keyword=float(self.keyword[i]),
             tag=float(self.tag[i]),
+            **(extras or {}),
         )
+
+
+class _Rerun(NamedTuple):
+    """What `HybridSearcher._ranked` needs to rank again with more candidates (graph expansion)."""
+
+    semantic: _SemanticHits | None
+    bm25: dict[str, float]
+    idf: dict[str, float]
+    stems: set[str]
+    mode: Mode
+
+
+@dataclass(frozen=True, slots=True)
+class _Filters:
+    """A search's filters, for candidates that join through links rather than through a signal."""
+
+    types: Sequence[str] | None
+    prefix: str | None
+    tags: Sequence[str] | None
+    include_hidden: bool
+
+    def admit(self, path: str, kw: KeywordIndex) -> bool:
+        """True if the searchable entry at ``path`` passes the type, folder and tag filters."""
+        slot = kw.slot_of(path)
+        if slot is None:
+            return False
+        if self.types is not None and kw.types[slot] not in self.types:
+            return False
+        if self.prefix is not None and not (path == self.prefix or (self.prefix.endswith("/") and path.startswith(self.prefix))):
+            return False
+        if self.tags is not None:
+            wanted = {tag.casefold() for tag in self.tags}
+            return any(tag.casefold() in wanted for tag in kw.tags_of(slot))
+        return True
 
 
 def _share(covered: np.ndarray, weights: Iterable[float]) -> np.ndarray:

@@ -187,6 +187,7 @@ class DerivedIndex:
         self._files_change = 0  # the file change counter the index has caught up with
         self._ahead = threading.local()  # .commits: file commits this thread's index changes anticipate
         self._listed: tuple[tuple[str, int], tuple[EntryInfo, ...]] | None = None  # see `listing`
+        self._hidden: tuple[tuple[str, int] | None, frozenset[str]] = (None, frozenset())  # see `hidden`
         self._open()
 
     # ------------------------------------------------------------------ opening
@@ -868,6 +869,15 @@ class DerivedIndex:
         """Every link from or to one of ``paths`` (of ``kinds``, when given): one hop of the graph."""
         with self.lock:
             return sql.edge_rows(self.db, paths, kinds)
+
+    def hidden(self) -> frozenset[str]:
+        """Archived and superseded entries (left out of search unless asked for): read again only
+        after a change (a partial index keeps that query small however large the root)."""
+        with self.lock:
+            if self._hidden[0] != (self._generation, self._seq):
+                paths = frozenset(row[0] for row in self.db.execute("SELECT path FROM entries WHERE hidden = 1"))
+                self._hidden = ((self._generation, self._seq), paths)
+            return self._hidden[1]
 
     def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
         """Importance, reads, last access and archived/superseded state of ``paths`` (`RankFacts`)."""

@@ -209,6 +209,7 @@ def _migration_ranking_facts(db: sqlite3.Connection) -> None:
     for column, declaration in (("importance", "REAL"), ("hidden", "INTEGER NOT NULL DEFAULT 0"), ("accessed_at", "TEXT")):
         if column not in present:  # (a version number set back by hand re-runs this)
             db.execute(f"ALTER TABLE entries ADD COLUMN {column} {declaration}")
+    db.execute("CREATE INDEX IF NOT EXISTS entries_hidden ON entries(path) WHERE hidden = 1")
     db.execute("DELETE FROM meta WHERE key = 'text_recipe'")
 
 

@@ -27,6 +27,7 @@ def memory_search(
     tags: list[str] | None = None,
     threshold: float | None = None,
     explain: bool = False,
+    include_archived: bool = False,
 ) -> str:
     """Search memory by meaning and keywords; the best entries first, each with the line that matched.
 
@@ -41,7 +42,9 @@ def memory_search(
         path_prefix: only entries under this folder (e.g. ``concept/ruby``) or this one entry.
         tags: only entries carrying at least one of these tags.
         threshold: only results scoring at least this (0-1).
-        explain: also show each result's score breakdown (semantic, bm25, keyword, tag).
+        explain: also show each result's score breakdown (semantic, bm25, keyword, tag, and
+            graph, importance, recency when those are ranked by).
+        include_archived: also return archived and superseded entries (left out by default).
 
     Returns:
         ``N results for 'QUERY':`` then per result ``1. memory://path "Title" (type, score 0.62)``
@@ -60,7 +63,8 @@ def memory_search(
     types = coerce_str_list(type, "type") or None
     check_entry_types(types)
     tag_list = coerce_str_list(tags, "tags") or None
-    results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix, tags=tag_list)
+    results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix, tags=tag_list,
+                            include_archived=include_archived)
     if not results:
         return f"No memory entries found for '{text}'."
     weights = memory.term_weights(text)
@@ -93,8 +97,10 @@ def _snippet(memory: Memory, path: str, weights: dict[str, float]) -> str:
 def _explanation(result: SearchResult) -> str:
     parts = result.breakdown
     semantic = "n/a" if parts.semantic is None else f"{parts.semantic:.3f}"
+    beyond = "".join(f" · {name} {value:.3f}" for name in ("graph", "importance", "recency")
+                     if (value := getattr(parts, name)) is not None)
     return (f"[semantic {semantic} · bm25 {parts.bm25:.3f} (raw {parts.bm25_raw:.2f}) · keyword {parts.keyword:.3f}"
-            f" · tag {parts.tag:.3f} · relevance {result.relevance:.3f}]")
+            f" · tag {parts.tag:.3f}{beyond} · relevance {result.relevance:.3f}]")
 
 
 __all__ = ["memory_search"]

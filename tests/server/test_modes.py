@@ -27,7 +27,7 @@ CONTRACT = {
     }),
     "MemorySearch": ("Search memory by meaning and keywords", "RI", {
         "query": "string", "top_k": "integer?", "type": "array[string]?", "path_prefix": "string?",
-        "tags": "array[string]?", "threshold": "number?", "explain": "boolean?",
+        "tags": "array[string]?", "threshold": "number?", "explain": "boolean?", "include_archived": "boolean?",
     }),
     "MemoryDiscover": ("Discover relevant skills and memories", "RI", {"message": "string"}),
     "MemoryWrite": ("Write memory entry", "DI", {

@@ -1,0 +1,167 @@
+"""Ranking signals beyond the text (seed 003): graph expansion, importance and recency.
+
+The hybrid searcher (`memdir.search.hybrid`) first fuses the text signals (semantic, BM25,
+keyword coverage, tags) into one score per candidate. These three are then added to that
+weighted mean, each with its own weight (a setting; 0 turns it off):
+
+    score = (text_total * text_score + w_graph * graph + w_imp * importance + w_rec * recency)
+            / (text_total + w_graph + w_imp + w_rec)
+
+* **graph** — the `graph_seeds` best hits by text score spread along their links (either
+  direction, any kind, `graph_hops` <= 2): a neighbour gets ``seed_score / best_score *
+  strength`` (times ``graph_hop_decay * strength`` for the second hop), the best over all
+  paths; entries reached that were no candidate join the candidates. So an entry that says
+  little about the query's words but is linked to ones that do (a reply to a question, the
+  next step of a procedure) can still be found.
+* **importance** — an `ImportanceScorer` maps an entry's `RankFacts` (its metadata's
+  importance, reads, last access, type) to [0, 1]; the default is ``(importance - 1) / 9``
+  with importance 5 when the metadata gives none. The scorer is injectable so that a role
+  (`memdir.access`) can weigh reads and recency in as the seed's Component 3.3 does, without
+  the search layer knowing about roles.
+* **recency** — ``exp(-ln 2 * days / recency_half_life_days)`` since the entry was last
+  read by an agent (the derived index's ``accessed_at``), else since it was written.
+
+The defaults were chosen by measurement (``bench/bench_ranking_signals.py``; the README's
+figures): a signal stays on by default only where it did not lower LoCoMo recall.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Protocol
+
+from memdir.core.entry import DEFAULT_IMPORTANCE, IMPORTANCE_RANGE
+from memdir.core.settings import Settings
+
+if TYPE_CHECKING:
+    from memdir.storage.index import DerivedIndex
+    from memdir.storage.index_db import RankFacts
+
+MAX_GRAPH_HOPS = 2
+SECONDS_PER_DAY = 86_400.0
+
+
+class ImportanceScorer(Protocol):
+    """Maps what the index knows of an entry to an importance in [0, 1] (1 = most important)."""
+
+    def __call__(self, facts: RankFacts, now: datetime) -> float: ...
+
+
+def metadata_importance(facts: RankFacts, now: datetime) -> float:
+    """The default scorer: the metadata's importance (5 when absent) scaled from 1-10 to 0-1."""
+    low, high = IMPORTANCE_RANGE
+    value = DEFAULT_IMPORTANCE if facts.importance is None else min(max(facts.importance, low), high)
+    return (value - low) / (high - low)
+
+
+def days_since(when: str | None, now: datetime) -> float | None:
+    """Days from the ISO time ``when`` to ``now`` (never negative), None when unknown."""
+    if not when:
+        return None
+    try:
+        then = datetime.fromisoformat(when)
+    except ValueError:
+        return None
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=timezone.utc)
+    return max((now - then).total_seconds() / SECONDS_PER_DAY, 0.0)
+
+
+def recency(facts: RankFacts, now: datetime, half_life_days: float) -> float:
+    """``exp(-ln 2 * age / half_life)`` of the entry's last access (or write); 1.0 just now, 0.5 one half-life ago."""
+    age = days_since(facts.accessed_at, now)
+    if age is None or half_life_days <= 0:
+        return 0.0
+    return math.exp(-math.log(2.0) * age / half_life_days)
+
+
+def graph_expansion(
+    index: DerivedIndex, seeds: Sequence[tuple[str, float]], hops: int, hop_decay: float
+) -> dict[str, float]:
+    """Path -> graph score in [0, 1] of every entry linked (within ``hops``) to a seed.
+
+    ``seeds`` are (path, text score), best first; a seed's weight is its score over the best.
+    A link is followed from either end; a path's score is the best over the ways it is reached.
+    """
+    best = max((score for _, score in seeds), default=0.0)
+    if best <= 0:
+        return {}
+    reach = {path: score / best for path, score in seeds}
+    found: dict[str, float] = {}
+    frontier = dict(reach)
+    for hop in range(1, min(hops, MAX_GRAPH_HOPS) + 1):
+        factor = 1.0 if hop == 1 else hop_decay
+        nxt: dict[str, float] = {}
+        for edge in index.edges(list(frontier)):
+            for near, far in ((edge.source, edge.target), (edge.target, edge.source)):
+                if near in frontier and far != near:
+                    value = frontier[near] * edge.strength * factor
+                    if value > nxt.get(far, 0.0):
+                        nxt[far] = value
+        for path, value in nxt.items():
+            if value > found.get(path, 0.0):
+                found[path] = value
+        frontier = {path: value for path, value in nxt.items() if path not in reach}
+        if not frontier:
+            break
+    return found
+
+
+class RankingSignals:
+    """The graph, importance and recency signals of one search, and how they join the text score.
+
+    Args:
+        settings: the weights, seeds, hops and half-life.
+        importance: the scorer (default `metadata_importance`).
+    """
+
+    def __init__(self, settings: Settings, importance: ImportanceScorer | None = None) -> None:
+        self.settings = settings
+        self.importance = importance or metadata_importance
+
+    @property
+    def weights(self) -> dict[str, float]:
+        s = self.settings
+        return {"graph": s.graph_weight, "importance": s.importance_weight, "recency": s.recency_weight}
+
+    @property
+    def active(self) -> bool:
+        return any(weight > 0 for weight in self.weights.values())
+
+    def expand(self, index: DerivedIndex, ranked: Iterable[tuple[str, float]]) -> dict[str, float]:
+        """Graph scores from the best ``graph_seeds`` of ``ranked`` ((path, text score), any order)."""
+        if self.settings.graph_weight <= 0 or self.settings.graph_seeds <= 0:
+            return {}
+        seeds = sorted(ranked, key=lambda item: -item[1])[: self.settings.graph_seeds]
+        return graph_expansion(index, seeds, self.settings.graph_hops, self.settings.graph_hop_decay)
+
+    def extras(self, facts: RankFacts | None, graph: float, now: datetime) -> dict[str, float | None]:
+        """One candidate's signals (importance and recency None when the index has no facts of it)."""
+        if facts is None:
+            return {"graph": graph, "importance": None, "recency": None}
+        return {
+            "graph": graph,
+            "importance": float(self.importance(facts, now)),
+            "recency": recency(facts, now, self.settings.recency_half_life_days),
+        }
+
+    def combine(self, text_score: float, text_total: float, extras: dict[str, float | None]) -> float:
+        """The text score's weighted mean widened by the active signals (see the module docstring)."""
+        total, fused = text_total, text_score * text_total
+        for name, weight in self.weights.items():
+            if weight > 0:
+                fused += weight * (extras.get(name) or 0.0)
+                total += weight
+        return fused / total if total else 0.0
+
+
+__all__ = [
+    "ImportanceScorer",
+    "RankingSignals",
+    "days_since",
+    "graph_expansion",
+    "metadata_importance",
+    "recency",
+]
