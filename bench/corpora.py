@@ -31,6 +31,7 @@ import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -46,12 +47,13 @@ CATEGORIES = (1, 2, 3, 4)
 
 @dataclass(frozen=True)
 class Doc:
-    """One entry to write: path, content, title and metadata."""
+    """One entry to write: path, content, title, metadata and (optionally) when it was written."""
 
     path: str
     content: str
     title: str = ""
     metadata: dict = field(default_factory=dict)
+    updated_at: datetime | None = None
 
 
 @dataclass
@@ -123,7 +125,7 @@ def write_store(root: Path, docs: Iterable[Doc], settings: Settings, embedder: C
     # One batched model run for the texts the writes will embed one at a time (5-10x faster).
     embedder.embed([memory._card(doc.title, Metadata.model_validate(doc.metadata), doc.content) for doc in docs])
     for doc in docs:
-        memory.write(doc.path, doc.content, title=doc.title, metadata=doc.metadata)
+        memory.write(doc.path, doc.content, title=doc.title, metadata=doc.metadata, updated_at=doc.updated_at)
     embedder.save()
     return memory
 

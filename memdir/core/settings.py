@@ -144,6 +144,9 @@ class Settings(BaseSettings):
         30.0, "recency_half_life_days", description="Days after which recency falls to half."
     )
     graph_max_nodes: int = _setting(50, "graph_max_nodes", description="Most entries one MemoryGraph answer shows.")
+    sequence_link_strength: float = _setting(
+        0.5, "sequence_link_strength", description="Strength of the system link from an entry to the one before it in a conversation."
+    )
 
     # --- limits
     max_entry_size: int = _setting(3_000_000, "max_entry_size", description="Bytes per entry (SwarmMemory: 3 MB).")
