@@ -140,3 +140,16 @@ def test_signal_functions():
     assert recency(RankFacts("x", None, None, 0, None, False), now, 10) == 0.0
     assert recency(facts, now, 1e9) == pytest.approx(1.0)
     assert math.isclose(recency(facts, now + timedelta(days=10), 10), 0.25)
+
+
+def test_archived_entries_leave_discovery(memory):
+    from memdir.tools.discovery import discover
+
+    memory.write("fact/deploy", "We deploy the billing service with kubernetes every friday", title="Billing deploy",
+                 metadata={"type": "fact", "tags": ["billing", "deploy"]})
+    message = "how do we deploy the billing service with kubernetes?"
+    assert "fact/deploy.md" in discover(memory, message)
+    entry = memory.read("fact/deploy")
+    memory.write("fact/deploy", entry.content, title=entry.title,
+                 metadata=entry.metadata.model_copy(update={"archived_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}))
+    assert "fact/deploy.md" not in discover(memory, message)

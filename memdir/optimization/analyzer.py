@@ -165,7 +165,7 @@ def _confidence_rank(level: str) -> int:
 
 def find_dangling_links(corpus: Corpus) -> dict[str, list[str]]:
     """Entry -> its links that lead nowhere (to no entry, stub or built-in skill): a ``related``
-    path as written, a typed link as ``kind → target``."""
+    path as written, a typed link as ``target (kind)``."""
     present = set(corpus.paths)
     checked: dict[str, bool] = {}
 
@@ -181,7 +181,7 @@ def find_dangling_links(corpus: Corpus) -> dict[str, list[str]]:
     for item in corpus.items:
         dangling = [str(link) for link in item.metadata.get("related", []) if not leads_somewhere(link)]
         typed, _ = parse_links(item.metadata.get("links"))
-        dangling += [f"{link.kind} → {link.target}" for link in typed if not leads_somewhere(link.target)]
+        dangling += [f"{link.target} ({link.kind})" for link in typed if not leads_somewhere(link.target)]
         if dangling:
             found[item.path] = dangling
     return found
@@ -190,6 +190,14 @@ def find_dangling_links(corpus: Corpus) -> dict[str, list[str]]:
 def analyze(corpus: Corpus) -> HealthStats:
     """Health statistics of a loaded `Corpus`."""
     return analyze_items(corpus.items, corpus.total_size, find_dangling_links(corpus))
+
+
+def _listing(title: str, intro: str, items: list[str], advice: str) -> list[str]:
+    """A report section listing problems: the first `DANGLING_SHOWN` items, how many more, what to do."""
+    lines = [f"## {title}", intro, *(f"- {item}" for item in items[:DANGLING_SHOWN])]
+    if len(items) > DANGLING_SHOWN:
+        lines.append(f"- … and {len(items) - DANGLING_SHOWN} more")
+    return [*lines, advice, ""]
 
 
 def format_health_report(stats: HealthStats) -> str:
@@ -213,23 +221,17 @@ def format_health_report(stats: HealthStats) -> str:
         "",
     ]
     if stats.dangling_links:
-        lines.append("## Dangling Links")
-        lines.append(f"{stats.dangling_count} link(s) lead to entries that do not exist:")
-        shown = [(path, link) for path, links in stats.dangling_links.items() for link in links]
-        lines.extend(f"- {memory_uri(path)} → {memory_uri(str(link))}" for path, link in shown[:DANGLING_SHOWN])
-        if len(shown) > DANGLING_SHOWN:
-            lines.append(f"- … and {len(shown) - DANGLING_SHOWN} more")
-        lines += ["Remove them from those entries' `related` or `links` metadata (MemoryUnlink), "
-                  "or write the missing entries.", ""]
+        lines += _listing(
+            "Dangling Links", f"{stats.dangling_count} link(s) lead to entries that do not exist:",
+            [f"{memory_uri(path)} → {memory_uri(link)}" for path, links in stats.dangling_links.items() for link in links],
+            "Remove them from those entries' `related` or `links` metadata (MemoryUnlink), or write the missing entries.",
+        )
     if stats.unreadable_links:
-        count = sum(map(len, stats.unreadable_links.values()))
-        lines.append("## Unreadable Links")
-        lines.append(f"{count} `links` item(s) are no link (kept under `{UNREADABLE_LINKS}`):")
-        shown = [(path, bad) for path, items in stats.unreadable_links.items() for bad in items]
-        lines.extend(f"- {memory_uri(path)}: {bad}" for path, bad in shown[:DANGLING_SHOWN])
-        if len(shown) > DANGLING_SHOWN:
-            lines.append(f"- … and {len(shown) - DANGLING_SHOWN} more")
-        lines += [f"Each needs a target path and a kind ({', '.join(LINK_KINDS)}); fix them or remove them.", ""]
+        shown = [f"{memory_uri(path)}: {bad}" for path, items in stats.unreadable_links.items() for bad in items]
+        lines += _listing(
+            "Unreadable Links", f"{len(shown)} `links` item(s) are no link (kept under `{UNREADABLE_LINKS}`):", shown,
+            f"Each needs a target path and a kind ({', '.join(LINK_KINDS)}); fix them or remove them.",
+        )
     if stats.by_type:
         lines.append("## By Type")
         lines.extend(f"- {name}: {count} ({percentage(count, total)}%)" for name, count in stats.by_type.items())

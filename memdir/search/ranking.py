@@ -78,12 +78,15 @@ def recency(facts: RankFacts, now: datetime, half_life_days: float) -> float:
 
 
 def graph_expansion(
-    index: DerivedIndex, seeds: Sequence[tuple[str, float]], hops: int, hop_decay: float
+    index: DerivedIndex, seeds: Sequence[tuple[str, float]], hops: int, hop_decay: float, limit: int = 50
 ) -> dict[str, float]:
-    """Path -> graph score in [0, 1] of every entry linked (within ``hops``) to a seed.
+    """Path -> graph score in [0, 1] of the (at most ``limit``) best entries linked within ``hops`` to a seed.
 
     ``seeds`` are (path, text score), best first; a seed's weight is its score over the best.
     A link is followed from either end; a path's score is the best over the ways it is reached.
+    Each hop goes on from its ``limit`` best entries only: a densely linked store (defrag's
+    ``link_related`` links most entries of a conversation) must not make a search read and
+    rank thousands of neighbours.
     """
     best = max((score for _, score in seeds), default=0.0)
     if best <= 0:
@@ -103,10 +106,15 @@ def graph_expansion(
         for path, value in nxt.items():
             if value > found.get(path, 0.0):
                 found[path] = value
-        frontier = {path: value for path, value in nxt.items() if path not in reach}
+        frontier = dict(_best(((p, v) for p, v in nxt.items() if p not in reach), limit))
         if not frontier:
             break
-    return found
+    return dict(_best(found.items(), limit))
+
+
+def _best(items: Iterable[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
+    """The ``limit`` highest-valued (path, value) pairs (ties by path, so results do not depend on order)."""
+    return sorted(items, key=lambda item: (-item[1], item[0]))[:limit]
 
 
 class RankingSignals:
@@ -135,7 +143,8 @@ class RankingSignals:
         if self.settings.graph_weight <= 0 or self.settings.graph_seeds <= 0:
             return {}
         seeds = sorted(ranked, key=lambda item: -item[1])[: self.settings.graph_seeds]
-        return graph_expansion(index, seeds, self.settings.graph_hops, self.settings.graph_hop_decay)
+        s = self.settings
+        return graph_expansion(index, seeds, s.graph_hops, s.graph_hop_decay, limit=s.search_candidates)
 
     def extras(self, facts: RankFacts | None, graph: float, now: datetime) -> dict[str, float | None]:
         """One candidate's signals (importance and recency None when the index has no facts of it)."""

@@ -163,9 +163,10 @@ def test_analyze_reports_typed_links_that_lead_nowhere_and_unreadable_ones(linke
     yml.write_text(yaml.safe_dump(data, sort_keys=False))  # by hand: no MemoryDelete cleaned these up
     linked.reconcile()
     report = Defragmenter(linked).run("analyze")
-    assert report.data["dangling_links"] == {"concept/a.md": ["contradicts → concept/gone.md"]}
+    assert report.data["dangling_links"] == {"concept/a.md": ["concept/gone.md (contradicts)"]}
     assert report.data["unreadable_links"] == {"concept/a.md": ["{'target': 'concept/b.md', 'kind': 'likes'}"]}
-    assert "## Unreadable Links" in report.markdown and "## Dangling Links" in report.markdown
+    assert "- memory://concept/a.md → memory://concept/gone.md (contradicts)" in report.markdown
+    assert "## Unreadable Links" in report.markdown
     # reading the entry and writing it back keeps the unreadable item (nothing is lost)
     entry = linked.read("concept/a")
     linked.write("concept/a", entry.content, title=entry.title, metadata=entry.metadata)
