@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from memdir.core.settings import Settings
 from memdir.search.hybrid import HybridSearcher
 from memdir.storage.index import DerivedIndex
+from memdir.storage.postings import KeywordDoc, KeywordIndex
 from test_hybrid_search import EMBEDDER, add
 
 
@@ -105,3 +107,28 @@ def test_another_process_sees_the_same_neighbours_after_a_refresh(tmp_path):
     finally:
         writer.close()
         reader.close()
+
+
+def test_writing_order_survives_compaction_and_matches_a_fresh_load():
+    def doc(path: str, row_id: int) -> KeywordDoc:
+        return KeywordDoc(path, "", None, (), np.array([1], dtype=np.int64), np.array([[0, 0, 0, 1]]), 1, row_id=row_id)
+
+    live = KeywordIndex()
+    written = [(f"{'ab'[i % 2]}/{i}.md", i) for i in range(1200)]  # two folders, interleaved
+    for path, row_id in written:
+        live.add(doc(path, row_id))
+    live.neighbours([live.slot_of("a/600.md")], 1)  # the order is built, then kept up to date
+    for path, row_id in written:  # updates: each moves to a new slot, and enough of them compact the index
+        live.add(doc(path, row_id))
+    assert len(live.paths) < 2 * len(written)  # compacted: dead slots dropped, slots renumbered
+    live.remove("a/602.md")
+    assert [live.paths[s] for s in live.neighbours([live.slot_of("a/600.md")], 2)[1]] == [
+        "a/596.md", "a/598.md", "a/604.md", "a/606.md"]
+    fresh = KeywordIndex()
+    kept = [(path, row_id) for path, row_id in written if path != "a/602.md"][::-1]  # loaded in any order
+    fresh.load([p for p, _ in kept], [""] * len(kept), [None] * len(kept), [""] * len(kept),
+               [np.array([1], dtype="<u4").tobytes()] * len(kept), [np.array([0, 0, 0, 1], dtype="<u2").tobytes()] * len(kept),
+               [1] * len(kept), [r for _, r in kept])
+    for path in ("a/0.md", "b/1.md", "a/600.md", "b/1199.md"):
+        mine = [live.paths[s] for s in live.neighbours([live.slot_of(path)], 3)[1]]
+        assert mine == [fresh.paths[s] for s in fresh.neighbours([fresh.slot_of(path)], 3)[1]], path

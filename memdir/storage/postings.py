@@ -46,6 +46,17 @@ _EMPTY_SLOTS = np.zeros(0, dtype=np.int32)
 _EMPTY_TF = np.zeros(0, dtype=np.float32)
 
 
+_ROW_BITS = 40
+_UNKNOWN_ROW = 1 << (_ROW_BITS - 1)
+
+
+def _written_key(folder_code, row_id, slot):
+    """One number per entry that sorts by folder, then by when it was first written: its row id
+    in the index, or (not known, as for an entry added by hand) after every known one, by slot."""
+    row = np.where(np.asarray(row_id) >= 0, row_id, _UNKNOWN_ROW + np.asarray(slot))
+    return (np.asarray(folder_code, dtype=np.int64) << _ROW_BITS) | row.astype(np.int64)
+
+
 def _bm25_idf(live: int, hits: int) -> float:
     """FTS5's idf of a term found in ``hits`` of ``live`` entries."""
     return math.log((live - hits + 0.5) / (hits + 0.5))
@@ -91,8 +102,8 @@ class KeywordIndex:
         self._folder_code = np.zeros(0, dtype=np.int32)
         self._length = np.zeros(0, dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
-        self._row_id = np.zeros(0, dtype=np.int64)
-        self._folder_members: dict[int, np.ndarray] = {}  # see `neighbours`
+        self._written = np.zeros(0, dtype=np.int64)  # per slot: its folder, then when first written (`_written_key`)
+        self._sequence: tuple[np.ndarray, np.ndarray] | None = None  # see `neighbours`
         self._tag_slots: dict[str, list[int]] | None = None  # built on the first tag filter
         self._offsets = np.zeros(1, dtype=np.int64)
         self._post_slots = _EMPTY_SLOTS
@@ -155,7 +166,8 @@ class KeywordIndex:
         self._folder_code = self._folder_codes.encode([p[: p.rfind("/")] if "/" in p else "" for p in self.paths])
         self._length = np.asarray(lengths, dtype=np.float32).reshape(n)
         self._alive = np.ones(n, dtype=bool)
-        self._row_id = np.asarray(row_ids if row_ids is not None else range(n), dtype=np.int64).reshape(n)
+        row_ids = np.asarray(row_ids if row_ids is not None else range(n), dtype=np.int64).reshape(n)
+        self._written = _written_key(self._folder_code[:n], row_ids, np.arange(n))
         self._total_length = float(self._length.sum(dtype=np.float64))
         sizes = np.fromiter(map(len, id_blobs), dtype=np.int64, count=n) // 4
         ids = np.frombuffer(b"".join(id_blobs), dtype="<u4")
@@ -198,8 +210,11 @@ class KeywordIndex:
         self._folder_code[slot] = self._folder_codes.code(folder_of(doc.path))
         self._length[slot] = doc.length
         self._alive[slot] = True
-        self._row_id[slot] = doc.row_id if doc.row_id >= 0 else np.iinfo(np.int64).max
-        self._folder_members.pop(int(self._folder_code[slot]), None)
+        self._written[slot] = key = _written_key(self._folder_code[slot], doc.row_id, slot)
+        if self._sequence is not None:
+            keys, slots = self._sequence
+            at = int(np.searchsorted(keys, key))
+            self._sequence = np.insert(keys, at, key), np.insert(slots, at, slot)
         self._total_length += doc.length
         tf = np.asarray(doc.counts, dtype=np.float32).reshape(-1, 4) @ self.weights
         for term_id, freq in zip(np.asarray(doc.term_ids).tolist(), tf.tolist()):
@@ -219,7 +234,10 @@ class KeywordIndex:
         if slot is None:
             return False
         self._alive[slot] = False
-        self._folder_members.pop(int(self._folder_code[slot]), None)
+        if self._sequence is not None:
+            keys, slots = self._sequence
+            at = int(np.searchsorted(keys, self._written[slot]))
+            self._sequence = np.delete(keys, at), np.delete(slots, at)
         self._total_length -= float(self._length[slot])
         self._dead += 1
         self._norm = None
@@ -228,7 +246,7 @@ class KeywordIndex:
 
     def _grow(self, needed: int) -> None:
         capacity = max(256, 2 * len(self._alive), needed)
-        for name in ("_type_code", "_folder_code", "_length", "_alive", "_row_id"):
+        for name in ("_type_code", "_folder_code", "_length", "_alive", "_written"):
             old = getattr(self, name)
             grown = np.zeros(capacity, dtype=old.dtype)
             grown[: len(old)] = old
@@ -264,8 +282,8 @@ class KeywordIndex:
         self._folder_code = self._folder_code[live]
         self._length = self._length[live]
         self._alive = np.ones(len(pick), dtype=bool)
-        self._row_id = self._row_id[live]
-        self._folder_members = {}
+        self._written = self._written[live]  # same folders, same writing order
+        self._sequence = None
         self._tag_slots = None
         self._dead = 0
         self._build(ids[order], slots[order], tf[order])
@@ -392,39 +410,31 @@ class KeywordIndex:
         ``window`` on each side, in the order entries were first written (their row ids).
 
         Returns ``(owner, neighbour)``: parallel arrays, ``owner`` the position in ``slots``
-        whose neighbour ``neighbour`` (a slot) is. A folder's live slots in writing order
-        are kept per folder until an entry of that folder is added or removed, so a search
-        after a write re-sorts one folder, not the root.
+        whose neighbour ``neighbour`` (a slot) is; each owner's before its after, nearest last
+        and first. The live slots sorted by folder, then writing order, are kept up to date
+        by each add and remove (an insertion, not a sort), so a search never sorts the root.
         """
+        keys, order = self._sequence_of_writing()
         slots = np.asarray(slots, dtype=np.int64)
-        offsets = np.array([*range(-window, 0), *range(1, window + 1)], dtype=np.int64)
-        owners: list[np.ndarray] = []
-        found: list[np.ndarray] = []
-        folders = self._folder_code[slots]
-        for folder in np.unique(folders).tolist():  # candidates share few folders: one pass per folder
-            positions = np.flatnonzero(folders == folder)
-            members = self._members(folder)
-            at = np.searchsorted(self._row_id[members], self._row_id[slots[positions]])
-            for i in np.flatnonzero(members[np.minimum(at, len(members) - 1)] != slots[positions]).tolist():
-                while members[at[i]] != slots[positions[i]]:  # equal row ids (not known yet): slot order
-                    at[i] += 1
-            around = at[:, None] + offsets[None, :]
-            inside = (around >= 0) & (around < len(members))
-            owners.append(np.broadcast_to(positions[:, None], around.shape)[inside])
-            found.append(members[around[inside]])
-        if not found:
+        if not len(keys) or not len(slots) or window <= 0:
             return np.zeros(0, dtype=np.int64), _EMPTY_SLOTS
-        return np.concatenate(owners), np.concatenate(found).astype(np.int32, copy=False)
+        own = self._written[slots]
+        offsets = np.array([*range(-window, 0), *range(1, window + 1)], dtype=np.int64)
+        around = np.searchsorted(keys, own)[:, None] + offsets[None, :]
+        inside = (around >= 0) & (around < len(keys))
+        around = np.clip(around, 0, len(keys) - 1)
+        inside &= (keys[around] >> _ROW_BITS) == (own >> _ROW_BITS)[:, None]  # the same folder
+        owner = np.broadcast_to(np.arange(len(slots))[:, None], around.shape)[inside]
+        return owner, order[around[inside]]
 
-    def _members(self, folder: int) -> np.ndarray:
-        """The live slots of one folder (its code), in writing order."""
-        members = self._folder_members.get(folder)
-        if members is None:
+    def _sequence_of_writing(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted `_written_key` values, their slots) of the live entries."""
+        if self._sequence is None:
             n = len(self.paths)
-            members = np.flatnonzero((self._folder_code[:n] == folder) & self._alive[:n])
-            members = members[np.argsort(self._row_id[members], kind="stable")]
-            self._folder_members[folder] = members
-        return members
+            live = np.flatnonzero(self._alive[:n])
+            order = live[np.argsort(self._written[live], kind="stable")].astype(np.int32)
+            self._sequence = self._written[order], order
+        return self._sequence
 
     def coverage(self, terms: Iterable[str], slots: np.ndarray) -> np.ndarray:
         """How many of ``terms`` (distinct stems) each of ``slots`` contains, anywhere in the entry."""
