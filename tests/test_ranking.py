@@ -47,17 +47,17 @@ def test_archived_and_superseded_entries_leave_search_unless_asked_for(memory):
 # ------------------------------------------------------------------ graph expansion
 
 def test_graph_expansion_brings_in_entries_linked_to_the_top_hits(tmp_path):
-    with open_with(tmp_path, graph_weight=0.3) as memory:
+    with open_with(tmp_path, graph_weight=0.3) as memory:  # (other folders: no context coverage between them)
         memory.write("fact/q", "what colour is the sky", title="Question")
-        memory.write("fact/a", "blue, mostly", title="Answer")
-        memory.write("fact/noise", "entirely unrelated words here", title="Noise")
-        assert "fact/a.md" not in paths(memory.search("sky colour"))
-        memory.link("fact/a", "fact/q", "references", 0.8, origin="system")  # found from the hit's side
+        memory.write("concept/a", "blue, mostly", title="Answer")
+        memory.write("experience/noise", "entirely unrelated words here", title="Noise")
+        assert "concept/a.md" not in paths(memory.search("sky colour"))
+        memory.link("concept/a", "fact/q", "references", 0.8, origin="system")  # found from the hit's side
         results = memory.search("sky colour")
-        assert paths(results)[:2] == ["fact/q.md", "fact/a.md"]
+        assert paths(results)[:2] == ["fact/q.md", "concept/a.md"]
         assert results[1].breakdown.graph == pytest.approx(0.8)
         assert results[0].breakdown.graph == 0.0
-        assert "fact/noise.md" not in paths(results)
+        assert "experience/noise.md" not in paths(results)
 
 
 def test_graph_expansion_respects_the_filters_and_hidden_entries(tmp_path):
