@@ -34,7 +34,7 @@ def memdir_commands() -> list[list[str]]:
         for hooks in data.get("hooks", {}).values():
             commands += [shlex.split(hook["command"]) for group in hooks for hook in group["hooks"]]
     for line in "\n".join(code_blocks("bash")).splitlines():
-        if line.startswith("claude mcp add"):
+        if line.startswith("claude mcp add") and " -- " in line:  # not `--transport http URL`: nothing started
             commands.append(shlex.split(line.split(" -- ", 1)[1].replace('"$(which memdir)"', "/abs/memdir")))
     for block in code_blocks("python"):
         found = re.search(r'StdioServerParameters\(command="([^"]+)", args=(\[[^\]]*\])', block)

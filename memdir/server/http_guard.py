@@ -37,6 +37,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memdir.server.state import HTTP_CLIENT
 from memdir.server.tokens import TokenFile
 
 log = logging.getLogger(__name__)
@@ -114,7 +115,12 @@ class GuardMiddleware:
         if response is not None:
             await response(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        user = scope.get("user")
+        client = HTTP_CLIENT.set(user.display_name if isinstance(user, AuthenticatedUser) else None)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            HTTP_CLIENT.reset(client)
 
     def _refuse(self, scope: Scope, reason: str, status: int, text: str) -> Response:
         """The refusal: a JSON-RPC error on the MCP endpoint (MCP clients show its message), else plain text."""

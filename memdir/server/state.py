@@ -14,12 +14,16 @@
 * `SessionRegistry` keeps one `SessionState` per client session: the read tracker and
   the loaded skill (`memdir.tools.session.Session`), plus what the session read in the
   workspace. A session is the transport's session id when there is one (streamable
-  HTTP), else the client's connection (stdio: the one client of this process).
+  HTTP), else the client's connection (stdio: the one client of this process). A
+  2026-07-28 request over HTTP has neither (that protocol has no sessions on HTTP, and
+  the SDK gives all such requests one shared no-channel connection): its state is kept
+  per client token (`HTTP_CLIENT`), so clients with their own tokens never share it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import weakref
 from collections.abc import Callable
@@ -144,6 +148,10 @@ class SessionState:
     file_reads: FileReads = field(default_factory=FileReads)
 
 
+HTTP_CLIENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("memdir_http_client", default=None)
+"""The name of the token the HTTP request being served came with (set by `memdir.server.http_guard`)."""
+
+
 class SessionRegistry:
     """One `SessionState` per client session, dropped when its connection goes away."""
 
@@ -162,6 +170,8 @@ class SessionRegistry:
         with self._lock:
             if session_id:
                 return self._by_id.setdefault(session_id, SessionState())
+            if connection is not None and not getattr(connection, "has_standalone_channel", True):
+                return self._by_id.setdefault(f"client:{HTTP_CLIENT.get() or ''}", SessionState())
             key = getattr(connection, "outbound", None)
             if key is None:  # not a real connection (a direct call in tests): one shared session
                 return self._by_id.setdefault("", SessionState())
@@ -233,6 +243,7 @@ async def run_memory_tool(ctx: Context, fn: Callable[..., T], /, *, read_only: b
 
 
 __all__ = [
+    "HTTP_CLIENT",
     "AppState",
     "MemoryHost",
     "SessionRegistry",

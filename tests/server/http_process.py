@@ -89,7 +89,7 @@ def running_server(args: Sequence[str] = (), *, env: dict[str, str] | None = Non
 
 
 @asynccontextmanager
-async def mcp_client(url: str, token: str | None, **headers: str) -> AsyncIterator:
+async def mcp_client(url: str, token: str | None, *, mode: str = "legacy", **headers: str) -> AsyncIterator:
     """The official MCP client over streamable HTTP, sending ``token`` as its bearer token."""
     import httpx2
     from mcp import Client
@@ -98,5 +98,5 @@ async def mcp_client(url: str, token: str | None, **headers: str) -> AsyncIterat
     sent = {"Authorization": f"Bearer {token}"} if token else {}
     sent.update({name.replace("_", "-"): value for name, value in headers.items()})
     async with httpx2.AsyncClient(headers=sent, timeout=httpx2.Timeout(30, read=300)) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
             yield client

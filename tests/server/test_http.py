@@ -114,6 +114,22 @@ def test_two_clients_keep_their_own_session_state_and_sessions_belong_to_their_t
     assert hijack.status_code == 404  # another token cannot use a session it learnt the id of
 
 
+def test_clients_of_the_sessionless_protocol_keep_their_state_per_token(server, tokens):
+    """2026-07-28 over HTTP has no sessions (and the SDK one shared connection for all): state goes by token."""
+    alice, bob = tokens.create("alice3"), tokens.create("bob3")
+
+    async def scenario():
+        async with mcp_client(server.url, alice, mode="2026-07-28") as first, \
+                mcp_client(server.url, bob, mode="2026-07-28") as second:
+            assert not (await first.call_tool("MemoryWrite", ENTRY)).is_error
+            assert not (await first.call_tool("MemoryRead", {"file_path": ENTRY["file_path"]})).is_error
+            edit = {"file_path": ENTRY["file_path"], "old_string": "9:30", "new_string": "10:00"}
+            assert (await second.call_tool("MemoryEdit", edit)).is_error  # bob read nothing
+            assert not (await first.call_tool("MemoryEdit", edit)).is_error  # alice's read lasted between requests
+
+    anyio.run(scenario)
+
+
 def test_a_network_address_without_any_token_is_refused(tmp_path):
     started = subprocess.run([*serve_command("--host", "0.0.0.0")], capture_output=True, text=True, timeout=60,
                              env={**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "false"}, stdin=subprocess.DEVNULL)
