@@ -10,8 +10,8 @@ MCP clients (the official SDK over streamable HTTP, one session each) then run `
 operations each at once, a seeded mix of 25% MemoryWrite (a new entry of its own), 35%
 MemoryRead (any entry written so far), 20% MemoryEdit (one of its own entries, read first
 when its session has not read the latest version) and 20% MemorySearch. Meanwhile a prober
-sends requests that must be refused: no token, a wrong token, a revoked token, a foreign
-Host, a foreign Origin.
+sends ``--probes`` rounds (one a second) of requests that must be refused: no token, a wrong
+token, a revoked token, a foreign Host, a foreign Origin.
 
 Printed: operations per second, p50 / p95 latency overall and per operation, errors, then
 the check that nothing was lost (each entry read back through a new session must hold
@@ -117,8 +117,8 @@ async def client_run(url: str, token: str, number: int, ops: int, seed: int, run
                 await timed("search", "MemorySearch", {"query": query, "top_k": 5})
 
 
-async def prober(url: str, tokens: TokenFile, good: str, stop: anyio.Event, run: Run) -> None:
-    """Requests that must be refused (401/403), one of each kind in turn until the clients are done."""
+async def prober(url: str, tokens: TokenFile, good: str, stop: anyio.Event, run: Run, rounds: int) -> None:
+    """Requests that must be refused (401/403): ``rounds`` of one of each kind, a second apart, while the clients run."""
     revoked = tokens.create("bench-revoked")
     tokens.revoke("bench-revoked")
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
@@ -132,12 +132,13 @@ async def prober(url: str, tokens: TokenFile, good: str, stop: anyio.Event, run:
         "foreign Origin": {"authorization": f"Bearer {good}", "origin": "http://attacker.example"},
     }
     async with httpx2.AsyncClient(timeout=30) as http:
-        while not stop.is_set():
+        for _ in range(rounds):
             for kind in PROBE_KINDS:
                 response = await http.post(url, json=body, headers={**headers, **bad[kind]})
                 run.probes_sent += 1
                 run.probes_refused += response.status_code in (401, 403)
-            await anyio.sleep(0.2)
+            with anyio.move_on_after(1.0):
+                await stop.wait()
 
 
 async def verify(url: str, token: str, run: Run) -> tuple[int, list[str]]:
@@ -151,12 +152,12 @@ async def verify(url: str, token: str, run: Run) -> tuple[int, list[str]]:
     return len(run.expected), bad
 
 
-async def one_run(url: str, tokens: TokenFile, token: str, clients: int, ops: int, seed: int) -> Run:
+async def one_run(url: str, tokens: TokenFile, token: str, clients: int, ops: int, seed: int, probes: int) -> Run:
     run = Run()
     stop = anyio.Event()
     started = time.perf_counter()
     async with anyio.create_task_group() as outer:
-        outer.start_soon(prober, url, tokens, token, stop, run)
+        outer.start_soon(prober, url, tokens, token, stop, run, probes)
         async with anyio.create_task_group() as group:
             for number in range(clients):
                 group.start_soon(client_run, url, token, number, ops, seed, run)
@@ -192,6 +193,7 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=200, help="operations per client")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--probes", type=int, default=20, help="rounds of refused-auth probes (5 kinds each)")
     parser.add_argument("--no-model", action="store_true", help="keyword search only (no embedding per write)")
     parser.add_argument("--store", help="passed to the server as --store (another storage adapter); default a temp root")
     args = parser.parse_args()
@@ -209,7 +211,7 @@ def main() -> None:
                 store = args.store or f"directory {env['MEMDIR_ROOT']}"
                 print(f"run {repeat + 1}: {args.clients} clients x {args.ops} ops against {store} "
                       f"({'keyword search' if args.no_model else 'real model'})")
-                run = anyio.run(one_run, server.url, tokens, token, args.clients, args.ops, args.seed + repeat)
+                run = anyio.run(one_run, server.url, tokens, token, args.clients, args.ops, args.seed + repeat, args.probes)
                 checked, lost = anyio.run(verify, server.url, token, run)
             for name, value in report(run, checked, lost).items():
                 totals[name].append(value)
