@@ -224,7 +224,7 @@ def main() -> None:
     print(f"bench_http: {args.clients} clients x {args.ops} ops: {median['ops_per_s']:.1f} ops/s, "
           f"p50 {median['p50_ms']:.1f} ms, p95 {median['p95_ms']:.1f} ms, {errors_total} errors, "
           f"{lost_total} lost, auth probes refused {refused}/{sent}")
-    if lost_total or refused != sent:
+    if lost_total or errors_total or refused != sent:
         raise SystemExit(1)
 
 

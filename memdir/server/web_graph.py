@@ -17,6 +17,9 @@ WIDTH, HEIGHT = 760, 520
 MARGIN_X, MARGIN_Y = 110, 40
 LABEL_CHARS = 28
 NODE_RADIUS = 9
+KIND_COLOURS = {"references": "#9aa7b4", "extends": "#2f8f4e", "implements": "#7a4fb0", "contradicts": "#c0392b",
+                "supersedes": "#d48a1c"}
+"""Edge colour per link kind (`memdir.core.links.LINK_KINDS`); another kind is drawn grey."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,10 @@ class Edge:
     source: str
     target: str
 
+    @property
+    def colour(self) -> str:
+        return KIND_COLOURS.get(self.kind, "#9aa7b4")
+
 
 @dataclass(frozen=True)
 class Picture:
@@ -47,6 +54,11 @@ class Picture:
     nodes: list[Node]
     edges: list[Edge]
     truncated: bool
+
+    @property
+    def kinds(self) -> list[tuple[str, str]]:
+        """(kind, colour) of the kinds drawn, for the legend."""
+        return sorted({(edge.kind, edge.colour) for edge in self.edges})
 
 
 def _label(text: str) -> str:

@@ -7,12 +7,10 @@ changes the memory (reading through the web does not count as a hit).
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
-from memdir.core.paths import link_target
 
 if TYPE_CHECKING:
     from memdir.episodes.store import StoredEpisode
@@ -58,8 +56,8 @@ class EntryPage:
 class Neighbourhood:
     """The entries within ``depth`` links of ``centre`` (either direction) and the links between them.
 
-    ``edges`` are (from, to, kind) with ``kind`` the link's type (``related`` for the
-    metadata's plain links); ``missing`` are linked paths with no entry (dangling links).
+    ``edges`` are (from, to, kind) with ``kind`` the link's type (``references`` for the
+    metadata's plain ``related`` paths); ``missing`` are linked paths with no entry (dangling links).
     """
 
     centre: str
@@ -88,7 +86,8 @@ def read_entry(memory: Memory, path: str) -> EntryPage:
     return EntryPage(
         path=entry.path, title=entry.title, type=entry.type, content=entry.content,
         metadata=entry.metadata.to_yaml_dict(), updated_at=entry.updated_at.isoformat(timespec="seconds"),
-        size=entry.size, hits=entry.hits, embedded=entry.embedded, linked_from=memory.index.linking_to(entry.path),
+        size=entry.size, hits=entry.hits, embedded=entry.embedded,
+        linked_from=sorted({edge.source for edge in memory.index.edges([entry.path]) if edge.target == entry.path}),
     )
 
 
@@ -116,44 +115,30 @@ def recent_episodes(memory: Memory, limit: int = 20) -> list[StoredEpisode]:
     return list_episodes(memory, limit=limit)
 
 
-def _links_of(memory: Memory, path: str) -> list[tuple[str, str]]:
-    """(target, kind) of the links an entry declares; none when it cannot be read."""
-    try:
-        related = memory.read(path).metadata.related
-    except Exception:  # a dangling link's target, or an entry removed meanwhile: no outgoing links
-        return []
-    targets = (link_target(link) for link in related)  # a link that is no memory path is left to the metadata table
-    return [(target, "related") for target in targets if target is not None]
-
-
 def neighbourhood(memory: Memory, path: str, depth: int = 1, limit: int = MAX_NEIGHBOURS) -> Neighbourhood:
-    """The link neighbourhood of ``path``: breadth first over outgoing links and the index's incoming ones."""
+    """The link neighbourhood of ``path``: breadth first over the index's typed links, in both directions
+    (``related`` paths are ``references`` links there)."""
     centre = memory.read(path).path
     distance = {centre: 0}
     edges: set[tuple[str, str, str]] = set()
-    missing: set[str] = set()
-    queue = deque([centre])
+    frontier = [centre]
     truncated = False
-    while queue:
-        current = queue.popleft()
-        if distance[current] >= depth:
-            continue
-        outgoing = [(current, target, kind) for target, kind in _links_of(memory, current)]
-        incoming = [(source, current, "related") for source in memory.index.linking_to(current)]
-        for source, target, kind in outgoing + incoming:
-            other = target if source == current else source
-            if other not in distance:
+    for hop in range(1, depth + 1):
+        reached = []
+        for edge in memory.index.edges(frontier):
+            for other in (edge.source, edge.target):
+                if other in distance:
+                    continue
                 if len(distance) >= limit:
                     truncated = True
-                    continue
-                distance[other] = distance[current] + 1
-                if memory.exists(other):
-                    queue.append(other)
-                else:
-                    missing.add(other)
-            edges.add((source, target, kind))
-    titles = memory.titles(distance)
-    return Neighbourhood(centre, titles, distance, sorted(edges), missing, truncated)
+                    break
+                distance[other] = hop
+                reached.append(other)
+            if edge.source in distance and edge.target in distance:
+                edges.add((edge.source, edge.target, edge.kind))
+        frontier = reached
+    missing = {other for other in distance if not memory.exists(other)}
+    return Neighbourhood(centre, memory.titles(distance), distance, sorted(edges), missing, truncated)
 
 
 __all__ = [
