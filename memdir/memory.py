@@ -34,7 +34,14 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
-from memdir.core.errors import DiskFullError, EntryNotFoundError, LockTimeoutError, ReadOnlyRootError, StaleEditError
+from memdir.core.errors import (
+    DiskFullError,
+    EntryNotFoundError,
+    InputValidationError,
+    LockTimeoutError,
+    ReadOnlyRootError,
+    StaleEditError,
+)
 from memdir.core.keywords import extract_keywords, porter_stem
 from memdir.core.paths import link_target, normalize_path
 from memdir.core.settings import Settings
@@ -345,16 +352,46 @@ class Memory:
         return changed
 
     def _relink(self, entry: Entry, related: list[str]) -> None:
-        """Store new ``related`` links: they are not part of the searchable text, so the entry
-        keeps its vector (no model needed) as well as its content, age and read count."""
-        metadata = entry.metadata.model_copy(update={"related": related})
+        """Store new ``related`` links (see `_store_metadata`)."""
+        self._store_metadata(entry, entry.metadata.model_copy(update={"related": related}))
+
+    def update_metadata(self, path: str, changes: dict[str, Any]) -> Entry:
+        """Set (or, with None, remove) metadata fields of an entry, keeping everything else.
+
+        For maintenance that changes what an entry *is* to memdir, not what it says — its
+        importance, ``archived_at``, ``superseded_by``, links: the content, age and read count
+        stay, and so does the vector when the searchable text is unchanged (no model needed).
+        A change to a field the entry is embedded from (tags, domain) is a plain `write`.
+
+        Raises:
+            EntryNotFoundError: no entry at ``path`` (a stub is no entry here).
+            InputValidationError: the changed metadata is not valid.
+        """
+        logical = normalize_path(path)
+        with self._exclusive():
+            entry = self.adapter.read_entry(logical, follow=False)
+            data = {**entry.metadata.to_yaml_dict(), **changes}
+            try:
+                metadata = Metadata.model_validate({key: value for key, value in data.items() if value is not None})
+            except ValueError as exc:  # pydantic's ValidationError
+                raise InputValidationError(
+                    f"The metadata of memory://{logical} cannot take {changes!r}: {exc}", "Nothing was changed."
+                ) from exc
+            if self._card(entry.title, metadata, entry.content) != self._searchable(entry):
+                return self.write(logical, entry.content, title=entry.title, metadata=metadata,
+                                  updated_at=entry.updated_at, hits=entry.hits).entry
+            return self._store_metadata(entry, metadata)
+
+    def _store_metadata(self, entry: Entry, metadata: Metadata) -> Entry:
+        """Store new metadata that is not part of the searchable text: the entry keeps its
+        vector (no model needed) as well as its content, age and read count."""
 
         def index_first(written: Entry, stats: FileStats) -> None:  # before the commit point, as `write` does
             self.index.upsert(written, stats, text_hash(self._searchable(written)), entry.embedding_model,
                               vector_text_hash=entry.embedding_text_hash)
 
         with self._index_first(entry.path):
-            self.adapter.write(
+            return self.adapter.write(
                 entry.path, entry.content, title=entry.title, metadata=metadata,
                 embedding=entry.embedding, hits=entry.hits, updated_at=entry.updated_at,
                 embedding_model=entry.embedding_model, embedding_text_hash=entry.embedding_text_hash,

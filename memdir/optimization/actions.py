@@ -127,7 +127,7 @@ class Changer:
     def _unchanged(self, *paths: str) -> Outcome | None:
         for path in paths:
             if self._current(path) != self._expected(path):
-                return Outcome(False, f"memory://{path} changed since the analysis; run defrag again")
+                return Outcome(False, f"memory://{path} changed since the analysis; run {self.journal.action} again")
         return None
 
     def rewrite(self, item: Item, *, content: str | None = None, metadata: Metadata | None = None) -> Outcome:
@@ -143,6 +143,21 @@ class Changer:
                     updated_at=item.updated_at if content is None else None,
                 )
                 self.expected[item.path] = fingerprint(result.entry)
+                self.journal.after(item.path)
+        except MemdirError as exc:
+            return Outcome(False, exc.message)
+        return Outcome(True)
+
+    def update(self, item: Item, changes: dict[str, Any]) -> Outcome:
+        """Set (None: remove) metadata fields of an entry: `Memory.update_metadata`, so its content,
+        age, read count and vector stay (the evolution jobs' archive and supersede)."""
+        try:
+            with self._lock():
+                if (stale := self._unchanged(item.path)) is not None:
+                    return stale
+                self.journal.before(item.path)
+                entry = self.memory.update_metadata(item.path, changes)
+                self.expected[item.path] = fingerprint(entry)
                 self.journal.after(item.path)
         except MemdirError as exc:
             return Outcome(False, exc.message)

@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -152,6 +152,7 @@ class Journal:
     def __init__(self, memory: Memory, action: str, options: dict[str, Any]) -> None:
         self.memory = memory
         started = _now()
+        self.action = action
         self.id = f"{started:%Y%m%dT%H%M%S%fZ}-{action}-{uuid.uuid4().hex[:6]}"
         self.path = journal_dir(memory.root) / f"{self.id}{JOURNAL_SUFFIX}"
         self._header = {
@@ -352,8 +353,8 @@ class UndoResult:
         return "\n".join(lines)
 
 
-def undo_last(memory: Memory, *, force: bool = False) -> UndoResult:
-    """Revert the newest live defrag run that has not been undone yet.
+def undo_last(memory: Memory, *, force: bool = False, actions: Collection[str] | None = None) -> UndoResult:
+    """Revert the newest live defrag run (or evolution job run) that has not been undone yet.
 
     Every path the run touched goes back to the state recorded before the run
     touched it: deleted entries come back (content, title, metadata, hits, vector),
@@ -363,16 +364,19 @@ def undo_last(memory: Memory, *, force: bool = False) -> UndoResult:
     Args:
         memory: a `memdir.memory.Memory`.
         force: also overwrite entries that were changed after the run.
+        actions: only runs of these actions (the evolution jobs undo their own); None: any.
 
     Raises:
         InputValidationError: there is no run to undo, or (without ``force``) entries
             were changed after the run; nothing is changed then.
     """
-    runs = [run for run in list_runs(memory.root) if not run.undone and run.before]
+    runs = [run for run in list_runs(memory.root)
+            if not run.undone and run.before and (actions is None or run.action in actions)]
     if not runs:
+        what = "defrag run" if actions is None else " or ".join(sorted(actions)) + " run"
         raise InputValidationError(
-            "There is no live defrag run to undo.",
-            "Only runs with dry_run=false that changed something are journaled (under .memdir/defrag/).",
+            f"There is no live {what} to undo.",
+            "Only live runs (not dry runs) that changed something are journaled (under .memdir/defrag/).",
         )
     run = runs[-1]
     try:
