@@ -251,6 +251,21 @@ class Settings(BaseSettings):
     consolidation_max_gap_days: float = _setting(30.0, "consolidation_max_gap_days", description="Without the model, entries written further apart are kept (the later may be an evolution).")
     consolidation_sampling_timeout: float = _setting(60.0, "consolidation_sampling_timeout", description="Seconds to wait for the client's model to decide on one cluster.")
 
+    @field_validator("importance_weights")
+    @classmethod
+    def _weights_sum_to_one(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        """Seed 003: the recalibration's weights are a weighted mean (the result stays in [1, 10])."""
+        if any(weight < 0 for weight in value) or abs(sum(value) - 1.0) > 1e-6:
+            raise ValueError(f"the four importance weights must be non-negative and sum to 1, not {value}")
+        return value
+
+    @field_validator("link_decay_factors")
+    @classmethod
+    def _factors_weaken(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if any(not 0.0 <= factor <= 1.0 for factor in value):
+            raise ValueError(f"link decay factors are between 0 and 1 (a link only weakens), not {value}")
+        return value
+
     @field_validator("agent")
     @classmethod
     def _agent_is_a_plain_name(cls, value: str | None) -> str | None:

@@ -18,14 +18,14 @@ live run is journaled like a defrag run (`memdir.optimization.journal`): ``memdi
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import InputValidationError
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.evolution.facts import EntryFacts, gather
-from memdir.evolution.runner import JobContext, JobOutcome
+from memdir.evolution.runner import JobContext, JobOutcome, ScheduledJob
 from memdir.optimization.actions import Changer
 from memdir.optimization.corpus import Corpus
 from memdir.optimization.journal import Journal
@@ -48,14 +48,12 @@ def archival_reason(facts: EntryFacts, settings: Settings, now: datetime) -> str
     return None
 
 
-class ArchivalJob:
+class ArchivalJob(ScheduledJob):
     """Archive entries nobody uses (see the module docstring)."""
 
     name = "archival"
     title = "archival"
-
-    def interval(self, settings: Settings) -> timedelta:
-        return timedelta(days=settings.archival_interval_days)
+    interval_setting = "archival_interval_days"
 
     def run(self, memory: Memory, context: JobContext) -> JobOutcome:
         outcome = JobOutcome()

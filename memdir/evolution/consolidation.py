@@ -32,14 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memdir.core.settings import Settings
 from memdir.evolution.deciding import Cluster, Decide, Decision, Member, rule_decision
-from memdir.evolution.runner import JobContext, JobOutcome
+from memdir.evolution.runner import JobContext, JobOutcome, ScheduledJob
 from memdir.optimization.actions import Changer, combine_content, combine_metadata
 from memdir.optimization.corpus import Corpus
 from memdir.optimization.journal import Journal
@@ -138,7 +137,7 @@ def describe(corpus: Corpus, positions: list[int]) -> Cluster:
     )  # fmt: skip
 
 
-class ConsolidationJob:
+class ConsolidationJob(ScheduledJob):
     """Cluster near-duplicates and merge, supersede or keep them (see the module docstring).
 
     ``context.options["decide"]``: the client's model as a `memdir.evolution.deciding.Decide`; absent, the rule.
@@ -146,9 +145,7 @@ class ConsolidationJob:
 
     name = "consolidation"
     title = "consolidation"
-
-    def interval(self, settings: Settings) -> timedelta:
-        return timedelta(days=settings.consolidation_interval_days)
+    interval_setting = "consolidation_interval_days"
 
     def run(self, memory: Memory, context: JobContext) -> JobOutcome:
         outcome = JobOutcome()

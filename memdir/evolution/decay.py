@@ -19,14 +19,14 @@ and factors are settings.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import MemdirError
 from memdir.core.links import Link
 from memdir.core.settings import Settings
 from memdir.evolution.facts import days_between
-from memdir.evolution.runner import JobContext, JobOutcome
+from memdir.evolution.runner import JobContext, JobOutcome, ScheduledJob
 from memdir.optimization.corpus import Corpus
 
 if TYPE_CHECKING:
@@ -47,14 +47,12 @@ def decay_factor(link: Link, settings: Settings, now: datetime) -> float:
     return 1.0
 
 
-class LinkDecayJob:
+class LinkDecayJob(ScheduledJob):
     """Weaken untraversed system links and remove the weakest and the orphaned (see the module docstring)."""
 
     name = "links"
     title = "link decay"
-
-    def interval(self, settings: Settings) -> timedelta:
-        return timedelta(days=settings.link_decay_interval_days)
+    interval_setting = "link_decay_interval_days"
 
     def run(self, memory: Memory, context: JobContext) -> JobOutcome:
         settings, outcome = context.settings, JobOutcome()

@@ -107,7 +107,7 @@ INSTRUCTIONS = (
     "Nothing is deleted either way. Answer with exactly three lines:\n"
     "ACTION: merge|supersede|keep\nKEEP: <the path of the entry that stays>\nREASON: <one sentence>"
 )
-_FIELD = re.compile(r"^\s*\**(?P<name>action|keep|reason)\**\s*[:\-]\s*(?P<value>.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+_FIELD = re.compile(r"^\s*\**(?P<name>action|keep|reason)\**\s*[:\-]\s*\**\s*(?P<value>.+?)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 def build_prompt(cluster: Cluster) -> str:
@@ -124,7 +124,7 @@ def parse_decision(reply: str | None, cluster: Cluster) -> Decision | None:
     """The model's reply as a `Decision`, or None when it names no action or a path outside the cluster."""
     if not reply:
         return None
-    fields = {match["name"].lower(): match["value"].strip().strip("`*\"'") for match in _FIELD.finditer(reply)}
+    fields = {match["name"].lower(): match["value"].strip("`*\"' ") for match in _FIELD.finditer(reply)}
     action = fields.get("action", "").lower()
     if action not in ACTIONS:
         return None

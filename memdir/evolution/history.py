@@ -47,7 +47,7 @@ class RunRecord:
     error: str | None = None
     dry_run: bool = False
     cursor: str | None = None
-    details: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list, compare=False)
     """What the run changed (or would change), one line each; shown, not written to the history."""
 
     def to_json(self) -> dict[str, Any]:

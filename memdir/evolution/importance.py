@@ -19,7 +19,6 @@ the half-life are settings. Episodes keep their own 0-1 importance and are left 
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from memdir.core.entry import IMPORTANCE_RANGE
@@ -27,7 +26,7 @@ from memdir.core.errors import MemdirError
 from memdir.core.settings import Settings
 from memdir.evolution.facts import EntryFacts, days_between, gather, is_episode
 from memdir.evolution.history import ImportanceChange, record_importance
-from memdir.evolution.runner import JobContext, JobOutcome
+from memdir.evolution.runner import JobContext, JobOutcome, ScheduledJob
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -59,14 +58,12 @@ def recalibrated(facts: EntryFacts, settings: Settings, now: datetime) -> tuple[
     return round(_clamp(score, *IMPORTANCE_RANGE), 2), reason
 
 
-class ImportanceJob:
+class ImportanceJob(ScheduledJob):
     """Recalibrate every entry's importance from its use (see the module docstring)."""
 
     name = "importance"
     title = "importance recalibration"
-
-    def interval(self, settings: Settings) -> timedelta:
-        return timedelta(days=settings.importance_interval_days)
+    interval_setting = "importance_interval_days"
 
     def run(self, memory: Memory, context: JobContext) -> JobOutcome:
         settings, outcome = context.settings, JobOutcome()

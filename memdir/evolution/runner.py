@@ -122,6 +122,17 @@ class Job(Protocol):
         ...
 
 
+class ScheduledJob:
+    """A job whose interval is a setting of days (``interval_setting``); the four jobs' base."""
+
+    name: str
+    title: str
+    interval_setting: str
+
+    def interval(self, settings: Settings) -> timedelta:
+        return timedelta(days=getattr(settings, self.interval_setting))
+
+
 # --------------------------------------------------------------------------- the lock
 
 
@@ -222,4 +233,4 @@ def run_job(
         return record
 
 
-__all__ = ["Job", "JobContext", "JobOutcome", "LOCK_DIR", "is_due", "job_lock", "run_job"]
+__all__ = ["Job", "JobContext", "JobOutcome", "LOCK_DIR", "ScheduledJob", "is_due", "job_lock", "run_job"]

@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from memdir.cli import app
@@ -26,6 +27,11 @@ def root(tmp_path):
     return root
 
 
+def archived(root, path: str) -> bool:
+    sidecar = yaml.safe_load((root / path).with_suffix(".yml").read_text())
+    return "archived_at" in (sidecar.get("metadata") or {})
+
+
 def evolve(root, *args: str):
     return runner.invoke(app, ["evolve", *args, "--root", str(root)])
 
@@ -42,7 +48,7 @@ def test_a_dry_run_says_what_it_would_change_and_changes_nothing(root):
     assert result.exit_code == 0, result.output
     assert "archival: complete, 2 items looked at, 1 would change" in result.output
     assert "memory://concept/forgotten.md: archived (never read in 400 days)" in result.output
-    assert "archived_at" not in (root / "concept" / "forgotten.yml").read_text()
+    assert not archived(root, "concept/forgotten.md")
 
 
 def test_all_runs_every_job_and_the_history_shows_them(root):
@@ -50,7 +56,7 @@ def test_all_runs_every_job_and_the_history_shows_them(root):
     assert result.exit_code == 0, result.output
     assert [line.split(":")[0] for line in result.output.splitlines() if not line.startswith(" ")] == [
         "importance", "links", "archival", "consolidation"]
-    assert "archived_at" in (root / "concept" / "forgotten.yml").read_text()
+    assert archived(root, "concept/forgotten.md")
 
     history = evolve(root, "--history", "--json")
     runs = json.loads(history.output)
@@ -65,19 +71,19 @@ def test_unarchive_and_undo(root):
     evolve(root, "archival")
     restored = runner.invoke(app, ["unarchive", "concept/forgotten.md", "--root", str(root)])
     assert restored.exit_code == 0 and "back in search" in restored.output
-    assert "archived_at" not in (root / "concept" / "forgotten.yml").read_text()
+    assert not archived(root, "concept/forgotten.md")
     again = runner.invoke(app, ["unarchive", "concept/forgotten.md", "--root", str(root)])
     assert again.exit_code == 1 and "is not archived" in again.output
 
     evolve(root, "archival")  # nothing: the restore counted as a use
-    assert "archived_at" not in (root / "concept" / "forgotten.yml").read_text()
+    assert not archived(root, "concept/forgotten.md")
 
 
 def test_undo_reverts_the_last_archival_run(root):
     evolve(root, "archival")
     undone = evolve(root, "--undo")
     assert undone.exit_code == 0 and "restored memory://concept/forgotten.md" in undone.output
-    assert "archived_at" not in (root / "concept" / "forgotten.yml").read_text()
+    assert not archived(root, "concept/forgotten.md")
     nothing = evolve(root, "--undo")
     assert nothing.exit_code == 1 and "no live archival or consolidation run to undo" in nothing.output
 

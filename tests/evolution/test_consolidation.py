@@ -134,7 +134,7 @@ def test_superseded_and_archived_entries_take_no_part(memory):
 
 
 def test_parse_decision_reads_a_supersede():
-    from memdir.evolution.deciding import Cluster, Member
+    from memdir.evolution.deciding import Member
 
     now = datetime.now(timezone.utc)
     members = tuple(Member(path, "t", "c", now) for path in ("a.md", "b.md"))

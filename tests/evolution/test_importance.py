@@ -117,3 +117,13 @@ def test_episodes_keep_their_own_importance(memory):
     record = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=400))
     assert record.changed == 0
     assert memory.read("experience/episodes/2026-01-01/fix-1234abcd.md").metadata.importance == 0.8
+
+
+@pytest.mark.parametrize(("field", "value"), [("importance_weights", (0.5, 0.5, 0.5, 0.5)),
+                                              ("importance_weights", (1.2, -0.2, 0.0, 0.0)),
+                                              ("link_decay_factors", (0.25, 0.5, 1.5))])
+def test_weights_that_do_not_sum_to_one_and_growing_decay_are_refused(field, value):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="sum to 1|only weakens"):
+        Settings(**{field: value})

@@ -7,8 +7,6 @@ import asyncio
 import time
 from datetime import timedelta
 
-import pytest
-
 import memdir.evolution
 from memdir.core.settings import Settings
 from memdir.evolution.history import read_runs
