@@ -10,8 +10,9 @@ and topic vectors, plus what the jobs look at:
 
 * ages spread over two years (``updated_at``), reads (``hits``) Zipf-like, a fifth never read;
 * a third of the entries with a stated importance (1-10);
-* 2% planted near-duplicates (bench_defrag's: 1-3 words changed, a perturbed vector), so
-  consolidation has clusters to find;
+* 2% planted near-duplicates (bench_defrag's: 1-3 words changed, a perturbed vector: half
+  of them close copies, cosine ~0.995, half looser, ~0.93), so consolidation has clusters to
+  find and the strict rule some to supersede;
 * a third of the entries holding 1-3 typed links to others (most made by the system), made
   and last traversed at spread-out times, some to deleted entries (orphans).
 
@@ -72,7 +73,8 @@ def build(root: Path, n: int, seed: int, data: Path) -> None:
             for _ in range(rng.randint(1, 3)):
                 words[rng.randrange(len(words))] = rng.choice(words)
             content = " ".join(words)
-            vector = base + np_rng.normal(scale=0.02, size=DIM).astype(np.float32)
+            # half of them close copies (cosine ~0.995: the rule supersedes them), half looser (~0.93)
+            vector = base + np_rng.normal(scale=rng.choice((0.005, 0.02)), size=DIM).astype(np.float32)
         else:
             topic = rng.randrange(len(convs))
             content = " ".join(rng.sample(convs[topic], min(len(convs[topic]), rng.randint(4, 12))))
@@ -86,7 +88,7 @@ def build(root: Path, n: int, seed: int, data: Path) -> None:
             metadata["links"] = [_link(rng, now, paths, n) for _ in range(rng.randint(1, 3))]
         hits = 0 if rng.random() < 0.2 else int(rng.paretovariate(1.2))
         adapter.write(path, content, title=f"Entry {k}", metadata=metadata, embedding=vector, hits=hits,
-                      updated_at=now - timedelta(days=rng.uniform(0, 730)))
+                      updated_at=now - timedelta(days=rng.uniform(0, 730)), embedding_model=BagOfWordsEmbedder.model_id)
         if k % 1000 == 999:
             print(f"  wrote {k + 1} entries ({time.perf_counter() - started:.0f} s)", flush=True)
 

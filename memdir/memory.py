@@ -41,6 +41,7 @@ from memdir.core.errors import (
     LockTimeoutError,
     ReadOnlyEntryError,
     ReadOnlyRootError,
+    RedirectError,
     StaleEditError,
 )
 from memdir.core.links import RELATED_KIND, Link, check_link_kind, make_link, related_links
@@ -215,11 +216,11 @@ class Memory:
         return self._changing()
 
     @contextmanager
-    def _index_first(self, path: str) -> Iterator[None]:
+    def _index_first(self, *paths: str) -> Iterator[None]:
         """Around a change whose index update runs before the files are committed (their
         ``before_commit``): a failure there — a full disk — leaves files and index as they
-        were. Should the commit itself fail after it (rare: one rename is left), the row of
-        ``path`` is read back from the files, so the index does not claim a change that
+        were. Should the commit itself fail after it (rare: one rename is left), the rows of
+        ``paths`` are read back from the files, so the index does not claim a change that
         did not happen."""
         seen = self.index.seq
         try:
@@ -227,7 +228,8 @@ class Memory:
                 yield
         except BaseException:
             if self.index.seq != seen:
-                self._reindex(path)
+                for path in paths:
+                    self._reindex(path)
             raise
 
     def _reindex(self, path: str) -> None:
@@ -457,17 +459,47 @@ class Memory:
         logical = normalize_path(path)
         with self._exclusive():
             entry = self.adapter.read_entry(logical, follow=False)
-            data = {**entry.metadata.to_yaml_dict(), **changes}
-            try:
-                metadata = Metadata.model_validate({key: value for key, value in data.items() if value is not None})
-            except ValueError as exc:  # pydantic's ValidationError
-                raise InputValidationError(
-                    f"The metadata of memory://{logical} cannot take {changes!r}: {exc}", "Nothing was changed."
-                ) from exc
+            metadata = _changed_metadata(entry, changes)
             if self._card(entry.title, metadata, entry.content) != self._searchable(entry):
                 return self.write(logical, entry.content, title=entry.title, metadata=metadata,
                                   updated_at=entry.updated_at, hits=entry.hits).entry
             return self._store_metadata(entry, metadata)
+
+    def update_metadata_many(self, changes: dict[str, dict[str, Any]]) -> list[Entry]:
+        """`update_metadata` of many entries as ONE change of files and index (the evolution jobs'
+        batches: one commit instead of one per entry). Fields the entries are embedded from
+        cannot change this way. Entries that no longer exist (or are stubs now) are left out.
+
+        Returns:
+            The updated entries.
+
+        Raises:
+            InputValidationError: a changed metadata is not valid, or would change what an entry
+                is embedded from; nothing is changed then.
+        """
+        with self._exclusive():
+            before: dict[str, Entry] = {}
+            updates: dict[str, Metadata] = {}
+            for path, change in changes.items():
+                logical = normalize_path(path)
+                try:
+                    entry = self.adapter.read_entry(logical, follow=False)
+                except (EntryNotFoundError, RedirectError):
+                    continue
+                updates[logical], before[logical] = _changed_metadata(entry, change), entry
+                if self._card(entry.title, updates[logical], entry.content) != self._searchable(entry):
+                    raise InputValidationError(
+                        f"update_metadata_many cannot change what memory://{logical} is embedded from ({change!r}).",
+                        "Use update_metadata, which re-embeds it.",
+                    )
+
+            def index_first(stored: list[tuple[Entry, FileStats]]) -> None:  # before the commit point
+                for written, stats in stored:
+                    self.index.upsert(written, stats, text_hash(self._searchable(written)), written.embedding_model,
+                                      vector_text_hash=written.embedding_text_hash)
+
+            with self._index_first(*updates):
+                return self.adapter.set_metadata(updates, expected=before, before_commit=index_first)
 
     def _store_metadata(self, entry: Entry, metadata: Metadata) -> Entry:
         """Store new metadata that is not part of the searchable text (links, importance, archival):
@@ -864,6 +896,21 @@ class Memory:
 
     def _index_entry(self, entry: Entry, text: str, model_id: str | None, stats: FileStats | None = None) -> None:
         self.index.upsert(entry, stats or file_stats(self.root, entry.path), text_hash(text), model_id)
+
+
+def _changed_metadata(entry: Entry, changes: dict[str, Any]) -> Metadata:
+    """``entry``'s metadata with ``changes`` set (None: removed).
+
+    Raises:
+        InputValidationError: the result is not valid metadata.
+    """
+    data = {**entry.metadata.to_yaml_dict(), **changes}
+    try:
+        return Metadata.model_validate({key: value for key, value in data.items() if value is not None})
+    except ValueError as exc:  # pydantic's ValidationError
+        raise InputValidationError(
+            f"The metadata of memory://{entry.path} cannot take {changes!r}: {exc}", "Nothing was changed."
+        ) from exc
 
 
 def _unasked_builtins(types: list[str] | None, path_prefix: str | None) -> tuple[str, ...]:

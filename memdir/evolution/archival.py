@@ -21,31 +21,45 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memdir.core.errors import InputValidationError
+from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
-from memdir.evolution.facts import EntryFacts, gather
+from memdir.evolution.facts import EntryFacts, aware, gather
 from memdir.evolution.runner import JobContext, JobOutcome, ScheduledJob
-from memdir.optimization.actions import Changer
-from memdir.optimization.corpus import Corpus
+from memdir.optimization.actions import Changer, Outcome
+from memdir.optimization.corpus import Corpus, Item
 from memdir.optimization.journal import Journal
 
 if TYPE_CHECKING:
     from memdir.core.entry import Entry
     from memdir.memory import Memory
 
+RESTORED_KEY = "unarchived_at"
+"""Metadata key `unarchive` sets: the restore counts as a use of the entry."""
+WRITE_BATCH = 256
+"""Entries archived per change (one journal sync and one commit each)."""
 
-def archival_reason(facts: EntryFacts, settings: Settings, now: datetime) -> str | None:
-    """Why the entry should be archived now, or None to keep it."""
-    if facts.metadata.hidden or facts.importance >= settings.archival_protected_importance:
+
+def archival_reason(facts: EntryFacts, settings: Settings, now: datetime, restored: datetime | None = None) -> str | None:
+    """Why the entry should be archived now, or None to keep it (``restored``: when it was last unarchived)."""
+    if facts.hidden or facts.importance >= settings.archival_protected_importance:
         return None
-    unread = facts.days_unread(now)
+    unread = facts.days_unread(now, restored)
     if facts.reads == 0 and unread > settings.archival_unread_days:
         return f"never read in {unread:.0f} days"
     for below, days in (settings.archival_very_low_importance, settings.archival_low_importance):
         if facts.importance < below and unread > days:
             return f"importance {facts.importance:g} < {below:g}, unread for {unread:.0f} days"
     return None
+
+
+def _restored(entry: Entry) -> datetime | None:
+    """When the entry was last unarchived by hand (`unarchive`), if it was."""
+    value = (entry.metadata.model_extra or {}).get(RESTORED_KEY)
+    try:
+        return aware(datetime.fromisoformat(str(value))) if value else None
+    except ValueError:
+        return None
 
 
 class ArchivalJob(ScheduledJob):
@@ -57,21 +71,45 @@ class ArchivalJob(ScheduledJob):
 
     def run(self, memory: Memory, context: JobContext) -> JobOutcome:
         outcome = JobOutcome()
-        corpus = Corpus.load(memory, full=True)
         with Journal(memory, self.name, {"dry_run": context.dry_run}) as journal:
-            changer = Changer(memory, journal, corpus)
-            for facts in context.each(gather(memory, corpus), lambda facts: facts.path, outcome):
+            chosen: dict[str, tuple[EntryFacts, str]] = {}
+            for facts in context.each(gather(memory), lambda facts: facts.path, outcome):
                 reason = archival_reason(facts, context.settings, context.now)
-                if reason is None:
-                    continue
-                if not context.dry_run:
-                    done = changer.update(facts.item, {"archived_at": context.now.isoformat()})
-                    if not done.done:
-                        outcome.details.append(f"memory://{facts.path}: skipped ({done.reason})")
-                        continue
-                outcome.changed += 1
-                outcome.details.append(f"memory://{facts.path}: archived ({reason})")
+                if reason is not None:
+                    chosen[facts.path] = (facts, reason)
+                if len(chosen) >= WRITE_BATCH:
+                    self._archive(memory, context, journal, chosen, outcome)
+            self._archive(memory, context, journal, chosen, outcome)
         return outcome
+
+    @staticmethod
+    def _archive(memory: Memory, context: JobContext, journal: Journal,
+                 chosen: dict[str, tuple[EntryFacts, str]], outcome: JobOutcome) -> None:
+        """Read the chosen entries, confirm (a restore by hand is a use), archive them as one change."""
+        items: dict[str, Item] = {}
+        reasons: dict[str, str] = {}
+        for path, (facts, _) in chosen.items():
+            try:
+                entry = memory.adapter.read_entry(path, follow=False)
+            except MemdirError:  # gone meanwhile
+                continue
+            reason = archival_reason(facts, context.settings, context.now, _restored(entry))
+            if reason is not None:
+                items[path], reasons[path] = Item.from_entry(entry), reason
+        chosen.clear()
+        if not items:
+            return
+        if context.dry_run:
+            done = dict.fromkeys(items, Outcome(True))
+        else:
+            changer = Changer(memory, journal, Corpus(memory, list(items), list(items.values())))
+            done = changer.update({path: {"archived_at": context.now.isoformat()} for path in items})
+        for path, result in done.items():
+            if result.done:
+                outcome.changed += 1
+                outcome.details.append(f"memory://{path}: archived ({reasons[path]})")
+            else:
+                outcome.details.append(f"memory://{path}: skipped ({result.reason})")
 
 
 def unarchive(memory: Memory, path: str, *, now: datetime) -> Entry:
@@ -88,7 +126,7 @@ def unarchive(memory: Memory, path: str, *, now: datetime) -> Entry:
             f"memory://{logical} is not archived.",
             "`memdir evolve --history` shows the archival runs; `memdir evolve archival --dry-run` what they would archive.",
         )
-    return memory.update_metadata(logical, {"archived_at": None, "unarchived_at": now.isoformat()})
+    return memory.update_metadata(logical, {"archived_at": None, RESTORED_KEY: now.isoformat()})
 
 
 __all__ = ["ArchivalJob", "archival_reason", "unarchive"]

@@ -31,7 +31,7 @@ Superseded entries leave search and discovery, and stay readable.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,50 +42,78 @@ from memdir.evolution.runner import JobContext, JobOutcome, ScheduledJob
 from memdir.optimization.actions import Changer, combine_content, combine_metadata
 from memdir.optimization.corpus import Corpus
 from memdir.optimization.journal import Journal
-from memdir.optimization.pairs import cosine_pairs, row_cosines
+from memdir.optimization.pairs import WordSets, cosine_pairs, row_cosines
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
-
-
-@dataclass(frozen=True, slots=True)
-class Candidates:
-    """The entries consolidation may touch: positions in the corpus and their rows in its matrix."""
-
-    positions: np.ndarray  # corpus positions
-    matrix_rows: np.ndarray  # the same entries' rows in corpus.matrix
-
-
-def _candidates(memory: Memory, corpus: Corpus) -> Candidates:
-    """Embedded entries that are neither archived nor superseded (built-ins and stubs are not in the corpus)."""
-    facts = memory.index.rank_facts(corpus.paths)
-    keep = [(row, int(position)) for row, position in enumerate(corpus.rows)
-            if not (fact := facts.get(corpus.paths[position])) or not fact.hidden]
-    rows, positions = (np.asarray(values, dtype=np.int64) for values in zip(*keep)) if keep else (np.zeros(0, np.int64),) * 2
-    return Candidates(positions, rows)
 
 
 def _namespace(path: str) -> str:
     return path.split("/", 1)[0] if "/" in path else ""
 
 
-def similarity_graph(corpus: Corpus, candidates: Candidates, settings: Settings) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Edges (a, b as corpus positions, cosine, jaccard) between near-duplicate candidates."""
-    matrix = corpus.matrix[candidates.matrix_rows]
-    found = cosine_pairs(matrix, settings.consolidation_cosine)
-    a, b = candidates.positions[found.i], candidates.positions[found.j]
-    same = np.fromiter((_namespace(corpus.paths[x]) == _namespace(corpus.paths[y]) for x, y in zip(a, b)), bool, len(a))
-    a, b, cosine = a[same], b[same], found.similarity[same]
-    jaccard = corpus.words.jaccard(a, b) if len(a) else np.zeros(0)
-    close = jaccard >= settings.consolidation_jaccard
-    return a[close], b[close], cosine[close], jaccard[close]
+class NearDuplicates:
+    """The near-duplicate graph of a store and its clusters.
 
+    Only the vectors of every entry are looked at (one blocked matrix product); the contents
+    are read, and tokenised for word overlap, only for the entries in a close pair.
 
-def find_clusters(memory: Memory, corpus: Corpus, settings: Settings) -> list[list[int]]:
-    """Clusters of near-duplicates (corpus positions, each cluster of two or more), in path order."""
-    a, b, _, _ = similarity_graph(corpus, _candidates(memory, corpus), settings)
-    clusters = cluster(a, b, len(corpus), lambda members: _distances(corpus, members, settings), 1.0 - settings.consolidation_cosine)
-    return sorted(clusters, key=lambda members: corpus.paths[members[0]])
+    Args:
+        memory: the store.
+        corpus: a light snapshot (`Corpus` without items): paths and the vector matrix.
+    """
+
+    def __init__(self, memory: Memory, corpus: Corpus, settings: Settings) -> None:
+        self.corpus, self.settings = corpus, settings
+        self.row_of = {int(position): row for row, position in enumerate(corpus.rows)}
+        hidden = memory.index.hidden()
+        rows = np.array([row for row, position in enumerate(corpus.rows) if corpus.paths[position] not in hidden], np.int64)
+        positions = corpus.rows[rows] if len(rows) else rows
+        found = cosine_pairs(corpus.matrix[rows], settings.consolidation_cosine) if len(rows) > 1 else None
+        a = positions[found.i] if found is not None else np.zeros(0, np.int64)
+        b = positions[found.j] if found is not None else np.zeros(0, np.int64)
+        same = np.fromiter((_namespace(corpus.paths[x]) == _namespace(corpus.paths[y]) for x, y in zip(a, b)), bool, len(a))
+        a, b = a[same], b[same]
+        involved = np.unique(np.concatenate((a, b)))
+        self.local = {int(position): index for index, position in enumerate(involved)}
+        self.words = WordSets.from_texts(memory.adapter.read_contents([corpus.paths[p] for p in involved]))
+        close = self.jaccard(a, b) >= settings.consolidation_jaccard
+        self.a, self.b = a[close], b[close]
+
+    def jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Word Jaccard of corpus positions ``a[k]``, ``b[k]`` (entries in a close pair only)."""
+        if not len(a):
+            return np.zeros(0)
+        local = np.vectorize(self.local.__getitem__, otypes=[np.int64])
+        return self.words.jaccard(local(a), local(b))
+
+    def cosine(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        rows = np.vectorize(self.row_of.__getitem__, otypes=[np.int64])
+        return row_cosines(self.corpus.matrix, rows(a), rows(b))
+
+    def clusters(self) -> list[list[int]]:
+        """Clusters of near-duplicates (corpus positions, two or more each), in path order."""
+        found = cluster(self.a, self.b, len(self.corpus), self._distances, 1.0 - self.settings.consolidation_cosine)
+        return sorted(found, key=lambda members: self.corpus.paths[members[0]])
+
+    def _distances(self, members: np.ndarray) -> np.ndarray:
+        """Condensed pairwise distances: 1 - cosine where the words overlap enough, else 2 (never joined)."""
+        i, j = np.triu_indices(len(members), k=1)
+        a, b = members[i], members[j]
+        return np.where(self.jaccard(a, b) >= self.settings.consolidation_jaccard, 1.0 - self.cosine(a, b), 2.0)
+
+    def describe(self, positions: list[int]) -> Cluster:
+        """A cluster as the decider sees it: members newest first, with their pairwise similarities."""
+        items = [item for item in map(self.corpus.item, positions) if item is not None]
+        ordered = sorted(items, key=lambda item: (item.updated_at, item.path), reverse=True)
+        at = np.array([self.corpus.index[item.path] for item in ordered])
+        i, j = (part.ravel() for part in np.meshgrid(at, at, indexing="ij"))
+        square = (len(at), len(at))
+        cosine, jaccard = self.cosine(i, j).reshape(square), self.jaccard(i, j).reshape(square)
+        return Cluster(
+            tuple(Member(item.path, item.title, item.content, item.updated_at) for item in ordered),
+            tuple(tuple(float(x) for x in row) for row in cosine), tuple(tuple(float(x) for x in row) for row in jaccard),
+        )  # fmt: skip
 
 
 def cluster(a: np.ndarray, b: np.ndarray, n: int, distances: Callable[[np.ndarray], np.ndarray], cut: float) -> list[list[int]]:
@@ -111,32 +139,6 @@ def cluster(a: np.ndarray, b: np.ndarray, n: int, distances: Callable[[np.ndarra
     return found
 
 
-def _distances(corpus: Corpus, members: np.ndarray, settings: Settings) -> np.ndarray:
-    """Condensed pairwise distances of a component: 1 - cosine where the words overlap enough, else 2 (never joined)."""
-    i, j = np.triu_indices(len(members), k=1)
-    a, b = members[i], members[j]
-    row_of = {int(position): row for row, position in enumerate(corpus.rows)}
-    cosine = row_cosines(corpus.matrix, np.array([row_of[int(x)] for x in a]), np.array([row_of[int(y)] for y in b]))
-    overlap = corpus.words.jaccard(a, b)
-    return np.where(overlap >= settings.consolidation_jaccard, 1.0 - cosine, 2.0)
-
-
-def describe(corpus: Corpus, positions: list[int]) -> Cluster:
-    """A cluster as the decider sees it: members newest first, with their pairwise similarities."""
-    items = [corpus.item(position) for position in positions]
-    ordered = sorted((item for item in items if item is not None), key=lambda item: (item.updated_at, item.path), reverse=True)
-    row_of = {int(position): row for row, position in enumerate(corpus.rows)}
-    rows = np.array([row_of[corpus.index[item.path]] for item in ordered])
-    cosine = corpus.matrix[rows] @ corpus.matrix[rows].T
-    at = np.array([corpus.index[item.path] for item in ordered])
-    i, j = np.meshgrid(at, at, indexing="ij")
-    jaccard = corpus.words.jaccard(i.ravel(), j.ravel()).reshape(len(at), len(at))
-    return Cluster(
-        tuple(Member(item.path, item.title, item.content, item.updated_at) for item in ordered),
-        tuple(tuple(float(x) for x in row) for row in cosine), tuple(tuple(float(x) for x in row) for row in jaccard),
-    )  # fmt: skip
-
-
 class ConsolidationJob(ScheduledJob):
     """Cluster near-duplicates and merge, supersede or keep them (see the module docstring).
 
@@ -149,9 +151,10 @@ class ConsolidationJob(ScheduledJob):
 
     def run(self, memory: Memory, context: JobContext) -> JobOutcome:
         outcome = JobOutcome()
-        corpus = Corpus.load(memory, full=False)
+        corpus = Corpus(memory, [info.path for info in memory.list(include_virtual=False)], None)
         decide: Decide | None = context.options.get("decide")
-        clusters = [describe(corpus, positions) for positions in find_clusters(memory, corpus, context.settings)]
+        near = NearDuplicates(memory, corpus, context.settings)
+        clusters = [near.describe(positions) for positions in near.clusters()]
         with Journal(memory, self.name, {"decided_by": "model" if decide else "rule"}) as journal:
             changer = Changer(memory, journal, corpus)
             for cluster in context.each(clusters, lambda cluster: cluster.key, outcome):
@@ -188,14 +191,12 @@ class ConsolidationJob(ScheduledJob):
             if not changer.rewrite(keeper, content=content, metadata=merged.stored).done:
                 return []
             changed.append(keeper.path)
-        for other in others:
-            if changer.update(other, {"superseded_by": keeper.path}).done:
-                changed.append(other.path)
-        return changed
+        done = changer.update({other.path: {"superseded_by": keeper.path} for other in others})
+        return changed + [path for path, result in done.items() if result.done]
 
 
 def _named(cluster: Cluster) -> str:
     return ", ".join(f"memory://{path}" for path in cluster.paths)
 
 
-__all__ = ["ConsolidationJob", "cluster", "describe", "find_clusters", "similarity_graph"]
+__all__ = ["ConsolidationJob", "NearDuplicates", "cluster"]

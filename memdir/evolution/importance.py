@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
     from memdir.memory import Memory
 
+WRITE_BATCH = 256
+"""Changes stored per commit: one transaction each, so a timeout waits for at most one batch."""
+
 
 def _clamp(value: float, low: float, high: float) -> float:
     return min(max(value, low), high)
@@ -67,25 +70,41 @@ class ImportanceJob(ScheduledJob):
 
     def run(self, memory: Memory, context: JobContext) -> JobOutcome:
         settings, outcome = context.settings, JobOutcome()
+        pending: dict[str, ImportanceChange] = {}
         for facts in context.each(gather(memory), lambda facts: facts.path, outcome):
-            if is_episode(facts.metadata):
+            if is_episode(facts.path):
                 continue
             new, reason = recalibrated(facts, settings, context.now)
             if abs(new - facts.importance) < settings.importance_min_change:
                 continue
-            line = f"memory://{facts.path}: importance {facts.importance:g} → {new:g} ({reason})"
-            if not context.dry_run:
-                try:
-                    memory.update_metadata(facts.path, {"importance": new})
-                except MemdirError as exc:  # changed or deleted meanwhile: its next run decides
-                    outcome.details.append(f"memory://{facts.path}: skipped ({exc.message})")
-                    continue
-                record_importance(memory.root, [ImportanceChange(
-                    facts.path, context.now.isoformat(), facts.importance, new, reason
-                )])  # fmt: skip
-            outcome.changed += 1
-            outcome.details.append(line)
+            pending[facts.path] = ImportanceChange(facts.path, context.now.isoformat(), facts.importance, new, reason)
+            if len(pending) >= WRITE_BATCH:
+                self._store(memory, context, pending, outcome)
+        self._store(memory, context, pending, outcome)
         return outcome
+
+    @staticmethod
+    def _store(memory: Memory, context: JobContext, pending: dict[str, ImportanceChange], outcome: JobOutcome) -> None:
+        """Store a batch of changes as one change of the files (dry: only say them), then their history."""
+        if not pending:
+            return
+        done = set(pending)
+        if not context.dry_run:
+            try:
+                written = memory.update_metadata_many({path: {"importance": change.new} for path, change in pending.items()})
+            except MemdirError as exc:  # refused or failed as a whole: the next run decides again
+                outcome.details.append(f"{len(pending)} changes not stored: {exc.message}")
+                pending.clear()
+                return
+            done = {entry.path for entry in written}
+            record_importance(memory.root, (change for path, change in pending.items() if path in done))
+        for path, change in pending.items():
+            if path in done:
+                outcome.details.append(f"memory://{path}: importance {change.old:g} → {change.new:g} ({change.reason})")
+            else:
+                outcome.details.append(f"memory://{path}: skipped (changed or deleted meanwhile)")
+        outcome.changed += len(done)
+        pending.clear()
 
 
 __all__ = ["ImportanceJob", "recalibrated"]

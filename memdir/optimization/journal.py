@@ -173,24 +173,31 @@ class Journal:
     def written(self) -> bool:
         return self._handle is not None or self.path.exists()
 
-    def _append(self, record: dict[str, Any]) -> None:
+    def _append(self, record: dict[str, Any], *, sync: bool = True) -> None:
         if self._handle is None:
             private_folder(self.memory.root, JOURNAL_DIR)
             self._handle = self._files.enter_context(append_regular(self.memory.root, self.path))
             _write_record(self._handle, self._header)
-        _write_record(self._handle, record)
+        _write_record(self._handle, record, sync=sync)
 
-    def before(self, path: str) -> None:
-        """Record the prior state of ``path`` (once per run: the state before the run touched it)."""
-        if path in self._touched:
-            return
-        self._append({"type": "before", "path": path, "state": capture(self.memory, path)})
-        self._touched.add(path)
-        self.changes += 1
+    def before(self, *paths: str) -> None:
+        """Record the prior state of ``paths`` (once per run: the state before the run touched
+        each), all on disk — one fsync — before the caller changes them."""
+        for path in paths:
+            if path in self._touched:
+                continue
+            self._append({"type": "before", "path": path, "state": capture(self.memory, path)}, sync=False)
+            self._touched.add(path)
+            self.changes += 1
+        if self._handle is not None:
+            _sync(self._handle)
 
-    def after(self, path: str) -> None:
-        """Record what ``path`` looks like now that the run changed it."""
-        self._append({"type": "after", "path": path, "state": summary_of(self.memory, path)})
+    def after(self, *paths: str) -> None:
+        """Record what ``paths`` look like now that the run changed them (one fsync)."""
+        for path in paths:
+            self._append({"type": "after", "path": path, "state": summary_of(self.memory, path)}, sync=False)
+        if self._handle is not None:
+            _sync(self._handle)
 
     def close(self, status: str = "complete") -> None:
         if self._handle is None:
@@ -200,9 +207,14 @@ class Journal:
         self._handle = None
 
 
-def _write_record(handle: Any, record: dict[str, Any]) -> None:
-    """One JSON line, on disk (fsynced) before the change it describes."""
+def _write_record(handle: Any, record: dict[str, Any], *, sync: bool = True) -> None:
+    """One JSON line, on disk (fsynced, unless a batch syncs once after its last) before the change it describes."""
     handle.write((json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+    if sync:
+        _sync(handle)
+
+
+def _sync(handle: Any) -> None:
     handle.flush()
     os.fsync(handle.fileno())
 

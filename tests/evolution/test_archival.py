@@ -31,7 +31,7 @@ SETTINGS = Settings()
         ({"age_days": 900, "reads": 0, "importance": 9.5}, False),  # never read, very important
         ({"age_days": 900, "reads": 0, "importance": 7.0}, False),  # importance >= 7 is never archived
         ({"age_days": 900, "reads": 0, "importance": 6.9}, True),
-        ({"age_days": 900, "reads": 0, "extra": {"archived_at": "2026-01-01T00:00:00+00:00"}}, False),  # already
+        ({"age_days": 900, "reads": 0, "hidden": True}, False),  # archived or superseded already
     ],
 )
 def test_the_archival_rules(kwargs, archived):
@@ -39,8 +39,7 @@ def test_the_archival_rules(kwargs, archived):
 
 
 def test_an_entry_unarchived_by_hand_counts_as_used():
-    restored = facts(age_days=900, reads=0, extra={"unarchived_at": (NOW - timedelta(days=10)).isoformat()})
-    assert archival_reason(restored, SETTINGS, NOW) is None
+    assert archival_reason(facts(age_days=900, reads=0), SETTINGS, NOW, restored=NOW - timedelta(days=10)) is None
 
 
 def test_the_thresholds_are_settings():

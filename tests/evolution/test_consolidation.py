@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from memdir.evolution.consolidation import ConsolidationJob, cluster, describe, find_clusters
+from memdir.evolution.consolidation import ConsolidationJob, NearDuplicates, cluster
 from memdir.evolution.deciding import Decision, model_decider, parse_decision
 from memdir.evolution.runner import run_job
 from memdir.optimization.corpus import Corpus
@@ -46,9 +46,11 @@ def write_copies(memory, *, gap_days: float = 0.0) -> None:
 def test_near_duplicates_form_one_cluster_per_namespace(memory):
     write_copies(memory)
     corpus = Corpus.load(memory, full=False)
-    clusters = [[corpus.paths[p] for p in members] for members in find_clusters(memory, corpus, memory.settings)]
-    assert clusters == [["concept/deploy/a.md", "concept/deploy/b.md", "concept/deploy/c.md"]]
-    described = describe(corpus, find_clusters(memory, corpus, memory.settings)[0])
+    near = NearDuplicates(memory, corpus, memory.settings)
+    clusters = near.clusters()
+    assert [[corpus.paths[p] for p in members] for members in clusters] == [
+        ["concept/deploy/a.md", "concept/deploy/b.md", "concept/deploy/c.md"]]
+    described = near.describe(clusters[0])
     assert described.paths[0] == "concept/deploy/c.md"  # newest first
     assert described.cosine[0][1] > 0.95 and described.jaccard[0][2] > 0.9
 

@@ -35,12 +35,13 @@ def link(*, made_days_ago: float, traversed_days_ago: float | None = None, origi
     ],
 )
 def test_decay_factors(made, traversed, factor):
-    assert decay_factor(link(made_days_ago=made, traversed_days_ago=traversed), SETTINGS, NOW) == factor
+    made_link = link(made_days_ago=made, traversed_days_ago=traversed)
+    assert decay_factor(made_link.created_at, made_link.traversed_at, SETTINGS, NOW) == factor
 
 
 def test_the_factors_and_periods_are_settings():
     settings = Settings(link_decay_days=(20.0, 10.0, 5.0), link_decay_factors=(0.1, 0.2, 0.3))
-    assert decay_factor(link(made_days_ago=15), settings, NOW) == 0.2
+    assert decay_factor(NOW - timedelta(days=15), None, settings, NOW) == 0.2
 
 
 def linked_store(memory, links_of_a: list[dict]) -> None:
