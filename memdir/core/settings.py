@@ -124,6 +124,14 @@ class Settings(BaseSettings):
     rrf_k: int = _setting(60, "rrf_k", description="Rank offset of reciprocal-rank fusion (fusion = 'rrf').")
     search_candidates: int = _setting(50, "search_candidates", description="Candidates per signal before fusion.")
     keyword_idf: bool = _setting(True, "keyword_idf", description="Weight keyword coverage by each term's idf in the store.")
+    context_weight: float = _setting(
+        0.11, "context_weight",
+        description="Weight of context coverage: query keywords an entry lacks that entries written next to it in its folder hold (0 = off).",
+    )
+    context_window: int = _setting(
+        3, "context_window",
+        description="Entries on each side, in the order written within a folder, that context coverage looks at.", ge=0,
+    )
     search_max_top_k: int = _setting(50, "search_max_top_k", description="Most results one MemorySearch returns.")
     bm25_column_weights: tuple[float, float, float, float] = _setting(
         (4.0, 3.0, 2.0, 1.0), "bm25_column_weights", description="BM25 weights of title, tags, domain, content."
