@@ -66,7 +66,8 @@ class NearDuplicates:
     def __init__(self, memory: Memory, corpus: Corpus, settings: Settings) -> None:
         self.corpus, self.settings = corpus, settings
         self.row_of = {int(position): row for row, position in enumerate(corpus.rows)}
-        hidden = memory.index.hidden()
+        facts = memory.index.rank_facts(corpus.paths)  # archived and superseded entries take no part
+        hidden = {path for path, fact in facts.items() if fact.hidden}
         rows = np.array([row for row, position in enumerate(corpus.rows) if corpus.paths[position] not in hidden], np.int64)
         positions = corpus.rows[rows] if len(rows) else rows
         found = cosine_pairs(corpus.matrix[rows], settings.consolidation_cosine) if len(rows) > 1 else None
