@@ -40,7 +40,6 @@ from memdir.core.errors import (
     LockTimeoutError,
     ReadOnlyEntryError,
     ReadOnlyRootError,
-    RedirectError,
     StaleEditError,
 )
 from memdir.core.links import RELATED_KIND, Link, check_link_kind, make_link, related_links
@@ -467,7 +466,7 @@ class Memory:
     def update_metadata_many(self, changes: dict[str, dict[str, Any]]) -> list[Entry]:
         """`update_metadata` of many entries as ONE change of files and index (the evolution jobs'
         batches: one commit instead of one per entry). Fields the entries are embedded from
-        cannot change this way. Entries that no longer exist (or are stubs now) are left out.
+        cannot change this way. Entries that no longer exist are left out.
 
         Returns:
             The updated entries.
@@ -476,29 +475,26 @@ class Memory:
             InputValidationError: a changed metadata is not valid, or would change what an entry
                 is embedded from; nothing is changed then.
         """
-        with self._exclusive():
-            before: dict[str, Entry] = {}
-            updates: dict[str, Metadata] = {}
-            for path, change in changes.items():
-                logical = normalize_path(path)
-                try:
-                    entry = self.adapter.read_entry(logical, follow=False)
-                except (EntryNotFoundError, RedirectError):
-                    continue
-                updates[logical], before[logical] = _changed_metadata(entry, change), entry
-                if self._card(entry.title, updates[logical], entry.content) != self._searchable(entry):
-                    raise InputValidationError(
-                        f"update_metadata_many cannot change what memory://{logical} is embedded from ({change!r}).",
-                        "Use update_metadata, which re-embeds it.",
-                    )
+        wanted = {normalize_path(path): change for path, change in changes.items()}
 
-            def index_first(stored: list[tuple[Entry, FileStats]]) -> None:  # before the commit point
-                for written, stats in stored:
-                    self.index.upsert(written, stats, text_hash(self._searchable(written)), written.embedding_model,
-                                      vector_text_hash=written.embedding_text_hash)
+        def changed(entry: Entry) -> Metadata:  # under the lock, from the adapter's one read
+            metadata = _changed_metadata(entry, wanted[entry.path])
+            if self._card(entry.title, metadata, entry.content) != self._searchable(entry):
+                raise InputValidationError(
+                    f"update_metadata_many cannot change what memory://{entry.path} is embedded from "
+                    f"({wanted[entry.path]!r}).", "Use update_metadata, which re-embeds it.",
+                )
+            return metadata
 
-            with self._index_first(*updates):
-                return self.adapter.set_metadata(updates, expected=before, before_commit=index_first)
+        def index_first(stored: list[tuple[Entry, FileStats]]) -> None:  # before the commit point, in one transaction
+            rows = []
+            for written, stats in stored:
+                card = text_hash(self._searchable(written))
+                rows.append((written, stats, card, written.embedding_model, written.embedding_text_hash or card))
+            self.index.upsert_rows(rows)
+
+        with self._exclusive(), self._index_first(*wanted):
+            return self.adapter.set_metadata(dict.fromkeys(wanted, changed), before_commit=index_first)
 
     def _store_metadata(self, entry: Entry, metadata: Metadata) -> Entry:
         """Store new metadata that is not part of the searchable text (links, importance, archival):

@@ -499,9 +499,8 @@ class FilesystemAdapter:
 
     def set_metadata(
         self,
-        updates: Mapping[str, Metadata],
+        changes: Mapping[str, Callable[[Entry], Metadata]],
         *,
-        expected: Mapping[str, Entry],
         before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
     ) -> list[Entry]:
         """Replace the metadata of existing entries in ONE transaction (the evolution jobs' bulk changes).
@@ -510,10 +509,10 @@ class FilesystemAdapter:
         journal and one commit for the whole batch instead of one per entry.
 
         Args:
-            updates: path -> its new metadata (fields that are not embedded: the vector stays valid).
-            expected: path -> the entry as read when the change was decided; an entry whose
-                content, title or metadata changed since, or whose ``.yml`` memdir cannot read,
-                is skipped (never overwritten).
+            changes: path -> a function from the entry as it is now to its new metadata (fields
+                that are not embedded: the vector stays valid); it may raise to refuse the batch.
+                Entries that do not exist, and those whose ``.yml`` memdir cannot read (never
+                overwritten), are skipped.
             before_commit: called with each updated entry and its files' stats once staged, as in `write`.
 
         Returns:
@@ -523,17 +522,16 @@ class FilesystemAdapter:
         updated: list[Entry] = []
         files: list[tuple[Path, Path]] = []
         with self._writing():
-            for path, metadata in updates.items():
+            for path, change in changes.items():
                 path = normalize_path(path)
                 self._refuse_virtual(path)
                 try:
                     entry, sidecar = self._load(path)
                 except EntryNotFoundError:
                     continue
-                before = expected.get(path)
-                if sidecar is None or before is None or (before.content, before.title, before.metadata) != (
-                        entry.content, entry.title, entry.metadata):
+                if sidecar is None:
                     continue
+                metadata = change(entry)
                 md, yml, _ = self._files(path)
                 writes[yml] = dump_sidecar({**sidecar, "metadata": metadata.to_yaml_dict()})
                 files.append((md, yml))
