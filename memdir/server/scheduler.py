@@ -102,8 +102,12 @@ class Scheduler:
         """Look for idleness every ``evolution_check_seconds`` and run due jobs, until cancelled."""
         while not self._stopping:
             await anyio.sleep(self.settings.evolution_check_seconds)
-            if self.idle():
+            if not self.idle():
+                continue
+            try:
                 await self.run_due()
+            except Exception:  # a record that cannot be written, ...: the server goes on, the next check tries again
+                log.exception("the evolution scheduler could not run its jobs")
 
 
 async def note_clients(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

@@ -178,3 +178,23 @@ def test_an_idle_server_consolidates_with_the_clients_model_through_mcp_sampling
     assert len(prompts) == 1 and "## concept/deploy/b.md" in prompts[0]
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         assert memory.read("concept/deploy/b.md").metadata.superseded_by == "concept/deploy/a.md"
+
+
+def test_a_failure_outside_the_jobs_does_not_stop_the_server(tmp_path, monkeypatch):
+    """The runs' record cannot be written (``evolution`` is a file): logged, and the scheduler goes on."""
+    scheduler, host = make(tmp_path, monkeypatch, [SlowJob("one")])
+    (host.memory().root / "evolution").write_text("not a folder")
+    go_idle(host)
+
+    async def scenario():
+        serving = asyncio.ensure_future(scheduler.serve())
+        await asyncio.sleep(0.4)  # several checks, each failing
+        alive = not serving.done()
+        scheduler.stop()
+        await serving
+        return alive
+
+    try:
+        assert asyncio.run(scenario())
+    finally:
+        host.close()
