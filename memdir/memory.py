@@ -56,6 +56,7 @@ from memdir.search.text_search import (
     GrepHit,
     GrepPattern,
     filter_folder,
+    glob_folder,
     glob_matcher,
     grep_content,
     matching_fields,
@@ -479,7 +480,7 @@ class Memory:
         the rows have them listed again (`memdir.storage.root_listing`; `memdir.storage.folder_stamps`
         says what may lag, and until when); from a walk when the stamps cannot tell (`_walked_entries`).
         """
-        infos = self._listing.entries(keep)
+        infos = self._listing.entries(keep, under)
         if infos is None:
             infos = self._walked_entries(keep, under)
         if include_virtual:
@@ -502,7 +503,8 @@ class Memory:
     def glob(self, pattern: str) -> list[EntryInfo]:
         """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first."""
         check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
-        return sorted(self._entries(glob_matcher(pattern)), key=lambda info: info.updated_at, reverse=True)
+        entries = self._entries(glob_matcher(pattern), under=glob_folder(pattern))
+        return sorted(entries, key=lambda info: info.updated_at, reverse=True)
 
     def grep(
         self, pattern: str, *, path: str | None = None, case_insensitive: bool = False, labels: bool = False

@@ -14,7 +14,7 @@ import pytest
 
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.search.text_search import glob_matcher
+from memdir.search.text_search import glob_folder, glob_matcher
 from memdir.storage.folder_stamps import RACY_NS, UNTRUSTED
 from memdir.tools.memory_glob import memory_glob
 from memdir.tools.session import Session
@@ -36,7 +36,7 @@ def walked(memory: Memory, pattern: str = "**/*"):
 
 
 def from_index(memory: Memory, pattern: str = "**/*"):
-    rows = memory._listing.entries(glob_matcher(pattern))
+    rows = memory._listing.entries(glob_matcher(pattern), glob_folder(pattern))
     assert rows is not None, "the listing should have come from the index"
     return rows
 
@@ -88,9 +88,20 @@ def test_a_reconcile_of_settled_folders_stamps_them_all(filled):
     assert filled._listing.stamps == stamps
 
 
-@pytest.mark.parametrize("pattern", ["**/*", "concept/**", "concept/ruby/*", "**/*.md", "fact/people/ada", "nothing/*"])
+@pytest.mark.parametrize(
+    "pattern", ["**/*", "concept/**", "concept/ruby/*", "**/*.md", "fact/people/ada", "nothing/*", "concept/r*/**", "*"]
+)
 def test_listing_from_the_index_equals_the_walk(filled, pattern):
     assert by_path(from_index(filled, pattern)) == by_path(walked(filled, pattern))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "folder"),
+    [("**/*", None), ("*", None), ("concept/ruby/*", "concept/ruby"), ("skill/**", "skill"), ("fact/people/ada", "fact/people"),
+     ("concept/r*/x", "concept"), ("memory://concept/a/", "concept/a"), ("x[ab]/y", None)],
+)
+def test_a_glob_looks_only_inside_its_literal_folders(pattern, folder):
+    assert glob_folder(pattern) == folder
 
 
 def test_an_unchanged_root_is_listed_without_listing_any_folder(filled, relisted):

@@ -864,6 +864,11 @@ class DerivedIndex:
                 db.execute("COMMIT")
             return self._listing
 
+    def folder_file_stats(self, prefix: str) -> dict[str, tuple[int, int, int, int]]:
+        """The files' stats the rows of the entries directly in folder ``prefix`` record (`index_db.folder_stats`)."""
+        with self.lock:
+            return sql.folder_stats(self.db, prefix)
+
     def linking_to(self, target: str) -> list[str]:
         """The entries whose ``related`` metadata links to the normalised path ``target``, in path order."""
         with self.lock:
