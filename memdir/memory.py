@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
@@ -127,7 +128,7 @@ class Memory:
             settings: configuration; defaults to `Settings()` (files + environment).
             embedder: use this embedder instead of resolving the real model (tests).
             background: load the model in a background thread (the server) instead of
-                on first need.
+                on first need, and read the listing rows in another.
             load_model: False keeps the model unloaded (pure file operations stay fast,
                 and nothing waits on onnxruntime).
             read_only: open for reading only (commands that only look: status, search, the
@@ -183,6 +184,9 @@ class Memory:
             model.on_ready(functools.partial(memory._embed_pending, at_most=at_most))
         if background:
             model.start_background()
+            # A server's first listing (MemoryGlob) then finds the index's rows read and built
+            # (~0.3 s of CPU at 100K entries), instead of paying for them itself.
+            threading.Thread(target=memory._listing.warm, name="memdir-listing", daemon=True).start()
         return memory
 
     def close(self) -> None:

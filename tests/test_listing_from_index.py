@@ -248,6 +248,15 @@ def test_opening_after_changes_by_hand_lists_only_the_changed_folders(filled, re
         assert "skill/debug.md" not in again.index.freshness()
 
 
+def test_a_server_reads_the_listing_rows_right_after_opening(filled):
+    with Memory.open(Settings(root=filled.root), embedder=FakeEmbedder(), background=True) as server:
+        deadline = time.monotonic() + 30
+        while server.index._listing is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.index._listing is not None
+        assert by_path(from_index(server)) == by_path(walked(server))
+
+
 def test_recently_changed_folders_are_not_trusted(memory):
     memory.write("concept/a.md", "A.", title="A")
     memory.reconcile()  # every folder was changed just now: a change within the mtime granularity could hide

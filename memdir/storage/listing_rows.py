@@ -50,21 +50,50 @@ class ListingRows:
     untitled: frozenset[str]
 
 
-def current_rows(db: sqlite3.Connection, rows: ListingRows | None, files_change: int) -> ListingRows:
-    """``rows`` brought up to the state of ``db`` (read in the caller's transaction); loaded whole
-    when there are none yet, or the index was rebuilt, or it pruned tombstones they would need."""
+@dataclass(frozen=True, slots=True)
+class RowChanges:
+    """What the index changed since some listing rows (`changes_since`): read under the index's lock,
+    applied to the rows outside it (`moved_on`), so that building 100K rows holds up no search.
+
+    Attributes:
+        generation, seq, files_change: the index state read.
+        whole: every row is in ``changed`` (the rows are built afresh).
+        changed: entries' columns (`_COLUMNS`) of the rows written since.
+        removed: paths removed since.
+    """
+
+    generation: str
+    seq: int
+    files_change: int
+    whole: bool
+    changed: list[tuple]
+    removed: list[str]
+
+
+def changes_since(db: sqlite3.Connection, rows: ListingRows | None, files_change: int) -> RowChanges:
+    """What ``rows`` lack of the state of ``db`` (read in the caller's transaction): every row when
+    there are none yet, or the index was rebuilt, or it pruned tombstones they would need."""
     generation, seq = sql.meta_text(db, "generation"), sql.meta_int(db, "seq")
     if rows is None or rows.generation != generation or rows.seq < sql.meta_int(db, "tombstone_floor"):
-        everything = db.execute(f"SELECT {_COLUMNS} FROM entries").fetchall()
-        return _built(generation, seq, files_change, {}, {}, set(), everything, ())
+        return RowChanges(generation, seq, files_change, True, db.execute(f"SELECT {_COLUMNS} FROM entries").fetchall(), [])
     if rows.seq == seq:
-        return rows if rows.files_change == files_change else _with_change(rows, files_change)
+        return RowChanges(generation, seq, files_change, False, [], [])
     changed = db.execute(f"SELECT {_COLUMNS} FROM entries WHERE seq > ?", (rows.seq,)).fetchall()
     removed = [path for (path,) in db.execute("SELECT path FROM tombstones WHERE seq > ?", (rows.seq,))]
-    folders = {folder: set(paths) for folder, paths in _touched(rows.folders, changed, removed).items()}
+    return RowChanges(generation, seq, files_change, False, changed, removed)
+
+
+def moved_on(rows: ListingRows | None, changes: RowChanges) -> ListingRows:
+    """``rows`` with ``changes`` applied (new rows; ``rows`` is not changed)."""
+    generation, seq, files_change = changes.generation, changes.seq, changes.files_change
+    if changes.whole or rows is None:
+        return _built(generation, seq, files_change, {}, {}, set(), changes.changed, ())
+    if not changes.changed and not changes.removed:
+        return rows if rows.files_change == files_change else _with_change(rows, files_change)
+    touched = _touched(rows.folders, changes.changed, changes.removed)
     return _built(
-        generation, seq, files_change, dict(rows.infos), folders, set(rows.untitled), changed, removed,
-        untouched=rows.folders,
+        generation, seq, files_change, dict(rows.infos), {folder: set(paths) for folder, paths in touched.items()},
+        set(rows.untitled), changes.changed, changes.removed, untouched=rows.folders,
     )
 
 

@@ -21,6 +21,7 @@ trusted), finds its files as the rows have them, and stamps it.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -45,6 +46,8 @@ from memdir.storage.virtual import is_virtual
 if TYPE_CHECKING:
     from memdir.storage.filesystem import FilesystemAdapter
     from memdir.storage.index import DerivedIndex
+
+log = logging.getLogger(__name__)
 
 # Tries of a listing that memdir commits kept overlapping (each a few ms apart) before the caller walks.
 _TRIES = 4
@@ -103,6 +106,13 @@ class RootListing:
         self.adapter = adapter
         self.index = index
         self.stamps: dict[str, Stamp] = {}
+
+    def warm(self) -> None:
+        """Read and build the index's listing rows now (a server, right after opening); best effort."""
+        try:
+            self.index.listing()
+        except Exception:  # closed meanwhile, or anything else: the first listing reads them itself
+            log.debug("the listing rows were not built ahead", exc_info=True)
 
     def entries(self, keep: Callable[[str], bool], under: str | None = None) -> list[EntryInfo] | None:
         """The entries whose path ``keep`` accepts (built-ins left out); None if only a whole walk can tell.
