@@ -162,8 +162,9 @@ class RootListing:
             for path, stats in folder.entries.items():
                 if not keep(path):
                     continue
-                if knows(path, stats) and path not in rows.untitled:
-                    infos.append(rows.infos[path])
+                row = rows.infos.get(path)  # (None: written since the rows were read: its files tell)
+                if row is not None and knows(path, stats) and path not in rows.untitled:
+                    infos.append(row)
                 else:
                     from_files.append(path)
         infos.extend(self.adapter.describe(from_files))
