@@ -15,7 +15,8 @@ from memdir.embeddings.text import searchable_text, text_hash
 from memdir.storage import index as index_module
 from memdir.storage import index_db
 from memdir.storage.filesystem import FilesystemAdapter
-from memdir.storage.index import DerivedIndex, FileStats, file_stats, listing
+from memdir.storage.filesystem import file_stats, listing
+from memdir.storage.index import DerivedIndex, FileStats
 from memdir.storage.sidecar import fallback_title
 from memdir.storage.vectors import VectorMatrix
 

@@ -46,12 +46,8 @@ from memdir.core.entry import Entry, Metadata, entry_type, utcnow
 from memdir.core.errors import (
     DiskFullError,
     EntryNotFoundError,
-    EntryTooLargeError,
-    InputValidationError,
     InvalidPathError,
-    ReadOnlyEntryError,
     ReadOnlyRootError,
-    StorageFullError,
     UnsafeFileError,
 )
 from memdir.core.files import disk_errors, open_regular, read_regular, stat_regular
@@ -61,7 +57,15 @@ from memdir.storage import stubs
 from memdir.storage.atomic import PRIVATE_DIR, commit_files, has_pending, recover, remove_unjournaled
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.changes import ChangeCounter
-from memdir.storage.index_db import FileStats
+from memdir.storage.entry_input import (
+    check_sizes,
+    encode_content,
+    folder_prefix,
+    refuse_virtual,
+    valid_metadata,
+    valid_redirect,
+)
+from memdir.storage.base import FileStats
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
 from memdir.storage.scan import scan_entries, sniff_stub
 from memdir.storage.sidecar import (
@@ -94,6 +98,36 @@ _LOCK_FREE_TRIES = 4
 _RETRY_PAUSE = 0.001
 
 T = TypeVar("T")
+
+
+def _stat(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:  # missing, or unusable (links that loop): the adapter says why when it is read
+        return 0, 0
+    return st.st_mtime_ns, st.st_size
+
+
+def file_stats(root: Path | str, path: str) -> FileStats:
+    """The freshness stats of the entry at logical ``path`` under ``root``."""
+    stem = os.path.join(root, disk_stem(path))
+    md = _stat(stem + ".md")
+    yml = _stat(stem + ".yml")
+    return FileStats(md[0], md[1], yml[0], yml[1])
+
+
+def listing(
+    adapter: FilesystemAdapter, under: str | None = None, folders: dict[str, int] | None = None
+) -> Iterator[tuple[str, FileStats]]:
+    """(path, stats) of every real entry of a filesystem adapter (or of its folder ``under``), stubs and built-ins left out.
+
+    Uses the adapter's fast listing (one ``stat`` per ``.md``) plus one ``stat`` of the ``.yml``;
+    ``folders`` receives the listed folders' mtimes (`memdir.storage.scan.scan_entries`).
+    """
+    root = str(adapter.root)
+    for info in adapter.iter_entries(with_metadata=False, under=under, folders=folders):
+        yml = _stat(os.path.join(root, disk_stem(info.path)) + ".yml")
+        yield info.path, FileStats(info.mtime_ns, info.size, yml[0], yml[1])
 
 
 def _staged_stats(staged: Mapping[Path, Path], md: Path, yml: Path) -> FileStats:
@@ -290,11 +324,6 @@ class FilesystemAdapter:
                 raise unsafe_file(self.root, item, "special", "neither a regular file nor a folder")
         stat_regular(self.root, self.root / LOCK_FILE_NAME)
 
-    @staticmethod
-    def _refuse_virtual(path: str) -> None:
-        if is_virtual(path):
-            raise ReadOnlyEntryError(path)
-
     # ----------------------------------------------------------------- size accounting
 
     def _content_size(self, md: Path) -> int:
@@ -307,6 +336,14 @@ class FilesystemAdapter:
 
     def _current_total(self) -> int:
         return self._total.get()
+
+    def stats(self, path: str) -> FileStats:
+        """The ``.md`` and ``.yml`` mtimes and sizes of ``path`` (`file_stats`)."""
+        return file_stats(self.root, path)
+
+    def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
+        """(path, stats) of every real entry, or of those in folder ``under`` (`listing`)."""
+        return listing(self, under, folders)
 
     def total_size(self) -> int:
         """Bytes of content held (``.md`` files, stubs included; virtual entries excluded)."""
@@ -321,12 +358,9 @@ class FilesystemAdapter:
 
     def _check_limits(self, path: str, md: Path, new_size: int) -> int:
         """The root's total after replacing ``md`` with ``new_size`` bytes, if within limits."""
-        if new_size > self.max_entry_size:
-            raise EntryTooLargeError(path, new_size, self.max_entry_size)
         grows = new_size - self._content_size(md)
         total = self._current_total() + grows
-        if total > self.max_total_size:
-            raise StorageFullError(total, self.max_total_size)
+        check_sizes(path, new_size, self.max_entry_size, total, self.max_total_size)
         self._check_free_disk(max(grows, 0))
         return total
 
@@ -383,9 +417,9 @@ class FilesystemAdapter:
             StorageFullError, DiskFullError, ReadOnlyRootError, LockTimeoutError.
         """
         path = normalize_path(path)
-        self._refuse_virtual(path)
-        data = self._encode_content(path, content)
-        meta = self._metadata(path, metadata)
+        refuse_virtual(path)
+        data = encode_content(path, content)
+        meta = valid_metadata(path, metadata)
         emb_bytes = None if embedding is None else encode_embedding(path, embedding)
         checksum = None if emb_bytes is None else embedding_checksum(emb_bytes)
         md, yml, emb = self._files(path)
@@ -463,7 +497,7 @@ class FilesystemAdapter:
         with self._writing():
             for path, vector in vectors.items():
                 path = normalize_path(path)
-                self._refuse_virtual(path)
+                refuse_virtual(path)
                 entry, sidecar = self._load(path)
                 before = expected.get(path) if expected is not None else entry
                 if before is None or (before.content, before.title, before.metadata) != (entry.content, entry.title, entry.metadata):
@@ -496,33 +530,6 @@ class FilesystemAdapter:
                 self._commit(writes, before_commit=hook)
         return updated
 
-    @staticmethod
-    def _metadata(path: str, metadata: Metadata | Mapping[str, Any] | None) -> Metadata:
-        if isinstance(metadata, Metadata):
-            return metadata
-        try:
-            return Metadata.model_validate(dict(metadata or {}))
-        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            raise InputValidationError(
-                f"The metadata for memory://{path} is invalid: {exc}",
-                "Pass tags, related and tools as lists of strings and permissions as a mapping.",
-            ) from exc
-
-    @staticmethod
-    def _encode_content(path: str, content: str) -> bytes:
-        if not isinstance(content, str):
-            raise InputValidationError(
-                f"Content for memory://{path} must be text, not {type(content).__name__}.",
-                "Pass the markdown as a string.",
-            )
-        try:
-            return content.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InputValidationError(
-                f"Content for memory://{path} is not valid Unicode text (position {exc.start}).",
-                "Remove the unpaired surrogate characters from the content.",
-            ) from exc
-
     def _stored_hits(self, yml: Path) -> int:
         sidecar = self._load_sidecar(yml)
         return as_int(sidecar.get("hits")) if sidecar else 0
@@ -535,19 +542,8 @@ class FilesystemAdapter:
         ``before_commit`` runs as in `write`.
         """
         path = normalize_path(path)
-        self._refuse_virtual(path)
-        if redirect.kind not in stubs.KINDS:
-            raise InputValidationError(
-                f"Unknown redirect kind {redirect.kind!r} for memory://{path}.",
-                f"Use one of: {', '.join(stubs.KINDS)}.",
-            )
-        target = normalize_path(redirect.target)
-        if target == path:
-            raise InputValidationError(
-                f"memory://{path} cannot redirect to itself.",
-                "Point the stub at the entry its content was merged into or moved to.",
-            )
-        data = stubs.format_stub(Redirect(kind=redirect.kind, target=target)).encode("utf-8")
+        refuse_virtual(path)
+        data = stubs.format_stub(valid_redirect(path, redirect)).encode("utf-8")
         md, yml, emb = self._files(path)
         with self._writing():
             total = self._check_limits(path, md, len(data))
@@ -565,7 +561,7 @@ class FilesystemAdapter:
             ReadOnlyEntryError: ``path`` is a built-in entry.
         """
         path = normalize_path(path)
-        self._refuse_virtual(path)
+        refuse_virtual(path)
         md, yml, emb = self._files(path)
         with self._writing():
             if stat_regular(self.root, md) is None:
@@ -811,7 +807,7 @@ class FilesystemAdapter:
         The listing is taken as of one state of the root (`_consistent`) and then yielded,
         so the caller may write or delete entries while iterating.
         """
-        prefix = self._folder_prefix(under)
+        prefix = folder_prefix(under)
         start = self.root / prefix if prefix else self.root
         rows = self._consistent(lambda: self._scan(start, prefix, include_stubs, with_metadata, folders))
         if include_virtual:
@@ -834,13 +830,6 @@ class FilesystemAdapter:
                 rows.append(self._info(path, file.path, st, has_sidecar, is_stub, with_metadata))
         return rows
 
-    def _folder_prefix(self, under: str | None) -> str:
-        """``"concept/ruby/"`` for ``under="concept/ruby"``; validated like any memory path."""
-        cleaned = (under or "").strip()
-        cleaned = cleaned.removeprefix("memory://").rstrip("/")
-        if not cleaned:
-            return ""
-        return disk_stem(normalize_path(cleaned)) + "/"
 
 
     def describe(self, paths: Sequence[str]) -> list[EntryInfo]:

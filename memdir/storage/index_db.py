@@ -45,6 +45,7 @@ import numpy as np
 from memdir.core.entry import ENTRY_TYPES, Entry
 from memdir.core.paths import link_target
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
+from memdir.storage.base import EntryRow, FileStats
 from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
 
@@ -367,27 +368,6 @@ def split_tags(text: str | None) -> list[str]:
 
 
 # --------------------------------------------------------------------------- rows
-
-@dataclass(frozen=True, slots=True)
-class FileStats:
-    """Modification time and size of an entry's ``.md`` and ``.yml`` (0 when a file is absent)."""
-
-    md_mtime_ns: int = 0
-    md_size: int = 0
-    yml_mtime_ns: int = 0
-    yml_size: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class EntryRow:
-    """What search results show about an entry, read from the index (no file access)."""
-
-    path: str
-    title: str
-    type: str | None
-    tags: tuple[str, ...]
-    terms: str = ""  # distinct Porter-stemmed words, space-separated
-
 
 @dataclass(frozen=True, slots=True)
 class EntryTerms:

@@ -42,7 +42,7 @@ _EMPTY_SLOTS = np.zeros(0, dtype=np.int32)
 _EMPTY_TF = np.zeros(0, dtype=np.float32)
 
 
-def _bm25_idf(live: int, hits: int) -> float:
+def bm25_idf(live: int, hits: int) -> float:
     """FTS5's idf of a term found in ``hits`` of ``live`` entries."""
     return math.log((live - hits + 0.5) / (hits + 0.5))
 
@@ -305,7 +305,7 @@ class KeywordIndex:
             hits = self._live_hits(slots)
             if hits <= 0:
                 continue
-            idf = _bm25_idf(live, hits)
+            idf = bm25_idf(live, hits)
             contribution = tf * np.float32((K1 + 1.0) * (idf if idf > 0 else 1e-6)) / (tf + norm[slots])
             scores[slots] += contribution
             any_term = True
@@ -339,7 +339,7 @@ class KeywordIndex:
         word of a query, and an entry that matches only its common words covers little of it.
         """
         live = len(self._slot_of)
-        return {term: _bm25_idf(live, self.document_frequency(term)) for term in terms}
+        return {term: bm25_idf(live, self.document_frequency(term)) for term in terms}
 
     def _keep(
         self, slots: np.ndarray, types: Sequence[str] | None, prefix: str | None, tags: Sequence[str] | None
