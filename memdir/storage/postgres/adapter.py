@@ -358,6 +358,11 @@ def _vector(path: str, embedding: np.ndarray | None) -> tuple[np.ndarray | None,
     return np.frombuffer(data, EMBEDDING_DTYPE).astype(np.float32), embedding_checksum(data)
 
 
+def as_array(value: Any) -> np.ndarray:
+    """A vector column's value (pgvector's `Vector`) as float32."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+
+
 def entry_of(row: Sequence[Any]) -> Entry:
     """An `Entry` from the columns `_ENTRY_COLUMNS` names."""
     (path, content, title, metadata, updated_at, size, hits, embedding, checksum, model, text_hash, stub_kind, _) = row
@@ -365,7 +370,7 @@ def entry_of(row: Sequence[Any]) -> Entry:
         return Entry(path=path, content=content, title=fallback_title(content, path), updated_at=updated_at, size=size)
     return Entry(
         path=path, content=content, title=title, updated_at=updated_at, size=size, hits=hits,
-        metadata=metadata_from_yaml(metadata), embedding=None if embedding is None else np.asarray(embedding, np.float32),
+        metadata=metadata_from_yaml(metadata), embedding=None if embedding is None else as_array(embedding),
         embedding_checksum=checksum, embedding_model=model, embedding_text_hash=text_hash,
     )
 

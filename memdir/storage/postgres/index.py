@@ -29,7 +29,7 @@ from memdir.core.entry import Entry
 from memdir.core.paths import link_target
 from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
 from memdir.storage.index_db import entry_terms
-from memdir.storage.postgres.adapter import like_prefix, metadata_json, next_change, row_stats
+from memdir.storage.postgres.adapter import as_array, like_prefix, metadata_json, next_change, row_stats
 from memdir.storage.postgres.database import Database
 from memdir.storage.postings import B, K1, bm25_idf
 from memdir.storage.sidecar import EMBEDDING_DIM
@@ -321,7 +321,7 @@ class PostgresIndex:
         ).fetchall()
         if not rows:
             return [], np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
-        return [row[0] for row in rows], np.vstack([np.asarray(row[1], dtype=np.float32) for row in rows])
+        return [row[0] for row in rows], np.vstack([as_array(row[1]) for row in rows])
 
     # ------------------------------------------------------------------ search (`memdir.storage.base.SearchIndex`)
     @contextmanager
