@@ -249,8 +249,11 @@ class EntryIndex(SearchIndex, Protocol):
     def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
         """New vectors of (entry, stats, text_hash, model_id) whose text is unchanged."""
 
-    def record_hits(self, path: str, hits: int, before: FileStats, after: FileStats) -> None:
-        """A counted read moved ``path`` from ``before`` to ``after``: a fresh row takes the count."""
+    def record_hits(
+        self, path: str, hits: int, before: FileStats, after: FileStats, at: datetime | None = None
+    ) -> None:
+        """A counted read moved ``path`` from ``before`` to ``after``: a fresh row takes the count;
+        the row records ``at`` (now) as the entry's last access."""
 
     def remove(self, path: str) -> bool:
         """Drop the row of ``path``; False if it had none."""
@@ -271,7 +274,13 @@ class EntryIndex(SearchIndex, Protocol):
         """Title, type, tags and words of the given entries."""
 
     def linking_to(self, target: str) -> list[str]:
-        """The entries whose ``related`` metadata links to ``target``, in path order."""
+        """The entries whose metadata links to ``target``, in path order."""
+
+    def edges(self, paths: Sequence[str], kinds: Sequence[str] | None = None) -> list[Any]:
+        """Every link (`memdir.storage.index_db.Edge`) from or to one of ``paths`` (of ``kinds``)."""
+
+    def rank_facts(self, paths: Sequence[str]) -> dict[str, Any]:
+        """Importance, reads, last access and hidden state of ``paths`` (`memdir.storage.index_db.RankFacts`)."""
 
     def needs_embedding(self, model_id: str | None) -> list[str]:
         """Entries without a current vector of ``model_id`` (any model when None)."""

@@ -54,7 +54,7 @@ class Database:
         self.url = url
         self.lock = AdvisoryLock(self, lock_timeout)
         self._local = threading.local()
-        self._all: list[psycopg.Connection] = []
+        self._all: list[tuple[int, psycopg.Connection]] = []
         self._guard = threading.Lock()
         self._vector_ready = False
 
@@ -63,14 +63,15 @@ class Database:
         if conn is not None and not conn.closed and self._local.pid == os.getpid():
             return conn
         try:
-            conn = psycopg.connect(self.url, autocommit=True, options="-c TimeZone=UTC")
+            conn = psycopg.connect(self.url, autocommit=True)
+            conn.execute("SET TIME ZONE 'UTC'")  # entries' times come back as UTC, as the files have them
         except psycopg.Error as exc:
             raise StoreUnavailableError(redact(self.url), str(exc).strip().splitlines()[0]) from exc
         if self._vector_ready:
             register_vector(conn)
         self._local.conn, self._local.pid = conn, os.getpid()
         with self._guard:
-            self._all.append(conn)
+            self._all.append((os.getpid(), conn))
         return conn
 
     def vector_ready(self) -> None:
@@ -81,8 +82,8 @@ class Database:
     def close(self) -> None:
         with self._guard:
             conns, self._all = self._all, []
-        for conn in conns:
-            if not conn.closed and getattr(conn, "_memdir_pid", os.getpid()) == os.getpid():
+        for pid, conn in conns:
+            if pid == os.getpid():  # (closing a parent's connection in a forked child would end it for the parent)
                 conn.close()
 
 

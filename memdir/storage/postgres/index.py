@@ -17,18 +17,19 @@ filtered search is not cut short by the filter.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 import psycopg
 
 from memdir.core.entry import Entry
-from memdir.core.paths import link_target
 from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
-from memdir.storage.index_db import entry_terms
+from memdir.storage.index_db import Edge, RankFacts, entry_terms
 from memdir.storage.postgres.adapter import as_array, like_prefix, metadata_json, next_change, row_stats
 from memdir.storage.postgres.database import Database
 from memdir.storage.postings import B, K1, bm25_idf
@@ -36,6 +37,14 @@ from memdir.storage.sidecar import EMBEDDING_DIM
 from memdir.storage.virtual import is_virtual, virtual_paths
 
 _RECONCILE_BATCH = 500
+_TERM_BYTES = 256  # longer words are stored as a prefix plus a digest: a btree row must fit a third of a page
+
+
+def stored_term(term: str) -> str:
+    """The form a word takes in ``postings`` and ``term_stats`` (one-to-one: long words stay distinct)."""
+    if len(term.encode("utf-8")) <= _TERM_BYTES:
+        return term
+    return term[:64] + "#" + hashlib.sha256(term.encode("utf-8")).hexdigest()
 
 
 class _Changes:
@@ -120,8 +129,13 @@ class PostgresIndex:
             self._seq += 1
         return count
 
-    def record_hits(self, path: str, hits: int, before: FileStats, after: FileStats) -> None:
-        """Nothing to do: a counted read updates the row's hits itself."""
+    def record_hits(
+        self, path: str, hits: int, before: FileStats, after: FileStats, at: datetime | None = None
+    ) -> None:
+        """The read's time, for ranking's recency (the adapter's read already counted the hit in the row)."""
+        self._conn().execute(
+            "UPDATE entries SET accessed_at = %s WHERE path = %s", (at or datetime.now(timezone.utc), path)
+        )
 
     def remove(self, path: str) -> bool:
         with self.db.lock.exclusive():
@@ -157,25 +171,35 @@ class PostgresIndex:
         tags = [str(tag) for tag in meta.tags]
         terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
         tf = (terms.counts.astype(np.float32) @ self.weights).tolist() if terms.terms else []
+        stored = [stored_term(term) for term in terms.terms]
         conn.execute(
             "INSERT INTO postings (term, entry, tf, length) SELECT t.term, %s, t.tf, %s"
             " FROM unnest(%s::text[], %s::real[]) AS t(term, tf)",
-            (entry_id, terms.length, terms.terms, tf),
+            (entry_id, terms.length, stored, tf),
         )
         conn.execute(
             "INSERT INTO term_stats (term, entries) SELECT unnest(%s::text[]), 1"
             " ON CONFLICT (term) DO UPDATE SET entries = term_stats.entries + 1",
-            (terms.terms,),
+            (stored,),
         )
-        targets = sorted({target for target in map(link_target, meta.related) if target})
+        links = meta.all_links
         conn.execute(
-            "INSERT INTO links (entry, target) SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING", (entry_id, targets)
+            "INSERT INTO links (entry, target, kind, strength, origin, created_at, traversed_at)"
+            " SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::real[], %s::text[], %s::text[], %s::text[])"
+            " ON CONFLICT DO NOTHING",
+            (
+                entry_id, [link.target for link in links], [link.kind for link in links],
+                [link.strength for link in links], [link.origin for link in links],
+                [link.created_at.isoformat() for link in links],
+                [link.traversed_at.isoformat() if link.traversed_at else None for link in links],
+            ),
         )
         has_vector = entry.embedding is not None
         conn.execute(
             "UPDATE entries SET length = %s, text_hash = %s, vector_model = %s, vector_text_hash = %s,"
-            " counted = true, indexed = version WHERE id = %s",
-            (terms.length, text_hash, model_id if has_vector else None, vector_hash if has_vector else None, entry_id),
+            " importance = %s, hidden = %s, counted = true, indexed = version WHERE id = %s",
+            (terms.length, text_hash, model_id if has_vector else None, vector_hash if has_vector else None,
+             meta.importance, meta.hidden, entry_id),
         )
         conn.execute("UPDATE store_state SET entries = entries + 1, total_length = total_length + %s", (terms.length,))
         self._seq += 1
@@ -295,8 +319,33 @@ class PostgresIndex:
 
     def linking_to(self, target: str) -> list[str]:
         return [row[0] for row in self._conn().execute(
-            "SELECT e.path FROM links l JOIN entries e ON e.id = l.entry WHERE l.target = %s ORDER BY e.path", (target,)
+            "SELECT DISTINCT e.path FROM links l JOIN entries e ON e.id = l.entry WHERE l.target = %s ORDER BY e.path", (target,)
         )]
+
+    def edges(self, paths: Sequence[str], kinds: Sequence[str] | None = None) -> list[Edge]:
+        """Every link from or to one of ``paths`` (of ``kinds``, when given): one hop of the graph."""
+        kind_sql = " AND l.kind = ANY(%s)" if kinds else ""
+        found: dict[tuple[str, str, str], Edge] = {}
+        for column in ("e.path", "l.target"):
+            rows = self._conn().execute(
+                "SELECT e.path, l.target, l.kind, l.strength, l.origin, l.created_at, l.traversed_at FROM links l"
+                f" JOIN entries e ON e.id = l.entry WHERE e.stub_kind IS NULL AND {column} = ANY(%s){kind_sql}",
+                (list(paths), *([list(kinds)] if kinds else [])),
+            )
+            for row in rows:
+                found.setdefault(row[:3], Edge(*row))
+        return list(found.values())
+
+    def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
+        """Importance, reads, last access and archived/superseded state of ``paths``."""
+        rows = self._conn().execute(
+            "SELECT path, type, importance, hits, coalesce(accessed_at, updated_at), hidden FROM entries"
+            " WHERE stub_kind IS NULL AND path = ANY(%s)", (list(paths),),
+        )
+        return {
+            path: RankFacts(path, type_, importance, hits, accessed.isoformat(), hidden)
+            for path, type_, importance, hits, accessed, hidden in rows
+        }
 
     def needs_embedding(self, model_id: str | None) -> list[str]:
         """Entries without a current vector: none, one made from other text, or (given ``model_id``) by another model."""
@@ -339,11 +388,11 @@ class PostgresIndex:
         return self._snapshot()
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
-        terms = list(terms)
+        stored = {term: stored_term(term) for term in terms}
         found = dict(self._conn().execute(
-            "SELECT term, entries FROM term_stats WHERE term = ANY(%s)", (terms,)
+            "SELECT term, entries FROM term_stats WHERE term = ANY(%s)", (list(stored.values()),)
         ).fetchall())
-        return {term: max(0, found.get(term, 0)) for term in terms}
+        return {term: max(0, found.get(form, 0)) for term, form in stored.items()}
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
         terms = list(terms)
@@ -369,7 +418,7 @@ class PostgresIndex:
             + (f" WHERE {where}" if where else "")
             + " GROUP BY p.entry ORDER BY score DESC, p.entry LIMIT %s)"
             " SELECT e.path, s.score FROM scored s JOIN entries e ON e.id = s.entry ORDER BY s.score DESC, s.entry",
-            (K1, B, B, avgdl, list(frequencies), weights, *params, limit),
+            (K1, B, B, avgdl, [stored_term(term) for term in frequencies], weights, *params, limit),
         ).fetchall()
         return {path: float(score) for path, score in rows}
 
@@ -416,9 +465,9 @@ class PostgresIndex:
         by_path = {row[1]: row for row in rows}
         found = [by_path[path] for path in paths if path in by_path]
         ids = [row[0] for row in found]
-        holding: dict[str, set[int]] = {term: set() for term in terms}
+        holding: dict[str, set[int]] = {stored_term(term): set() for term in terms}
         for term, entry_id in conn.execute(
-            "SELECT term, entry FROM postings WHERE term = ANY(%s) AND entry = ANY(%s)", (list(terms), ids)
+            "SELECT term, entry FROM postings WHERE term = ANY(%s) AND entry = ANY(%s)", (list(holding), ids)
         ):
             holding[term].add(entry_id)
         return Candidates(
@@ -426,7 +475,7 @@ class PostgresIndex:
             titles=[row[2] for row in found],
             types=[row[3] for row in found],
             tags=[tuple(row[4] or ()) for row in found],
-            contains={term: np.array([i in holders for i in ids], dtype=bool) for term, holders in holding.items()},
+            contains={term: np.array([i in holding[stored_term(term)] for i in ids], dtype=bool) for term in terms},
         )
 
 

@@ -14,13 +14,15 @@ Tables (after every migration):
   ``vector_model`` / ``vector_text_hash`` (the model and text the vector is known to
   come from; NULL: re-embed), ``text_hash`` (of the current searchable text). ``version``
   is the change that last wrote the row, ``indexed`` the change its search columns
-  reflect; ``counted`` tells whether its words are in ``term_stats``. Built-in entries (package data) have a row for their vector only (``builtin``).
+  reflect; ``importance``, ``hidden`` and ``accessed_at`` are what ranking reads besides the
+  text (`memdir.storage.index_db.RankFacts`); ``counted`` tells whether its words are in ``term_stats``. Built-in entries (package data) have a row for their vector only (``builtin``).
 * ``postings`` — (term, entry, tf, length): per entry its Porter-stemmed words with their
   field-weighted frequency (title, tags, domain, content; `memdir.storage.index_db.entry_terms`)
   and the entry's length, what BM25 is computed from (an index-only scan per query term).
 * ``term_stats`` — per term the number of entries holding it (BM25's idf), kept in each
   entry's own transaction.
-* ``links`` — the entries each entry's ``related`` metadata names.
+* ``links`` — every link each entry holds (`memdir.core.links`: typed ``links`` and ``related``
+  paths), with kind, strength, origin and times.
 * ``store_state`` — one row: entries, total length and total content bytes, and
   ``change``, the last committed change (what cached listings are checked against).
 * ``changes`` — the sequence change numbers are drawn from.
@@ -59,6 +61,9 @@ CREATE TABLE entries (
     vector_model text,
     vector_text_hash text,
     text_hash text,
+    importance real,
+    hidden boolean NOT NULL DEFAULT false,
+    accessed_at timestamptz,
     counted boolean NOT NULL DEFAULT false,
     version bigint NOT NULL,
     indexed bigint
@@ -78,7 +83,12 @@ CREATE TABLE term_stats (term text PRIMARY KEY, entries integer NOT NULL);
 CREATE TABLE links (
     entry bigint NOT NULL REFERENCES entries ON DELETE CASCADE,
     target text NOT NULL,
-    PRIMARY KEY (entry, target)
+    kind text NOT NULL,
+    strength real NOT NULL,
+    origin text NOT NULL,
+    created_at text,
+    traversed_at text,
+    PRIMARY KEY (entry, target, kind)
 );
 CREATE INDEX links_target ON links (target);
 CREATE TABLE store_state (

@@ -7,6 +7,7 @@ import logging
 import psycopg
 
 from memdir.core.errors import StoreUnavailableError
+from memdir.core.files import disk_errors
 from memdir.core.settings import Settings
 from memdir.storage.postgres.adapter import PostgresAdapter
 from memdir.storage.postgres.database import Database, redact
@@ -22,6 +23,9 @@ def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> t
     The local root (``settings.store_root``) still holds what each machine keeps for itself:
     thread logs and defrag journals.
     """
+    if not read_only:
+        with disk_errors(settings.store_root):
+            settings.store_root.mkdir(parents=True, exist_ok=True)
     db = Database(url, lock_timeout=settings.lock_timeout)
     conn = db.connection()
     try:
