@@ -12,6 +12,7 @@ no pgvector). Every test gets its own schema (`Cluster.fresh_url`).
 from __future__ import annotations
 
 import glob
+import hashlib
 import itertools
 import os
 import pwd
@@ -64,11 +65,31 @@ def find_binaries() -> Path:
     )
 
 
+def _reachable_by_all(path: Path) -> bool:
+    """True if every folder on the way to ``path`` lets other users through (the cluster's owner is one)."""
+    return all(os.stat(folder).st_mode & 0o001 for folder in [path, *path.parents])
+
+
+def _shared_copy(bin_dir: Path) -> Path:
+    """A copy of an installation under a folder other users can enter (a venv under /root is not one)."""
+    install = bin_dir.parent
+    target = Path(tempfile.gettempdir()) / f"memdir-pg-install-{hashlib.sha1(str(install).encode()).hexdigest()[:12]}"
+    if not (target / "bin" / "postgres").exists():
+        staging = Path(tempfile.mkdtemp(prefix="memdir-pg-staging-"))
+        shutil.copytree(install, staging / "install", symlinks=True)
+        (staging / "install").chmod(0o755)
+        (staging / "install").rename(target)  # (atomic: a concurrent session finds all or nothing)
+        staging.rmdir()
+    return target / "bin"
+
+
 class Cluster:
     """One running cluster (see the module docstring)."""
 
     def __init__(self) -> None:
         self.bin = find_binaries()
+        if os.geteuid() == 0 and not _reachable_by_all(self.bin):
+            self.bin = _shared_copy(self.bin)
         self.folder = Path(tempfile.mkdtemp(prefix="memdir-pg-"))
         self.data = self.folder / "data"
         self.owner: str | None = None
