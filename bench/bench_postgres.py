@@ -178,7 +178,7 @@ def bench_size(base_url: str, n: int, args, bases, questions, embedder) -> None:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         present = conn.execute(
             "SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.store_state",)
-        ).fetchone()[0] and conn.execute(f"SELECT entries FROM {schema}.store_state").fetchone()[0] == n
+        ).fetchone()[0] and conn.execute(f"SELECT count(*) FROM {schema}.entries WHERE NOT builtin").fetchone()[0] == n
         if not present:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
             conn.execute(f"CREATE SCHEMA {schema}")

@@ -205,6 +205,41 @@ def test_processes_writing_at_once_lose_nothing_in_files_or_index(tmp_path):
         assert memory.search("worker 3 entry 49", top_k=1)[0].path == "fact/w3/e49.md"
 
 
+def _read_and_edit(root: str, worker: int, rounds: int) -> None:
+    """Counted reads of one shared entry, and compare-and-swap appends to another (retried when stale)."""
+    from memdir.core.errors import StaleEditError
+
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        for n in range(rounds):
+            memory.read("fact/shared", count_hit=True)
+            while True:
+                current = memory.read("fact/log").content
+                try:
+                    memory.write("fact/log", current + f" w{worker}n{n}", title="Log", expected_content=current)
+                    break
+                except StaleEditError:
+                    continue
+
+
+@pytest.mark.slow
+def test_processes_reading_and_editing_one_entry_lose_no_hit_and_no_edit(tmp_path):
+    root = tmp_path / "shared"
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        memory.write("fact/shared", "Read by everyone.", title="Shared")
+        memory.write("fact/log", "log:", title="Log")
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_read_and_edit, args=(str(root), w, 15)) for w in range(4)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(240)
+        assert process.exitcode == 0
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        assert memory.read("fact/shared").hits == 60
+        appended = memory.read("fact/log").content.split()[1:]
+        assert sorted(appended) == sorted(f"w{w}n{n}" for w in range(4) for n in range(15))
+
+
 def _overwrite_forever(root: str, started: str) -> None:
     with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
         version = 0

@@ -158,7 +158,7 @@ class PostgresAdapter:
             " hits = EXCLUDED.hits, embedding = EXCLUDED.embedding, embedding_checksum = EXCLUDED.embedding_checksum,"
             " embedding_model = EXCLUDED.embedding_model, embedding_text_hash = EXCLUDED.embedding_text_hash,"
             " stub_kind = EXCLUDED.stub_kind, stub_target = EXCLUDED.stub_target, type = EXCLUDED.type,"
-            " tags_folded = EXCLUDED.tags_folded, version = EXCLUDED.version, builtin = false",
+            " tags_folded = EXCLUDED.tags_folded, version = EXCLUDED.version, builtin = false, indexed = NULL",
             (
                 entry.path, entry.content, entry.title, metadata_json(meta), entry.updated_at, entry.size, entry.hits,
                 entry.embedding, entry.embedding_checksum, entry.embedding_model, entry.embedding_text_hash,
@@ -196,7 +196,7 @@ class PostgresAdapter:
                 version = next_change(conn)
                 conn.execute(
                     "UPDATE entries SET embedding = %s, embedding_checksum = %s, embedding_model = %s,"
-                    " embedding_text_hash = %s, version = %s WHERE path = %s",
+                    " embedding_text_hash = %s, version = %s, indexed = NULL WHERE path = %s",
                     (vector, checksum, model_id, text_hash, version, path),
                 )
                 new = entry.model_copy(update={

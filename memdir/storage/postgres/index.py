@@ -18,6 +18,7 @@ filtered search is not cut short by the filter.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -75,6 +76,7 @@ class PostgresIndex:
         self.changes = _Changes(db)
         self._seq = 0
         self._listed: tuple[int, tuple[EntryInfo, ...]] | None = None
+        self._cache = threading.local()  # .seen: totals and term counts read in the current `reading`
 
     def _conn(self) -> psycopg.Connection:
         return self.db.connection()
@@ -93,7 +95,7 @@ class PostgresIndex:
     def behind_files(self) -> bool:
         """True if a row changed without its search columns (an adapter write made outside `Memory`)."""
         return self._conn().execute(
-            "SELECT EXISTS (SELECT 1 FROM entries WHERE indexed IS DISTINCT FROM version)"
+            "SELECT EXISTS (SELECT 1 FROM entries WHERE indexed IS NULL)"
         ).fetchone()[0]
 
     def ahead_of_files(self) -> Any:
@@ -120,7 +122,7 @@ class PostgresIndex:
             for entry, _, text_hash, model_id in items:
                 done = conn.execute(
                     "UPDATE entries SET vector_model = %s, vector_text_hash = %s, text_hash = %s, indexed = version"
-                    " WHERE path = %s AND counted AND indexed IS NOT NULL RETURNING id",
+                    " WHERE path = %s AND counted RETURNING id",
                     (model_id if entry.embedding is not None else None, text_hash, text_hash, entry.path),
                 ).fetchone()
                 if done is None:
@@ -257,7 +259,7 @@ class PostgresIndex:
             gone = sorted(present - set(virtual_paths()))
             if gone:
                 conn.execute("DELETE FROM entries WHERE builtin AND path = ANY(%s)", (gone,))
-            behind = [row[0] for row in conn.execute("SELECT path FROM entries WHERE indexed IS DISTINCT FROM version")]
+            behind = [row[0] for row in conn.execute("SELECT path FROM entries WHERE indexed IS NULL")]
             for path in [*(p for p in builtins if p not in present), *behind]:
                 entry = load(path)
                 self._index(conn, entry, text_hash_of(entry), entry.embedding_model, entry.embedding_text_hash)
@@ -384,19 +386,40 @@ class PostgresIndex:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn
 
-    def reading(self) -> Any:
-        return self._snapshot()
+    @contextmanager
+    def reading(self) -> Iterator[psycopg.Connection]:
+        """One snapshot for a search; the store's totals and term counts are read once in it."""
+        with self._snapshot() as conn:
+            self._cache.seen = {}
+            try:
+                yield conn
+            finally:
+                self._cache.seen = None
+
+    def _totals(self) -> tuple[int, int]:
+        """(entries, total length in words) of the store, for BM25."""
+        seen = getattr(self._cache, "seen", None)
+        if seen is not None and "" in seen:
+            return seen[""]
+        totals = tuple(self._conn().execute("SELECT entries, total_length FROM store_state").fetchone())
+        if seen is not None:
+            seen[""] = totals
+        return totals
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        seen = getattr(self._cache, "seen", None)
+        known = seen if seen is not None else {}
         stored = {term: stored_term(term) for term in terms}
-        found = dict(self._conn().execute(
-            "SELECT term, entries FROM term_stats WHERE term = ANY(%s)", (list(stored.values()),)
-        ).fetchall())
-        return {term: max(0, found.get(form, 0)) for term, form in stored.items()}
+        wanted = [form for form in stored.values() if form not in known]
+        if wanted:
+            found = dict(self._conn().execute(
+                "SELECT term, entries FROM term_stats WHERE term = ANY(%s)", (wanted,)
+            ).fetchall())
+            known.update((form, max(0, found.get(form, 0))) for form in wanted)
+        return {term: known[form] for term, form in stored.items()}
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
-        terms = list(terms)
-        live = self.__len__()
+        live = self._totals()[0]
         return {term: bm25_idf(live, hits) for term, hits in self.document_frequencies(terms).items()}
 
     def keyword_hits(
@@ -404,7 +427,7 @@ class PostgresIndex:
         path_prefix: str | None = None, tags: Sequence[str] | None = None,
     ) -> dict[str, float]:
         conn = self._conn()
-        live, total_length = conn.execute("SELECT entries, total_length FROM store_state").fetchone()
+        live, total_length = self._totals()
         frequencies = {term: hits for term, hits in self.document_frequencies(terms).items() if hits > 0}
         if not live or not frequencies or limit <= 0:
             return {}
@@ -436,9 +459,13 @@ class PostgresIndex:
         if conn.execute(f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params).fetchone()[0] is False:
             return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
         condition = comparable + (f" AND {where}" if where else "")
-        with conn.transaction():  # (the settings below last until its end)
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(self.ef_search, limit)),))
-            conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        # The settings last until the end of the transaction: the search's own (`reading`), else one just for this.
+        in_transaction = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        with nullcontext() if in_transaction else conn.transaction():
+            conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                (str(max(self.ef_search, limit)),),
+            )
             rows = conn.execute(
                 f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                 " ORDER BY e.embedding <=> %s LIMIT %s",

@@ -14,7 +14,8 @@ Tables (after every migration):
   ``vector_model`` / ``vector_text_hash`` (the model and text the vector is known to
   come from; NULL: re-embed), ``text_hash`` (of the current searchable text). ``version``
   is the change that last wrote the row, ``indexed`` the change its search columns
-  reflect; ``importance``, ``hidden`` and ``accessed_at`` are what ranking reads besides the
+  reflect (NULL from an adapter write until the index has written them: what
+  `PostgresIndex.behind_files` looks for); ``importance``, ``hidden`` and ``accessed_at`` are what ranking reads besides the
   text (`memdir.storage.index_db.RankFacts`); ``counted`` tells whether its words are in ``term_stats``. Built-in entries (package data) have a row for their vector only (``builtin``).
 * ``postings`` — (term, entry, tf, length): per entry its Porter-stemmed words with their
   field-weighted frequency (title, tags, domain, content; `memdir.storage.index_db.entry_terms`)
@@ -69,7 +70,7 @@ CREATE TABLE entries (
     indexed bigint
 );
 CREATE INDEX entries_path_prefix ON entries (path text_pattern_ops);
-CREATE INDEX entries_unindexed ON entries (path) WHERE indexed IS DISTINCT FROM version;
+CREATE INDEX entries_unindexed ON entries (path) WHERE indexed IS NULL;
 CREATE INDEX entries_tags ON entries USING gin (tags_folded);
 CREATE TABLE postings (
     term text NOT NULL,
