@@ -15,8 +15,7 @@ from memdir.embeddings.text import searchable_text, text_hash
 from memdir.storage import index as index_module
 from memdir.storage import index_db
 from memdir.storage.filesystem import FilesystemAdapter
-from memdir.storage.filesystem import file_stats, listing
-from memdir.storage.index import DerivedIndex, FileStats
+from memdir.storage.index import DerivedIndex, FileStats, file_stats, listing
 from memdir.storage.sidecar import fallback_title
 from memdir.storage.vectors import VectorMatrix
 
@@ -428,7 +427,7 @@ _WRITER = """
 import sys
 import numpy as np
 from memdir.core.entry import Entry, Metadata
-from memdir.storage.index import DerivedIndex, FileStats
+from memdir.storage.index import DerivedIndex, FileStats, file_stats, listing
 index = DerivedIndex(sys.argv[1])
 vector = np.zeros(384, dtype=np.float32)
 vector[7] = 1.0

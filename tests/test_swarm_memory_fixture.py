@@ -20,7 +20,7 @@ from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.storage.base import Redirect
 from memdir.storage.filesystem import FilesystemAdapter
-from memdir.storage.filesystem import listing
+from memdir.storage.index import listing
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swarm_memory"
 UTC = timezone.utc

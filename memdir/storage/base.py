@@ -30,16 +30,19 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 
 
-@dataclass(frozen=True, slots=True)
-class EntryInfo:
-    """A light listing row: enough for glob output and index freshness checks."""
+class EntryInfo(NamedTuple):
+    """A light listing row: enough for glob output and index freshness checks.
+
+    A named tuple rather than a frozen dataclass: listings of 100K entries build 100K of
+    them, and a frozen dataclass costs ~5x as much to construct (one ``__setattr__`` per field).
+    """
 
     path: str
     title: str
@@ -139,6 +142,14 @@ class SearchIndex(Protocol):
     def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
         """Title, type, tags and term presence of ``paths``."""
 
+    def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, Any]:
+        """The entries written just before and after each of ``paths`` (known entries) in its folder,
+        up to ``window`` each side: ``(owner, neighbour)``, ``owner`` the position in ``paths``,
+        ``neighbour`` a key `holding` understands (`memdir.search.context`)."""
+
+    def holding(self, terms: Sequence[str], keys: Any) -> dict[str, np.ndarray]:
+        """Per term, whether each neighbour ``keys`` (from `neighbours`) holds it."""
+
 
 class ChangeSource(Protocol):
     """A number that grows with every committed change of the store."""
@@ -217,6 +228,10 @@ class StorageAdapter(Protocol):
     def total_size(self) -> int:
         """Bytes of content held (virtual entries excluded)."""
 
+    def root_listing(self, index: Any) -> Any:
+        """How `Memory` lists entries and plans reconciles (`memdir.storage.root_listing.RootListing`
+        for the directory: the index's rows plus the folders that changed)."""
+
 
 class EntryIndex(SearchIndex, Protocol):
     """What search and listings read, kept in step with the adapter by `Memory` (see the module docstring)."""
@@ -261,14 +276,16 @@ class EntryIndex(SearchIndex, Protocol):
     def reconcile(
         self, files: Iterable[tuple[str, FileStats]], load: Callable[[str], Entry],
         text_hash_of: Callable[[Entry], str], *, model_id: str | None = None, text_recipe: str | None = None,
+        covered: Callable[[str], bool] | None = None, known: Mapping[str, Any] | None = None,
     ) -> Any:
-        """Bring every row in line with the truth (``files`` as `StorageAdapter.listing` gives them)."""
+        """Bring the rows in line with the truth (``files``, ``covered`` and ``known`` from the
+        `root_listing`'s plan); the report's ``failed`` lists entries that could not be read."""
+
+    def record_folder_stamps(self, stamps: Mapping[str, Any] | None) -> None:
+        """Keep the folder stamps a reconcile leaves (`memdir.storage.folder_stamps`)."""
 
     def describe(self, stats: Mapping[str, FileStats]) -> dict[str, EntryInfo]:
         """Listing rows of the entries whose row is as fresh as ``stats`` says."""
-
-    def listing(self, change: int) -> Sequence[EntryInfo] | None:
-        """Listing rows of every entry from the index alone, if it reflects exactly change ``change``."""
 
     def rows(self, paths: Sequence[str]) -> dict[str, EntryRow]:
         """Title, type, tags and words of the given entries."""

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -66,8 +66,10 @@ from memdir.storage.entry_input import (
     valid_redirect,
 )
 from memdir.storage.base import FileStats
+from memdir.storage.index_db import file_stats, stat_or_zero
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
-from memdir.storage.scan import scan_entries, sniff_stub
+from memdir.storage.folder_stamps import ListedFolder, settled_now, stamp_of
+from memdir.storage.scan import scan_entries, scan_folder, sniff_stub
 from memdir.storage.sidecar import (
     EMBEDDING_DTYPE,
     EMBEDDING_SUFFIX,
@@ -88,6 +90,10 @@ from memdir.storage.stub_reads import StubReads
 from memdir.storage.totals import SharedTotal
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
+if TYPE_CHECKING:
+    from memdir.storage.index import DerivedIndex
+    from memdir.storage.root_listing import RootListing
+
 log = logging.getLogger(__name__)
 
 _STUB_READ_LIMIT = 8192  # the first line of any valid stub fits (paths are <= 1024 characters)
@@ -98,36 +104,6 @@ _LOCK_FREE_TRIES = 4
 _RETRY_PAUSE = 0.001
 
 T = TypeVar("T")
-
-
-def _stat(path: str) -> tuple[int, int]:
-    try:
-        st = os.stat(path)
-    except OSError:  # missing, or unusable (links that loop): the adapter says why when it is read
-        return 0, 0
-    return st.st_mtime_ns, st.st_size
-
-
-def file_stats(root: Path | str, path: str) -> FileStats:
-    """The freshness stats of the entry at logical ``path`` under ``root``."""
-    stem = os.path.join(root, disk_stem(path))
-    md = _stat(stem + ".md")
-    yml = _stat(stem + ".yml")
-    return FileStats(md[0], md[1], yml[0], yml[1])
-
-
-def listing(
-    adapter: FilesystemAdapter, under: str | None = None, folders: dict[str, int] | None = None
-) -> Iterator[tuple[str, FileStats]]:
-    """(path, stats) of every real entry of a filesystem adapter (or of its folder ``under``), stubs and built-ins left out.
-
-    Uses the adapter's fast listing (one ``stat`` per ``.md``) plus one ``stat`` of the ``.yml``;
-    ``folders`` receives the listed folders' mtimes (`memdir.storage.scan.scan_entries`).
-    """
-    root = str(adapter.root)
-    for info in adapter.iter_entries(with_metadata=False, under=under, folders=folders):
-        yml = _stat(os.path.join(root, disk_stem(info.path)) + ".yml")
-        yield info.path, FileStats(info.mtime_ns, info.size, yml[0], yml[1])
 
 
 def _staged_stats(staged: Mapping[Path, Path], md: Path, yml: Path) -> FileStats:
@@ -338,12 +314,20 @@ class FilesystemAdapter:
         return self._total.get()
 
     def stats(self, path: str) -> FileStats:
-        """The ``.md`` and ``.yml`` mtimes and sizes of ``path`` (`file_stats`)."""
+        """The ``.md`` and ``.yml`` mtimes and sizes of ``path`` (`memdir.storage.index_db.file_stats`)."""
         return file_stats(self.root, path)
 
     def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
-        """(path, stats) of every real entry, or of those in folder ``under`` (`listing`)."""
+        """(path, stats) of every real entry, or of those in folder ``under`` (`memdir.storage.index.listing`)."""
+        from memdir.storage.index import listing  # (the index module is the directory store's, loaded with it)
+
         return listing(self, under, folders)
+
+    def root_listing(self, index: DerivedIndex) -> RootListing:
+        """Listings and reconcile plans from the index's rows plus the folders that changed."""
+        from memdir.storage.root_listing import RootListing
+
+        return RootListing(self, index)
 
     def total_size(self) -> int:
         """Bytes of content held (``.md`` files, stubs included; virtual entries excluded)."""
@@ -784,7 +768,7 @@ class FilesystemAdapter:
         include_virtual: bool = False,
         with_metadata: bool = True,
         under: str | None = None,
-        folders: dict[str, int] | None = None,
+        folders: dict[str, os.stat_result | None] | None = None,
     ) -> Iterator[EntryInfo]:
         """Every entry, sorted by path, without reading content or counting hits.
 
@@ -797,7 +781,7 @@ class FilesystemAdapter:
                 the file's modification time — enough for glob matching and index
                 freshness checks (``size``, ``mtime_ns``).
             under: only entries inside this folder (e.g. ``"concept/ruby"``).
-            folders: if given, receives the mtime of every folder listed (`scan_entries`).
+            folders: if given, receives the stat of every folder listed (`scan_entries`).
 
         Skipped: ``.memdir/``, ``.lock``, hidden and temporary files, names that are not
         valid memory paths, and symbolic links leading outside the root. A stub is an
@@ -816,20 +800,60 @@ class FilesystemAdapter:
         yield from rows
 
     def _scan(
-        self, start: Path, prefix: str, include_stubs: bool, with_metadata: bool, folders: dict[str, int] | None
+        self,
+        start: Path,
+        prefix: str,
+        include_stubs: bool,
+        with_metadata: bool,
+        folders: dict[str, os.stat_result | None] | None,
     ) -> list[EntryInfo]:
         rows: list[EntryInfo] = []
         if start == self.root or (start.is_dir() and is_within(self.root, start)):
             for path, file, st, has_sidecar in scan_entries(self.root, start, prefix, folders):
                 if is_virtual(path):
                     continue  # a file shadowed by a built-in entry is unreachable
-                yml = Path(file.path[: -len(".md")] + SIDECAR_SUFFIX)
-                is_stub = sniff_stub(self.root, file) and self._stub_sidecar(yml, has_sidecar, listed=path)
+                is_stub = self._is_stub(path, file.path, has_sidecar)
                 if is_stub and not include_stubs:
                     continue
                 rows.append(self._info(path, file.path, st, has_sidecar, is_stub, with_metadata))
         return rows
 
+    def _is_stub(self, path: str, file: str, has_sidecar: bool) -> bool:
+        """Whether the listed ``.md`` at ``file`` (entry ``path``) is a stub: it starts like one, and has
+        no sidecar or one that says so."""
+        yml = Path(file[: -len(".md")] + SIDECAR_SUFFIX)
+        return sniff_stub(self.root, file) and self._stub_sidecar(yml, has_sidecar, listed=path)
+
+    def list_folder(self, prefix: str, known: Callable[[str, FileStats], bool]) -> ListedFolder | None:
+        """One folder's entries (stubs left out) with their files' stats, and its subfolders: what
+        a listing needs of a folder whose stamp no longer holds (`memdir.storage.folder_stamps`).
+
+        Args:
+            prefix: the folder's logical prefix (``""`` for the root, else ending in ``/``).
+            known: True for an entry whose stats are those of a known entry (not a stub): its
+                ``.md`` is not opened to tell.
+
+        Returns:
+            None if the folder is gone (or is no folder of the root).
+        """
+        folder = os.path.join(self.root, prefix)
+        try:
+            st = os.stat(folder)  # before listing: a change after it moves the mtime on
+        except OSError:
+            return None
+        if not stat.S_ISDIR(st.st_mode) or not is_within(self.root, folder):
+            return None
+        stamp = stamp_of(st, settled_now())
+        found = scan_folder(self.root, folder, prefix)
+        entries: dict[str, FileStats] = {}
+        for path, file, md, has_sidecar in found.entries:
+            if is_virtual(path):
+                continue
+            yml = stat_or_zero(file.path[: -len(".md")] + SIDECAR_SUFFIX) if has_sidecar else (0, 0)
+            stats = FileStats(md.st_mtime_ns, md.st_size, *yml)
+            if known(path, stats) or not self._is_stub(path, file.path, has_sidecar):
+                entries[path] = stats
+        return ListedFolder(stamp, entries, [sub for _, sub in found.folders], bool(found.linked))
 
 
     def describe(self, paths: Sequence[str]) -> list[EntryInfo]:

@@ -33,6 +33,9 @@ Tables (schema version `SCHEMA_VERSION`):
   text and vectors — the metadata's importance (NULL: the default), whether the entry is
   archived or superseded (left out of search unless asked for), and when an agent last read
   it (derived: a rebuilt index falls back to ``updated_at``).
+* ``folders`` — (prefix, mtime_ns, ino): the stamp of every folder of the root as the last
+  reconcile found it (`memdir.storage.folder_stamps`), so that the next open lists only the
+  folders changed since (schema 9).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import ENTRY_TYPES, Entry
+from memdir.core.paths import disk_stem
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.storage.base import EntryRow, FileStats
 from memdir.storage.postings import KeywordDoc
@@ -58,7 +62,7 @@ log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memdir"
 INDEX_FILE = "index.sqlite3"
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
 DEFAULT_WAL_LIMIT = 4 << 20  # bytes; `Settings.index_wal_limit` sets it
@@ -231,10 +235,16 @@ def _migration_types_from_folders(db: sqlite3.Connection) -> None:
     )
 
 
+def _migration_folders(db: sqlite3.Connection) -> None:
+    """Folder stamps (`memdir.storage.folder_stamps`), so that opening a root lists only the folders
+    that changed since the last reconcile. None yet: the next reconcile walks the root and stamps them."""
+    db.execute("CREATE TABLE IF NOT EXISTS folders (prefix TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL)")
+
+
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
 MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (
     _migration_1, _migration_2, _migration_3, _migration_4, _migration_types_from_folders, _migration_links,
-    _migration_typed_links, _migration_ranking_facts,
+    _migration_typed_links, _migration_ranking_facts, _migration_folders,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -411,6 +421,22 @@ def split_tags(text: str | None) -> list[str]:
 
 # --------------------------------------------------------------------------- rows
 
+def stat_or_zero(path: str) -> tuple[int, int]:
+    """(mtime ns, size) of a file; (0, 0) when it is missing, or unusable (links that loop: the
+    adapter says why when it is read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0, 0
+    return st.st_mtime_ns, st.st_size
+
+
+def file_stats(root: Path | str, path: str) -> FileStats:
+    """The freshness stats of the entry at logical ``path`` under ``root``."""
+    stem = os.path.join(root, disk_stem(path))
+    return FileStats(*stat_or_zero(stem + ".md"), *stat_or_zero(stem + ".yml"))
+
+
 @dataclass(frozen=True, slots=True)
 class Edge:
     """One row of the link table: ``source`` links to ``target`` (see `memdir.core.links.Link`)."""
@@ -556,7 +582,7 @@ def write_row(
         ids = _write_terms(db, row_id, terms)
         doc = KeywordDoc(
             entry.path, entry.title, entry.type, tuple(tags), np.asarray(ids, dtype=np.int64), terms.counts,
-            terms.length, terms.terms,
+            terms.length, terms.terms, row_id,
         )  # fmt: skip
     else:
         doc = None

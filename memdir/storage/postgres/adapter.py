@@ -37,7 +37,9 @@ from memdir.storage.entry_input import (
     valid_redirect,
 )
 from memdir.storage.postgres.database import Database, redact
+from memdir.storage.root_listing import ReconcilePlan
 from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
+from memdir.storage.vectors import folder_of
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 _ENTRY_COLUMNS = (
@@ -151,8 +153,8 @@ class PostgresAdapter:
         meta = entry.metadata
         conn.execute(
             "INSERT INTO entries (path, content, title, metadata, updated_at, size, hits, embedding,"
-            " embedding_checksum, embedding_model, embedding_text_hash, stub_kind, stub_target, type, tags_folded, version)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " embedding_checksum, embedding_model, embedding_text_hash, stub_kind, stub_target, type, tags_folded, folder,"
+            " version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
             " ON CONFLICT (path) DO UPDATE SET content = EXCLUDED.content, title = EXCLUDED.title,"
             " metadata = EXCLUDED.metadata, updated_at = EXCLUDED.updated_at, size = EXCLUDED.size,"
             " hits = EXCLUDED.hits, embedding = EXCLUDED.embedding, embedding_checksum = EXCLUDED.embedding_checksum,"
@@ -163,7 +165,8 @@ class PostgresAdapter:
                 entry.path, entry.content, entry.title, metadata_json(meta), entry.updated_at, entry.size, entry.hits,
                 entry.embedding, entry.embedding_checksum, entry.embedding_model, entry.embedding_text_hash,
                 stub.kind if stub else None, stub.target if stub else None,
-                None if stub else entry.type, [] if stub else [str(tag).casefold() for tag in meta.tags], version,
+                None if stub else entry.type, [] if stub else [str(tag).casefold() for tag in meta.tags],
+                folder_of(entry.path), version,
             ),
         )
         conn.execute("UPDATE store_state SET total_size = total_size + %s", (entry.size - old_size,))
@@ -348,6 +351,25 @@ class PostgresAdapter:
 
     def total_size(self) -> int:
         return self._conn().execute("SELECT total_size FROM store_state").fetchone()[0]
+
+    def root_listing(self, index: object) -> RowListing:
+        """What `Memory` lists and plans reconciles with: the rows themselves (no folders to walk)."""
+        return RowListing(self)
+
+
+class RowListing:
+    """`memdir.storage.root_listing.RootListing`'s part for a database: a listing is one query, and
+    a reconcile has no files to check (the index reconciles its own rows: `PostgresIndex.reconcile`)."""
+
+    def __init__(self, adapter: PostgresAdapter) -> None:
+        self.adapter = adapter
+        self.stamps: dict[str, Any] = {}  # (no folders: nothing to stamp)
+
+    def entries(self, keep: Callable[[str], bool]) -> list[EntryInfo]:
+        return [info for info in self.adapter.iter_entries() if keep(info.path)]
+
+    def plan(self, text_recipe: str, *, in_place_edits: bool) -> ReconcilePlan:
+        return ReconcilePlan(files=[], covered=None, known={}, stamps=lambda failed: None)
 
 
 def _vector(path: str, embedding: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:

@@ -18,6 +18,7 @@ filtered search is not cut short by the filter.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -35,7 +36,10 @@ from memdir.storage.postgres.adapter import as_array, like_prefix, metadata_json
 from memdir.storage.postgres.database import Database
 from memdir.storage.postings import B, K1, bm25_idf
 from memdir.storage.sidecar import EMBEDDING_DIM
+from memdir.storage.vectors import folder_of
 from memdir.storage.virtual import is_virtual, virtual_paths
+
+log = logging.getLogger(__name__)
 
 _RECONCILE_BATCH = 500
 _TERM_BYTES = 256  # longer words are stored as a prefix plus a digest: a btree row must fit a third of a page
@@ -75,7 +79,6 @@ class PostgresIndex:
         self.read_only = read_only
         self.changes = _Changes(db)
         self._seq = 0
-        self._listed: tuple[int, tuple[EntryInfo, ...]] | None = None
         self._cache = threading.local()  # .seen: totals and term counts read in the current `reading`
 
     def _conn(self) -> psycopg.Connection:
@@ -130,6 +133,9 @@ class PostgresIndex:
                 count += 1
             self._seq += 1
         return count
+
+    def record_folder_stamps(self, stamps: Mapping[str, Any] | None) -> None:
+        """Nothing to record: a database has no folders whose changes listings must notice."""
 
     def record_hits(
         self, path: str, hits: int, before: FileStats, after: FileStats, at: datetime | None = None
@@ -225,14 +231,15 @@ class PostgresIndex:
         version = next_change(conn)
         conn.execute(
             "INSERT INTO entries (path, content, title, metadata, updated_at, size, embedding, type, tags_folded,"
-            " builtin, version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, true, %s)"
+            " folder, builtin, version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, true, %s)"
             " ON CONFLICT (path) DO UPDATE SET content = EXCLUDED.content, title = EXCLUDED.title,"
             " metadata = EXCLUDED.metadata, embedding = COALESCE(EXCLUDED.embedding, entries.embedding),"
             " type = EXCLUDED.type, tags_folded = EXCLUDED.tags_folded, version = EXCLUDED.version"
             " WHERE entries.builtin",
             (
                 entry.path, entry.content, entry.title, metadata_json(entry.metadata), entry.updated_at, entry.size,
-                entry.embedding, entry.type, [str(t).casefold() for t in entry.metadata.tags], version,
+                entry.embedding, entry.type, [str(t).casefold() for t in entry.metadata.tags], folder_of(entry.path),
+                version,
             ),
         )
 
@@ -245,10 +252,13 @@ class PostgresIndex:
         *,
         model_id: str | None = None,
         text_recipe: str | None = None,
+        covered: Callable[[str], bool] | None = None,
+        known: Mapping[str, Any] | None = None,
     ) -> ReconcileReport:
         """Index the built-in entries, rows written without their search columns, and — when
         ``text_recipe`` changed — re-hash every entry's searchable text (its vector then counts
-        as stale where the text changed). Read-only, nothing is written."""
+        as stale where the text changed). Read-only, nothing is written. (``covered`` and ``known``
+        are the directory store's listing plan: a database has no folders to list.)"""
         report = ReconcileReport()
         builtins = [path for path, _ in files if is_virtual(path)]
         if self.read_only:
@@ -261,7 +271,12 @@ class PostgresIndex:
                 conn.execute("DELETE FROM entries WHERE builtin AND path = ANY(%s)", (gone,))
             behind = [row[0] for row in conn.execute("SELECT path FROM entries WHERE indexed IS NULL")]
             for path in [*(p for p in builtins if p not in present), *behind]:
-                entry = load(path)
+                try:
+                    entry = load(path)
+                except Exception as exc:  # (a row that cannot be read as an entry: say so, index the rest)
+                    log.warning("not indexing %s: %s", path, exc)
+                    report.failed.append(path)
+                    continue
                 self._index(conn, entry, text_hash_of(entry), entry.embedding_model, entry.embedding_text_hash)
                 report.updated += 1
             if text_recipe is not None:
@@ -295,21 +310,6 @@ class PostgresIndex:
             for path, title, size, updated_at, type_, hits, version in rows
             if stats[path] == row_stats(size, version)
         }
-
-    def listing(self, change: int) -> Sequence[EntryInfo] | None:
-        """Every entry's listing row (built-ins included), if the store's last change is ``change``;
-        read in one snapshot and kept until the next change."""
-        if self._listed is not None and self._listed[0] == change and self.changes.value() == change:
-            return self._listed[1]
-        with self._snapshot() as conn:
-            if conn.execute("SELECT change FROM store_state").fetchone()[0] != change:
-                return None
-            rows = conn.execute(
-                "SELECT path, title, size, updated_at, type, hits, version FROM entries WHERE stub_kind IS NULL"
-            ).fetchall()
-        infos = tuple(EntryInfo(*row) for row in rows)
-        self._listed = (change, infos)
-        return infos
 
     def rows(self, paths: Sequence[str]) -> dict[str, EntryRow]:
         rows = self._conn().execute(
@@ -483,6 +483,31 @@ class PostgresIndex:
         ).fetchall()
         return {path: float(cosine) for path, cosine in rows}
 
+    def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
+        """Neighbours by first-write order (the row id) in the same folder; keys are row ids."""
+        if window <= 0 or not paths:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        rows = self._conn().execute(
+            "SELECT c.pos - 1, n.id FROM unnest(%s::text[]) WITH ORDINALITY AS c(path, pos)"
+            " JOIN entries e ON e.path = c.path CROSS JOIN LATERAL ("
+            " (SELECT x.id FROM entries x WHERE x.folder = e.folder AND x.id < e.id AND x.counted ORDER BY x.id DESC LIMIT %s)"
+            " UNION ALL"
+            " (SELECT x.id FROM entries x WHERE x.folder = e.folder AND x.id > e.id AND x.counted ORDER BY x.id LIMIT %s)) n",
+            (list(paths), window, window),
+        ).fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64), np.array([row[1] for row in rows], dtype=np.int64)
+
+    def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:
+        forms = {term: stored_term(term) for term in terms}
+        held: dict[str, set[int]] = {form: set() for form in forms.values()}
+        if forms and len(keys):
+            for form, entry_id in self._conn().execute(
+                "SELECT term, entry FROM postings WHERE term = ANY(%s) AND entry = ANY(%s)",
+                (list(held), [int(key) for key in keys]),
+            ):
+                held[form].add(entry_id)
+        return {term: np.array([int(key) in held[form] for key in keys], dtype=bool) for term, form in forms.items()}
+
     def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
         conn = self._conn()
         rows = conn.execute(
@@ -512,6 +537,7 @@ class ReconcileReport:
 
     updated: int = 0
     rehashed: int = 0
+    failed: list[str] = field(default_factory=list)
     needs_embedding: list[str] = field(default_factory=list)
 
 

@@ -58,6 +58,7 @@ CREATE TABLE entries (
     embedding_text_hash text,
     type text,
     tags_folded text[] NOT NULL DEFAULT '{}',
+    folder text NOT NULL DEFAULT '',
     length integer NOT NULL DEFAULT 0,
     vector_model text,
     vector_text_hash text,
@@ -72,6 +73,7 @@ CREATE TABLE entries (
 CREATE INDEX entries_path_prefix ON entries (path text_pattern_ops);
 CREATE INDEX entries_unindexed ON entries (path) WHERE indexed IS NULL;
 CREATE INDEX entries_tags ON entries USING gin (tags_folded);
+CREATE INDEX entries_folder ON entries (folder, id);
 CREATE TABLE postings (
     term text NOT NULL,
     entry bigint NOT NULL REFERENCES entries ON DELETE CASCADE,
