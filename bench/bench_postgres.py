@@ -15,7 +15,7 @@ same terms and weights), then the HNSW index is built, and the store is opened a
   cosine) for the same query vectors — target >= 0.95.
 
 Entry text: the pseudo-English of ``bench/bench_search.py`` (Zipf words headed by real stop
-words; 3-7 word titles, 20-60 word contents, 3 tags of 300, 4 types in 200 folders).
+words; 3-7 word titles, 20-60 word contents (``--words``), 3 tags of 300, 4 types in 200 folders).
 Entry vectors are synthetic but shaped like real ones: each is a random convex mix of
 three all-MiniLM-L6-v2 embeddings of LoCoMo turns plus a little noise, normalised (real
 sentence embeddings fill a narrow cone, which random unit vectors do not; embedding 100K
@@ -54,12 +54,13 @@ from memdir.storage.index_db import entry_terms  # noqa: E402
 from memdir.storage.postgres.adapter import metadata_json  # noqa: E402
 from memdir.storage.postgres.index import stored_term  # noqa: E402
 from memdir.storage.postgres.schema import migrate  # noqa: E402
+from memdir.storage.vectors import folder_of  # noqa: E402
 
 TYPES = ("concept", "fact", "skill", "experience")
 BASES = 1024
 COPY_COLUMNS = (
     "id, path, content, title, metadata, updated_at, size, hits, embedding, embedding_model, type, tags_folded,"
-    " length, vector_model, vector_text_hash, text_hash, counted, version, indexed"
+    " folder, length, vector_model, vector_text_hash, text_hash, counted, version, indexed"
 )
 
 
@@ -84,7 +85,7 @@ def mixed_vectors(rng: np.random.Generator, bases: np.ndarray, n: int) -> np.nda
     return out
 
 
-def load(url: str, n: int, bases: np.ndarray, model_id: str, recipe: str, weights: np.ndarray) -> float:
+def load(url: str, n: int, bases: np.ndarray, model_id: str, recipe: str, weights: np.ndarray, words: tuple[int, int]) -> float:
     """Load ``n`` synthetic entries into the empty store at ``url`` with COPY; returns seconds taken."""
     started = time.perf_counter()
     gen = TextGenerator()
@@ -101,7 +102,7 @@ def load(url: str, n: int, bases: np.ndarray, model_id: str, recipe: str, weight
         for start in range(0, n, batch):
             count = min(batch, n - start)
             titles = gen.texts(rng.integers(3, 7, count))
-            contents = gen.texts(rng.integers(20, 60, count))
+            contents = gen.texts(rng.integers(words[0], words[1], count))
             vectors = mixed_vectors(rng, bases, count)
             tags = rng.integers(0, 300, (count, 3))
             with conn.transaction():
@@ -123,7 +124,8 @@ def load(url: str, n: int, bases: np.ndarray, model_id: str, recipe: str, weight
                         total_size += size
                         copy_entries.write_row((
                             i, path, contents[j], titles[j], metadata_json(meta), now, size, 0, vectors[j], model_id,
-                            entry_type(kind, path), [t.casefold() for t in entry_tags], terms.length, model_id, "h", "h",
+                            entry_type(kind, path), [t.casefold() for t in entry_tags], folder_of(path), terms.length,
+                            model_id, "h", "h",
                             True, i, i,
                         ))
                 with conn.cursor().copy("COPY postings (term, entry, tf, length) FROM STDIN") as copy_postings:
@@ -141,7 +143,7 @@ def load(url: str, n: int, bases: np.ndarray, model_id: str, recipe: str, weight
                 (n, total_length, total_size, n, recipe),
             )
         print(f"    rows in: {time.perf_counter() - started:.0f} s; building indexes", flush=True)
-        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute("SET maintenance_work_mem = '3GB'")  # the HNSW graph is built in memory when it fits
         conn.execute("ALTER TABLE postings ADD PRIMARY KEY (term, entry) INCLUDE (tf, length)")
         print(f"    postings index: {time.perf_counter() - started:.0f} s", flush=True)
         conn.execute(
@@ -185,7 +187,7 @@ def bench_size(base_url: str, n: int, args, bases, questions, embedder) -> None:
     if not present:
         weights = np.asarray(settings.bm25_column_weights, dtype=np.float32)
         recipe = text_recipe(settings.embedding_max_chars, settings.embedding_summary)
-        seconds = load(url, n, bases, embedder.model_id, recipe, weights)
+        seconds = load(url, n, bases, embedder.model_id, recipe, weights, tuple(args.words))
         print(f"  loaded with COPY + index builds in {seconds:.0f} s", flush=True)
     else:
         print(f"  (schema {schema} already holds {n:,} entries: reused)")
@@ -217,6 +219,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--recall-queries", type=int, default=100)
+    parser.add_argument("--words", type=int, nargs=2, default=[20, 60], metavar=("MIN", "MAX"),
+                        help="words per entry's content (fewer keep a 1M load within reach of this machine)")
     parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
     args = parser.parse_args(argv)

@@ -64,7 +64,10 @@ class Database:
             return conn
         try:
             conn = psycopg.connect(self.url, autocommit=True)
-            conn.execute("SET TIME ZONE 'UTC'")  # entries' times come back as UTC, as the files have them
+            # Entries' times come back as UTC, as the files have them. Custom plans always: a generic
+            # plan (psycopg prepares a query run five times) cannot use the HNSW index for
+            # ``ORDER BY embedding <=> $1`` and scanned every vector (100K: 0.6 s instead of 2 ms).
+            conn.execute("SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan")
         except psycopg.Error as exc:
             raise StoreUnavailableError(redact(self.url), str(exc).strip().splitlines()[0]) from exc
         if self._vector_ready:
