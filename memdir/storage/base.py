@@ -191,6 +191,12 @@ class StorageAdapter(Protocol):
     ) -> list[Entry]:
         """New vectors for unchanged entries, in one transaction (entries changed since ``expected`` skipped)."""
 
+    def set_metadata(
+        self, changes: Mapping[str, Callable[[Entry], Metadata]], *,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+    ) -> list[Entry]:
+        """New metadata (fields not embedded) for existing entries, in one transaction."""
+
     def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
         """Read an entry (following stubs when ``follow``); ``count_hit`` for agent reads only."""
 
@@ -260,6 +266,9 @@ class EntryIndex(SearchIndex, Protocol):
     ) -> None:
         """The row of ``entry`` as just written (its ``embedding`` made by ``model_id`` from the
         text hashed ``vector_text_hash``, default ``text_hash``)."""
+
+    def upsert_rows(self, rows: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
+        """`upsert` of many (entry, stats, text_hash, model_id, vector_text_hash) in one transaction."""
 
     def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
         """New vectors of (entry, stats, text_hash, model_id) whose text is unchanged."""

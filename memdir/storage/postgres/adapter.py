@@ -211,6 +211,36 @@ class PostgresAdapter:
                 before_commit(updated)
         return [entry for entry, _ in updated]
 
+    def set_metadata(
+        self,
+        changes: Mapping[str, Callable[[Entry], Metadata]],
+        *,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+    ) -> list[Entry]:
+        """New metadata (fields not embedded) for existing entries in ONE transaction (see
+        `FilesystemAdapter.set_metadata`); missing entries and stubs are skipped."""
+        updated: list[tuple[Entry, FileStats]] = []
+        with self._writing():
+            conn = self._conn()
+            for path, change in changes.items():
+                path = normalize_path(path)
+                refuse_virtual(path)
+                entry = self._load(conn, path)
+                if entry is None or self.read_redirect(path) is not None:
+                    continue
+                metadata = change(entry)
+                version = next_change(conn)
+                conn.execute(
+                    "UPDATE entries SET metadata = %s, type = %s, tags_folded = %s, version = %s, indexed = NULL"
+                    " WHERE path = %s",
+                    (metadata_json(metadata), entry_type(metadata.type, path), [str(t).casefold() for t in metadata.tags],
+                     version, path),
+                )
+                updated.append((entry.model_copy(update={"metadata": metadata}), row_stats(entry.size, version)))
+            if updated and before_commit is not None:
+                before_commit(updated)
+        return [entry for entry, _ in updated]
+
     def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
         """Replace the entry at ``path`` with a redirect stub (its vector and search columns go)."""
         path = normalize_path(path)
