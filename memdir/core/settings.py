@@ -180,6 +180,24 @@ class Settings(BaseSettings):
     hook_socket: bool = _setting(True, "hook_socket", description="A running server answers the hooks over a local socket under <root>/.memdir/.")
     hook_socket_timeout: float = _setting(HOOK_SOCKET_TIMEOUT, "hook_socket_timeout", description="Seconds a hook waits for the server before answering on its own.")
 
+    # --- streamable HTTP (`memdir serve --http`) and its web view
+    http_host: str = _setting("127.0.0.1", "http_host", description="Address `memdir serve --http` listens on.")
+    http_port: int = _setting(8765, "http_port", description="Port it listens on.")
+    http_token: str | None = _setting(None, "http_token", description="A bearer token given directly (named 'settings'); else the token file's.")
+    http_tokens_file: Path = _setting(
+        Path(platformdirs.user_config_dir(APP_NAME)) / "http-tokens.json", "http_tokens_file",
+        description="Named tokens, stored hashed (`memdir token create|list|revoke`).",
+    )
+    http_allowed_hosts: tuple[str, ...] = _setting(
+        (), "http_allowed_hosts", description="Host headers accepted besides the loopback names and the address served on.",
+    )
+    http_allowed_origins: tuple[str, ...] = _setting(
+        (), "http_allowed_origins", description="Origin headers accepted besides http(s)://<an accepted host>.",
+    )
+    http_session_idle_timeout: float = _setting(1800.0, "http_session_idle_timeout", description="Seconds an idle MCP session is kept.")
+    http_shutdown_timeout: float = _setting(30.0, "http_shutdown_timeout", description="Seconds SIGTERM waits for requests in flight.")
+    web_page_size: int = _setting(50, "web_page_size", description="Entries per page of the web view.")
+
     # --- discovery (per-message reminders)
     discovery_top_k: int = _setting(3, "discovery_top_k")
     discovery_token_budget: int = _setting(600, "discovery_token_budget")
