@@ -395,8 +395,11 @@ class RowListing:
         self.adapter = adapter
         self.stamps: dict[str, Any] = {}  # (no folders: nothing to stamp)
 
-    def entries(self, keep: Callable[[str], bool]) -> list[EntryInfo]:
-        return [info for info in self.adapter.iter_entries() if keep(info.path)]
+    def entries(self, keep: Callable[[str], bool], under: str | None = None) -> list[EntryInfo]:
+        return [info for info in self.adapter.iter_entries(under=under) if keep(info.path)]
+
+    def warm(self) -> None:
+        """Nothing to read ahead: each listing is one query."""
 
     def plan(self, text_recipe: str, *, in_place_edits: bool) -> ReconcilePlan:
         return ReconcilePlan(files=[], covered=None, known={}, stamps=lambda failed: None)
