@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
@@ -56,6 +57,7 @@ from memdir.search.text_search import (
     GrepHit,
     GrepPattern,
     filter_folder,
+    glob_folder,
     glob_matcher,
     grep_content,
     matching_fields,
@@ -126,7 +128,7 @@ class Memory:
             settings: configuration; defaults to `Settings()` (files + environment).
             embedder: use this embedder instead of resolving the real model (tests).
             background: load the model in a background thread (the server) instead of
-                on first need.
+                on first need, and read the listing rows in another.
             load_model: False keeps the model unloaded (pure file operations stay fast,
                 and nothing waits on onnxruntime).
             read_only: open for reading only (commands that only look: status, search, the
@@ -182,6 +184,9 @@ class Memory:
             model.on_ready(functools.partial(memory._embed_pending, at_most=at_most))
         if background:
             model.start_background()
+            # A server's first listing (MemoryGlob) then finds the index's rows read and built
+            # (~0.3 s of CPU at 100K entries), instead of paying for them itself.
+            threading.Thread(target=memory._listing.warm, name="memdir-listing", daemon=True).start()
         return memory
 
     def close(self) -> None:
@@ -534,7 +539,7 @@ class Memory:
         the rows have them listed again (`memdir.storage.root_listing`; `memdir.storage.folder_stamps`
         says what may lag, and until when); from a walk when the stamps cannot tell (`_walked_entries`).
         """
-        infos = self._listing.entries(keep)
+        infos = self._listing.entries(keep, under)
         if infos is None:
             infos = self._walked_entries(keep, under)
         if include_virtual:
@@ -557,7 +562,8 @@ class Memory:
     def glob(self, pattern: str) -> list[EntryInfo]:
         """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first."""
         check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
-        return sorted(self._entries(glob_matcher(pattern)), key=lambda info: info.updated_at, reverse=True)
+        entries = self._entries(glob_matcher(pattern), under=glob_folder(pattern))
+        return sorted(entries, key=lambda info: info.updated_at, reverse=True)
 
     def grep(
         self, pattern: str, *, path: str | None = None, case_insensitive: bool = False, labels: bool = False

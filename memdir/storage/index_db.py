@@ -666,6 +666,16 @@ def listing_rows(db: sqlite3.Connection, paths: Sequence[str]) -> Iterator[tuple
         )
 
 
+def folder_stats(db: sqlite3.Connection, prefix: str) -> dict[str, tuple[int, int, int, int]]:
+    """path -> (md mtime, md size, yml mtime, yml size) of the entries directly in folder ``prefix``
+    (``""``: the root), stubs left out: a range of the path index, not a scan of every row."""
+    query = (
+        "SELECT path, md_mtime_ns, md_size, yml_mtime_ns, yml_size FROM entries"
+        " WHERE path >= ? AND path < ? AND instr(substr(path, ?), '/') = 0 AND is_stub = 0"
+    )
+    return {row[0]: row[1:] for row in db.execute(query, (prefix, prefix + "\U0010ffff", len(prefix) + 1))}
+
+
 def entry_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, EntryRow]:
     """Title, type, tags and words of the given entries (paths without a row are left out)."""
     found: dict[str, EntryRow] = {}
