@@ -54,6 +54,7 @@ import numpy as np
 from memdir.core.entry import ENTRY_TYPES, Entry, Metadata
 from memdir.core.paths import disk_stem
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
+from memdir.storage.base import EntryRow, FileStats
 from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
 
@@ -420,16 +421,6 @@ def split_tags(text: str | None) -> list[str]:
 
 # --------------------------------------------------------------------------- rows
 
-@dataclass(frozen=True, slots=True)
-class FileStats:
-    """Modification time and size of an entry's ``.md`` and ``.yml`` (0 when a file is absent)."""
-
-    md_mtime_ns: int = 0
-    md_size: int = 0
-    yml_mtime_ns: int = 0
-    yml_size: int = 0
-
-
 def stat_or_zero(path: str) -> tuple[int, int]:
     """(mtime ns, size) of a file; (0, 0) when it is missing, or unusable (links that loop: the
     adapter says why when it is read)."""
@@ -444,17 +435,6 @@ def file_stats(root: Path | str, path: str) -> FileStats:
     """The freshness stats of the entry at logical ``path`` under ``root``."""
     stem = os.path.join(root, disk_stem(path))
     return FileStats(*stat_or_zero(stem + ".md"), *stat_or_zero(stem + ".yml"))
-
-
-@dataclass(frozen=True, slots=True)
-class EntryRow:
-    """What search results show about an entry, read from the index (no file access)."""
-
-    path: str
-    title: str
-    type: str | None
-    tags: tuple[str, ...]
-    terms: str = ""  # distinct Porter-stemmed words, space-separated
 
 
 @dataclass(frozen=True, slots=True)
