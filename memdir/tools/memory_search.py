@@ -42,7 +42,7 @@ def memory_search(
         path_prefix: only entries under this folder (e.g. ``concept/ruby``) or this one entry.
         tags: only entries carrying at least one of these tags.
         threshold: only results scoring at least this (0-1).
-        explain: also show each result's score breakdown (semantic, bm25, keyword, tag, and
+        explain: also show each result's score breakdown (semantic, bm25, keyword, tag, context, and
             graph, importance, recency when those are ranked by).
         include_archived: also return archived and superseded entries (left out by default).
 
@@ -100,7 +100,7 @@ def _explanation(result: SearchResult) -> str:
     beyond = "".join(f" · {name} {value:.3f}" for name in ("graph", "importance", "recency")
                      if (value := getattr(parts, name)) is not None)
     return (f"[semantic {semantic} · bm25 {parts.bm25:.3f} (raw {parts.bm25_raw:.2f}) · keyword {parts.keyword:.3f}"
-            f" · tag {parts.tag:.3f}{beyond} · relevance {result.relevance:.3f}]")
+            f" · tag {parts.tag:.3f} · context {parts.context:.3f}{beyond} · relevance {result.relevance:.3f}]")
 
 
 __all__ = ["memory_search"]
