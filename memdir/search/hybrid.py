@@ -36,13 +36,18 @@ embedded: ``embedding_summary = "content"``):
     0.5 / 0.1 / 0.1 / 0.4 with idf coverage: R@10 0.762, R@5 0.687;
     plus context coverage (weight 0.11, 3 neighbours each side): R@10 0.789, R@5 0.712,
         multi-hop (category 1) R@10 0.491 -> 0.513 (tuning half 0.495 -> 0.511,
-        held-out 0.486 -> 0.514); documentation corpus R@10 0.941 -> 0.968.
+        held-out 0.486 -> 0.514); documentation corpus R@10 0.941 -> 0.968, MRR 0.702 ->
+        0.723; discovery's evidence in the reminder (``bench/bench_discovery.py``) 60.0% -> 60.8%.
 
 Context coverage, measured on conversations 0-4 (R@10 / category 1): weight 0.05 / 0.08 /
 0.11 / 0.15 with 3 neighbours: 0.789 / 0.507, 0.795 / 0.501, 0.806 / 0.511, 0.803 / 0.499
 (without: 0.776 / 0.495); weight 0.11 with 1 / 2 / 4 / 5 neighbours: 0.791 / 0.504, 0.798 /
-0.505, 0.799 / 0.505, 0.796 / 0.501. Counting, instead of the words any neighbour holds,
-only the best single neighbour's: a little less (R@10 -0.002, category 1 -0.003).
+0.505, 0.799 / 0.505, 0.796 / 0.501; counting nearer neighbours more (x0.7 / x0.5 per
+step further): 0.801 / 0.505, 0.797 / 0.504. Counting, instead of the words any neighbour
+holds, only the best single neighbour's: a little less (R@10 -0.002, category 1 -0.003). With
+context coverage on, a grid of semantic 0.4 / 0.5 / 0.6, keyword 0.05 / 0.1 / 0.2, tag
+0.3 / 0.4 / 0.5 and context 0.11 / 0.15 found none better than these weights on
+conversations 0-4 (next: 0.805 for 0.6 / 0.2 / 0.5 / 0.15, category 1 0.505).
 
 Tag matches carry the speaker (a question names the person it is about); BM25 matters
 less once coverage is idf-weighted. Measured and left out, as they did not help:
@@ -59,8 +64,8 @@ at most 5% of entries) R@10 +0.004 to +0.005, category 1 +0.007, and little on t
 context coverage (measured with one neighbour each side: category 1 +0.001 to +0.003, R@10
 -0.001 to +0.004), not worth an entry-to-words view of the index; adding a share of the
 neighbours' fused score to an entry's ("smoothing", 0.1 / 0.2 / 0.35) R@10 +0.003 to +0.005
-but category 1 -0.006 / -0.019 / -0.030; one result per session first (a penalty per result already taken from the same
-folder, 0.02 / 0.05) R@10 -0.028 / -0.062.
+but category 1 -0.006 / -0.019 / -0.030; one result per session first (a penalty per
+result already taken from the same folder, 0.02 / 0.05) R@10 -0.028 / -0.062.
 
 Reciprocal-rank fusion is kept as ``fusion = "rrf"`` for comparison; its scores are
 rank-based, so thresholds mean less there.
