@@ -63,12 +63,8 @@ from memdir.search.text_search import (
     matching_fields,
     path_filter,
 )
-from memdir.storage.base import EntryInfo, Redirect
-from memdir.storage.filesystem import FilesystemAdapter
-from memdir.storage.index import DerivedIndex, listing
-from memdir.storage import open_mode
-from memdir.storage.index_db import FileStats, file_stats
-from memdir.storage.root_listing import RootListing
+from memdir.storage.base import EntryIndex, EntryInfo, FileStats, Redirect, StorageAdapter
+from memdir.storage.stores import open_store
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 log = logging.getLogger(__name__)
@@ -103,13 +99,13 @@ class MemoryStatus:
 class Memory:
     """One memory root. Open with `Memory.open(settings)`; close (or use ``with``) when done."""
 
-    def __init__(self, settings: Settings, adapter: FilesystemAdapter, index: DerivedIndex, model: ModelProvider) -> None:
+    def __init__(self, settings: Settings, adapter: StorageAdapter, index: EntryIndex, model: ModelProvider) -> None:
         self.settings = settings
         self.adapter = adapter
         self.index = index
         self.model = model
         self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now)
-        self._listing = RootListing(adapter, index)  # see `_entries`
+        self._listing = adapter.root_listing(index)  # see `_entries`
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -142,31 +138,13 @@ class Memory:
             ReadOnlyRootError, DiskFullError, OSError: the root does not exist and cannot be created.
         """
         settings = settings or Settings()
-        root = settings.store_root
-        read_only_reason = open_mode.read_only_reason(root, read_only)
-        adapter = FilesystemAdapter(
-            root,
-            max_entry_size=settings.max_entry_size,
-            max_total_size=settings.max_total_size,
-            lock_timeout=settings.lock_timeout,
-            max_redirect_hops=settings.max_redirect_hops,
-            min_free_disk=settings.min_free_disk,
-            read_only=read_only_reason,
-        )
-        if read_only_reason is not None and not read_only:
-            log.warning("the memory root %s is %s: opened read-only, writes are refused", root, read_only_reason)
+        adapter, index = open_store(settings, read_only=read_only)
         if embedder is not None:
             model = ModelProvider(embedder=embedder, enabled=settings.embeddings_enabled)
         else:
             model = ModelProvider.from_settings(
                 settings, enabled=settings.embeddings_enabled and load_model, download=background
             )
-        index = DerivedIndex(
-            adapter.root,
-            column_weights=settings.bm25_column_weights,
-            in_memory=read_only_reason is not None and not open_mode.can_update_index(adapter.root),
-            wal_limit=settings.index_wal_limit,
-        )
         memory = cls(settings, adapter, index, model)
         try:
             memory.reconcile()
@@ -298,11 +276,11 @@ class Memory:
         if not count_hit or self.read_only:
             return self.adapter.read_entry(logical, count_hit=count_hit)
         with self._changing():
-            before = file_stats(self.root, logical)
+            before = self.adapter.stats(logical)
             entry = self.adapter.read_entry(logical, count_hit=True)
             if entry.path == logical and not entry.virtual:  # (a read through a stub is left to the walk)
                 try:
-                    self.index.record_hits(logical, entry.hits, before, file_stats(self.root, logical))
+                    self.index.record_hits(logical, entry.hits, before, self.adapter.stats(logical))
                 except (DiskFullError, ReadOnlyRootError) as exc:  # the read goes on; listings walk meanwhile
                     log.info("Not recording the read of %s in the derived index: %s", entry.path, exc)
         return entry
@@ -470,33 +448,31 @@ class Memory:
 
     def update_metadata_many(self, changes: dict[str, dict[str, Any]]) -> list[Entry]:
         """`update_metadata` of many entries as ONE change of files and index (the evolution jobs'
-        batches: one commit instead of one per entry). Fields the entries are embedded from
-        cannot change this way. Entries that no longer exist are left out.
+        batches: one commit instead of one per entry): only `BULK_FIELDS` — importance, archival,
+        supersession, links — none of which the entries are embedded from. Entries that no longer
+        exist are left out.
 
         Returns:
             The updated entries.
 
         Raises:
-            InputValidationError: a changed metadata is not valid, or would change what an entry
-                is embedded from; nothing is changed then.
+            InputValidationError: a changed metadata is not valid; nothing is changed then.
+            ValueError: a field outside `BULK_FIELDS`.
         """
         wanted = {normalize_path(path): change for path, change in changes.items()}
+        unknown = {key for change in wanted.values() for key in change} - BULK_FIELDS
+        if unknown:
+            raise ValueError(f"update_metadata_many changes only {sorted(BULK_FIELDS)}, not {sorted(unknown)}")
 
         def changed(entry: Entry) -> Metadata:  # under the lock, from the adapter's one read
-            metadata = _changed_metadata(entry, wanted[entry.path])
-            if self._card(entry.title, metadata, entry.content) != self._searchable(entry):
-                raise InputValidationError(
-                    f"update_metadata_many cannot change what memory://{entry.path} is embedded from "
-                    f"({wanted[entry.path]!r}).", "Use update_metadata, which re-embeds it.",
-                )
-            return metadata
+            return _changed_metadata(entry, wanted[entry.path])
 
         def index_first(stored: list[tuple[Entry, FileStats]]) -> None:  # before the commit point, in one transaction
             rows = []
             for written, stats in stored:
                 card = text_hash(self._searchable(written))
                 rows.append((written, stats, card, written.embedding_model, written.embedding_text_hash or card))
-            self.index.upsert_rows(rows)
+            self.index.restamp_metadata(rows)
 
         with self._exclusive(), self._index_first(*wanted):
             return self.adapter.set_metadata(dict.fromkeys(wanted, changed), before_commit=index_first)
@@ -550,7 +526,7 @@ class Memory:
         """The listing from a walk: title, type, hits and updated_at from the index's row where it is
         as fresh as the entry's files (one ``stat`` of the ``.yml`` tells), from the ``.yml`` otherwise
         (parsing every sidecar made a listing of 100K entries take ~15 s)."""
-        stats = {path: st for path, st in listing(self.adapter, under) if keep(path)}
+        stats = {path: st for path, st in self.adapter.listing(under) if keep(path)}
         known = self.index.describe(stats)
         return [*known.values(), *self.adapter.describe([path for path in stats if path not in known])]
 
@@ -641,14 +617,13 @@ class Memory:
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""
-        with self.index.lock:
-            return {term: self.index.keywords.document_frequency(term) for term in terms}
+        return self.index.document_frequencies(terms)
 
     def term_weights(self, query: str) -> dict[str, float]:
         """The query's keyword terms (Porter stems) weighted by their idf in this store, as search
         weighs them (a word in most entries still counts a little): what snippets rank lines by."""
         terms = list(dict.fromkeys(porter_stem(word) for word in extract_keywords(query)))
-        with self.index.lock:
+        with self.index.reading():
             return self.searcher.idf(terms)
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
@@ -658,12 +633,7 @@ class Memory:
         left out: they are not comparable with the current ones.
         """
         self._refresh()
-        paths, matrix = self.index.vectors.snapshot()
-        model_id = self._model_id()
-        keep = [row for row, path in enumerate(paths) if self.index.vectors.model_of(path) == model_id]
-        if len(keep) == len(paths):
-            return paths, matrix
-        return [paths[row] for row in keep], matrix[keep]
+        return self.index.vector_snapshot(self._model_id())
 
     # ------------------------------------------------------------------ model & index maintenance
     def status(self) -> MemoryStatus:
@@ -713,7 +683,7 @@ class Memory:
         """
         # Built-in entries have no files of their own; listed with constant stats, they are
         # indexed once (and embedded once) like any entry, so search and discovery find them.
-        builtins = [(path, file_stats(self.root, path)) for path in virtual_paths()]
+        builtins = [(path, self.adapter.stats(path)) for path in virtual_paths()]
         recipe = text_recipe(self.settings.embedding_max_chars, self.settings.embedding_summary)
         # Read-only, the index is this process's own (or changes only as the files say), and
         # the files cannot change under the shared lock; no repair runs (it writes).
@@ -800,7 +770,7 @@ class Memory:
         """
         batch = max(1, self.settings.embed_batch_size)
         chunk = batch * 4
-        ordered = sorted(paths, key=lambda path: file_stats(self.root, path).md_size)
+        ordered = sorted(paths, key=lambda path: self.adapter.stats(path).md_size)
         done = embedded = 0
         if progress:
             progress(0, len(paths))
@@ -889,7 +859,11 @@ class Memory:
             return None
 
     def _index_entry(self, entry: Entry, text: str, model_id: str | None, stats: FileStats | None = None) -> None:
-        self.index.upsert(entry, stats or file_stats(self.root, entry.path), text_hash(text), model_id)
+        self.index.upsert(entry, stats or self.adapter.stats(entry.path), text_hash(text), model_id)
+
+
+BULK_FIELDS = frozenset({"importance", "archived_at", "unarchived_at", "superseded_by", "links"})
+"""What `Memory.update_metadata_many` may change: no text, tag or owner the index keeps otherwise."""
 
 
 def _changed_metadata(entry: Entry, changes: dict[str, Any]) -> Metadata:

@@ -91,6 +91,14 @@ class Settings(BaseSettings):
     root: Path = _setting(default_root(), "root", description="The memory root directory.")
     cache_dir: Path = _setting(Path(platformdirs.user_cache_dir(APP_NAME)), "cache_dir")
     agent: str | None = _setting(None, "agent", description="Per-agent store: <root>/agents/<agent>.")
+    store: str = _setting(
+        "", "store",
+        description="Where entries live: empty for the directory at the root, or a postgresql:// URL (one database for many servers).",
+    )
+    hnsw_ef_search: int = _setting(
+        200, "hnsw_ef_search",
+        description="PostgreSQL store: candidates pgvector's HNSW scan keeps per search (more: better recall, slower).",
+    )
 
     # --- embeddings
     model: str = _setting("sentence-transformers/all-MiniLM-L6-v2", "model", "EMBEDDING_MODEL")

@@ -51,9 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from memdir.core.entry import ENTRY_TYPES, Entry
+from memdir.core.entry import ENTRY_TYPES, Entry, Metadata
 from memdir.core.paths import disk_stem
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
+from memdir.storage.base import EntryRow, FileStats
 from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
 
@@ -420,16 +421,6 @@ def split_tags(text: str | None) -> list[str]:
 
 # --------------------------------------------------------------------------- rows
 
-@dataclass(frozen=True, slots=True)
-class FileStats:
-    """Modification time and size of an entry's ``.md`` and ``.yml`` (0 when a file is absent)."""
-
-    md_mtime_ns: int = 0
-    md_size: int = 0
-    yml_mtime_ns: int = 0
-    yml_size: int = 0
-
-
 def stat_or_zero(path: str) -> tuple[int, int]:
     """(mtime ns, size) of a file; (0, 0) when it is missing, or unusable (links that loop: the
     adapter says why when it is read)."""
@@ -444,17 +435,6 @@ def file_stats(root: Path | str, path: str) -> FileStats:
     """The freshness stats of the entry at logical ``path`` under ``root``."""
     stem = os.path.join(root, disk_stem(path))
     return FileStats(*stat_or_zero(stem + ".md"), *stat_or_zero(stem + ".yml"))
-
-
-@dataclass(frozen=True, slots=True)
-class EntryRow:
-    """What search results show about an entry, read from the index (no file access)."""
-
-    path: str
-    title: str
-    type: str | None
-    tags: tuple[str, ...]
-    terms: str = ""  # distinct Porter-stemmed words, space-separated
 
 
 @dataclass(frozen=True, slots=True)
@@ -592,12 +572,7 @@ def write_row(
         db.executemany(
             "INSERT OR IGNORE INTO entry_tags(tag, id) VALUES (?, ?)", [(t.casefold(), row_id) for t in tags]
         )
-        db.executemany(
-            "INSERT OR IGNORE INTO links(id, target, kind, strength, origin, created_at, traversed_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(row_id, link.target, link.kind, link.strength, link.origin, link.created_at.isoformat(),
-              link.traversed_at.isoformat() if link.traversed_at else None) for link in meta.all_links],
-        )  # fmt: skip
+        _write_links(db, row_id, meta)
         terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
         ids = _write_terms(db, row_id, terms)
         doc = KeywordDoc(
@@ -610,6 +585,34 @@ def write_row(
         db.execute("DELETE FROM vectors WHERE id = ?", (row_id,))
         return None, doc
     return row_id, doc
+
+
+def _write_links(db: sqlite3.Connection, row_id: int, meta: Metadata) -> None:
+    """The rows of the link table for an entry's links (typed and ``related``)."""
+    db.executemany(
+        "INSERT OR IGNORE INTO links(id, target, kind, strength, origin, created_at, traversed_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(row_id, link.target, link.kind, link.strength, link.origin, link.created_at.isoformat(),
+          link.traversed_at.isoformat() if link.traversed_at else None) for link in meta.all_links],
+    )  # fmt: skip
+
+
+def restamp_metadata_row(db: sqlite3.Connection, entry: Entry, stats: FileStats, seq: int) -> bool:
+    """New file stats, change number, importance, archived/superseded state and links for an
+    entry whose text, tags and vector did not change (`Memory.update_metadata_many`): its terms
+    are not rewritten. False if it has no searchable row (the caller writes it whole)."""
+    found = db.execute("SELECT id FROM entries WHERE path = ? AND is_stub = 0", (entry.path,)).fetchone()
+    if found is None:
+        return False
+    meta = entry.metadata
+    db.execute(
+        "UPDATE entries SET md_mtime_ns=?, md_size=?, yml_mtime_ns=?, yml_size=?, seq=?, importance=?, hidden=? WHERE id=?",
+        (stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size, seq, meta.importance, int(meta.hidden),
+         found[0]),
+    )  # fmt: skip
+    db.execute("DELETE FROM links WHERE id = ?", (found[0],))
+    _write_links(db, found[0], meta)
+    return True
 
 
 def restamp_row(db: sqlite3.Connection, path: str, stats: FileStats, text_hash: str | None, seq: int) -> int | None:
