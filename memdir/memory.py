@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
@@ -33,8 +34,18 @@ from typing import Any
 
 import numpy as np
 
-from memdir.core.entry import Entry, Metadata
-from memdir.core.errors import DiskFullError, EntryNotFoundError, LockTimeoutError, ReadOnlyRootError, StaleEditError
+from memdir.core.entry import Entry, Metadata, utcnow
+from memdir.core.errors import (
+    DiskFullError,
+    EntryNotFoundError,
+    InvalidPathError,
+    LockTimeoutError,
+    ReadOnlyRootError,
+    RedirectError,
+    StaleEditError,
+)
+from memdir.core.files import disk_errors
+from memdir.core.identity import Actor
 from memdir.core.keywords import extract_keywords, porter_stem
 from memdir.core.paths import link_target, normalize_path
 from memdir.core.settings import Settings
@@ -53,6 +64,7 @@ from memdir.search.text_search import (
     matching_fields,
     path_filter,
 )
+from memdir.storage.audit_log import ACTIONS, AuditLog, AuditRecord, change_diff
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.folder_stamps import FolderStamps
@@ -100,6 +112,10 @@ class Memory:
         self.model = model
         self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now)
         self._folder_stamps: FolderStamps | None = None  # see `_entries`
+        self.actor = Actor.from_settings(settings)
+        """Who makes this memory's changes: every change is checked against it (`memdir.core.identity`)."""
+        self.audit = AuditLog(adapter.root)
+        self._labelled = threading.local()  # the action label of `action`, per thread
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -233,6 +249,83 @@ class Memory:
         except Exception:
             log.warning("the index row of %s may be stale until the next open", path, exc_info=True)
 
+    # ------------------------------------------------------------------ ownership and audit
+    @contextmanager
+    def action(self, label: str, **details: Any) -> Iterator[None]:
+        """Record the changes made inside (on this thread) in the audit log as ``label`` — archive,
+        unarchive, supersede, merge, link, unlink, ... — with ``details``, instead of the plain
+        create / update / delete they are made of. Ownership is checked as for any change.
+
+        Args:
+            label: one of `memdir.storage.audit_log.ACTIONS`.
+            details: small JSON-able facts the record keeps (a link's target, a merge's keeper).
+        """
+        if label not in ACTIONS:
+            raise ValueError(f"unknown audit action {label!r}; one of {', '.join(ACTIONS)}")
+        previous = getattr(self._labelled, "current", None)
+        self._labelled.current = (label, details)
+        try:
+            yield
+        finally:
+            self._labelled.current = previous
+
+    def check_change(self, path: str, action: str = "update") -> None:
+        """Refuse now a change `Memory` would refuse (callers making several changes check all first).
+
+        Raises:
+            NotOwnerError: ``path`` belongs to another agent and this memory's actor is no admin.
+        """
+        logical = normalize_path(path)
+        before = self._existing(logical)
+        if before is not None:
+            self.actor.check_change(logical, before.metadata.labels(), self._label(action)[0])
+
+    def _existing(self, logical: str) -> Entry | None:
+        """The entry (or stub) at ``logical`` as it is now, or None (also when its files cannot be
+        read safely — a sidecar linked out of the root: it has no owner memdir can know of)."""
+        try:
+            return self.adapter.read_entry(logical, follow=False)
+        except (EntryNotFoundError, RedirectError, InvalidPathError):
+            return None
+
+    def _label(self, default: str) -> tuple[str, dict[str, Any]]:
+        return getattr(self._labelled, "current", None) or (default, {})
+
+    def _guard(self, logical: str, before: Entry | None, default: str) -> None:
+        """The ownership check of a change to ``logical`` (caller holds the write lock)."""
+        if before is not None:
+            self.actor.check_change(logical, before.metadata.labels(), self._label(default)[0])
+
+    def _record(self, logical: str, before: Entry | None, after: Entry | None, default: str, **facts: Any) -> None:
+        """Append the change's audit record (under the write lock, before the change's commit point)."""
+        action, labelled = self._label(default)
+        details = {**facts, **labelled}
+        owner = (before or after).metadata.labels().created_by if (before or after) is not None else None
+        overrode = self.actor.admin and owner is not None and owner != self.actor.name
+        record = AuditRecord(
+            at=utcnow().isoformat(), agent=self.actor.name, role=self.actor.role.value if self.actor.role else None,
+            admin=overrode, action=action, path=logical, owner=owner,
+            diff=change_diff(logical, before, after, self.settings.audit_diff_chars), details=details,
+        )
+        with disk_errors(self.root):
+            self.audit.append(record)
+
+    def _stamped(self, metadata: Metadata, before: Entry | None) -> Metadata:
+        """``metadata`` with who created (owns) the entry, who changed it last and who sees it.
+
+        A new entry belongs to the actor (unless the metadata names its creator: a restore);
+        an existing one keeps its owner — a write never takes ownership, of an entry without
+        an owner either — and its visibility unless the metadata sets one.
+        """
+        old = before.metadata if before is not None else None
+        if old is None:
+            owner = metadata.created_by or self.actor.name
+            visible = metadata.visible_to or self.actor.default_visibility()
+        else:
+            owner = old.created_by
+            visible = metadata.visible_to or old.visible_to
+        return metadata.model_copy(update={"created_by": owner, "modified_by": self.actor.name, "visible_to": visible})
+
     # ------------------------------------------------------------------ entries
     def write(
         self,
@@ -267,10 +360,17 @@ class Memory:
                 not overwritten or self.adapter.read_contents([logical])[0] != expected_content
             ):
                 raise StaleEditError(logical)
+            before = self._existing(logical) if overwritten else None
+            self._guard(logical, before, "update")
+
+            def before_commit(written: Entry, stats: FileStats) -> None:
+                self._index_entry(written, text, model_id, stats)
+                self._record(logical, before, written, "update" if before is not None else "create")
+
             entry = self.adapter.write(
-                logical, content, title=title, metadata=meta, embedding=vector[0] if vector is not None else None,
-                hits=hits, updated_at=updated_at, embedding_model=model_id, embedding_text_hash=text_hash(text),
-                before_commit=lambda written, stats: self._index_entry(written, text, model_id, stats),
+                logical, content, title=title, metadata=self._stamped(meta, before),
+                embedding=vector[0] if vector is not None else None, hits=hits, updated_at=updated_at,
+                embedding_model=model_id, embedding_text_hash=text_hash(text), before_commit=before_commit,
             )
         return WriteResult(entry, overwritten)
 
@@ -313,13 +413,23 @@ class Memory:
 
     def _delete(self, logical: str) -> None:
         with self._exclusive(), self._index_first(logical):  # (the adapter raises EntryNotFoundError)
+            before = self._existing(logical)
+            self._guard(logical, before, "delete")
             self.adapter.delete(logical, before_commit=lambda: self.index.remove(logical))
+            # Recorded after the commit point, unlike other changes: a delete is how a full disk
+            # is cleaned up, and the room the audit line needs is what the delete just freed.
+            try:
+                self._record(logical, before, None, "delete")
+            except DiskFullError:
+                log.warning("the deletion of %s is not in the audit log: the disk is full", logical)
 
     def delete_and_unlink(self, path: str) -> tuple[str, list[str]]:
         """Delete an entry and remove the ``related`` links other entries had to it.
 
         Both happen under one hold of the write lock, so no reader sees a link to the
         deleted entry. Returns the normalised path and the entries whose links were removed.
+        The entries linking to it may belong to other agents: dropping their links to an entry
+        its owner (or an admin) deleted is part of that delete, and each is audited as ``unlink``.
         """
         with self._changing():
             logical = self.delete(path)
@@ -340,18 +450,20 @@ class Memory:
                 kept = [link for link in entry.metadata.related if link_target(link) != target]
                 if len(kept) == len(entry.metadata.related):
                     continue
-                self._relink(entry, kept)
+                with self.action("unlink", target=target):
+                    self._relink(entry, kept)
                 changed.append(path)
         return changed
 
     def _relink(self, entry: Entry, related: list[str]) -> None:
         """Store new ``related`` links: they are not part of the searchable text, so the entry
         keeps its vector (no model needed) as well as its content, age and read count."""
-        metadata = entry.metadata.model_copy(update={"related": related})
+        metadata = entry.metadata.model_copy(update={"related": related, "modified_by": self.actor.name})
 
         def index_first(written: Entry, stats: FileStats) -> None:  # before the commit point, as `write` does
             self.index.upsert(written, stats, text_hash(self._searchable(written)), entry.embedding_model,
                               vector_text_hash=entry.embedding_text_hash)
+            self._record(entry.path, entry, written, "update")
 
         with self._index_first(entry.path):
             self.adapter.write(
@@ -364,8 +476,16 @@ class Memory:
     def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
         """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
         logical, goal = normalize_path(path), normalize_path(target)
+        action = "merge" if kind == "merged" else "stub"
         with self._exclusive(), self._index_first(logical):
-            self.adapter.write_stub(logical, Redirect(kind, goal), before_commit=lambda: self.index.remove(logical))
+            before = self._existing(logical)
+            self._guard(logical, before, action)
+
+            def before_commit() -> None:
+                self.index.remove(logical)
+                self._record(logical, before, None, action, into=goal)
+
+            self.adapter.write_stub(logical, Redirect(kind, goal), before_commit=before_commit)
 
     def redirect_of(self, path: str) -> Redirect | None:
         return self.adapter.read_redirect(normalize_path(path))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memdir.core.errors import InputValidationError
+from memdir.core.identity import Labels, roles_of
 from memdir.core.suggest import did_you_mean
 
 ENTRY_TYPES = ("concept", "fact", "skill", "experience")
@@ -64,8 +65,15 @@ class Metadata(BaseModel):
     source: str | None = None
     tools: list[str] = Field(default_factory=list)
     permissions: dict[str, Any] = Field(default_factory=dict)
+    # Seed 003's access labels (`memdir.core.identity`): the memory kind roles' views filter
+    # on, the agent that created the entry (its owner), the last agent to change it, and the
+    # roles it is visible to.
+    kind: str | None = None
+    created_by: str | None = None
+    modified_by: str | None = None
+    visible_to: list[str] = Field(default_factory=list)
 
-    @field_validator("tags", "related", "tools", mode="before")
+    @field_validator("tags", "related", "tools", "visible_to", mode="before")
     @classmethod
     def _none_is_empty_list(cls, value: Any) -> Any:
         return [] if value is None else value
@@ -74,6 +82,12 @@ class Metadata(BaseModel):
     @classmethod
     def _none_is_empty_dict(cls, value: Any) -> Any:
         return {} if value is None else value
+
+    def labels(self) -> Labels:
+        """The access labels (`memdir.core.identity`) of an entry with this metadata."""
+        kind = str(self.kind).strip().lower() if self.kind not in (None, "") else None
+        owner = str(self.created_by).strip() if self.created_by not in (None, "") else None
+        return Labels(kind, owner or None, roles_of(self.visible_to))
 
     def to_yaml_dict(self) -> dict[str, Any]:
         """Metadata as written to the ``.yml`` file: empty values left out, extras kept."""

@@ -23,8 +23,8 @@ from memdir.core.errors import InvalidPathError, UnsafeFileError
 
 MEMORY_SCHEME = "memory://"
 ENTRY_SUFFIX = ".md"
-RESERVED_FOLDERS = frozenset({"threads"})
-"""Top-level folders of the root that hold other records (thread event logs), never entries."""
+RESERVED_FOLDERS = frozenset({"threads", "audit"})
+"""Top-level folders of the root that hold other records (thread event logs, the audit log), never entries."""
 MAX_PATH_LENGTH = 1024
 MAX_SEGMENT_BYTES = 255
 MAX_STEM_BYTES = MAX_SEGMENT_BYTES - len(".yml")  # the longest of an entry's three file suffixes
@@ -107,8 +107,9 @@ def normalize_path(path: str) -> str:
                 f"Name the folder without it, e.g. {segment.rsplit('.', 1)[0] + '/'!r}.",
             )
     if segments[0].lower() in RESERVED_FOLDERS and len(segments) > 1:
-        raise _invalid(path, f"the top-level folder {segments[0]!r} is reserved for working-memory threads",
-                       "Put the entry under another folder, e.g. 'experience/threads/…'.")
+        raise _invalid(path, f"the top-level folder {segments[0]!r} is reserved for memdir's own records "
+                       f"({', '.join(sorted(RESERVED_FOLDERS))})",
+                       f"Put the entry under another folder, e.g. 'experience/{segments[0]}/…'.")
     for segment in segments:
         if segment in (".", ".."):
             raise _invalid(path, "'.' and '..' segments are not allowed (no parent directory references)")

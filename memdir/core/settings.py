@@ -31,6 +31,11 @@ Mode = Literal["assistant", "retrieval", "researcher"]
 
 ENV_PREFIXES = ("memdir_", "swarm_memory_")
 
+NOT_FROM_ENVIRONMENT = frozenset({"memdir_admin", "admin"})
+"""Settings never read from the environment: every process a server starts inherits it, so an
+admin variable would make each agent below it an admin (seed 003's ``MNEMOSYNE_ADMIN_MODE``).
+``admin`` comes from memdir.toml or the command line's ``--admin`` only."""
+
 
 class PrefixedEnvSource(EnvSettingsSource):
     """The environment, limited to ``MEMDIR_*`` and ``SWARM_MEMORY_*`` variables.
@@ -42,7 +47,10 @@ class PrefixedEnvSource(EnvSettingsSource):
 
     def __init__(self, settings_cls: type[BaseSettings]) -> None:
         super().__init__(settings_cls)
-        self.env_vars = {name: value for name, value in self.env_vars.items() if name.lower().startswith(ENV_PREFIXES)}
+        self.env_vars = {
+            name: value for name, value in self.env_vars.items()
+            if name.lower().startswith(ENV_PREFIXES) and name.lower() not in NOT_FROM_ENVIRONMENT
+        }
 
 
 class CheckedTomlSource(TomlConfigSettingsSource):
@@ -90,7 +98,18 @@ class Settings(BaseSettings):
     # --- where things live
     root: Path = _setting(default_root(), "root", description="The memory root directory.")
     cache_dir: Path = _setting(Path(platformdirs.user_cache_dir(APP_NAME)), "cache_dir")
-    agent: str | None = _setting(None, "agent", description="Per-agent store: <root>/agents/<agent>.")
+    agent: str | None = _setting(
+        None, "agent",
+        description="Who is acting (owner of what it writes); alone, also its own store <root>/agents/<agent>.",
+    )
+    role: Literal["orchestrator", "optimizer", "reviewer", "executor"] | None = _setting(
+        None, "role", description="The agent's role: its view of kinds, its ranking weights; with a role the agent shares the root.",
+    )
+    shared_store: bool = _setting(False, "shared_store", description="True: an agent without a role uses the shared root too.")
+    admin: bool = Field(
+        False, validation_alias=AliasChoices("admin"),
+        description="May change and delete every agent's entries. memdir.toml or --admin only, never the environment.",
+    )
 
     # --- embeddings
     model: str = _setting("sentence-transformers/all-MiniLM-L6-v2", "model", "EMBEDDING_MODEL")
@@ -172,6 +191,20 @@ class Settings(BaseSettings):
     hook_socket: bool = _setting(True, "hook_socket", description="A running server answers the hooks over a local socket under <root>/.memdir/.")
     hook_socket_timeout: float = _setting(HOOK_SOCKET_TIMEOUT, "hook_socket_timeout", description="Seconds a hook waits for the server before answering on its own.")
 
+    # --- access (memdir.access: audit log, role ranking, prefetch cache)
+    audit_diff_chars: int = _setting(2000, "audit_diff_chars", description="Longest diff one audit record keeps.")
+    role_weights_orchestrator: tuple[float, float, float, float] = _setting(
+        (0.3, 0.2, 0.4, 0.1), "role_weights_orchestrator",
+        description="Role importance weights (seed 003): base importance, access, recency, kind relevance.",
+    )
+    role_weights_optimizer: tuple[float, float, float, float] = _setting((0.4, 0.3, 0.1, 0.2), "role_weights_optimizer")
+    role_weights_reviewer: tuple[float, float, float, float] = _setting((0.5, 0.1, 0.2, 0.2), "role_weights_reviewer")
+    role_weights_executor: tuple[float, float, float, float] = _setting((0.2, 0.4, 0.3, 0.1), "role_weights_executor")
+    prefetch_size: int = _setting(1000, "prefetch_size", description="Entries the prefetch cache holds (0 = no cache).")
+    prefetch_recent: int = _setting(20, "prefetch_recent", description="Recent entries of the role's view prefetched at session start.")
+    prefetch_important: int = _setting(10, "prefetch_important", description="Important entries of the role's view prefetched at session start.")
+    prefetch_min_importance: float = _setting(8.0, "prefetch_min_importance", description="Importance an entry needs to be prefetched as important.")
+
     # --- discovery (per-message reminders)
     discovery_top_k: int = _setting(3, "discovery_top_k")
     discovery_token_budget: int = _setting(600, "discovery_token_budget")
@@ -248,9 +281,11 @@ class Settings(BaseSettings):
 
     @property
     def store_root(self) -> Path:
-        """The directory this process's entries live in: the root, or the agent's own store under it."""
+        """The directory this process's entries live in: the root, or the agent's own store under it
+        (an agent alone; one with a role, or ``shared_store``, is on a team that shares the root)."""
         root = self.root.expanduser()
-        return root / "agents" / self.agent if self.agent else root
+        own = self.agent and self.role is None and not self.shared_store
+        return root / "agents" / self.agent if own else root
 
     def threshold_for(self, query: str) -> float:
         """SwarmMemory's adaptive threshold: short queries (< cutoff words) get the lower one."""

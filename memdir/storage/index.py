@@ -58,6 +58,7 @@ import numpy as np
 
 from memdir.core.entry import Entry
 from memdir.core.errors import DiskFullError, ReadOnlyRootError
+from memdir.core.identity import Labels
 from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
 from memdir.storage import snapshot as snapshots
@@ -852,6 +853,11 @@ class DerivedIndex:
                 )
                 self._listed = (state, infos)
             return self._listed[1]
+
+    def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
+        """The access labels of the given entries (None: all); entries without labels are left out."""
+        with self.lock:
+            return sql.label_rows(self.db, paths)
 
     def linking_to(self, target: str) -> list[str]:
         """The entries whose ``related`` metadata links to the normalised path ``target``, in path order."""

@@ -35,6 +35,7 @@ def test_stores_the_entry_and_reports_its_size(memory, session):
         "source": "user",
         "tools": [],
         "permissions": {},
+        "visible_to": [],
     }
 
 
