@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from memdir.core.entry import ENTRY_TYPES, check_entry_types
 from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.files import disk_errors
+from memdir.core.identity import parse_role
 from memdir.core.settings import Settings
 from memdir.core.units import plural
 
@@ -59,6 +60,9 @@ RootOption = Annotated[Optional[Path], typer.Option("--root", file_okay=False, h
 ServeRootOption = Annotated[Optional[Path], typer.Option("--root", help=ROOT_HELP)]
 AgentOption = Annotated[Optional[str], typer.Option("--agent", help="Use this agent's own store under the root.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+RoleOption = Annotated[Optional[str], typer.Option("--role", help="The agent's role: orchestrator, optimizer, reviewer or executor (a team shares the root).")]
+AdminOption = Annotated[bool, typer.Option("--admin", help="Act as an admin: change and delete any agent's entries.")]
+SharedOption = Annotated[bool, typer.Option("--shared", help="An agent without a role works in the shared root, not its own store.")]
 
 
 DirArgument = Annotated[Optional[Path], typer.Argument(file_okay=False, metavar="DIR", help="Memory root, the same as --root (default: the configured root).", show_default=False)]
@@ -91,6 +95,15 @@ def load_settings(root: Path | None = None, agent: str | None = None, **override
     """Settings from file + environment, with the command line's options on top."""
     values = {key: value for key, value in {"root": root, "agent": agent, **overrides}.items() if value is not None}
     return Settings(**values)
+
+
+def identity(role: str | None, admin: bool, shared: bool = False) -> dict[str, Any]:
+    """The settings ``--role``, ``--admin`` and ``--shared`` give (a flag left off changes nothing)."""
+    try:
+        parsed = parse_role(role)
+    except InputValidationError as exc:
+        raise typer.BadParameter(exc.message, param_hint="--role") from exc
+    return {"role": parsed.value if parsed else None, "admin": True if admin else None, "shared_store": True if shared else None}
 
 
 def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -255,6 +268,9 @@ def serve(
     agent: AgentOption = None,
     workspace: Annotated[Optional[Path], typer.Option("--workspace", exists=True, file_okay=False, help="Directory the skills' workspace tools (Read, Write, Edit, Glob, Grep, Bash) act on (default: the current directory).")] = None,
     allow_bash: Annotated[bool, typer.Option("--allow-bash", help="Let skills run the shell commands their allowed_commands permit (off by default).")] = False,
+    role: RoleOption = None,
+    admin: AdminOption = False,
+    shared: SharedOption = False,
 ) -> None:
     """Run the MCP server over stdio (for Claude Desktop, Claude Code and other MCP clients)."""
     import sys
@@ -267,7 +283,10 @@ def serve(
             "see the README's \"Connecting a client\"). Ctrl-C stops it.",
             file=sys.stderr,
         )
-    run_server(load_settings(root, agent, mode=mode.value if mode else None, workspace=workspace, allow_bash=True if allow_bash else None))
+    run_server(load_settings(
+        root, agent, mode=mode.value if mode else None, workspace=workspace, allow_bash=True if allow_bash else None,
+        **identity(role, admin, shared),
+    ))
 
 
 @app.command("discover")
@@ -339,6 +358,9 @@ def defrag(
     undo: Annotated[bool, typer.Option("--undo", help="Revert the last live defrag run instead.")] = False,
     force: Annotated[bool, typer.Option("--force", help="With --undo: also overwrite entries changed after that run.")] = False,
     agent: AgentOption = None,
+    role: RoleOption = None,
+    admin: AdminOption = False,
+    shared: SharedOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Analyze and optimize a memory: health, duplicates, links, merges, stubs, compaction (dry run unless --live)."""
@@ -348,7 +370,7 @@ def defrag(
     from memdir.optimization.defragmenter import Defragmenter
     from memdir.optimization.journal import undo_last
 
-    with Memory.open(load_settings(root_of(directory, root), agent)) as memory:
+    with Memory.open(load_settings(root_of(directory, root), agent, **identity(role, admin, shared))) as memory:
         if undo:
             result = undo_last(memory, force=force)
             data, text = dataclasses.asdict(result), result.to_markdown()
@@ -367,6 +389,33 @@ def defrag(
         console().print(Markdown(text))
     else:  # piped: the markdown itself, not rich's rendering of it at a width no one sees
         typer.echo(text, nl=False)
+
+
+@app.command()
+@handle_errors
+def audit(
+    path: Annotated[Optional[str], typer.Argument(help="Only the changes of this entry.", show_default=False)] = None,
+    root: RootOption = None,
+    agent: Annotated[Optional[str], typer.Option("--agent", help="Only the changes this agent made.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only changes since a date/time (2026-11-01, 2026-11-01T08:00) or an age (30m, 12h, 7d).")] = None,
+    diff: Annotated[bool, typer.Option("--diff", help="Show each change's diff.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """The audit log: who created, changed, deleted, archived, merged or linked what, and when (oldest first)."""
+    from memdir.access.audit import audit_records, headline, parse_since
+
+    settings = load_settings(root)  # the shared root (or the --root given): --agent filters here, never picks a store
+    records = audit_records(settings.store_root, path, agent, parse_since(since) if since else None)
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(record) for record in records], indent=2, ensure_ascii=False))
+        return
+    if not records:
+        typer.echo("No changes recorded" + (" that match." if path or agent or since else "."))
+        return
+    for record in records:
+        typer.echo(headline(record))
+        if diff and record.diff:
+            typer.echo("\n".join(f"    {line}" for line in record.diff.splitlines()))
 
 
 # ----------------------------------------------------------------- episodes (memdir.episodes)

@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from memdir.core.errors import (
     StaleEditError,
 )
 from memdir.core.files import disk_errors
-from memdir.core.identity import Actor
+from memdir.core.identity import Actor, Labels
 from memdir.core.keywords import extract_keywords, porter_stem
 from memdir.core.paths import link_target, normalize_path
 from memdir.core.settings import Settings
@@ -76,6 +76,8 @@ from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtu
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
+T = TypeVar("T")
+NO_LABELS = Labels()
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
@@ -490,9 +492,22 @@ class Memory:
     def redirect_of(self, path: str) -> Redirect | None:
         return self.adapter.read_redirect(normalize_path(path))
 
-    def list(self, prefix: str | None = None, *, include_virtual: bool = True) -> list[EntryInfo]:
-        """Every entry (stubs excluded), optionally under a folder prefix, in path order."""
-        return self._entries(path_filter(prefix), include_virtual=include_virtual, under=filter_folder(prefix))
+    def list(self, prefix: str | None = None, *, include_virtual: bool = True, view: Actor | None = None) -> list[EntryInfo]:
+        """Every entry (stubs excluded), optionally under a folder prefix, in path order.
+
+        Args:
+            view: keep only the entries in this actor's view (`Actor.sees`); None keeps all.
+        """
+        infos = self._entries(path_filter(prefix), include_virtual=include_virtual, under=filter_folder(prefix))
+        return self.in_view(infos, view)
+
+    def in_view(self, items: list[T], view: Actor | None) -> list[T]:
+        """The items (anything with a ``path``: listings, search results) whose entry is in
+        ``view`` (`Actor.sees`, on the labels the derived index keeps), in their order; all for None."""
+        if view is None or not items:
+            return items
+        labels = self.index.labels([item.path for item in items])  # type: ignore[attr-defined]
+        return [item for item in items if view.sees(labels.get(item.path, NO_LABELS))]  # type: ignore[attr-defined]
 
     def _entries(
         self, keep: Callable[[str], bool], *, include_virtual: bool = True, under: str | None = None
@@ -545,10 +560,11 @@ class Memory:
         real = {info.path for info in self.adapter.iter_entries(with_metadata=False)}
         return [info for info in self.adapter.iter_entries(include_stubs=True) if info.path not in real]
 
-    def glob(self, pattern: str) -> list[EntryInfo]:
-        """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first."""
+    def glob(self, pattern: str, *, view: Actor | None = None) -> list[EntryInfo]:
+        """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first; ``view`` as in `list`."""
         check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
-        return sorted(self._entries(glob_matcher(pattern)), key=lambda info: info.updated_at, reverse=True)
+        infos = sorted(self._entries(glob_matcher(pattern)), key=lambda info: info.updated_at, reverse=True)
+        return self.in_view(infos, view)
 
     def grep(
         self, pattern: str, *, path: str | None = None, case_insensitive: bool = False, labels: bool = False
@@ -605,24 +621,35 @@ class Memory:
         types: Iterable[str] | None = None,
         path_prefix: str | None = None,
         tags: Iterable[str] | None = None,
+        view: Actor | None = None,
     ) -> list[SearchResult]:
         """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready.
 
         Built-in skills are in every root: they answer searches for skills (``types``
         with ``skill``, a ``skill/`` prefix), not every content search of every root.
+
+        Args:
+            view: only entries in this actor's view (`Actor.sees`). Out-of-view hits are
+                dropped before the ``top_k`` cut: the search asks for more until ``top_k``
+                remain or nothing more matches, so a view never makes results come back short.
         """
         self._refresh()
         types = list(types) if types else None
         hidden = _unasked_builtins(types, path_prefix)
-        results = self.searcher.search(
-            query,
-            top_k=top_k + len(hidden),
-            threshold=threshold,
-            types=types,
-            path_prefix=path_prefix,
-            tags=list(tags) if tags else None,
-        )
-        return [result for result in results if result.path not in hidden][:top_k]
+        wanted = top_k + len(hidden)
+        while True:
+            results = self.searcher.search(
+                query,
+                top_k=wanted,
+                threshold=threshold,
+                types=types,
+                path_prefix=path_prefix,
+                tags=list(tags) if tags else None,
+            )
+            kept = self.in_view([result for result in results if result.path not in hidden], view)
+            if len(kept) >= top_k or len(results) < wanted:
+                return kept[:top_k]
+            wanted *= 4
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""

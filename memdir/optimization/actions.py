@@ -154,14 +154,17 @@ class Changer:
             with self._lock():
                 if (stale := self._unchanged(keeper.path, other.path)) is not None:
                     return stale
+                for path in (keeper.path, other.path) if strategy == "combine" else (other.path,):
+                    self.memory.check_change(path, "merge")  # both or neither: never half a merge
                 if strategy == "combine":
                     current = self.memory.adapter.read_entry(keeper.path, follow=False)
                     self.journal.before(keeper.path)
                     merged = Item.from_entry(current)
-                    result = self.memory.write(
-                        keeper.path, combine_content(current.content, other.path, other.content),
-                        title=current.title, metadata=combine_metadata(merged, other),
-                    )
+                    with self.memory.action("merge", merged=other.path):
+                        result = self.memory.write(
+                            keeper.path, combine_content(current.content, other.path, other.content),
+                            title=current.title, metadata=combine_metadata(merged, other),
+                        )
                     self.expected[keeper.path] = fingerprint(result.entry)
                     self.journal.after(keeper.path)
                 self.journal.before(other.path)

@@ -14,6 +14,7 @@ from mcp_types import Resource
 from pydantic import BaseModel
 
 from memdir.core.errors import EntryNotFoundError, MemdirError
+from memdir.core.identity import view_filter
 from memdir.server.state import AppState, app_state
 from memdir.tools.formatting import memory_uri
 
@@ -24,7 +25,7 @@ LIST_LIMIT = 5000
 
 def _list_entries(memory: Any) -> list[dict[str, Any]]:
     listed = []
-    for info in sorted(memory.list(), key=lambda i: i.path)[:LIST_LIMIT]:
+    for info in sorted(memory.list(view=view_filter(memory.actor, False)), key=lambda i: i.path)[:LIST_LIMIT]:
         resource = Resource(
             uri=memory_uri(info.path),
             name=info.path,
