@@ -38,16 +38,19 @@ from memdir.core.entry import Entry, Metadata, utcnow
 from memdir.core.errors import (
     DiskFullError,
     EntryNotFoundError,
+    InputValidationError,
     InvalidPathError,
     LockTimeoutError,
+    ReadOnlyEntryError,
     ReadOnlyRootError,
     RedirectError,
     StaleEditError,
 )
 from memdir.core.files import disk_errors
 from memdir.core.identity import Actor, Labels
+from memdir.core.links import RELATED_KIND, Link, check_link_kind, make_link, related_links
 from memdir.core.keywords import extract_keywords, porter_stem
-from memdir.core.paths import link_target, normalize_path
+from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length
 from memdir.embeddings.base import Embedder
@@ -426,7 +429,7 @@ class Memory:
                 log.warning("the deletion of %s is not in the audit log: the disk is full", logical)
 
     def delete_and_unlink(self, path: str) -> tuple[str, list[str]]:
-        """Delete an entry and remove the ``related`` links other entries had to it.
+        """Delete an entry and remove the links other entries had to it (typed ones and ``related``).
 
         Both happen under one hold of the write lock, so no reader sees a link to the
         deleted entry. Returns the normalised path and the entries whose links were removed.
@@ -435,10 +438,11 @@ class Memory:
         """
         with self._changing():
             logical = self.delete(path)
-            return logical, self.unlink(logical)
+            return logical, self.remove_links_to(logical)
 
-    def unlink(self, target: str) -> list[str]:
-        """Remove every ``related`` link to ``target`` from the entries' metadata; the entries changed.
+    def remove_links_to(self, target: str) -> list[str]:
+        """Remove every link to ``target`` (typed ``links`` and ``related`` paths) from the entries'
+        metadata; returns the entries changed.
 
         The derived index's link table names the entries to change (no ``.yml`` is read
         but theirs); each keeps its content, age and read count. Links written into an
@@ -449,23 +453,121 @@ class Memory:
         with self._changing():
             for path in self.index.linking_to(target):
                 entry = self.adapter.read_entry(path, follow=False)
-                kept = [link for link in entry.metadata.related if link_target(link) != target]
-                if len(kept) == len(entry.metadata.related):
-                    continue
-                with self.action("unlink", target=target):
-                    self._relink(entry, kept)
-                changed.append(path)
+                if self._set_links(entry, lambda link: link.target != target, "unlink", target=target):
+                    changed.append(path)
         return changed
 
-    def _relink(self, entry: Entry, related: list[str]) -> None:
-        """Store new ``related`` links: they are not part of the searchable text, so the entry
-        keeps its vector (no model needed) as well as its content, age and read count."""
-        metadata = entry.metadata.model_copy(update={"related": related, "modified_by": self.actor.name})
+    def links(self, path: str) -> list[Link]:
+        """The links an entry holds (typed ``links``, then ``related`` paths as ``references``)."""
+        return self.adapter.read_entry(normalize_path(path), follow=False).metadata.all_links
+
+    def link(
+        self, source: str, target: str, kind: str = RELATED_KIND, strength: float = 1.0, *, origin: str = "user"
+    ) -> Link:
+        """Link ``source`` to ``target`` (both existing entries), replacing a link of the same kind.
+
+        Raises:
+            InputValidationError: an unknown kind or origin, a strength outside [0, 1], a link to itself.
+            EntryNotFoundError: either entry does not exist.
+        """
+        wanted = make_link(target, kind, strength, origin)
+        logical = normalize_path(source)
+        if wanted.target == logical:
+            raise InputValidationError(f"{logical} cannot link to itself.", "Name two different entries.")
+        with self._exclusive():
+            if not self.adapter.exists(wanted.target):
+                raise EntryNotFoundError(wanted.target)
+            entry = self.adapter.read_entry(logical, follow=False)
+            if entry.virtual:
+                raise ReadOnlyEntryError(logical)
+            self._guard(logical, entry, "link")
+            kept = [link for link in entry.metadata.links if link.key != wanted.key]
+            self._store_metadata(entry, entry.metadata.model_copy(update={"links": [*kept, wanted]}),
+                                 "link", target=wanted.target, kind=wanted.kind)
+        return wanted
+
+    def unlink(self, source: str, target: str, kind: str | None = None) -> list[Link]:
+        """Remove the links from ``source`` to ``target`` (of one ``kind``, or all); returns those removed.
+
+        A ``related`` path to ``target`` is a ``references`` link and goes too.
+
+        Raises:
+            InputValidationError: an unknown kind, or no such link (the message lists the entry's links).
+            EntryNotFoundError: ``source`` does not exist.
+        """
+        logical, goal = normalize_path(source), normalize_path(target)
+        wanted = check_link_kind(kind) if kind is not None else None
+
+        def goes(link: Link) -> bool:
+            return link.target == goal and (wanted is None or link.kind == wanted)
+
+        with self._exclusive():
+            entry = self.adapter.read_entry(logical, follow=False)
+            removed = [link for link in entry.metadata.all_links if goes(link)]
+            if not removed:
+                held = ", ".join(f"{link.kind} → {link.target}" for link in entry.metadata.all_links) or "none"
+                raise InputValidationError(
+                    f"{logical} has no {wanted or ''}{' ' if wanted else ''}link to {goal} (its links: {held}).",
+                    "Check the paths and the kind (MemoryGraph shows an entry's links).",
+                )
+            self._guard(logical, entry, "unlink")
+            self._set_links(entry, lambda link: not goes(link), "unlink", target=goal)
+        return removed
+
+    def record_traversal(self, source: str, target: str, when: datetime | None = None) -> int:
+        """Note that someone followed the link between ``source`` and ``target`` (either way):
+        each such link's ``traversed_at`` becomes ``when`` (now). Returns the links updated.
+
+        A ``related`` path followed becomes a typed ``references`` link carrying the time (the
+        path stays in ``related`` for SwarmMemory). Nothing happens on a read-only root.
+        """
+        if self.read_only:
+            return 0
+        ends = normalize_path(source), normalize_path(target)
+        moment = when or utcnow()
+        updated = 0
+        with self._changing():
+            for holder, other in (ends, ends[::-1]):
+                try:
+                    entry = self.adapter.read_entry(holder, follow=False)
+                except EntryNotFoundError:
+                    continue
+                followed = [link for link in entry.metadata.all_links if link.target == other]
+                if not followed or entry.virtual:
+                    continue
+                touched = {link.key: link.model_copy(update={"traversed_at": moment}) for link in followed}
+                links = [touched.pop(link.key, link) for link in entry.metadata.links] + list(touched.values())
+                self._store_metadata(entry, entry.metadata.model_copy(update={"links": links}), None)
+                updated += len(followed)
+        return updated
+
+    def _set_links(self, entry: Entry, keep: Callable[[Link], bool], action: str, **facts: Any) -> bool:
+        """Keep only the links (typed and ``related``) that ``keep`` accepts; False if none went.
+        ``action`` and ``facts`` are the audit record's (see `_store_metadata`)."""
+        meta = entry.metadata
+        links = [link for link in meta.links if keep(link)]
+        related = [path for path in meta.related if all(map(keep, related_links([path])))]  # unreadable ones stay
+        if len(links) == len(meta.links) and len(related) == len(meta.related):
+            return False
+        self._store_metadata(entry, meta.model_copy(update={"links": links, "related": related}), action, **facts)
+        return True
+
+    def _store_metadata(self, entry: Entry, metadata: Metadata, action: str | None, **facts: Any) -> None:
+        """Store new metadata that is not part of the searchable text (links): the entry keeps
+        its vector (no model needed) as well as its content, age and read count.
+
+        ``action`` (with ``facts``) is what the audit log records, unless the caller labelled the
+        change (`action`); None for bookkeeping that changes nothing an entry says (a link's
+        traversal time): not audited, and ``modified_by`` stays.
+        """
+        if action is not None:
+            metadata = metadata.model_copy(update={"modified_by": self.actor.name})
 
         def index_first(written: Entry, stats: FileStats) -> None:  # before the commit point, as `write` does
             self.index.upsert(written, stats, text_hash(self._searchable(written)), entry.embedding_model,
                               vector_text_hash=entry.embedding_text_hash)
-            self._record(entry.path, entry, written, "update")
+            if action is not None:
+                self._record(entry.path, entry, written, action, **facts)
 
         with self._index_first(entry.path):
             self.adapter.write(

@@ -239,7 +239,7 @@ def test_an_unlink_whose_index_update_fails_leaves_the_linking_entry_as_it_was(t
 
         monkeypatch.setattr(memory.index, "upsert", no_room)
         with pytest.raises(DiskFullError):
-            memory.unlink("fact/a.md")
+            memory.remove_links_to("fact/a.md")
         assert (memory.root / "fact" / "b.yml").read_bytes() == yml
 
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memdir.core.errors import InputValidationError
 from memdir.core.identity import Labels, roles_of
+from memdir.core.links import Link, entry_links, parse_links
 from memdir.core.suggest import did_you_mean
 
 ENTRY_TYPES = ("concept", "fact", "skill", "experience")
@@ -52,8 +53,20 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+IMPORTANCE_RANGE = (1.0, 10.0)
+DEFAULT_IMPORTANCE = 5.0
+"""An entry's importance when its metadata gives none (seed 003)."""
+
+
 class Metadata(BaseModel):
-    """Structured metadata; unknown keys are kept (``extra="allow"``) so nothing a user wrote is lost."""
+    """Structured metadata; unknown keys are kept (``extra="allow"``) so nothing a user wrote is lost.
+
+    Seed 003's fields (issue 12's shared data model): ``links`` (typed links, `memdir.core.links`;
+    ``related`` still means ``references`` links), ``importance`` (1-10, absent = 5),
+    ``archived_at`` / ``superseded_by`` (such entries leave search and discovery, stay readable),
+    ``kind`` (the memory kind: decision, architecture, pattern, bug, ...), ``created_by`` /
+    ``modified_by`` (agent names) and ``visible_to`` (roles).
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -61,13 +74,14 @@ class Metadata(BaseModel):
     confidence: str | None = None
     tags: list[str] = Field(default_factory=list)
     related: list[str] = Field(default_factory=list)
+    links: list[Link] = Field(default_factory=list)
     domain: str | None = None
     source: str | None = None
     tools: list[str] = Field(default_factory=list)
     permissions: dict[str, Any] = Field(default_factory=dict)
-    # Seed 003's access labels (`memdir.core.identity`): the memory kind roles' views filter
-    # on, the agent that created the entry (its owner), the last agent to change it, and the
-    # roles it is visible to.
+    importance: float | None = None
+    archived_at: datetime | None = None
+    superseded_by: str | None = None
     kind: str | None = None
     created_by: str | None = None
     modified_by: str | None = None
@@ -77,6 +91,44 @@ class Metadata(BaseModel):
     @classmethod
     def _none_is_empty_list(cls, value: Any) -> Any:
         return [] if value is None else value
+
+    @field_validator("links", mode="before")
+    @classmethod
+    def _links(cls, value: Any) -> Any:
+        """Bare paths are ``references`` links; `memdir.storage.sidecar` sets unreadable items aside first."""
+        links, unreadable = parse_links(value)
+        if unreadable:
+            raise ValueError(f"unreadable links {unreadable!r}: each needs a target path and a kind of extends, "
+                             "contradicts, implements, references or supersedes, and a strength from 0 to 1")
+        return links
+
+
+    @field_validator("archived_at", mode="after")
+    @classmethod
+    def _aware_time(cls, value: datetime | None) -> datetime | None:
+        return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+
+    @property
+    def all_links(self) -> list[Link]:
+        """Typed links and ``related`` paths together (`memdir.core.links.entry_links`)."""
+        return entry_links(self.links, self.related)
+
+    @property
+    def hidden(self) -> bool:
+        """True for an archived or superseded entry: left out of search and discovery unless asked for."""
+        return self.archived_at is not None or bool(self.superseded_by)
+
+    @property
+    def importance_or_default(self) -> float:
+        """The importance ranking uses: the metadata's, held to `IMPORTANCE_RANGE`, else 5.
+
+        Not refused when out of range: episodes (`memdir.episodes.store`) have long written
+        their own 0-1 ``importance`` there, and a hand edit must not make metadata unreadable.
+        """
+        if self.importance is None:
+            return DEFAULT_IMPORTANCE
+        low, high = IMPORTANCE_RANGE
+        return min(max(float(self.importance), low), high)
 
     @field_validator("permissions", mode="before")
     @classmethod
@@ -92,6 +144,8 @@ class Metadata(BaseModel):
     def to_yaml_dict(self) -> dict[str, Any]:
         """Metadata as written to the ``.yml`` file: empty values left out, extras kept."""
         data = self.model_dump(exclude_none=True)
+        if self.links:
+            data["links"] = [link.to_yaml() for link in self.links]
         return {key: value for key, value in data.items() if value not in ([], {})}
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import Metadata
 from memdir.core.errors import EntryNotFoundError, MemdirError, RedirectError
+from memdir.core.links import Link
 from memdir.core.paths import link_target
 from memdir.core.quality import parse_frontmatter
 from memdir.optimization.corpus import Corpus, Item, fingerprint
@@ -56,7 +57,7 @@ def combine_content(keeper: str, other_path: str, other: str) -> str:
 
 
 def combine_metadata(keeper: Item, other: Item) -> Metadata:
-    """The keeper's metadata, plus the other's tags, tools, related links and any fields it lacks.
+    """The keeper's metadata, plus the other's tags, tools, related and typed links and any fields it lacks.
 
     Links between the two (or to themselves) are dropped: they would point at one entry.
     """
@@ -65,7 +66,7 @@ def combine_metadata(keeper: Item, other: Item) -> Metadata:
     for key, value in extra.items():
         if key in ("tags", "tools"):
             data[key] = list(dict.fromkeys([*data.get(key, []), *value]))
-        elif key == "related":
+        elif key in ("related", "links"):
             continue
         elif key not in data:
             data[key] = value
@@ -78,6 +79,12 @@ def combine_metadata(keeper: Item, other: Item) -> Metadata:
             if target:
                 seen.add(target)
     data["related"] = related
+    between = {keeper.path, other.path}
+    typed: dict[tuple[str, str], Link] = {}
+    for link in [*keeper.stored.links, *other.stored.links]:
+        if link.target not in between:
+            typed.setdefault(link.key, link)  # the keeper's link of a (target, kind) wins
+    data["links"] = list(typed.values())
     return Metadata.model_validate(data)
 
 

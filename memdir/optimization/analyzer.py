@@ -14,9 +14,11 @@ entries, as a whole percentage (rounded), compared with ``>``:
 Bands (SwarmMemory's wording): 80-100 Excellent, 60-79 Good, 40-59 Fair, 20-39 Poor,
 0-19 Critical.
 
-Beyond SwarmMemory's report, ``related`` links to entries that do not exist (deleted by
-hand or by another tool) are counted and listed: they do not change the score, but a
-reader following one finds nothing.
+Beyond SwarmMemory's report, links (typed ``links`` and ``related`` paths) to entries that
+do not exist (deleted by hand or by another tool) are counted and listed, and so are
+``links`` items that are no link at all (kept apart under ``links_unreadable`` when read):
+they do not change the score, but a reader following one finds nothing. An entry counts as
+linked when it has either kind of link.
 
 An entry "has frontmatter" when it carries any metadata, in its ``.yml`` sidecar (memdir's
 frontmatter) or as YAML frontmatter in its content. "By Type" lists concept, fact, skill
@@ -32,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES
+from memdir.core.links import LINK_KINDS, UNREADABLE_LINKS, parse_links
 from memdir.core.paths import link_target, memory_uri
 from memdir.core.units import human_size
 from memdir.optimization.corpus import Corpus, Item
@@ -82,6 +85,7 @@ class HealthStats:
     components: dict[str, int] = field(default_factory=dict)
     health_score: int = 0
     dangling_links: dict[str, list[str]] = field(default_factory=dict)  # entry -> links to missing entries
+    unreadable_links: dict[str, list[str]] = field(default_factory=dict)  # entry -> `links` items that are no link
 
     @property
     def dangling_count(self) -> int:
@@ -138,11 +142,13 @@ def analyze_items(
         with_frontmatter=sum(item.has_metadata for item in items),
         with_embeddings=sum(item.embedded for item in items),
         with_tags=sum(bool(item.tags) for item in items),
-        with_links=sum(bool(item.metadata.get("related")) for item in items),
+        with_links=sum(bool(item.links) for item in items),
         average_quality=sum(item.quality for item in items) // len(items) if items else 0,
         by_type=dict(sorted(by_type.items(), key=lambda kv: (_type_rank(kv[0]), -kv[1], kv[0]))),
         by_confidence=dict(sorted(by_confidence.items(), key=lambda kv: (_confidence_rank(kv[0]), kv[0]))),
         dangling_links=dict(dangling_links or {}),
+        unreadable_links={item.path: [str(bad) for bad in item.metadata[UNREADABLE_LINKS]]
+                          for item in items if item.metadata.get(UNREADABLE_LINKS)},
     )
     components = score_components(stats)
     return HealthStats(**{**asdict(stats), "components": components, "health_score": sum(components.values())})
@@ -158,7 +164,8 @@ def _confidence_rank(level: str) -> int:
 
 
 def find_dangling_links(corpus: Corpus) -> dict[str, list[str]]:
-    """Entry -> its ``related`` links that lead nowhere: to no entry, stub or built-in skill."""
+    """Entry -> its links that lead nowhere (to no entry, stub or built-in skill): a ``related``
+    path as written, a typed link as ``kind → target``."""
     present = set(corpus.paths)
     checked: dict[str, bool] = {}
 
@@ -173,6 +180,8 @@ def find_dangling_links(corpus: Corpus) -> dict[str, list[str]]:
     found = {}
     for item in corpus.items:
         dangling = [str(link) for link in item.metadata.get("related", []) if not leads_somewhere(link)]
+        typed, _ = parse_links(item.metadata.get("links"))
+        dangling += [f"{link.kind} → {link.target}" for link in typed if not leads_somewhere(link.target)]
         if dangling:
             found[item.path] = dangling
     return found
@@ -205,12 +214,22 @@ def format_health_report(stats: HealthStats) -> str:
     ]
     if stats.dangling_links:
         lines.append("## Dangling Links")
-        lines.append(f"{stats.dangling_count} `related` link(s) lead to entries that do not exist:")
+        lines.append(f"{stats.dangling_count} link(s) lead to entries that do not exist:")
         shown = [(path, link) for path, links in stats.dangling_links.items() for link in links]
         lines.extend(f"- {memory_uri(path)} → {memory_uri(str(link))}" for path, link in shown[:DANGLING_SHOWN])
         if len(shown) > DANGLING_SHOWN:
             lines.append(f"- … and {len(shown) - DANGLING_SHOWN} more")
-        lines += ["Remove them from those entries' `related` metadata, or write the missing entries.", ""]
+        lines += ["Remove them from those entries' `related` or `links` metadata (MemoryUnlink), "
+                  "or write the missing entries.", ""]
+    if stats.unreadable_links:
+        count = sum(map(len, stats.unreadable_links.values()))
+        lines.append("## Unreadable Links")
+        lines.append(f"{count} `links` item(s) are no link (kept under `{UNREADABLE_LINKS}`):")
+        shown = [(path, bad) for path, items in stats.unreadable_links.items() for bad in items]
+        lines.extend(f"- {memory_uri(path)}: {bad}" for path, bad in shown[:DANGLING_SHOWN])
+        if len(shown) > DANGLING_SHOWN:
+            lines.append(f"- … and {len(shown) - DANGLING_SHOWN} more")
+        lines += [f"Each needs a target path and a kind ({', '.join(LINK_KINDS)}); fix them or remove them.", ""]
     if stats.by_type:
         lines.append("## By Type")
         lines.extend(f"- {name}: {count} ({percentage(count, total)}%)" for name, count in stats.by_type.items())

@@ -19,7 +19,7 @@ import numpy as np
 
 from memdir.core.entry import Entry, Metadata, entry_type
 from memdir.core.errors import MemdirError
-from memdir.core.paths import link_target
+from memdir.core.links import Link, entry_links, parse_links
 from memdir.core.quality import confidence_of, effective_metadata, score_metadata
 from memdir.optimization.pairs import WordSets
 
@@ -92,9 +92,14 @@ class Item:
         return [str(tag) for tag in self.metadata.get("tags", [])]
 
     @property
+    def links(self) -> list[Link]:
+        """Every readable link of this entry: typed ``links``, then ``related`` paths (as ``references``)."""
+        return entry_links(parse_links(self.metadata.get("links"))[0], self.metadata.get("related", []))
+
+    @property
     def related(self) -> set[str]:
-        """Normalised paths this entry links to."""
-        return {target for target in map(link_target, self.metadata.get("related", [])) if target}
+        """Normalised paths this entry links to (by any kind of link)."""
+        return {link.target for link in self.links}
 
     def age_days(self, now: datetime) -> float:
         updated = self.updated_at if self.updated_at.tzinfo else self.updated_at.replace(tzinfo=timezone.utc)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memdir.core.links import RELATED_KIND, Link, make_link
 from memdir.core.paths import link_target, memory_uri
 from memdir.core.quality import QUALITY_POINTS
 from memdir.core.units import plural
@@ -164,22 +165,25 @@ class Defragmenter:
     def link_related(
         self, min_similarity: float = 0.60, max_similarity: float = 0.85, dry_run: Any = True, *, limit: int = DEFAULT_LIMIT
     ) -> Report:
-        """Add ``related`` links (``memory://path``) both ways between related entries not yet linked so."""
+        """Link related entries not yet linked so, both ways: *system* ``references`` links (typed
+        ``links`` metadata) whose strength is the pair's cosine similarity, so that ranking's graph
+        expansion trusts a closer pair more and link decay may weaken them (user links never decay)."""
         dry = parse_dry_run(dry_run)
         corpus = self.corpus(reload=True, full=False)
         found = [pair for pair in planning.related(corpus, min_similarity, max_similarity) if pair.link != "both"]
-        additions: dict[str, list[str]] = defaultdict(list)
+        additions: dict[str, list[Link]] = defaultdict(list)
         for pair in found:
+            strength = round(min(max(pair.similarity, 0.0), 1.0), 4)
             if pair.link != "a_to_b":
-                additions[pair.a.path].append(pair.b.path)
+                additions[pair.a.path].append(make_link(pair.b.path, RELATED_KIND, strength, "system"))
             if pair.link != "b_to_a":
-                additions[pair.b.path].append(pair.a.path)
+                additions[pair.b.path].append(make_link(pair.a.path, RELATED_KIND, strength, "system"))
 
         def link(changer: Changer | None) -> dict[str, str]:
             failed = {}
-            for path, targets in additions.items() if changer else ():
+            for path, links in additions.items() if changer else ():
                 item = corpus.get(path)
-                metadata = item.stored.model_copy(update={"related": [*item.stored.related, *map(memory_uri, targets)]})
+                metadata = item.stored.model_copy(update={"links": [*item.stored.links, *links]})
                 outcome = changer.rewrite(item, metadata=metadata)
                 if not outcome.done:
                     failed[path] = outcome.reason
@@ -194,7 +198,7 @@ class Defragmenter:
         updated = len(additions) - len(failed)
         intro = [f"{'Would link' if dry else 'Linked'} {plural(len(rows), 'related pair')} both ways "
                  f"(cosine in [{min_similarity:.2f}, {max_similarity:.2f})), "
-                 f"adding `related` links to {plural(updated, 'entry', 'entries')}."]
+                 f"adding system `references` links to {plural(updated, 'entry', 'entries')}."]
         markdown = document("Link Related Entries", intro, bullet_list(lines, limit), self._notes(dry, journal_id))
         data = {**options, "pairs": rows, "entries_updated": 0 if dry else updated, "skipped": failed}
         return Report("link_related", dry, markdown, data, journal_id)
@@ -351,7 +355,7 @@ class Defragmenter:
 
     # ------------------------------------------------------------------ helpers
     def _relink(self, moved: dict[str, str | None], changer: Changer | None) -> tuple[list[Item], list[str]]:
-        """Rewrite the ``related`` links of entries that link to paths going away.
+        """Rewrite the links (``related`` and typed) of entries that link to paths going away.
 
         ``moved`` maps each such path to where its links should point now, or None to
         drop them. Returns the entries linking to any of them and (live only) those rewritten.
@@ -368,8 +372,10 @@ class Defragmenter:
                     link = memory_uri(moved[target])
                 if link not in related:
                     related.append(link)
-            metadata = item.stored.model_copy(update={"related": related})
-            if related != list(item.stored.related) and changer.rewrite(item, metadata=metadata).done:
+            links = _moved_links(item.stored.links, moved, item.path)
+            metadata = item.stored.model_copy(update={"related": related, "links": links})
+            changed = related != list(item.stored.related) or links != list(item.stored.links)
+            if changed and changer.rewrite(item, metadata=metadata).done:
                 rewritten.append(item.path)
         return linking, rewritten
 
@@ -383,6 +389,20 @@ class Defragmenter:
     def _pair_dict(corpus: Corpus, pair: Similar) -> dict[str, Any]:
         return {"a": corpus.paths[pair.a], "b": corpus.paths[pair.b], "similarity": round(pair.similarity, 4),
                 "jaccard": round(pair.jaccard, 4), "cosine": None if pair.cosine is None else round(pair.cosine, 4)}
+
+
+def _moved_links(links: list[Link], moved: dict[str, str | None], holder: str) -> list[Link]:
+    """Typed ``links`` with targets in ``moved`` re-pointed (or dropped where it maps to None,
+    or where the new target is the holder itself or already linked by the same kind)."""
+    kept: dict[tuple[str, str], Link] = {}
+    for link in links:
+        if link.target in moved:
+            goal = moved[link.target]
+            if goal is None or goal == holder:
+                continue
+            link = link.model_copy(update={"target": goal})
+        kept.setdefault(link.key, link)
+    return list(kept.values())
 
 
 def _skipped(row: dict[str, Any]) -> str:

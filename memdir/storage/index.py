@@ -50,7 +50,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import astuple, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
 from memdir.storage import snapshot as snapshots
 from memdir.core.keywords import porter_stem, tokenize
-from memdir.storage.index_db import EntryRow, FileStats
+from memdir.storage.index_db import Edge, EntryRow, FileStats, RankFacts
 from memdir.storage.base import EntryInfo
 from memdir.storage.changes import ChangeCounter
 from memdir.storage.postings import KeywordDoc, KeywordIndex
@@ -605,15 +605,20 @@ class DerivedIndex:
                 entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id
             )
 
-    def record_hits(self, path: str, hits: int, before: FileStats, after: FileStats) -> None:
+    def record_hits(
+        self, path: str, hits: int, before: FileStats, after: FileStats, at: datetime | None = None
+    ) -> None:
         """A counted read rewrote the ``.yml`` of ``path`` (its files' stats went from ``before`` to
-        ``after``): a row that was fresh before takes the new count and stats; any other stays stale."""
+        ``after``): a row that was fresh before takes the new count and stats; any other stays stale.
+        Either way the row records ``at`` (now) as its last access, for ranking's recency."""
+        at = at or datetime.now(timezone.utc)
         with self._writing() as (db, seq):
             db.execute(
                 "UPDATE entries SET hits = ?, yml_mtime_ns = ?, yml_size = ?, seq = ? WHERE path = ?"
                 " AND md_mtime_ns = ? AND md_size = ? AND yml_mtime_ns = ? AND yml_size = ?",
                 (hits, after.yml_mtime_ns, after.yml_size, seq, path, *astuple(before)),
             )
+            db.execute("UPDATE entries SET accessed_at = ? WHERE path = ?", (at.isoformat(), path))
 
     def remove(self, path: str) -> bool:
         """Drop the row of ``path``, leaving a tombstone for other processes; False if it had none."""
@@ -864,6 +869,16 @@ class DerivedIndex:
         with self.lock:
             query = "SELECT e.path FROM links l JOIN entries e ON e.id = l.id WHERE l.target = ? ORDER BY e.path"
             return [row[0] for row in self.db.execute(query, (target,))]
+
+    def edges(self, paths: Sequence[str], kinds: Sequence[str] | None = None) -> list[Edge]:
+        """Every link from or to one of ``paths`` (of ``kinds``, when given): one hop of the graph."""
+        with self.lock:
+            return sql.edge_rows(self.db, paths, kinds)
+
+    def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
+        """Importance, reads, last access and archived/superseded state of ``paths`` (`RankFacts`)."""
+        with self.lock:
+            return sql.rank_rows(self.db, paths)
 
     def needs_embedding(self, model_id: str | None) -> list[str]:
         """Entries to (re-)embed: no vector, a vector made from other text, or by another model.

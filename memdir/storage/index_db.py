@@ -25,11 +25,17 @@ Tables (schema version `SCHEMA_VERSION`):
   a search that moved in memory; schema 4 drops it. A future migration that needs the
   text reads the files, the source of truth, or clears the index for a reconcile.)
 * ``tombstones`` — (path, seq) of removed entries, so other processes drop them too.
-* ``links`` — (id, target): the entries each entry's ``related`` metadata names, so the
-  entries linking to one are found without reading every ``.yml`` (schema 6).
+* ``links`` — (id, target, kind): every link of each entry (`memdir.core.links`: its typed
+  ``links`` and its ``related`` paths, which are ``references``), with strength, origin,
+  created_at and traversed_at, so the entries linking to one, and an entry's neighbourhood,
+  are found without reading every ``.yml`` (schema 6; typed since schema 7).
+* ``entries.importance`` / ``hidden`` / ``accessed_at`` (schema 8): what ranking needs besides
+  text and vectors — the metadata's importance (NULL: the default), whether the entry is
+  archived or superseded (left out of search unless asked for), and when an agent last read
+  it (derived: a rebuilt index falls back to ``updated_at``).
 * ``entry_labels`` — (id, kind, created_by, visible_to): an entry's access labels
   (`memdir.core.identity`), only for entries that have any, so role views and ownership
-  filter search results and listings without reading ``.yml`` files (schema 7).
+  filter search results and listings without reading ``.yml`` files (schema 9).
 """
 
 from __future__ import annotations
@@ -47,7 +53,6 @@ import numpy as np
 
 from memdir.core.entry import ENTRY_TYPES, Entry
 from memdir.core.identity import Labels
-from memdir.core.paths import link_target
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
@@ -56,7 +61,7 @@ log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memdir"
 INDEX_FILE = "index.sqlite3"
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 9
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
 DEFAULT_WAL_LIMIT = 4 << 20  # bytes; `Settings.index_wal_limit` sets it
@@ -175,6 +180,42 @@ def _migration_links(db: sqlite3.Connection) -> None:
     )
 
 
+def _migration_typed_links(db: sqlite3.Connection) -> None:
+    """Typed links (seed 003): kind, strength, origin and times beside each (id, target); a
+    source may link one target by several kinds. Rows of schema 6 were ``related`` links, which
+    are ``references``; the recipe is forgotten so the next reconcile reads the typed ones."""
+    _run_script(
+        db,
+        """
+        CREATE TABLE links_typed (
+            id INTEGER NOT NULL,
+            target TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'references',
+            strength REAL NOT NULL DEFAULT 1.0,
+            origin TEXT NOT NULL DEFAULT 'user',
+            created_at TEXT,
+            traversed_at TEXT,
+            PRIMARY KEY (id, target, kind)
+        ) WITHOUT ROWID;
+        INSERT INTO links_typed(id, target) SELECT id, target FROM links;
+        DROP TABLE links;
+        ALTER TABLE links_typed RENAME TO links;
+        CREATE INDEX IF NOT EXISTS links_target ON links(target);
+        DELETE FROM meta WHERE key = 'text_recipe'
+        """
+    )
+
+
+def _migration_ranking_facts(db: sqlite3.Connection) -> None:
+    """Importance, archived/superseded and last access per entry, for ranking; the recipe is
+    forgotten so the next reconcile fills importance and hidden from the files."""
+    present = {row[1] for row in db.execute("PRAGMA table_info(entries)")}
+    for column, declaration in (("importance", "REAL"), ("hidden", "INTEGER NOT NULL DEFAULT 0"), ("accessed_at", "TEXT")):
+        if column not in present:  # (a version number set back by hand re-runs this)
+            db.execute(f"ALTER TABLE entries ADD COLUMN {column} {declaration}")
+    db.execute("DELETE FROM meta WHERE key = 'text_recipe'")
+
+
 def _migration_access_labels(db: sqlite3.Connection) -> None:
     """Access labels (kind, owner, visibility) per entry. Existing rows have none recorded, so the
     searchable-text recipe is forgotten too, which makes the next reconcile re-read every entry."""
@@ -213,7 +254,7 @@ def _migration_types_from_folders(db: sqlite3.Connection) -> None:
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
 MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (
     _migration_1, _migration_2, _migration_3, _migration_4, _migration_types_from_folders, _migration_links,
-    _migration_access_labels,
+    _migration_typed_links, _migration_ranking_facts, _migration_access_labels,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -412,6 +453,38 @@ class EntryRow:
 
 
 @dataclass(frozen=True, slots=True)
+class Edge:
+    """One row of the link table: ``source`` links to ``target`` (see `memdir.core.links.Link`)."""
+
+    source: str
+    target: str
+    kind: str
+    strength: float
+    origin: str
+    created_at: str | None
+    traversed_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RankFacts:
+    """What ranking knows of an entry besides its text (`memdir.search.ranking`).
+
+    Attributes:
+        importance: the metadata's importance, None when it gives none.
+        hits: agent reads (the ``.yml``'s count).
+        accessed_at: the last agent read this index saw, else ``updated_at`` (ISO text).
+        hidden: archived or superseded.
+    """
+
+    path: str
+    type: str | None
+    importance: float | None
+    hits: int
+    accessed_at: str | None
+    hidden: bool
+
+
+@dataclass(frozen=True, slots=True)
 class EntryTerms:
     """An entry's words as BM25 counts them (see `entry_terms`)."""
 
@@ -487,14 +560,16 @@ def write_row(
     values = (
         entry.title, entry.type, join_tags(tags), meta.domain or "", entry.size or len(entry.content.encode()),
         stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size,
-        entry.updated_at.isoformat(), entry.hits, int(is_stub), text_hash, seq,
+        entry.updated_at.isoformat(), entry.hits, int(is_stub), text_hash, seq, meta.importance,
+        int(meta.hidden),
     )  # fmt: skip
     found = db.execute("SELECT id FROM entries WHERE path = ?", (entry.path,)).fetchone()
     if found:
         row_id = found[0]
         db.execute(
             "UPDATE entries SET title=?, type=?, tags=?, domain=?, size=?, md_mtime_ns=?, md_size=?,"
-            " yml_mtime_ns=?, yml_size=?, updated_at=?, hits=?, is_stub=?, text_hash=?, seq=? WHERE id=?",
+            " yml_mtime_ns=?, yml_size=?, updated_at=?, hits=?, is_stub=?, text_hash=?, seq=?, importance=?,"
+            " hidden=? WHERE id=?",
             (*values, row_id),
         )
         db.execute("DELETE FROM entry_tags WHERE id = ?", (row_id,))
@@ -504,7 +579,8 @@ def write_row(
     else:
         row_id = db.execute(
             "INSERT INTO entries(path, title, type, tags, domain, size, md_mtime_ns, md_size, yml_mtime_ns,"
-            " yml_size, updated_at, hits, is_stub, text_hash, seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " yml_size, updated_at, hits, is_stub, text_hash, seq, importance, hidden)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (entry.path, *values),
         ).lastrowid
     db.execute("DELETE FROM tombstones WHERE path = ?", (entry.path,))
@@ -518,8 +594,12 @@ def write_row(
                 "INSERT INTO entry_labels(id, kind, created_by, visible_to) VALUES (?, ?, ?, ?)",
                 (row_id, labels.kind, labels.created_by, TAG_SEPARATOR.join(labels.visible_to)),
             )
-        targets = {target for target in map(link_target, meta.related) if target}
-        db.executemany("INSERT OR IGNORE INTO links(id, target) VALUES (?, ?)", [(row_id, t) for t in targets])
+        db.executemany(
+            "INSERT OR IGNORE INTO links(id, target, kind, strength, origin, created_at, traversed_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(row_id, link.target, link.kind, link.strength, link.origin, link.created_at.isoformat(),
+              link.traversed_at.isoformat() if link.traversed_at else None) for link in meta.all_links],
+        )  # fmt: skip
         terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
         ids = _write_terms(db, row_id, terms)
         doc = KeywordDoc(
@@ -628,4 +708,35 @@ def entry_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, EntryR
         for path, title, type_, tags, blob in rows:
             terms = sorted(names[int(i)] for i in np.frombuffer(blob or b"", dtype="<u4"))
             found[path] = EntryRow(path, title, type_, tuple(split_tags(tags)), " ".join(terms))
+    return found
+
+
+def edge_rows(db: sqlite3.Connection, paths: Sequence[str], kinds: Sequence[str] | None = None) -> list[Edge]:
+    """Every link from or to one of ``paths`` (of ``kinds``, when given), sources with a row only."""
+    found: dict[tuple[str, str, str], Edge] = {}
+    kind_sql = f" AND l.kind IN ({','.join('?' * len(kinds))})" if kinds else ""
+    for start in range(0, len(paths), 400):
+        chunk = list(paths[start : start + 400])
+        marks = ",".join("?" * len(chunk))
+        for column in ("e.path", "l.target"):
+            query = (
+                "SELECT e.path, l.target, l.kind, l.strength, l.origin, l.created_at, l.traversed_at"
+                f" FROM links l JOIN entries e ON e.id = l.id WHERE e.is_stub = 0 AND {column} IN ({marks}){kind_sql}"
+            )  # noqa: S608 — placeholders only
+            for row in db.execute(query, [*chunk, *(kinds or ())]):
+                found.setdefault(row[:3], Edge(*row))
+    return list(found.values())
+
+
+def rank_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, RankFacts]:
+    """`RankFacts` of the given entries (paths without a searchable row are left out)."""
+    found: dict[str, RankFacts] = {}
+    for start in range(0, len(paths), 500):
+        chunk = list(paths[start : start + 500])
+        query = (
+            "SELECT path, type, importance, hits, coalesce(accessed_at, updated_at), hidden FROM entries"
+            f" WHERE is_stub = 0 AND path IN ({','.join('?' * len(chunk))})"
+        )  # noqa: S608 — placeholders only
+        for path, type_, importance, hits, accessed, hidden in db.execute(query, chunk):
+            found[path] = RankFacts(path, type_, importance, hits, accessed, bool(hidden))
     return found

@@ -28,6 +28,7 @@ import yaml
 from pydantic import ValidationError
 
 from memdir.core.entry import UNREADABLE_PERMISSIONS, Metadata
+from memdir.core.links import UNREADABLE_LINKS, parse_links
 from memdir.core.errors import InputValidationError
 from memdir.core.paths import disk_stem
 
@@ -207,8 +208,8 @@ def as_int(value: Any) -> int:
         return 0
 
 
-_LIST_FIELDS = ("tags", "related", "tools")
-_TEXT_FIELDS = ("type", "confidence", "domain", "source")
+_LIST_FIELDS = ("tags", "related", "tools", "visible_to")
+_TEXT_FIELDS = ("type", "confidence", "domain", "source", "superseded_by", "kind", "created_by", "modified_by")
 
 
 def metadata_from_yaml(raw: Any) -> Metadata:
@@ -234,6 +235,19 @@ def metadata_from_yaml(raw: Any) -> Metadata:
             value = str(value)
             if key in ("type", "confidence") and value.startswith(":"):
                 value = value[1:]  # a Ruby symbol value
+        elif key == "links":
+            value, unreadable = parse_links(value)
+            if unreadable:
+                log.warning("Keeping unreadable links %r apart (under %r)", unreadable, UNREADABLE_LINKS)
+                data[UNREADABLE_LINKS] = [*raw.get(UNREADABLE_LINKS, []), *unreadable]
+        elif key == "archived_at":
+            if as_datetime(value) is None:
+                log.warning("Ignoring metadata field 'archived_at': %r is not a time", value)
+                continue
+            value = as_datetime(value)
+        elif key == "importance" and not _is_number(value):
+            log.warning("Ignoring metadata field 'importance': %r is not a number", value)
+            continue
         elif key == "permissions" and not isinstance(value, dict):
             if not value:  # [] or "": no permissions, said another way
                 continue
@@ -245,6 +259,14 @@ def metadata_from_yaml(raw: Any) -> Metadata:
     except ValidationError as exc:
         log.warning("Ignoring unreadable metadata %r: %s", data, exc)
         return Metadata()
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, bool)
 
 
 def fallback_title(content: str, path: str) -> str:

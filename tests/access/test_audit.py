@@ -157,3 +157,23 @@ def test_a_link_planted_at_the_audit_folder_is_refused(open_as, tmp_path):
     with pytest.raises(UnsafeFileError):
         put(alice)
     assert not alice.exists("fact/plan.md") and list(outside.iterdir()) == []
+
+
+def test_links_made_and_removed_are_recorded_and_only_the_owner_may_make_them(open_as):
+    from memdir.core.errors import NotOwnerError
+
+    alice, bob = open_as("alice"), open_as("bob")
+    put(alice, "fact/a.md")
+    put(bob, "fact/b.md")
+    alice.link("fact/a.md", "fact/b.md", "extends", 0.8)
+    with pytest.raises(NotOwnerError, match="bob may not link it"):
+        bob.link("fact/a.md", "fact/b.md", "references")
+    alice.record_traversal("fact/a.md", "fact/b.md")  # bookkeeping of reads: no audit record, owner unchanged
+    with pytest.raises(NotOwnerError, match="bob may not unlink it"):
+        bob.unlink("fact/a.md", "fact/b.md")
+    alice.unlink("fact/a.md", "fact/b.md")
+    records = [(r.action, r.path, r.agent, r.details) for r in alice.audit.records()][2:]
+    assert records == [
+        ("link", "fact/a.md", "alice", {"target": "fact/b.md", "kind": "extends"}),
+        ("unlink", "fact/a.md", "alice", {"target": "fact/b.md"}),
+    ]

@@ -156,8 +156,11 @@ def test_link_related_dry_run_changes_nothing(memory):
 def test_link_related_live_links_both_ways(memory):
     report = Defragmenter(memory).run("link_related", dry_run=False)
     assert report.dry_run is False and report.journal
-    assert memory.read("fact/http/retry.md").metadata.related == ["memory://fact/http/timeouts.md"]
-    assert memory.read("fact/http/timeouts.md").metadata.related == ["memory://fact/http/retry.md"]
+    similarity = report.data["pairs"][0]["similarity"]
+    for source, target in (("fact/http/retry.md", "fact/http/timeouts.md"), ("fact/http/timeouts.md", "fact/http/retry.md")):
+        [link] = memory.read(source).metadata.links
+        assert (link.target, link.kind, link.origin, link.strength) == (target, "references", "system", similarity)
+        assert memory.read(source).metadata.related == []
     assert Defragmenter(memory).run("find_related").data["pairs"][0]["link"] == "both"
     again = Defragmenter(memory).run("link_related", dry_run=False)
     assert again.data["pairs"] == [] and again.journal is None
@@ -169,7 +172,7 @@ def test_link_related_completes_one_way_links(memory):
                  metadata=entry.metadata.model_copy(update={"related": ["fact/http/timeouts.md"]}))
     Defragmenter(memory).run("link_related", dry_run=False)
     assert memory.read("fact/http/retry.md").metadata.related == ["fact/http/timeouts.md"]  # untouched
-    assert memory.read("fact/http/timeouts.md").metadata.related == ["memory://fact/http/retry.md"]
+    assert [link.target for link in memory.read("fact/http/timeouts.md").metadata.links] == ["fact/http/retry.md"]
 
 
 # --------------------------------------------------------------------------- merge_duplicates

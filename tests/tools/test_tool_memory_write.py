@@ -31,6 +31,7 @@ def test_stores_the_entry_and_reports_its_size(memory, session):
         "confidence": "medium",
         "tags": ["api", "limits"],
         "related": [],
+        "links": [],
         "domain": "api",
         "source": "user",
         "tools": [],
