@@ -1,27 +1,37 @@
-"""MemoryGlob ``**/*`` (and a narrow glob, and `Memory.list`) at 100K entries.
+"""MemoryGlob ``**/*`` at 100K entries, in the cases a user meets: unchanged, first after open,
+after a write by this process, after a write by another process, after a hand edit.
 
     python bench/bench_glob.py [--entries 100000] [--runs 5] [--cache DIR]
+    python bench/bench_glob.py --entries 10000 --runs 3     # a quick run
 
 Writes N entries straight in the on-disk format (``.md`` + ``.yml``, 4 types in 200
 folders; no ``.emb``: listings never read vectors) under ``--cache`` once, opens the root
-once to build its derived index (keyword only), then prints median and p95 of, each in the
-same open `Memory`:
+once to build its derived index (keyword only), then prints median and p95 of:
 
-* the first ``MemoryGlob("**/*")`` after opening: a walk of every file, which stamps the
-  folders (`memdir.storage.folder_stamps`) so that later listings come from the index;
-* ``MemoryGlob("**/*")`` — the tool's whole answer (500 newest listed); target <= 300 ms at 100K;
-* ``MemoryGlob("concept/folder-7/*")`` — a narrow glob;
-* ``Memory.list()`` — every entry in path order;
+* opening the unchanged root in a fresh process (`Memory.open`, no model), and the first
+  ``MemoryGlob("**/*")`` there (target: open <= 2 s at 100K);
+* ``MemoryGlob("**/*")`` — the tool's whole answer (500 newest listed) — in one open `Memory`:
+  with nothing changed; right after this process wrote one entry; right after another
+  process (a second `Memory` on the root, in its own process) wrote one; right after a file
+  was added by hand; right after an entry's ``.md`` was rewritten by hand as editors save
+  (a new file renamed over it). Target <= 300 ms at 100K in every case;
+* ``MemoryGlob("concept/folder-7/*")`` — a narrow glob — and ``Memory.list()``, unchanged;
 
 and the same ``**/*`` listing built the old way, parsing every ``.yml`` (for scale).
+Every case but the first two changes one folder just before the glob, so the folder it
+changed is re-listed: its mtime is too recent to be trusted yet (`memdir.storage.folder_stamps`).
+The entries the bench writes overwrite the same few paths, so the root keeps its size.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -36,6 +46,37 @@ from memdir.tools.session import Session  # noqa: E402
 
 TYPES = ("concept", "fact", "skill", "experience")
 WORDS = "alpha beta gamma delta index cache query branch deploy schema token cluster".split()
+
+# Run in a fresh process: open the root, list it once; prints "open_ms first_glob_ms".
+_OPEN_AND_GLOB = """
+import sys, time
+sys.path.insert(0, {repo!r})
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+from memdir.tools.memory_glob import memory_glob
+from memdir.tools.session import Session
+started = time.perf_counter()
+memory = Memory.open(Settings(root={root!r}, embeddings_enabled=False), load_model=False)
+opened = time.perf_counter()
+memory_glob(memory, Session(), "**/*")
+print(f"{{(opened - started) * 1000:.1f}} {{(time.perf_counter() - opened) * 1000:.1f}}")
+memory.close()
+"""
+
+# Another process that keeps the root open and writes one entry per line it reads ("ok" when done).
+_WRITER = """
+import sys
+sys.path.insert(0, {repo!r})
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+memory = Memory.open(Settings(root={root!r}, embeddings_enabled=False), load_model=False)
+print("ready", flush=True)
+for line in sys.stdin:
+    path = line.strip()
+    memory.write(path, "Written by another process.", title="From elsewhere")
+    print("ok", flush=True)
+memory.close()
+"""
 
 
 def write_root(root: Path, entries: int) -> None:
@@ -56,9 +97,12 @@ def write_root(root: Path, entries: int) -> None:
         md.with_suffix(".yml").write_bytes(dump_sidecar(sidecar))
 
 
-def timed(fn, runs: int) -> list[float]:
+def timed(fn: Callable[[], object], runs: int, before: Callable[[int], object] | None = None) -> list[float]:
+    """Seconds each of ``runs`` calls of ``fn`` took; ``before(run)`` runs untimed ahead of each."""
     times = []
-    for _ in range(runs):
+    for run in range(runs):
+        if before is not None:
+            before(run)
         started = time.perf_counter()
         fn()
         times.append(time.perf_counter() - started)
@@ -68,7 +112,45 @@ def timed(fn, runs: int) -> list[float]:
 def report(label: str, times: list[float]) -> None:
     ordered = sorted(times)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    print(f"{label:<44} median {statistics.median(times) * 1000:8.1f} ms   p95 {p95 * 1000:8.1f} ms   (n={len(times)})")
+    print(f"{label:<52} median {statistics.median(times) * 1000:8.1f} ms   p95 {p95 * 1000:8.1f} ms   (n={len(times)})")
+
+
+def open_in_fresh_processes(root: Path, runs: int) -> tuple[list[float], list[float]]:
+    """(open seconds, first-glob seconds) of ``runs`` fresh processes opening the unchanged root."""
+    opens, globs = [], []
+    for _ in range(runs):
+        script = _OPEN_AND_GLOB.format(repo=str(REPO), root=str(root))
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+        open_ms, glob_ms = map(float, out.split())
+        opens.append(open_ms / 1000)
+        globs.append(glob_ms / 1000)
+    return opens, globs
+
+
+class OtherProcess:
+    """A second process with the root open, writing one entry when asked."""
+
+    def __init__(self, root: Path) -> None:
+        script = _WRITER.format(repo=str(REPO), root=str(root))
+        self.proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def write(self, path: str) -> None:
+        self.proc.stdin.write(path + "\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == "ok"
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def edit_by_hand(root: Path, run: int) -> None:
+    """Rewrite an entry's ``.md`` as an editor saves: a new file renamed over the old one."""
+    md = root / "fact" / "folder-13" / "entry-13.md"
+    temp = md.with_name(".entry-13.md.swp")
+    temp.write_text(f"# Entry 13\n\nEdited by hand, time {run}.\n", encoding="utf-8")
+    os.replace(temp, md)
 
 
 def main() -> None:
@@ -86,15 +168,49 @@ def main() -> None:
         print(f"wrote {args.entries} entries in {time.perf_counter() - started:.0f}s")
     settings = Settings(root=root, embeddings_enabled=False)
     started = time.perf_counter()
+    Memory.open(settings, load_model=False).close()
+    print(f"open (index built or checked): {time.perf_counter() - started:.1f}s, {args.entries} entries\n")
+
+    opens, firsts = open_in_fresh_processes(root, args.runs)
+    report("open the unchanged root (fresh process)", opens)
+    report("first MemoryGlob('**/*') after open", firsts)
+
+    hand_added: list[Path] = []
+
+    def add_by_hand(run: int) -> None:
+        md = root / "skill" / "folder-6" / f"by-hand-{run}.md"
+        md.write_text(f"# Added by hand {run}\n\nno sidecar\n", encoding="utf-8")
+        hand_added.append(md)
+
     with Memory.open(settings, load_model=False) as memory:
-        print(f"open (index built or checked): {time.perf_counter() - started:.1f}s, {args.entries} entries\n")
         session = Session()
-        report("first MemoryGlob('**/*') (walks, stamps)", timed(lambda: memory_glob(memory, session, "**/*"), 1))
-        report("MemoryGlob('**/*')", timed(lambda: memory_glob(memory, session, "**/*"), args.runs))
+        glob_all = lambda: memory_glob(memory, session, "**/*")  # noqa: E731
+        glob_all()
+        report("MemoryGlob('**/*'), nothing changed", timed(glob_all, args.runs))
+        report(
+            "MemoryGlob('**/*') after a write by this process",
+            timed(glob_all, args.runs, lambda run: memory.write(
+                f"concept/folder-0/bench-write-{run}.md", f"Written here, time {run}.", title="Written here")),
+        )
+        other = OtherProcess(root)
+        try:
+            report(
+                "MemoryGlob('**/*') after a write by another process",
+                timed(glob_all, args.runs, lambda run: other.write(f"experience/folder-3/bench-other-{run}.md")),
+            )
+        finally:
+            other.close()
+        report("MemoryGlob('**/*') after a file added by hand", timed(glob_all, args.runs, add_by_hand))
+        report("MemoryGlob('**/*') after an .md saved by hand", timed(glob_all, args.runs, lambda run: edit_by_hand(root, run)))
         report("MemoryGlob('concept/folder-7/*')", timed(lambda: memory_glob(memory, session, "concept/folder-7/*"), args.runs))
         report("Memory.list()", timed(memory.list, args.runs))
         report("every .yml parsed (the old way)", timed(lambda: list(memory.adapter.iter_entries()), 1))
-        print(f"\n{memory_glob(memory, session, '**/*').splitlines()[0]}")
+        listed = {info.path for info in memory.list()}
+        expected = {f"skill/folder-6/{md.name}" for md in hand_added} | {"experience/folder-3/bench-other-0.md"}
+        assert expected <= listed, f"not listed: {sorted(expected - listed)}"
+        print(f"\n{glob_all().splitlines()[0]}")
+    for md in hand_added:  # the root keeps its size for the next run
+        md.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

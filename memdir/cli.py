@@ -320,17 +320,17 @@ def discover_hook(
 
         settings = load_settings(root, agent, mode=mode.value if mode else None)
         include_skills = settings.mode != "retrieval"
-        text = None
-        if settings.hook_socket:  # a running server has the store open and the model loaded
-            request = {"kind": "discover", "prompt": prompt, "include_skills": include_skills}
-            text = hook_socket.ask(settings.store_root, request, settings.hook_socket_timeout)
-        if text is None:
+
+        def cold() -> str:
             from memdir.memory import Memory
             from memdir.tools.discovery import discover
 
             with Memory.open(settings, read_only=True) as memory:  # looking changes nothing
-                text = discover(memory, prompt, settings, include_skills=include_skills)
-        sys.stdout.write(hook_socket.hook_output("UserPromptSubmit", text))
+                return discover(memory, prompt, settings, include_skills=include_skills)
+
+        # A running server has the store open and the model loaded.
+        request = {"kind": "discover", "prompt": prompt, "include_skills": include_skills}
+        sys.stdout.write(hook_socket.hook_output("UserPromptSubmit", hook_socket.answer(settings, request, cold)))
     except Exception as exc:  # a hook must never block the user's prompt
         print(f"memdir discover: {type(exc).__name__}: {exc}", file=sys.stderr)
 

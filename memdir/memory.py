@@ -21,7 +21,6 @@ the files (the truth), the derived index and the vector matrix in step:
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -70,10 +69,10 @@ from memdir.search.text_search import (
 from memdir.storage.audit_log import ACTIONS, AuditLog, AuditRecord, change_diff
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.filesystem import FilesystemAdapter
-from memdir.storage.folder_stamps import FolderStamps
-from memdir.storage.index import DerivedIndex, file_stats, listing
+from memdir.storage.index import DerivedIndex, listing
 from memdir.storage import open_mode
-from memdir.storage.index_db import FileStats
+from memdir.storage.index_db import FileStats, file_stats
+from memdir.storage.root_listing import RootListing
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 log = logging.getLogger(__name__)
@@ -116,7 +115,7 @@ class Memory:
         self.index = index
         self.model = model
         self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now)
-        self._folder_stamps: FolderStamps | None = None  # see `_entries`
+        self._listing = RootListing(adapter, index)  # see `_entries`
         self.actor = Actor.from_settings(settings)
         """Who makes this memory's changes: every change is checked against it (`memdir.core.identity`)."""
         self.audit = AuditLog(adapter.root)
@@ -616,46 +615,24 @@ class Memory:
     ) -> list[EntryInfo]:
         """The entries whose path ``keep`` accepts, with title, type, hits and updated_at.
 
-        From the derived index's rows alone while no change was committed and no folder
-        changed since a walk found the files as the index has them (`memdir.storage.folder_stamps`
-        says which fields may lag, and until when); otherwise from a walk (`_walked_entries`).
+        From the derived index's rows, with the folders changed since they were last found as
+        the rows have them listed again (`memdir.storage.root_listing`; `memdir.storage.folder_stamps`
+        says what may lag, and until when); from a walk when the stamps cannot tell (`_walked_entries`).
         """
-        infos = self._indexed_entries(keep)
+        infos = self._listing.entries(keep)
         if infos is None:
             infos = self._walked_entries(keep, under)
         if include_virtual:
             infos.extend(virtual_info(path) for path in virtual_paths() if keep(path))
         return sorted(infos, key=lambda info: info.path)
 
-    def _indexed_entries(self, keep: Callable[[str], bool]) -> list[EntryInfo] | None:
-        """The listing from the index's rows, or None when the folder stamps do not vouch for them."""
-        stamps, change = self._folder_stamps, self.index.changes.value()
-        if stamps is None or not stamps.current(change):
-            return None
-        rows = self.index.listing(change)
-        if rows is None or self.index.changes.value() != change:
-            return None
-        return [row for row in rows if keep(row.path) and not is_virtual(row.path)]
-
     def _walked_entries(self, keep: Callable[[str], bool], under: str | None) -> list[EntryInfo]:
         """The listing from a walk: title, type, hits and updated_at from the index's row where it is
         as fresh as the entry's files (one ``stat`` of the ``.yml`` tells), from the ``.yml`` otherwise
-        (parsing every sidecar made a listing of 100K entries take ~15 s).
-
-        A walk of every entry that found each one's row fresh, and no other row, stamps the
-        folders it listed, so that the next listings come from the index (`_indexed_entries`).
-        """
-        change, folders = self.index.changes.value(), {}
-        listed = dict(listing(self.adapter, under, folders))
-        stats = {path: st for path, st in listed.items() if keep(path)}
+        (parsing every sidecar made a listing of 100K entries take ~15 s)."""
+        stats = {path: st for path, st in listing(self.adapter, under) if keep(path)}
         known = self.index.describe(stats)
-        infos = [*known.values(), *self.adapter.describe([path for path in stats if path not in known])]
-        if under is None and len(known) == len(listed):
-            rows = self.index.listing(change)
-            agree = rows is not None and sorted(row.path for row in rows if not is_virtual(row.path)) == sorted(listed)
-            if agree and self.index.changes.value() == change:
-                self._folder_stamps = FolderStamps.take(change, folders)
-        return infos
+        return [*known.values(), *self.adapter.describe([path for path in stats if path not in known])]
 
     def list_stubs(self) -> list[EntryInfo]:
         """Stub entries only (defrag's cleanup needs them; nothing else lists them)."""
@@ -815,22 +792,37 @@ class Memory:
             paths = self.index.needs_embedding(embedder.model_id)
         return self._embed_paths(embedder, paths, progress)
 
-    def reconcile(self) -> None:
-        """Bring the derived index in line with the files (changed by hand, by a killed writer, ...)."""
+    def reconcile(self, *, in_place_edits: bool = True) -> None:
+        """Bring the derived index in line with the files (changed by hand, by a killed writer, ...).
+
+        Only the folders changed since the last reconcile are listed (`memdir.storage.root_listing`).
+
+        Args:
+            in_place_edits: also stat every other entry's ``.md`` and ``.yml``: a file rewritten in
+                place changes no folder (opening does this; repairing after a killed writer,
+                whose renames changed their folders, need not).
+        """
         # Built-in entries have no files of their own; listed with constant stats, they are
         # indexed once (and embedded once) like any entry, so search and discovery find them.
         builtins = [(path, file_stats(self.root, path)) for path in virtual_paths()]
+        recipe = text_recipe(self.settings.embedding_max_chars, self.settings.embedding_summary)
         # Read-only, the index is this process's own (or changes only as the files say), and
         # the files cannot change under the shared lock; no repair runs (it writes).
         lock = self.adapter.lock.shared() if self.read_only else self.adapter.lock.exclusive()
         with lock:
-            self.index.reconcile(
-                itertools.chain(listing(self.adapter), builtins),
+            plan = self._listing.plan(recipe, in_place_edits=in_place_edits)
+            report = self.index.reconcile(
+                [*plan.files, *builtins],
                 lambda path: self.adapter.read_entry(path, follow=False),
                 lambda entry: text_hash(self._searchable(entry)),
                 model_id=self._model_id(),
-                text_recipe=text_recipe(self.settings.embedding_max_chars, self.settings.embedding_summary),
+                text_recipe=recipe,
+                covered=plan.covered,
+                known=plan.known,
             )
+            stamps = plan.stamps(report.failed)
+            self.index.record_folder_stamps(stamps)
+            self._listing.stamps = stamps or {}
 
     @contextmanager
     def _changing(self) -> Iterator[None]:
@@ -841,7 +833,7 @@ class Memory:
         """
         with self.adapter.lock.exclusive():
             if self.index.behind_files():
-                self.reconcile()
+                self.reconcile(in_place_edits=False)  # a killed writer's renames changed their folders
             yield
 
     def _refresh(self) -> None:
@@ -855,7 +847,7 @@ class Memory:
         try:
             with self.adapter.lock.exclusive(timeout=0):  # free: nobody is mid-change
                 if self.index.behind_files():
-                    self.reconcile()
+                    self.reconcile(in_place_edits=False)
         except LockTimeoutError:
             pass
 

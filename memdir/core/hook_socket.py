@@ -31,6 +31,7 @@ import os
 import socket
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,20 @@ def ask(store_root: Path, request: dict[str, Any], timeout: float) -> str | None
     return text if isinstance(text, str) else None
 
 
+def answer(settings: Any, request: dict[str, Any], cold: Callable[[], str]) -> str:
+    """A hook's answer: the running server's for ``request`` when the settings let hooks ask it
+    (``hook_socket``, within ``hook_socket_timeout``), else — or when no server answers — ``cold()``,
+    the hook doing the work itself.
+
+    ``settings`` is a `memdir.core.settings.Settings` (not imported: this module stays light).
+    """
+    if settings.hook_socket:
+        text = ask(settings.store_root, request, settings.hook_socket_timeout)
+        if text is not None:
+            return text
+    return cold()
+
+
 def _read_line(connection: socket.socket) -> bytes:
     """One newline-terminated line (at most `MAX_LINE` bytes) from ``connection``."""
     chunks, size = [], 0
@@ -168,6 +183,7 @@ def hook_output(event: str, text: str) -> str:
 
 __all__ = [
     "BadRequest",
+    "answer",
     "ask",
     "canonical_root",
     "hook_output",

@@ -91,15 +91,14 @@ def session_start(stdin: str, settings: Callable[[], Settings], *, out: IO[str],
         payload = read_payload(stdin)
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         resolved = settings()
-        reminder = None
-        if resolved.hook_socket:
-            request = {"kind": "session-start", "cwd": cwd}
-            reminder = hook_socket.ask(resolved.store_root, request, resolved.hook_socket_timeout)
-        if reminder is None:
+
+        def cold() -> str:
             from memdir.memory import Memory
 
             with Memory.open(resolved, load_model=False) as memory:
-                reminder = session_start_reminder(memory, cwd)
+                return session_start_reminder(memory, cwd)
+
+        reminder = hook_socket.answer(resolved, {"kind": "session-start", "cwd": cwd}, cold)
         out.write(hook_socket.hook_output("SessionStart", reminder))
     except Exception as exc:  # a hook must never break the user's session
         log.debug("session-start hook failed", exc_info=True)

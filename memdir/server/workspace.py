@@ -39,7 +39,7 @@ async def _run(ctx: Context, tool: str, fn: Callable[..., T], /, *args: Any, wit
             'find skills with MemoryGlob(pattern: "skill/**") and load one with LoadSkill.'
         )
     try:
-        rules = ws.permissions_for(tool, current.session.skill_permissions, state.workspace.regex_budget)
+        rules = ws.session_rules(current.session, tool, state.workspace.regex_budget)
         lead = (state.workspace, current.file_reads, rules) if with_reads else (state.workspace, rules)
         return await anyio.to_thread.run_sync(functools.partial(fn, *lead, *args))
     except MemdirError as exc:

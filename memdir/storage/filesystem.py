@@ -61,9 +61,10 @@ from memdir.storage import stubs
 from memdir.storage.atomic import PRIVATE_DIR, commit_files, has_pending, recover, remove_unjournaled
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.changes import ChangeCounter
-from memdir.storage.index_db import FileStats
+from memdir.storage.index_db import FileStats, stat_or_zero
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
-from memdir.storage.scan import scan_entries, sniff_stub
+from memdir.storage.folder_stamps import ListedFolder, settled_now, stamp_of
+from memdir.storage.scan import scan_entries, scan_folder, sniff_stub
 from memdir.storage.sidecar import (
     EMBEDDING_DTYPE,
     EMBEDDING_SUFFIX,
@@ -788,7 +789,7 @@ class FilesystemAdapter:
         include_virtual: bool = False,
         with_metadata: bool = True,
         under: str | None = None,
-        folders: dict[str, int] | None = None,
+        folders: dict[str, os.stat_result | None] | None = None,
     ) -> Iterator[EntryInfo]:
         """Every entry, sorted by path, without reading content or counting hits.
 
@@ -801,7 +802,7 @@ class FilesystemAdapter:
                 the file's modification time — enough for glob matching and index
                 freshness checks (``size``, ``mtime_ns``).
             under: only entries inside this folder (e.g. ``"concept/ruby"``).
-            folders: if given, receives the mtime of every folder listed (`scan_entries`).
+            folders: if given, receives the stat of every folder listed (`scan_entries`).
 
         Skipped: ``.memdir/``, ``.lock``, hidden and temporary files, names that are not
         valid memory paths, and symbolic links leading outside the root. A stub is an
@@ -820,19 +821,60 @@ class FilesystemAdapter:
         yield from rows
 
     def _scan(
-        self, start: Path, prefix: str, include_stubs: bool, with_metadata: bool, folders: dict[str, int] | None
+        self,
+        start: Path,
+        prefix: str,
+        include_stubs: bool,
+        with_metadata: bool,
+        folders: dict[str, os.stat_result | None] | None,
     ) -> list[EntryInfo]:
         rows: list[EntryInfo] = []
         if start == self.root or (start.is_dir() and is_within(self.root, start)):
             for path, file, st, has_sidecar in scan_entries(self.root, start, prefix, folders):
                 if is_virtual(path):
                     continue  # a file shadowed by a built-in entry is unreachable
-                yml = Path(file.path[: -len(".md")] + SIDECAR_SUFFIX)
-                is_stub = sniff_stub(self.root, file) and self._stub_sidecar(yml, has_sidecar, listed=path)
+                is_stub = self._is_stub(path, file.path, has_sidecar)
                 if is_stub and not include_stubs:
                     continue
                 rows.append(self._info(path, file.path, st, has_sidecar, is_stub, with_metadata))
         return rows
+
+    def _is_stub(self, path: str, file: str, has_sidecar: bool) -> bool:
+        """Whether the listed ``.md`` at ``file`` (entry ``path``) is a stub: it starts like one, and has
+        no sidecar or one that says so."""
+        yml = Path(file[: -len(".md")] + SIDECAR_SUFFIX)
+        return sniff_stub(self.root, file) and self._stub_sidecar(yml, has_sidecar, listed=path)
+
+    def list_folder(self, prefix: str, known: Callable[[str, FileStats], bool]) -> ListedFolder | None:
+        """One folder's entries (stubs left out) with their files' stats, and its subfolders: what
+        a listing needs of a folder whose stamp no longer holds (`memdir.storage.folder_stamps`).
+
+        Args:
+            prefix: the folder's logical prefix (``""`` for the root, else ending in ``/``).
+            known: True for an entry whose stats are those of a known entry (not a stub): its
+                ``.md`` is not opened to tell.
+
+        Returns:
+            None if the folder is gone (or is no folder of the root).
+        """
+        folder = os.path.join(self.root, prefix)
+        try:
+            st = os.stat(folder)  # before listing: a change after it moves the mtime on
+        except OSError:
+            return None
+        if not stat.S_ISDIR(st.st_mode) or not is_within(self.root, folder):
+            return None
+        stamp = stamp_of(st, settled_now())
+        found = scan_folder(self.root, folder, prefix)
+        entries: dict[str, FileStats] = {}
+        for path, file, md, has_sidecar in found.entries:
+            if is_virtual(path):
+                continue
+            yml = stat_or_zero(file.path[: -len(".md")] + SIDECAR_SUFFIX) if has_sidecar else (0, 0)
+            stats = FileStats(md.st_mtime_ns, md.st_size, *yml)
+            if known(path, stats) or not self._is_stub(path, file.path, has_sidecar):
+                entries[path] = stats
+        return ListedFolder(stamp, entries, [sub for _, sub in found.folders], bool(found.linked))
 
     def _folder_prefix(self, under: str | None) -> str:
         """``"concept/ruby/"`` for ``under="concept/ruby"``; validated like any memory path."""

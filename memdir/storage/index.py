@@ -63,9 +63,11 @@ from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
 from memdir.storage import snapshot as snapshots
 from memdir.core.keywords import porter_stem, tokenize
-from memdir.storage.index_db import Edge, EntryRow, FileStats, RankFacts
+from memdir.storage.index_db import Edge, EntryRow, FileStats, RankFacts, file_stats, stat_or_zero
 from memdir.storage.base import EntryInfo
 from memdir.storage.changes import ChangeCounter
+from memdir.storage.folder_stamps import Stamp
+from memdir.storage.listing_rows import ListingRows, current_rows
 from memdir.storage.postings import KeywordDoc, KeywordIndex
 from memdir.storage.vectors import VectorMatrix
 
@@ -84,22 +86,6 @@ _LOAD_CHUNK = 4096
 _FILES_CHANGE = "files_change"  # the meta key holding the file change counter the index reflects
 
 
-def _stat(path: str) -> tuple[int, int]:
-    try:
-        st = os.stat(path)
-    except OSError:  # missing, or unusable (links that loop): the adapter says why when it is read
-        return 0, 0
-    return st.st_mtime_ns, st.st_size
-
-
-def file_stats(root: Path | str, path: str) -> FileStats:
-    """The freshness stats of the entry at logical ``path`` under ``root``."""
-    stem = os.path.join(root, disk_stem(path))
-    md = _stat(stem + ".md")
-    yml = _stat(stem + ".yml")
-    return FileStats(md[0], md[1], yml[0], yml[1])
-
-
 def listing(
     adapter: Any, under: str | None = None, folders: dict[str, int] | None = None
 ) -> Iterator[tuple[str, FileStats]]:
@@ -110,7 +96,7 @@ def listing(
     """
     root = str(adapter.root)
     for info in adapter.iter_entries(with_metadata=False, under=under, folders=folders):
-        yml = _stat(os.path.join(root, disk_stem(info.path)) + ".yml")
+        yml = stat_or_zero(os.path.join(root, disk_stem(info.path)) + ".yml")
         yield info.path, FileStats(info.mtime_ns, info.size, yml[0], yml[1])
 
 
@@ -187,7 +173,7 @@ class DerivedIndex:
         self.changes = ChangeCounter(self.root)
         self._files_change = 0  # the file change counter the index has caught up with
         self._ahead = threading.local()  # .commits: file commits this thread's index changes anticipate
-        self._listed: tuple[tuple[str, int], tuple[EntryInfo, ...]] | None = None  # see `listing`
+        self._listing: ListingRows | None = None  # see `listing`
         self._open()
 
     # ------------------------------------------------------------------ opening
@@ -639,6 +625,8 @@ class DerivedIndex:
         *,
         model_id: str | None = None,
         text_recipe: str | None = None,
+        covered: Callable[[str], bool] | None = None,
+        known: Mapping[str, tuple[int, tuple[int, ...]]] | None = None,
     ) -> ReconcileReport:
         """Bring the index in line with the files (at open; caller holds the root's write lock).
 
@@ -646,27 +634,34 @@ class DerivedIndex:
         with ``load``; rows of vanished files are dropped. A missing, replaced or
         damaged index file is rebuilt from scratch first. When ``text_recipe`` differs
         from the one the rows were hashed with, every entry is re-read, so that vectors
-        whose searchable text the new recipe changes count as needing re-embedding.
+        whose searchable text the new recipe changes count as needing re-embedding
+        (``files`` must then name every entry: `recipe_changed` tells).
 
         Args:
-            files: (path, `FileStats`) of every entry on disk (see `listing`).
+            files: (path, `FileStats`) of every entry on disk (see `listing`), or of those
+                in the folders ``covered`` says were listed, plus any others to check.
             load: reads one entry (with its embedding) from the files.
             text_hash_of: hash of an entry's searchable text (it depends on settings).
             model_id: the model the caller embeds with; the report lists entries needing
                 (re-)embedding for it. A vector's own model is what its ``.yml`` records
                 (unknown, so needing re-embedding, when it records none).
             text_recipe: `memdir.embeddings.text.text_recipe` of the caller's settings.
+            covered: True for a row whose entry ``files`` would name if it still existed (its
+                folder was listed); rows it is False for are kept when ``files`` leaves them out.
+                None: ``files`` names every entry.
+            known: `freshness` as the caller read it under the same lock (saves reading it again).
         """
         report = ReconcileReport()
         with self.lock:
             if self._file_replaced():
                 self._reopen()
+                known = None
             try:
-                known = self._freshness()
+                known = self.freshness() if known is None or self.rebuilt else known
             except sqlite3.DatabaseError as exc:  # damaged after opening: start again from the files
                 log.warning("rebuilding the derived index: %s", exc)
                 self._reopen(discard=True)
-                known = self._freshness()
+                known = self.freshness()
             report.rebuilt = self.rebuilt
             rehash = text_recipe is not None and sql.meta_text(self.db, "text_recipe") != text_recipe
             changed: list[tuple[str, FileStats]] = []
@@ -679,7 +674,9 @@ class DerivedIndex:
                     report.unchanged += 1
                 else:
                     changed.append((path, stats))
-            vanished = [(path, row[0]) for path, row in known.items() if path not in seen]
+            vanished = [
+                (path, row[0]) for path, row in known.items() if path not in seen and (covered is None or covered(path))
+            ]
             if vanished:
                 with self._writing(files_seen=False) as (db, seq):
                     for path, row_id in vanished:
@@ -704,10 +701,31 @@ class DerivedIndex:
             self.rebuilt = False
         return report
 
-    def _freshness(self) -> dict[str, tuple[int, tuple[int, ...]]]:
+    def freshness(self) -> dict[str, tuple[int, tuple[int, ...]]]:
         """path -> (row id, (md mtime, md size, yml mtime, yml size)) of every row."""
         query = "SELECT path, id, md_mtime_ns, md_size, yml_mtime_ns, yml_size FROM entries"
-        return {row[0]: (row[1], row[2:]) for row in self.db.execute(query)}
+        with self.lock:
+            return {row[0]: (row[1], row[2:]) for row in self.db.execute(query)}
+
+    def recipe_changed(self, text_recipe: str) -> bool:
+        """True if the rows were hashed with another searchable-text recipe: a reconcile must re-read every entry."""
+        with self.lock:
+            return sql.meta_text(self.db, "text_recipe") != text_recipe
+
+    def folder_stamps(self) -> dict[str, Stamp]:
+        """The folder stamps the last reconcile recorded (`memdir.storage.folder_stamps`); empty if none."""
+        with self.lock:
+            return {prefix: Stamp(mtime, ino) for prefix, mtime, ino in self.db.execute("SELECT prefix, mtime_ns, ino FROM folders")}
+
+    def record_folder_stamps(self, stamps: Mapping[str, Stamp] | None) -> None:
+        """Replace the recorded folder stamps (caller holds the root's write lock); None forgets them
+        (the next reconcile walks the whole root). Nothing is written when they are unchanged."""
+        stamps = dict(stamps or {})
+        if stamps == self.folder_stamps():
+            return
+        with self._writing(files_seen=False) as (db, _):
+            db.execute("DELETE FROM folders")
+            db.executemany("INSERT INTO folders(prefix, mtime_ns, ino) VALUES (?, ?, ?)", [(p, *s) for p, s in stamps.items()])
 
     def _reload(
         self,
@@ -775,7 +793,7 @@ class DerivedIndex:
     def clear(self) -> None:
         """Drop every row (a full rebuild follows); other processes notice and reload."""
         with self._writing(files_seen=False) as (db, _):
-            for table in ("entries", "vectors", "entry_tags", "entry_terms", "links", "tombstones"):
+            for table in ("entries", "vectors", "entry_tags", "entry_terms", "links", "tombstones", "folders"):
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 — fixed table names
             db.execute("UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'generation'")
             self._generation = sql.meta_text(db, "generation")
@@ -827,37 +845,25 @@ class DerivedIndex:
                 )
         return found
 
-    def listing(self, change: int) -> Sequence[EntryInfo] | None:
-        """Listing rows of every entry (stubs excluded, built-ins included), from the rows alone;
-        None unless the index has caught up with exactly the file change counter ``change``.
+    def listing(self) -> ListingRows:
+        """The listing rows of every entry (stubs and built-ins left out), brought up to date
+        with every process's changes (`memdir.storage.listing_rows`).
 
-        Read in one transaction, so a writer's rows staged ahead of its files' commit point
-        (`ahead_of_files`) are never listed before the files are there, and kept until the
-        index changes (reading and building 100K rows takes ~0.3 s). Whether the files
-        changed by hand since is the caller's to check (`memdir.storage.folder_stamps`).
+        Read in one transaction, so the rows and the file change counter they record are of
+        one state. A writer's rows staged ahead of its files' commit point (`ahead_of_files`)
+        record the counter value that commit will raise it to: a caller compares that with
+        the counter on disk to know the files are there. Whether the files changed by hand
+        since is the caller's to check (`memdir.storage.folder_stamps`).
         """
         with self.lock:
             self.refresh()  # (reopens an index file another process replaced)
-            if self._files_change != change:
-                return None
-            state = (self._generation, self._seq)
-            if self._listed is None or self._listed[0] != state:
-                db = self.db
-                db.execute("BEGIN")
-                try:
-                    if (sql.meta_text(db, "generation"), sql.meta_int(db, "seq")) != state:
-                        return None  # changed since the refresh: the caller walks
-                    rows = db.execute(
-                        "SELECT path, title, md_size, updated_at, type, hits, md_mtime_ns FROM entries WHERE is_stub = 0"
-                    ).fetchall()
-                finally:
-                    db.execute("COMMIT")
-                infos = tuple(
-                    EntryInfo(path, title, size, datetime.fromisoformat(updated_at), type_, hits, mtime_ns)
-                    for path, title, size, updated_at, type_, hits, mtime_ns in rows
-                )
-                self._listed = (state, infos)
-            return self._listed[1]
+            db = self.db
+            db.execute("BEGIN")
+            try:
+                self._listing = current_rows(db, self._listing, sql.meta_int(db, _FILES_CHANGE))
+            finally:
+                db.execute("COMMIT")
+            return self._listing
 
     def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
         """The access labels of the given entries (None: all); entries without labels are left out."""

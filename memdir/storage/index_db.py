@@ -33,9 +33,12 @@ Tables (schema version `SCHEMA_VERSION`):
   text and vectors — the metadata's importance (NULL: the default), whether the entry is
   archived or superseded (left out of search unless asked for), and when an agent last read
   it (derived: a rebuilt index falls back to ``updated_at``).
+* ``folders`` — (prefix, mtime_ns, ino): the stamp of every folder of the root as the last
+  reconcile found it (`memdir.storage.folder_stamps`), so that the next open lists only the
+  folders changed since (schema 9).
 * ``entry_labels`` — (id, kind, created_by, visible_to): an entry's access labels
   (`memdir.core.identity`), only for entries that have any, so role views and ownership
-  filter search results and listings without reading ``.yml`` files (schema 9).
+  filter search results and listings without reading ``.yml`` files (schema 10).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ import numpy as np
 
 from memdir.core.entry import ENTRY_TYPES, Entry
 from memdir.core.identity import Labels
+from memdir.core.paths import disk_stem
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
@@ -61,7 +65,7 @@ log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memdir"
 INDEX_FILE = "index.sqlite3"
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
 DEFAULT_WAL_LIMIT = 4 << 20  # bytes; `Settings.index_wal_limit` sets it
@@ -251,10 +255,16 @@ def _migration_types_from_folders(db: sqlite3.Connection) -> None:
     )
 
 
+def _migration_folders(db: sqlite3.Connection) -> None:
+    """Folder stamps (`memdir.storage.folder_stamps`), so that opening a root lists only the folders
+    that changed since the last reconcile. None yet: the next reconcile walks the root and stamps them."""
+    db.execute("CREATE TABLE IF NOT EXISTS folders (prefix TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL)")
+
+
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
 MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (
     _migration_1, _migration_2, _migration_3, _migration_4, _migration_types_from_folders, _migration_links,
-    _migration_typed_links, _migration_ranking_facts, _migration_access_labels,
+    _migration_typed_links, _migration_ranking_facts, _migration_folders, _migration_access_labels,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -439,6 +449,22 @@ class FileStats:
     md_size: int = 0
     yml_mtime_ns: int = 0
     yml_size: int = 0
+
+
+def stat_or_zero(path: str) -> tuple[int, int]:
+    """(mtime ns, size) of a file; (0, 0) when it is missing, or unusable (links that loop: the
+    adapter says why when it is read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0, 0
+    return st.st_mtime_ns, st.st_size
+
+
+def file_stats(root: Path | str, path: str) -> FileStats:
+    """The freshness stats of the entry at logical ``path`` under ``root``."""
+    stem = os.path.join(root, disk_stem(path))
+    return FileStats(*stat_or_zero(stem + ".md"), *stat_or_zero(stem + ".yml"))
 
 
 @dataclass(frozen=True, slots=True)

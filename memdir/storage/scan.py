@@ -16,6 +16,7 @@ import os
 import re
 import unicodedata
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from memdir.core.errors import UnsafeFileError
@@ -54,8 +55,53 @@ def _listable_name(name: str, folder: str) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class FolderItems:
+    """What one folder holds for a listing (`scan_folder`).
+
+    Attributes:
+        entries: (logical path, DirEntry, its stat, has .yml) of each listable ``.md`` in it.
+        folders: (DirEntry, logical prefix) of each real folder in it.
+        linked: (path, logical prefix) of each in-root symbolic link to a folder in it.
+    """
+
+    entries: list[tuple[str, os.DirEntry[str], os.stat_result, bool]]
+    folders: list[tuple[os.DirEntry[str], str]]
+    linked: list[tuple[str, str]]
+
+
+def scan_folder(root: Path, folder: str, prefix: str) -> FolderItems:
+    """The entries and subfolders directly in ``folder`` (logical prefix ``prefix``): one ``scandir``,
+    one ``stat`` per ``.md``; names decide the rest."""
+    items = _list_folder(folder)
+    names = {item.name for item in items}
+    found = FolderItems([], [], [])
+    for item in items:
+        name = item.name
+        try:
+            is_md = name.endswith(".md") and len(name) > 3
+            if not (is_md or item.is_dir()) or not _listable_name(name, folder):
+                continue  # sidecars and other files: no further system calls
+            if item.is_symlink():
+                if not is_within(root, item.path):
+                    continue  # leads out of the root
+                if item.is_dir():
+                    found.linked.append((item.path, f"{prefix}{name}/"))
+                    continue
+            elif item.is_dir():
+                if not prefix and name.lower() in RESERVED_FOLDERS:
+                    continue  # thread logs, not entries
+                found.folders.append((item, f"{prefix}{name}/"))
+                continue
+            if is_md and item.is_file():
+                found.entries.append((f"{prefix}{name}", item, item.stat(), f"{name[:-3]}{SIDECAR_SUFFIX}" in names))
+        except OSError:
+            continue  # vanished or unreadable while listing
+    return found
+
+
 def scan_entries(
-    root: Path, folder: Path, prefix: str, folders: dict[str, int] | None = None
+    root: Path, folder: Path, prefix: str, folders: dict[str, os.stat_result | None] | None = None
 ) -> Iterator[tuple[str, os.DirEntry[str], os.stat_result, bool]]:
     """(logical path, DirEntry, its stat, has .yml) for every listable ``.md`` under ``folder``.
 
@@ -67,7 +113,8 @@ def scan_entries(
         root: the memory root (resolved); symlinks leading outside it are skipped.
         folder: where to start, ``root`` or a folder inside it.
         prefix: the logical path of ``folder`` (``""`` for the root, else ending in ``/``).
-        folders: if given, receives each listed folder's mtime, taken before it is listed
+        folders: if given, receives each listed folder's logical prefix with its stat, taken
+            before it is listed, or None for a folder reached through a link
             (`memdir.storage.folder_stamps`).
     """
     try:
@@ -76,7 +123,7 @@ def scan_entries(
         return
     seen = {(start.st_dev, start.st_ino)}
     if folders is not None:
-        folders[str(folder)] = start.st_mtime_ns
+        folders[prefix] = start
     real: list[tuple[str, str]] = [(str(folder), prefix)]
     linked: list[tuple[str, str]] = []
     while real or linked:
@@ -84,39 +131,26 @@ def scan_entries(
             current, current_prefix = real.pop()
         else:
             current, current_prefix = linked.pop()
-            if not _first_visit(current, seen, folders=folders):
+            if not _first_visit(current, current_prefix, seen, folders=folders, linked=True):
                 continue
-        items = _list_folder(current)
-        names = {item.name for item in items}
-        for item in items:
-            name = item.name
-            try:
-                is_md = name.endswith(".md") and len(name) > 3
-                if not (is_md or item.is_dir()) or not _listable_name(name, current):
-                    continue  # sidecars and other files: no further system calls
-                if item.is_symlink():
-                    if not is_within(root, item.path):
-                        continue  # leads out of the root
-                    if item.is_dir():
-                        linked.append((item.path, f"{current_prefix}{name}/"))
-                        continue
-                elif item.is_dir():
-                    if not current_prefix and name.lower() in RESERVED_FOLDERS:
-                        continue  # thread logs, not entries
-                    if _first_visit(item.path, seen, item, folders):
-                        real.append((item.path, f"{current_prefix}{name}/"))
-                    continue
-                if is_md and item.is_file():
-                    has_sidecar = f"{name[:-3]}{SIDECAR_SUFFIX}" in names
-                    yield f"{current_prefix}{name}", item, item.stat(), has_sidecar
-            except OSError:
-                continue  # vanished or unreadable while listing
+        found = scan_folder(root, current, current_prefix)
+        yield from found.entries
+        for item, sub_prefix in found.folders:
+            if _first_visit(item.path, sub_prefix, seen, item, folders):
+                real.append((item.path, sub_prefix))
+        linked.extend(found.linked)
 
 
 def _first_visit(
-    path: str, seen: set[tuple[int, int]], item: os.DirEntry[str] | None = None, folders: dict[str, int] | None = None
+    path: str,
+    prefix: str,
+    seen: set[tuple[int, int]],
+    item: os.DirEntry[str] | None = None,
+    folders: dict[str, os.stat_result | None] | None = None,
+    *,
+    linked: bool = False,
 ) -> bool:
-    """Mark a folder as to be listed (noting its mtime in ``folders``); False if it was listed already (under another name)."""
+    """Mark a folder as to be listed (noting its stat in ``folders``); False if it was listed already (under another name)."""
     try:
         st = item.stat() if item is not None else os.stat(path)
     except OSError:
@@ -126,7 +160,7 @@ def _first_visit(
         return False
     seen.add(key)
     if folders is not None:
-        folders[path] = st.st_mtime_ns
+        folders[prefix] = None if linked else st
     return True
 
 
@@ -142,9 +176,9 @@ def _list_folder(folder: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def sniff_stub(root: Path, file: os.DirEntry[str]) -> bool:
+def sniff_stub(root: Path, file: str) -> bool:
     """True if a listed ``.md`` starts like a stub; only its first bytes are read (False if unreadable)."""
     try:
-        return stubs.looks_like_stub(read_regular(root, file.path, stubs.SNIFF_BYTES))
+        return stubs.looks_like_stub(read_regular(root, file, stubs.SNIFF_BYTES))
     except (OSError, UnsafeFileError):
         return False

@@ -145,7 +145,7 @@ def _found(result: Any) -> Found:
 
 
 _CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][a-z][\w'’-]*")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
+_SENTENCE_ENDS = frozenset(".!?:;")
 
 
 def names_in(message: str) -> set[str]:
@@ -157,12 +157,28 @@ def names_in(message: str) -> set[str]:
     """
     found: set[str] = set()
     for match in _CAPITALISED.finditer(message):
-        if _SENTENCE_START.search(message[: match.start()]):
+        if _opens_sentence(message, match.start()):
             continue
         for word in words(match.group())[:1]:
             if len(word) >= 2 and word not in STOP_WORDS:
                 found.add(porter_stem(word))
     return found
+
+
+def _opens_sentence(message: str, start: int) -> bool:
+    """True if the word at ``start`` opens the message, a line, or a sentence (after ``.!?:;`` and a space).
+
+    Looks back over the whitespace before the word only, so a message costs time in
+    proportion to its length (testing each word's whole prefix made long prompts quadratic).
+    """
+    at = start - 1
+    while at >= 0 and message[at].isspace():
+        if message[at] == "\n":
+            return True
+        at -= 1
+    if at < 0:
+        return start == 0
+    return at < start - 1 and message[at] in _SENTENCE_ENDS
 
 
 def _names_allow(memory: Memory, message: str) -> Callable[[Any], bool]:

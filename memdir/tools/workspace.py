@@ -38,6 +38,7 @@ from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length, compile_regex, shown
 from memdir.search.text_search import GrepPattern, grep_content
 from memdir.tools.memory_grep import OUTPUT_MODES  # Grep over the workspace has MemoryGrep's modes
+from memdir.tools.session import Session
 
 WORKSPACE_TOOLS: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash")
 """Names of the workspace tools, in the order they are listed."""
@@ -74,6 +75,8 @@ class ToolPermissions:
     denied_paths: tuple[str, ...] = ()
     allowed_commands: tuple[str, ...] = ()
     denied_commands: tuple[str, ...] = ()
+    compiled: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Each command pattern compiled once its cost was checked (`permissions_for` does both, once)."""
 
     def merged(self, other: ToolPermissions) -> ToolPermissions:
         return ToolPermissions(
@@ -81,7 +84,13 @@ class ToolPermissions:
             denied_paths=_unique(self.denied_paths + other.denied_paths),
             allowed_commands=_unique(self.allowed_commands + other.allowed_commands),
             denied_commands=_unique(self.denied_commands + other.denied_commands),
+            compiled={**self.compiled, **other.compiled},
         )
+
+    def command_regex(self, pattern: str, budget: RegexBudget) -> Any:
+        """The compiled command ``pattern`` (compiled now, cost checked, for rules made by hand)."""
+        found = self.compiled.get(pattern)
+        return found if found is not None else compile_regex(pattern, budget)
 
     def outside_allowed(self, *spellings: str) -> tuple[str, ...] | None:
         """The first allowed-glob list that some spelling of a path matches none of (None: allowed)."""
@@ -181,28 +190,42 @@ def permissions_for(
                 f"Write it as {name}: {{denied_paths: [...]}} in the skill's metadata.",
             )
         allowed = _string_list(raw.get("allowed_paths"), f"{name}.allowed_paths")
-        rules = ToolPermissions(
+        allowed_commands = _string_list(raw.get("allowed_commands"), f"{name}.allowed_commands")
+        denied_commands = _string_list(raw.get("denied_commands"), f"{name}.denied_commands")
+        return ToolPermissions(
             allowed_paths=(allowed,) if allowed else (),
             denied_paths=_string_list(raw.get("denied_paths"), f"{name}.denied_paths"),
-            allowed_commands=_string_list(raw.get("allowed_commands"), f"{name}.allowed_commands"),
-            denied_commands=_string_list(raw.get("denied_commands"), f"{name}.denied_commands"),
+            allowed_commands=allowed_commands,
+            denied_commands=denied_commands,
+            compiled={pattern: _command_regex(pattern, budget) for pattern in allowed_commands + denied_commands},
         )
-        for pattern in rules.allowed_commands + rules.denied_commands:
-            try:
-                compile_regex(pattern, budget)
-            except InputValidationError as exc:
-                raise InputValidationError(
-                    f"The skill's Bash command pattern {shown(pattern)} is refused (not a valid regular expression, "
-                    f"or too costly): {exc.message}",
-                    "Fix the pattern in the skill's permissions.",
-                ) from exc
-        return rules
 
     rules = own(tool)
     if tool in WRITING_TOOLS:
         for other in WRITING_TOOLS:
             if other != tool:
                 rules = rules.merged(own(other))
+    return rules
+
+
+def _command_regex(pattern: str, budget: RegexBudget) -> Any:
+    """A skill's command pattern compiled, or why it is refused."""
+    try:
+        return compile_regex(pattern, budget)
+    except InputValidationError as exc:
+        raise InputValidationError(
+            f"The skill's Bash command pattern {shown(pattern)} is refused (not a valid regular expression, "
+            f"or too costly): {exc.message}",
+            "Fix the pattern in the skill's permissions.",
+        ) from exc
+
+
+def session_rules(session: Session, tool: str, budget: RegexBudget | None = None) -> ToolPermissions:
+    """`permissions_for` ``tool`` under the session's loaded skill, worked out once per skill load
+    (its command patterns cost-checked and compiled then), not on every call."""
+    rules = session.tool_rules.get(tool)
+    if rules is None:
+        rules = session.tool_rules[tool] = permissions_for(tool, session.skill_permissions, budget)
     return rules
 
 
@@ -559,6 +582,7 @@ __all__ = [
     "grep_files",
     "path_matches",
     "permissions_for",
+    "session_rules",
     "read_file",
     "write_file",
 ]

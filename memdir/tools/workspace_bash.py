@@ -21,10 +21,9 @@ import shlex
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from memdir.core.errors import InputValidationError
-from memdir.core.user_regex import RegexBudget, compile_regex, shown
+from memdir.core.user_regex import RegexBudget, shown
 from memdir.tools.workspace import ToolPermissions, Workspace, WorkspaceError, WorkspacePermissionError
 
 OUTPUT_MAX_CHARS = 30_000
@@ -102,13 +101,10 @@ def check_command(command: str, rules: ToolPermissions, budget: RegexBudget) -> 
             "Bash refused: the loaded skill allows no commands.",
             "A skill that uses Bash must list regexes under permissions.Bash.allowed_commands (e.g. \"^npm test\").",
         )
-    compiled: dict[str, Any] = {}  # each pattern compiled once per command, not once per part
 
     def matches(pattern: str, part: str) -> bool:
-        if pattern not in compiled:
-            compiled[pattern] = compile_regex(pattern, budget)
         try:
-            return compiled[pattern].search(part, timeout=budget.time_limit) is not None
+            return rules.command_regex(pattern, budget).search(part, timeout=budget.time_limit) is not None
         except TimeoutError:
             raise WorkspacePermissionError(
                 f"Bash refused: the loaded skill's command pattern {shown(pattern)} took longer than "

@@ -298,3 +298,22 @@ def test_names_are_capitalised_words_inside_a_sentence():
     assert names_in("What did Caroline and Melanie paint? Jon too. I use Python") == {"carolin", "melani", "python"}
     assert names_in("how do I rebase my git branch?") == set()
     assert names_in("my unit tests fail randomly on CI") == set()  # an acronym is a term, not a name
+
+
+@pytest.mark.parametrize(
+    ("message", "names"),
+    [
+        ("Alice came.", set()),  # opens the message
+        ("  Alice came.", {"alic"}),  # (leading spaces: not counted as the message's start)
+        ("hi.\n  Alice came", set()),  # opens a line
+        ("hi.\r\nAlice came", set()),
+        ("done; Alice came", set()),  # after ; and a space: a sentence
+        ("done;Alice came", {"alic"}),  # no space after the mark
+        ("ask Alice: Bob knows", {"alic"}),  # after ": " a new clause opens
+        ("x.\t\tAlice", set()),
+    ],
+)
+def test_a_capitalised_word_opening_a_sentence_is_not_a_name(message, names):
+    from memdir.tools.discovery import names_in
+
+    assert names_in(message) == names

@@ -125,6 +125,18 @@ def test_anything_unusual_goes_to_the_full_cli(settings, monkeypatch, argv):
         assert not answered_by_server(argv)
 
 
+def test_a_hook_answers_from_the_server_when_one_runs_and_it_may_ask(settings):
+    """`hook_socket.answer`, which both hooks use: the server's text, else the hook's own work."""
+    def cold() -> str:
+        return "cold"
+
+    assert hook_socket.answer(settings, discover_request(), cold) == "cold"  # no server running
+    with running_server(settings):
+        assert "skill/git/rebase.md" in hook_socket.answer(settings, discover_request(), cold)
+        not_asking = Settings(root=settings.root, hook_socket=False)
+        assert hook_socket.answer(not_asking, discover_request(), cold) == "cold"
+
+
 def test_without_a_server_the_hook_falls_back_to_the_cold_path(settings):
     """No server: `ask` is None at once, and the real command still answers (through the CLI)."""
     started = time.perf_counter()

@@ -199,6 +199,27 @@ def test_malformed_permissions_are_reported(workspace):
         permissions_for("Bash", {"Bash": {"allowed_commands": ["(unclosed"]}})
 
 
+def test_a_skills_command_patterns_are_checked_and_compiled_once_per_load(monkeypatch):
+    import memdir.tools.workspace as ws
+    from memdir.tools.session import Session
+
+    compiled = []
+    original = ws.compile_regex
+    monkeypatch.setattr(ws, "compile_regex", lambda pattern, budget: compiled.append(pattern) or original(pattern, budget))
+    session = Session()
+    session.activate_skill("skill/git.md", ["Bash"], {"Bash": {"allowed_commands": ["^git ", "^ls"], "denied_commands": ["push"]}})
+    rules = ws.session_rules(session, "Bash")
+    assert ws.session_rules(session, "Bash") is rules and compiled == ["^git ", "^ls", "push"]
+    budget = RegexBudget.from_settings(Settings())
+    check_command("git status && ls -la", rules, budget)
+    check_command("git log", rules, budget)
+    assert compiled == ["^git ", "^ls", "push"]  # the calls reused what loading compiled
+    with pytest.raises(WorkspacePermissionError, match="denied command pattern"):
+        check_command("git push", rules, budget)
+    session.activate_skill("skill/ls.md", ["Bash"], {"Bash": {"allowed_commands": ["^ls"]}})
+    assert ws.session_rules(session, "Bash").allowed_commands == ("^ls",)  # another skill: its own rules
+
+
 # --------------------------------------------------------------------------- Glob / Grep
 def test_glob_lists_newest_first(workspace, root):
     for age, name in enumerate(["src/app.py", "src/secrets/key.txt", "README.md"]):

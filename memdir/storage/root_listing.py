@@ -1,0 +1,213 @@
+"""Listing a root, and planning its reconcile, from the index's rows plus the folders that changed.
+
+A walk of a 100K-entry root takes 4-9 s; the derived index has every entry's row, and a
+folder's stamp tells whether the folder changed since its entries were last found to be
+the rows (`memdir.storage.folder_stamps`). So:
+
+* a listing (`RootListing.entries`) is the index's rows (`memdir.storage.listing_rows`),
+  with the folders whose stamps no longer hold listed again: entries there whose files'
+  stats are those of their row are the row, others are read from their files. Folders
+  found as the rows have them are stamped anew (in this process);
+* a reconcile (`RootListing.plan`) lists the same changed folders, and at open also
+  stats every other entry's two files (edits made in place change no folder); it walks the
+  whole root only when there are no stamps (a new index), when the searchable-text recipe
+  changed (every entry is re-read), or when a changed folder holds a link to a folder.
+
+memdir's own writes, deletes and counted reads update their rows before they commit
+their files, and the rename that commits them changes their folder's mtime: the next
+listing lists that one folder again (for `RACY_NS` after the change, until its mtime can be
+trusted), finds its files as the rows have them, and stamps it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memdir.storage.base import EntryInfo
+from memdir.storage.folder_stamps import (
+    UNTRUSTED,
+    FolderChanges,
+    ListedFolder,
+    Stamp,
+    find_changes,
+    parent_of,
+    stamps_of_walk,
+)
+from memdir.storage.index import listing
+from memdir.storage.index_db import FileStats
+from memdir.storage.listing_rows import ListingRows, StatsTuple
+from memdir.storage.virtual import is_virtual
+
+if TYPE_CHECKING:
+    from memdir.storage.filesystem import FilesystemAdapter
+    from memdir.storage.index import DerivedIndex
+
+# Tries of a listing that memdir commits kept overlapping (each a few ms apart) before the caller walks.
+_TRIES = 4
+_PAUSE = 0.002
+
+Known = Callable[[str, FileStats], bool]
+
+
+def _knows(stats: Mapping[str, StatsTuple | tuple[int, ...]]) -> Known:
+    """True for an entry whose files' stats are those its row records."""
+    return lambda path, st: stats.get(path) == (st.md_mtime_ns, st.md_size, st.yml_mtime_ns, st.yml_size)
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcilePlan:
+    """What a reconcile gives `memdir.storage.index.DerivedIndex.reconcile`, and the stamps after it.
+
+    Attributes:
+        files: (path, stats) of the entries to check: all of them after a walk, else those in
+            the listed folders and those edited in place.
+        covered: None after a walk, else `FolderChanges.covers`.
+        known: the index's freshness rows, read under the caller's lock.
+        stamps: the folder stamps once the index holds ``files``, given the paths that could
+            not be indexed (their folders stay untrusted); None when there can be none.
+    """
+
+    files: list[tuple[str, FileStats]]
+    covered: Callable[[str], bool] | None
+    known: dict[str, tuple[int, tuple[int, ...]]]
+    stamps: Callable[[list[str]], dict[str, Stamp] | None]
+
+
+class RootListing:
+    """Listings and reconcile plans of one root (see the module docstring).
+
+    ``stamps`` is this process's copy of the folder stamps: replaced whole, never changed in
+    place, so listings on several threads each see one version.
+    """
+
+    def __init__(self, adapter: FilesystemAdapter, index: DerivedIndex) -> None:
+        self.adapter = adapter
+        self.index = index
+        self.stamps: dict[str, Stamp] = {}
+
+    def entries(self, keep: Callable[[str], bool]) -> list[EntryInfo] | None:
+        """The entries whose path ``keep`` accepts (built-ins left out); None if only a whole walk can tell."""
+        for attempt in range(_TRIES):
+            if attempt:
+                time.sleep(_PAUSE * attempt)
+            change = self.index.changes.value()
+            rows = self.index.listing()
+            if rows.files_change != change:
+                continue  # a writer between its index update and its files' commit point
+            stamps = self.stamps
+            knows = _knows(rows.stats)
+            changes = find_changes(
+                str(self.adapter.root), stamps, rows.folders, lambda prefix: self.adapter.list_folder(prefix, knows)
+            )
+            if changes is None:
+                return None
+            infos = self._from_rows(rows, changes, keep, knows)
+            if self.index.changes.value() != change:
+                continue  # a commit overlapped: what was listed may be half of it
+            self.stamps = changes.restamped(stamps, lambda prefix, folder: _agrees(rows, prefix, folder, knows))
+            return infos
+        return None
+
+    def _from_rows(
+        self, rows: ListingRows, changes: FolderChanges, keep: Callable[[str], bool], knows: Known
+    ) -> list[EntryInfo]:
+        """The rows of the unchanged folders, and the listed folders' entries: their row where it is
+        as fresh as their files, else read from the files (as are entries whose row has no title)."""
+        replaced = [rows.folders.get(prefix, frozenset()) for prefix in (*changes.listed, *changes.gone)]
+        skip = frozenset().union(*replaced, rows.untitled)
+        if skip:
+            infos = [info for info in rows.infos.values() if keep(info.path) and info.path not in skip]
+        else:
+            infos = [info for info in rows.infos.values() if keep(info.path)]
+        from_files = [path for path in rows.untitled if keep(path) and not changes.covers(path)]
+        for folder in changes.listed.values():
+            for path, stats in folder.entries.items():
+                if not keep(path):
+                    continue
+                if knows(path, stats) and path not in rows.untitled:
+                    infos.append(rows.infos[path])
+                else:
+                    from_files.append(path)
+        infos.extend(self.adapter.describe(from_files))
+        return infos
+
+    def plan(self, text_recipe: str, *, in_place_edits: bool) -> ReconcilePlan:
+        """What to reconcile (caller holds the root's lock): the folders changed since the recorded
+        stamps and, with ``in_place_edits``, every other entry whose files' stats differ from its row."""
+        index = self.index
+        known = index.freshness()
+        stamps = index.folder_stamps()
+        changes = None
+        if stamps and not index.recipe_changed(text_recipe):
+            folders = {parent_of(path) for path in known if not is_virtual(path)}
+            knows = _knows({path: row[1] for path, row in known.items()})
+            changes = find_changes(
+                str(self.adapter.root), stamps, folders, lambda prefix: self.adapter.list_folder(prefix, knows)
+            )
+        if changes is None:
+            walked: dict[str, os.stat_result | None] = {}
+            files = list(listing(self.adapter, folders=walked))
+            return ReconcilePlan(files, None, known, lambda failed: _untrusting(stamps_of_walk(walked), failed))
+        files = [(path, stats) for folder in changes.listed.values() for path, stats in folder.entries.items()]
+        if in_place_edits:
+            files.extend(_edited_in_place(str(self.adapter.root), known, changes))
+        return ReconcilePlan(
+            files, changes.covers, known,
+            lambda failed: _untrusting(changes.restamped(stamps, lambda prefix, folder: True), failed),
+        )  # fmt: skip
+
+
+def _agrees(rows: ListingRows, prefix: str, folder: ListedFolder, knows: Known) -> bool:
+    """True if the folder holds exactly the entries the rows have in it, each as fresh as its row."""
+    return set(folder.entries) == rows.folders.get(prefix, frozenset()) and all(
+        knows(path, stats) for path, stats in folder.entries.items()
+    )
+
+
+def _edited_in_place(
+    root: str, known: Mapping[str, tuple[int, tuple[int, ...]]], changes: FolderChanges
+) -> Iterator[tuple[str, FileStats]]:
+    """(path, stats) of each entry in an unchanged folder whose ``.md`` or ``.yml`` stats differ from
+    its row. Two ``stat`` per entry, each relative to its open folder (the kernel resolves no path)."""
+    by_folder: dict[str, list[str]] = {}
+    for path in known:
+        by_folder.setdefault(path[: path.rfind("/") + 1], []).append(path)
+    for folder, names in by_folder.items():
+        if folder in changes.listed or folder in changes.gone:
+            continue
+        try:
+            fd = os.open(os.path.join(root, folder), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:  # gone meanwhile (the next listing finds out), or built-in entries' folder
+            continue
+        try:
+            for path in names:
+                if is_virtual(path):
+                    continue
+                name = path[len(folder) :]
+                stats = (*_stat_in(fd, name), *_stat_in(fd, name[: -len(".md")] + ".yml"))
+                if stats != known[path][1]:
+                    yield path, FileStats(*stats)
+        finally:
+            os.close(fd)
+
+
+def _stat_in(folder_fd: int, name: str) -> tuple[int, int]:
+    """(mtime ns, size) of ``name`` in an open folder; (0, 0) if it is missing or unusable."""
+    try:
+        st = os.stat(name, dir_fd=folder_fd)
+    except OSError:
+        return 0, 0
+    return st.st_mtime_ns, st.st_size
+
+
+def _untrusting(stamps: dict[str, Stamp] | None, failed: list[str]) -> dict[str, Stamp] | None:
+    """``stamps`` with the folders of entries that could not be indexed untrusted (listed again next time)."""
+    if stamps is None or not failed:
+        return stamps
+    for folder in {parent_of(path) for path in failed} & stamps.keys():
+        stamps[folder] = Stamp(UNTRUSTED, stamps[folder].ino)
+    return stamps
