@@ -27,7 +27,7 @@ KS = (1, 5, 10)
 
 EARLIER_DEFAULTS = {
     "semantic_weight": 0.5, "bm25_weight": 0.3, "keyword_weight": 0.2, "tag_weight": 0.1,
-    "keyword_idf": False, "embedding_summary": "first_paragraph",
+    "keyword_idf": False, "embedding_summary": "first_paragraph", "context_weight": 0.0,
 }
 """The ranking settings before issue 11 (what ``--compare earlier`` measures)."""
 

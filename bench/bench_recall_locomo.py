@@ -46,12 +46,12 @@ def method_settings(base: Settings) -> dict[str, Settings]:
     def variant(**changes) -> Settings:
         return base.model_copy(update=changes)
 
+    alone = dict(keyword_weight=0.0, tag_weight=0.0, context_weight=0.0)
     return {
-        "BM25 only": variant(semantic_weight=0.0, keyword_weight=0.0, tag_weight=0.0, bm25_weight=1.0),
-        "dense only": variant(semantic_weight=1.0, keyword_weight=0.0, tag_weight=0.0, bm25_weight=0.0),
-        "RRF (dense + BM25)": variant(
-            fusion="rrf", semantic_weight=1.0, bm25_weight=1.0, keyword_weight=0.0, tag_weight=0.0
-        ),
+        "BM25 only": variant(semantic_weight=0.0, bm25_weight=1.0, **alone),
+        "dense only": variant(semantic_weight=1.0, bm25_weight=0.0, **alone),
+        "RRF (dense + BM25)": variant(fusion="rrf", semantic_weight=1.0, bm25_weight=1.0, **alone),
+        "hybrid, no context": variant(context_weight=0.0),
         "hybrid (memdir defaults)": base,
     }
 
@@ -82,6 +82,17 @@ def row(name: str, by_k: dict, categories: np.ndarray, conversation: np.ndarray,
     return f"{name:26s}{cells}"
 
 
+def split_rows(name: str, by_k: dict, categories: np.ndarray, conversation: np.ndarray, ks) -> list[str]:
+    """Per category, R@k of the tuning half and of the held-out half (one line each)."""
+    lines = []
+    for label, part in (("tune 0-4", conversation < TUNED_ON), ("held-out 5-9", conversation >= TUNED_ON)):
+        cells = "".join(
+            "  " + "/".join(f"{np.array(by_k[k])[part & (categories == c)].mean():.3f}" for k in ks)
+            for c in CATEGORIES)
+        lines.append(f"{name + ', ' + label:40s}{cells}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO)
@@ -105,13 +116,17 @@ def main(argv: list[str] | None = None) -> None:
               f"stores; model {embedder.model_id}; setup {built:.1f} s")
         print(f"settings: fusion={base.fusion} semantic={base.semantic_weight} bm25={base.bm25_weight} "
               f"keyword={base.keyword_weight} tag={base.tag_weight} keyword_idf={base.keyword_idf} "
-              f"embedding_summary={base.embedding_summary}")
+              f"embedding_summary={base.embedding_summary} context={base.context_weight}"
+              f" (window {base.context_window})")
         header = f"{'method':26s}" + "".join(f"  R@{k:<3d}" for k in ks)
         header += "".join(f"  c{c}@{max(ks)}" for c in CATEGORIES) + "  tune R@5/R@10  held-out R@5/R@10"
         print(header)
         print("-" * len(header))
         for name, by_k in results.items():
             print(row(name, by_k, categories, conversation, ks))
+        print(f"\nby category, R@5/R@10:{'':17s}" + "".join(f"  {'cat ' + str(c):11s}" for c in CATEGORIES))
+        for name in ("hybrid, no context", "hybrid (memdir defaults)"):
+            print("\n".join(split_rows(name, results[name], categories, conversation, ks)))
         if args.grid:
             grid = {
                 f"sem={a} bm25={b} kw={c} tag={t}": base.model_copy(

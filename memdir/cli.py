@@ -268,25 +268,45 @@ def serve(
     agent: AgentOption = None,
     workspace: Annotated[Optional[Path], typer.Option("--workspace", exists=True, file_okay=False, help="Directory the skills' workspace tools (Read, Write, Edit, Glob, Grep, Bash) act on (default: the current directory).")] = None,
     allow_bash: Annotated[bool, typer.Option("--allow-bash", help="Let skills run the shell commands their allowed_commands permit (off by default).")] = False,
+    http: Annotated[bool, typer.Option("--http", help="Serve MCP over streamable HTTP (at /mcp) and the web view (at /) for many clients, instead of stdio.")] = False,
+    host: Annotated[Optional[str], typer.Option("--host", help="With --http: the address to listen on (default: http_host, 127.0.0.1).")] = None,
+    port: Annotated[Optional[int], typer.Option("--port", min=0, max=65535, help="With --http: the port (default: http_port, 8765; 0 = any free one).")] = None,
+    connect: Annotated[Optional[str], typer.Option("--connect", metavar="URL", help="Forward this stdio session to a running `memdir serve --http` (e.g. http://127.0.0.1:8765/mcp).")] = None,
+    token: Annotated[Optional[str], typer.Option("--token", help="With --connect: the bearer token (default: http_token, MEMDIR_HTTP_TOKEN).")] = None,
     role: RoleOption = None,
     admin: AdminOption = False,
     shared: SharedOption = False,
 ) -> None:
-    """Run the MCP server over stdio (for Claude Desktop, Claude Code and other MCP clients)."""
+    """Run the MCP server over stdio (for Claude Desktop, Claude Code and other MCP clients), or over HTTP (--http)."""
     import sys
 
     from memdir.server.app import serve as run_server
 
+    if http and connect:
+        raise typer.BadParameter("--http serves, --connect forwards to a server: give one of them.")
+    if (host is not None or port is not None) and not http:
+        raise typer.BadParameter("--host and --port go with --http.")
+    if token is not None and not connect:
+        raise typer.BadParameter("--token goes with --connect (a server reads its tokens from `memdir token`).")
+    settings = load_settings(root, agent, mode=mode.value if mode else None, workspace=workspace,
+                             allow_bash=True if allow_bash else None, **identity(role, admin, shared))
+    if connect:
+        from memdir.server.connect import forward_stdio
+
+        forward_stdio(connect, token or settings.http_token)
+        return
+    if http:
+        from memdir.server.http import serve_http
+
+        serve_http(settings, host=host, port=port)
+        return
     if sys.stdin.isatty():  # started by hand: say why nothing happens, and how to stop
         print(
             "memdir serve: waiting for an MCP client on stdin (an MCP client starts this command itself; "
             "see the README's \"Connecting a client\"). Ctrl-C stops it.",
             file=sys.stderr,
         )
-    run_server(load_settings(
-        root, agent, mode=mode.value if mode else None, workspace=workspace, allow_bash=True if allow_bash else None,
-        **identity(role, admin, shared),
-    ))
+    run_server(settings)
 
 
 @app.command("discover")
@@ -472,3 +492,4 @@ def hook_session_start(root: RootOption = None, agent: AgentOption = None) -> No
 
     raise typer.Exit(session_start(sys.stdin.read(), lambda: load_settings(root, agent), out=sys.stdout, err=sys.stderr))
 import memdir.cli_threads  # noqa: E402,F401 - registers `memdir thread …` (a sub-app module of its own)
+import memdir.cli_tokens  # noqa: E402,F401 - registers `memdir token …`

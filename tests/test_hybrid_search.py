@@ -52,7 +52,8 @@ def test_best_match_first_with_breakdown(index):
     assert b.tag == pytest.approx(2 / 3)  # "debugging" and "api" are tags, "errors" is not
     s = Settings()
     expected = (s.semantic_weight * b.semantic + s.bm25_weight * b.bm25 + s.keyword_weight * b.keyword
-                + s.tag_weight * b.tag) / (s.semantic_weight + s.bm25_weight + s.keyword_weight + s.tag_weight)
+                + s.tag_weight * b.tag + s.context_weight * b.context) / (
+        s.semantic_weight + s.bm25_weight + s.keyword_weight + s.tag_weight + s.context_weight)
     assert top.score == pytest.approx(expected, abs=1e-6)
     assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
 
@@ -85,8 +86,8 @@ def test_keyword_only_without_embedder(index):
     b = results[0].breakdown
     s = Settings()
     assert results[0].score == pytest.approx(
-        (s.bm25_weight * b.bm25 + s.keyword_weight * b.keyword + s.tag_weight * b.tag)
-        / (s.bm25_weight + s.keyword_weight + s.tag_weight), abs=1e-6)
+        (s.bm25_weight * b.bm25 + s.keyword_weight * b.keyword + s.tag_weight * b.tag + s.context_weight * b.context)
+        / (s.bm25_weight + s.keyword_weight + s.tag_weight + s.context_weight), abs=1e-6)
 
 
 def test_embedder_not_ready_means_keyword_mode(index):

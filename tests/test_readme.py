@@ -34,7 +34,7 @@ def memdir_commands() -> list[list[str]]:
         for hooks in data.get("hooks", {}).values():
             commands += [shlex.split(hook["command"]) for group in hooks for hook in group["hooks"]]
     for line in "\n".join(code_blocks("bash")).splitlines():
-        if line.startswith("claude mcp add"):
+        if line.startswith("claude mcp add") and " -- " in line:  # not `--transport http URL`: nothing started
             commands.append(shlex.split(line.split(" -- ", 1)[1].replace('"$(which memdir)"', "/abs/memdir")))
     for block in code_blocks("python"):
         found = re.search(r'StdioServerParameters\(command="([^"]+)", args=(\[[^\]]*\])', block)
@@ -47,7 +47,7 @@ def test_every_client_configuration_names_memdir_by_absolute_path_and_gives_the_
     assert len(commands) >= 7  # Desktop, two Claude Code servers, three hooks, the Python SDK
     for command in commands:
         assert command[0].startswith("/") and command[0].endswith("/memdir"), command
-        assert "--root" in command, command
+        assert "--root" in command or "--connect" in command, command  # a --connect front uses the server's root
 
 
 def test_the_quick_start_is_two_commands_from_a_fresh_shell_as_ci_runs_them():

@@ -143,6 +143,14 @@ class Settings(BaseSettings):
     rrf_k: int = _setting(60, "rrf_k", description="Rank offset of reciprocal-rank fusion (fusion = 'rrf').")
     search_candidates: int = _setting(50, "search_candidates", description="Candidates per signal before fusion.")
     keyword_idf: bool = _setting(True, "keyword_idf", description="Weight keyword coverage by each term's idf in the store.")
+    context_weight: float = _setting(
+        0.11, "context_weight",
+        description="Weight of context coverage: query keywords an entry lacks that entries written next to it in its folder hold (0 = off).",
+    )
+    context_window: int = _setting(
+        3, "context_window",
+        description="Entries on each side, in the order written within a folder, that context coverage looks at.", ge=0,
+    )
     search_max_top_k: int = _setting(50, "search_max_top_k", description="Most results one MemorySearch returns.")
     bm25_column_weights: tuple[float, float, float, float] = _setting(
         (4.0, 3.0, 2.0, 1.0), "bm25_column_weights", description="BM25 weights of title, tags, domain, content."
@@ -204,6 +212,24 @@ class Settings(BaseSettings):
     prefetch_recent: int = _setting(20, "prefetch_recent", description="Recent entries of the role's view prefetched at session start.")
     prefetch_important: int = _setting(10, "prefetch_important", description="Important entries of the role's view prefetched at session start.")
     prefetch_min_importance: float = _setting(8.0, "prefetch_min_importance", description="Importance an entry needs to be prefetched as important.")
+
+    # --- streamable HTTP (`memdir serve --http`) and its web view
+    http_host: str = _setting("127.0.0.1", "http_host", description="Address `memdir serve --http` listens on.")
+    http_port: int = _setting(8765, "http_port", description="Port it listens on.")
+    http_token: str | None = _setting(None, "http_token", description="A bearer token given directly (named 'settings'); else the token file's.")
+    http_tokens_file: Path = _setting(
+        Path(platformdirs.user_config_dir(APP_NAME)) / "http-tokens.json", "http_tokens_file",
+        description="Named tokens, stored hashed (`memdir token create|list|revoke`).",
+    )
+    http_allowed_hosts: tuple[str, ...] = _setting(
+        (), "http_allowed_hosts", description="Host headers accepted besides the loopback names and the address served on.",
+    )
+    http_allowed_origins: tuple[str, ...] = _setting(
+        (), "http_allowed_origins", description="Origin headers accepted besides http(s)://<an accepted host>.",
+    )
+    http_session_idle_timeout: float = _setting(1800.0, "http_session_idle_timeout", description="Seconds an idle MCP session is kept.")
+    http_shutdown_timeout: float = _setting(30.0, "http_shutdown_timeout", description="Seconds SIGTERM waits for requests in flight.")
+    web_page_size: int = _setting(50, "web_page_size", description="Entries per page of the web view.")
 
     # --- discovery (per-message reminders)
     discovery_top_k: int = _setting(3, "discovery_top_k")

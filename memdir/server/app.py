@@ -65,6 +65,8 @@ class MemdirServer(MCPServer[AppState]):
     answers arguments that do not fit a tool's schema with a clear message."""
 
     _input_schemas: dict[str, dict[str, Any]] | None = None
+    app_state: AppState | None = None
+    """The lifespan's state while the server runs (the web view shares its memory with the tools)."""
 
     async def input_schema(self, name: str) -> dict[str, Any] | None:
         """The input schema of tool ``name`` (the tools are all registered when the server is built)."""
@@ -85,11 +87,23 @@ class MemdirServer(MCPServer[AppState]):
                 raise
             raise ToolError(invalid_arguments_message(name, cause, schema)) from cause
 
-    async def run_stdio_async(self) -> None:
-        # MCPServer.run_stdio_async advertises tools.listChanged=false, and LoadSkill does
-        # change a session's tools (2026-era clients get it from subscriptions/listen instead).
+    def advertise_tool_changes(self) -> None:
+        """Make every transport advertise tools.listChanged: LoadSkill changes a session's tools.
+
+        The SDK's default options (stdio, and each streamable-HTTP session) say
+        listChanged=false (2026-era clients learn it from subscriptions/listen instead).
+        """
         lowlevel = self._lowlevel_server
-        options = lowlevel.create_initialization_options(NotificationOptions(tools_changed=True))
+        create = lowlevel.create_initialization_options
+
+        def with_tool_changes(notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any) -> Any:
+            return create(notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+
+        lowlevel.create_initialization_options = with_tool_changes  # type: ignore[method-assign]
+
+    async def run_stdio_async(self) -> None:
+        lowlevel = self._lowlevel_server
+        options = lowlevel.create_initialization_options()
         async with stdio_server() as (read_stream, write_stream):
             stopped_by = await run_until_signalled(lambda: lowlevel.run(read_stream, write_stream, options))
             if stopped_by is not None:  # the memory is closed; leaving stdio_server would wait for stdin
@@ -308,7 +322,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
         host = MemoryHost(settings, embedder)
         try:
             async with local_socket.serving(settings, host):
-                yield AppState(
+                server.app_state = AppState(
                     settings=settings,
                     host=host,
                     sessions=SessionRegistry(),
@@ -319,7 +333,9 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
                     tools=registered,
                     workspace_tools=workspace_tools,
                 )
+                yield server.app_state
         finally:
+            server.app_state = None
             host.close()
 
     with _plain_logging():
@@ -332,6 +348,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
             lifespan=lifespan,
             log_level="WARNING",
         )
+    server.advertise_tool_changes()
     for name, function in functions.items():
         spec = TOOLS[name]
         server.add_tool(function, name=name, title=spec.title, annotations=spec.annotations, structured_output=False)

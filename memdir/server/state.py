@@ -14,12 +14,16 @@
 * `SessionRegistry` keeps one `SessionState` per client session: the read tracker and
   the loaded skill (`memdir.tools.session.Session`), plus what the session read in the
   workspace. A session is the transport's session id when there is one (streamable
-  HTTP), else the client's connection (stdio: the one client of this process).
+  HTTP), else the client's connection (stdio: the one client of this process). A
+  2026-07-28 request over HTTP has neither (that protocol has no sessions on HTTP, and
+  the SDK gives all such requests one shared no-channel connection): its state is kept
+  per client token (`HTTP_CLIENT`), so clients with their own tokens never share it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import weakref
 from collections.abc import Callable
@@ -55,6 +59,7 @@ class MemoryHost:
         self._opening: Future[Memory] | None = None
         self._starting = threading.Lock()
         self._last_write: Future[Any] | None = None
+        self._last_writes: weakref.WeakKeyDictionary[Any, Future[Any]] = weakref.WeakKeyDictionary()
 
     def start(self) -> Future[Memory]:
         """Begin opening the memory (and loading the model behind it); the opening's future.
@@ -104,14 +109,22 @@ class MemoryHost:
         with disk_errors(self._root):  # a tool's own files (defrag journal, episodes, ...) too
             return fn(opening.result(), *args, **kwargs)
 
-    async def run(self, fn: Callable[..., T], *args: Any, read_only: bool = False, **kwargs: Any) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any, read_only: bool = False, writer: Any = None, **kwargs: Any) -> T:
         """``fn(memory, *args, **kwargs)`` off the event loop: on the writer thread, or on the
-        read pool once every write sent before it is done (``read_only``)."""
+        read pool once the writes it must see are done (``read_only``).
+
+        ``writer`` (a client session's state) scopes that wait: a read waits for the writes
+        its own session sent before it, not for other clients' — with many clients on one
+        server there is nearly always someone's write queued. Without it, a read waits for
+        every write sent before it.
+        """
         opening = self.start()  # queued before any write, which would otherwise wait on the writer thread for it
         if not read_only:
             future = self._last_write = self._writer.submit(self._call, opening, fn, args, kwargs)
+            if writer is not None:
+                self._last_writes[writer] = future
             return await asyncio.wrap_future(future)
-        before = self._last_write
+        before = self._last_write if writer is None else self._last_writes.get(writer)
         if before is not None and not before.done():
             try:
                 await asyncio.wrap_future(before)
@@ -136,12 +149,16 @@ class MemoryHost:
         self._writer.shutdown(wait=False, cancel_futures=True)
 
 
-@dataclass
+@dataclass(eq=False)
 class SessionState:
-    """What one client session carries between calls."""
+    """What one client session carries between calls (compared and hashed by identity)."""
 
     session: Session = field(default_factory=Session)
     file_reads: FileReads = field(default_factory=FileReads)
+
+
+HTTP_CLIENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("memdir_http_client", default=None)
+"""The name of the token the HTTP request being served came with (set by `memdir.server.http_guard`)."""
 
 
 class SessionRegistry:
@@ -162,6 +179,8 @@ class SessionRegistry:
         with self._lock:
             if session_id:
                 return self._by_id.setdefault(session_id, SessionState())
+            if connection is not None and not getattr(connection, "has_standalone_channel", True):
+                return self._by_id.setdefault(f"client:{HTTP_CLIENT.get() or ''}", SessionState())
             key = getattr(connection, "outbound", None)
             if key is None:  # not a real connection (a direct call in tests): one shared session
                 return self._by_id.setdefault("", SessionState())
@@ -227,12 +246,13 @@ async def run_memory_tool(ctx: Context, fn: Callable[..., T], /, *, read_only: b
     """Run a plain tool function ``fn(memory, **kwargs)`` on the memory's threads (`MemoryHost.run`);
     memdir errors become tool errors."""
     try:
-        return await app_state(ctx).host.run(fn, read_only=read_only, **kwargs)
+        return await app_state(ctx).host.run(fn, read_only=read_only, writer=session_state(ctx), **kwargs)
     except MemdirError as exc:
         raise tool_error(exc) from exc
 
 
 __all__ = [
+    "HTTP_CLIENT",
     "AppState",
     "MemoryHost",
     "SessionRegistry",

@@ -260,7 +260,7 @@ class DerivedIndex:
                 (list(column) for column in zip(*rows)) if rows else ([],) * 8
             )
             del rows  # the term blobs are ~100 MB at 100K entries: free them before the vectors come in
-            self.keywords.load(paths, titles, types, tags, term_ids, counts, lengths)
+            self.keywords.load(paths, titles, types, tags, term_ids, counts, lengths, ids)
             del term_ids, counts
             self._load_vectors(db, np.asarray(ids, dtype=np.int64), paths, types, tags)
         finally:
@@ -422,19 +422,20 @@ class DerivedIndex:
             self.keywords.remove(path)
         self.keywords.learn(db.execute("SELECT term, id FROM terms WHERE id > ?", (self.keywords.vocab_max,)))
         changed = db.execute(
-            "SELECT e.path, e.title, e.type, e.tags, e.is_stub, v.model_id, v.vector, t.term_ids, t.counts, t.length"
+            "SELECT e.id, e.path, e.title, e.type, e.tags, e.is_stub, v.model_id, v.vector, t.term_ids, t.counts,"
+            " t.length"
             " FROM entries e LEFT JOIN vectors v ON v.id = e.id LEFT JOIN entry_terms t ON t.id = e.id"
             " WHERE e.seq > ? ORDER BY e.seq",
             (self._seq,),
         )
-        for path, title, type_, tags, is_stub, model_id, blob, ids, counts, length in changed:
+        for row_id, path, title, type_, tags, is_stub, model_id, blob, ids, counts, length in changed:
             if is_stub or ids is None:
                 self.keywords.remove(path)
             else:
                 self.keywords.add(
                     KeywordDoc(
                         path, title, type_, tuple(sql.split_tags(tags)), np.frombuffer(ids, dtype="<u4"),
-                        np.frombuffer(counts, dtype="<u2").reshape(-1, 4), length,
+                        np.frombuffer(counts, dtype="<u2").reshape(-1, 4), length, row_id=row_id,
                     )
                 )  # fmt: skip
             if blob is None or is_stub:

@@ -630,7 +630,7 @@ def write_row(
         ids = _write_terms(db, row_id, terms)
         doc = KeywordDoc(
             entry.path, entry.title, entry.type, tuple(tags), np.asarray(ids, dtype=np.int64), terms.counts,
-            terms.length, terms.terms,
+            terms.length, terms.terms, row_id,
         )  # fmt: skip
     else:
         doc = None

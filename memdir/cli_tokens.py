@@ -1,0 +1,67 @@
+"""`memdir token create|list|revoke`: the bearer tokens `memdir serve --http` accepts.
+
+A typer sub-app registered by `memdir.cli` under the name ``token``. The tokens live
+hashed in the token file (`memdir.server.tokens`); a running server sees every change
+with its next request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from memdir.cli import JsonOption, app, console, handle_errors, load_settings
+
+token_app = typer.Typer(help="Bearer tokens for `memdir serve --http` (named, stored hashed).", no_args_is_help=True,
+                        rich_markup_mode=None)
+NameArgument = Annotated[str, typer.Argument(help="The token's name (e.g. the machine or person it is for).")]
+
+
+def _tokens():
+    from memdir.server.tokens import TokenFile
+
+    settings = load_settings()
+    return TokenFile(settings.http_tokens_file, settings.http_token)
+
+
+@token_app.command("create")
+@handle_errors
+def create(name: NameArgument) -> None:
+    """Make a new token and print it (once: only its hash is kept)."""
+    tokens = _tokens()
+    token = tokens.create(name)
+    typer.echo(token)
+    console(stderr=True).print(f"Token {name!r} created; keep it now, it is not shown again (stored hashed in {tokens.path}).")
+
+
+@token_app.command("list")
+@handle_errors
+def list_tokens(as_json: JsonOption = False) -> None:
+    """List the tokens by name and creation time (never the tokens themselves)."""
+    from memdir.server.tokens import SETTINGS_TOKEN_NAME
+
+    tokens = _tokens()
+    rows = [{"name": stored.name, "created": stored.created} for stored in tokens.tokens()]
+    if load_settings().http_token:
+        rows.append({"name": SETTINGS_TOKEN_NAME, "created": "(http_token setting)"})
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        typer.echo(f"No tokens (file: {tokens.path}). `memdir token create NAME` makes one.")
+        return
+    for row in rows:
+        typer.echo(f"{row['name']}\t{row['created']}")
+
+
+@token_app.command("revoke")
+@handle_errors
+def revoke(name: NameArgument) -> None:
+    """Delete a token; a running server refuses it from its next request on."""
+    _tokens().revoke(name)
+    typer.echo(f"Token {name!r} revoked.")
+
+
+app.add_typer(token_app, name="token")

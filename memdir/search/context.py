@@ -1,0 +1,62 @@
+"""Context coverage: the query words an entry lacks that the entries written around it hold.
+
+A memory written piece by piece — a conversation turn by turn, a meeting's notes point
+by point — splits what belongs together over several entries. A question's words then
+spread over neighbours: "Where did Caroline move from 4 years ago?" is answered by a turn
+saying "since I moved from my home country" next to one that names the friends of four
+years. Each entry on its own covers part of the question; keyword coverage, BM25 and the
+cosine judge each alone.
+
+This signal gives a candidate the (idf-)weighted share of the query terms it does *not*
+hold itself that one of its neighbours does: entries of the same folder written just
+before or after it (up to ``context_window`` on each side, in the order entries were
+first written; `memdir.storage.postings.KeywordIndex.neighbours`). An entry that already
+covers the whole query gains nothing from it, and an entry written alone in its folder
+neither. It is one more weighted signal of the fusion (``context_weight``), not part of
+``relevance``: it ranks, it never makes an entry look relevant to discovery.
+
+Measured on LoCoMo (``bench/bench_recall_locomo.py``; figures in `memdir.search.hybrid`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from memdir.storage.postings import KeywordIndex
+
+
+def context_coverage(
+    keywords: KeywordIndex,
+    slots: np.ndarray,
+    found: Mapping[str, np.ndarray],
+    weights: Mapping[str, float],
+    window: int,
+) -> np.ndarray:
+    """Per candidate, the summed weight of the query terms it lacks that a neighbour holds.
+
+    Args:
+        keywords: the keyword index (call under the derived index's lock).
+        slots: the candidates' slots.
+        found: per query term (Porter stem), whether each candidate holds it.
+        weights: per query term, its weight (idf, or 1 each).
+        window: neighbours looked at on each side; 0 turns the signal off.
+    """
+    covered = np.zeros(len(slots))
+    if window <= 0 or not len(slots) or not weights:
+        return covered
+    owner, neighbour = keywords.neighbours(slots, window)
+    if not len(neighbour):
+        return covered
+    for term, weight in weights.items():
+        missing = ~found[term]
+        if not weight or not missing.any():
+            continue
+        held = keywords.coverage([term], neighbour) > 0
+        gained = np.zeros(len(slots), dtype=bool)
+        gained[owner[held]] = True
+        covered += weight * (gained & missing)
+    return covered

@@ -1,0 +1,141 @@
+"""`memdir serve --http`: one memdir server for many clients, over MCP streamable HTTP.
+
+The MCP endpoint is the SDK's own streamable-HTTP transport (``/mcp``, one MCP session
+per client, each with its own read tracker and loaded skill: `memdir.server.state`); the
+read-only web view (`memdir.server.web`) is served by the same process from the same
+memory. `memdir.server.http_guard` checks Host, Origin and the token of every request.
+
+Listening on an address other machines can reach needs a token: the server refuses to
+start there without one, rather than hand the memory to the network.
+
+SIGTERM (and Ctrl-C): the server stops accepting connections, lets the MCP requests in
+flight finish (up to ``http_shutdown_timeout``), closes the clients' event streams, then
+closes the memory after the writes already queued — nothing acknowledged is lost, and
+the root's lock is released.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+import uvicorn
+from sse_starlette.sse import AppStatus
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memdir.core.errors import ConfigError
+from memdir.core.settings import Settings
+from memdir.server import web
+from memdir.server.http_guard import MCP_PATH, Gate, GuardMiddleware, is_loopback
+from memdir.server.tokens import TokenFile
+
+if TYPE_CHECKING:
+    from memdir.embeddings.base import Embedder
+    from memdir.server.app import MemdirServer
+
+
+class InFlight:
+    """ASGI wrapper counting the POST requests (MCP calls) being answered, so shutdown can wait for them."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.count = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        self.count += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.count -= 1
+
+
+def tokens_for(settings: Settings) -> TokenFile:
+    return TokenFile(settings.http_tokens_file, settings.http_token)
+
+
+def refuse_open_network(host: str, tokens: TokenFile) -> None:
+    """Refuse to serve a non-loopback address without any token configured."""
+    if not is_loopback(host) and not tokens.configured:
+        raise ConfigError(
+            f"memdir will not listen on {host} without a token: anyone who can reach it could read and change the memory.",
+            f"Create one with `memdir token create NAME` (kept hashed in {tokens.path}), or set http_token "
+            "(MEMDIR_HTTP_TOKEN); or listen on 127.0.0.1 only.",
+        )
+
+
+def http_app(server: MemdirServer, settings: Settings, host: str, tokens: TokenFile) -> tuple[GuardMiddleware, InFlight]:
+    """The whole HTTP application, guard -> in-flight counter -> (MCP endpoint + web view), and its counter."""
+    web.register(server, settings)
+    inner = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        # Host and Origin are checked by the guard for every route (the web view too).
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        session_idle_timeout=settings.http_session_idle_timeout,
+        host=host,
+    )
+    inflight = InFlight(inner)
+    gate = Gate.for_address(host, tokens, settings.http_allowed_hosts, settings.http_allowed_origins)
+    guard = GuardMiddleware(inflight, gate)
+    return guard, inflight
+
+
+class MemdirHTTPServer(uvicorn.Server):
+    """uvicorn, announcing where it listens and letting MCP calls in flight finish before it stops."""
+
+    def __init__(self, config: uvicorn.Config, inflight: InFlight, drain_seconds: float, announce: bool) -> None:
+        super().__init__(config)
+        self.inflight, self.drain_seconds, self.announce = inflight, drain_seconds, announce
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.announce and self.servers:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            shown = f"[{host}]" if ":" in host else host
+            print(f"memdir: serving MCP at http://{shown}:{port}{MCP_PATH} and the web view at http://{shown}:{port}/",
+                  file=sys.stderr, flush=True)
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        for listener in self.servers:  # no new connections while the calls in flight finish
+            listener.close()
+        deadline = time.monotonic() + self.drain_seconds
+        while self.inflight.count and time.monotonic() < deadline and not self.force_exit:
+            await asyncio.sleep(0.05)
+        AppStatus.should_exit = True  # now end the event streams that stay open (the clients' GET streams)
+        await super().shutdown(sockets)
+
+
+def serve_http(settings: Settings, *, host: str | None = None, port: int | None = None,
+               embedder: Embedder | None = None) -> None:
+    """Run the HTTP server until SIGTERM or Ctrl-C.
+
+    Raises:
+        ConfigError: a non-loopback ``host`` and no token configured.
+    """
+    from memdir.server.app import build_server
+
+    host = host or settings.http_host
+    port = settings.http_port if port is None else port
+    tokens = tokens_for(settings)
+    refuse_open_network(host, tokens)
+    if not tokens.configured:
+        print("memdir: no token configured, so any program on this machine can use this server "
+              "(`memdir token create NAME` makes one).", file=sys.stderr)
+    server = build_server(settings, embedder=embedder)
+    app, inflight = http_app(server, settings, host, tokens)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=1)  # what remains after the drain: clients' idle event streams
+    # sse-starlette ends every event stream as soon as the signal arrives, the answers to calls in
+    # flight included; `MemdirHTTPServer.shutdown` ends them itself once those calls are answered.
+    AppStatus.disable_automatic_graceful_drain()
+    gc.freeze()  # as in `memdir.server.app.serve`: the SDK's objects live as long as the process
+    MemdirHTTPServer(config, inflight, settings.http_shutdown_timeout, announce=True).run()
+
+
+__all__ = ["InFlight", "MemdirHTTPServer", "http_app", "refuse_open_network", "serve_http", "tokens_for"]

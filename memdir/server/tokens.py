@@ -1,0 +1,172 @@
+"""Bearer tokens for `memdir serve --http`: named, stored hashed, revocable while the server runs.
+
+A token is 32 random bytes (``mdt_`` + URL-safe base64), shown once when it is created.
+The token file (setting ``http_tokens_file``, 0600) keeps per token its name, a random
+salt and SHA-256(salt + token): with 256 random bits there is nothing to guess, so a
+slow password hash (scrypt) would only add its ~50 ms to every request without making
+the file any safer. A token may also be given directly in the settings (``http_token``,
+e.g. ``MEMDIR_HTTP_TOKEN``); it is then named ``settings``.
+
+The server re-reads the file whenever it changes, so ``memdir token revoke NAME`` takes
+effect on a running server with its next request. Changes to the file are made under a
+lock file beside it and replace it atomically: two ``memdir token create`` at once both
+land, and a crash leaves the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import portalocker
+
+from memdir.core.errors import ConfigError, InputValidationError
+
+TOKEN_PREFIX = "mdt_"
+SETTINGS_TOKEN_NAME = "settings"
+TOKEN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""What a token's name may be: it is shown in lists and logs and names the client in the audit trail."""
+
+
+@dataclass(frozen=True)
+class StoredToken:
+    """One token as the file keeps it (never the token itself)."""
+
+    name: str
+    salt: str
+    digest: str
+    created: str
+
+    def matches(self, token: str) -> bool:
+        return hmac.compare_digest(self.digest, _digest(self.salt, token))
+
+
+def _digest(salt: str, token: str) -> str:
+    return hashlib.sha256(bytes.fromhex(salt) + token.encode("utf-8")).hexdigest()
+
+
+def new_token(name: str) -> tuple[str, StoredToken]:
+    """(the token to show once, what the file keeps of it)."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    salt = secrets.token_hex(16)
+    created = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    return token, StoredToken(name=name, salt=salt, digest=_digest(salt, token), created=created)
+
+
+class TokenFile:
+    """The named tokens in one file, and the check a request's token goes through."""
+
+    def __init__(self, path: Path, settings_token: str | None = None) -> None:
+        self.path = path.expanduser()
+        self._settings_token = settings_token or None
+        self._cache_lock = threading.Lock()
+        self._cached: tuple[tuple[int, int, int] | None, list[StoredToken]] = (None, [])
+
+    # ------------------------------------------------------------------ reading
+    def _signature(self) -> tuple[int, int, int] | None:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+    def tokens(self) -> list[StoredToken]:
+        """The stored tokens (re-read when the file changed since the last call)."""
+        signature = self._signature()
+        with self._cache_lock:
+            if signature is not None and signature == self._cached[0]:
+                return self._cached[1]
+            tokens = self._load() if signature is not None else []
+            self._cached = (signature, tokens)
+            return tokens
+
+    def _load(self) -> list[StoredToken]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return [StoredToken(**item) for item in data["tokens"]]
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise ConfigError(
+                f"The token file {self.path} cannot be read: {type(exc).__name__}: {exc}.",
+                "Fix or delete it (then create tokens again with `memdir token create NAME`), "
+                "or point http_tokens_file (MEMDIR_HTTP_TOKENS_FILE) elsewhere.",
+            ) from exc
+
+    @property
+    def configured(self) -> bool:
+        """True when at least one token would be accepted."""
+        return bool(self._settings_token) or bool(self.tokens())
+
+    def name_of(self, token: str) -> str | None:
+        """The name of the token ``token`` is, or None when it is no valid token."""
+        if not token:
+            return None
+        if self._settings_token and hmac.compare_digest(self._settings_token.encode(), token.encode()):
+            return SETTINGS_TOKEN_NAME
+        for stored in self.tokens():
+            if stored.matches(token):
+                return stored.name
+        return None
+
+    # ------------------------------------------------------------------ changing
+    def create(self, name: str) -> str:
+        """Add a token named ``name``; the token itself (it is not kept: show it once)."""
+        if not TOKEN_NAME.fullmatch(name or ""):
+            raise InputValidationError(
+                f"Token name {name!r} is not allowed.",
+                "Use letters, digits, '.', '_' or '-' (up to 64), starting with a letter or digit, e.g. `laptop`.",
+            )
+        if name == SETTINGS_TOKEN_NAME:
+            raise InputValidationError(f"{name!r} names the token given in the settings (http_token).", "Pick another name.")
+        with self._changing() as tokens:
+            if any(stored.name == name for stored in tokens):
+                raise InputValidationError(
+                    f"A token named {name!r} exists already.",
+                    f"Pick another name, or `memdir token revoke {name}` first to replace it.",
+                )
+            token, stored = new_token(name)
+            tokens.append(stored)
+        return token
+
+    def revoke(self, name: str) -> None:
+        """Remove the token named ``name``; a server refuses it from its next request on."""
+        with self._changing() as tokens:
+            kept = [stored for stored in tokens if stored.name != name]
+            if len(kept) == len(tokens):
+                names = ", ".join(stored.name for stored in tokens) or "none"
+                raise InputValidationError(f"There is no token named {name!r}.", f"Tokens: {names} (`memdir token list`).")
+            tokens[:] = kept
+
+    @contextmanager
+    def _changing(self) -> Iterator[list[StoredToken]]:
+        """The token list to change in place, written back atomically (0600) under the file's lock."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with portalocker.Lock(str(self.path) + ".lock", mode="a", timeout=10):
+            tokens = self._load()
+            yield tokens
+            payload = json.dumps({"tokens": [vars(stored) for stored in tokens]}, indent=2) + "\n"
+            handle, temporary = tempfile.mkstemp(prefix=".tokens-", dir=self.path.parent)  # created 0600
+            try:
+                with os.fdopen(handle, "w", encoding="utf-8") as out:
+                    out.write(payload)
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(temporary, self.path)
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
+
+
+__all__ = ["SETTINGS_TOKEN_NAME", "TOKEN_PREFIX", "StoredToken", "TokenFile", "new_token"]

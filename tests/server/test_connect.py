@@ -1,0 +1,82 @@
+"""`memdir serve --connect URL`: editor windows share one HTTP server through stdio fronts.
+
+End to end: the official MCP client starts `memdir serve --connect` as its stdio server (as an
+editor does); the front forwards to a real `memdir serve --http` process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from memdir.server.tokens import TokenFile
+from tests.server.http_process import running_server
+
+pytestmark = pytest.mark.slow
+
+ENTRY = {"file_path": "fact/team/standup.md", "content": "Standup is at 9:30 every weekday.", "title": "Standup",
+         "type": "fact", "tags": ["team"], "related": [], "domain": "team"}
+
+
+def front(url: str, token: str | None, tmp_path) -> StdioServerParameters:
+    args = ["-m", "memdir", "serve", "--connect", url] + (["--token", token] if token else [])
+    # The front's own root is never used: it must not open one (a distinct, absent root shows it).
+    env = {**os.environ, "MEMDIR_ROOT": str(tmp_path / "front-root-unused")}
+    return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(tmp_path))
+
+
+def text(result) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+def leaves(error: BaseException) -> list[str]:
+    """The messages of the MCP errors inside (possibly nested) exception groups."""
+    if isinstance(error, BaseExceptionGroup):
+        return [message for inner in error.exceptions for message in leaves(inner)]
+    return [str(error)] if isinstance(error, MCPError) else []
+
+
+@pytest.fixture
+def served(tmp_path):
+    token = TokenFile(tmp_path / "http-tokens.json").create("editor")
+    with running_server(cwd=tmp_path) as server:
+        yield server, token
+
+
+def test_two_editor_windows_share_one_server_with_their_own_sessions(served, tmp_path):
+    server, token = served
+
+    async def scenario():
+        async with Client(front(server.url, token, tmp_path), mode="legacy") as first, \
+                Client(front(server.url, token, tmp_path), mode="legacy") as second:
+            assert "MemoryWrite" in [tool.name for tool in (await first.list_tools()).tools]
+            assert not (await first.call_tool("MemoryWrite", ENTRY)).is_error
+            assert "9:30" in text(await second.call_tool("MemoryRead", {"file_path": ENTRY["file_path"]}))
+            edit = {"file_path": ENTRY["file_path"], "old_string": "9:30", "new_string": "10:00"}
+            assert not (await second.call_tool("MemoryEdit", edit)).is_error  # it read the entry
+            stale = await first.call_tool("MemoryEdit", {**edit, "old_string": "every", "new_string": "each"})
+            assert stale.is_error  # the first window's read is older than the second's edit: per-session trackers
+
+    anyio.run(scenario)
+    assert not (tmp_path / "front-root-unused").exists()
+    assert (tmp_path / "memory" / "fact" / "team" / "standup.md").read_text() == "Standup is at 10:00 every weekday."
+
+
+def test_a_wrong_token_is_reported_to_the_editor(served, tmp_path):
+    server, _ = served
+    messages: list[str] = []
+
+    async def scenario():
+        try:
+            async with Client(front(server.url, "mdt_wrong", tmp_path), mode="legacy"):
+                pass
+        except Exception as refused:  # the SDK's task groups wrap it
+            messages.extend(leaves(refused))
+
+    anyio.run(scenario)
+    assert any("That token is not valid" in message for message in messages), messages
