@@ -162,7 +162,7 @@ def setup(root: RootOption = None) -> None:
 @app.command()
 @handle_errors
 def status(root: RootOption = None, agent: AgentOption = None, as_json: JsonOption = False) -> None:
-    """Model, dimensions, root, entries and index freshness."""
+    """Model, dimensions, root, entries, index freshness and the prefetch cache's hit rate."""
     from memdir.memory import Memory
 
     with Memory.open(load_settings(root, agent), read_only=True) as memory:  # looking changes nothing
@@ -175,8 +175,10 @@ def status(root: RootOption = None, agent: AgentOption = None, as_json: JsonOpti
     from rich.table import Table
 
     table = Table(title="memdir status", show_header=False)
+    prefetch = data.pop("prefetch")
     for key, value in data.items():
         table.add_row(key.replace("_", " "), "" if value is None else str(value))
+    table.add_row("prefetch hit rate", prefetch_line(report.prefetch))
     console().print(table)
     if report.model_state != "ready":  # the reason is in the table (and a failed load logged it): not again
         console().print("[yellow]Search is keyword-only (see reason).[/yellow]")
@@ -184,6 +186,15 @@ def status(root: RootOption = None, agent: AgentOption = None, as_json: JsonOpti
         console().print("[green]Semantic search is available.[/green]")
         if report.stale:
             console().print(f"{report.stale} entries need embedding: run `memdir rebuild --missing-only`.")
+
+
+def prefetch_line(report: Any) -> str:
+    """The prefetch cache's figures in one line (`memdir.storage.entry_cache.PrefetchReport`)."""
+    if report is None:
+        return "no reads served yet (a server's cache reports here once it has served some)"
+    return (f"{report.hit_rate:.1%} ({report.hits} hits, {report.misses} misses; {report.entries} of "
+            f"{report.capacity} entries cached, {report.prefetched} prefetched) — {report.agent}, pid {report.pid}, "
+            f"{report.at[:19].replace('T', ' ')} UTC")
 
 
 @app.command("model-path")

@@ -36,6 +36,7 @@ import numpy as np
 from memdir.core.entry import Entry, Metadata, utcnow
 from memdir.core.errors import (
     DiskFullError,
+    MemdirError,
     EntryNotFoundError,
     InputValidationError,
     InvalidPathError,
@@ -68,6 +69,7 @@ from memdir.search.text_search import (
 )
 from memdir.storage.audit_log import ACTIONS, AuditLog, AuditRecord, change_diff
 from memdir.storage.base import EntryInfo, Redirect
+from memdir.storage.entry_cache import EntryCache, PrefetchReport, load_report, save_report
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex, listing
 from memdir.storage import open_mode
@@ -79,6 +81,8 @@ log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
 T = TypeVar("T")
+CACHE_FIGURES_EVERY = 50
+"""Agent reads between two saves of the cache's figures for `memdir status`."""
 NO_LABELS = Labels()
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,7 @@ class MemoryStatus:
     reason: str
     index_fresh: bool
     stale: int
+    prefetch: PrefetchReport | None = None
 
 
 class Memory:
@@ -119,6 +124,8 @@ class Memory:
         self.actor = Actor.from_settings(settings)
         """Who makes this memory's changes: every change is checked against it (`memdir.core.identity`)."""
         self.audit = AuditLog(adapter.root)
+        self.cache = EntryCache(adapter.root, settings.prefetch_size) if settings.prefetch_size > 0 else None
+        """Entries agents read (and `prefetch` put there), served to MemoryRead while unchanged."""
         self._labelled = threading.local()  # the action label of `action`, per thread
 
     # ------------------------------------------------------------------ lifecycle
@@ -197,6 +204,7 @@ class Memory:
         return memory
 
     def close(self) -> None:
+        self._save_cache_figures()
         self.model.close()
         self.index.close()
 
@@ -385,17 +393,77 @@ class Memory:
         that listings can come from the index again (`_entries`).
         """
         logical = normalize_path(path)
-        if not count_hit or self.read_only:
-            return self.adapter.read_entry(logical, count_hit=count_hit)
+        if not count_hit:
+            return self.adapter.read_entry(logical)
+        if self.read_only:
+            return self._cached(logical) or self._remember(logical, lambda: self.adapter.read_entry(logical))
         with self._changing():
             before = file_stats(self.root, logical)
-            entry = self.adapter.read_entry(logical, count_hit=True)
+            cached = self._cached(logical)
+            if cached is not None:
+                entry = self.adapter.count_hit(cached)
+            else:
+                entry = self.adapter.read_entry(logical, count_hit=True)
             if entry.path == logical and not entry.virtual:  # (a read through a stub is left to the walk)
+                after = file_stats(self.root, logical)
+                if self.cache is not None:  # the lock is held: the files are as this read left them
+                    self.cache.put(entry, after)
                 try:
-                    self.index.record_hits(logical, entry.hits, before, file_stats(self.root, logical))
+                    self.index.record_hits(logical, entry.hits, before, after)
                 except (DiskFullError, ReadOnlyRootError) as exc:  # the read goes on; listings walk meanwhile
                     log.info("Not recording the read of %s in the derived index: %s", entry.path, exc)
+        self._save_cache_figures(every=CACHE_FIGURES_EVERY)
         return entry
+
+    def _cached(self, logical: str) -> Entry | None:
+        """The cache's fresh copy of the entry at ``logical`` (a hit), or None (a miss, or no cache)."""
+        return self.cache.get(logical) if self.cache is not None else None
+
+    def _remember(self, logical: str, read: Callable[[], Entry]) -> Entry:
+        """``read()`` the entry at ``logical`` and cache it with the stats taken before reading
+        (a change in between makes it stale, never served: `memdir.storage.entry_cache`)."""
+        if self.cache is None:
+            return read()
+        stats = self.cache.stats_of(logical)
+        entry = read()
+        if entry.path == logical:
+            self.cache.put(entry, stats)
+        return entry
+
+    def prefetch(self, paths: Iterable[str]) -> int:
+        """Read entries into the cache ahead of the agent's reads (no hit is counted); how many were cached.
+
+        Entries that vanished or cannot be read are skipped: prefetching is a guess.
+        """
+        if self.cache is None:
+            return 0
+        done = 0
+        for path in paths:
+            try:
+                logical = normalize_path(path)
+                if self.adapter.read_redirect(logical) is not None:
+                    continue  # a stub: reads of it are reads of its target
+                stats = self.cache.stats_of(logical)
+                entry = self.adapter.read_entry(logical, follow=False)
+            except MemdirError:
+                continue
+            if not entry.virtual:
+                self.cache.put(entry, stats, prefetch=True)
+                done += 1
+        return done
+
+    def _save_cache_figures(self, every: int | None = None) -> None:
+        """Keep the cache's hit and miss counts where `memdir status` (another process) finds them:
+        at close, and every ``every`` lookups. Best effort: figures are not worth failing a read for."""
+        cache = self.cache
+        if cache is None or self.read_only or not (cache.hits + cache.misses):
+            return
+        if every is not None and (cache.hits + cache.misses) % every:
+            return
+        try:
+            save_report(self.root, PrefetchReport.of(cache.stats(), self.actor.label))
+        except (OSError, MemdirError) as exc:
+            log.debug("prefetch figures not saved: %s", exc)
 
     def exists(self, path: str) -> bool:
         return self.adapter.exists(normalize_path(path))
@@ -773,7 +841,14 @@ class Memory:
             reason=self.model.reason,
             index_fresh=stats.stale == 0,
             stale=stats.stale,
+            prefetch=self._prefetch_report(),
         )
+
+    def _prefetch_report(self) -> PrefetchReport | None:
+        """This process's cache figures once it has served reads, else the last ones a server saved."""
+        if self.cache is not None and self.cache.hits + self.cache.misses:
+            return PrefetchReport.of(self.cache.stats(), self.actor.label)
+        return load_report(self.root)
 
     def rebuild(self, *, progress: ProgressCallback | None = None, everything: bool = True) -> int:
         """Re-embed entries in length-sorted batches; returns how many were embedded.

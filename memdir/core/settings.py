@@ -275,6 +275,15 @@ class Settings(BaseSettings):
     thread_recent_share: float = _setting(0.25, "thread_recent_share", description="fragment and semantic: share of the budget for the most recent turns.")
     thread_sampling_timeout: float = _setting(60.0, "thread_sampling_timeout", description="Seconds to wait for the client's model to summarise.")
 
+    @field_validator("role_weights_orchestrator", "role_weights_optimizer", "role_weights_reviewer", "role_weights_executor")
+    @classmethod
+    def _weights_sum_to_one(cls, value: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+        """Seed 003: a role's weights are shares (none negative, summing to 1), so scores stay in [0, 1]."""
+        if min(value) < 0 or abs(sum(value) - 1.0) > 1e-6:
+            raise ValueError(f"role weights {value} must be four shares of at least 0 that sum to 1 "
+                             "(base importance, access, recency, kind relevance)")
+        return value
+
     @field_validator("agent")
     @classmethod
     def _agent_is_a_plain_name(cls, value: str | None) -> str | None:

@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import contextvars
 import threading
 import weakref
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from memdir.memory import Memory
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class MemoryHost:
@@ -91,9 +93,17 @@ class MemoryHost:
 
     @staticmethod
     def _open(settings: Settings, embedder: Embedder | None) -> Memory:
+        """Open the memory, then prefetch what this agent's role is likely to read first
+        (`memdir.access.prefetch`: the session starts with the server)."""
+        from memdir.access.prefetch import warm
         from memdir.memory import Memory  # heavy imports stay off the start-up path
 
-        return Memory.open(settings, embedder=embedder, background=True)
+        memory = Memory.open(settings, embedder=embedder, background=True)
+        try:
+            warm(memory)
+        except Exception:  # a guess that failed must not keep the memory from opening
+            log.warning("prefetching at session start failed", exc_info=True)
+        return memory
 
     def memory(self) -> Memory:
         """The open memory (waits for the opening; never call it on the writer thread).

@@ -866,6 +866,20 @@ class DerivedIndex:
                 db.execute("COMMIT")
             return self._listing
 
+    def recently_used(self, limit: int) -> list[str]:
+        """The ``limit`` entries an agent read last (never read: by when they were written), newest first."""
+        query = ("SELECT path FROM entries WHERE is_stub = 0 AND hidden = 0"
+                 " ORDER BY coalesce(accessed_at, updated_at) DESC, path LIMIT ?")
+        with self.lock:
+            return [row[0] for row in self.db.execute(query, (max(0, limit),))]
+
+    def most_important(self, at_least: float, limit: int) -> list[str]:
+        """The ``limit`` most important entries of importance ``at_least`` (the metadata's), most important first."""
+        query = ("SELECT path FROM entries WHERE is_stub = 0 AND hidden = 0 AND importance >= ?"
+                 " ORDER BY importance DESC, coalesce(accessed_at, updated_at) DESC, path LIMIT ?")
+        with self.lock:
+            return [row[0] for row in self.db.execute(query, (at_least, max(0, limit)))]
+
     def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
         """The access labels of the given entries (None: all); entries without labels are left out."""
         with self.lock:

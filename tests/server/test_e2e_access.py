@@ -72,3 +72,17 @@ async def test_roles_see_their_kinds_and_may_ask_for_all(tmp_path):
         assert "fact/bug.md" in listed and "fact/arch.md" not in listed
         resources = [str(r.uri) for r in (await rita.list_resources()).resources]
         assert "memory://fact/bug.md" in resources and "memory://fact/arch.md" not in resources
+
+
+async def test_the_status_resource_shows_identity_and_the_prefetch_hit_rate(tmp_path):
+    async with agent(tmp_path, "--agent", "alice", "--role", "executor") as alice:
+        await write(alice, "fact/deploy.md", "Deploys run ops/deploy.sh.", "fact", kind="implementation")
+    async with agent(tmp_path, "--agent", "alice", "--role", "executor") as alice:  # a new session: warmed
+        for _ in range(3):
+            await call(alice, "MemoryRead", file_path="fact/deploy.md")
+        contents = (await alice.read_resource("memdir://status")).contents
+        status = json.loads(contents[0].text)
+    assert (status["agent"], status["role"], status["admin"]) == ("alice", "executor", False)
+    prefetch = status["prefetch"]
+    assert (prefetch["hits"], prefetch["misses"], prefetch["prefetched"]) == (3, 0, 1)  # prefetched at session start
+    assert prefetch["hit_rate"] == 1.0
