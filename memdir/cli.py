@@ -503,4 +503,5 @@ def hook_session_start(root: RootOption = None, agent: AgentOption = None) -> No
 
     raise typer.Exit(session_start(sys.stdin.read(), lambda: load_settings(root, agent), out=sys.stdout, err=sys.stderr))
 import memdir.cli_threads  # noqa: E402,F401 - registers `memdir thread …` (a sub-app module of its own)
+import memdir.cli_evolve  # noqa: E402,F401 - registers `memdir evolve` and `memdir unarchive`
 import memdir.cli_tokens  # noqa: E402,F401 - registers `memdir token …`

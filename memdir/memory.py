@@ -234,11 +234,11 @@ class Memory:
         return self._changing()
 
     @contextmanager
-    def _index_first(self, path: str) -> Iterator[None]:
+    def _index_first(self, *paths: str) -> Iterator[None]:
         """Around a change whose index update runs before the files are committed (their
         ``before_commit``): a failure there — a full disk — leaves files and index as they
-        were. Should the commit itself fail after it (rare: one rename is left), the row of
-        ``path`` is read back from the files, so the index does not claim a change that
+        were. Should the commit itself fail after it (rare: one rename is left), the rows of
+        ``paths`` are read back from the files, so the index does not claim a change that
         did not happen."""
         seen = self.index.seq
         try:
@@ -246,7 +246,8 @@ class Memory:
                 yield
         except BaseException:
             if self.index.seq != seen:
-                self._reindex(path)
+                for path in paths:
+                    self._reindex(path)
             raise
 
     def _reindex(self, path: str) -> None:
@@ -619,9 +620,80 @@ class Memory:
         self._store_metadata(entry, meta.model_copy(update={"links": links, "related": related}), action, **facts)
         return True
 
-    def _store_metadata(self, entry: Entry, metadata: Metadata, action: str | None, **facts: Any) -> None:
-        """Store new metadata that is not part of the searchable text (links): the entry keeps
-        its vector (no model needed) as well as its content, age and read count.
+    def update_metadata(self, path: str, changes: dict[str, Any]) -> Entry:
+        """Set (or, with None, remove) metadata fields of an entry, keeping everything else.
+
+        For maintenance that changes what an entry *is* to memdir, not what it says — its
+        importance, ``archived_at``, ``superseded_by``, links: the content, age and read count
+        stay, and so does the vector when the searchable text is unchanged (no model needed).
+        A change to a field the entry is embedded from (tags, domain) is a plain `write`.
+
+        Raises:
+            EntryNotFoundError: no entry at ``path`` (a stub is no entry here).
+            InputValidationError: the changed metadata is not valid.
+        """
+        logical = normalize_path(path)
+        with self._exclusive():
+            entry = self.adapter.read_entry(logical, follow=False)
+            metadata = _changed_metadata(entry, changes)
+            action, facts = _metadata_action(entry.metadata, metadata)
+            self._guard(logical, entry, action)
+            if self._card(entry.title, metadata, entry.content) != self._searchable(entry):
+                label, details = self._label(action)
+                with self.action(label, **{**facts, **details}):  # recorded as this change, not a plain update
+                    return self.write(logical, entry.content, title=entry.title, metadata=metadata,
+                                      updated_at=entry.updated_at, hits=entry.hits).entry
+            return self._store_metadata(entry, metadata, action, **facts)
+
+    def update_metadata_many(self, changes: dict[str, dict[str, Any]]) -> list[Entry]:
+        """`update_metadata` of many entries as ONE change of files and index (the evolution jobs'
+        batches: one commit instead of one per entry). Fields the entries are embedded from
+        cannot change this way. Entries that no longer exist are left out, and so are those this
+        memory's actor may not change (another agent's, `check_change` says why): a job run by
+        one agent changes its own entries and ownerless ones; an admin's changes all. Each entry
+        changed is audited (archive, unarchive, supersede or update, with the fields changed).
+
+        Returns:
+            The updated entries.
+
+        Raises:
+            InputValidationError: a changed metadata is not valid, or would change what an entry
+                is embedded from; nothing is changed then.
+        """
+        wanted = {normalize_path(path): change for path, change in changes.items()}
+        before: dict[str, Entry] = {}
+
+        def changed(entry: Entry) -> Metadata:  # under the lock, from the adapter's one read
+            metadata = _changed_metadata(entry, wanted[entry.path])
+            if self._card(entry.title, metadata, entry.content) != self._searchable(entry):
+                raise InputValidationError(
+                    f"update_metadata_many cannot change what memory://{entry.path} is embedded from "
+                    f"({wanted[entry.path]!r}).", "Use update_metadata, which re-embeds it.",
+                )
+            self._guard(entry.path, entry, _metadata_action(entry.metadata, metadata)[0])  # (the index lagged a hand edit)
+            before[entry.path] = entry
+            return metadata.model_copy(update={"modified_by": self.actor.name})
+
+        def index_first(stored: list[tuple[Entry, FileStats]]) -> None:  # before the commit point, in one transaction
+            rows = []
+            for written, stats in stored:
+                card = text_hash(self._searchable(written))
+                rows.append((written, stats, card, written.embedding_model, written.embedding_text_hash or card))
+            self.index.upsert_rows(rows)
+            for written, _ in stored:
+                action, facts = _metadata_action(before[written.path].metadata, written.metadata)
+                self._record(written.path, before[written.path], written, action, **facts)
+
+        with self._exclusive(), self._index_first(*wanted):
+            labels = self.index.labels(list(wanted))
+            allowed = [path for path in wanted if self.actor.may_change(labels.get(path, NO_LABELS))]
+            if len(allowed) < len(wanted):
+                log.info("%s may not change %d of the entries: left as they are", self.actor.label, len(wanted) - len(allowed))
+            return self.adapter.set_metadata(dict.fromkeys(allowed, changed), before_commit=index_first)
+
+    def _store_metadata(self, entry: Entry, metadata: Metadata, action: str | None, **facts: Any) -> Entry:
+        """Store new metadata that is not part of the searchable text (links, importance, archival):
+        the entry keeps its vector (no model needed) as well as its content, age and read count.
 
         ``action`` (with ``facts``) is what the audit log records, unless the caller labelled the
         change (`action`); None for bookkeeping that changes nothing an entry says (a link's
@@ -637,7 +709,7 @@ class Memory:
                 self._record(entry.path, entry, written, action, **facts)
 
         with self._index_first(entry.path):
-            self.adapter.write(
+            return self.adapter.write(
                 entry.path, entry.content, title=entry.title, metadata=metadata,
                 embedding=entry.embedding, hits=entry.hits, updated_at=entry.updated_at,
                 embedding_model=entry.embedding_model, embedding_text_hash=entry.embedding_text_hash,
@@ -1056,6 +1128,34 @@ class Memory:
 
     def _index_entry(self, entry: Entry, text: str, model_id: str | None, stats: FileStats | None = None) -> None:
         self.index.upsert(entry, stats or file_stats(self.root, entry.path), text_hash(text), model_id)
+
+
+def _changed_metadata(entry: Entry, changes: dict[str, Any]) -> Metadata:
+    """``entry``'s metadata with ``changes`` set (None: removed).
+
+    Raises:
+        InputValidationError: the result is not valid metadata.
+    """
+    data = {**entry.metadata.to_yaml_dict(), **changes}
+    try:
+        return Metadata.model_validate({key: value for key, value in data.items() if value is not None})
+    except ValueError as exc:  # pydantic's ValidationError
+        raise InputValidationError(
+            f"The metadata of memory://{entry.path} cannot take {changes!r}: {exc}", "Nothing was changed."
+        ) from exc
+
+
+def _metadata_action(before: Metadata, after: Metadata) -> tuple[str, dict[str, Any]]:
+    """The audit action of a metadata change (archive, unarchive, supersede, else update) and the fields it changed."""
+    old, new = before.to_yaml_dict(), after.to_yaml_dict()
+    fields = sorted(key for key in old.keys() | new.keys() if key != "modified_by" and old.get(key) != new.get(key))
+    if (before.archived_at is None) != (after.archived_at is None):
+        action = "archive" if after.archived_at is not None else "unarchive"
+    elif after.superseded_by and after.superseded_by != before.superseded_by:
+        action = "supersede"
+    else:
+        action = "update"
+    return action, {"fields": fields}
 
 
 def _unasked_builtins(types: list[str] | None, path_prefix: str | None) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ print them without matching on strings.
     ├── NotOwnerError             the entry belongs to another agent (update, delete need its owner or admin)
     ├── LockTimeoutError          another process held the root's lock too long
     ├── ThreadNotFoundError       no working-memory thread with that id
+    ├── JobBusyError              another process is running that evolution job
     └── ModelNotFoundError        no embedding model could be found
 """
 
@@ -189,6 +190,17 @@ class ThreadNotFoundError(MemdirError):
     def __init__(self, thread: str) -> None:
         super().__init__(f"no thread {thread!r}.", "ThreadList lists the threads; ThreadAppend starts a new one.")
         self.thread = thread
+
+
+class JobBusyError(MemdirError):
+    """Another process (a server's scheduler, a `memdir evolve`) holds the evolution job's lock."""
+
+    def __init__(self, job: str) -> None:
+        super().__init__(
+            f"The {job} job is running in another process (a memdir server's scheduler or another `memdir evolve`).",
+            "Wait for it to finish (`memdir evolve --history` shows when it did), then run it again if still needed.",
+        )
+        self.job = job
 
 
 class ConfigError(MemdirError):

@@ -23,8 +23,11 @@ from memdir.core.errors import InvalidPathError, UnsafeFileError
 
 MEMORY_SCHEME = "memory://"
 ENTRY_SUFFIX = ".md"
-RESERVED_FOLDERS = frozenset({"threads", "audit"})
-"""Top-level folders of the root that hold other records (thread event logs, the audit log), never entries."""
+RESERVED_FOLDERS = {
+    "threads": "working-memory threads", "evolution": "the evolution jobs' records", "audit": "the audit log",
+}
+"""Top-level folders of the root that hold other records (thread event logs, evolution job runs and
+importance history, the audit log), never entries: each name with what it holds, for the refusal's message."""
 MAX_PATH_LENGTH = 1024
 MAX_SEGMENT_BYTES = 255
 MAX_STEM_BYTES = MAX_SEGMENT_BYTES - len(".yml")  # the longest of an entry's three file suffixes
@@ -107,8 +110,8 @@ def normalize_path(path: str) -> str:
                 f"Name the folder without it, e.g. {segment.rsplit('.', 1)[0] + '/'!r}.",
             )
     if segments[0].lower() in RESERVED_FOLDERS and len(segments) > 1:
-        raise _invalid(path, f"the top-level folder {segments[0]!r} is reserved for memdir's own records "
-                       f"({', '.join(sorted(RESERVED_FOLDERS))})",
+        what = RESERVED_FOLDERS[segments[0].lower()]
+        raise _invalid(path, f"the top-level folder {segments[0]!r} is reserved for {what}",
                        f"Put the entry under another folder, e.g. 'experience/{segments[0]}/…'.")
     for segment in segments:
         if segment in (".", ".."):

@@ -275,13 +275,58 @@ class Settings(BaseSettings):
     thread_recent_share: float = _setting(0.25, "thread_recent_share", description="fragment and semantic: share of the budget for the most recent turns.")
     thread_sampling_timeout: float = _setting(60.0, "thread_sampling_timeout", description="Seconds to wait for the client's model to summarise.")
 
-    @field_validator("role_weights_orchestrator", "role_weights_optimizer", "role_weights_reviewer", "role_weights_executor")
+    # --- evolution (memdir.evolution: background jobs, seed 003 Part 2, and the server's scheduler)
+    evolution_enabled: bool = _setting(True, "evolution_enabled", description="The server runs due evolution jobs while the store is idle.")
+    evolution_idle_minutes: float = _setting(5.0, "evolution_idle_minutes", description="The store is idle after this long without a tool call.")
+    evolution_check_seconds: float = _setting(60.0, "evolution_check_seconds", description="How often the scheduler looks for idleness and due jobs.")
+    evolution_job_timeout: float = _setting(60.0, "evolution_job_timeout", description="Seconds one job run may take; it stops between items and goes on next time.")
+    evolution_batch_size: int = _setting(2000, "evolution_batch_size", description="Most items (entries, links, clusters) one job run handles; the next run goes on from there.")
+    importance_interval_days: float = _setting(7.0, "importance_interval_days", description="Days between importance recalibrations.")
+    link_decay_interval_days: float = _setting(7.0, "link_decay_interval_days", description="Days between link-decay runs.")
+    archival_interval_days: float = _setting(30.0, "archival_interval_days", description="Days between archival runs.")
+    consolidation_interval_days: float = _setting(1.0, "consolidation_interval_days", description="Days between consolidation runs.")
+    importance_weights: tuple[float, float, float, float] = _setting(
+        (0.3, 0.4, 0.2, 0.1), "importance_weights", description="Weights of base importance, access, recency and links in a recalibration.")
+    importance_min_change: float = _setting(1.0, "importance_min_change", description="A recalibrated importance is stored only when it moved at least this much.")
+    importance_access_range: tuple[float, float] = _setting(
+        (3.0, 10.0), "importance_access_range", description="The access factor (10 x reads per day) is held to this range.")
+    importance_recency_half_life_days: float = _setting(30.0, "importance_recency_half_life_days", description="The recency factor halves every so many days without a read.")
+    link_decay_days: tuple[float, float, float] = _setting(
+        (180.0, 90.0, 30.0), "link_decay_days", description="Days untraversed after which a link decays by the first, second or third factor (the third only for links older than link_decay_old_days).")
+    link_decay_factors: tuple[float, float, float] = _setting((0.25, 0.5, 0.8), "link_decay_factors", description="The decay factors for those three cases.")
+    link_decay_old_days: float = _setting(365.0, "link_decay_old_days", description="A link this old decays slightly once untraversed for the third period.")
+    link_remove_below: float = _setting(0.1, "link_remove_below", description="A system link weaker than this is removed.")
+    archival_unread_days: float = _setting(180.0, "archival_unread_days", description="An entry never read is archived after this many days.")
+    archival_low_importance: tuple[float, float] = _setting(
+        (3.0, 90.0), "archival_low_importance", description="(importance below, days unread): archived.")
+    archival_very_low_importance: tuple[float, float] = _setting(
+        (2.0, 30.0), "archival_very_low_importance", description="(importance below, days unread): archived.")
+    archival_protected_importance: float = _setting(7.0, "archival_protected_importance", description="Entries at least this important are never archived.")
+    consolidation_cosine: float = _setting(0.9, "consolidation_cosine", description="Cosine for two entries to be near-duplicates (an edge of the clustering graph).")
+    consolidation_jaccard: float = _setting(0.5, "consolidation_jaccard", description="Word overlap (Jaccard) they need as well.")
+    consolidation_neighbours: int = _setting(10, "consolidation_neighbours", description="Nearest neighbours per entry looked at when building the graph.")
+    consolidation_supersede_cosine: float = _setting(0.95, "consolidation_supersede_cosine", description="Without the client's model, only entries this similar are superseded...")
+    consolidation_supersede_jaccard: float = _setting(0.8, "consolidation_supersede_jaccard", description="... with at least this word overlap.")
+    consolidation_max_gap_days: float = _setting(30.0, "consolidation_max_gap_days", description="Without the model, entries written further apart are kept (the later may be an evolution).")
+    consolidation_sampling_timeout: float = _setting(60.0, "consolidation_sampling_timeout", description="Seconds to wait for the client's model to decide on one cluster.")
+
+    @field_validator(
+        "importance_weights", "role_weights_orchestrator", "role_weights_optimizer", "role_weights_reviewer",
+        "role_weights_executor",
+    )
     @classmethod
-    def _weights_sum_to_one(cls, value: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
-        """Seed 003: a role's weights are shares (none negative, summing to 1), so scores stay in [0, 1]."""
-        if min(value) < 0 or abs(sum(value) - 1.0) > 1e-6:
-            raise ValueError(f"role weights {value} must be four shares of at least 0 that sum to 1 "
-                             "(base importance, access, recency, kind relevance)")
+    def _weights_sum_to_one(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        """Seed 003: importance weights (the recalibration's, a role's ranking) are a weighted mean, so the
+        result stays in its range."""
+        if any(weight < 0 for weight in value) or abs(sum(value) - 1.0) > 1e-6:
+            raise ValueError(f"the four importance weights must be non-negative and sum to 1, not {value}")
+        return value
+
+    @field_validator("link_decay_factors")
+    @classmethod
+    def _factors_weaken(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if any(not 0.0 <= factor <= 1.0 for factor in value):
+            raise ValueError(f"link decay factors are between 0 and 1 (a link only weakens), not {value}")
         return value
 
     @field_validator("agent")

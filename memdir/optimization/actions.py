@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import Metadata
-from memdir.core.errors import EntryNotFoundError, MemdirError, RedirectError
+from memdir.core.errors import EntryNotFoundError, MemdirError, NotOwnerError, RedirectError
 from memdir.core.links import Link
 from memdir.core.paths import link_target
 from memdir.core.quality import parse_frontmatter
@@ -134,7 +134,7 @@ class Changer:
     def _unchanged(self, *paths: str) -> Outcome | None:
         for path in paths:
             if self._current(path) != self._expected(path):
-                return Outcome(False, f"memory://{path} changed since the analysis; run defrag again")
+                return Outcome(False, f"memory://{path} changed since the analysis; run {self.journal.action} again")
         return None
 
     def rewrite(self, item: Item, *, content: str | None = None, metadata: Metadata | None = None) -> Outcome:
@@ -154,6 +154,38 @@ class Changer:
         except MemdirError as exc:
             return Outcome(False, exc.message)
         return Outcome(True)
+
+    def update(self, changes: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
+        """Set (None: remove) metadata fields of entries, as one change (`Memory.update_metadata_many`:
+        content, age, read count and vector stay; the evolution jobs' archive and supersede).
+
+        Args:
+            changes: path -> the fields to set.
+
+        Returns:
+            path -> what happened to it.
+        """
+        outcomes: dict[str, Outcome] = {}
+        try:
+            with self._lock():
+                for path in changes:
+                    if (stale := self._unchanged(path)) is not None:
+                        outcomes[path] = stale
+                        continue
+                    try:
+                        self.memory.check_change(path)  # another agent's entry: skipped, and said why
+                    except NotOwnerError as exc:
+                        outcomes[path] = Outcome(False, exc.message)
+                fresh = [path for path in changes if path not in outcomes]
+                self.journal.before(*fresh)
+                written = self.memory.update_metadata_many({path: changes[path] for path in fresh})
+                for entry in written:
+                    self.expected[entry.path] = fingerprint(entry)
+                    outcomes[entry.path] = Outcome(True)
+                self.journal.after(*(entry.path for entry in written))
+        except MemdirError as exc:
+            return {path: outcomes.get(path) or Outcome(False, exc.message) for path in changes}
+        return {path: outcomes.get(path) or Outcome(False, f"memory://{path} is gone") for path in changes}
 
     def merge(self, keeper: Item, other: Item, strategy: str) -> Outcome:
         """Merge ``other`` into ``keeper`` and leave a ``# merged → keeper`` stub at ``other``."""

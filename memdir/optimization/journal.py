@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -152,6 +152,7 @@ class Journal:
     def __init__(self, memory: Memory, action: str, options: dict[str, Any]) -> None:
         self.memory = memory
         started = _now()
+        self.action = action
         self.id = f"{started:%Y%m%dT%H%M%S%fZ}-{action}-{uuid.uuid4().hex[:6]}"
         self.path = journal_dir(memory.root) / f"{self.id}{JOURNAL_SUFFIX}"
         self._header = {
@@ -172,24 +173,31 @@ class Journal:
     def written(self) -> bool:
         return self._handle is not None or self.path.exists()
 
-    def _append(self, record: dict[str, Any]) -> None:
+    def _append(self, record: dict[str, Any], *, sync: bool = True) -> None:
         if self._handle is None:
             private_folder(self.memory.root, JOURNAL_DIR)
             self._handle = self._files.enter_context(append_regular(self.memory.root, self.path))
             _write_record(self._handle, self._header)
-        _write_record(self._handle, record)
+        _write_record(self._handle, record, sync=sync)
 
-    def before(self, path: str) -> None:
-        """Record the prior state of ``path`` (once per run: the state before the run touched it)."""
-        if path in self._touched:
-            return
-        self._append({"type": "before", "path": path, "state": capture(self.memory, path)})
-        self._touched.add(path)
-        self.changes += 1
+    def before(self, *paths: str) -> None:
+        """Record the prior state of ``paths`` (once per run: the state before the run touched
+        each), all on disk — one fsync — before the caller changes them."""
+        for path in paths:
+            if path in self._touched:
+                continue
+            self._append({"type": "before", "path": path, "state": capture(self.memory, path)}, sync=False)
+            self._touched.add(path)
+            self.changes += 1
+        if self._handle is not None:
+            _sync(self._handle)
 
-    def after(self, path: str) -> None:
-        """Record what ``path`` looks like now that the run changed it."""
-        self._append({"type": "after", "path": path, "state": summary_of(self.memory, path)})
+    def after(self, *paths: str) -> None:
+        """Record what ``paths`` look like now that the run changed them (one fsync)."""
+        for path in paths:
+            self._append({"type": "after", "path": path, "state": summary_of(self.memory, path)}, sync=False)
+        if self._handle is not None:
+            _sync(self._handle)
 
     def close(self, status: str = "complete") -> None:
         if self._handle is None:
@@ -199,9 +207,14 @@ class Journal:
         self._handle = None
 
 
-def _write_record(handle: Any, record: dict[str, Any]) -> None:
-    """One JSON line, on disk (fsynced) before the change it describes."""
+def _write_record(handle: Any, record: dict[str, Any], *, sync: bool = True) -> None:
+    """One JSON line, on disk (fsynced, unless a batch syncs once after its last) before the change it describes."""
     handle.write((json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+    if sync:
+        _sync(handle)
+
+
+def _sync(handle: Any) -> None:
     handle.flush()
     os.fsync(handle.fileno())
 
@@ -352,8 +365,8 @@ class UndoResult:
         return "\n".join(lines)
 
 
-def undo_last(memory: Memory, *, force: bool = False) -> UndoResult:
-    """Revert the newest live defrag run that has not been undone yet.
+def undo_last(memory: Memory, *, force: bool = False, actions: Collection[str] | None = None) -> UndoResult:
+    """Revert the newest live defrag run (or evolution job run) that has not been undone yet.
 
     Every path the run touched goes back to the state recorded before the run
     touched it: deleted entries come back (content, title, metadata, hits, vector),
@@ -363,16 +376,19 @@ def undo_last(memory: Memory, *, force: bool = False) -> UndoResult:
     Args:
         memory: a `memdir.memory.Memory`.
         force: also overwrite entries that were changed after the run.
+        actions: only runs of these actions (the evolution jobs undo their own); None: any.
 
     Raises:
         InputValidationError: there is no run to undo, or (without ``force``) entries
             were changed after the run; nothing is changed then.
     """
-    runs = [run for run in list_runs(memory.root) if not run.undone and run.before]
+    runs = [run for run in list_runs(memory.root)
+            if not run.undone and run.before and (actions is None or run.action in actions)]
     if not runs:
+        what = "defrag run" if actions is None else " or ".join(sorted(actions)) + " run"
         raise InputValidationError(
-            "There is no live defrag run to undo.",
-            "Only runs with dry_run=false that changed something are journaled (under .memdir/defrag/).",
+            f"There is no live {what} to undo.",
+            "Only live runs (not dry runs) that changed something are journaled (under .memdir/defrag/).",
         )
     run = runs[-1]
     try:

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any
 
+import anyio
 from mcp.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -45,6 +46,7 @@ from memdir.server.state import (
     run_memory_tool,
     session_state,
 )
+from memdir.server.scheduler import Scheduler, note_clients
 from memdir.server.stopping import exit_for, run_until_signalled
 from memdir.tools.discovery import discover
 from memdir.tools.workspace import WORKSPACE_TOOLS, Workspace
@@ -320,20 +322,29 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
     @asynccontextmanager
     async def lifespan(_: "MCPServer[AppState]") -> AsyncIterator[AppState]:
         host = MemoryHost(settings, embedder)
+        evolution = Scheduler(settings, host) if settings.evolution_enabled else None
         try:
-            async with local_socket.serving(settings, host):
-                server.app_state = AppState(
-                    settings=settings,
-                    host=host,
-                    sessions=SessionRegistry(),
-                    workspace=Workspace.create(
-                        settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout,
-                        regex_budget=RegexBudget.from_settings(settings),
-                    ),
-                    tools=registered,
-                    workspace_tools=workspace_tools,
-                )
-                yield server.app_state
+            async with local_socket.serving(settings, host), anyio.create_task_group() as background:
+                if evolution is not None:
+                    background.start_soon(evolution.serve)
+                try:
+                    server.app_state = AppState(
+                        settings=settings,
+                        host=host,
+                        sessions=SessionRegistry(),
+                        workspace=Workspace.create(
+                            settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout,
+                            regex_budget=RegexBudget.from_settings(settings),
+                        ),
+                        tools=registered,
+                        workspace_tools=workspace_tools,
+                        scheduler=evolution,
+                    )
+                    yield server.app_state
+                finally:
+                    if evolution is not None:
+                        evolution.stop()
+                    background.cancel_scope.cancel()
         finally:
             server.app_state = None
             host.close()
@@ -355,6 +366,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
     workspace.register(server, workspace_tools)
     toolsets.install(server)
     server.middleware.append(open_after_handshake)
+    server.middleware.append(note_clients)
     prompts.register(server)
     resources.register(server)
     return server

@@ -11,6 +11,7 @@ event loop (which is free: the tool awaits the worker thread) and waits for the 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -24,10 +25,25 @@ from memdir.threads.compaction import Ask
 
 def client_ask(ctx: Context, timeout: float) -> Ask | None:
     """``ask`` through the client's model for this request, or None when the client offers no sampling."""
-    capabilities = ctx.client_capabilities
-    if capabilities is None or capabilities.sampling is None:
+    return session_ask(ctx.session, timeout)
+
+
+def offers_sampling(session: Any) -> bool:
+    """True when the client on ``session`` declared the sampling capability."""
+    capabilities = session.client_capabilities
+    return capabilities is not None and capabilities.sampling is not None
+
+
+def session_ask(session: Any, timeout: float) -> Ask | None:
+    """``ask`` through the model of the client on ``session`` (a `ServerSession`), from a thread
+    while this event loop runs; None when that client offers no sampling. Call it on the loop.
+
+    The scheduler uses it between requests, with the session of the last client that offered
+    sampling: a call to a client gone since fails, and its caller falls back.
+    """
+    if not offers_sampling(session):
         return None
-    session, token = ctx.session, anyio.lowlevel.current_token()
+    token = anyio.lowlevel.current_token()
 
     async def create(prompt: str, max_tokens: int) -> str | None:
         with anyio.fail_after(timeout), warnings.catch_warnings():
@@ -46,4 +62,4 @@ def client_ask(ctx: Context, timeout: float) -> Ask | None:
     return ask
 
 
-__all__ = ["client_ask"]
+__all__ = ["client_ask", "offers_sampling", "session_ask"]

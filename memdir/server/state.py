@@ -26,6 +26,7 @@ import asyncio
 import logging
 import contextvars
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,6 +46,7 @@ from memdir.tools.workspace import FileReads, Workspace
 if TYPE_CHECKING:
     from memdir.embeddings.base import Embedder
     from memdir.memory import Memory
+    from memdir.server.scheduler import Scheduler
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -62,6 +64,8 @@ class MemoryHost:
         self._starting = threading.Lock()
         self._last_write: Future[Any] | None = None
         self._last_writes: weakref.WeakKeyDictionary[Any, Future[Any]] = weakref.WeakKeyDictionary()
+        self.last_used = time.monotonic()
+        """When a call last used the store (`time.monotonic`); the server's start counts as one."""
 
     def start(self) -> Future[Memory]:
         """Begin opening the memory (and loading the model behind it); the opening's future.
@@ -127,7 +131,23 @@ class MemoryHost:
         its own session sent before it, not for other clients' — with many clients on one
         server there is nearly always someone's write queued. Without it, a read waits for
         every write sent before it.
+
+        Every such call is a use of the store (`last_used`, which the evolution scheduler
+        watches), when it comes in and when it is done.
         """
+        self.last_used = time.monotonic()
+        try:
+            return await self._run(fn, args, kwargs, read_only, writer)
+        finally:
+            self.last_used = time.monotonic()
+
+    async def run_maintenance(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(memory, *args, **kwargs)`` on the writer thread, in order with the writes, without
+        counting as a use of the store (the evolution scheduler's jobs)."""
+        return await self._run(fn, args, kwargs, False, None)
+
+    async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any], read_only: bool,
+                   writer: Any) -> T:
         opening = self.start()  # queued before any write, which would otherwise wait on the writer thread for it
         if not read_only:
             future = self._last_write = self._writer.submit(self._call, opening, fn, args, kwargs)
@@ -214,6 +234,7 @@ class AppState:
         workspace: the directory the workspace tools act on.
         tools: the memory tools this server registered (the mode's, minus those not installed).
         workspace_tools: the workspace tools it registered (none in retrieval mode).
+        scheduler: the evolution scheduler (`memdir.server.scheduler`), None when it is off.
     """
 
     settings: Settings
@@ -222,6 +243,7 @@ class AppState:
     workspace: Workspace
     tools: tuple[str, ...]
     workspace_tools: tuple[str, ...]
+    scheduler: Scheduler | None = None
 
     def visible_tools(self, session: SessionState) -> list[str]:
         """The tools this session sees: the mode's memory tools plus its loaded skill's workspace tools."""

@@ -497,6 +497,52 @@ class FilesystemAdapter:
                 self._commit(writes, before_commit=hook)
         return updated
 
+    def set_metadata(
+        self,
+        changes: Mapping[str, Callable[[Entry], Metadata]],
+        *,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+    ) -> list[Entry]:
+        """Replace the metadata of existing entries in ONE transaction (the evolution jobs' bulk changes).
+
+        Only the ``.yml`` files change: content, vector, hits and ``updated_at`` stay. One
+        journal and one commit for the whole batch instead of one per entry.
+
+        Args:
+            changes: path -> a function from the entry as it is now to its new metadata (fields
+                that are not embedded: the vector stays valid); it may raise to refuse the batch.
+                Entries that do not exist, and those whose ``.yml`` memdir cannot read (never
+                overwritten), are skipped.
+            before_commit: called with each updated entry and its files' stats once staged, as in `write`.
+
+        Returns:
+            The updated entries (skipped ones left out).
+        """
+        writes: dict[Path, bytes] = {}
+        updated: list[Entry] = []
+        files: list[tuple[Path, Path]] = []
+        with self._writing():
+            for path, change in changes.items():
+                path = normalize_path(path)
+                self._refuse_virtual(path)
+                try:
+                    entry, sidecar = self._load(path)
+                except EntryNotFoundError:
+                    continue
+                if sidecar is None:
+                    continue
+                metadata = change(entry)
+                md, yml, _ = self._files(path)
+                writes[yml] = dump_sidecar({**sidecar, "metadata": metadata.to_yaml_dict()})
+                files.append((md, yml))
+                updated.append(entry.model_copy(update={"metadata": metadata}))
+            if writes:
+                hook = None if before_commit is None else lambda staged: before_commit(
+                    [(entry, _staged_stats(staged, md, yml)) for entry, (md, yml) in zip(updated, files)]
+                )
+                self._commit(writes, before_commit=hook)
+        return updated
+
     @staticmethod
     def _metadata(path: str, metadata: Metadata | Mapping[str, Any] | None) -> Metadata:
         if isinstance(metadata, Metadata):

@@ -541,6 +541,11 @@ class DerivedIndex:
         """`upsert` of many (entry, stats, text_hash, model_id) in one transaction (bulk loads, rebuilds)."""
         return self._upsert_rows([(entry, stats, h, model, h) for entry, stats, h, model in items])
 
+    def upsert_rows(self, items: Sequence[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
+        """`upsert` of many (entry, stats, text_hash, model_id, vector_text_hash) in one transaction:
+        entries rewritten together whose vectors were kept (`Memory.update_metadata_many`)."""
+        return self._upsert_rows(list(items))
+
     def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
         """New vectors for entries whose text is unchanged (re-embedding), in one transaction.
 

@@ -177,3 +177,34 @@ def test_links_made_and_removed_are_recorded_and_only_the_owner_may_make_them(op
         ("link", "fact/a.md", "alice", {"target": "fact/b.md", "kind": "extends"}),
         ("unlink", "fact/a.md", "alice", {"target": "fact/b.md"}),
     ]
+
+
+def test_evolutions_metadata_changes_are_audited_as_what_they_are(open_as):
+    from memdir.evolution.archival import unarchive
+
+    alice = open_as("alice")
+    put(alice, "fact/a.md")
+    put(alice, "fact/b.md", "Ship on Friday, confirmed.")
+    alice.update_metadata_many({"fact/a.md": {"importance": 8}})
+    alice.update_metadata("fact/a.md", {"archived_at": "2026-11-26T00:00:00+00:00"})
+    unarchive(alice, "fact/a.md", now=datetime(2026, 11, 27, tzinfo=timezone.utc))
+    alice.update_metadata_many({"fact/a.md": {"superseded_by": "fact/b.md"}})
+    records = [(r.action, r.details) for r in alice.audit.records()][2:]
+    assert [action for action, _ in records] == ["update", "archive", "unarchive", "supersede"]
+    assert records[0][1] == {"fields": ["importance"]} and records[3][1] == {"fields": ["superseded_by"]}
+    assert alice.read("fact/a.md").metadata.modified_by == "alice"
+
+
+def test_a_job_run_as_another_agent_leaves_that_agents_entries_alone(open_as):
+    from memdir.core.errors import NotOwnerError
+
+    alice, bob = open_as("alice"), open_as("bob")
+    put(alice, "fact/a.md")
+    put(bob, "fact/b.md")
+    written = bob.update_metadata_many({"fact/a.md": {"importance": 9}, "fact/b.md": {"importance": 9}})
+    assert [entry.path for entry in written] == ["fact/b.md"]
+    assert bob.read("fact/a.md").metadata.importance is None
+    with pytest.raises(NotOwnerError, match="bob may not archive it"):
+        bob.update_metadata("fact/a.md", {"archived_at": "2026-11-26T00:00:00+00:00"})
+    admin = open_as("root", admin=True)
+    assert [entry.path for entry in admin.update_metadata_many({"fact/a.md": {"importance": 9}})] == ["fact/a.md"]
