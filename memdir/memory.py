@@ -121,8 +121,8 @@ class Memory:
         self.model = model
         self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now)
         self._listing = RootListing(adapter, index)  # see `_entries`
-        self.actor = Actor.from_settings(settings)
-        """Who makes this memory's changes: every change is checked against it (`memdir.core.identity`)."""
+        self._actor = Actor.from_settings(settings)
+        self._acting = threading.local()  # `acting_as`, per thread
         self.audit = AuditLog(adapter.root)
         self.cache = EntryCache(adapter.root, settings.prefetch_size) if settings.prefetch_size > 0 else None
         """Entries agents read (and `prefetch` put there), served to MemoryRead while unchanged."""
@@ -263,6 +263,23 @@ class Memory:
             log.warning("the index row of %s may be stale until the next open", path, exc_info=True)
 
     # ------------------------------------------------------------------ ownership and audit
+    @property
+    def actor(self) -> Actor:
+        """Who makes this memory's changes and asks for its views: every change is checked against it
+        (`memdir.core.identity`). The settings' agent, role and admin flag, unless `acting_as` says otherwise."""
+        return getattr(self._acting, "actor", None) or self._actor
+
+    @contextmanager
+    def acting_as(self, actor: Actor | None) -> Iterator[None]:
+        """Make the calls inside (on this thread) as ``actor`` (None: the settings' own): a server over
+        HTTP serves many clients with one memory, each client as the agent its token names."""
+        previous = getattr(self._acting, "actor", None)
+        self._acting.actor = actor
+        try:
+            yield
+        finally:
+            self._acting.actor = previous
+
     @contextmanager
     def action(self, label: str, **details: Any) -> Iterator[None]:
         """Record the changes made inside (on this thread) in the audit log as ``label`` — archive,

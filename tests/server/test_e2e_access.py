@@ -86,3 +86,31 @@ async def test_the_status_resource_shows_identity_and_the_prefetch_hit_rate(tmp_
     prefetch = status["prefetch"]
     assert (prefetch["hits"], prefetch["misses"], prefetch["prefetched"]) == (3, 0, 1)  # prefetched at session start
     assert prefetch["hit_rate"] == 1.0
+
+
+@pytest.mark.slow
+def test_over_http_each_client_acts_as_the_agent_its_token_names(tmp_path):
+    """One `memdir serve --http`, two clients with their own tokens: each owns what it writes."""
+    import anyio
+
+    from memdir.server.tokens import TokenFile
+    from tests.server.http_process import mcp_client, running_server
+
+    tokens = TokenFile(tmp_path / "http-tokens.json")  # the file conftest points MEMDIR_HTTP_TOKENS_FILE at
+    alice, bob = tokens.create("alice"), tokens.create("bob")
+    entry = {"file_path": "fact/standup.md", "content": "Standup is at 9:30.", "title": "Standup", "type": "fact",
+             "tags": [], "related": [], "domain": "team"}
+
+    async def scenario():
+        async with mcp_client(server.url, alice) as first, mcp_client(server.url, bob) as second:
+            assert not (await first.call_tool("MemoryWrite", entry)).is_error
+            refused = await second.call_tool("MemoryWrite", {**entry, "content": "Standup is at 10:00."})
+            assert refused.is_error and "belongs to alice; bob (reviewer) may not update it." in text(refused)
+            assert not (await first.call_tool("MemoryDelete", {"file_path": "fact/standup.md"})).is_error
+
+    with running_server(["--root", str(tmp_path / "memory"), "--role", "reviewer", "--mode", "researcher"],
+                        cwd=tmp_path) as server:
+        anyio.run(scenario)
+    records = [json.loads(line) for file in (tmp_path / "memory" / "audit").glob("*.jsonl")
+               for line in file.read_text().splitlines()]
+    assert [(r["agent"], r["action"]) for r in records] == [("alice", "create"), ("alice", "delete")]
