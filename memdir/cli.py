@@ -59,6 +59,10 @@ RootOption = Annotated[Optional[Path], typer.Option("--root", file_okay=False, h
 # The server starts whatever its root is, so that every tool can tell the model what is wrong with it.
 ServeRootOption = Annotated[Optional[Path], typer.Option("--root", help=ROOT_HELP)]
 AgentOption = Annotated[Optional[str], typer.Option("--agent", help="Use this agent's own store under the root.")]
+StoreOption = Annotated[
+    Optional[str],
+    typer.Option("--store", help="Keep the entries in this PostgreSQL database (postgresql://user@host/db) instead of the root's files (default: MEMDIR_STORE)."),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 RoleOption = Annotated[Optional[str], typer.Option("--role", help="The agent's role: orchestrator, optimizer, reviewer or executor (a team shares the root).")]
 AdminOption = Annotated[bool, typer.Option("--admin", help="Act as an admin: change and delete any agent's entries.")]
@@ -161,11 +165,11 @@ def setup(root: RootOption = None) -> None:
 
 @app.command()
 @handle_errors
-def status(root: RootOption = None, agent: AgentOption = None, as_json: JsonOption = False) -> None:
+def status(root: RootOption = None, agent: AgentOption = None, store: StoreOption = None, as_json: JsonOption = False) -> None:
     """Model, dimensions, root, entries, index freshness and the prefetch cache's hit rate."""
     from memdir.memory import Memory
 
-    with Memory.open(load_settings(root, agent), read_only=True) as memory:  # looking changes nothing
+    with Memory.open(load_settings(root, agent, store=store), read_only=True) as memory:  # looking changes nothing
         memory.model.get()
         report = memory.status()
     data = {key: str(value) if isinstance(value, Path) else value for key, value in dataclasses.asdict(report).items()}
@@ -213,12 +217,13 @@ def rebuild(
     directory: DirArgument = None,
     root: RootOption = None,
     agent: AgentOption = None,
+    store: StoreOption = None,
     missing_only: Annotated[bool, typer.Option("--missing-only", help="Only embed entries without a current vector.")] = False,
 ) -> None:
     """Rebuild the derived index and re-embed every entry (after a model or settings change)."""
     from memdir.memory import Memory
 
-    with Memory.open(load_settings(root_of(directory, root), agent)) as memory, progress_bar() as bar:
+    with Memory.open(load_settings(root_of(directory, root), agent, store=store)) as memory, progress_bar() as bar:
         task = bar.add_task("Embedding", total=None)
         count = memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=not missing_only)
     if memory.model.state.value != "ready":  # a missing model was logged with its reason when it failed to load
@@ -234,6 +239,7 @@ def search(
     query: Annotated[str, typer.Argument(callback=non_empty, help="What to look for.")],
     root: RootOption = None,
     agent: AgentOption = None,
+    store: StoreOption = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Number of results (1-50).")] = 10,
     type_: Annotated[Optional[list[str]], typer.Option("--type", callback=entry_types, help=f"Only these entry types (repeatable): {', '.join(ENTRY_TYPES)}.")] = None,
     prefix: Annotated[Optional[str], typer.Option("--prefix", help="Only entries under this folder.")] = None,
@@ -246,13 +252,64 @@ def search(
     from memdir.memory import Memory
     from memdir.tools.memory_search import memory_search
 
-    with Memory.open(load_settings(root, agent), read_only=True) as memory:  # looking changes nothing
+    with Memory.open(load_settings(root, agent, store=store), read_only=True) as memory:  # looking changes nothing
         if as_json:
             results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag)
             typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
             return
         typer.echo(memory_search(memory, query, top_k=top_k, type=type_, path_prefix=prefix, tags=tag,
                                  threshold=threshold, explain=explain))
+
+
+StoreArgument = Annotated[str, typer.Argument(metavar="DIR_OR_URL", help="A directory, or a postgresql:// URL.")]
+
+
+def _other_store(settings: Settings, where: str) -> Settings:
+    """The settings of the store ``where`` names (a directory or a PostgreSQL URL), otherwise as ``settings``."""
+    from memdir.storage.stores import is_postgres
+
+    if is_postgres(where):
+        return settings.model_copy(update={"store": where})
+    return settings.model_copy(update={"store": "", "root": Path(where), "agent": None})
+
+
+def _copy_store(source: Settings, target: Settings) -> None:
+    """Copy every entry of ``source`` into the empty store ``target`` (vectors kept, no model loaded)."""
+    from memdir.memory import Memory
+    from memdir.storage.transfer import copy_entries
+
+    with Memory.open(source, load_model=False, read_only=True) as origin, Memory.open(target, load_model=False) as copy:
+        with progress_bar() as bar:
+            task = bar.add_task("Copying", total=None)
+            report = copy_entries(origin.adapter, copy.adapter, progress=lambda done, total: bar.update(task, completed=done, total=total))
+        copy.reconcile()  # the target's search data, from what was copied
+    console().print(f"[green]Copied {plural(report.entries, 'entry')} and {plural(report.stubs, 'stub')}.[/green]")
+
+
+@app.command("export")
+@handle_errors
+def export_store(
+    target: StoreArgument,
+    root: RootOption = None,
+    agent: AgentOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Copy the whole store (the root's files, or --store's database) into an empty directory or database."""
+    settings = load_settings(root, agent, store=store)
+    _copy_store(settings, _other_store(settings, target))
+
+
+@app.command("import")
+@handle_errors
+def import_store(
+    source: StoreArgument,
+    root: RootOption = None,
+    agent: AgentOption = None,
+    store: StoreOption = None,
+) -> None:
+    """Copy a whole store (a directory or a database) into this one, which must be empty."""
+    settings = load_settings(root, agent, store=store)
+    _copy_store(_other_store(settings, source), settings)
 
 
 # Commands added by the server, defrag and episodes modules are registered below.
@@ -277,6 +334,7 @@ def serve(
     root: ServeRootOption = None,
     mode: ModeOption = None,
     agent: AgentOption = None,
+    store: StoreOption = None,
     workspace: Annotated[Optional[Path], typer.Option("--workspace", exists=True, file_okay=False, help="Directory the skills' workspace tools (Read, Write, Edit, Glob, Grep, Bash) act on (default: the current directory).")] = None,
     allow_bash: Annotated[bool, typer.Option("--allow-bash", help="Let skills run the shell commands their allowed_commands permit (off by default).")] = False,
     http: Annotated[bool, typer.Option("--http", help="Serve MCP over streamable HTTP (at /mcp) and the web view (at /) for many clients, instead of stdio.")] = False,
@@ -299,7 +357,7 @@ def serve(
         raise typer.BadParameter("--host and --port go with --http.")
     if token is not None and not connect:
         raise typer.BadParameter("--token goes with --connect (a server reads its tokens from `memdir token`).")
-    settings = load_settings(root, agent, mode=mode.value if mode else None, workspace=workspace,
+    settings = load_settings(root, agent, store=store, mode=mode.value if mode else None, workspace=workspace,
                              allow_bash=True if allow_bash else None, **identity(role, admin, shared))
     if connect:
         from memdir.server.connect import forward_stdio
@@ -392,6 +450,7 @@ def defrag(
     role: RoleOption = None,
     admin: AdminOption = False,
     shared: SharedOption = False,
+    store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Analyze and optimize a memory: health, duplicates, links, merges, stubs, compaction (dry run unless --live)."""
@@ -401,7 +460,7 @@ def defrag(
     from memdir.optimization.defragmenter import Defragmenter
     from memdir.optimization.journal import undo_last
 
-    with Memory.open(load_settings(root_of(directory, root), agent, **identity(role, admin, shared))) as memory:
+    with Memory.open(load_settings(root_of(directory, root), agent, store=store, **identity(role, admin, shared))) as memory:
         if undo:
             result = undo_last(memory, force=force)
             data, text = dataclasses.asdict(result), result.to_markdown()
@@ -464,6 +523,7 @@ def ingest_command(
     transcript: Annotated[Path, typer.Argument(help="Claude Code transcript (.jsonl) or a JSON list of {role, content, timestamp}.")],
     root: RootOption = None,
     agent: AgentOption = None,
+    store: StoreOption = None,
     session_id: Annotated[Optional[str], typer.Option("--session-id", help="Session id (default: the transcript's own, else the file name).")] = None,
     cwd: Annotated[Optional[str], typer.Option("--cwd", help="The session's working directory (names the project) when the transcript lacks it.")] = None,
     no_topic: Annotated[bool, typer.Option("--no-topic", help="Cut at pauses and markers only (no model load).")] = False,
@@ -473,7 +533,7 @@ def ingest_command(
     from memdir.episodes.ingest import ingest
     from memdir.memory import Memory
 
-    with Memory.open(load_settings(root, agent)) as memory:
+    with Memory.open(load_settings(root, agent, store=store)) as memory:
         report = ingest(memory, transcript, session_id=session_id, cwd=cwd, use_model=not no_topic)
     if as_json:
         typer.echo(json.dumps({"created": report.created, "updated": report.updated, "unchanged": report.unchanged}, indent=2))

@@ -62,19 +62,16 @@ from memdir.search.text_search import (
     GrepHit,
     GrepPattern,
     filter_folder,
+    glob_folder,
     glob_matcher,
     grep_content,
     matching_fields,
     path_filter,
 )
 from memdir.storage.audit_log import ACTIONS, AuditLog, AuditRecord, change_diff
-from memdir.storage.base import EntryInfo, Redirect
+from memdir.storage.base import EntryIndex, EntryInfo, FileStats, Redirect, StorageAdapter
 from memdir.storage.entry_cache import EntryCache, PrefetchReport, load_report, save_report
-from memdir.storage.filesystem import FilesystemAdapter
-from memdir.storage.index import DerivedIndex, listing
-from memdir.storage import open_mode
-from memdir.storage.index_db import FileStats, file_stats
-from memdir.storage.root_listing import RootListing
+from memdir.storage.stores import open_store
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 log = logging.getLogger(__name__)
@@ -114,17 +111,17 @@ class MemoryStatus:
 class Memory:
     """One memory root. Open with `Memory.open(settings)`; close (or use ``with``) when done."""
 
-    def __init__(self, settings: Settings, adapter: FilesystemAdapter, index: DerivedIndex, model: ModelProvider) -> None:
+    def __init__(self, settings: Settings, adapter: StorageAdapter, index: EntryIndex, model: ModelProvider) -> None:
         self.settings = settings
         self.adapter = adapter
         self.index = index
         self.model = model
         self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now)
-        self._listing = RootListing(adapter, index)  # see `_entries`
+        self._listing = adapter.root_listing(index)  # see `_entries`
         self._actor = Actor.from_settings(settings)
         self._acting = threading.local()  # `acting_as`, per thread
         self.audit = AuditLog(adapter.root)
-        self.cache = EntryCache(adapter.root, settings.prefetch_size) if settings.prefetch_size > 0 else None
+        self.cache = EntryCache(adapter.stats, settings.prefetch_size) if settings.prefetch_size > 0 else None
         """Entries agents read (and `prefetch` put there), served to MemoryRead while unchanged."""
         self._labelled = threading.local()  # the action label of `action`, per thread
 
@@ -145,7 +142,7 @@ class Memory:
             settings: configuration; defaults to `Settings()` (files + environment).
             embedder: use this embedder instead of resolving the real model (tests).
             background: load the model in a background thread (the server) instead of
-                on first need.
+                on first need, and read the listing rows in another.
             load_model: False keeps the model unloaded (pure file operations stay fast,
                 and nothing waits on onnxruntime).
             read_only: open for reading only (commands that only look: status, search, the
@@ -159,31 +156,13 @@ class Memory:
             ReadOnlyRootError, DiskFullError, OSError: the root does not exist and cannot be created.
         """
         settings = settings or Settings()
-        root = settings.store_root
-        read_only_reason = open_mode.read_only_reason(root, read_only)
-        adapter = FilesystemAdapter(
-            root,
-            max_entry_size=settings.max_entry_size,
-            max_total_size=settings.max_total_size,
-            lock_timeout=settings.lock_timeout,
-            max_redirect_hops=settings.max_redirect_hops,
-            min_free_disk=settings.min_free_disk,
-            read_only=read_only_reason,
-        )
-        if read_only_reason is not None and not read_only:
-            log.warning("the memory root %s is %s: opened read-only, writes are refused", root, read_only_reason)
+        adapter, index = open_store(settings, read_only=read_only)
         if embedder is not None:
             model = ModelProvider(embedder=embedder, enabled=settings.embeddings_enabled)
         else:
             model = ModelProvider.from_settings(
                 settings, enabled=settings.embeddings_enabled and load_model, download=background
             )
-        index = DerivedIndex(
-            adapter.root,
-            column_weights=settings.bm25_column_weights,
-            in_memory=read_only_reason is not None and not open_mode.can_update_index(adapter.root),
-            wal_limit=settings.index_wal_limit,
-        )
         memory = cls(settings, adapter, index, model)
         try:
             memory.reconcile()
@@ -201,6 +180,9 @@ class Memory:
             model.on_ready(functools.partial(memory._embed_pending, at_most=at_most))
         if background:
             model.start_background()
+            # A server's first listing (MemoryGlob) then finds the index's rows read and built
+            # (~0.3 s of CPU at 100K entries), instead of paying for them itself.
+            threading.Thread(target=memory._listing.warm, name="memdir-listing", daemon=True).start()
         return memory
 
     def close(self) -> None:
@@ -416,14 +398,14 @@ class Memory:
         if self.read_only:
             return self._cached(logical) or self._remember(logical, lambda: self.adapter.read_entry(logical))
         with self._changing():
-            before = file_stats(self.root, logical)
+            before = self.adapter.stats(logical)
             cached = self._cached(logical)
             if cached is not None:
                 entry = self.adapter.count_hit(cached)
             else:
                 entry = self.adapter.read_entry(logical, count_hit=True)
             if entry.path == logical and not entry.virtual:  # (a read through a stub is left to the walk)
-                after = file_stats(self.root, logical)
+                after = self.adapter.stats(logical)
                 if self.cache is not None:  # the lock is held: the files are as this read left them
                     self.cache.put(entry, after)
                 try:
@@ -776,7 +758,7 @@ class Memory:
         the rows have them listed again (`memdir.storage.root_listing`; `memdir.storage.folder_stamps`
         says what may lag, and until when); from a walk when the stamps cannot tell (`_walked_entries`).
         """
-        infos = self._listing.entries(keep)
+        infos = self._listing.entries(keep, under)
         if infos is None:
             infos = self._walked_entries(keep, under)
         if include_virtual:
@@ -787,7 +769,7 @@ class Memory:
         """The listing from a walk: title, type, hits and updated_at from the index's row where it is
         as fresh as the entry's files (one ``stat`` of the ``.yml`` tells), from the ``.yml`` otherwise
         (parsing every sidecar made a listing of 100K entries take ~15 s)."""
-        stats = {path: st for path, st in listing(self.adapter, under) if keep(path)}
+        stats = {path: st for path, st in self.adapter.listing(under) if keep(path)}
         known = self.index.describe(stats)
         return [*known.values(), *self.adapter.describe([path for path in stats if path not in known])]
 
@@ -799,8 +781,8 @@ class Memory:
     def glob(self, pattern: str, *, view: Actor | None = None) -> list[EntryInfo]:
         """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first; ``view`` as in `list`."""
         check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
-        infos = sorted(self._entries(glob_matcher(pattern)), key=lambda info: info.updated_at, reverse=True)
-        return self.in_view(infos, view)
+        entries = self._entries(glob_matcher(pattern), under=glob_folder(pattern))
+        return self.in_view(sorted(entries, key=lambda info: info.updated_at, reverse=True), view)
 
     def grep(
         self, pattern: str, *, path: str | None = None, case_insensitive: bool = False, labels: bool = False
@@ -889,14 +871,13 @@ class Memory:
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""
-        with self.index.lock:
-            return {term: self.index.keywords.document_frequency(term) for term in terms}
+        return self.index.document_frequencies(terms)
 
     def term_weights(self, query: str) -> dict[str, float]:
         """The query's keyword terms (Porter stems) weighted by their idf in this store, as search
         weighs them (a word in most entries still counts a little): what snippets rank lines by."""
         terms = list(dict.fromkeys(porter_stem(word) for word in extract_keywords(query)))
-        with self.index.lock:
+        with self.index.reading():
             return self.searcher.idf(terms)
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
@@ -906,12 +887,7 @@ class Memory:
         left out: they are not comparable with the current ones.
         """
         self._refresh()
-        paths, matrix = self.index.vectors.snapshot()
-        model_id = self._model_id()
-        keep = [row for row, path in enumerate(paths) if self.index.vectors.model_of(path) == model_id]
-        if len(keep) == len(paths):
-            return paths, matrix
-        return [paths[row] for row in keep], matrix[keep]
+        return self.index.vector_snapshot(self._model_id())
 
     # ------------------------------------------------------------------ model & index maintenance
     def status(self) -> MemoryStatus:
@@ -968,7 +944,7 @@ class Memory:
         """
         # Built-in entries have no files of their own; listed with constant stats, they are
         # indexed once (and embedded once) like any entry, so search and discovery find them.
-        builtins = [(path, file_stats(self.root, path)) for path in virtual_paths()]
+        builtins = [(path, self.adapter.stats(path)) for path in virtual_paths()]
         recipe = text_recipe(self.settings.embedding_max_chars, self.settings.embedding_summary)
         # Read-only, the index is this process's own (or changes only as the files say), and
         # the files cannot change under the shared lock; no repair runs (it writes).
@@ -1055,7 +1031,7 @@ class Memory:
         """
         batch = max(1, self.settings.embed_batch_size)
         chunk = batch * 4
-        ordered = sorted(paths, key=lambda path: file_stats(self.root, path).md_size)
+        ordered = sorted(paths, key=lambda path: self.adapter.stats(path).md_size)
         done = embedded = 0
         if progress:
             progress(0, len(paths))
@@ -1144,7 +1120,7 @@ class Memory:
             return None
 
     def _index_entry(self, entry: Entry, text: str, model_id: str | None, stats: FileStats | None = None) -> None:
-        self.index.upsert(entry, stats or file_stats(self.root, entry.path), text_hash(text), model_id)
+        self.index.upsert(entry, stats or self.adapter.stats(entry.path), text_hash(text), model_id)
 
 
 def _changed_metadata(entry: Entry, changes: dict[str, Any]) -> Metadata:

@@ -20,9 +20,56 @@ def isolated_home(tmp_path, monkeypatch, model_cache_dir):
     monkeypatch.setenv("MEMDIR_HTTP_TOKENS_FILE", str(tmp_path / "http-tokens.json"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # tests never download a model; the hub tests lift it
     for name in ("MEMDIR_MODEL_DIR", "MEMDIR_AGENT", "MEMDIR_MODE", "MEMDIR_EMBEDDINGS_ENABLED", "MEMDIR_MODEL_DOWNLOAD",
-                 "MEMDIR_HTTP_TOKEN", "MEMDIR_ROLE", "MEMDIR_SHARED_STORE"):
+                 "MEMDIR_HTTP_TOKEN", "MEMDIR_STORE", "MEMDIR_ROLE", "MEMDIR_SHARED_STORE"):
         monkeypatch.delenv(name, raising=False)
     yield
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``directory_store`` (about files under the root: symlinks, hand edits,
+    SwarmMemory's files) run against the directory store only."""
+    keep, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("store_kind") == "postgres"
+        (dropped if on_postgres and item.get_closest_marker("directory_store") else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A throwaway PostgreSQL + pgvector cluster for the whole session (`tests.pg_cluster`); a test
+    that needs it fails, saying why, when it cannot start."""
+    from tests.pg_cluster import Cluster, ClusterUnavailable
+
+    try:
+        cluster = Cluster()
+    except ClusterUnavailable as exc:
+        pytest.fail(f"PostgreSQL store tests need a PostgreSQL server with pgvector: {exc}", pytrace=False)
+    try:
+        cluster.start()
+    except ClusterUnavailable as exc:
+        cluster.stop()
+        pytest.fail(f"PostgreSQL store tests could not start their server: {exc}", pytrace=False)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster):
+    """The URL of an empty PostgreSQL store of this test's own."""
+    return pg_cluster.fresh_url()
+
+
+@pytest.fixture(params=["directory", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_kind(request, monkeypatch):
+    """Run the test against each store: the directory, then PostgreSQL (through ``MEMDIR_STORE``,
+    which every `Settings` of the test reads)."""
+    if request.param == "postgres":
+        monkeypatch.setenv("MEMDIR_STORE", request.getfixturevalue("pg_url"))
+    return request.param
 
 
 @pytest.fixture

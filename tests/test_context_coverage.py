@@ -126,9 +126,10 @@ def test_writing_order_survives_compaction_and_matches_a_fresh_load():
         "a/596.md", "a/598.md", "a/604.md", "a/606.md"]
     fresh = KeywordIndex()
     kept = [(path, row_id) for path, row_id in written if path != "a/602.md"][::-1]  # loaded in any order
-    fresh.load([p for p, _ in kept], [""] * len(kept), [None] * len(kept), [""] * len(kept),
-               [np.array([1], dtype="<u4").tobytes()] * len(kept), [np.array([0, 0, 0, 1], dtype="<u2").tobytes()] * len(kept),
-               [1] * len(kept), [r for _, r in kept])
+    n = len(kept)
+    term_ids, counts = np.array([1], dtype="<u4").tobytes(), np.array([0, 0, 0, 1], dtype="<u2").tobytes()
+    fresh.load([p for p, _ in kept], [""] * n, [None] * n, [""] * n, [term_ids] * n, [counts] * n, [1] * n,
+               [r for _, r in kept])
     for path in ("a/0.md", "b/1.md", "a/600.md", "b/1199.md"):
         mine = [live.paths[s] for s in live.neighbours([live.slot_of(path)], 3)[1]]
         assert mine == [fresh.paths[s] for s in fresh.neighbours([fresh.slot_of(path)], 3)[1]], path

@@ -12,19 +12,37 @@ from memdir.search.hybrid import HybridSearcher, normalize_prefix
 from memdir.storage.index import DerivedIndex, FileStats
 
 EMBEDDER = FakeEmbedder()
+WRITERS: dict[int, object] = {}  # PostgreSQL index -> its adapter (its rows are the adapter's rows)
 
 
-def add(index: DerivedIndex, path: str, content: str, *, title: str = "", tags=(), type: str = "concept", embed=True):
+def open_index(root, store_kind, request):
+    """The searcher's index of a new store: the directory's derived index, or PostgreSQL's."""
+    if store_kind == "directory":
+        return DerivedIndex(root)
+    from memdir.storage.postgres.store import open_postgres
+
+    adapter, index = open_postgres(request.getfixturevalue("pg_url"), Settings(root=root))
+    WRITERS[id(index)] = adapter
+    return index
+
+
+def add(index, path: str, content: str, *, title: str = "", tags=(), type: str = "concept", embed=True):
     meta = Metadata(type=type, tags=list(tags))
     text = searchable_text(title, meta, content)
     vector = EMBEDDER.embed([text])[0] if embed else None
-    entry = Entry(path=path, content=content, title=title, metadata=meta, embedding=vector)
-    index.upsert(entry, FileStats(), text_hash(text), EMBEDDER.model_id if embed else None)
+    model = EMBEDDER.model_id if embed else None
+    adapter = WRITERS.get(id(index))
+    if adapter is None:
+        entry = Entry(path=path, content=content, title=title, metadata=meta, embedding=vector)
+        index.upsert(entry, FileStats(), text_hash(text), model)
+    else:  # as `Memory` writes: the entry's row, then its search columns, in one transaction
+        adapter.write(path, content, title=title, metadata=meta, embedding=vector, embedding_model=model,
+                      before_commit=lambda entry, stats: index.upsert(entry, stats, text_hash(text), model))
 
 
 @pytest.fixture
-def index(tmp_path):
-    index = DerivedIndex(tmp_path / "memory")
+def index(tmp_path, store_kind, request):
+    index = open_index(tmp_path / "memory", store_kind, request)
     add(index, "skill/debugging/api-errors.md", "Read the response body and retry API calls with backoff.",
         title="Debugging API errors", tags=["debugging", "api"], type="skill")
     add(index, "concept/ruby/classes.md", "Ruby classes are blueprints; every object has a class.",
@@ -131,6 +149,7 @@ def test_rrf_fusion_is_available(index):
     assert 0 < results[0].score <= 1.0
 
 
+@pytest.mark.directory_store  # PostgreSQL has no per-process copy to refresh
 def test_search_sees_other_processes_after_refresh(tmp_path, index):
     other = DerivedIndex(index.root)
     add(other, "concept/new.md", "quasars emit radio waves", title="Quasars")
@@ -174,13 +193,13 @@ def test_a_repeated_query_is_embedded_once(index, monkeypatch):
     assert embedder.calls == 4
 
 
-def test_an_unknown_word_weighs_most_and_rare_words_outweigh_common_ones(tmp_path):
-    index = DerivedIndex(tmp_path / "idf")
+def test_an_unknown_word_weighs_most_and_rare_words_outweigh_common_ones(tmp_path, store_kind, request):
+    index = open_index(tmp_path / "idf", store_kind, request)
     for n in range(6):
         add(index, f"fact/common/{n}.md", f"The weather report number {n}.")
     add(index, "fact/rare.md", "Caroline went to the weather station.")
     add(index, "fact/other.md", "A weather note.")
-    idf = index.keywords.idf(["weather", "carolin", "gina"])
+    idf = index.idf(["weather", "carolin", "gina"])
     assert idf["gina"] > idf["carolin"] > idf["weather"]
     # Keyword coverage by idf: the entry holding the rare word ranks above those holding only the common one.
     hits = searcher(index, embedder=None, keyword_idf=True).search("Caroline weather")

@@ -427,7 +427,7 @@ _WRITER = """
 import sys
 import numpy as np
 from memdir.core.entry import Entry, Metadata
-from memdir.storage.index import DerivedIndex, FileStats
+from memdir.storage.index import DerivedIndex, FileStats, file_stats, listing
 index = DerivedIndex(sys.argv[1])
 vector = np.zeros(384, dtype=np.float32)
 vector[7] = 1.0

@@ -14,7 +14,7 @@ import pytest
 
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.search.text_search import glob_matcher
+from memdir.search.text_search import glob_folder, glob_matcher
 from memdir.storage.folder_stamps import RACY_NS, UNTRUSTED
 from memdir.tools.memory_glob import memory_glob
 from memdir.tools.session import Session
@@ -36,7 +36,7 @@ def walked(memory: Memory, pattern: str = "**/*"):
 
 
 def from_index(memory: Memory, pattern: str = "**/*"):
-    rows = memory._listing.entries(glob_matcher(pattern))
+    rows = memory._listing.entries(glob_matcher(pattern), glob_folder(pattern))
     assert rows is not None, "the listing should have come from the index"
     return rows
 
@@ -88,9 +88,20 @@ def test_a_reconcile_of_settled_folders_stamps_them_all(filled):
     assert filled._listing.stamps == stamps
 
 
-@pytest.mark.parametrize("pattern", ["**/*", "concept/**", "concept/ruby/*", "**/*.md", "fact/people/ada", "nothing/*"])
+@pytest.mark.parametrize(
+    "pattern", ["**/*", "concept/**", "concept/ruby/*", "**/*.md", "fact/people/ada", "nothing/*", "concept/r*/**", "*"]
+)
 def test_listing_from_the_index_equals_the_walk(filled, pattern):
     assert by_path(from_index(filled, pattern)) == by_path(walked(filled, pattern))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "folder"),
+    [("**/*", None), ("*", None), ("concept/ruby/*", "concept/ruby"), ("skill/**", "skill"), ("fact/people/ada", "fact/people"),
+     ("concept/r*/x", "concept"), ("memory://concept/a/", "concept/a"), ("x[ab]/y", None)],
+)
+def test_a_glob_looks_only_inside_its_literal_folders(pattern, folder):
+    assert glob_folder(pattern) == folder
 
 
 def test_an_unchanged_root_is_listed_without_listing_any_folder(filled, relisted):
@@ -235,6 +246,15 @@ def test_opening_after_changes_by_hand_lists_only_the_changed_folders(filled, re
         assert sorted(relisted) == ["fact/people/", "skill/"]
         assert [result.path for result in again.search("New by hand")][:1] == ["fact/people/new.md"]
         assert "skill/debug.md" not in again.index.freshness()
+
+
+def test_a_server_reads_the_listing_rows_right_after_opening(filled):
+    with Memory.open(Settings(root=filled.root), embedder=FakeEmbedder(), background=True) as server:
+        deadline = time.monotonic() + 30
+        while server.index._listing is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.index._listing is not None
+        assert by_path(from_index(server)) == by_path(walked(server))
 
 
 def test_recently_changed_folders_are_not_trusted(memory):

@@ -17,6 +17,8 @@ from memdir.memory import Memory
 from memdir.search.text_search import path_filter
 from tests.fakes import FakeEmbedder
 
+pytestmark = pytest.mark.usefixtures("store_kind")  # the directory store, then PostgreSQL
+
 
 @pytest.fixture
 def settings(tmp_path):
@@ -124,6 +126,7 @@ def test_two_instances_on_one_root_see_each_others_writes(settings):
         assert first.search("Paris capital") == []
 
 
+@pytest.mark.directory_store  # reads or edits the files
 def test_files_edited_by_hand_are_picked_up_at_open(settings, memory):
     write_fact(memory, "paris", "Paris is the capital of France.")
     memory.close()
@@ -136,6 +139,7 @@ def test_files_edited_by_hand_are_picked_up_at_open(settings, memory):
         assert reopened.index.needs_embedding("fake/bow-384") == []  # re-embedded at open
 
 
+@pytest.mark.directory_store  # reads or edits the files
 def test_deleting_the_derived_data_loses_nothing(settings, memory):
     write_fact(memory, "paris", "Paris is the capital of France.", tags=["geo"])
     memory.close()
@@ -201,12 +205,49 @@ def test_processes_writing_at_once_lose_nothing_in_files_or_index(tmp_path):
         assert memory.search("worker 3 entry 49", top_k=1)[0].path == "fact/w3/e49.md"
 
 
-def _overwrite_forever(root: str) -> None:
+def _read_and_edit(root: str, worker: int, rounds: int) -> None:
+    """Counted reads of one shared entry, and compare-and-swap appends to another (retried when stale)."""
+    from memdir.core.errors import StaleEditError
+
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        for n in range(rounds):
+            memory.read("fact/shared", count_hit=True)
+            while True:
+                current = memory.read("fact/log").content
+                try:
+                    memory.write("fact/log", current + f" w{worker}n{n}", title="Log", expected_content=current)
+                    break
+                except StaleEditError:
+                    continue
+
+
+@pytest.mark.slow
+def test_processes_reading_and_editing_one_entry_lose_no_hit_and_no_edit(tmp_path):
+    root = tmp_path / "shared"
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        memory.write("fact/shared", "Read by everyone.", title="Shared")
+        memory.write("fact/log", "log:", title="Log")
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_read_and_edit, args=(str(root), w, 15)) for w in range(4)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(240)
+        assert process.exitcode == 0
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        assert memory.read("fact/shared").hits == 60
+        appended = memory.read("fact/log").content.split()[1:]
+        assert sorted(appended) == sorted(f"w{w}n{n}" for w in range(4) for n in range(15))
+
+
+def _overwrite_forever(root: str, started: str) -> None:
     with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
         version = 0
         while True:
             version += 1
             memory.write("fact/counter", f"version {version} " + "x" * 20000, title=f"v{version}", metadata={"type": "fact"})
+            if version == 1:
+                open(started, "w").close()
 
 
 @pytest.mark.slow
@@ -214,10 +255,11 @@ def test_a_writer_killed_mid_write_leaves_one_whole_version_and_the_index_recove
     root = tmp_path / "killed"
     context = multiprocessing.get_context("spawn")
     for round_ in range(4):
-        process = context.Process(target=_overwrite_forever, args=(str(root),))
+        started = tmp_path / f"started-{round_}"
+        process = context.Process(target=_overwrite_forever, args=(str(root), str(started)))
         process.start()
         deadline = time.monotonic() + 120
-        while not (root / "fact" / "counter.md").exists() and time.monotonic() < deadline:
+        while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.05)  # a loaded machine may take seconds to start the child: kill it mid-writes, not before
         time.sleep(1.0 + 0.17 * round_)
         os.kill(process.pid, signal.SIGKILL)
@@ -304,6 +346,7 @@ def test_a_written_entry_that_begins_like_a_stub_is_still_an_entry(memory, conte
     assert memory.search("Alice relocated teams merged")[0].path == "fact/alice.md"
 
 
+@pytest.mark.directory_store  # reads or edits the files
 def test_re_embedding_never_overwrites_a_sidecar_it_cannot_read(memory):
     """A .yml someone broke by hand is theirs to fix: a rebuild stores the vector in the .emb alone."""
     write_fact(memory, "paris", "Paris is the capital of France.")

@@ -209,3 +209,15 @@ class ConfigError(MemdirError):
 
 class ModelNotFoundError(MemdirError):
     """No embedding model was found; memdir falls back to keyword search."""
+
+
+class StoreUnavailableError(MemdirError):
+    """The configured database store could not be reached or used."""
+
+    def __init__(self, store: str, reason: str) -> None:
+        super().__init__(
+            f"The memory store {store} cannot be used: {reason}.",
+            "Check the --store URL (or MEMDIR_STORE): host, port, database, user and password; the "
+            "database needs the pgvector extension (CREATE EXTENSION vector, once, as its owner).",
+        )
+        self.store, self.reason = store, reason

@@ -110,6 +110,14 @@ class Settings(BaseSettings):
         False, validation_alias=AliasChoices("admin"),
         description="May change and delete every agent's entries. memdir.toml or --admin only, never the environment.",
     )
+    store: str = _setting(
+        "", "store",
+        description="Where entries live: empty for the directory at the root, or a postgresql:// URL (one database for many servers).",
+    )
+    hnsw_ef_search: int = _setting(
+        200, "hnsw_ef_search",
+        description="PostgreSQL store: candidates pgvector's HNSW scan keeps per search (more: better recall, slower).",
+    )
 
     # --- embeddings
     model: str = _setting("sentence-transformers/all-MiniLM-L6-v2", "model", "EMBEDDING_MODEL")

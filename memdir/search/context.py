@@ -20,18 +20,16 @@ Measured on LoCoMo (``bench/bench_recall_locomo.py``; figures in `memdir.search.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from memdir.storage.postings import KeywordIndex
+from memdir.storage.base import SearchIndex
 
 
 def context_coverage(
-    keywords: KeywordIndex,
-    slots: np.ndarray,
+    index: SearchIndex,
+    paths: Sequence[str],
     found: Mapping[str, np.ndarray],
     weights: Mapping[str, float],
     window: int,
@@ -39,24 +37,22 @@ def context_coverage(
     """Per candidate, the summed weight of the query terms it lacks that a neighbour holds.
 
     Args:
-        keywords: the keyword index (call under the derived index's lock).
-        slots: the candidates' slots.
+        index: the store's search index (inside its ``reading()``).
+        paths: the candidates.
         found: per query term (Porter stem), whether each candidate holds it.
         weights: per query term, its weight (idf, or 1 each).
         window: neighbours looked at on each side; 0 turns the signal off.
     """
-    covered = np.zeros(len(slots))
-    if window <= 0 or not len(slots) or not weights:
+    covered = np.zeros(len(paths))
+    if window <= 0 or not len(paths) or not weights:
         return covered
-    owner, neighbour = keywords.neighbours(slots, window)
+    owner, neighbour = index.neighbours(paths, window)
     if not len(neighbour):
         return covered
-    for term, weight in weights.items():
-        missing = ~found[term]
-        if not weight or not missing.any():
-            continue
-        held = keywords.coverage([term], neighbour) > 0
-        gained = np.zeros(len(slots), dtype=bool)
-        gained[owner[held]] = True
-        covered += weight * (gained & missing)
+    wanted = [term for term, weight in weights.items() if weight and (~found[term]).any()]
+    held = index.holding(wanted, neighbour)
+    for term in wanted:
+        gained = np.zeros(len(paths), dtype=bool)
+        gained[owner[held[term]]] = True
+        covered += weights[term] * (gained & ~found[term])
     return covered

@@ -36,13 +36,18 @@ embedded: ``embedding_summary = "content"``):
     0.5 / 0.1 / 0.1 / 0.4 with idf coverage: R@10 0.762, R@5 0.687;
     plus context coverage (weight 0.11, 3 neighbours each side): R@10 0.789, R@5 0.712,
         multi-hop (category 1) R@10 0.491 -> 0.513 (tuning half 0.495 -> 0.511,
-        held-out 0.486 -> 0.514); documentation corpus R@10 0.941 -> 0.968.
+        held-out 0.486 -> 0.514); documentation corpus R@10 0.941 -> 0.968, MRR 0.702 ->
+        0.723; discovery's evidence in the reminder (``bench/bench_discovery.py``) 60.0% -> 60.8%.
 
 Context coverage, measured on conversations 0-4 (R@10 / category 1): weight 0.05 / 0.08 /
 0.11 / 0.15 with 3 neighbours: 0.789 / 0.507, 0.795 / 0.501, 0.806 / 0.511, 0.803 / 0.499
 (without: 0.776 / 0.495); weight 0.11 with 1 / 2 / 4 / 5 neighbours: 0.791 / 0.504, 0.798 /
-0.505, 0.799 / 0.505, 0.796 / 0.501. Counting, instead of the words any neighbour holds,
-only the best single neighbour's: a little less (R@10 -0.002, category 1 -0.003).
+0.505, 0.799 / 0.505, 0.796 / 0.501; counting nearer neighbours more (x0.7 / x0.5 per
+step further): 0.801 / 0.505, 0.797 / 0.504. Counting, instead of the words any neighbour
+holds, only the best single neighbour's: a little less (R@10 -0.002, category 1 -0.003). With
+context coverage on, a grid of semantic 0.4 / 0.5 / 0.6, keyword 0.05 / 0.1 / 0.2, tag
+0.3 / 0.4 / 0.5 and context 0.11 / 0.15 found none better than these weights on
+conversations 0-4 (next: 0.805 for 0.6 / 0.2 / 0.5 / 0.15, category 1 0.505).
 
 Tag matches carry the speaker (a question names the person it is about); BM25 matters
 less once coverage is idf-weighted. Measured and left out, as they did not help:
@@ -59,8 +64,8 @@ at most 5% of entries) R@10 +0.004 to +0.005, category 1 +0.007, and little on t
 context coverage (measured with one neighbour each side: category 1 +0.001 to +0.003, R@10
 -0.001 to +0.004), not worth an entry-to-words view of the index; adding a share of the
 neighbours' fused score to an entry's ("smoothing", 0.1 / 0.2 / 0.35) R@10 +0.003 to +0.005
-but category 1 -0.006 / -0.019 / -0.030; one result per session first (a penalty per result already taken from the same
-folder, 0.02 / 0.05) R@10 -0.028 / -0.062.
+but category 1 -0.006 / -0.019 / -0.030; one result per session first (a penalty per
+result already taken from the same folder, 0.02 / 0.05) R@10 -0.028 / -0.062.
 
 Reciprocal-rank fusion is kept as ``fusion = "rrf"`` for comparison; its scores are
 rank-based, so thresholds mean less there.
@@ -69,8 +74,9 @@ Filters (types, folder, tags) are applied before the top-k cut: as a mask over t
 matrix and over the BM25 matches, so a filtered search never comes back short because
 the best unfiltered hits were elsewhere.
 
-Everything a search reads is in memory (`DerivedIndex.vectors`, `DerivedIndex.keywords`):
-no SQLite query per search. Measured with ``bench/bench_search.py`` (2 shared cores):
+Everything a search reads comes through `memdir.storage.base.SearchIndex`. The directory
+store keeps it in memory (`DerivedIndex.vectors`, `DerivedIndex.keywords`): no SQLite query
+per search; PostgreSQL answers it with two queries (`memdir.storage.postgres`). Measured with ``bench/bench_search.py`` (2 shared cores):
 p50 1.7 ms at 10K entries and 7.7 ms at 100K with the query vector given (the cosine scan,
 ``einsum`` split over both cores, is 0.6 / 5 ms of it; BM25 0.1 / 0.6 ms),
 where SQLite FTS5 plus the rows of the candidates used to cost ~2 / 8-13 ms.
@@ -82,7 +88,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal, Union
+from typing import Literal, Union
 
 import numpy as np
 
@@ -91,9 +97,8 @@ from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.search.context import context_coverage
+from memdir.storage.base import Candidates, SearchIndex, SemanticHits
 
-if TYPE_CHECKING:
-    from memdir.storage.index import DerivedIndex
 
 Mode = Literal["hybrid", "keyword"]
 EmbedderSource = Union[Embedder, Callable[[], "Embedder | None"], None]
@@ -177,7 +182,7 @@ class HybridSearcher:
             (e.g. ``ModelProvider.peek``) so a model still loading means keyword mode.
     """
 
-    def __init__(self, index: DerivedIndex, settings: Settings | None = None, embedder: EmbedderSource = None) -> None:
+    def __init__(self, index: SearchIndex, settings: Settings | None = None, embedder: EmbedderSource = None) -> None:
         self.index = index
         self.settings = settings or Settings()
         self._embedder = embedder
@@ -251,27 +256,25 @@ class HybridSearcher:
 
         stems = [stem(word) for word in keywords]  # light stems: the tag match
         terms = list(dict.fromkeys(porter_stem(word) for word in keywords))  # the keyword index's terms
-        with self.index.lock:  # one consistent view of the matrix and the keyword index
-            kw = self.index.keywords
-            hits, raw = kw.search(terms, pool, types=types, path_prefix=prefix, tags=tags)
-            bm25 = dict(zip([kw.paths[slot] for slot in hits.tolist()], raw.tolist()))
+        with self.index.reading():  # one consistent view of the vectors and the keyword data
+            bm25 = self.index.keyword_hits(terms, pool, types=types, path_prefix=prefix, tags=tags)
             idf = self.idf(terms)
-            semantic = self._semantic(query_vector, query_model, pool, types, prefix, tags)
+            semantic = None
+            if query_vector is not None:
+                semantic = self.index.semantic_hits(query_vector, query_model, pool, types=types, path_prefix=prefix, tags=tags)
             mode: Mode = "hybrid" if semantic is not None else "keyword"
             ranked = self._ranked(semantic, bm25, idf, set(stems), mode)
             if ranked is None:
                 return []
-            candidates, slots, signals, scores, relevance = (
-                ranked.candidates, ranked.slots, ranked.signals, ranked.scores, ranked.relevance)
+            found, signals, scores, relevance = ranked.found, ranked.signals, ranked.scores, ranked.relevance
             results: list[SearchResult] = []
             for i in ranked.order():
                 # A score of 0 means no signal at all (no shared word, orthogonal vectors): never a result.
                 if scores[i] <= 0.0 or (threshold is not None and scores[i] < threshold):
                     break
-                slot = slots[i]
                 results.append(SearchResult(
-                    candidates[i], kw.titles[slot], kw.types[slot], round(scores[i], 6), round(relevance[i], 6),
-                    signals.breakdown(i), mode, kw.tags_of(slot), ranked.matched[i],
+                    found.paths[i], found.titles[i], found.types[i], round(scores[i], 6), round(relevance[i], 6),
+                    signals.breakdown(i), mode, found.tags[i], ranked.matched[i],
                 ))
                 if len(results) == top_k:
                     break
@@ -280,12 +283,12 @@ class HybridSearcher:
     def idf(self, terms: Sequence[str]) -> dict[str, float]:
         """Each query term's idf in this store (at least `MIN_IDF`; a word no entry holds gets
         the highest), so that a rare word or name found counts for more than a common one. Call it
-        under ``index.lock``."""
-        return {term: max(value, MIN_IDF) for term, value in self.index.keywords.idf(terms).items()}
+        inside ``index.reading()``."""
+        return {term: max(value, MIN_IDF) for term, value in self.index.idf(terms).items()}
 
     def _ranked(
         self,
-        semantic: _SemanticHits | None,
+        semantic: SemanticHits | None,
         bm25: dict[str, float],
         idf: dict[str, float],
         stems: set[str],
@@ -296,32 +299,28 @@ class HybridSearcher:
         Keyword coverage ranks by the share of the query's terms found, each counted once or
         (``keyword_idf``) by its idf; relevance always counts them by idf (see `_relevance`).
         """
-        kw = self.index.keywords
-        candidates = list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25]))
-        slots = [kw.slot_of(path) for path in candidates]
-        candidates = [path for path, slot in zip(candidates, slots) if slot is not None]
-        slots = [slot for slot in slots if slot is not None]
+        found = self.index.candidates(list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25])), list(idf))
+        candidates = found.paths
         if not candidates:
             return None
-        slot_array = np.asarray(slots, dtype=np.int32)
-        found = {term: kw.coverage([term], slot_array) > 0 for term in idf}
         term_weights = idf if self.settings.keyword_idf else dict.fromkeys(idf, 1.0)
-        covered = sum((weight * found[term] for term, weight in term_weights.items()), np.zeros(len(slots)))
-        covered_idf = sum((weight * found[term] for term, weight in idf.items()), np.zeros(len(slots)))
-        matched = [tuple(term for term, hit in found.items() if hit[i]) for i in range(len(slots))]
+        contains = found.contains
+        covered = sum((weight * contains[term] for term, weight in term_weights.items()), np.zeros(len(candidates)))
+        covered_idf = sum((weight * contains[term] for term, weight in idf.items()), np.zeros(len(candidates)))
+        matched = [tuple(term for term, hit in contains.items() if hit[i]) for i in range(len(candidates))]
         window = self.settings.context_window if self.settings.context_weight else 0
         signals = _Signals.of(
             bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
             cosines=semantic.cosines(candidates) if semantic else None,
             covered=covered,
-            context_covered=context_coverage(kw, slot_array, found, term_weights, window),
+            context_covered=context_coverage(self.index, candidates, contains, term_weights, window),
             term_weights=list(term_weights.values()),
-            tag_counts=_tag_counts(stems, [kw.tags_of(slot) for slot in slots]),
+            tag_counts=_tag_counts(stems, found.tags),
             distinct_stems=len(stems),
         )
         scores = self._fuse(signals, mode).tolist()
         relevance = self._relevance(signals.semantic, _share(covered_idf, idf.values())).tolist()
-        return _Ranked(candidates, slots, signals, scores, relevance, matched)
+        return _Ranked(found, signals, scores, relevance, matched)
 
     def _relevance(self, cosines: np.ndarray | None, idf_coverage: np.ndarray) -> np.ndarray:
         """SwarmMemory's absolute relevance, ``w * cosine + (1 - w) * keyword`` (w =
@@ -337,28 +336,6 @@ class HybridSearcher:
         return w * cosines + (1.0 - w) * idf_coverage
 
     # ------------------------------------------------------------------ signals
-    def _semantic(
-        self,
-        vector: np.ndarray | None,
-        model: str | None,
-        pool: int,
-        types: Sequence[str] | None,
-        prefix: str | None,
-        tags: Sequence[str] | None,
-    ) -> _SemanticHits | None:
-        """The best ``pool`` entries by cosine (filters applied first), or None if no comparison is possible."""
-        if vector is None:
-            return None
-        matrix = self.index.vectors
-        if matrix.dim != np.asarray(vector).shape[-1] or not len(matrix):
-            return None
-        if model is not None and not matrix.has_model(model):
-            return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
-        mask = matrix.mask(types=types, path_prefix=prefix, tags=tags, model=model)
-        scores = matrix.scores(vector)
-        rows, _ = matrix.top_of(scores, pool, mask)
-        return _SemanticHits([matrix.paths[r] for r in rows], scores, mask, matrix.row_of)
-
     def _fuse(self, signals: _Signals, mode: Mode) -> np.ndarray:
         """One score per candidate: the weighted mean of its signals (or weighted RRF)."""
         s = self.settings
@@ -394,10 +371,9 @@ class HybridSearcher:
 
 @dataclass(frozen=True, slots=True)
 class _Ranked:
-    """One ranking pass: the candidates and, per position, slot, signals, score, relevance and matched terms."""
+    """One ranking pass: the candidates and, per position, their signals, score, relevance and matched terms."""
 
-    candidates: list[str]
-    slots: list[int]
+    found: Candidates
     signals: _Signals
     scores: list[float]
     relevance: list[float]
@@ -405,7 +381,8 @@ class _Ranked:
 
     def order(self) -> list[int]:
         """Positions best first (ties by path)."""
-        return sorted(range(len(self.candidates)), key=lambda i: (-self.scores[i], self.candidates[i]))
+        paths = self.found.paths
+        return sorted(range(len(paths)), key=lambda i: (-self.scores[i], paths[i]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,23 +490,3 @@ def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.nda
                 terms = _tag_terms(tags)
                 counts[i] = sum(1 for matches in wanted if not terms.isdisjoint(matches))
     return counts
-
-
-@dataclass(frozen=True, slots=True)
-class _SemanticHits:
-    """The semantic side of one search: its top paths plus every row's cosine, for any candidate."""
-
-    top: list[str]
-    scores: np.ndarray
-    mask: np.ndarray | None
-    row_of: Callable[[str], int | None]
-
-    def cosines(self, paths: Sequence[str]) -> np.ndarray:
-        """Cosine of each path (0.0 for entries without a comparable vector or outside the filters)."""
-        rows = np.array([-1 if (row := self.row_of(path)) is None else row for path in paths], dtype=np.int64)
-        known = rows >= 0
-        if self.mask is not None:
-            known[known] = self.mask[rows[known]]
-        out = np.zeros(len(paths))
-        out[known] = self.scores[rows[known]]
-        return out

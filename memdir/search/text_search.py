@@ -53,6 +53,19 @@ def glob_matcher(pattern: str) -> Callable[[str], bool]:
     return path_glob(normalize_glob(pattern))
 
 
+def glob_folder(pattern: str) -> str | None:
+    """The folder holding every entry the glob ``pattern`` can match (its literal leading folders:
+    ``concept/ruby`` for ``concept/ruby/*``); None when that is the whole root (``**/*``)."""
+    text = normalize_glob(pattern)
+    wild = min((at for at in map(text.find, "*?[") if at >= 0), default=len(text))
+    folder = text[:wild].rpartition("/")[0]
+    try:
+        normalize_path(folder)
+    except InvalidPathError:  # no entry can be inside it (or it is the root): every folder is looked at
+        return None
+    return folder or None
+
+
 def path_filter(path: str | None) -> Callable[[str], bool]:
     """MemoryGrep's ``path``: a directory prefix (``fact/api`` → ``fact/api/…`` only) or one exact ``.md``."""
     if not path or not path.strip() or path.strip() in ("/", "**", "**/*"):

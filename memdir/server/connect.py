@@ -9,11 +9,13 @@ server transport (the editor's side) and its streamable-HTTP client transport (t
 server's side, with ``Authorization: Bearer <token>``). The editor and the server
 negotiate the protocol between themselves; the front keeps no state of its own, so one
 editor window is one MCP session on the server (its own read tracker, its own skill).
+Nothing at the address when the front starts, or a connection that breaks later, ends the
+front with status 1 and the reason on stderr.
 """
 
 from __future__ import annotations
 
-import logging
+import os
 import sys
 
 import anyio
@@ -23,8 +25,6 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from memdir.server.stopping import exit_for, run_until_signalled
-
-log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 30.0
 STREAM_READ_TIMEOUT = 300.0
@@ -40,30 +40,83 @@ async def _relay(source: anyio.abc.ObjectReceiveStream, sink: anyio.abc.ObjectSe
             print(f"memdir serve --connect: {side}: {message}", file=sys.stderr, flush=True)
 
 
+class ServerUnreachable(Exception):
+    """The HTTP server cannot be reached (not started, wrong address) or stopped answering."""
+
+
+async def _check_reachable(client: httpx2.AsyncClient, url: str) -> None:
+    """Fail at once, with the reason, when nothing answers at ``url`` (rather than leave the editor waiting)."""
+    try:
+        response = await client.get(url, headers={"accept": "text/event-stream"}, timeout=CONNECT_TIMEOUT)
+    except httpx2.TransportError as exc:
+        raise ServerUnreachable(f"no memdir server answers at {url} ({type(exc).__name__}: {exc}). "
+                                "Start one with `memdir serve --http`, or check the address.") from exc
+    await response.aclose()
+    if response.status_code in (401, 403):  # the editor gets the server's own words with its first request
+        print(f"memdir serve --connect: {url} refuses this token ({response.status_code}); "
+              "check --token or MEMDIR_HTTP_TOKEN.", file=sys.stderr, flush=True)
+
+
 async def forward(url: str, token: str | None) -> None:
-    """Relay between this process's stdio and the MCP server at ``url`` until stdin closes."""
+    """Relay between this process's stdio and the MCP server at ``url`` until stdin closes.
+
+    A broken connection (the server stopped, the network went) ends the process at once
+    with status 1 and a line on stderr, so the editor sees its server stop instead of
+    waiting for answers: leaving normally would wait for the SDK's blocked stdin read.
+
+    Raises:
+        ServerUnreachable: nothing answers at ``url`` when the front starts.
+    """
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=STREAM_READ_TIMEOUT)
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
-        streamable_http_client(url, http_client=client) as (from_server, to_server),
-        stdio_server() as (from_editor, to_editor),
-    ):
-        async with anyio.create_task_group() as group:
-            group.start_soon(_relay, from_server, to_editor, "from the server")
-            await _relay(from_editor, to_server, "from the editor")
-            group.cancel_scope.cancel()  # the editor closed stdin: end the session (DELETE) and stop
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as client:
+        await _check_reachable(client, url)
+        async with stdio_server() as (from_editor, to_editor):
+            try:
+                async with (
+                    streamable_http_client(url, http_client=client) as (from_server, to_server),
+                    anyio.create_task_group() as group,
+                ):
+                    async def downstream() -> None:
+                        await _relay(from_server, to_editor, "from the server")
+                        raise ServerUnreachable("the server closed the connection")  # nothing more will come
+
+                    group.start_soon(downstream)
+                    await _relay(from_editor, to_server, "from the editor")
+                    group.cancel_scope.cancel()  # the editor closed stdin: end the session (DELETE) and stop
+            except Exception as exc:  # a request that could not be sent, or the stream that ended
+                print(f"memdir serve --connect: lost the connection to the memdir server at {url}: "
+                      f"{_reason(exc)}", file=sys.stderr, flush=True)
+                os._exit(1)
+
+
+def _reason(error: BaseException) -> str:
+    """The first real error inside (possibly nested) exception groups."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"
 
 
 def forward_stdio(url: str, token: str | None) -> None:
     """Run `forward` until stdin closes, SIGTERM or Ctrl-C (which end the process at once, as `memdir serve` does)."""
 
+    problem: list[ServerUnreachable] = []
+
+    async def session() -> None:
+        try:
+            await forward(url, token)
+        except ServerUnreachable as exc:
+            problem.append(exc)
+
     async def main() -> None:
-        stopped_by = await run_until_signalled(lambda: forward(url, token))
+        stopped_by = await run_until_signalled(session)
         if stopped_by is not None:
             exit_for(stopped_by)
 
     anyio.run(main)
+    if problem:
+        print(f"memdir serve --connect: {problem[0]}", file=sys.stderr, flush=True)
+        raise SystemExit(1)
 
 
-__all__ = ["forward", "forward_stdio"]
+__all__ = ["ServerUnreachable", "forward", "forward_stdio"]

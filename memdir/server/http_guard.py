@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections import Counter
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -100,12 +99,11 @@ class Gate:
 
 
 class GuardMiddleware:
-    """ASGI middleware applying a `Gate` to every HTTP request; counts what it refused (``refused``)."""
+    """ASGI middleware applying a `Gate` to every HTTP request (each refusal is logged with its reason)."""
 
     def __init__(self, app: ASGIApp, gate: Gate) -> None:
         self.app = app
         self.gate = gate
-        self.refused: Counter[str] = Counter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -124,7 +122,6 @@ class GuardMiddleware:
 
     def _refuse(self, scope: Scope, reason: str, status: int, text: str) -> Response:
         """The refusal: a JSON-RPC error on the MCP endpoint (MCP clients show its message), else plain text."""
-        self.refused[reason] += 1
         log.warning("memdir http: refused a request (%s)", reason)
         headers = {"WWW-Authenticate": 'Bearer realm="memdir"'} if status == 401 else None
         if _is_mcp(scope):

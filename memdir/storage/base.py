@@ -1,20 +1,41 @@
-"""The storage adapter protocol: what any backend (filesystem now, others later) provides.
+"""The storage protocols: what `memdir.memory.Memory` and the hybrid searcher need of a store.
 
-Adapters hold the *source of truth*: entries with their content, metadata and embedding.
-They know nothing about search ranking or models; `memdir.memory.Memory` combines an
-adapter with the derived index and an embedder.
+A store is a pair: an adapter (`StorageAdapter`, the *source of truth*: entries with
+their content, metadata, embedding and hits) and an index (`EntryIndex`, what search and
+listings read: keyword statistics, vectors, links, freshness). Two stores implement them:
+
+* the directory (`memdir.storage.filesystem.FilesystemAdapter` + the derived SQLite index
+  `memdir.storage.index.DerivedIndex`): files are the truth, the index is rebuilt from them;
+* PostgreSQL (`memdir.storage.postgres`): one database holds both, and the "index" is the
+  same rows' derived columns (tsvector, pgvector), written in the entry's own transaction.
+
+The protocols are what `Memory` calls, no more. The seams where the two differ most:
+
+* ``before_commit``: each adapter write stages its change and calls the hook (which updates
+  the index) before its commit point; if the hook raises, nothing changes. For the
+  directory that is "before the renames", for PostgreSQL "before COMMIT".
+* ``adapter.lock``: many readers or one writer. A file lock for the directory; a
+  transaction plus advisory lock for PostgreSQL, so that several servers on several machines
+  serialise their changes the same way several processes on one machine do.
+* `ChangeSource.value`: a number that grows with every committed change (a file counter, a
+  database sequence), which listings cached from the index are checked against.
+* ``FileStats``: a stamp of an entry's stored version (file mtimes and sizes, or a
+  row version), compared to tell whether an index row is as fresh as the entry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple, Protocol
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
+from memdir.core.identity import Labels
 
 
 class EntryInfo(NamedTuple):
@@ -42,43 +63,272 @@ class Redirect:
     target: str  # normalised logical path
 
 
-class StorageAdapter(Protocol):
-    """A store of memory entries keyed by normalised logical path (``concept/x.md``)."""
+@dataclass(frozen=True, slots=True)
+class FileStats:
+    """The stamp of an entry's stored version: modification time and size of its ``.md`` and
+    ``.yml`` (0 when a file is absent); a database store puts its row version in ``yml_mtime_ns``."""
 
-    root: object
+    md_mtime_ns: int = 0
+    md_size: int = 0
+    yml_mtime_ns: int = 0
+    yml_size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRow:
+    """What search results show about an entry, read from the index (no file access)."""
+
+    path: str
+    title: str
+    type: str | None
+    tags: tuple[str, ...]
+    terms: str = ""  # distinct Porter-stemmed words, space-separated
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """Counts for ``memdir status``: entries, those with a current vector, those needing one."""
+
+    entries: int
+    embedded: int
+    stale: int
+
+
+class SemanticHits(Protocol):
+    """The semantic side of one search: the best paths by cosine, and the cosine of any candidate."""
+
+    top: list[str]
+
+    def cosines(self, paths: Sequence[str]) -> np.ndarray:
+        """Cosine of each path (0.0 for entries without a comparable vector or outside the filters)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """What ranking needs of the candidates a search found, in the order asked (unknown paths dropped).
+
+    Attributes:
+        contains: per query term, whether each candidate's words hold it.
+    """
+
+    paths: list[str]
+    titles: list[str]
+    types: list[str | None]
+    tags: list[tuple[str, ...]]
+    contains: dict[str, np.ndarray]
+
+
+class SearchIndex(Protocol):
+    """What `memdir.search.hybrid.HybridSearcher` reads: candidates by keyword and by vector."""
+
+    def reading(self) -> AbstractContextManager[Any]:
+        """One consistent view of the keyword and vector data for the calls made inside it."""
+
+    def keyword_hits(
+        self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None,
+        path_prefix: str | None, tags: Sequence[str] | None,
+    ) -> dict[str, float]:
+        """Path -> BM25 (positive) of the ``limit`` best entries holding any of ``terms``
+        (Porter stems), filters applied first; weighted by field (title, tags, domain, content)."""
+
+    def idf(self, terms: Iterable[str]) -> dict[str, float]:
+        """Each term's BM25 idf in this store (negative for terms in most entries)."""
+
+    def semantic_hits(
+        self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None,
+        path_prefix: str | None, tags: Sequence[str] | None,
+    ) -> SemanticHits | None:
+        """The ``limit`` nearest entries embedded by ``model``; None when nothing is comparable."""
+
+    def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
+        """Title, type, tags and term presence of ``paths``."""
+
+    def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, Any]:
+        """The entries written just before and after each of ``paths`` (known entries) in its folder,
+        up to ``window`` each side: ``(owner, neighbour)``, ``owner`` the position in ``paths``,
+        ``neighbour`` a key `holding` understands (`memdir.search.context`)."""
+
+    def holding(self, terms: Sequence[str], keys: Any) -> dict[str, np.ndarray]:
+        """Per term, whether each neighbour ``keys`` (from `neighbours`) holds it."""
+
+
+class ChangeSource(Protocol):
+    """A number that grows with every committed change of the store."""
+
+    def value(self) -> int: ...
+
+
+class StoreLock(Protocol):
+    """Many readers or one writer, across every process (and machine) using the store; re-entrant."""
+
+    @property
+    def mode(self) -> str | None:
+        """"shared", "exclusive", or None when this thread holds nothing."""
+
+    def exclusive(self, timeout: float | None = None) -> AbstractContextManager[None]: ...
+
+    def shared(self) -> AbstractContextManager[None]: ...
+
+
+class StorageAdapter(Protocol):
+    """A store of memory entries keyed by normalised logical path (``concept/x.md``): the truth."""
+
+    root: Path
+    read_only: str | None  # why writes are refused, None when writable
+    lock: StoreLock
 
     def write(
-        self,
-        path: str,
-        content: str,
-        *,
-        title: str,
-        metadata: Metadata,
-        embedding: np.ndarray | None,
-        hits: int | None = None,
+        self, path: str, content: str, *, title: str, metadata: Metadata | Mapping[str, Any] | None = None,
+        embedding: np.ndarray | None = None, hits: int | None = None, updated_at: datetime | None = None,
+        embedding_model: str | None = None, embedding_text_hash: str | None = None,
+        before_commit: Callable[[Entry, FileStats], None] | None = None,
     ) -> Entry:
         """Create or replace an entry atomically; ``hits=None`` keeps the existing count."""
+
+    def set_embeddings(
+        self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, Entry] | None = None,
+        model_id: str | None = None, text_hashes: Mapping[str, str] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+    ) -> list[Entry]:
+        """New vectors for unchanged entries, in one transaction (entries changed since ``expected`` skipped)."""
+
+    def set_metadata(
+        self, changes: Mapping[str, Callable[[Entry], Metadata]], *,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+    ) -> list[Entry]:
+        """New metadata (fields not embedded) for existing entries, in one transaction."""
 
     def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
         """Read an entry (following stubs when ``follow``); ``count_hit`` for agent reads only."""
 
+    def count_hit(self, entry: Entry) -> Entry:
+        """Count an agent's read of ``entry`` served from a cache (the entry with its new count)."""
+
     def exists(self, path: str) -> bool:
         """True if a real entry, stub or virtual entry lives at ``path``."""
 
-    def delete(self, path: str) -> None:
-        """Remove every file of the entry."""
+    def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
+        """Remove the entry (`EntryNotFoundError` if there is none)."""
 
-    def write_stub(self, path: str, redirect: Redirect) -> None:
+    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
         """Replace the entry at ``path`` with a redirect stub."""
 
     def read_redirect(self, path: str) -> Redirect | None:
         """The redirect if ``path`` is a stub, else None."""
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
-        """The content of each entry ("" for a missing one), cheaply, for whole-root scans."""
+        """The content of each entry ("" for a missing one), cheaply, for whole-store scans."""
 
-    def iter_entries(self, *, include_stubs: bool = False, include_virtual: bool = False) -> Iterator[EntryInfo]:
-        """Every entry, cheaply (no content, no hit counting)."""
+    def iter_entries(
+        self, *, include_stubs: bool = False, include_virtual: bool = False, with_metadata: bool = True,
+        under: str | None = None, folders: dict[str, int] | None = None,
+    ) -> Iterator[EntryInfo]:
+        """Every entry in path order, cheaply (no content, no hit counting)."""
+
+    def describe(self, paths: Sequence[str]) -> list[EntryInfo]:
+        """Listing rows with metadata of the given real entries (gone ones left out)."""
+
+    def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
+        """(path, stats) of every real entry (or of folder ``under``), stubs and built-ins left out;
+        ``folders`` receives what `memdir.storage.folder_stamps` checks later (folder mtimes)."""
+
+    def stats(self, path: str) -> FileStats:
+        """The stamp of the stored version of ``path`` (all zero when absent)."""
 
     def total_size(self) -> int:
         """Bytes of content held (virtual entries excluded)."""
+
+    def root_listing(self, index: Any) -> Any:
+        """How `Memory` lists entries and plans reconciles (`memdir.storage.root_listing.RootListing`
+        for the directory: the index's rows plus the folders that changed)."""
+
+
+class EntryIndex(SearchIndex, Protocol):
+    """What search and listings read, kept in step with the adapter by `Memory` (see the module docstring)."""
+
+    in_memory: bool  # True when this process keeps the index to itself (a root it cannot write)
+    changes: ChangeSource
+
+    @property
+    def seq(self) -> int:
+        """The last index change this process has seen."""
+
+    def close(self) -> None: ...
+
+    def keep_in_memory(self) -> None:
+        """Go on without writing the index where others see it (a full disk)."""
+
+    def behind_files(self) -> bool:
+        """True if the truth changed in a way no index change has recorded (a writer died mid-change)."""
+
+    def ahead_of_files(self) -> AbstractContextManager[None]:
+        """Around index changes made inside an adapter's ``before_commit``."""
+
+    def upsert(
+        self, entry: Entry, stats: FileStats, text_hash: str | None, model_id: str | None = None, *,
+        vector_text_hash: str | None = None,
+    ) -> None:
+        """The row of ``entry`` as just written (its ``embedding`` made by ``model_id`` from the
+        text hashed ``vector_text_hash``, default ``text_hash``)."""
+
+    def upsert_rows(self, rows: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
+        """`upsert` of many (entry, stats, text_hash, model_id, vector_text_hash) in one transaction."""
+
+    def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
+        """New vectors of (entry, stats, text_hash, model_id) whose text is unchanged."""
+
+    def record_hits(
+        self, path: str, hits: int, before: FileStats, after: FileStats, at: datetime | None = None
+    ) -> None:
+        """A counted read moved ``path`` from ``before`` to ``after``: a fresh row takes the count;
+        the row records ``at`` (now) as the entry's last access."""
+
+    def remove(self, path: str) -> bool:
+        """Drop the row of ``path``; False if it had none."""
+
+    def reconcile(
+        self, files: Iterable[tuple[str, FileStats]], load: Callable[[str], Entry],
+        text_hash_of: Callable[[Entry], str], *, model_id: str | None = None, text_recipe: str | None = None,
+        covered: Callable[[str], bool] | None = None, known: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Bring the rows in line with the truth (``files``, ``covered`` and ``known`` from the
+        `root_listing`'s plan); the report's ``failed`` lists entries that could not be read."""
+
+    def record_folder_stamps(self, stamps: Mapping[str, Any] | None) -> None:
+        """Keep the folder stamps a reconcile leaves (`memdir.storage.folder_stamps`)."""
+
+    def describe(self, stats: Mapping[str, FileStats]) -> dict[str, EntryInfo]:
+        """Listing rows of the entries whose row is as fresh as ``stats`` says."""
+
+    def rows(self, paths: Sequence[str]) -> dict[str, EntryRow]:
+        """Title, type, tags and words of the given entries."""
+
+    def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
+        """Access labels (kind, owner, visibility; `memdir.core.identity`) of the given entries (None: all);
+        entries without any left out."""
+
+    def recently_used(self, limit: int) -> list[str]:
+        """The ``limit`` entries read last (never read: by when they were written), newest first; no hidden ones."""
+
+    def most_important(self, at_least: float, limit: int) -> list[str]:
+        """The ``limit`` most important entries of at least importance ``at_least``; no hidden ones."""
+
+    def linking_to(self, target: str) -> list[str]:
+        """The entries whose metadata links to ``target``, in path order."""
+
+    def edges(self, paths: Sequence[str], kinds: Sequence[str] | None = None) -> list[Any]:
+        """Every link (`memdir.storage.index_db.Edge`) from or to one of ``paths`` (of ``kinds``)."""
+
+    def rank_facts(self, paths: Sequence[str]) -> dict[str, Any]:
+        """Importance, reads, last access and hidden state of ``paths`` (`memdir.storage.index_db.RankFacts`)."""
+
+    def needs_embedding(self, model_id: str | None) -> list[str]:
+        """Entries without a current vector of ``model_id`` (any model when None)."""
+
+    def stats(self, model_id: str | None = None) -> IndexStats: ...
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many entries hold each term (a Porter stem)."""
+
+    def vector_snapshot(self, model_id: str | None) -> tuple[list[str], np.ndarray]:
+        """(paths, matrix) of the entries embedded by ``model_id``, one L2-normalised row each."""

@@ -4,10 +4,11 @@
 were when it was cached, and counts hits and misses; `memdir.access.prefetch` fills it at
 session start with the entries an agent of that role is likely to read.
 
-Freshness without trusting anyone to report changes: each entry is kept with the stats of its
-``.md`` and ``.yml`` (mtime in ns and size; every write replaces a file, so both move) taken
-*before* it was read, and a lookup compares them with the files' stats now (two ``stat``
-calls, against a full read: two files opened, the YAML parsed, the vector read). The root's
+Freshness without trusting anyone to report changes: each entry is kept with the stamp of its
+stored version taken *before* it was read (`StorageAdapter.stats`: for the directory, the mtime
+in ns and size of its ``.md`` and ``.yml`` — every write replaces a file, so both move), and a
+lookup compares it with the stamp now (two ``stat`` calls, against a full read: two files
+opened, the YAML parsed, the vector read). The root's
 change counter (`memdir.storage.changes`) would be cheaper still, but only memdir raises it: a
 note edited by hand in a text editor would be served stale. A changed entry is dropped — a
 miss. An entry changed between taking its stats and reading it is newer than its stats say, so
@@ -21,13 +22,15 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from memdir.core.entry import Entry, utcnow
 from memdir.core.errors import MemdirError
 from memdir.core.files import private_folder, read_regular, replace_file
-from memdir.storage.index_db import INDEX_DIR, FileStats, file_stats
+from memdir.storage.base import FileStats
+from memdir.storage.index_db import INDEX_DIR
 
 REPORT_FILE = "prefetch.json"
 """Under ``.memdir/``: the figures of the last process that served reads from its cache (for `memdir status`)."""
@@ -91,8 +94,9 @@ def load_report(root: Path) -> PrefetchReport | None:
 class EntryCache:
     """The LRU cache of one root's entries (see the module docstring); safe to share between threads."""
 
-    def __init__(self, root: Path, capacity: int) -> None:
-        self.root = Path(root)
+    def __init__(self, stats: Callable[[str], FileStats], capacity: int) -> None:
+        """``stats``: the store's stamp of an entry's stored version (`StorageAdapter.stats`)."""
+        self._stats = stats
         self.capacity = max(0, capacity)
         self._items: OrderedDict[str, tuple[Entry, FileStats]] = OrderedDict()
         self._lock = threading.Lock()
@@ -100,11 +104,11 @@ class EntryCache:
 
     def stats_of(self, path: str) -> FileStats:
         """The stats to cache an entry with: take them *before* reading it."""
-        return file_stats(self.root, path)
+        return self._stats(path)
 
     def get(self, path: str) -> Entry | None:
         """The cached entry at ``path`` if its files have not changed since (a hit), else None (a miss)."""
-        current = file_stats(self.root, path)
+        current = self._stats(path)
         with self._lock:
             item = self._items.get(path)
             if item is not None and item[1] != current:

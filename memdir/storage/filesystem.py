@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -46,12 +46,8 @@ from memdir.core.entry import Entry, Metadata, entry_type, utcnow
 from memdir.core.errors import (
     DiskFullError,
     EntryNotFoundError,
-    EntryTooLargeError,
-    InputValidationError,
     InvalidPathError,
-    ReadOnlyEntryError,
     ReadOnlyRootError,
-    StorageFullError,
     UnsafeFileError,
 )
 from memdir.core.files import disk_errors, open_regular, read_regular, stat_regular
@@ -61,7 +57,16 @@ from memdir.storage import stubs
 from memdir.storage.atomic import PRIVATE_DIR, commit_files, has_pending, recover, remove_unjournaled
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.changes import ChangeCounter
-from memdir.storage.index_db import FileStats, stat_or_zero
+from memdir.storage.entry_input import (
+    check_sizes,
+    encode_content,
+    folder_prefix,
+    refuse_virtual,
+    valid_metadata,
+    valid_redirect,
+)
+from memdir.storage.base import FileStats
+from memdir.storage.index_db import file_stats, stat_or_zero
 from memdir.storage.locking import LOCK_FILE_NAME, RootLock
 from memdir.storage.folder_stamps import ListedFolder, settled_now, stamp_of
 from memdir.storage.scan import scan_entries, scan_folder, sniff_stub
@@ -84,6 +89,10 @@ from memdir.storage.sidecar import (
 from memdir.storage.stub_reads import StubReads
 from memdir.storage.totals import SharedTotal
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
+
+if TYPE_CHECKING:
+    from memdir.storage.index import DerivedIndex
+    from memdir.storage.root_listing import RootListing
 
 log = logging.getLogger(__name__)
 
@@ -291,11 +300,6 @@ class FilesystemAdapter:
                 raise unsafe_file(self.root, item, "special", "neither a regular file nor a folder")
         stat_regular(self.root, self.root / LOCK_FILE_NAME)
 
-    @staticmethod
-    def _refuse_virtual(path: str) -> None:
-        if is_virtual(path):
-            raise ReadOnlyEntryError(path)
-
     # ----------------------------------------------------------------- size accounting
 
     def _content_size(self, md: Path) -> int:
@@ -308,6 +312,22 @@ class FilesystemAdapter:
 
     def _current_total(self) -> int:
         return self._total.get()
+
+    def stats(self, path: str) -> FileStats:
+        """The ``.md`` and ``.yml`` mtimes and sizes of ``path`` (`memdir.storage.index_db.file_stats`)."""
+        return file_stats(self.root, path)
+
+    def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
+        """(path, stats) of every real entry, or of those in folder ``under`` (`memdir.storage.index.listing`)."""
+        from memdir.storage.index import listing  # (the index module is the directory store's, loaded with it)
+
+        return listing(self, under, folders)
+
+    def root_listing(self, index: DerivedIndex) -> RootListing:
+        """Listings and reconcile plans from the index's rows plus the folders that changed."""
+        from memdir.storage.root_listing import RootListing
+
+        return RootListing(self, index)
 
     def total_size(self) -> int:
         """Bytes of content held (``.md`` files, stubs included; virtual entries excluded)."""
@@ -322,12 +342,9 @@ class FilesystemAdapter:
 
     def _check_limits(self, path: str, md: Path, new_size: int) -> int:
         """The root's total after replacing ``md`` with ``new_size`` bytes, if within limits."""
-        if new_size > self.max_entry_size:
-            raise EntryTooLargeError(path, new_size, self.max_entry_size)
         grows = new_size - self._content_size(md)
         total = self._current_total() + grows
-        if total > self.max_total_size:
-            raise StorageFullError(total, self.max_total_size)
+        check_sizes(path, new_size, self.max_entry_size, total, self.max_total_size)
         self._check_free_disk(max(grows, 0))
         return total
 
@@ -384,9 +401,9 @@ class FilesystemAdapter:
             StorageFullError, DiskFullError, ReadOnlyRootError, LockTimeoutError.
         """
         path = normalize_path(path)
-        self._refuse_virtual(path)
-        data = self._encode_content(path, content)
-        meta = self._metadata(path, metadata)
+        refuse_virtual(path)
+        data = encode_content(path, content)
+        meta = valid_metadata(path, metadata)
         emb_bytes = None if embedding is None else encode_embedding(path, embedding)
         checksum = None if emb_bytes is None else embedding_checksum(emb_bytes)
         md, yml, emb = self._files(path)
@@ -464,7 +481,7 @@ class FilesystemAdapter:
         with self._writing():
             for path, vector in vectors.items():
                 path = normalize_path(path)
-                self._refuse_virtual(path)
+                refuse_virtual(path)
                 entry, sidecar = self._load(path)
                 before = expected.get(path) if expected is not None else entry
                 if before is None or (before.content, before.title, before.metadata) != (entry.content, entry.title, entry.metadata):
@@ -524,7 +541,7 @@ class FilesystemAdapter:
         with self._writing():
             for path, change in changes.items():
                 path = normalize_path(path)
-                self._refuse_virtual(path)
+                refuse_virtual(path)
                 try:
                     entry, sidecar = self._load(path)
                 except EntryNotFoundError:
@@ -543,33 +560,6 @@ class FilesystemAdapter:
                 self._commit(writes, before_commit=hook)
         return updated
 
-    @staticmethod
-    def _metadata(path: str, metadata: Metadata | Mapping[str, Any] | None) -> Metadata:
-        if isinstance(metadata, Metadata):
-            return metadata
-        try:
-            return Metadata.model_validate(dict(metadata or {}))
-        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            raise InputValidationError(
-                f"The metadata for memory://{path} is invalid: {exc}",
-                "Pass tags, related and tools as lists of strings and permissions as a mapping.",
-            ) from exc
-
-    @staticmethod
-    def _encode_content(path: str, content: str) -> bytes:
-        if not isinstance(content, str):
-            raise InputValidationError(
-                f"Content for memory://{path} must be text, not {type(content).__name__}.",
-                "Pass the markdown as a string.",
-            )
-        try:
-            return content.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InputValidationError(
-                f"Content for memory://{path} is not valid Unicode text (position {exc.start}).",
-                "Remove the unpaired surrogate characters from the content.",
-            ) from exc
-
     def _stored_hits(self, yml: Path) -> int:
         sidecar = self._load_sidecar(yml)
         return as_int(sidecar.get("hits")) if sidecar else 0
@@ -582,19 +572,8 @@ class FilesystemAdapter:
         ``before_commit`` runs as in `write`.
         """
         path = normalize_path(path)
-        self._refuse_virtual(path)
-        if redirect.kind not in stubs.KINDS:
-            raise InputValidationError(
-                f"Unknown redirect kind {redirect.kind!r} for memory://{path}.",
-                f"Use one of: {', '.join(stubs.KINDS)}.",
-            )
-        target = normalize_path(redirect.target)
-        if target == path:
-            raise InputValidationError(
-                f"memory://{path} cannot redirect to itself.",
-                "Point the stub at the entry its content was merged into or moved to.",
-            )
-        data = stubs.format_stub(Redirect(kind=redirect.kind, target=target)).encode("utf-8")
+        refuse_virtual(path)
+        data = stubs.format_stub(valid_redirect(path, redirect)).encode("utf-8")
         md, yml, emb = self._files(path)
         with self._writing():
             total = self._check_limits(path, md, len(data))
@@ -612,7 +591,7 @@ class FilesystemAdapter:
             ReadOnlyEntryError: ``path`` is a built-in entry.
         """
         path = normalize_path(path)
-        self._refuse_virtual(path)
+        refuse_virtual(path)
         md, yml, emb = self._files(path)
         with self._writing():
             if stat_regular(self.root, md) is None:
@@ -867,7 +846,7 @@ class FilesystemAdapter:
         The listing is taken as of one state of the root (`_consistent`) and then yielded,
         so the caller may write or delete entries while iterating.
         """
-        prefix = self._folder_prefix(under)
+        prefix = folder_prefix(under)
         start = self.root / prefix if prefix else self.root
         rows = self._consistent(lambda: self._scan(start, prefix, include_stubs, with_metadata, folders))
         if include_virtual:
@@ -930,14 +909,6 @@ class FilesystemAdapter:
             if known(path, stats) or not self._is_stub(path, file.path, has_sidecar):
                 entries[path] = stats
         return ListedFolder(stamp, entries, [sub for _, sub in found.folders], bool(found.linked))
-
-    def _folder_prefix(self, under: str | None) -> str:
-        """``"concept/ruby/"`` for ``under="concept/ruby"``; validated like any memory path."""
-        cleaned = (under or "").strip()
-        cleaned = cleaned.removeprefix("memory://").rstrip("/")
-        if not cleaned:
-            return ""
-        return disk_stem(normalize_path(cleaned)) + "/"
 
 
     def describe(self, paths: Sequence[str]) -> list[EntryInfo]:

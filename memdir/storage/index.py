@@ -63,11 +63,11 @@ from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
 from memdir.storage import snapshot as snapshots
 from memdir.core.keywords import porter_stem, tokenize
-from memdir.storage.index_db import Edge, EntryRow, FileStats, RankFacts, file_stats, stat_or_zero
-from memdir.storage.base import EntryInfo
+from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
+from memdir.storage.index_db import Edge, RankFacts, file_stats, stat_or_zero
 from memdir.storage.changes import ChangeCounter
 from memdir.storage.folder_stamps import Stamp
-from memdir.storage.listing_rows import ListingRows, current_rows
+from memdir.storage.listing_rows import ListingRows, changes_since, moved_on
 from memdir.storage.postings import KeywordDoc, KeywordIndex
 from memdir.storage.vectors import VectorMatrix
 
@@ -117,15 +117,6 @@ class ReconcileReport:
     failed: list[str] = field(default_factory=list)
     rebuilt: bool = False
     needs_embedding: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class IndexStats:
-    """Counts for ``memdir status``: entries, those with a current vector, those needing one."""
-
-    entries: int
-    embedded: int
-    stale: int
 
 
 class DerivedIndex:
@@ -530,7 +521,7 @@ class DerivedIndex:
 
         Args:
             entry: the entry as just written (its ``embedding`` becomes the row's vector).
-            stats: the entry's file stats after the write (`file_stats`).
+            stats: the entry's file stats after the write (`memdir.storage.filesystem.file_stats`).
             text_hash: hash of the entry's current searchable text.
             model_id: the model that made ``entry.embedding`` (None: unknown).
             vector_text_hash: hash of the text the vector was made from, if not ``text_hash``.
@@ -859,17 +850,97 @@ class DerivedIndex:
         one state. A writer's rows staged ahead of its files' commit point (`ahead_of_files`)
         record the counter value that commit will raise it to: a caller compares that with
         the counter on disk to know the files are there. Whether the files changed by hand
-        since is the caller's to check (`memdir.storage.folder_stamps`).
+        since is the caller's to check (`memdir.storage.folder_stamps`). The rows are built
+        outside the index's lock (100K of them take ~0.15 s), so searches meanwhile do not wait.
         """
         with self.lock:
             self.refresh()  # (reopens an index file another process replaced)
+            rows = self._listing
             db = self.db
             db.execute("BEGIN")
             try:
-                self._listing = current_rows(db, self._listing, sql.meta_int(db, _FILES_CHANGE))
+                changes = changes_since(db, rows, sql.meta_int(db, _FILES_CHANGE))
             finally:
                 db.execute("COMMIT")
-            return self._listing
+        current = moved_on(rows, changes)
+        with self.lock:  # kept unless another thread meanwhile kept newer rows
+            kept = self._listing
+            if kept is None or kept.generation != current.generation or kept.seq <= current.seq:
+                self._listing = current
+        return current
+
+    def folder_file_stats(self, prefix: str) -> dict[str, tuple[int, int, int, int]]:
+        """The files' stats the rows of the entries directly in folder ``prefix`` record (`index_db.folder_stats`)."""
+        with self.lock:
+            return sql.folder_stats(self.db, prefix)
+
+    # ------------------------------------------------------------------ search (`memdir.storage.base.SearchIndex`)
+    def reading(self) -> threading.RLock:
+        """The matrix and the keyword index hold still while this process's lock is held."""
+        return self.lock
+
+    def keyword_hits(
+        self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None = None,
+        path_prefix: str | None = None, tags: Sequence[str] | None = None,
+    ) -> dict[str, float]:
+        with self.lock:
+            slots, scores = self.keywords.search(terms, limit, types=types, path_prefix=path_prefix, tags=tags)
+            paths = self.keywords.paths
+            return dict(zip([paths[slot] for slot in slots.tolist()], scores.tolist()))
+
+    def idf(self, terms: Iterable[str]) -> dict[str, float]:
+        with self.lock:
+            return self.keywords.idf(terms)
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        with self.lock:
+            return {term: self.keywords.document_frequency(term) for term in terms}
+
+    def semantic_hits(
+        self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,
+        path_prefix: str | None = None, tags: Sequence[str] | None = None,
+    ) -> _MatrixHits | None:
+        with self.lock:
+            matrix = self.vectors
+            if matrix.dim != np.asarray(vector).shape[-1] or not len(matrix):
+                return None
+            if model is not None and not matrix.has_model(model):
+                return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
+            mask = matrix.mask(types=types, path_prefix=path_prefix, tags=tags, model=model)
+            scores = matrix.scores(vector)
+            rows, _ = matrix.top_of(scores, limit, mask)
+            return _MatrixHits([matrix.paths[r] for r in rows], scores, mask, matrix.row_of)
+
+    def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
+        with self.lock:
+            kw = self.keywords
+            found = [(path, slot) for path in paths if (slot := kw.slot_of(path)) is not None]
+            slots = [slot for _, slot in found]
+            slot_array = np.asarray(slots, dtype=np.int32)
+            return Candidates(
+                paths=[path for path, _ in found],
+                titles=[kw.titles[slot] for slot in slots],
+                types=[kw.types[slot] for slot in slots],
+                tags=[kw.tags_of(slot) for slot in slots],
+                contains={term: kw.coverage([term], slot_array) > 0 for term in terms},
+            )
+
+    def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
+        with self.lock:
+            slots = np.asarray([self.keywords.slot_of(path) for path in paths], dtype=np.int32)
+            return self.keywords.neighbours(slots, window)
+
+    def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:
+        with self.lock:
+            return {term: self.keywords.coverage([term], keys) > 0 for term in terms}
+
+    def vector_snapshot(self, model_id: str | None) -> tuple[list[str], np.ndarray]:
+        with self.lock:
+            paths, matrix = self.vectors.snapshot()
+            keep = [row for row, path in enumerate(paths) if self.vectors.model_of(path) == model_id]
+        if len(keep) == len(paths):
+            return paths, matrix
+        return [paths[row] for row in keep], matrix[keep]
 
     def recently_used(self, limit: int) -> list[str]:
         """The ``limit`` entries an agent read last (never read: by when they were written), newest first."""
@@ -935,3 +1006,22 @@ class DerivedIndex:
     def seq(self) -> int:
         """The last change this process has seen."""
         return self._seq
+
+
+@dataclass(frozen=True, slots=True)
+class _MatrixHits:
+    """`memdir.storage.base.SemanticHits` over the in-memory matrix: every row's cosine was computed."""
+
+    top: list[str]
+    scores: np.ndarray
+    mask: np.ndarray | None
+    row_of: Callable[[str], int | None]
+
+    def cosines(self, paths: Sequence[str]) -> np.ndarray:
+        rows = np.array([-1 if (row := self.row_of(path)) is None else row for path in paths], dtype=np.int64)
+        known = rows >= 0
+        if self.mask is not None:
+            known[known] = self.mask[rows[known]]
+        out = np.zeros(len(paths))
+        out[known] = self.scores[rows[known]]
+        return out

@@ -58,6 +58,7 @@ from memdir.core.entry import ENTRY_TYPES, Entry
 from memdir.core.identity import Labels
 from memdir.core.paths import disk_stem
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
+from memdir.storage.base import EntryRow, FileStats
 from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
 
@@ -441,16 +442,6 @@ def split_tags(text: str | None) -> list[str]:
 
 # --------------------------------------------------------------------------- rows
 
-@dataclass(frozen=True, slots=True)
-class FileStats:
-    """Modification time and size of an entry's ``.md`` and ``.yml`` (0 when a file is absent)."""
-
-    md_mtime_ns: int = 0
-    md_size: int = 0
-    yml_mtime_ns: int = 0
-    yml_size: int = 0
-
-
 def stat_or_zero(path: str) -> tuple[int, int]:
     """(mtime ns, size) of a file; (0, 0) when it is missing, or unusable (links that loop: the
     adapter says why when it is read)."""
@@ -465,17 +456,6 @@ def file_stats(root: Path | str, path: str) -> FileStats:
     """The freshness stats of the entry at logical ``path`` under ``root``."""
     stem = os.path.join(root, disk_stem(path))
     return FileStats(*stat_or_zero(stem + ".md"), *stat_or_zero(stem + ".yml"))
-
-
-@dataclass(frozen=True, slots=True)
-class EntryRow:
-    """What search results show about an entry, read from the index (no file access)."""
-
-    path: str
-    title: str
-    type: str | None
-    tags: tuple[str, ...]
-    terms: str = ""  # distinct Porter-stemmed words, space-separated
 
 
 @dataclass(frozen=True, slots=True)
@@ -713,6 +693,16 @@ def label_rows(db: sqlite3.Connection, paths: Sequence[str] | None = None) -> di
             )
         )
     return {path: Labels(kind, owner, tuple(split_tags(visible))) for path, kind, owner, visible in rows}
+
+
+def folder_stats(db: sqlite3.Connection, prefix: str) -> dict[str, tuple[int, int, int, int]]:
+    """path -> (md mtime, md size, yml mtime, yml size) of the entries directly in folder ``prefix``
+    (``""``: the root), stubs left out: a range of the path index, not a scan of every row."""
+    query = (
+        "SELECT path, md_mtime_ns, md_size, yml_mtime_ns, yml_size FROM entries"
+        " WHERE path >= ? AND path < ? AND instr(substr(path, ?), '/') = 0 AND is_stub = 0"
+    )
+    return {row[0]: row[1:] for row in db.execute(query, (prefix, prefix + "\U0010ffff", len(prefix) + 1))}
 
 
 def entry_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, EntryRow]:

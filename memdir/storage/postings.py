@@ -57,7 +57,7 @@ def _written_key(folder_code, row_id, slot):
     return (np.asarray(folder_code, dtype=np.int64) << _ROW_BITS) | row.astype(np.int64)
 
 
-def _bm25_idf(live: int, hits: int) -> float:
+def bm25_idf(live: int, hits: int) -> float:
     """FTS5's idf of a term found in ``hits`` of ``live`` entries."""
     return math.log((live - hits + 0.5) / (hits + 0.5))
 
@@ -338,7 +338,7 @@ class KeywordIndex:
             hits = self._live_hits(slots)
             if hits <= 0:
                 continue
-            idf = _bm25_idf(live, hits)
+            idf = bm25_idf(live, hits)
             contribution = tf * np.float32((K1 + 1.0) * (idf if idf > 0 else 1e-6)) / (tf + norm[slots])
             scores[slots] += contribution
             any_term = True
@@ -372,7 +372,7 @@ class KeywordIndex:
         word of a query, and an entry that matches only its common words covers little of it.
         """
         live = len(self._slot_of)
-        return {term: _bm25_idf(live, self.document_frequency(term)) for term in terms}
+        return {term: bm25_idf(live, self.document_frequency(term)) for term in terms}
 
     def _keep(
         self, slots: np.ndarray, types: Sequence[str] | None, prefix: str | None, tags: Sequence[str] | None

@@ -21,9 +21,10 @@ trusted), finds its files as the rows have them, and stamps it.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,12 +40,14 @@ from memdir.storage.folder_stamps import (
 )
 from memdir.storage.index import listing
 from memdir.storage.index_db import FileStats
-from memdir.storage.listing_rows import ListingRows, StatsTuple
+from memdir.storage.listing_rows import ListingRows
 from memdir.storage.virtual import is_virtual
 
 if TYPE_CHECKING:
     from memdir.storage.filesystem import FilesystemAdapter
     from memdir.storage.index import DerivedIndex
+
+log = logging.getLogger(__name__)
 
 # Tries of a listing that memdir commits kept overlapping (each a few ms apart) before the caller walks.
 _TRIES = 4
@@ -53,9 +56,24 @@ _PAUSE = 0.002
 Known = Callable[[str, FileStats], bool]
 
 
-def _knows(stats: Mapping[str, StatsTuple | tuple[int, ...]]) -> Known:
-    """True for an entry whose files' stats are those its row records."""
-    return lambda path, st: stats.get(path) == (st.md_mtime_ns, st.md_size, st.yml_mtime_ns, st.yml_size)
+def _as_tuple(stats: FileStats) -> tuple[int, int, int, int]:
+    return stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size
+
+
+class _RecordedStats:
+    """The files' stats the index's rows record, read one folder at a time, as a listing asks
+    (only the folders listed again need them); called, whether an entry's files are as its row says."""
+
+    def __init__(self, index: DerivedIndex) -> None:
+        self.index = index
+        self.folders: dict[str, dict[str, tuple[int, int, int, int]]] = {}
+
+    def __call__(self, path: str, stats: FileStats) -> bool:
+        folder = path[: path.rfind("/") + 1]
+        recorded = self.folders.get(folder)
+        if recorded is None:
+            recorded = self.folders[folder] = self.index.folder_file_stats(folder)
+        return recorded.get(path) == _as_tuple(stats)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +107,18 @@ class RootListing:
         self.index = index
         self.stamps: dict[str, Stamp] = {}
 
-    def entries(self, keep: Callable[[str], bool]) -> list[EntryInfo] | None:
-        """The entries whose path ``keep`` accepts (built-ins left out); None if only a whole walk can tell."""
+    def warm(self) -> None:
+        """Read and build the index's listing rows now (a server, right after opening); best effort."""
+        try:
+            self.index.listing()
+        except Exception:  # closed meanwhile, or anything else: the first listing reads them itself
+            log.debug("the listing rows were not built ahead", exc_info=True)
+
+    def entries(self, keep: Callable[[str], bool], under: str | None = None) -> list[EntryInfo] | None:
+        """The entries whose path ``keep`` accepts (built-ins left out); None if only a whole walk can tell.
+
+        ``under``: a folder holding every entry ``keep`` accepts (only its rows are looked at).
+        """
         for attempt in range(_TRIES):
             if attempt:
                 time.sleep(_PAUSE * attempt)
@@ -99,13 +127,13 @@ class RootListing:
             if rows.files_change != change:
                 continue  # a writer between its index update and its files' commit point
             stamps = self.stamps
-            knows = _knows(rows.stats)
+            knows = _RecordedStats(self.index)
             changes = find_changes(
                 str(self.adapter.root), stamps, rows.folders, lambda prefix: self.adapter.list_folder(prefix, knows)
             )
             if changes is None:
                 return None
-            infos = self._from_rows(rows, changes, keep, knows)
+            infos = self._from_rows(rows, changes, keep, knows, under)
             if self.index.changes.value() != change:
                 continue  # a commit overlapped: what was listed may be half of it
             self.stamps = changes.restamped(stamps, lambda prefix, folder: _agrees(rows, prefix, folder, knows))
@@ -113,23 +141,30 @@ class RootListing:
         return None
 
     def _from_rows(
-        self, rows: ListingRows, changes: FolderChanges, keep: Callable[[str], bool], knows: Known
+        self, rows: ListingRows, changes: FolderChanges, keep: Callable[[str], bool], knows: Known, under: str | None
     ) -> list[EntryInfo]:
         """The rows of the unchanged folders, and the listed folders' entries: their row where it is
         as fresh as their files, else read from the files (as are entries whose row has no title)."""
         replaced = [rows.folders.get(prefix, frozenset()) for prefix in (*changes.listed, *changes.gone)]
         skip = frozenset().union(*replaced, rows.untitled)
-        if skip:
-            infos = [info for info in rows.infos.values() if keep(info.path) and info.path not in skip]
+        if under is None:
+            candidates: Iterable[EntryInfo] = rows.infos.values()
         else:
-            infos = [info for info in rows.infos.values() if keep(info.path)]
+            inside = f"{under}/"
+            infos_of = rows.infos
+            candidates = [infos_of[path] for folder, paths in rows.folders.items() if folder.startswith(inside) for path in paths]
+        if skip:
+            infos = [info for info in candidates if keep(info.path) and info.path not in skip]
+        else:
+            infos = [info for info in candidates if keep(info.path)]
         from_files = [path for path in rows.untitled if keep(path) and not changes.covers(path)]
         for folder in changes.listed.values():
             for path, stats in folder.entries.items():
                 if not keep(path):
                     continue
-                if knows(path, stats) and path not in rows.untitled:
-                    infos.append(rows.infos[path])
+                row = rows.infos.get(path)  # (None: written since the rows were read: its files tell)
+                if row is not None and knows(path, stats) and path not in rows.untitled:
+                    infos.append(row)
                 else:
                     from_files.append(path)
         infos.extend(self.adapter.describe(from_files))
@@ -142,11 +177,18 @@ class RootListing:
         known = index.freshness()
         stamps = index.folder_stamps()
         changes = None
+        by_folder: dict[str, list[str]] = {}
+        for path in known:
+            if not is_virtual(path):  # (built-in entries have no files)
+                by_folder.setdefault(path[: path.rfind("/") + 1], []).append(path)
         if stamps and not index.recipe_changed(text_recipe):
-            folders = {parent_of(path) for path in known if not is_virtual(path)}
-            knows = _knows({path: row[1] for path, row in known.items()})
+
+            def knows(path: str, stats: FileStats) -> bool:
+                row = known.get(path)
+                return row is not None and row[1] == _as_tuple(stats)
+
             changes = find_changes(
-                str(self.adapter.root), stamps, folders, lambda prefix: self.adapter.list_folder(prefix, knows)
+                str(self.adapter.root), stamps, by_folder, lambda prefix: self.adapter.list_folder(prefix, knows)
             )
         if changes is None:
             walked: dict[str, os.stat_result | None] = {}
@@ -154,7 +196,7 @@ class RootListing:
             return ReconcilePlan(files, None, known, lambda failed: _untrusting(stamps_of_walk(walked), failed))
         files = [(path, stats) for folder in changes.listed.values() for path, stats in folder.entries.items()]
         if in_place_edits:
-            files.extend(_edited_in_place(str(self.adapter.root), known, changes))
+            files.extend(_edited_in_place(str(self.adapter.root), known, by_folder, changes))
         return ReconcilePlan(
             files, changes.covers, known,
             lambda failed: _untrusting(changes.restamped(stamps, lambda prefix, folder: True), failed),
@@ -169,24 +211,19 @@ def _agrees(rows: ListingRows, prefix: str, folder: ListedFolder, knows: Known) 
 
 
 def _edited_in_place(
-    root: str, known: Mapping[str, tuple[int, tuple[int, ...]]], changes: FolderChanges
+    root: str, known: Mapping[str, tuple[int, tuple[int, ...]]], by_folder: Mapping[str, list[str]], changes: FolderChanges
 ) -> Iterator[tuple[str, FileStats]]:
     """(path, stats) of each entry in an unchanged folder whose ``.md`` or ``.yml`` stats differ from
     its row. Two ``stat`` per entry, each relative to its open folder (the kernel resolves no path)."""
-    by_folder: dict[str, list[str]] = {}
-    for path in known:
-        by_folder.setdefault(path[: path.rfind("/") + 1], []).append(path)
-    for folder, names in by_folder.items():
+    for folder, paths in by_folder.items():
         if folder in changes.listed or folder in changes.gone:
             continue
         try:
             fd = os.open(os.path.join(root, folder), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        except OSError:  # gone meanwhile (the next listing finds out), or built-in entries' folder
+        except OSError:  # gone meanwhile: the next listing finds out
             continue
         try:
-            for path in names:
-                if is_virtual(path):
-                    continue
+            for path in paths:
                 name = path[len(folder) :]
                 stats = (*_stat_in(fd, name), *_stat_in(fd, name[: -len(".md")] + ".yml"))
                 if stats != known[path][1]:

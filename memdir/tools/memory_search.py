@@ -43,7 +43,7 @@ def memory_search(
         path_prefix: only entries under this folder (e.g. ``concept/ruby``) or this one entry.
         tags: only entries carrying at least one of these tags.
         threshold: only results scoring at least this (0-1).
-        explain: also show each result's score breakdown (semantic, bm25, keyword, tag).
+        explain: also show each result's score breakdown (semantic, bm25, keyword, tag, context).
         view_all: with a role, also entries outside your role's view (other kinds, or not
             visible to your role); without a role every entry is shown anyway.
 
@@ -99,7 +99,7 @@ def _explanation(result: SearchResult) -> str:
     parts = result.breakdown
     semantic = "n/a" if parts.semantic is None else f"{parts.semantic:.3f}"
     return (f"[semantic {semantic} · bm25 {parts.bm25:.3f} (raw {parts.bm25_raw:.2f}) · keyword {parts.keyword:.3f}"
-            f" · tag {parts.tag:.3f} · relevance {result.relevance:.3f}]")
+            f" · tag {parts.tag:.3f} · context {parts.context:.3f} · relevance {result.relevance:.3f}]")
 
 
 __all__ = ["memory_search"]

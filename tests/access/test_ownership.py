@@ -32,7 +32,7 @@ def test_default_visibility_per_role(open_as, role, visible):
     assert put(open_as("a", role)).entry.metadata.visible_to == visible
 
 
-def test_another_agent_may_neither_update_nor_delete_and_is_told_whose_it_is(open_as):
+def test_another_agent_may_neither_update_nor_delete_and_is_told_whose_it_is(store_kind, open_as):
     put(open_as("alice", "executor"))
     bob = open_as("bob", "reviewer")
     with pytest.raises(NotOwnerError) as refused:
@@ -54,7 +54,7 @@ def test_the_owner_changes_it_and_keeps_ownership(open_as):
     assert not alice.exists("fact/plan.md")
 
 
-def test_an_admin_may_change_and_delete_and_the_override_is_audited(open_as):
+def test_an_admin_may_change_and_delete_and_the_override_is_audited(store_kind, open_as):
     put(open_as("alice", "executor"))
     root = open_as("carol", admin=True)
     entry = put(root, content="Corrected by the admin.").entry

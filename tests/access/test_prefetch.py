@@ -15,7 +15,7 @@ def put(memory, path, content="text", **metadata):
     return memory.write(path, content, title=path, metadata=metadata).entry
 
 
-def test_an_agents_reads_are_served_from_the_cache_and_still_counted(open_as):
+def test_an_agents_reads_are_served_from_the_cache_and_still_counted(store_kind, open_as):
     memory = open_as("alice")
     put(memory, "fact/a.md", "alpha")
     first = memory.read("fact/a.md", count_hit=True)  # a miss: read from the files, then cached
@@ -59,7 +59,7 @@ def test_a_cache_of_size_zero_is_no_cache(open_as):
     assert warm(memory) == 0
 
 
-def test_warming_takes_the_roles_recent_and_important_entries(open_as):
+def test_warming_takes_the_roles_recent_and_important_entries(store_kind, open_as):
     writer = open_as("w")
     put(writer, "fact/arch.md", kind="architecture", importance=9)  # not a reviewer's kind
     put(writer, "fact/bug-old.md", kind="bug", importance=9)
@@ -103,7 +103,7 @@ def test_an_entry_changed_between_its_stats_and_its_read_is_never_served(tmp_pat
 
     with Memory.open(Settings(root=tmp_path / "m"), embedder=FakeEmbedder()) as memory:
         put(memory, "fact/a.md", "one")
-        cache = EntryCache(memory.root, 10)
+        cache = EntryCache(memory.adapter.stats, 10)
         stats = cache.stats_of("fact/a.md")
         put(memory, "fact/a.md", "two")  # lands between the stats and the read
         cache.put(memory.read("fact/a.md"), stats)

@@ -48,7 +48,7 @@ def test_search_shows_a_role_its_kinds_and_kindless_entries_and_everything_when_
     assert everything == {f"fact/billing-{kind or 'plain'}.md" for kind in NOTES}
 
 
-def test_glob_and_listings_follow_the_view(store):
+def test_glob_and_listings_follow_the_view(store_kind, store):
     reviewer = store("rita", "reviewer")  # bug, test, decision
     assert paths_in(memory_glob(reviewer, Session(), "fact/*")) == {
         "fact/billing-bug.md", "fact/billing-decision.md", "fact/billing-plain.md"}
@@ -71,7 +71,7 @@ def test_discovery_follows_the_view(store):
     assert everything - shown  # something outside the view shows up when asked for all
 
 
-def test_visible_to_narrows_a_view_and_the_author_always_sees_its_own(open_as):
+def test_visible_to_narrows_a_view_and_the_author_always_sees_its_own(store_kind, open_as):
     orchestrator = open_as("olga", "orchestrator")  # creates visible to orchestrator + optimizer
     orchestrator.write("fact/roadmap.md", "Roadmap decision: billing first.", title="Roadmap",
                        metadata={"kind": "decision"})

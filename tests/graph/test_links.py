@@ -13,6 +13,8 @@ from memdir.graph.links import Link, make_link, parse_links
 from memdir.optimization.defragmenter import Defragmenter
 from memdir.storage import index_db
 
+pytestmark = pytest.mark.usefixtures("store_kind")  # the directory store, then PostgreSQL
+
 
 @pytest.fixture
 def linked(memory):
@@ -59,6 +61,7 @@ def test_parse_keeps_unreadable_items_apart():
 
 # ------------------------------------------------------------------ link / unlink
 
+@pytest.mark.directory_store  # reads or edits the files
 def test_link_is_written_to_the_yml_and_indexed(linked):
     link = linked.link("concept/a", "concept/b", "extends", 0.8)
     assert link == Link(target="concept/b.md", kind="extends", strength=0.8, origin="user", created_at=link.created_at)
@@ -154,6 +157,7 @@ def test_schema_6_link_rows_become_references():
     assert {"importance", "hidden", "accessed_at"} <= {row[1] for row in fresh.execute("PRAGMA table_info(entries)")}
 
 
+@pytest.mark.directory_store  # reads or edits the files
 def test_analyze_reports_typed_links_that_lead_nowhere_and_unreadable_ones(linked):
     linked.link("concept/a", "concept/b", "extends")
     yml = linked.root / "concept" / "a.yml"

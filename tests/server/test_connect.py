@@ -80,3 +80,36 @@ def test_a_wrong_token_is_reported_to_the_editor(served, tmp_path):
 
     anyio.run(scenario)
     assert any("That token is not valid" in message for message in messages), messages
+
+
+def test_no_server_at_the_address_is_said_at_once(tmp_path):
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = subprocess.run([sys.executable, "-m", "memdir", "serve", "--connect", f"http://127.0.0.1:{port}/mcp"],
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert started.returncode == 1
+    assert f"no memdir server answers at http://127.0.0.1:{port}/mcp" in started.stderr
+    assert "memdir serve --http" in started.stderr
+
+
+def test_a_server_that_stops_ends_the_front_instead_of_leaving_the_editor_waiting(served, tmp_path):
+    server, token = served
+    outcome: list[str] = []
+
+    async def scenario():
+        try:
+            async with Client(front(server.url, token, tmp_path), mode="legacy") as client:
+                assert not (await client.call_tool("MemoryWrite", ENTRY)).is_error
+                server.stop()
+                with anyio.fail_after(60):
+                    result = await client.call_tool("MemoryRead", {"file_path": ENTRY["file_path"]})
+                outcome.append("answered" if not result.is_error else "error result")
+        except Exception as ended:  # the front ended: the client's connection closed
+            outcome.extend(leaves(ended) or [repr(ended)])
+
+    anyio.run(scenario)
+    assert outcome and outcome[0] != "answered" and "TimeoutError" not in outcome[0], outcome

@@ -91,6 +91,20 @@ def test_a_bad_host_or_origin_is_refused_even_with_a_good_token(server, tokens):
     assert httpx2.get(server.base + "/").status_code == 401
 
 
+def test_the_web_view_takes_the_token_once_then_a_cookie_which_the_mcp_endpoint_refuses(server, tokens):
+    token = tokens.create("browser")
+    assert httpx2.get(f"{server.base}/?token=mdt_wrong").status_code == 401
+    login = httpx2.get(f"{server.base}/?token={token}&page=1", follow_redirects=False)
+    assert login.status_code == 303 and login.headers["location"] == "/?page=1"  # the token leaves the address
+    cookie = login.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and token in cookie
+    jar = {"memdir_token": token}
+    assert httpx2.get(server.base + "/health", cookies=jar).status_code == 200
+    assert httpx2.get(server.base + "/health", cookies={"memdir_token": "mdt_wrong"}).status_code == 401
+    # a page the user visits cannot spend the cookie on the MCP endpoint
+    assert httpx2.post(server.url, json=INITIALIZE, headers=MCP_HEADERS, cookies=jar).status_code == 401
+
+
 def test_two_clients_keep_their_own_session_state_and_sessions_belong_to_their_token(server, tokens):
     alice, bob = tokens.create("alice2"), tokens.create("bob2")
 

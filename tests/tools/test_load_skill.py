@@ -170,6 +170,7 @@ def test_permissions_memdir_would_not_apply_as_written_are_refused_when_written(
     assert not memory.exists("skill/x")
 
 
+@pytest.mark.directory_store  # edits the files by hand
 def test_a_skill_whose_permissions_cannot_be_read_does_not_load(memory, session):
     """Fail closed: dropping unreadable permissions would run the skill without its restrictions."""
     memory.write("skill/locked.md", "Edit files.", title="Locked", metadata={"type": "skill", "tools": ["Write"]})

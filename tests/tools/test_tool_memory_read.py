@@ -122,6 +122,7 @@ def test_invalid_path(memory, session):
         memory_read(memory, session, "/etc/passwd")
 
 
+@pytest.mark.directory_store  # edits the files by hand
 def test_reading_through_a_swarm_memory_stub_never_rewrites_it(memory, session):
     """SwarmMemory's stubs carry a .yml whose size must keep matching; reads are counted in .memdir/ instead."""
     from memdir.optimization.defragmenter import Defragmenter
@@ -144,6 +145,7 @@ def test_reading_through_a_swarm_memory_stub_never_rewrites_it(memory, session):
     assert cleanup.data["stubs"] == []  # read more than max_hits times: still in use
 
 
+@pytest.mark.directory_store  # edits the files by hand
 def test_a_stub_written_anew_starts_unread(memory, session):
     memory.write("fact/a.md", "A.", title="A")
     memory.write_stub("fact/old.md", "fact/a.md")

@@ -45,6 +45,7 @@ def test_filters_by_type_folder_and_tag(memory):
 def test_explain_shows_the_score_breakdown(memory):
     text = memory_search(memory, "rollback", top_k=1, explain=True)
     assert text.splitlines()[3].startswith("   [semantic n/a · bm25 1.000 (raw ")
+    assert " · context 0.000 · relevance " in text.splitlines()[3]  # the entry alone covers the query
     assert "relevance" not in memory_search(memory, "rollback", top_k=1)
 
 

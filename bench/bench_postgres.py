@@ -1,0 +1,245 @@
+"""The PostgreSQL store at 100K (and 1M) entries: search latency and HNSW recall against exact search.
+
+    python bench/bench_postgres.py --data ../shared/data/locomo10.json [--store postgresql://...] [--sizes 100000 1000000]
+
+Without ``--store`` it starts a throwaway PostgreSQL + pgvector cluster (`tests.pg_cluster`)
+on a unix socket and stops it at the end. Each size is loaded into its own schema with
+COPY (entries, postings, term counts: the rows `memdir.storage.postgres` writes, with the
+same terms and weights), then the HNSW index is built, and the store is opened as
+``Memory.open(Settings(store=...))`` with the real model. It prints median and p95 of:
+
+* ``Memory.search`` (hybrid: BM25 over postings + HNSW vector search + fusion) **including
+  the query embedding** — the target is p50 <= 20 ms at 100K, <= 30 ms at 1M;
+* its parts: the HNSW query alone, the BM25 query alone;
+* recall@10 of the HNSW search against exact search (a sequential scan computing every
+  cosine) for the same query vectors — target >= 0.95.
+
+Entry text: the pseudo-English of ``bench/bench_search.py`` (Zipf words headed by real stop
+words; 3-7 word titles, 20-60 word contents (``--words``), 3 tags of 300, 4 types in 200 folders).
+Entry vectors are synthetic but shaped like real ones: each is a random convex mix of
+three all-MiniLM-L6-v2 embeddings of LoCoMo turns plus a little noise, normalised (real
+sentence embeddings fill a narrow cone, which random unit vectors do not; embedding 100K
+texts with the model would take over an hour on this machine). Queries are LoCoMo
+questions (embedded by the model each time) with three corpus words added, so both the
+vector side and the keyword side have work. The machine is shared (2 cores, 6 other
+jobs): timings are noisy, and the load average is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import psycopg  # noqa: E402
+from pgvector.psycopg import register_vector  # noqa: E402
+
+from bench_search import TextGenerator, summary, timed  # noqa: E402
+from corpora import DEFAULT_LOCOMO, locomo_corpora, real_embedder  # noqa: E402
+from memdir.core.entry import Metadata, entry_type  # noqa: E402
+from memdir.core.settings import Settings  # noqa: E402
+from memdir.embeddings.text import text_recipe  # noqa: E402
+from memdir.memory import Memory  # noqa: E402
+from memdir.storage.index_db import entry_terms  # noqa: E402
+from memdir.storage.postgres.adapter import metadata_json  # noqa: E402
+from memdir.storage.postgres.index import stored_term  # noqa: E402
+from memdir.storage.postgres.schema import migrate  # noqa: E402
+from memdir.storage.vectors import folder_of  # noqa: E402
+
+TYPES = ("concept", "fact", "skill", "experience")
+BASES = 1024
+COPY_COLUMNS = (
+    "id, path, content, title, metadata, updated_at, size, hits, embedding, embedding_model, type, tags_folded,"
+    " folder, length, vector_model, vector_text_hash, text_hash, counted, version, indexed"
+)
+
+
+def base_vectors(cache: Path, data: Path) -> tuple[np.ndarray, list[str], object]:
+    """Real embeddings of LoCoMo turns (the mixing bases), LoCoMo questions, and the real embedder."""
+    corpora = locomo_corpora(data)
+    turns = [doc.content for corpus in corpora for doc in corpus.docs][:BASES]
+    questions = [query.text for corpus in corpora for query in corpus.queries]
+    embedder = real_embedder(cache, "locomo")
+    bases = embedder.embed(turns)
+    embedder.save()
+    return bases, questions, embedder
+
+
+def mixed_vectors(rng: np.random.Generator, bases: np.ndarray, n: int) -> np.ndarray:
+    """``n`` unit vectors, each a random convex mix of three bases plus noise (see the module docstring)."""
+    picks = rng.integers(0, len(bases), (n, 3))
+    weights = rng.dirichlet((1.0, 1.0, 1.0), n).astype(np.float32)
+    out = np.einsum("nk,nkd->nd", weights, bases[picks]).astype(np.float32)
+    out += rng.standard_normal(out.shape, dtype=np.float32) * 0.01
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out
+
+
+def load(url: str, n: int, bases: np.ndarray, model_id: str, recipe: str, weights: np.ndarray, words: tuple[int, int]) -> float:
+    """Load ``n`` synthetic entries into the empty store at ``url`` with COPY; returns seconds taken."""
+    started = time.perf_counter()
+    gen = TextGenerator()
+    rng = np.random.default_rng(11)
+    with psycopg.connect(url, autocommit=True) as conn:
+        migrate(conn)
+        register_vector(conn)
+        conn.execute("DROP INDEX entries_embedding")  # built once after loading: far faster than row by row
+        conn.execute("ALTER TABLE postings DROP CONSTRAINT postings_pkey")
+        stats: Counter[str] = Counter()
+        total_length = total_size = 0
+        now = datetime.now(timezone.utc)
+        batch = 20_000
+        for start in range(0, n, batch):
+            count = min(batch, n - start)
+            titles = gen.texts(rng.integers(3, 7, count))
+            contents = gen.texts(rng.integers(words[0], words[1], count))
+            vectors = mixed_vectors(rng, bases, count)
+            tags = rng.integers(0, 300, (count, 3))
+            with conn.transaction():
+                with conn.cursor().copy(f"COPY entries ({COPY_COLUMNS}) FROM STDIN") as copy_entries:
+                    rows = []
+                    for j in range(count):
+                        i = start + j + 1
+                        kind = TYPES[i % 4]
+                        path = f"{kind}/topic{i % 200}/entry{i}.md"
+                        entry_tags = [gen.tags[t] for t in tags[j]]
+                        meta = Metadata(type=kind, tags=entry_tags, domain=f"domain{i % 20}")
+                        terms = entry_terms(titles[j], entry_tags, meta.domain or "", contents[j])
+                        tf = terms.counts.astype(np.float32) @ weights
+                        stored = [stored_term(term) for term in terms.terms]
+                        stats.update(stored)
+                        rows.extend((term, i, float(f), terms.length) for term, f in zip(stored, tf))
+                        size = len(contents[j].encode())
+                        total_length += terms.length
+                        total_size += size
+                        copy_entries.write_row((
+                            i, path, contents[j], titles[j], metadata_json(meta), now, size, 0, vectors[j], model_id,
+                            entry_type(kind, path), [t.casefold() for t in entry_tags], folder_of(path), terms.length,
+                            model_id, "h", "h",
+                            True, i, i,
+                        ))
+                with conn.cursor().copy("COPY postings (term, entry, tf, length) FROM STDIN") as copy_postings:
+                    for row in rows:
+                        copy_postings.write_row(row)
+            print(f"    loaded {start + count:,} entries ({time.perf_counter() - started:.0f} s)", flush=True)
+        with conn.transaction():
+            with conn.cursor().copy("COPY term_stats (term, entries) FROM STDIN") as copy_terms:
+                for term, hits in stats.items():
+                    copy_terms.write_row((term, hits))
+            conn.execute("SELECT setval('changes', %s)", (n,))
+            conn.execute("SELECT setval('entries_id_seq', %s)", (n,))
+            conn.execute(
+                "UPDATE store_state SET entries = %s, total_length = %s, total_size = %s, change = %s, text_recipe = %s",
+                (n, total_length, total_size, n, recipe),
+            )
+        print(f"    rows in: {time.perf_counter() - started:.0f} s; building indexes", flush=True)
+        conn.execute("SET maintenance_work_mem = '3GB'")  # the HNSW graph is built in memory when it fits
+        conn.execute("ALTER TABLE postings ADD PRIMARY KEY (term, entry) INCLUDE (tf, length)")
+        print(f"    postings index: {time.perf_counter() - started:.0f} s", flush=True)
+        conn.execute(
+            "CREATE INDEX entries_embedding ON entries USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+        )
+        print(f"    HNSW index: {time.perf_counter() - started:.0f} s", flush=True)
+        conn.execute("VACUUM ANALYZE")
+    return time.perf_counter() - started
+
+
+def recall_at_10(memory: Memory, url: str, vectors: np.ndarray, model_id: str) -> float:
+    """Mean share of the exact top 10 (sequential scan) that the HNSW search returns."""
+    found = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("SET enable_indexscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        for vector in vectors:
+            exact = {row[0] for row in conn.execute(
+                "SELECT path FROM entries WHERE embedding IS NOT NULL AND stub_kind IS NULL AND vector_model = %s"
+                " ORDER BY embedding <=> %s LIMIT 10", (model_id, vector),
+            )}
+            approximate = memory.index.semantic_hits(vector, model_id, 10)
+            found.append(len(exact & set(approximate.top[:10])) / 10)
+    return float(np.mean(found))
+
+
+def bench_size(base_url: str, n: int, args, bases, questions, embedder) -> None:
+    print(f"\n== {n:,} entries", flush=True)
+    schema = f"bench_{n}"
+    url = base_url + ("&" if "?" in base_url else "?") + f"options=-c%20search_path%3D{schema}%2Cpublic"
+    settings = Settings(root=Path(tempfile.mkdtemp(prefix="memdir-bench-pg-")), store=url)
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        present = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.store_state",)
+        ).fetchone()[0] and conn.execute(f"SELECT count(*) FROM {schema}.entries WHERE NOT builtin").fetchone()[0] == n
+        if not present:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            conn.execute(f"CREATE SCHEMA {schema}")
+    if not present:
+        weights = np.asarray(settings.bm25_column_weights, dtype=np.float32)
+        recipe = text_recipe(settings.embedding_max_chars, settings.embedding_summary)
+        seconds = load(url, n, bases, embedder.model_id, recipe, weights, tuple(args.words))
+        print(f"  loaded with COPY + index builds in {seconds:.0f} s", flush=True)
+    else:
+        print(f"  (schema {schema} already holds {n:,} entries: reused)")
+    gen = TextGenerator(seed=99)
+    rng = np.random.default_rng(5)
+    picked = rng.choice(len(questions), args.queries, replace=len(questions) < args.queries)
+    queries = [f"{questions[i]} {' '.join(gen.sample(3))}" for i in picked]
+    with Memory.open(settings, embedder=embedder.inner) as memory:
+        model = embedder.inner
+        for query in queries[:10]:  # warm the model and the database's caches
+            memory.search(query)
+        full = timed(lambda q: memory.search(q, top_k=10), queries)
+        print(f"  Memory.search incl. query embedding    {summary(full)}   (load {os.getloadavg()[0]:.1f})", flush=True)
+        vectors = [model.embed([q])[0] for q in queries]
+        hnsw = timed(lambda v: memory.index.semantic_hits(v, model.model_id, 50), vectors)
+        print(f"    HNSW query alone (50 nearest)        {summary(hnsw)}")
+        terms = [memory.term_weights(q) for q in queries]
+        bm25 = timed(lambda t: memory.index.keyword_hits(list(t), 50, types=None, path_prefix=None, tags=None), terms)
+        print(f"    BM25 query alone (50 best)           {summary(bm25)}")
+        sample = vectors[: args.recall_queries]
+        recall = recall_at_10(memory, url, np.asarray(sample), model.model_id)
+        print(f"  recall@10 of HNSW vs exact search: {recall:.3f} ({len(sample)} queries, ef_search "
+              f"{settings.hnsw_ef_search})", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", help="a postgresql:// URL (default: start a throwaway cluster)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--recall-queries", type=int, default=100)
+    parser.add_argument("--words", type=int, nargs=2, default=[20, 60], metavar=("MIN", "MAX"),
+                        help="words per entry's content (fewer keep a 1M load within reach of this machine)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
+    args = parser.parse_args(argv)
+    bases, questions, embedder = base_vectors(args.cache, args.data)
+    cluster = None
+    if args.store:
+        base_url = args.store
+    else:
+        from tests.pg_cluster import Cluster
+
+        cluster = Cluster().start()
+        base_url = cluster.url()
+    try:
+        for n in args.sizes:
+            bench_size(base_url, n, args, bases, questions, embedder)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,449 @@
+"""`PostgresAdapter`: entries as rows of one PostgreSQL table (`memdir.storage.base.StorageAdapter`).
+
+The truth the directory store keeps in ``.md``/``.yml``/``.emb`` files is one row here:
+content (text), title, metadata (JSON, in the sidecar's key order), ``updated_at``, hits,
+the vector with its checksum, model and text hash, or a stub's redirect. Each change runs
+under the store's lock (`memdir.storage.postgres.database.AdvisoryLock`): one transaction
+in which the entry's row, the search columns its ``before_commit`` writes, the store's
+totals and the change counter commit together, or nothing does.
+
+A row's ``version`` (the change that wrote it) is what `FileStats` carries here (as
+``yml_mtime_ns``; ``md_size`` is the content's size), so the index's freshness checks
+work unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from memdir.core.entry import Entry, Metadata, entry_type, utcnow
+from memdir.core.errors import EntryNotFoundError, ReadOnlyRootError
+from memdir.core.paths import normalize_path
+from memdir.storage import stubs
+from memdir.storage.base import EntryInfo, FileStats, Redirect
+from memdir.storage.entry_input import (
+    check_sizes,
+    encode_content,
+    folder_prefix,
+    refuse_virtual,
+    valid_metadata,
+    valid_redirect,
+)
+from memdir.storage.postgres.database import Database, redact
+from memdir.storage.root_listing import ReconcilePlan
+from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
+from memdir.storage.vectors import folder_of
+from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
+
+_ENTRY_COLUMNS = (
+    "path, content, title, metadata, updated_at, size, hits, embedding, embedding_checksum,"
+    " embedding_model, embedding_text_hash, stub_kind, stub_target"
+)
+_INFO_COLUMNS = "path, title, size, updated_at, type, hits, version"
+
+
+def next_change(conn: psycopg.Connection) -> int:
+    """Claim the next change number and record it as the store's last change (committed with the caller's transaction)."""
+    return conn.execute("UPDATE store_state SET change = nextval('changes') RETURNING change").fetchone()[0]
+
+
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching paths that start with ``prefix`` literally."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def row_stats(size: int, version: int) -> FileStats:
+    return FileStats(0, size, version, 0)
+
+
+def metadata_json(metadata: Metadata) -> str:
+    """Metadata as stored: the sidecar's mapping (empty values left out, extras kept, key order kept)."""
+    return json.dumps(metadata.to_yaml_dict(), ensure_ascii=False, default=str)
+
+
+class PostgresAdapter:
+    """Entries in PostgreSQL (see the module docstring); arguments as `FilesystemAdapter`'s.
+
+    Args:
+        root: a local directory for what stays on each machine (thread logs, defrag journals).
+        read_only: None for a writable store, else why it is read-only.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        root: Path,
+        *,
+        max_entry_size: int,
+        max_total_size: int,
+        max_redirect_hops: int,
+        read_only: str | None = None,
+    ) -> None:
+        self.db = db
+        self.root = root
+        self.lock = db.lock
+        self.read_only = read_only
+        self.max_entry_size = max_entry_size
+        self.max_total_size = max_total_size
+        self.max_redirect_hops = max_redirect_hops
+
+    def __str__(self) -> str:
+        return redact(self.db.url)
+
+    def _writing(self) -> Any:
+        if self.read_only is not None:
+            raise ReadOnlyRootError(redact(self.db.url), self.read_only)
+        return self.lock.exclusive()
+
+    def _conn(self) -> psycopg.Connection:
+        return self.db.connection()
+
+    # ----------------------------------------------------------------- writing
+    def write(
+        self,
+        path: str,
+        content: str,
+        *,
+        title: str,
+        metadata: Metadata | Mapping[str, Any] | None = None,
+        embedding: np.ndarray | None = None,
+        hits: int | None = None,
+        updated_at: datetime | None = None,
+        embedding_model: str | None = None,
+        embedding_text_hash: str | None = None,
+        before_commit: Callable[[Entry, FileStats], None] | None = None,
+    ) -> Entry:
+        """Create or replace the entry at ``path`` in one transaction (see `FilesystemAdapter.write`)."""
+        path = normalize_path(path)
+        refuse_virtual(path)
+        data = encode_content(path, content)
+        meta = valid_metadata(path, metadata)
+        vector, checksum = _vector(path, embedding)
+        with self._writing():
+            conn = self._conn()
+            old = conn.execute("SELECT size, hits FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
+            old_size = old[0] if old else 0
+            self._check_sizes(conn, path, len(data), old_size)
+            hits = int(hits if hits is not None else (old[1] if old else 0))
+            entry = Entry(
+                path=path, content=content, title=str(title), updated_at=updated_at or utcnow(), size=len(data),
+                hits=hits, metadata=meta.model_copy(deep=True), embedding=vector, embedding_checksum=checksum,
+                embedding_model=embedding_model if checksum else None,
+                embedding_text_hash=embedding_text_hash if checksum else None,
+            )
+            version = self._store(conn, entry, old_size)
+            if before_commit is not None:
+                before_commit(entry, row_stats(len(data), version))
+        return entry
+
+    def _check_sizes(self, conn: psycopg.Connection, path: str, new_size: int, old_size: int) -> None:
+        total = conn.execute("SELECT total_size FROM store_state").fetchone()[0] + new_size - old_size
+        check_sizes(path, new_size, self.max_entry_size, total, self.max_total_size)
+
+    def _store(self, conn: psycopg.Connection, entry: Entry, old_size: int, stub: Redirect | None = None) -> int:
+        """Insert or replace the row of ``entry`` (a stub when ``stub``); returns its version."""
+        version = next_change(conn)
+        meta = entry.metadata
+        conn.execute(
+            "INSERT INTO entries (path, content, title, metadata, updated_at, size, hits, embedding,"
+            " embedding_checksum, embedding_model, embedding_text_hash, stub_kind, stub_target, type, tags_folded, folder,"
+            " version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (path) DO UPDATE SET content = EXCLUDED.content, title = EXCLUDED.title,"
+            " metadata = EXCLUDED.metadata, updated_at = EXCLUDED.updated_at, size = EXCLUDED.size,"
+            " hits = EXCLUDED.hits, embedding = EXCLUDED.embedding, embedding_checksum = EXCLUDED.embedding_checksum,"
+            " embedding_model = EXCLUDED.embedding_model, embedding_text_hash = EXCLUDED.embedding_text_hash,"
+            " stub_kind = EXCLUDED.stub_kind, stub_target = EXCLUDED.stub_target, type = EXCLUDED.type,"
+            " tags_folded = EXCLUDED.tags_folded, version = EXCLUDED.version, builtin = false, indexed = NULL",
+            (
+                entry.path, entry.content, entry.title, metadata_json(meta), entry.updated_at, entry.size, entry.hits,
+                entry.embedding, entry.embedding_checksum, entry.embedding_model, entry.embedding_text_hash,
+                stub.kind if stub else None, stub.target if stub else None,
+                None if stub else entry.type, [] if stub else [str(tag).casefold() for tag in meta.tags],
+                folder_of(entry.path), version,
+            ),
+        )
+        conn.execute("UPDATE store_state SET total_size = total_size + %s", (entry.size - old_size,))
+        return version
+
+    def set_embeddings(
+        self,
+        vectors: Mapping[str, np.ndarray],
+        *,
+        expected: Mapping[str, Entry] | None = None,
+        model_id: str | None = None,
+        text_hashes: Mapping[str, str] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+    ) -> list[Entry]:
+        """New vectors for unchanged entries in ONE transaction (see `FilesystemAdapter.set_embeddings`)."""
+        updated: list[tuple[Entry, FileStats]] = []
+        with self._writing():
+            conn = self._conn()
+            for path, embedding in vectors.items():
+                path = normalize_path(path)
+                refuse_virtual(path)
+                entry = self._load(conn, path)
+                if entry is None:
+                    continue
+                before = expected.get(path) if expected is not None else entry
+                if before is None or (before.content, before.title, before.metadata) != (entry.content, entry.title, entry.metadata):
+                    continue
+                vector, checksum = _vector(path, embedding)
+                text_hash = (text_hashes or {}).get(path)
+                version = next_change(conn)
+                conn.execute(
+                    "UPDATE entries SET embedding = %s, embedding_checksum = %s, embedding_model = %s,"
+                    " embedding_text_hash = %s, version = %s, indexed = NULL WHERE path = %s",
+                    (vector, checksum, model_id, text_hash, version, path),
+                )
+                new = entry.model_copy(update={
+                    "embedding": vector, "embedding_checksum": checksum, "embedding_model": model_id,
+                    "embedding_text_hash": text_hash,
+                })
+                updated.append((new, row_stats(entry.size, version)))
+            if updated and before_commit is not None:
+                before_commit(updated)
+        return [entry for entry, _ in updated]
+
+    def set_metadata(
+        self,
+        changes: Mapping[str, Callable[[Entry], Metadata]],
+        *,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+    ) -> list[Entry]:
+        """New metadata (fields not embedded) for existing entries in ONE transaction (see
+        `FilesystemAdapter.set_metadata`); missing entries and stubs are skipped."""
+        updated: list[tuple[Entry, FileStats]] = []
+        with self._writing():
+            conn = self._conn()
+            for path, change in changes.items():
+                path = normalize_path(path)
+                refuse_virtual(path)
+                entry = self._load(conn, path)
+                if entry is None or self.read_redirect(path) is not None:
+                    continue
+                metadata = change(entry)
+                version = next_change(conn)
+                conn.execute(
+                    "UPDATE entries SET metadata = %s, type = %s, tags_folded = %s, version = %s, indexed = NULL"
+                    " WHERE path = %s",
+                    (metadata_json(metadata), entry_type(metadata.type, path), [str(t).casefold() for t in metadata.tags],
+                     version, path),
+                )
+                updated.append((entry.model_copy(update={"metadata": metadata}), row_stats(entry.size, version)))
+            if updated and before_commit is not None:
+                before_commit(updated)
+        return [entry for entry, _ in updated]
+
+    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
+        """Replace the entry at ``path`` with a redirect stub (its vector and search columns go)."""
+        path = normalize_path(path)
+        refuse_virtual(path)
+        redirect = valid_redirect(path, redirect)
+        text = stubs.format_stub(redirect)
+        size = len(text.encode("utf-8"))
+        with self._writing():
+            conn = self._conn()
+            old = conn.execute("SELECT size FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
+            old_size = old[0] if old else 0
+            self._check_sizes(conn, path, size, old_size)
+            stub = Entry(path=path, content=text, title="", size=size, hits=0)  # a new stub starts unread
+            self._store(conn, stub, old_size, redirect)
+            if before_commit is not None:
+                before_commit()
+
+    def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
+        """Remove the entry (or stub) at ``path``; its postings and links go with it."""
+        path = normalize_path(path)
+        refuse_virtual(path)
+        with self._writing():
+            conn = self._conn()
+            row = conn.execute("SELECT size FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
+            if row is None:
+                raise EntryNotFoundError(path)
+            if before_commit is not None:
+                before_commit()
+            conn.execute("DELETE FROM entries WHERE path = %s", (path,))
+            conn.execute("UPDATE store_state SET total_size = total_size - %s", (row[0],))
+            next_change(conn)
+
+    # ----------------------------------------------------------------- reading
+    def exists(self, path: str) -> bool:
+        path = normalize_path(path)
+        if is_virtual(path):
+            return True
+        return self._conn().execute("SELECT 1 FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone() is not None
+
+    def read_redirect(self, path: str) -> Redirect | None:
+        """The redirect if ``path`` is a stub, None for a real or built-in entry (`EntryNotFoundError` if none)."""
+        path = normalize_path(path)
+        if is_virtual(path):
+            return None
+        row = self._conn().execute(
+            "SELECT stub_kind, stub_target FROM entries WHERE path = %s AND NOT builtin", (path,)
+        ).fetchone()
+        if row is None:
+            raise EntryNotFoundError(path)
+        return Redirect(row[0], row[1]) if row[0] else None
+
+    def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
+        """Read an entry, following stubs when ``follow`` (see `FilesystemAdapter.read_entry`).
+
+        A counted read adds one to the hit count in the row itself (an atomic UPDATE), and to
+        the stub's when it went through one."""
+        path = normalize_path(path)
+        if is_virtual(path):
+            return load_virtual(path)
+        count_hit = count_hit and self.read_only is None
+        if not count_hit:
+            return self._read(path, follow)
+        with self._writing():
+            entry = self._read(path, follow)
+            conn = self._conn()
+            if entry.path != path:
+                conn.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
+            if not entry.virtual:
+                counted = conn.execute(
+                    "UPDATE entries SET hits = hits + 1 WHERE path = %s AND stub_kind IS NULL RETURNING hits", (entry.path,)
+                ).fetchone()
+                if counted is not None:  # (a stub read as itself is not counted)
+                    entry = entry.model_copy(update={"hits": counted[0]})
+            next_change(conn)  # listings show hit counts
+            return entry
+
+    def count_hit(self, entry: Entry) -> Entry:
+        """Count a read of ``entry`` served without reading its row (a cache hit), as `read_entry` does."""
+        if self.read_only is not None or entry.virtual:
+            return entry
+        with self._writing():
+            conn = self._conn()
+            counted = conn.execute(
+                "UPDATE entries SET hits = hits + 1 WHERE path = %s AND stub_kind IS NULL RETURNING hits", (entry.path,)
+            ).fetchone()
+            next_change(conn)  # listings show hit counts
+        return entry if counted is None else entry.model_copy(update={"hits": counted[0]})
+
+    def _read(self, path: str, follow: bool) -> Entry:
+        target = stubs.follow(self.read_redirect, path, self.max_redirect_hops) if follow else path
+        if is_virtual(target):
+            return load_virtual(target)
+        entry = self._load(self._conn(), target)
+        if entry is None:
+            raise EntryNotFoundError(target)
+        return entry
+
+    def _load(self, conn: psycopg.Connection, path: str) -> Entry | None:
+        row = conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
+        return None if row is None else entry_of(row)
+
+    def read_contents(self, paths: Sequence[str]) -> list[str]:
+        found = dict(self._conn().execute(
+            "SELECT path, content FROM entries WHERE path = ANY(%s) AND NOT builtin", (list(paths),)
+        ).fetchall())
+        return [load_virtual(path).content if is_virtual(path) else found.get(path, "") for path in paths]
+
+    # ----------------------------------------------------------------- listing
+    def iter_entries(
+        self,
+        *,
+        include_stubs: bool = False,
+        include_virtual: bool = False,
+        with_metadata: bool = True,
+        under: str | None = None,
+        folders: dict[str, int] | None = None,
+    ) -> Iterator[EntryInfo]:
+        """Every entry in path order (one query; ``with_metadata`` and ``folders`` change nothing here)."""
+        prefix = folder_prefix(under)
+        where = ["NOT builtin"]
+        params: list[Any] = []
+        if not include_stubs:
+            where.append("stub_kind IS NULL")
+        if prefix:
+            where.append("path LIKE %s")
+            params.append(like_prefix(prefix))
+        rows = self._conn().execute(
+            f"SELECT {_INFO_COLUMNS} FROM entries WHERE {' AND '.join(where)} ORDER BY path", params
+        ).fetchall()
+        infos = [info_of(row) for row in rows]
+        if include_virtual:
+            infos.extend(virtual_info(path) for path in virtual_paths() if path.startswith(prefix))
+            infos.sort(key=lambda info: info.path)
+        yield from infos
+
+    def describe(self, paths: Sequence[str]) -> list[EntryInfo]:
+        rows = self._conn().execute(
+            f"SELECT {_INFO_COLUMNS} FROM entries WHERE path = ANY(%s) AND NOT builtin", (list(paths),)
+        ).fetchall()
+        found = {row[0]: info_of(row) for row in rows}
+        return [found[path] for path in paths if path in found]
+
+    def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
+        for info in self.iter_entries(under=under):
+            yield info.path, row_stats(info.size, info.mtime_ns)
+
+    def stats(self, path: str) -> FileStats:
+        row = self._conn().execute("SELECT size, version FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
+        return FileStats() if row is None else row_stats(*row)
+
+    def total_size(self) -> int:
+        return self._conn().execute("SELECT total_size FROM store_state").fetchone()[0]
+
+    def root_listing(self, index: object) -> RowListing:
+        """What `Memory` lists and plans reconciles with: the rows themselves (no folders to walk)."""
+        return RowListing(self)
+
+
+class RowListing:
+    """`memdir.storage.root_listing.RootListing`'s part for a database: a listing is one query, and
+    a reconcile has no files to check (the index reconciles its own rows: `PostgresIndex.reconcile`)."""
+
+    def __init__(self, adapter: PostgresAdapter) -> None:
+        self.adapter = adapter
+        self.stamps: dict[str, Any] = {}  # (no folders: nothing to stamp)
+
+    def entries(self, keep: Callable[[str], bool], under: str | None = None) -> list[EntryInfo]:
+        return [info for info in self.adapter.iter_entries(under=under) if keep(info.path)]
+
+    def warm(self) -> None:
+        """Nothing to read ahead: each listing is one query."""
+
+    def plan(self, text_recipe: str, *, in_place_edits: bool) -> ReconcilePlan:
+        return ReconcilePlan(files=[], covered=None, known={}, stamps=lambda failed: None)
+
+
+def _vector(path: str, embedding: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:
+    """The embedding as stored (validated as the ``.emb`` writer validates it) and its checksum."""
+    if embedding is None:
+        return None, None
+    data = encode_embedding(path, embedding)
+    return np.frombuffer(data, EMBEDDING_DTYPE).astype(np.float32), embedding_checksum(data)
+
+
+def as_array(value: Any) -> np.ndarray:
+    """A vector column's value (pgvector's `Vector`) as float32."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+
+
+def entry_of(row: Sequence[Any]) -> Entry:
+    """An `Entry` from the columns `_ENTRY_COLUMNS` names."""
+    (path, content, title, metadata, updated_at, size, hits, embedding, checksum, model, text_hash, stub_kind, _) = row
+    if stub_kind:
+        return Entry(path=path, content=content, title=fallback_title(content, path), updated_at=updated_at, size=size)
+    return Entry(
+        path=path, content=content, title=title, updated_at=updated_at, size=size, hits=hits,
+        metadata=metadata_from_yaml(metadata), embedding=None if embedding is None else as_array(embedding),
+        embedding_checksum=checksum, embedding_model=model, embedding_text_hash=text_hash,
+    )
+
+
+def info_of(row: Sequence[Any]) -> EntryInfo:
+    """An `EntryInfo` from the columns `_INFO_COLUMNS` names (``mtime_ns`` carries the row's version)."""
+    path, title, size, updated_at, type_, hits, version = row
+    return EntryInfo(path=path, title=title, size=size, updated_at=updated_at, type=type_ or entry_type(None, path),
+                     hits=hits, mtime_ns=version)

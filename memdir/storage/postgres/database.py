@@ -1,0 +1,153 @@
+"""Connections to the PostgreSQL store and its store-wide lock.
+
+Each thread gets its own connection (autocommit; a transaction only where a lock is held),
+so a server's read pool never reads inside the writer's open transaction, and a thread's
+reads inside its own change see that change.
+
+The lock (`AdvisoryLock`) is the directory store's file lock carried over to a database:
+the exclusive lock is a transaction holding a transaction-level advisory lock, so every
+change made under it — entry, search columns, postings, statistics, links, change counter
+— commits together or not at all, and changes from any number of servers on any number
+of machines are serialised (no lost updates; a compare-and-swap checked under it holds).
+The shared lock is a transaction holding the shared advisory lock (one consistent view).
+Both are re-entrant per thread; an inner exclusive request inside a shared hold is refused
+(no upgrades), as for the file lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from memdir.core.errors import LockTimeoutError, StoreUnavailableError
+
+STORE_LOCK = 0x6D656D64_6972_0002 & 0x7FFF_FFFF_FFFF_FFFF  # advisory key: changes to the store
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@dataclass
+class _Held:
+    mode: str | None = None
+    depth: int = 0
+
+
+class Database:
+    """The store's database: one connection per thread (per process: a forked child reconnects)."""
+
+    def __init__(self, url: str, *, lock_timeout: float) -> None:
+        self.url = url
+        self.lock = AdvisoryLock(self, lock_timeout)
+        self._local = threading.local()
+        self._all: list[tuple[int, psycopg.Connection]] = []
+        self._guard = threading.Lock()
+        self._vector_ready = False
+
+    def connection(self) -> psycopg.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and not conn.closed and self._local.pid == os.getpid():
+            return conn
+        try:
+            conn = psycopg.connect(self.url, autocommit=True)
+            # Entries' times come back as UTC, as the files have them. Custom plans always: a generic
+            # plan (psycopg prepares a query run five times) cannot use the HNSW index for
+            # ``ORDER BY embedding <=> $1`` and scanned every vector (100K: 0.6 s instead of 2 ms).
+            conn.execute("SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan")
+        except psycopg.Error as exc:
+            raise StoreUnavailableError(redact(self.url), str(exc).strip().splitlines()[0]) from exc
+        if self._vector_ready:
+            register_vector(conn)
+        self._local.conn, self._local.pid = conn, os.getpid()
+        with self._guard:
+            self._all.append((os.getpid(), conn))
+        return conn
+
+    def vector_ready(self) -> None:
+        """The pgvector extension exists now (after the migrations): connections learn its type."""
+        self._vector_ready = True
+        register_vector(self.connection())
+
+    def close(self) -> None:
+        with self._guard:
+            conns, self._all = self._all, []
+        for pid, conn in conns:
+            if pid == os.getpid():  # (closing a parent's connection in a forked child would end it for the parent)
+                conn.close()
+
+
+class AdvisoryLock:
+    """Many readers or one writer across every server using the store (see the module docstring)."""
+
+    def __init__(self, db: Database, timeout: float) -> None:
+        self.db = db
+        self.timeout = timeout
+        self._held = threading.local()
+
+    def _state(self) -> _Held:
+        held = getattr(self._held, "state", None)
+        if held is None:
+            held = self._held.state = _Held()
+        return held
+
+    @property
+    def mode(self) -> str | None:
+        """The lock the calling thread holds: ``"shared"``, ``"exclusive"`` or None."""
+        return self._state().mode
+
+    def exclusive(self, timeout: float | None = None) -> Iterator[None]:
+        return self._hold("exclusive", self.timeout if timeout is None else timeout)
+
+    def shared(self) -> Iterator[None]:
+        return self._hold("shared", self.timeout)
+
+    @contextmanager
+    def _hold(self, mode: str, timeout: float) -> Iterator[None]:
+        state = self._state()
+        if state.mode is not None:
+            if mode == "exclusive" and state.mode == "shared":
+                raise RuntimeError("the store's exclusive lock was asked for while holding the shared one")
+            state.depth += 1
+            try:
+                yield
+            finally:
+                state.depth -= 1
+            return
+        conn = self.db.connection()
+        with conn.transaction():
+            self._acquire(conn, mode, timeout)
+            state.mode, state.depth = mode, 1
+            try:
+                yield
+            finally:
+                state.mode, state.depth = None, 0
+
+    def _acquire(self, conn: psycopg.Connection, mode: str, timeout: float) -> None:
+        suffix = "_shared" if mode == "shared" else ""
+        if timeout <= 0:
+            if not conn.execute(f"SELECT pg_try_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,)).fetchone()[0]:
+                raise LockTimeoutError(f"The store {redact(self.db.url)} is being changed by another server.", "Retry.")
+            return
+        conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(timeout * 1000)}ms",))
+        try:
+            conn.execute(f"SELECT pg_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,))
+        except psycopg.errors.LockNotAvailable as exc:
+            raise LockTimeoutError(
+                f"The store {redact(self.db.url)} stayed locked by another server for {timeout:g} s.",
+                "Retry; if it persists, look for a stuck memdir process (pg_stat_activity).",
+            ) from exc
+        conn.execute("SELECT set_config('lock_timeout', '0', true)")

@@ -1,0 +1,617 @@
+"""`PostgresIndex`: what search and listings read in the PostgreSQL store (`memdir.storage.base.EntryIndex`).
+
+It is no separate copy: it writes the search columns of the entries' own rows (words and
+their field-weighted frequencies, length, text hash, which model made the vector), the
+``postings``, ``term_stats`` and ``links`` tables, in the transaction of the entry's
+change (`Memory` calls it from the adapter's ``before_commit``), and reads them back.
+
+Keyword search is BM25 as the directory store computes it (`memdir.storage.postings`:
+FTS5's formula, k1 = 1.2, b = 0.75, the same Porter-stemmed terms from the same four
+fields with the same weights, ``bm25_column_weights``), summed in SQL over ``postings``.
+PostgreSQL's own ``ts_rank`` was not used: it has no idf, so a rare word counts no more
+than a common one, and the two stores would rank differently.
+
+Vector search is pgvector's HNSW index (cosine distance) with iterative scans, so a
+filtered search is not cut short by the filter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from memdir.core.entry import Entry, Metadata
+from memdir.core.identity import Labels
+from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
+from memdir.storage.index_db import Edge, RankFacts, entry_terms
+from memdir.storage.postgres.adapter import as_array, like_prefix, metadata_json, next_change, row_stats
+from memdir.storage.postgres.database import Database
+from memdir.storage.postings import B, K1, bm25_idf
+from memdir.storage.sidecar import EMBEDDING_DIM
+from memdir.storage.vectors import folder_of
+from memdir.storage.virtual import is_virtual, virtual_paths
+
+log = logging.getLogger(__name__)
+
+_RECONCILE_BATCH = 500
+_TERM_BYTES = 256  # longer words are stored as a prefix plus a digest: a btree row must fit a third of a page
+
+
+def stored_term(term: str) -> str:
+    """The form a word takes in ``postings`` and ``term_stats`` (one-to-one: long words stay distinct)."""
+    if len(term.encode("utf-8")) <= _TERM_BYTES:
+        return term
+    return term[:64] + "#" + hashlib.sha256(term.encode("utf-8")).hexdigest()
+
+
+class _Changes:
+    """The store's change counter: the last committed change (`memdir.storage.base.ChangeSource`)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def value(self) -> int:
+        return self.db.connection().execute("SELECT change FROM store_state").fetchone()[0]
+
+
+class PostgresIndex:
+    """The search side of the PostgreSQL store (see the module docstring).
+
+    Args:
+        column_weights: BM25 weights of title, tags, domain and content.
+        hnsw_ef_search: candidates the HNSW scan keeps (at least the search's pool).
+    """
+
+    in_memory = False
+
+    def __init__(self, db: Database, *, column_weights: Sequence[float], hnsw_ef_search: int, read_only: bool) -> None:
+        self.db = db
+        self.weights = np.asarray(column_weights, dtype=np.float32)
+        self.ef_search = hnsw_ef_search
+        self.read_only = read_only
+        self.changes = _Changes(db)
+        self._seq = 0
+        self._cache = threading.local()  # .seen: totals and term counts read in the current `reading`
+
+    def _conn(self) -> psycopg.Connection:
+        return self.db.connection()
+
+    @property
+    def seq(self) -> int:
+        """Index changes this process has made."""
+        return self._seq
+
+    def close(self) -> None:
+        self.db.close()
+
+    def keep_in_memory(self) -> None:
+        """Nothing to do: the database is the one place this index lives."""
+
+    def behind_files(self) -> bool:
+        """True if a row changed without its search columns (an adapter write made outside `Memory`)."""
+        return self._conn().execute(
+            "SELECT EXISTS (SELECT 1 FROM entries WHERE indexed IS NULL)"
+        ).fetchone()[0]
+
+    def ahead_of_files(self) -> Any:
+        """Nothing to anticipate: the entry and its search columns commit in one transaction."""
+        return nullcontext()
+
+    # ------------------------------------------------------------------ changes
+    def upsert(
+        self,
+        entry: Entry,
+        stats: FileStats,
+        text_hash: str | None,
+        model_id: str | None = None,
+        *,
+        vector_text_hash: str | None = None,
+    ) -> None:
+        with self.db.lock.exclusive():
+            self._index(self._conn(), entry, text_hash, model_id, vector_text_hash or text_hash)
+
+    def upsert_rows(self, rows: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
+        """`upsert` of many (entry, stats, text_hash, model_id, vector_text_hash), in the caller's transaction."""
+        count = 0
+        with self.db.lock.exclusive():
+            conn = self._conn()
+            for entry, _, text_hash, model_id, vector_hash in rows:
+                self._index(conn, entry, text_hash, model_id, vector_hash or text_hash)
+                count += 1
+        return count
+
+    def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
+        count = 0
+        with self.db.lock.exclusive():
+            conn = self._conn()
+            for entry, _, text_hash, model_id in items:
+                done = conn.execute(
+                    "UPDATE entries SET vector_model = %s, vector_text_hash = %s, text_hash = %s, indexed = version"
+                    " WHERE path = %s AND counted RETURNING id",
+                    (model_id if entry.embedding is not None else None, text_hash, text_hash, entry.path),
+                ).fetchone()
+                if done is None:
+                    self._index(conn, entry, text_hash, model_id, text_hash)
+                count += 1
+            self._seq += 1
+        return count
+
+    def record_folder_stamps(self, stamps: Mapping[str, Any] | None) -> None:
+        """Nothing to record: a database has no folders whose changes listings must notice."""
+
+    def record_hits(
+        self, path: str, hits: int, before: FileStats, after: FileStats, at: datetime | None = None
+    ) -> None:
+        """The read's time, for ranking's recency (the adapter's read already counted the hit in the row)."""
+        self._conn().execute(
+            "UPDATE entries SET accessed_at = %s WHERE path = %s", (at or datetime.now(timezone.utc), path)
+        )
+
+    def remove(self, path: str) -> bool:
+        with self.db.lock.exclusive():
+            conn = self._conn()
+            row = conn.execute("SELECT id FROM entries WHERE path = %s", (path,)).fetchone()
+            if row is None:
+                return False
+            self._unindex(conn, row[0])
+            conn.execute(
+                "UPDATE entries SET indexed = version, length = 0, text_hash = NULL, vector_model = NULL,"
+                " vector_text_hash = NULL WHERE id = %s", (row[0],),
+            )
+            self._seq += 1
+            return True
+
+    def _index(
+        self, conn: psycopg.Connection, entry: Entry, text_hash: str | None, model_id: str | None,
+        vector_hash: str | None,
+    ) -> None:
+        """Write the search columns, postings, term counts and links of ``entry``'s row."""
+        if entry.virtual:
+            self._store_builtin(conn, entry)
+        row = conn.execute("SELECT id, stub_kind FROM entries WHERE path = %s", (entry.path,)).fetchone()
+        if row is None:
+            return
+        entry_id, stub_kind = row
+        self._unindex(conn, entry_id)
+        if stub_kind:
+            conn.execute("UPDATE entries SET indexed = version WHERE id = %s", (entry_id,))
+            self._seq += 1
+            return
+        meta = entry.metadata
+        tags = [str(tag) for tag in meta.tags]
+        terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
+        tf = (terms.counts.astype(np.float32) @ self.weights).tolist() if terms.terms else []
+        stored = [stored_term(term) for term in terms.terms]
+        conn.execute(
+            "INSERT INTO postings (term, entry, tf, length) SELECT t.term, %s, t.tf, %s"
+            " FROM unnest(%s::text[], %s::real[]) AS t(term, tf)",
+            (entry_id, terms.length, stored, tf),
+        )
+        conn.execute(
+            "INSERT INTO term_stats (term, entries) SELECT unnest(%s::text[]), 1"
+            " ON CONFLICT (term) DO UPDATE SET entries = term_stats.entries + 1",
+            (stored,),
+        )
+        links = meta.all_links
+        conn.execute(
+            "INSERT INTO links (entry, target, kind, strength, origin, created_at, traversed_at)"
+            " SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::real[], %s::text[], %s::text[], %s::text[])"
+            " ON CONFLICT DO NOTHING",
+            (
+                entry_id, [link.target for link in links], [link.kind for link in links],
+                [link.strength for link in links], [link.origin for link in links],
+                [link.created_at.isoformat() for link in links],
+                [link.traversed_at.isoformat() if link.traversed_at else None for link in links],
+            ),
+        )
+        has_vector = entry.embedding is not None
+        conn.execute(
+            "UPDATE entries SET length = %s, text_hash = %s, vector_model = %s, vector_text_hash = %s,"
+            " importance = %s, hidden = %s, counted = true, indexed = version WHERE id = %s",
+            (terms.length, text_hash, model_id if has_vector else None, vector_hash if has_vector else None,
+             meta.importance, meta.hidden, entry_id),
+        )
+        conn.execute("UPDATE store_state SET entries = entries + 1, total_length = total_length + %s", (terms.length,))
+        self._seq += 1
+
+    def _unindex(self, conn: psycopg.Connection, entry_id: int) -> None:
+        """Take a row's words out of the term counts and totals (if they were counted)."""
+        row = conn.execute(
+            "UPDATE entries SET counted = false WHERE id = %s AND counted RETURNING length", (entry_id,)
+        ).fetchone()
+        if row is not None:
+            conn.execute(
+                "UPDATE term_stats t SET entries = t.entries - 1 FROM postings p WHERE p.entry = %s AND t.term = p.term",
+                (entry_id,),
+            )
+            conn.execute("UPDATE store_state SET entries = entries - 1, total_length = total_length - %s", (row[0],))
+        conn.execute("DELETE FROM postings WHERE entry = %s", (entry_id,))
+        conn.execute("DELETE FROM links WHERE entry = %s", (entry_id,))
+
+    def _store_builtin(self, conn: psycopg.Connection, entry: Entry) -> None:
+        """A built-in entry's row: package data whose vector lives in this store alone."""
+        version = next_change(conn)
+        conn.execute(
+            "INSERT INTO entries (path, content, title, metadata, updated_at, size, embedding, type, tags_folded,"
+            " folder, builtin, version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, true, %s)"
+            " ON CONFLICT (path) DO UPDATE SET content = EXCLUDED.content, title = EXCLUDED.title,"
+            " metadata = EXCLUDED.metadata, embedding = COALESCE(EXCLUDED.embedding, entries.embedding),"
+            " type = EXCLUDED.type, tags_folded = EXCLUDED.tags_folded, version = EXCLUDED.version"
+            " WHERE entries.builtin",
+            (
+                entry.path, entry.content, entry.title, metadata_json(entry.metadata), entry.updated_at, entry.size,
+                entry.embedding, entry.type, [str(t).casefold() for t in entry.metadata.tags], folder_of(entry.path),
+                version,
+            ),
+        )
+
+    # ------------------------------------------------------------------ reconcile
+    def reconcile(
+        self,
+        files: Iterable[tuple[str, FileStats]],
+        load: Callable[[str], Entry],
+        text_hash_of: Callable[[Entry], str],
+        *,
+        model_id: str | None = None,
+        text_recipe: str | None = None,
+        covered: Callable[[str], bool] | None = None,
+        known: Mapping[str, Any] | None = None,
+    ) -> ReconcileReport:
+        """Index the built-in entries, rows written without their search columns, and — when
+        ``text_recipe`` changed — re-hash every entry's searchable text (its vector then counts
+        as stale where the text changed). Read-only, nothing is written. (``covered`` and ``known``
+        are the directory store's listing plan: a database has no folders to list.)"""
+        report = ReconcileReport()
+        builtins = [path for path, _ in files if is_virtual(path)]
+        if self.read_only:
+            return report
+        with self.db.lock.exclusive():
+            conn = self._conn()
+            present = {row[0] for row in conn.execute("SELECT path FROM entries WHERE builtin")}
+            gone = sorted(present - set(virtual_paths()))
+            if gone:
+                conn.execute("DELETE FROM entries WHERE builtin AND path = ANY(%s)", (gone,))
+            behind = [row[0] for row in conn.execute("SELECT path FROM entries WHERE indexed IS NULL")]
+            for path in [*(p for p in builtins if p not in present), *behind]:
+                try:
+                    entry = load(path)
+                except Exception as exc:  # (a row that cannot be read as an entry: say so, index the rest)
+                    log.warning("not indexing %s: %s", path, exc)
+                    report.failed.append(path)
+                    continue
+                self._index(conn, entry, text_hash_of(entry), entry.embedding_model, entry.embedding_text_hash)
+                report.updated += 1
+            if text_recipe is not None:
+                recorded = conn.execute("SELECT text_recipe FROM store_state").fetchone()[0]
+                if recorded != text_recipe:
+                    report.rehashed = self._rehash(conn, load, text_hash_of)
+                    conn.execute("UPDATE store_state SET text_recipe = %s", (text_recipe,))
+        report.needs_embedding = self.needs_embedding(model_id)
+        return report
+
+    def _rehash(self, conn: psycopg.Connection, load: Callable[[str], Entry], text_hash_of: Callable[[Entry], str]) -> int:
+        paths = [row[0] for row in conn.execute("SELECT path FROM entries WHERE counted ORDER BY path")]
+        for start in range(0, len(paths), _RECONCILE_BATCH):
+            batch = paths[start : start + _RECONCILE_BATCH]
+            hashes = [text_hash_of(load(path)) for path in batch]
+            conn.execute(
+                "UPDATE entries e SET text_hash = t.hash FROM unnest(%s::text[], %s::text[]) AS t(path, hash)"
+                " WHERE e.path = t.path", (batch, hashes),
+            )
+        return len(paths)
+
+    # ------------------------------------------------------------------ listings and rows
+    def describe(self, stats: Mapping[str, FileStats]) -> dict[str, EntryInfo]:
+        """Listing rows of the entries whose row version is the one in ``stats``."""
+        rows = self._conn().execute(
+            "SELECT path, title, size, updated_at, type, hits, version FROM entries"
+            " WHERE path = ANY(%s) AND NOT builtin AND stub_kind IS NULL AND indexed = version", (list(stats),)
+        ).fetchall()
+        return {
+            path: EntryInfo(path, title, size, updated_at, type_, hits, version)
+            for path, title, size, updated_at, type_, hits, version in rows
+            if stats[path] == row_stats(size, version)
+        }
+
+    def rows(self, paths: Sequence[str]) -> dict[str, EntryRow]:
+        rows = self._conn().execute(
+            "SELECT e.path, e.title, e.type, e.metadata -> 'tags', (SELECT string_agg(term, ' ' ORDER BY term)"
+            " FROM postings p WHERE p.entry = e.id) FROM entries e WHERE e.path = ANY(%s) AND e.counted",
+            (list(paths),),
+        ).fetchall()
+        return {path: EntryRow(path, title, type_, tuple(tags or ()), terms or "") for path, title, type_, tags, terms in rows}
+
+    def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
+        where = "" if paths is None else " AND path = ANY(%s)"
+        rows = self._conn().execute(
+            "SELECT path, metadata ->> 'kind', metadata ->> 'created_by', metadata -> 'visible_to' FROM entries"
+            " WHERE stub_kind IS NULL AND NOT builtin" + where, () if paths is None else (list(paths),),
+        )
+        found = {}
+        for path, kind, owner, visible in rows:
+            labels = Metadata(kind=kind, created_by=owner, visible_to=visible or []).labels()
+            if labels != Labels():
+                found[path] = labels
+        return found
+
+    def recently_used(self, limit: int) -> list[str]:
+        return [row[0] for row in self._conn().execute(
+            "SELECT path FROM entries WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden"
+            " ORDER BY coalesce(accessed_at, updated_at) DESC, path LIMIT %s", (max(0, limit),),
+        )]
+
+    def most_important(self, at_least: float, limit: int) -> list[str]:
+        return [row[0] for row in self._conn().execute(
+            "SELECT path FROM entries WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden AND importance >= %s"
+            " ORDER BY importance DESC, coalesce(accessed_at, updated_at) DESC, path LIMIT %s", (at_least, max(0, limit)),
+        )]
+
+    def linking_to(self, target: str) -> list[str]:
+        return [row[0] for row in self._conn().execute(
+            "SELECT DISTINCT e.path FROM links l JOIN entries e ON e.id = l.entry WHERE l.target = %s ORDER BY e.path", (target,)
+        )]
+
+    def edges(self, paths: Sequence[str], kinds: Sequence[str] | None = None) -> list[Edge]:
+        """Every link from or to one of ``paths`` (of ``kinds``, when given): one hop of the graph."""
+        kind_sql = " AND l.kind = ANY(%s)" if kinds else ""
+        found: dict[tuple[str, str, str], Edge] = {}
+        for column in ("e.path", "l.target"):
+            rows = self._conn().execute(
+                "SELECT e.path, l.target, l.kind, l.strength, l.origin, l.created_at, l.traversed_at FROM links l"
+                f" JOIN entries e ON e.id = l.entry WHERE e.stub_kind IS NULL AND {column} = ANY(%s){kind_sql}",
+                (list(paths), *([list(kinds)] if kinds else [])),
+            )
+            for row in rows:
+                found.setdefault(row[:3], Edge(*row))
+        return list(found.values())
+
+    def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
+        """Importance, reads, last access and archived/superseded state of ``paths``."""
+        rows = self._conn().execute(
+            "SELECT path, type, importance, hits, coalesce(accessed_at, updated_at), hidden FROM entries"
+            " WHERE stub_kind IS NULL AND path = ANY(%s)", (list(paths),),
+        )
+        return {
+            path: RankFacts(path, type_, importance, hits, accessed.isoformat(), hidden)
+            for path, type_, importance, hits, accessed, hidden in rows
+        }
+
+    def needs_embedding(self, model_id: str | None) -> list[str]:
+        """Entries without a current vector: none, one made from other text, or (given ``model_id``) by another model."""
+        query = (
+            "SELECT path FROM entries WHERE stub_kind IS NULL AND (embedding IS NULL OR vector_text_hash IS DISTINCT"
+            " FROM text_hash" + (" OR vector_model IS DISTINCT FROM %s)" if model_id is not None else ")") + " ORDER BY path"
+        )
+        return [row[0] for row in self._conn().execute(query, (model_id,) if model_id is not None else ())]
+
+    def stats(self, model_id: str | None = None) -> IndexStats:
+        entries = self._conn().execute("SELECT count(*) FROM entries WHERE stub_kind IS NULL").fetchone()[0]
+        stale = len(self.needs_embedding(model_id))
+        return IndexStats(entries=entries, embedded=entries - stale, stale=stale)
+
+    def __len__(self) -> int:
+        return self._conn().execute("SELECT entries FROM store_state").fetchone()[0]
+
+    def vector_snapshot(self, model_id: str | None) -> tuple[list[str], np.ndarray]:
+        rows = self._conn().execute(
+            "SELECT path, embedding FROM entries WHERE embedding IS NOT NULL AND stub_kind IS NULL"
+            " AND vector_model IS NOT DISTINCT FROM %s ORDER BY path", (model_id,),
+        ).fetchall()
+        if not rows:
+            return [], np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+        return [row[0] for row in rows], np.vstack([as_array(row[1]) for row in rows])
+
+    # ------------------------------------------------------------------ search (`memdir.storage.base.SearchIndex`)
+    @contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Connection]:
+        """The calling thread's connection inside one repeatable-read snapshot (its own transaction, if it has one)."""
+        conn = self._conn()
+        if self.db.lock.mode is not None:
+            yield conn
+            return
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
+
+    @contextmanager
+    def reading(self) -> Iterator[psycopg.Connection]:
+        """One snapshot for a search; the store's totals and term counts are read once in it."""
+        with self._snapshot() as conn:
+            self._cache.seen = {}
+            try:
+                yield conn
+            finally:
+                self._cache.seen = None
+
+    def _totals(self) -> tuple[int, int]:
+        """(entries, total length in words) of the store, for BM25."""
+        seen = getattr(self._cache, "seen", None)
+        if seen is not None and "" in seen:
+            return seen[""]
+        totals = tuple(self._conn().execute("SELECT entries, total_length FROM store_state").fetchone())
+        if seen is not None:
+            seen[""] = totals
+        return totals
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        seen = getattr(self._cache, "seen", None)
+        known = seen if seen is not None else {}
+        stored = {term: stored_term(term) for term in terms}
+        wanted = [form for form in stored.values() if form not in known]
+        if wanted:
+            found = dict(self._conn().execute(
+                "SELECT term, entries FROM term_stats WHERE term = ANY(%s)", (wanted,)
+            ).fetchall())
+            known.update((form, max(0, found.get(form, 0))) for form in wanted)
+        return {term: known[form] for term, form in stored.items()}
+
+    def idf(self, terms: Iterable[str]) -> dict[str, float]:
+        live = self._totals()[0]
+        return {term: bm25_idf(live, hits) for term, hits in self.document_frequencies(terms).items()}
+
+    def keyword_hits(
+        self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None = None,
+        path_prefix: str | None = None, tags: Sequence[str] | None = None,
+    ) -> dict[str, float]:
+        conn = self._conn()
+        live, total_length = self._totals()
+        frequencies = {term: hits for term, hits in self.document_frequencies(terms).items() if hits > 0}
+        if not live or not frequencies or limit <= 0:
+            return {}
+        weights = [(K1 + 1.0) * max(bm25_idf(live, hits), 1e-6) for hits in frequencies.values()]
+        avgdl = total_length / live if total_length > 0 else 1.0
+        where, params = _filters(types, path_prefix, tags)
+        join = " JOIN entries e ON e.id = p.entry" if where else ""
+        rows = conn.execute(
+            "WITH scored AS (SELECT p.entry, sum(q.weight * p.tf / (p.tf + %s * (1 - %s + %s * p.length / %s))) AS score"
+            f" FROM unnest(%s::text[], %s::float8[]) AS q(term, weight) JOIN postings p ON p.term = q.term{join}"
+            + (f" WHERE {where}" if where else "")
+            + " GROUP BY p.entry ORDER BY score DESC, p.entry LIMIT %s)"
+            " SELECT e.path, s.score FROM scored s JOIN entries e ON e.id = s.entry ORDER BY s.score DESC, s.entry",
+            (K1, B, B, avgdl, [stored_term(term) for term in frequencies], weights, *params, limit),
+        ).fetchall()
+        return {path: float(score) for path, score in rows}
+
+    def semantic_hits(
+        self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,
+        path_prefix: str | None = None, tags: Sequence[str] | None = None,
+    ) -> _RowHits | None:
+        query = np.asarray(vector, dtype=np.float32)
+        if query.shape != (EMBEDDING_DIM,):
+            return None
+        conn = self._conn()
+        where, params = _filters(types, path_prefix, tags)
+        comparable = "e.embedding IS NOT NULL AND e.stub_kind IS NULL" + (" AND e.vector_model = %s" if model else "")
+        model_params = [model] if model else []
+        if conn.execute(f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params).fetchone()[0] is False:
+            return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
+        condition = comparable + (f" AND {where}" if where else "")
+        # The settings last until the end of the transaction: the search's own (`reading`), else one just for this.
+        in_transaction = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        with nullcontext() if in_transaction else conn.transaction():
+            conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                (str(max(self.ef_search, limit)),),
+            )
+            rows = conn.execute(
+                f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
+                " ORDER BY e.embedding <=> %s LIMIT %s",
+                (query, *model_params, *params, query, limit),
+            ).fetchall()
+        rows.sort(key=lambda row: -row[1])  # (relaxed order: the scan may return near-ties out of order)
+        return _RowHits(self, query, condition, [*model_params, *params], [path for path, _ in rows],
+                        {path: float(cosine) for path, cosine in rows})
+
+    def cosines(self, query: np.ndarray, condition: str, params: list[Any], paths: Sequence[str]) -> dict[str, float]:
+        """Exact cosine of ``paths`` that meet ``condition`` (others are left out)."""
+        rows = self._conn().execute(
+            f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE e.path = ANY(%s) AND {condition}",
+            (query, list(paths), *params),
+        ).fetchall()
+        return {path: float(cosine) for path, cosine in rows}
+
+    def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
+        """Neighbours by first-write order (the row id) in the same folder; keys are row ids."""
+        if window <= 0 or not paths:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        rows = self._conn().execute(
+            "SELECT c.pos - 1, n.id FROM unnest(%s::text[]) WITH ORDINALITY AS c(path, pos)"
+            " JOIN entries e ON e.path = c.path CROSS JOIN LATERAL ("
+            " (SELECT x.id FROM entries x WHERE x.folder = e.folder AND x.id < e.id AND x.counted ORDER BY x.id DESC LIMIT %s)"
+            " UNION ALL"
+            " (SELECT x.id FROM entries x WHERE x.folder = e.folder AND x.id > e.id AND x.counted ORDER BY x.id LIMIT %s)) n",
+            (list(paths), window, window),
+        ).fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64), np.array([row[1] for row in rows], dtype=np.int64)
+
+    def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:
+        forms = {term: stored_term(term) for term in terms}
+        held: dict[str, set[int]] = {form: set() for form in forms.values()}
+        if forms and len(keys):
+            for form, entry_id in self._conn().execute(
+                "SELECT term, entry FROM postings WHERE term = ANY(%s) AND entry = ANY(%s)",
+                (list(held), [int(key) for key in keys]),
+            ):
+                held[form].add(entry_id)
+        return {term: np.array([int(key) in held[form] for key in keys], dtype=bool) for term, form in forms.items()}
+
+    def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
+        conn = self._conn()
+        rows = conn.execute(
+            "SELECT id, path, title, type, metadata -> 'tags' FROM entries WHERE path = ANY(%s) AND counted",
+            (list(paths),),
+        ).fetchall()
+        by_path = {row[1]: row for row in rows}
+        found = [by_path[path] for path in paths if path in by_path]
+        ids = [row[0] for row in found]
+        holding: dict[str, set[int]] = {stored_term(term): set() for term in terms}
+        for term, entry_id in conn.execute(
+            "SELECT term, entry FROM postings WHERE term = ANY(%s) AND entry = ANY(%s)", (list(holding), ids)
+        ):
+            holding[term].add(entry_id)
+        return Candidates(
+            paths=[row[1] for row in found],
+            titles=[row[2] for row in found],
+            types=[row[3] for row in found],
+            tags=[tuple(row[4] or ()) for row in found],
+            contains={term: np.array([i in holding[stored_term(term)] for i in ids], dtype=bool) for term in terms},
+        )
+
+
+@dataclass(slots=True)
+class ReconcileReport:
+    """What `PostgresIndex.reconcile` did."""
+
+    updated: int = 0
+    rehashed: int = 0
+    failed: list[str] = field(default_factory=list)
+    needs_embedding: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _RowHits:
+    """`memdir.storage.base.SemanticHits` from the HNSW scan; other candidates' cosines are asked for once."""
+
+    index: PostgresIndex
+    query: np.ndarray
+    condition: str
+    params: list[Any]
+    top: list[str]
+    known: dict[str, float]
+
+    def cosines(self, paths: Sequence[str]) -> np.ndarray:
+        missing = [path for path in paths if path not in self.known]
+        if missing:
+            self.known.update(self.index.cosines(self.query, self.condition, self.params, missing))
+            self.known.update((path, 0.0) for path in missing if path not in self.known)
+        return np.array([self.known[path] for path in paths], dtype=np.float64)
+
+
+def _filters(types: Sequence[str] | None, prefix: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
+    """SQL conditions on ``entries e`` for a search's filters (as `memdir.storage.vectors.VectorMatrix.mask`)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if types is not None:
+        where.append("e.type = ANY(%s)")
+        params.append(list(types))
+    if prefix:
+        if prefix.endswith(".md"):
+            where.append("e.path = %s")
+            params.append(prefix)
+        else:
+            where.append("e.path LIKE %s")
+            params.append(like_prefix(prefix.strip("/") + "/"))
+    if tags is not None:
+        where.append("e.tags_folded && %s")
+        params.append(sorted({tag.casefold() for tag in tags}))
+    return " AND ".join(where), params
+

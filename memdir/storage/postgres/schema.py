@@ -1,0 +1,135 @@
+"""The PostgreSQL store's schema: named migrations, applied in order, each once, recorded in a table.
+
+Every server that opens the store runs `migrate`; the migrations take a transaction-level
+advisory lock first, so two servers starting at once never apply one twice, and a
+migration that fails leaves the schema as it was (DDL is transactional in PostgreSQL).
+A migration is never edited once released: a schema change is a new one at the end.
+
+Tables (after every migration):
+
+* ``entries`` — one row per entry, stub or built-in: the truth (``content``, ``title``,
+  ``metadata`` as JSON in the sidecar's key order, ``updated_at``, ``hits``, the vector
+  and its provenance as the ``.yml`` records it) and what search reads of it: ``type``,
+  ``tags_folded`` (case-folded, for tag filters), ``length`` (words, for BM25),
+  ``vector_model`` / ``vector_text_hash`` (the model and text the vector is known to
+  come from; NULL: re-embed), ``text_hash`` (of the current searchable text). ``version``
+  is the change that last wrote the row, ``indexed`` the change its search columns
+  reflect (NULL from an adapter write until the index has written them: what
+  `PostgresIndex.behind_files` looks for); ``importance``, ``hidden`` and ``accessed_at`` are what ranking reads besides the
+  text (`memdir.storage.index_db.RankFacts`); ``counted`` tells whether its words are in ``term_stats``. Built-in entries (package data) have a row for their vector only (``builtin``).
+* ``postings`` — (term, entry, tf, length): per entry its Porter-stemmed words with their
+  field-weighted frequency (title, tags, domain, content; `memdir.storage.index_db.entry_terms`)
+  and the entry's length, what BM25 is computed from (an index-only scan per query term).
+* ``term_stats`` — per term the number of entries holding it (BM25's idf), kept in each
+  entry's own transaction.
+* ``links`` — every link each entry holds (`memdir.core.links`: typed ``links`` and ``related``
+  paths), with kind, strength, origin and times.
+* ``store_state`` — one row: entries, total length and total content bytes, and
+  ``change``, the last committed change (what cached listings are checked against).
+* ``changes`` — the sequence change numbers are drawn from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+
+MIGRATION_LOCK = 0x6D656D64_6972_0001 & 0x7FFF_FFFF_FFFF_FFFF  # advisory key: "memdir" schema changes
+
+_ENTRIES = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE SEQUENCE changes;
+CREATE TABLE entries (
+    id bigserial PRIMARY KEY,
+    path text NOT NULL UNIQUE,
+    content text NOT NULL,
+    title text NOT NULL DEFAULT '',
+    metadata json NOT NULL DEFAULT '{}',
+    updated_at timestamptz NOT NULL,
+    size integer NOT NULL,
+    hits integer NOT NULL DEFAULT 0,
+    stub_kind text,
+    stub_target text,
+    builtin boolean NOT NULL DEFAULT false,
+    embedding vector(384),
+    embedding_checksum text,
+    embedding_model text,
+    embedding_text_hash text,
+    type text,
+    tags_folded text[] NOT NULL DEFAULT '{}',
+    folder text NOT NULL DEFAULT '',
+    length integer NOT NULL DEFAULT 0,
+    vector_model text,
+    vector_text_hash text,
+    text_hash text,
+    importance real,
+    hidden boolean NOT NULL DEFAULT false,
+    accessed_at timestamptz,
+    counted boolean NOT NULL DEFAULT false,
+    version bigint NOT NULL,
+    indexed bigint
+);
+CREATE INDEX entries_path_prefix ON entries (path text_pattern_ops);
+CREATE INDEX entries_unindexed ON entries (path) WHERE indexed IS NULL;
+CREATE INDEX entries_tags ON entries USING gin (tags_folded);
+CREATE INDEX entries_folder ON entries (folder, id);
+CREATE TABLE postings (
+    term text NOT NULL,
+    entry bigint NOT NULL REFERENCES entries ON DELETE CASCADE,
+    tf real NOT NULL,
+    length integer NOT NULL,
+    PRIMARY KEY (term, entry) INCLUDE (tf, length)
+);
+CREATE INDEX postings_entry ON postings (entry);
+CREATE TABLE term_stats (term text PRIMARY KEY, entries integer NOT NULL);
+CREATE TABLE links (
+    entry bigint NOT NULL REFERENCES entries ON DELETE CASCADE,
+    target text NOT NULL,
+    kind text NOT NULL,
+    strength real NOT NULL,
+    origin text NOT NULL,
+    created_at text,
+    traversed_at text,
+    PRIMARY KEY (entry, target, kind)
+);
+CREATE INDEX links_target ON links (target);
+CREATE TABLE store_state (
+    id integer PRIMARY KEY CHECK (id = 1),
+    entries integer NOT NULL DEFAULT 0,
+    total_length bigint NOT NULL DEFAULT 0,
+    total_size bigint NOT NULL DEFAULT 0,
+    change bigint NOT NULL DEFAULT 0,
+    text_recipe text
+);
+INSERT INTO store_state (id) VALUES (1);
+"""
+
+_VECTOR_INDEX = """
+CREATE INDEX entries_embedding ON entries USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64);
+"""
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("0001_entries_postings_links", _ENTRIES),
+    ("0002_hnsw_vector_index", _VECTOR_INDEX),
+]
+
+
+def migrate(conn: psycopg.Connection, log: Callable[[str], None] | None = None) -> list[str]:
+    """Apply the migrations this database lacks, in order; returns the names applied."""
+    applied: list[str] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS memdir_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {row[0] for row in conn.execute("SELECT name FROM memdir_migrations")}
+        for name, script in MIGRATIONS:
+            if name in done:
+                continue
+            conn.execute(script)
+            conn.execute("INSERT INTO memdir_migrations (name) VALUES (%s)", (name,))
+            applied.append(name)
+            if log:
+                log(name)
+    return applied

@@ -1,0 +1,57 @@
+"""Opening the PostgreSQL store: connect, migrate, and hand `Memory` its adapter and index."""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+
+from memdir.core.errors import StoreUnavailableError
+from memdir.core.files import disk_errors
+from memdir.core.settings import Settings
+from memdir.storage.postgres.adapter import PostgresAdapter
+from memdir.storage.postgres.database import Database, redact
+from memdir.storage.postgres.index import PostgresIndex
+from memdir.storage.postgres.schema import migrate
+
+log = logging.getLogger(__name__)
+
+
+def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> tuple[PostgresAdapter, PostgresIndex]:
+    """The store in the database at ``url``, its schema brought up to date (unless ``read_only``).
+
+    The local root (``settings.store_root``) still holds what each machine keeps for itself:
+    thread logs and defrag journals.
+    """
+    if not read_only:
+        with disk_errors(settings.store_root):
+            settings.store_root.mkdir(parents=True, exist_ok=True)
+    db = Database(url, lock_timeout=settings.lock_timeout)
+    conn = db.connection()
+    try:
+        if read_only:
+            present = conn.execute("SELECT to_regclass('entries') IS NOT NULL").fetchone()[0]
+            if not present:
+                raise StoreUnavailableError(redact(url), "it holds no memdir store yet (a first write creates one)")
+        else:
+            for name in migrate(conn):
+                log.info("store %s: applied migration %s", redact(url), name)
+        db.vector_ready()
+    except psycopg.Error as exc:
+        db.close()
+        raise StoreUnavailableError(redact(url), str(exc).strip().splitlines()[0]) from exc
+    except BaseException:
+        db.close()
+        raise
+    adapter = PostgresAdapter(
+        db,
+        settings.store_root,
+        max_entry_size=settings.max_entry_size,
+        max_total_size=settings.max_total_size,
+        max_redirect_hops=settings.max_redirect_hops,
+        read_only="opened for reading only" if read_only else None,
+    )
+    index = PostgresIndex(
+        db, column_weights=settings.bm25_column_weights, hnsw_ef_search=settings.hnsw_ef_search, read_only=read_only
+    )
+    return adapter, index

@@ -1,0 +1,69 @@
+"""Which store a memory opens: the directory at the root (the default), or PostgreSQL.
+
+The ``store`` setting (``--store`` on the commands) names it: empty for the directory,
+a ``postgresql://`` URL for a database shared by many servers (`memdir.storage.postgres`).
+Either way `open_store` returns the pair `memdir.memory.Memory` works with: the adapter
+(the truth) and the index search reads (`memdir.storage.base`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from memdir.core.errors import ConfigError
+from memdir.core.settings import Settings
+from memdir.storage import open_mode
+from memdir.storage.base import EntryIndex, StorageAdapter
+from memdir.storage.filesystem import FilesystemAdapter
+from memdir.storage.index import DerivedIndex
+
+log = logging.getLogger(__name__)
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres(store: str) -> bool:
+    """True if the ``store`` setting names a PostgreSQL database."""
+    return store.startswith(POSTGRES_SCHEMES)
+
+
+def open_store(settings: Settings, *, read_only: bool = False) -> tuple[StorageAdapter, EntryIndex]:
+    """The adapter and index of the configured store (see `memdir.memory.Memory.open` for ``read_only``)."""
+    store = settings.store.strip()
+    if is_postgres(store):
+        from memdir.storage.postgres.store import open_postgres  # psycopg is loaded only for this store
+
+        return open_postgres(store, settings, read_only=read_only)
+    if store:
+        raise ConfigError(
+            f"the store setting {store!r} is neither empty (the directory at the root) nor a postgresql:// URL.",
+            "Give --store postgresql://user@host/dbname (or MEMDIR_STORE), or leave it empty.",
+        )
+    return open_directory(settings, read_only=read_only)
+
+
+def open_directory(settings: Settings, *, read_only: bool = False) -> tuple[FilesystemAdapter, DerivedIndex]:
+    """The files under ``settings.store_root`` and their derived SQLite index."""
+    root = settings.store_root
+    reason = open_mode.read_only_reason(root, read_only)
+    adapter = FilesystemAdapter(
+        root,
+        max_entry_size=settings.max_entry_size,
+        max_total_size=settings.max_total_size,
+        lock_timeout=settings.lock_timeout,
+        max_redirect_hops=settings.max_redirect_hops,
+        min_free_disk=settings.min_free_disk,
+        read_only=reason,
+    )
+    if reason is not None and not read_only:
+        log.warning("the memory root %s is %s: opened read-only, writes are refused", root, reason)
+    index = DerivedIndex(
+        adapter.root,
+        column_weights=settings.bm25_column_weights,
+        in_memory=reason is not None and not open_mode.can_update_index(adapter.root),
+        wal_limit=settings.index_wal_limit,
+    )
+    return adapter, index
+
+
+__all__ = ["POSTGRES_SCHEMES", "is_postgres", "open_directory", "open_store"]
