@@ -646,29 +646,28 @@ class Memory:
 
     def update_metadata_many(self, changes: dict[str, dict[str, Any]]) -> list[Entry]:
         """`update_metadata` of many entries as ONE change of files and index (the evolution jobs'
-        batches: one commit instead of one per entry). Fields the entries are embedded from
-        cannot change this way. Entries that no longer exist are left out, and so are those this
-        memory's actor may not change (another agent's, `check_change` says why): a job run by
-        one agent changes its own entries and ownerless ones; an admin's changes all. Each entry
-        changed is audited (archive, unarchive, supersede or update, with the fields changed).
+        batches: one commit instead of one per entry): only `BULK_FIELDS` — importance, archival,
+        supersession, links — none of which the entries are embedded from. Entries that no longer
+        exist are left out, and so are those this memory's actor may not change (another agent's,
+        `check_change` says why): a job run by one agent changes its own entries and ownerless
+        ones; an admin's changes all. Each entry changed is audited (archive, unarchive, supersede
+        or update, with the fields changed).
 
         Returns:
             The updated entries.
 
         Raises:
-            InputValidationError: a changed metadata is not valid, or would change what an entry
-                is embedded from; nothing is changed then.
+            InputValidationError: a changed metadata is not valid; nothing is changed then.
+            ValueError: a field outside `BULK_FIELDS`.
         """
         wanted = {normalize_path(path): change for path, change in changes.items()}
+        unknown = {key for change in wanted.values() for key in change} - BULK_FIELDS
+        if unknown:
+            raise ValueError(f"update_metadata_many changes only {sorted(BULK_FIELDS)}, not {sorted(unknown)}")
         before: dict[str, Entry] = {}
 
         def changed(entry: Entry) -> Metadata:  # under the lock, from the adapter's one read
             metadata = _changed_metadata(entry, wanted[entry.path])
-            if self._card(entry.title, metadata, entry.content) != self._searchable(entry):
-                raise InputValidationError(
-                    f"update_metadata_many cannot change what memory://{entry.path} is embedded from "
-                    f"({wanted[entry.path]!r}).", "Use update_metadata, which re-embeds it.",
-                )
             self._guard(entry.path, entry, _metadata_action(entry.metadata, metadata)[0])  # (the index lagged a hand edit)
             before[entry.path] = entry
             return metadata.model_copy(update={"modified_by": self.actor.name})
@@ -678,7 +677,7 @@ class Memory:
             for written, stats in stored:
                 card = text_hash(self._searchable(written))
                 rows.append((written, stats, card, written.embedding_model, written.embedding_text_hash or card))
-            self.index.upsert_rows(rows)
+            self.index.restamp_metadata(rows)
             for written, _ in stored:
                 action, facts = _metadata_action(before[written.path].metadata, written.metadata)
                 self._record(written.path, before[written.path], written, action, **facts)
@@ -1121,6 +1120,10 @@ class Memory:
 
     def _index_entry(self, entry: Entry, text: str, model_id: str | None, stats: FileStats | None = None) -> None:
         self.index.upsert(entry, stats or self.adapter.stats(entry.path), text_hash(text), model_id)
+
+
+BULK_FIELDS = frozenset({"importance", "archived_at", "unarchived_at", "superseded_by", "links"})
+"""What `Memory.update_metadata_many` may change: no text, tag or owner the index keeps otherwise."""
 
 
 def _changed_metadata(entry: Entry, changes: dict[str, Any]) -> Metadata:

@@ -532,10 +532,16 @@ class DerivedIndex:
         """`upsert` of many (entry, stats, text_hash, model_id) in one transaction (bulk loads, rebuilds)."""
         return self._upsert_rows([(entry, stats, h, model, h) for entry, stats, h, model in items])
 
-    def upsert_rows(self, items: Sequence[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
-        """`upsert` of many (entry, stats, text_hash, model_id, vector_text_hash) in one transaction:
-        entries rewritten together whose vectors were kept (`Memory.update_metadata_many`)."""
-        return self._upsert_rows(list(items))
+    def restamp_metadata(self, items: Sequence[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> None:
+        """Rows of entries whose ``.yml`` alone was rewritten — importance, archived or superseded
+        state, links (`Memory.update_metadata_many`) — in one transaction: their terms, tags and
+        vectors stay. Items are (entry, stats, text_hash, model_id, vector_text_hash), as `upsert`
+        takes them for an entry without a searchable row yet."""
+        items = list(items)
+        with self._writing() as (db, seq):
+            whole = [item for item in items if not sql.restamp_metadata_row(db, item[0], item[1], seq)]
+        if whole:
+            self._upsert_rows(whole)
 
     def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
         """New vectors for entries whose text is unchanged (re-embedding), in one transaction.

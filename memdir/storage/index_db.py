@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from memdir.core.entry import ENTRY_TYPES, Entry
+from memdir.core.entry import ENTRY_TYPES, Entry, Metadata
 from memdir.core.identity import Labels
 from memdir.core.paths import disk_stem
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
@@ -600,12 +600,7 @@ def write_row(
                 "INSERT INTO entry_labels(id, kind, created_by, visible_to) VALUES (?, ?, ?, ?)",
                 (row_id, labels.kind, labels.created_by, TAG_SEPARATOR.join(labels.visible_to)),
             )
-        db.executemany(
-            "INSERT OR IGNORE INTO links(id, target, kind, strength, origin, created_at, traversed_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(row_id, link.target, link.kind, link.strength, link.origin, link.created_at.isoformat(),
-              link.traversed_at.isoformat() if link.traversed_at else None) for link in meta.all_links],
-        )  # fmt: skip
+        _write_links(db, row_id, meta)
         terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
         ids = _write_terms(db, row_id, terms)
         doc = KeywordDoc(
@@ -618,6 +613,34 @@ def write_row(
         db.execute("DELETE FROM vectors WHERE id = ?", (row_id,))
         return None, doc
     return row_id, doc
+
+
+def _write_links(db: sqlite3.Connection, row_id: int, meta: Metadata) -> None:
+    """The rows of the link table for an entry's links (typed and ``related``)."""
+    db.executemany(
+        "INSERT OR IGNORE INTO links(id, target, kind, strength, origin, created_at, traversed_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(row_id, link.target, link.kind, link.strength, link.origin, link.created_at.isoformat(),
+          link.traversed_at.isoformat() if link.traversed_at else None) for link in meta.all_links],
+    )  # fmt: skip
+
+
+def restamp_metadata_row(db: sqlite3.Connection, entry: Entry, stats: FileStats, seq: int) -> bool:
+    """New file stats, change number, importance, archived/superseded state and links for an
+    entry whose text, tags and vector did not change (`Memory.update_metadata_many`): its terms
+    are not rewritten. False if it has no searchable row (the caller writes it whole)."""
+    found = db.execute("SELECT id FROM entries WHERE path = ? AND is_stub = 0", (entry.path,)).fetchone()
+    if found is None:
+        return False
+    meta = entry.metadata
+    db.execute(
+        "UPDATE entries SET md_mtime_ns=?, md_size=?, yml_mtime_ns=?, yml_size=?, seq=?, importance=?, hidden=? WHERE id=?",
+        (stats.md_mtime_ns, stats.md_size, stats.yml_mtime_ns, stats.yml_size, seq, meta.importance, int(meta.hidden),
+         found[0]),
+    )  # fmt: skip
+    db.execute("DELETE FROM links WHERE id = ?", (found[0],))
+    _write_links(db, found[0], meta)
+    return True
 
 
 def restamp_row(db: sqlite3.Connection, path: str, stats: FileStats, text_hash: str | None, seq: int) -> int | None:

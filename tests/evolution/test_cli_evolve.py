@@ -94,3 +94,16 @@ def test_bad_input_is_refused_clearly(root):
     assert wrong.exit_code == 2 and "importanse" in wrong.output
     missing = runner.invoke(app, ["unarchive", "concept/none.md", "--root", str(root)])
     assert missing.exit_code == 1 and "concept/none.md" in missing.output
+
+
+def test_a_job_running_elsewhere_is_refused_with_a_clear_message(root):
+    from memdir.evolution.runner import job_lock
+
+    with job_lock(root, "archival"):
+        result = evolve(root, "archival")
+    assert result.exit_code == 1
+    assert "The archival job is running in another process" in result.output and "--history" in result.output
+
+
+def test_the_history_of_a_store_without_runs(root):
+    assert "No evolution job has run on this memory yet" in evolve(root, "--history").output
