@@ -12,8 +12,8 @@ from memdir.core.settings import Settings
 from memdir.memory import Memory
 
 runner = CliRunner()
-COMMANDS = ["setup", "status", "model-path", "rebuild", "search", "serve", "discover", "defrag", "ingest", "graph", "link",
-            "unlink"]
+COMMANDS = ["setup", "status", "model-path", "rebuild", "search", "serve", "discover", "defrag", "ingest", "audit", "graph",
+            "link", "unlink"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
+from memdir.core.identity import Labels
 
 
 class EntryInfo(NamedTuple):
@@ -209,6 +210,9 @@ class StorageAdapter(Protocol):
     def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
         """Read an entry (following stubs when ``follow``); ``count_hit`` for agent reads only."""
 
+    def count_hit(self, entry: Entry) -> Entry:
+        """Count an agent's read of ``entry`` served from a cache (the entry with its new count)."""
+
     def exists(self, path: str) -> bool:
         """True if a real entry, stub or virtual entry lives at ``path``."""
 
@@ -276,8 +280,9 @@ class EntryIndex(SearchIndex, Protocol):
         """The row of ``entry`` as just written (its ``embedding`` made by ``model_id`` from the
         text hashed ``vector_text_hash``, default ``text_hash``)."""
 
-    def upsert_rows(self, rows: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
-        """`upsert` of many (entry, stats, text_hash, model_id, vector_text_hash) in one transaction."""
+    def restamp_metadata(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> None:
+        """Rows of entries whose metadata alone changed, as (entry, stats, text_hash, model_id,
+        vector_text_hash), in one transaction: their words and vectors stay."""
 
     def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
         """New vectors of (entry, stats, text_hash, model_id) whose text is unchanged."""
@@ -307,6 +312,16 @@ class EntryIndex(SearchIndex, Protocol):
 
     def rows(self, paths: Sequence[str]) -> dict[str, EntryRow]:
         """Title, type, tags and words of the given entries."""
+
+    def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
+        """Access labels (kind, owner, visibility; `memdir.core.identity`) of the given entries (None: all);
+        entries without any left out."""
+
+    def recently_used(self, limit: int) -> list[str]:
+        """The ``limit`` entries read last (never read: by when they were written), newest first; no hidden ones."""
+
+    def most_important(self, at_least: float, limit: int) -> list[str]:
+        """The ``limit`` most important entries of at least importance ``at_least``; no hidden ones."""
 
     def linking_to(self, target: str) -> list[str]:
         """The entries whose metadata links to ``target``, in path order."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from memdir.core.entry import check_entry_types
 from memdir.core.errors import EntryNotFoundError, InputValidationError
+from memdir.core.identity import view_filter
 from memdir.search.hybrid import SearchResult
 from memdir.search.snippet import best_line
 from memdir.tools.formatting import memory_uri, plural
@@ -28,6 +29,7 @@ def memory_search(
     threshold: float | None = None,
     explain: bool = False,
     include_archived: bool = False,
+    view_all: bool = False,
 ) -> str:
     """Search memory by meaning and keywords; the best entries first, each with the line that matched.
 
@@ -45,6 +47,8 @@ def memory_search(
         explain: also show each result's score breakdown (semantic, bm25, keyword, tag, context, and
             graph, importance, recency when those are ranked by).
         include_archived: also return archived and superseded entries (left out by default).
+        view_all: with a role, also entries outside your role's view (other kinds, or not
+            visible to your role); without a role every entry is shown anyway.
 
     Returns:
         ``N results for 'QUERY':`` then per result ``1. memory://path "Title" (type, score 0.62)``
@@ -64,7 +68,7 @@ def memory_search(
     check_entry_types(types)
     tag_list = coerce_str_list(tags, "tags") or None
     results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix, tags=tag_list,
-                            include_archived=include_archived)
+                            view=view_filter(memory.actor, view_all), include_archived=include_archived)
     if not results:
         return f"No memory entries found for '{text}'."
     weights = memory.term_weights(text)
