@@ -118,15 +118,12 @@ class PostgresIndex:
         with self.db.lock.exclusive():
             self._index(self._conn(), entry, text_hash, model_id, vector_text_hash or text_hash)
 
-    def upsert_rows(self, rows: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
-        """`upsert` of many (entry, stats, text_hash, model_id, vector_text_hash), in the caller's transaction."""
-        count = 0
+    def restamp_metadata(self, items: Sequence[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> None:
+        """Rows of entries whose metadata alone changed, in the caller's transaction (each row written whole)."""
         with self.db.lock.exclusive():
             conn = self._conn()
-            for entry, _, text_hash, model_id, vector_hash in rows:
+            for entry, _, text_hash, model_id, vector_hash in items:
                 self._index(conn, entry, text_hash, model_id, vector_hash or text_hash)
-                count += 1
-        return count
 
     def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
         count = 0
