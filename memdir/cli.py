@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from memdir.core.entry import ENTRY_TYPES, check_entry_types
 from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.files import disk_errors
+from memdir.core.identity import parse_role
 from memdir.core.settings import Settings
 from memdir.core.units import plural
 
@@ -63,6 +64,9 @@ StoreOption = Annotated[
     typer.Option("--store", help="Keep the entries in this PostgreSQL database (postgresql://user@host/db) instead of the root's files (default: MEMDIR_STORE)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+RoleOption = Annotated[Optional[str], typer.Option("--role", help="The agent's role: orchestrator, optimizer, reviewer or executor (a team shares the root).")]
+AdminOption = Annotated[bool, typer.Option("--admin", help="Act as an admin: change and delete any agent's entries.")]
+SharedOption = Annotated[bool, typer.Option("--shared", help="An agent without a role works in the shared root, not its own store.")]
 
 
 DirArgument = Annotated[Optional[Path], typer.Argument(file_okay=False, metavar="DIR", help="Memory root, the same as --root (default: the configured root).", show_default=False)]
@@ -95,6 +99,15 @@ def load_settings(root: Path | None = None, agent: str | None = None, **override
     """Settings from file + environment, with the command line's options on top."""
     values = {key: value for key, value in {"root": root, "agent": agent, **overrides}.items() if value is not None}
     return Settings(**values)
+
+
+def identity(role: str | None, admin: bool, shared: bool = False) -> dict[str, Any]:
+    """The settings ``--role``, ``--admin`` and ``--shared`` give (a flag left off changes nothing)."""
+    try:
+        parsed = parse_role(role)
+    except InputValidationError as exc:
+        raise typer.BadParameter(exc.message, param_hint="--role") from exc
+    return {"role": parsed.value if parsed else None, "admin": True if admin else None, "shared_store": True if shared else None}
 
 
 def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -153,7 +166,7 @@ def setup(root: RootOption = None) -> None:
 @app.command()
 @handle_errors
 def status(root: RootOption = None, agent: AgentOption = None, store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """Model, dimensions, root, entries and index freshness."""
+    """Model, dimensions, root, entries, index freshness and the prefetch cache's hit rate."""
     from memdir.memory import Memory
 
     with Memory.open(load_settings(root, agent, store=store), read_only=True) as memory:  # looking changes nothing
@@ -166,8 +179,10 @@ def status(root: RootOption = None, agent: AgentOption = None, store: StoreOptio
     from rich.table import Table
 
     table = Table(title="memdir status", show_header=False)
+    prefetch = data.pop("prefetch")
     for key, value in data.items():
         table.add_row(key.replace("_", " "), "" if value is None else str(value))
+    table.add_row("prefetch hit rate", prefetch_line(report.prefetch))
     console().print(table)
     if report.model_state != "ready":  # the reason is in the table (and a failed load logged it): not again
         console().print("[yellow]Search is keyword-only (see reason).[/yellow]")
@@ -175,6 +190,15 @@ def status(root: RootOption = None, agent: AgentOption = None, store: StoreOptio
         console().print("[green]Semantic search is available.[/green]")
         if report.stale:
             console().print(f"{report.stale} entries need embedding: run `memdir rebuild --missing-only`.")
+
+
+def prefetch_line(report: Any) -> str:
+    """The prefetch cache's figures in one line (`memdir.storage.entry_cache.PrefetchReport`)."""
+    if report is None:
+        return "no reads served yet (a server's cache reports here once it has served some)"
+    return (f"{report.hit_rate:.1%} ({report.hits} hits, {report.misses} misses; {report.entries} of "
+            f"{report.capacity} entries cached, {report.prefetched} prefetched) — {report.agent}, pid {report.pid}, "
+            f"{report.at[:19].replace('T', ' ')} UTC")
 
 
 @app.command("model-path")
@@ -318,6 +342,9 @@ def serve(
     port: Annotated[Optional[int], typer.Option("--port", min=0, max=65535, help="With --http: the port (default: http_port, 8765; 0 = any free one).")] = None,
     connect: Annotated[Optional[str], typer.Option("--connect", metavar="URL", help="Forward this stdio session to a running `memdir serve --http` (e.g. http://127.0.0.1:8765/mcp).")] = None,
     token: Annotated[Optional[str], typer.Option("--token", help="With --connect: the bearer token (default: http_token, MEMDIR_HTTP_TOKEN).")] = None,
+    role: RoleOption = None,
+    admin: AdminOption = False,
+    shared: SharedOption = False,
 ) -> None:
     """Run the MCP server over stdio (for Claude Desktop, Claude Code and other MCP clients), or over HTTP (--http)."""
     import sys
@@ -330,7 +357,8 @@ def serve(
         raise typer.BadParameter("--host and --port go with --http.")
     if token is not None and not connect:
         raise typer.BadParameter("--token goes with --connect (a server reads its tokens from `memdir token`).")
-    settings = load_settings(root, agent, store=store, mode=mode.value if mode else None, workspace=workspace, allow_bash=True if allow_bash else None)
+    settings = load_settings(root, agent, store=store, mode=mode.value if mode else None, workspace=workspace,
+                             allow_bash=True if allow_bash else None, **identity(role, admin, shared))
     if connect:
         from memdir.server.connect import forward_stdio
 
@@ -419,6 +447,9 @@ def defrag(
     undo: Annotated[bool, typer.Option("--undo", help="Revert the last live defrag run instead.")] = False,
     force: Annotated[bool, typer.Option("--force", help="With --undo: also overwrite entries changed after that run.")] = False,
     agent: AgentOption = None,
+    role: RoleOption = None,
+    admin: AdminOption = False,
+    shared: SharedOption = False,
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -429,7 +460,7 @@ def defrag(
     from memdir.optimization.defragmenter import Defragmenter
     from memdir.optimization.journal import undo_last
 
-    with Memory.open(load_settings(root_of(directory, root), agent, store=store)) as memory:
+    with Memory.open(load_settings(root_of(directory, root), agent, store=store, **identity(role, admin, shared))) as memory:
         if undo:
             result = undo_last(memory, force=force)
             data, text = dataclasses.asdict(result), result.to_markdown()
@@ -448,6 +479,33 @@ def defrag(
         console().print(Markdown(text))
     else:  # piped: the markdown itself, not rich's rendering of it at a width no one sees
         typer.echo(text, nl=False)
+
+
+@app.command()
+@handle_errors
+def audit(
+    path: Annotated[Optional[str], typer.Argument(help="Only the changes of this entry.", show_default=False)] = None,
+    root: RootOption = None,
+    agent: Annotated[Optional[str], typer.Option("--agent", help="Only the changes this agent made.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Only changes since a date/time (2026-11-01, 2026-11-01T08:00) or an age (30m, 12h, 7d).")] = None,
+    diff: Annotated[bool, typer.Option("--diff", help="Show each change's diff.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """The audit log: who created, changed, deleted, archived, merged or linked what, and when (oldest first)."""
+    from memdir.access.audit import audit_records, headline, parse_since
+
+    settings = load_settings(root)  # the shared root (or the --root given): --agent filters here, never picks a store
+    records = audit_records(settings.store_root, path, agent, parse_since(since) if since else None)
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(record) for record in records], indent=2, ensure_ascii=False))
+        return
+    if not records:
+        typer.echo("No changes recorded" + (" that match." if path or agent or since else "."))
+        return
+    for record in records:
+        typer.echo(headline(record))
+        if diff and record.diff:
+            typer.echo("\n".join(f"    {line}" for line in record.diff.splitlines()))
 
 
 # ----------------------------------------------------------------- episodes (memdir.episodes)

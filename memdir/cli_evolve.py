@@ -15,7 +15,19 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from memdir.cli import AgentOption, JsonOption, RootOption, app, console, handle_errors, load_settings
+from memdir.cli import (
+    AdminOption,
+    AgentOption,
+    JsonOption,
+    RoleOption,
+    RootOption,
+    SharedOption,
+    app,
+    console,
+    handle_errors,
+    identity,
+    load_settings,
+)
 from memdir.core.units import plural
 
 if TYPE_CHECKING:
@@ -80,9 +92,15 @@ def evolve(
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Most items one run handles (default: all).")] = None,
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.0, help="Seconds after which a run stops between items (default: none).")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="With --history: the most recent runs shown; else the changes listed per job.")] = DETAILS_SHOWN,
+    role: RoleOption = None,
+    admin: AdminOption = False,
+    shared: SharedOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Run the evolution jobs by hand: importance recalibration, link decay, archival, consolidation."""
+    """Run the evolution jobs by hand: importance recalibration, link decay, archival, consolidation.
+
+    Jobs change only what the caller may change: as an agent, its own entries and ownerless ones;
+    with --admin, every entry."""
     if history:
         _show_history(root, agent, as_json, limit)
         return
@@ -91,7 +109,7 @@ def evolve(
     if undo:
         from memdir.optimization.journal import undo_last
 
-        with Memory.open(load_settings(root, agent), load_model=False) as memory:
+        with Memory.open(load_settings(root, agent, **identity(role, admin, shared)), load_model=False) as memory:
             result = undo_last(memory, force=force, actions=UNDOABLE)
         typer.echo(json.dumps(dataclasses.asdict(result), indent=2) if as_json else result.to_markdown())
         return
@@ -104,7 +122,7 @@ def evolve(
     records = []
     # No job needs the model here: the stored vectors are compared, and by hand consolidation only
     # supersedes (merging, which writes new content, is the client's model's decision, in the server).
-    with Memory.open(load_settings(root, agent), load_model=False) as memory:
+    with Memory.open(load_settings(root, agent, **identity(role, admin, shared)), load_model=False) as memory:
         for name in names:
             record = run_job(memory, JOBS[name], dry_run=dry_run, batch_size=batch_size, timeout=timeout)
             assert record is not None  # a run by hand always runs
@@ -125,11 +143,14 @@ def unarchive(
     path: Annotated[str, typer.Argument(help="The archived entry, e.g. concept/ruby/classes.md.")],
     root: RootOption = None,
     agent: AgentOption = None,
+    role: RoleOption = None,
+    admin: AdminOption = False,
+    shared: SharedOption = False,
 ) -> None:
-    """Bring an archived entry back into search and discovery."""
+    """Bring an archived entry back into search and discovery (its owner's, or an admin's, to do)."""
     from memdir.evolution.archival import unarchive as restore
     from memdir.memory import Memory
 
-    with Memory.open(load_settings(root, agent), load_model=False) as memory:
+    with Memory.open(load_settings(root, agent, **identity(role, admin, shared)), load_model=False) as memory:
         entry = restore(memory, path, now=datetime.now(timezone.utc))
     console().print(f"[green]memory://{entry.path} is back in search and discovery.[/green]")

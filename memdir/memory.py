@@ -29,20 +29,25 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata, utcnow
 from memdir.core.errors import (
     DiskFullError,
+    MemdirError,
     EntryNotFoundError,
     InputValidationError,
+    InvalidPathError,
     LockTimeoutError,
     ReadOnlyEntryError,
     ReadOnlyRootError,
+    RedirectError,
     StaleEditError,
 )
+from memdir.core.files import disk_errors
+from memdir.core.identity import Actor, Labels
 from memdir.core.links import RELATED_KIND, Link, check_link_kind, make_link, related_links
 from memdir.core.keywords import extract_keywords, porter_stem
 from memdir.core.paths import normalize_path
@@ -63,13 +68,19 @@ from memdir.search.text_search import (
     matching_fields,
     path_filter,
 )
+from memdir.storage.audit_log import ACTIONS, AuditLog, AuditRecord, change_diff
 from memdir.storage.base import EntryIndex, EntryInfo, FileStats, Redirect, StorageAdapter
+from memdir.storage.entry_cache import EntryCache, PrefetchReport, load_report, save_report
 from memdir.storage.stores import open_store
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
+T = TypeVar("T")
+CACHE_FIGURES_EVERY = 50
+"""Agent reads between two saves of the cache's figures for `memdir status`."""
+NO_LABELS = Labels()
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
@@ -94,6 +105,7 @@ class MemoryStatus:
     reason: str
     index_fresh: bool
     stale: int
+    prefetch: PrefetchReport | None = None
 
 
 class Memory:
@@ -106,6 +118,12 @@ class Memory:
         self.model = model
         self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now)
         self._listing = adapter.root_listing(index)  # see `_entries`
+        self._actor = Actor.from_settings(settings)
+        self._acting = threading.local()  # `acting_as`, per thread
+        self.audit = AuditLog(adapter.root)
+        self.cache = EntryCache(adapter.stats, settings.prefetch_size) if settings.prefetch_size > 0 else None
+        """Entries agents read (and `prefetch` put there), served to MemoryRead while unchanged."""
+        self._labelled = threading.local()  # the action label of `action`, per thread
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -168,6 +186,7 @@ class Memory:
         return memory
 
     def close(self) -> None:
+        self._save_cache_figures()
         self.model.close()
         self.index.close()
 
@@ -225,6 +244,100 @@ class Memory:
         except Exception:
             log.warning("the index row of %s may be stale until the next open", path, exc_info=True)
 
+    # ------------------------------------------------------------------ ownership and audit
+    @property
+    def actor(self) -> Actor:
+        """Who makes this memory's changes and asks for its views: every change is checked against it
+        (`memdir.core.identity`). The settings' agent, role and admin flag, unless `acting_as` says otherwise."""
+        return getattr(self._acting, "actor", None) or self._actor
+
+    @contextmanager
+    def acting_as(self, actor: Actor | None) -> Iterator[None]:
+        """Make the calls inside (on this thread) as ``actor`` (None: the settings' own): a server over
+        HTTP serves many clients with one memory, each client as the agent its token names."""
+        previous = getattr(self._acting, "actor", None)
+        self._acting.actor = actor
+        try:
+            yield
+        finally:
+            self._acting.actor = previous
+
+    @contextmanager
+    def action(self, label: str, **details: Any) -> Iterator[None]:
+        """Record the changes made inside (on this thread) in the audit log as ``label`` — archive,
+        unarchive, supersede, merge, link, unlink, ... — with ``details``, instead of the plain
+        create / update / delete they are made of. Ownership is checked as for any change.
+
+        Args:
+            label: one of `memdir.storage.audit_log.ACTIONS`.
+            details: small JSON-able facts the record keeps (a link's target, a merge's keeper).
+        """
+        if label not in ACTIONS:
+            raise ValueError(f"unknown audit action {label!r}; one of {', '.join(ACTIONS)}")
+        previous = getattr(self._labelled, "current", None)
+        self._labelled.current = (label, details)
+        try:
+            yield
+        finally:
+            self._labelled.current = previous
+
+    def check_change(self, path: str, action: str = "update") -> None:
+        """Refuse now a change `Memory` would refuse (callers making several changes check all first).
+
+        Raises:
+            NotOwnerError: ``path`` belongs to another agent and this memory's actor is no admin.
+        """
+        logical = normalize_path(path)
+        before = self._existing(logical)
+        if before is not None:
+            self.actor.check_change(logical, before.metadata.labels(), self._label(action)[0])
+
+    def _existing(self, logical: str) -> Entry | None:
+        """The entry (or stub) at ``logical`` as it is now, or None (also when its files cannot be
+        read safely — a sidecar linked out of the root: it has no owner memdir can know of)."""
+        try:
+            return self.adapter.read_entry(logical, follow=False)
+        except (EntryNotFoundError, RedirectError, InvalidPathError):
+            return None
+
+    def _label(self, default: str) -> tuple[str, dict[str, Any]]:
+        return getattr(self._labelled, "current", None) or (default, {})
+
+    def _guard(self, logical: str, before: Entry | None, default: str) -> None:
+        """The ownership check of a change to ``logical`` (caller holds the write lock)."""
+        if before is not None:
+            self.actor.check_change(logical, before.metadata.labels(), self._label(default)[0])
+
+    def _record(self, logical: str, before: Entry | None, after: Entry | None, default: str, **facts: Any) -> None:
+        """Append the change's audit record (under the write lock, before the change's commit point)."""
+        action, labelled = self._label(default)
+        details = {**facts, **labelled}
+        owner = (before or after).metadata.labels().created_by if (before or after) is not None else None
+        overrode = self.actor.admin and owner is not None and owner != self.actor.name
+        record = AuditRecord(
+            at=utcnow().isoformat(), agent=self.actor.name, role=self.actor.role.value if self.actor.role else None,
+            admin=overrode, action=action, path=logical, owner=owner,
+            diff=change_diff(logical, before, after, self.settings.audit_diff_chars), details=details,
+        )
+        with disk_errors(self.root):
+            self.audit.append(record)
+
+    def _stamped(self, metadata: Metadata, before: Entry | None) -> Metadata:
+        """``metadata`` with who created (owns) the entry, who changed it last and who sees it.
+
+        A new entry belongs to the actor (unless the metadata names its creator: a restore);
+        an existing one keeps its owner — a write never takes ownership, of an entry without
+        an owner either — and its visibility unless the metadata sets one.
+        """
+        old = before.metadata if before is not None else None
+        if old is None:
+            owner = metadata.created_by or self.actor.name
+            visible = metadata.visible_to or self.actor.default_visibility()
+        else:
+            owner = old.created_by
+            visible = metadata.visible_to or old.visible_to
+        return metadata.model_copy(update={"created_by": owner, "modified_by": self.actor.name, "visible_to": visible})
+
     # ------------------------------------------------------------------ entries
     def write(
         self,
@@ -259,10 +372,17 @@ class Memory:
                 not overwritten or self.adapter.read_contents([logical])[0] != expected_content
             ):
                 raise StaleEditError(logical)
+            before = self._existing(logical) if overwritten else None
+            self._guard(logical, before, "update")
+
+            def before_commit(written: Entry, stats: FileStats) -> None:
+                self._index_entry(written, text, model_id, stats)
+                self._record(logical, before, written, "update" if before is not None else "create")
+
             entry = self.adapter.write(
-                logical, content, title=title, metadata=meta, embedding=vector[0] if vector is not None else None,
-                hits=hits, updated_at=updated_at, embedding_model=model_id, embedding_text_hash=text_hash(text),
-                before_commit=lambda written, stats: self._index_entry(written, text, model_id, stats),
+                logical, content, title=title, metadata=self._stamped(meta, before),
+                embedding=vector[0] if vector is not None else None, hits=hits, updated_at=updated_at,
+                embedding_model=model_id, embedding_text_hash=text_hash(text), before_commit=before_commit,
             )
         return WriteResult(entry, overwritten)
 
@@ -273,17 +393,77 @@ class Memory:
         that listings can come from the index again (`_entries`).
         """
         logical = normalize_path(path)
-        if not count_hit or self.read_only:
-            return self.adapter.read_entry(logical, count_hit=count_hit)
+        if not count_hit:
+            return self.adapter.read_entry(logical)
+        if self.read_only:
+            return self._cached(logical) or self._remember(logical, lambda: self.adapter.read_entry(logical))
         with self._changing():
             before = self.adapter.stats(logical)
-            entry = self.adapter.read_entry(logical, count_hit=True)
+            cached = self._cached(logical)
+            if cached is not None:
+                entry = self.adapter.count_hit(cached)
+            else:
+                entry = self.adapter.read_entry(logical, count_hit=True)
             if entry.path == logical and not entry.virtual:  # (a read through a stub is left to the walk)
+                after = self.adapter.stats(logical)
+                if self.cache is not None:  # the lock is held: the files are as this read left them
+                    self.cache.put(entry, after)
                 try:
-                    self.index.record_hits(logical, entry.hits, before, self.adapter.stats(logical))
+                    self.index.record_hits(logical, entry.hits, before, after)
                 except (DiskFullError, ReadOnlyRootError) as exc:  # the read goes on; listings walk meanwhile
                     log.info("Not recording the read of %s in the derived index: %s", entry.path, exc)
+        self._save_cache_figures(every=CACHE_FIGURES_EVERY)
         return entry
+
+    def _cached(self, logical: str) -> Entry | None:
+        """The cache's fresh copy of the entry at ``logical`` (a hit), or None (a miss, or no cache)."""
+        return self.cache.get(logical) if self.cache is not None else None
+
+    def _remember(self, logical: str, read: Callable[[], Entry]) -> Entry:
+        """``read()`` the entry at ``logical`` and cache it with the stats taken before reading
+        (a change in between makes it stale, never served: `memdir.storage.entry_cache`)."""
+        if self.cache is None:
+            return read()
+        stats = self.cache.stats_of(logical)
+        entry = read()
+        if entry.path == logical:
+            self.cache.put(entry, stats)
+        return entry
+
+    def prefetch(self, paths: Iterable[str]) -> int:
+        """Read entries into the cache ahead of the agent's reads (no hit is counted); how many were cached.
+
+        Entries that vanished or cannot be read are skipped: prefetching is a guess.
+        """
+        if self.cache is None:
+            return 0
+        done = 0
+        for path in paths:
+            try:
+                logical = normalize_path(path)
+                if self.adapter.read_redirect(logical) is not None:
+                    continue  # a stub: reads of it are reads of its target
+                stats = self.cache.stats_of(logical)
+                entry = self.adapter.read_entry(logical, follow=False)
+            except MemdirError:
+                continue
+            if not entry.virtual:
+                self.cache.put(entry, stats, prefetch=True)
+                done += 1
+        return done
+
+    def _save_cache_figures(self, every: int | None = None) -> None:
+        """Keep the cache's hit and miss counts where `memdir status` (another process) finds them:
+        at close, and every ``every`` lookups. Best effort: figures are not worth failing a read for."""
+        cache = self.cache
+        if cache is None or self.read_only or not (cache.hits + cache.misses):
+            return
+        if every is not None and (cache.hits + cache.misses) % every:
+            return
+        try:
+            save_report(self.root, PrefetchReport.of(cache.stats(), self.actor.label))
+        except (OSError, MemdirError) as exc:
+            log.debug("prefetch figures not saved: %s", exc)
 
     def exists(self, path: str) -> bool:
         return self.adapter.exists(normalize_path(path))
@@ -305,13 +485,23 @@ class Memory:
 
     def _delete(self, logical: str) -> None:
         with self._exclusive(), self._index_first(logical):  # (the adapter raises EntryNotFoundError)
+            before = self._existing(logical)
+            self._guard(logical, before, "delete")
             self.adapter.delete(logical, before_commit=lambda: self.index.remove(logical))
+            # Recorded after the commit point, unlike other changes: a delete is how a full disk
+            # is cleaned up, and the room the audit line needs is what the delete just freed.
+            try:
+                self._record(logical, before, None, "delete")
+            except DiskFullError:
+                log.warning("the deletion of %s is not in the audit log: the disk is full", logical)
 
     def delete_and_unlink(self, path: str) -> tuple[str, list[str]]:
         """Delete an entry and remove the links other entries had to it (typed ones and ``related``).
 
         Both happen under one hold of the write lock, so no reader sees a link to the
         deleted entry. Returns the normalised path and the entries whose links were removed.
+        The entries linking to it may belong to other agents: dropping their links to an entry
+        its owner (or an admin) deleted is part of that delete, and each is audited as ``unlink``.
         """
         with self._changing():
             logical = self.delete(path)
@@ -330,7 +520,7 @@ class Memory:
         with self._changing():
             for path in self.index.linking_to(target):
                 entry = self.adapter.read_entry(path, follow=False)
-                if self._set_links(entry, lambda link: link.target != target):
+                if self._set_links(entry, lambda link: link.target != target, "unlink", target=target):
                     changed.append(path)
         return changed
 
@@ -357,8 +547,10 @@ class Memory:
             entry = self.adapter.read_entry(logical, follow=False)
             if entry.virtual:
                 raise ReadOnlyEntryError(logical)
+            self._guard(logical, entry, "link")
             kept = [link for link in entry.metadata.links if link.key != wanted.key]
-            self._store_metadata(entry, entry.metadata.model_copy(update={"links": [*kept, wanted]}))
+            self._store_metadata(entry, entry.metadata.model_copy(update={"links": [*kept, wanted]}),
+                                 "link", target=wanted.target, kind=wanted.kind)
         return wanted
 
     def unlink(self, source: str, target: str, kind: str | None = None) -> list[Link]:
@@ -385,7 +577,8 @@ class Memory:
                     f"{logical} has no {wanted or ''}{' ' if wanted else ''}link to {goal} (its links: {held}).",
                     "Check the paths and the kind (MemoryGraph shows an entry's links).",
                 )
-            self._set_links(entry, lambda link: not goes(link))
+            self._guard(logical, entry, "unlink")
+            self._set_links(entry, lambda link: not goes(link), "unlink", target=goal)
         return removed
 
     def record_traversal(self, source: str, target: str, when: datetime | None = None) -> int:
@@ -411,18 +604,19 @@ class Memory:
                     continue
                 touched = {link.key: link.model_copy(update={"traversed_at": moment}) for link in followed}
                 links = [touched.pop(link.key, link) for link in entry.metadata.links] + list(touched.values())
-                self._store_metadata(entry, entry.metadata.model_copy(update={"links": links}))
+                self._store_metadata(entry, entry.metadata.model_copy(update={"links": links}), None)
                 updated += len(followed)
         return updated
 
-    def _set_links(self, entry: Entry, keep: Callable[[Link], bool]) -> bool:
-        """Keep only the links (typed and ``related``) that ``keep`` accepts; False if none went."""
+    def _set_links(self, entry: Entry, keep: Callable[[Link], bool], action: str, **facts: Any) -> bool:
+        """Keep only the links (typed and ``related``) that ``keep`` accepts; False if none went.
+        ``action`` and ``facts`` are the audit record's (see `_store_metadata`)."""
         meta = entry.metadata
         links = [link for link in meta.links if keep(link)]
         related = [path for path in meta.related if all(map(keep, related_links([path])))]  # unreadable ones stay
         if len(links) == len(meta.links) and len(related) == len(meta.related):
             return False
-        self._store_metadata(entry, meta.model_copy(update={"links": links, "related": related}))
+        self._store_metadata(entry, meta.model_copy(update={"links": links, "related": related}), action, **facts)
         return True
 
     def update_metadata(self, path: str, changes: dict[str, Any]) -> Entry:
@@ -441,16 +635,23 @@ class Memory:
         with self._exclusive():
             entry = self.adapter.read_entry(logical, follow=False)
             metadata = _changed_metadata(entry, changes)
+            action, facts = _metadata_action(entry.metadata, metadata)
+            self._guard(logical, entry, action)
             if self._card(entry.title, metadata, entry.content) != self._searchable(entry):
-                return self.write(logical, entry.content, title=entry.title, metadata=metadata,
-                                  updated_at=entry.updated_at, hits=entry.hits).entry
-            return self._store_metadata(entry, metadata)
+                label, details = self._label(action)
+                with self.action(label, **{**facts, **details}):  # recorded as this change, not a plain update
+                    return self.write(logical, entry.content, title=entry.title, metadata=metadata,
+                                      updated_at=entry.updated_at, hits=entry.hits).entry
+            return self._store_metadata(entry, metadata, action, **facts)
 
     def update_metadata_many(self, changes: dict[str, dict[str, Any]]) -> list[Entry]:
         """`update_metadata` of many entries as ONE change of files and index (the evolution jobs'
         batches: one commit instead of one per entry): only `BULK_FIELDS` — importance, archival,
         supersession, links — none of which the entries are embedded from. Entries that no longer
-        exist are left out.
+        exist are left out, and so are those this memory's actor may not change (another agent's,
+        `check_change` says why): a job run by one agent changes its own entries and ownerless
+        ones; an admin's changes all. Each entry changed is audited (archive, unarchive, supersede
+        or update, with the fields changed).
 
         Returns:
             The updated entries.
@@ -463,9 +664,13 @@ class Memory:
         unknown = {key for change in wanted.values() for key in change} - BULK_FIELDS
         if unknown:
             raise ValueError(f"update_metadata_many changes only {sorted(BULK_FIELDS)}, not {sorted(unknown)}")
+        before: dict[str, Entry] = {}
 
         def changed(entry: Entry) -> Metadata:  # under the lock, from the adapter's one read
-            return _changed_metadata(entry, wanted[entry.path])
+            metadata = _changed_metadata(entry, wanted[entry.path])
+            self._guard(entry.path, entry, _metadata_action(entry.metadata, metadata)[0])  # (the index lagged a hand edit)
+            before[entry.path] = entry
+            return metadata.model_copy(update={"modified_by": self.actor.name})
 
         def index_first(stored: list[tuple[Entry, FileStats]]) -> None:  # before the commit point, in one transaction
             rows = []
@@ -473,17 +678,33 @@ class Memory:
                 card = text_hash(self._searchable(written))
                 rows.append((written, stats, card, written.embedding_model, written.embedding_text_hash or card))
             self.index.restamp_metadata(rows)
+            for written, _ in stored:
+                action, facts = _metadata_action(before[written.path].metadata, written.metadata)
+                self._record(written.path, before[written.path], written, action, **facts)
 
         with self._exclusive(), self._index_first(*wanted):
-            return self.adapter.set_metadata(dict.fromkeys(wanted, changed), before_commit=index_first)
+            labels = self.index.labels(list(wanted))
+            allowed = [path for path in wanted if self.actor.may_change(labels.get(path, NO_LABELS))]
+            if len(allowed) < len(wanted):
+                log.info("%s may not change %d of the entries: left as they are", self.actor.label, len(wanted) - len(allowed))
+            return self.adapter.set_metadata(dict.fromkeys(allowed, changed), before_commit=index_first)
 
-    def _store_metadata(self, entry: Entry, metadata: Metadata) -> Entry:
+    def _store_metadata(self, entry: Entry, metadata: Metadata, action: str | None, **facts: Any) -> Entry:
         """Store new metadata that is not part of the searchable text (links, importance, archival):
-        the entry keeps its vector (no model needed) as well as its content, age and read count."""
+        the entry keeps its vector (no model needed) as well as its content, age and read count.
+
+        ``action`` (with ``facts``) is what the audit log records, unless the caller labelled the
+        change (`action`); None for bookkeeping that changes nothing an entry says (a link's
+        traversal time): not audited, and ``modified_by`` stays.
+        """
+        if action is not None:
+            metadata = metadata.model_copy(update={"modified_by": self.actor.name})
 
         def index_first(written: Entry, stats: FileStats) -> None:  # before the commit point, as `write` does
             self.index.upsert(written, stats, text_hash(self._searchable(written)), entry.embedding_model,
                               vector_text_hash=entry.embedding_text_hash)
+            if action is not None:
+                self._record(entry.path, entry, written, action, **facts)
 
         with self._index_first(entry.path):
             return self.adapter.write(
@@ -496,15 +717,36 @@ class Memory:
     def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
         """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
         logical, goal = normalize_path(path), normalize_path(target)
+        action = "merge" if kind == "merged" else "stub"
         with self._exclusive(), self._index_first(logical):
-            self.adapter.write_stub(logical, Redirect(kind, goal), before_commit=lambda: self.index.remove(logical))
+            before = self._existing(logical)
+            self._guard(logical, before, action)
+
+            def before_commit() -> None:
+                self.index.remove(logical)
+                self._record(logical, before, None, action, into=goal)
+
+            self.adapter.write_stub(logical, Redirect(kind, goal), before_commit=before_commit)
 
     def redirect_of(self, path: str) -> Redirect | None:
         return self.adapter.read_redirect(normalize_path(path))
 
-    def list(self, prefix: str | None = None, *, include_virtual: bool = True) -> list[EntryInfo]:
-        """Every entry (stubs excluded), optionally under a folder prefix, in path order."""
-        return self._entries(path_filter(prefix), include_virtual=include_virtual, under=filter_folder(prefix))
+    def list(self, prefix: str | None = None, *, include_virtual: bool = True, view: Actor | None = None) -> list[EntryInfo]:
+        """Every entry (stubs excluded), optionally under a folder prefix, in path order.
+
+        Args:
+            view: keep only the entries in this actor's view (`Actor.sees`); None keeps all.
+        """
+        infos = self._entries(path_filter(prefix), include_virtual=include_virtual, under=filter_folder(prefix))
+        return self.in_view(infos, view)
+
+    def in_view(self, items: list[T], view: Actor | None) -> list[T]:
+        """The items (anything with a ``path``: listings, search results) whose entry is in
+        ``view`` (`Actor.sees`, on the labels the derived index keeps), in their order; all for None."""
+        if view is None or not items:
+            return items
+        labels = self.index.labels([item.path for item in items])  # type: ignore[attr-defined]
+        return [item for item in items if view.sees(labels.get(item.path, NO_LABELS))]  # type: ignore[attr-defined]
 
     def _entries(
         self, keep: Callable[[str], bool], *, include_virtual: bool = True, under: str | None = None
@@ -535,11 +777,11 @@ class Memory:
         real = {info.path for info in self.adapter.iter_entries(with_metadata=False)}
         return [info for info in self.adapter.iter_entries(include_stubs=True) if info.path not in real]
 
-    def glob(self, pattern: str) -> list[EntryInfo]:
-        """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first."""
+    def glob(self, pattern: str, *, view: Actor | None = None) -> list[EntryInfo]:
+        """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first; ``view`` as in `list`."""
         check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
         entries = self._entries(glob_matcher(pattern), under=glob_folder(pattern))
-        return sorted(entries, key=lambda info: info.updated_at, reverse=True)
+        return self.in_view(sorted(entries, key=lambda info: info.updated_at, reverse=True), view)
 
     def grep(
         self, pattern: str, *, path: str | None = None, case_insensitive: bool = False, labels: bool = False
@@ -596,24 +838,35 @@ class Memory:
         types: Iterable[str] | None = None,
         path_prefix: str | None = None,
         tags: Iterable[str] | None = None,
+        view: Actor | None = None,
     ) -> list[SearchResult]:
         """Hybrid search (semantic + BM25 + tags); keyword-only while no model is ready.
 
         Built-in skills are in every root: they answer searches for skills (``types``
         with ``skill``, a ``skill/`` prefix), not every content search of every root.
+
+        Args:
+            view: only entries in this actor's view (`Actor.sees`). Out-of-view hits are
+                dropped before the ``top_k`` cut: the search asks for more until ``top_k``
+                remain or nothing more matches, so a view never makes results come back short.
         """
         self._refresh()
         types = list(types) if types else None
         hidden = _unasked_builtins(types, path_prefix)
-        results = self.searcher.search(
-            query,
-            top_k=top_k + len(hidden),
-            threshold=threshold,
-            types=types,
-            path_prefix=path_prefix,
-            tags=list(tags) if tags else None,
-        )
-        return [result for result in results if result.path not in hidden][:top_k]
+        wanted = top_k + len(hidden)
+        while True:
+            results = self.searcher.search(
+                query,
+                top_k=wanted,
+                threshold=threshold,
+                types=types,
+                path_prefix=path_prefix,
+                tags=list(tags) if tags else None,
+            )
+            kept = self.in_view([result for result in results if result.path not in hidden], view)
+            if len(kept) >= top_k or len(results) < wanted:
+                return kept[:top_k]
+            wanted *= 4
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""
@@ -652,7 +905,14 @@ class Memory:
             reason=self.model.reason,
             index_fresh=stats.stale == 0,
             stale=stats.stale,
+            prefetch=self._prefetch_report(),
         )
+
+    def _prefetch_report(self) -> PrefetchReport | None:
+        """This process's cache figures once it has served reads, else the last ones a server saved."""
+        if self.cache is not None and self.cache.hits + self.cache.misses:
+            return PrefetchReport.of(self.cache.stats(), self.actor.label)
+        return load_report(self.root)
 
     def rebuild(self, *, progress: ProgressCallback | None = None, everything: bool = True) -> int:
         """Re-embed entries in length-sorted batches; returns how many were embedded.
@@ -879,6 +1139,19 @@ def _changed_metadata(entry: Entry, changes: dict[str, Any]) -> Metadata:
         raise InputValidationError(
             f"The metadata of memory://{entry.path} cannot take {changes!r}: {exc}", "Nothing was changed."
         ) from exc
+
+
+def _metadata_action(before: Metadata, after: Metadata) -> tuple[str, dict[str, Any]]:
+    """The audit action of a metadata change (archive, unarchive, supersede, else update) and the fields it changed."""
+    old, new = before.to_yaml_dict(), after.to_yaml_dict()
+    fields = sorted(key for key in old.keys() | new.keys() if key != "modified_by" and old.get(key) != new.get(key))
+    if (before.archived_at is None) != (after.archived_at is None):
+        action = "archive" if after.archived_at is not None else "unarchive"
+    elif after.superseded_by and after.superseded_by != before.superseded_by:
+        action = "supersede"
+    else:
+        action = "update"
+    return action, {"fields": fields}
 
 
 def _unasked_builtins(types: list[str] | None, path_prefix: str | None) -> tuple[str, ...]:

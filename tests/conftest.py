@@ -20,7 +20,7 @@ def isolated_home(tmp_path, monkeypatch, model_cache_dir):
     monkeypatch.setenv("MEMDIR_HTTP_TOKENS_FILE", str(tmp_path / "http-tokens.json"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # tests never download a model; the hub tests lift it
     for name in ("MEMDIR_MODEL_DIR", "MEMDIR_AGENT", "MEMDIR_MODE", "MEMDIR_EMBEDDINGS_ENABLED", "MEMDIR_MODEL_DOWNLOAD",
-                 "MEMDIR_HTTP_TOKEN", "MEMDIR_STORE"):
+                 "MEMDIR_HTTP_TOKEN", "MEMDIR_STORE", "MEMDIR_ROLE", "MEMDIR_SHARED_STORE"):
         monkeypatch.delenv(name, raising=False)
     yield
 

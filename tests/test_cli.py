@@ -12,7 +12,7 @@ from memdir.core.settings import Settings
 from memdir.memory import Memory
 
 runner = CliRunner()
-COMMANDS = ["setup", "status", "model-path", "rebuild", "search", "serve", "discover", "defrag", "ingest"]
+COMMANDS = ["setup", "status", "model-path", "rebuild", "search", "serve", "discover", "defrag", "ingest", "audit"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -268,3 +268,24 @@ def test_a_folder_holding_a_link_to_a_folder_is_walked(filled):
     assert filled._listing.entries(glob_matcher("**/*")) is None  # only a walk lists a linked folder once
     listed = paths(filled)
     assert "fact/people/ada.md" in listed and "concept/alias/ada.md" not in listed
+
+
+def test_an_index_that_cannot_be_read_when_reconciling_is_reconciled_from_a_walk(filled, monkeypatch):
+    import sqlite3
+
+    from memdir.storage.index import DerivedIndex
+
+    calls = []
+    original = DerivedIndex.freshness
+
+    def damaged_once(self):
+        calls.append(1)
+        if len(calls) == 1:
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        return original(self)
+
+    monkeypatch.setattr(DerivedIndex, "freshness", damaged_once)
+    (filled.root / "skill" / "new.md").write_text("# New", encoding="utf-8")
+    filled.reconcile()
+    assert "skill/new.md" in filled.index.freshness()
+    assert by_path(from_index(filled)) == by_path(walked(filled))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memdir.core.errors import InputValidationError
+from memdir.core.identity import Labels, roles_of
 from memdir.core.links import Link, entry_links, parse_links
 from memdir.core.suggest import did_you_mean
 
@@ -133,6 +134,12 @@ class Metadata(BaseModel):
     @classmethod
     def _none_is_empty_dict(cls, value: Any) -> Any:
         return {} if value is None else value
+
+    def labels(self) -> Labels:
+        """The access labels (`memdir.core.identity`) of an entry with this metadata."""
+        kind = str(self.kind).strip().lower() if self.kind not in (None, "") else None
+        owner = str(self.created_by).strip() if self.created_by not in (None, "") else None
+        return Labels(kind, owner or None, roles_of(self.visible_to))
 
     def to_yaml_dict(self) -> dict[str, Any]:
         """Metadata as written to the ``.yml`` file: empty values left out, extras kept."""

@@ -18,6 +18,7 @@ print them without matching on strings.
     ├── RootNotFoundError         a read-only command named a root that does not exist
     ├── RedirectError             a stub (`# merged → ...`) that cannot be followed
     ├── StaleEditError            the entry changed since this session read it
+    ├── NotOwnerError             the entry belongs to another agent (update, delete need its owner or admin)
     ├── LockTimeoutError          another process held the root's lock too long
     ├── ThreadNotFoundError       no working-memory thread with that id
     ├── JobBusyError              another process is running that evolution job
@@ -165,6 +166,18 @@ class StaleEditError(MemdirError):
             "Read it again with MemoryRead before editing.",
         )
         self.path = path
+
+
+class NotOwnerError(MemdirError):
+    """An agent tried to change or delete an entry another agent owns (`memdir.core.identity`)."""
+
+    def __init__(self, path: str, owner: str, actor: str, action: str) -> None:
+        super().__init__(
+            f"memory://{path} belongs to {owner}; {actor} may not {action} it.",
+            f"Ask {owner} to make the change, write your own entry under another path, or act as "
+            "an admin (`--admin`, or admin = true in memdir.toml).",
+        )
+        self.path, self.owner, self.actor, self.action = path, owner, actor, action
 
 
 class LockTimeoutError(MemdirError):

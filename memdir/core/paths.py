@@ -23,9 +23,11 @@ from memdir.core.errors import InvalidPathError, UnsafeFileError
 
 MEMORY_SCHEME = "memory://"
 ENTRY_SUFFIX = ".md"
-RESERVED_FOLDERS = {"threads": "working-memory threads", "evolution": "the evolution jobs' records"}
+RESERVED_FOLDERS = {
+    "threads": "working-memory threads", "evolution": "the evolution jobs' records", "audit": "the audit log",
+}
 """Top-level folders of the root that hold other records (thread event logs, evolution job runs and
-importance history), never entries: each name with what it holds, for the refusal's message."""
+importance history, the audit log), never entries: each name with what it holds, for the refusal's message."""
 MAX_PATH_LENGTH = 1024
 MAX_SEGMENT_BYTES = 255
 MAX_STEM_BYTES = MAX_SEGMENT_BYTES - len(".yml")  # the longest of an entry's three file suffixes

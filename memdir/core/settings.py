@@ -31,6 +31,11 @@ Mode = Literal["assistant", "retrieval", "researcher"]
 
 ENV_PREFIXES = ("memdir_", "swarm_memory_")
 
+NOT_FROM_ENVIRONMENT = frozenset({"memdir_admin", "admin"})
+"""Settings never read from the environment: every process a server starts inherits it, so an
+admin variable would make each agent below it an admin (seed 003's ``MNEMOSYNE_ADMIN_MODE``).
+``admin`` comes from memdir.toml or the command line's ``--admin`` only."""
+
 
 class PrefixedEnvSource(EnvSettingsSource):
     """The environment, limited to ``MEMDIR_*`` and ``SWARM_MEMORY_*`` variables.
@@ -42,7 +47,10 @@ class PrefixedEnvSource(EnvSettingsSource):
 
     def __init__(self, settings_cls: type[BaseSettings]) -> None:
         super().__init__(settings_cls)
-        self.env_vars = {name: value for name, value in self.env_vars.items() if name.lower().startswith(ENV_PREFIXES)}
+        self.env_vars = {
+            name: value for name, value in self.env_vars.items()
+            if name.lower().startswith(ENV_PREFIXES) and name.lower() not in NOT_FROM_ENVIRONMENT
+        }
 
 
 class CheckedTomlSource(TomlConfigSettingsSource):
@@ -90,7 +98,18 @@ class Settings(BaseSettings):
     # --- where things live
     root: Path = _setting(default_root(), "root", description="The memory root directory.")
     cache_dir: Path = _setting(Path(platformdirs.user_cache_dir(APP_NAME)), "cache_dir")
-    agent: str | None = _setting(None, "agent", description="Per-agent store: <root>/agents/<agent>.")
+    agent: str | None = _setting(
+        None, "agent",
+        description="Who is acting (owner of what it writes); alone, also its own store <root>/agents/<agent>.",
+    )
+    role: Literal["orchestrator", "optimizer", "reviewer", "executor"] | None = _setting(
+        None, "role", description="The agent's role: its view of kinds, its ranking weights; with a role the agent shares the root.",
+    )
+    shared_store: bool = _setting(False, "shared_store", description="True: an agent without a role uses the shared root too.")
+    admin: bool = Field(
+        False, validation_alias=AliasChoices("admin"),
+        description="May change and delete every agent's entries. memdir.toml or --admin only, never the environment.",
+    )
     store: str = _setting(
         "", "store",
         description="Where entries live: empty for the directory at the root, or a postgresql:// URL (one database for many servers).",
@@ -187,6 +206,20 @@ class Settings(BaseSettings):
     )
     hook_socket: bool = _setting(True, "hook_socket", description="A running server answers the hooks over a local socket under <root>/.memdir/.")
     hook_socket_timeout: float = _setting(HOOK_SOCKET_TIMEOUT, "hook_socket_timeout", description="Seconds a hook waits for the server before answering on its own.")
+
+    # --- access (memdir.access: audit log, role ranking, prefetch cache)
+    audit_diff_chars: int = _setting(2000, "audit_diff_chars", description="Longest diff one audit record keeps.")
+    role_weights_orchestrator: tuple[float, float, float, float] = _setting(
+        (0.3, 0.2, 0.4, 0.1), "role_weights_orchestrator",
+        description="Role importance weights (seed 003): base importance, access, recency, kind relevance.",
+    )
+    role_weights_optimizer: tuple[float, float, float, float] = _setting((0.4, 0.3, 0.1, 0.2), "role_weights_optimizer")
+    role_weights_reviewer: tuple[float, float, float, float] = _setting((0.5, 0.1, 0.2, 0.2), "role_weights_reviewer")
+    role_weights_executor: tuple[float, float, float, float] = _setting((0.2, 0.4, 0.3, 0.1), "role_weights_executor")
+    prefetch_size: int = _setting(1000, "prefetch_size", description="Entries the prefetch cache holds (0 = no cache).")
+    prefetch_recent: int = _setting(20, "prefetch_recent", description="Recent entries of the role's view prefetched at session start.")
+    prefetch_important: int = _setting(10, "prefetch_important", description="Important entries of the role's view prefetched at session start.")
+    prefetch_min_importance: float = _setting(8.0, "prefetch_min_importance", description="Importance an entry needs to be prefetched as important.")
 
     # --- streamable HTTP (`memdir serve --http`) and its web view
     http_host: str = _setting("127.0.0.1", "http_host", description="Address `memdir serve --http` listens on.")
@@ -285,10 +318,14 @@ class Settings(BaseSettings):
     consolidation_max_gap_days: float = _setting(30.0, "consolidation_max_gap_days", description="Without the model, entries written further apart are kept (the later may be an evolution).")
     consolidation_sampling_timeout: float = _setting(60.0, "consolidation_sampling_timeout", description="Seconds to wait for the client's model to decide on one cluster.")
 
-    @field_validator("importance_weights")
+    @field_validator(
+        "importance_weights", "role_weights_orchestrator", "role_weights_optimizer", "role_weights_reviewer",
+        "role_weights_executor",
+    )
     @classmethod
     def _weights_sum_to_one(cls, value: tuple[float, ...]) -> tuple[float, ...]:
-        """Seed 003: the recalibration's weights are a weighted mean (the result stays in [1, 10])."""
+        """Seed 003: importance weights (the recalibration's, a role's ranking) are a weighted mean, so the
+        result stays in its range."""
         if any(weight < 0 for weight in value) or abs(sum(value) - 1.0) > 1e-6:
             raise ValueError(f"the four importance weights must be non-negative and sum to 1, not {value}")
         return value
@@ -332,9 +369,11 @@ class Settings(BaseSettings):
 
     @property
     def store_root(self) -> Path:
-        """The directory this process's entries live in: the root, or the agent's own store under it."""
+        """The directory this process's entries live in: the root, or the agent's own store under it
+        (an agent alone; one with a role, or ``shared_store``, is on a team that shares the root)."""
         root = self.root.expanduser()
-        return root / "agents" / self.agent if self.agent else root
+        own = self.agent and self.role is None and not self.shared_store
+        return root / "agents" / self.agent if own else root
 
     def threshold_for(self, query: str) -> float:
         """SwarmMemory's adaptive threshold: short queries (< cutoff words) get the lower one."""

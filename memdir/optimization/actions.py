@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import Metadata
-from memdir.core.errors import EntryNotFoundError, MemdirError, RedirectError
+from memdir.core.errors import EntryNotFoundError, MemdirError, NotOwnerError, RedirectError
 from memdir.core.links import Link
 from memdir.core.paths import link_target
 from memdir.core.quality import parse_frontmatter
@@ -171,6 +171,11 @@ class Changer:
                 for path in changes:
                     if (stale := self._unchanged(path)) is not None:
                         outcomes[path] = stale
+                        continue
+                    try:
+                        self.memory.check_change(path)  # another agent's entry: skipped, and said why
+                    except NotOwnerError as exc:
+                        outcomes[path] = Outcome(False, exc.message)
                 fresh = [path for path in changes if path not in outcomes]
                 self.journal.before(*fresh)
                 written = self.memory.update_metadata_many({path: changes[path] for path in fresh})
@@ -188,14 +193,17 @@ class Changer:
             with self._lock():
                 if (stale := self._unchanged(keeper.path, other.path)) is not None:
                     return stale
+                for path in (keeper.path, other.path) if strategy == "combine" else (other.path,):
+                    self.memory.check_change(path, "merge")  # both or neither: never half a merge
                 if strategy == "combine":
                     current = self.memory.adapter.read_entry(keeper.path, follow=False)
                     self.journal.before(keeper.path)
                     merged = Item.from_entry(current)
-                    result = self.memory.write(
-                        keeper.path, combine_content(current.content, other.path, other.content),
-                        title=current.title, metadata=combine_metadata(merged, other),
-                    )
+                    with self.memory.action("merge", merged=other.path):
+                        result = self.memory.write(
+                            keeper.path, combine_content(current.content, other.path, other.content),
+                            title=current.title, metadata=combine_metadata(merged, other),
+                        )
                     self.expected[keeper.path] = fingerprint(result.entry)
                     self.journal.after(keeper.path)
                 self.journal.before(other.path)

@@ -412,14 +412,17 @@ def undo_last(memory: Memory, *, force: bool = False, actions: Collection[str] |
                 f"Cannot undo the {run.action} run {run.id}: {plural(len(conflicts), 'entry')} changed after it ({shown}{more}).",
                 "Undoing would overwrite those changes; use --force (force=True) to undo anyway.",
             )
-        for path, state in reversed(list(run.before.items())):
-            now, after = current[path], run.after.get(path) or {}
-            if _identity(now) == _identity(state):
-                continue  # already as it was (e.g. an earlier, interrupted undo)
-            # Reads the entry got since the run are kept, not lost with the undo.
-            extra = max(0, now.get("hits", 0) - after.get("hits", now.get("hits", 0)))
-            restore(memory, path, state, extra)
-            (removed if state["state"] == "missing" else restored).append(path)
+        to_restore = [(path, state) for path, state in reversed(list(run.before.items()))
+                      if _identity(current[path]) != _identity(state)]  # (else already as it was: an earlier undo)
+        for path, _ in to_restore:  # every entry may be changed by this caller, or none is (no half-undone run)
+            memory.check_change(path, "undo")
+        with memory.action("undo", run=run.id):
+            for path, state in to_restore:
+                now, after = current[path], run.after.get(path) or {}
+                # Reads the entry got since the run are kept, not lost with the undo.
+                extra = max(0, now.get("hits", 0) - after.get("hits", now.get("hits", 0)))
+                restore(memory, path, state, extra)
+                (removed if state["state"] == "missing" else restored).append(path)
         with append_regular(memory.root, run.file) as handle:
             _write_record(handle, {"type": "undone", "at": _now().isoformat(), "forced": bool(conflicts)})
     return UndoResult(run.id, run.action, run.started_at, restored[::-1], removed[::-1], conflicts)

@@ -209,6 +209,7 @@ def _discover_tool(include_skills: bool) -> Callable[..., Any]:
     async def MemoryDiscover(  # noqa: N802 - the tool's name
         message: Annotated[str, Field(description="The user's message (or the task at hand), as written.")],
         ctx: Context,
+        view_all: Annotated[bool, Field(description="With a role, also entries outside your role's view.")] = False,
     ) -> str:
         """Find skills and memory entries relevant to a message.
 
@@ -223,7 +224,8 @@ def _discover_tool(include_skills: bool) -> Callable[..., Any]:
         """
         settings = app_state(ctx).settings
         text = await run_memory_tool(
-            ctx, discover, read_only=True, message=message, settings=settings, include_skills=include_skills
+            ctx, discover, read_only=True, message=message, settings=settings, include_skills=include_skills,
+            view_all=view_all,
         )
         return text or "No relevant skills or memories found for this message."
 

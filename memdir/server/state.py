@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import contextvars
 import threading
 import time
@@ -38,6 +39,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from memdir.core.errors import MemdirError
 from memdir.core.files import disk_errors
+from memdir.core.identity import Actor, parse_role
 from memdir.core.settings import Settings
 from memdir.tools.session import Session
 from memdir.tools.workspace import FileReads, Workspace
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from memdir.server.scheduler import Scheduler
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class MemoryHost:
@@ -95,9 +98,17 @@ class MemoryHost:
 
     @staticmethod
     def _open(settings: Settings, embedder: Embedder | None) -> Memory:
+        """Open the memory, then prefetch what this agent's role is likely to read first
+        (`memdir.access.prefetch`: the session starts with the server)."""
+        from memdir.access.prefetch import warm
         from memdir.memory import Memory  # heavy imports stay off the start-up path
 
-        return Memory.open(settings, embedder=embedder, background=True)
+        memory = Memory.open(settings, embedder=embedder, background=True)
+        try:
+            warm(memory)
+        except Exception:  # a guess that failed must not keep the memory from opening
+            log.warning("prefetching at session start failed", exc_info=True)
+        return memory
 
     def memory(self) -> Memory:
         """The open memory (waits for the opening; never call it on the writer thread).
@@ -107,11 +118,19 @@ class MemoryHost:
         """
         return self.start().result()
 
-    def _call(self, opening: Future[Memory], fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    def _call(self, opening: Future[Memory], client: str | None, fn: Callable[..., T], args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> T:
         """``fn`` on the memory ``opening`` gives: the attempt `run` started (or found) for this call,
-        submitted to the writer thread before it, so waiting for it never blocks that thread."""
-        with disk_errors(self._root):  # a tool's own files (defrag journal, episodes, ...) too
-            return fn(opening.result(), *args, **kwargs)
+        submitted to the writer thread before it, so waiting for it never blocks that thread.
+
+        ``client``: the token name of the HTTP client the call is for (None: stdio, or no token).
+        Over HTTP each client acts as the agent its token names — its changes are its own, and
+        other clients' entries are theirs — with the server's role and admin flag.
+        """
+        memory = opening.result()
+        actor = None if client is None else Actor(client, parse_role(self._settings.role), self._settings.admin)
+        with disk_errors(self._root), memory.acting_as(actor):  # a tool's own files (defrag journal, episodes, ...) too
+            return fn(memory, *args, **kwargs)
 
     async def run(self, fn: Callable[..., T], *args: Any, read_only: bool = False, writer: Any = None, **kwargs: Any) -> T:
         """``fn(memory, *args, **kwargs)`` off the event loop: on the writer thread, or on the
@@ -139,8 +158,9 @@ class MemoryHost:
     async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any], read_only: bool,
                    writer: Any) -> T:
         opening = self.start()  # queued before any write, which would otherwise wait on the writer thread for it
+        client = HTTP_CLIENT.get()  # (context variables do not follow a call to the worker threads)
         if not read_only:
-            future = self._last_write = self._writer.submit(self._call, opening, fn, args, kwargs)
+            future = self._last_write = self._writer.submit(self._call, opening, client, fn, args, kwargs)
             if writer is not None:
                 self._last_writes[writer] = future
             return await asyncio.wrap_future(future)
@@ -150,7 +170,7 @@ class MemoryHost:
                 await asyncio.wrap_future(before)
             except Exception:  # that write's outcome is its own caller's to report
                 pass
-        return await asyncio.wrap_future(self._readers.submit(self._call, opening, fn, args, kwargs))
+        return await asyncio.wrap_future(self._readers.submit(self._call, opening, client, fn, args, kwargs))
 
     def close(self) -> None:
         """Close the memory (after pending operations, reads included) and stop the threads."""

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
+from memdir.core.identity import Labels
 
 
 class EntryInfo(NamedTuple):
@@ -200,6 +201,9 @@ class StorageAdapter(Protocol):
     def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
         """Read an entry (following stubs when ``follow``); ``count_hit`` for agent reads only."""
 
+    def count_hit(self, entry: Entry) -> Entry:
+        """Count an agent's read of ``entry`` served from a cache (the entry with its new count)."""
+
     def exists(self, path: str) -> bool:
         """True if a real entry, stub or virtual entry lives at ``path``."""
 
@@ -299,6 +303,16 @@ class EntryIndex(SearchIndex, Protocol):
 
     def rows(self, paths: Sequence[str]) -> dict[str, EntryRow]:
         """Title, type, tags and words of the given entries."""
+
+    def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
+        """Access labels (kind, owner, visibility; `memdir.core.identity`) of the given entries (None: all);
+        entries without any left out."""
+
+    def recently_used(self, limit: int) -> list[str]:
+        """The ``limit`` entries read last (never read: by when they were written), newest first; no hidden ones."""
+
+    def most_important(self, at_least: float, limit: int) -> list[str]:
+        """The ``limit`` most important entries of at least importance ``at_least``; no hidden ones."""
 
     def linking_to(self, target: str) -> list[str]:
         """The entries whose metadata links to ``target``, in path order."""

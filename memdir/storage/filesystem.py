@@ -692,6 +692,15 @@ class FilesystemAdapter:
             entry = self._count_hit(target, entry, sidecar)
         return entry
 
+    def count_hit(self, entry: Entry) -> Entry:
+        """Count a read of ``entry`` that was served without reading its files (a cache hit): its
+        ``.yml`` alone is rewritten, hits + 1. Entries without a readable ``.yml`` count nothing."""
+        if self.read_only is not None:
+            return entry
+        with self._writing():
+            sidecar = self._load_sidecar(self._files(entry.path)[1])
+            return entry if sidecar is None else self._count_hit(entry.path, entry, sidecar)
+
     def _count_stub_hit(self, path: str) -> None:
         """A read that went through the stub at ``path``: counted in derived data, never in the stub
         (`memdir.storage.stub_reads`)."""

@@ -58,6 +58,7 @@ import numpy as np
 
 from memdir.core.entry import Entry
 from memdir.core.errors import DiskFullError, ReadOnlyRootError
+from memdir.core.identity import Labels
 from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
 from memdir.storage import snapshot as snapshots
@@ -946,6 +947,25 @@ class DerivedIndex:
         if len(keep) == len(paths):
             return paths, matrix
         return [paths[row] for row in keep], matrix[keep]
+
+    def recently_used(self, limit: int) -> list[str]:
+        """The ``limit`` entries an agent read last (never read: by when they were written), newest first."""
+        query = ("SELECT path FROM entries WHERE is_stub = 0 AND hidden = 0"
+                 " ORDER BY coalesce(accessed_at, updated_at) DESC, path LIMIT ?")
+        with self.lock:
+            return [row[0] for row in self.db.execute(query, (max(0, limit),))]
+
+    def most_important(self, at_least: float, limit: int) -> list[str]:
+        """The ``limit`` most important entries of importance ``at_least`` (the metadata's), most important first."""
+        query = ("SELECT path FROM entries WHERE is_stub = 0 AND hidden = 0 AND importance >= ?"
+                 " ORDER BY importance DESC, coalesce(accessed_at, updated_at) DESC, path LIMIT ?")
+        with self.lock:
+            return [row[0] for row in self.db.execute(query, (at_least, max(0, limit)))]
+
+    def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
+        """The access labels of the given entries (None: all); entries without labels are left out."""
+        with self.lock:
+            return sql.label_rows(self.db, paths)
 
     def linking_to(self, target: str) -> list[str]:
         """The entries whose ``related`` metadata links to the normalised path ``target``, in path order."""

@@ -36,6 +36,9 @@ Tables (schema version `SCHEMA_VERSION`):
 * ``folders`` — (prefix, mtime_ns, ino): the stamp of every folder of the root as the last
   reconcile found it (`memdir.storage.folder_stamps`), so that the next open lists only the
   folders changed since (schema 9).
+* ``entry_labels`` — (id, kind, created_by, visible_to): an entry's access labels
+  (`memdir.core.identity`), only for entries that have any, so role views and ownership
+  filter search results and listings without reading ``.yml`` files (schema 10).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import ENTRY_TYPES, Entry, Metadata
+from memdir.core.identity import Labels
 from memdir.core.paths import disk_stem
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.storage.base import EntryRow, FileStats
@@ -62,7 +66,7 @@ log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memdir"
 INDEX_FILE = "index.sqlite3"
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
 DEFAULT_WAL_LIMIT = 4 << 20  # bytes; `Settings.index_wal_limit` sets it
@@ -217,6 +221,23 @@ def _migration_ranking_facts(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM meta WHERE key = 'text_recipe'")
 
 
+def _migration_access_labels(db: sqlite3.Connection) -> None:
+    """Access labels (kind, owner, visibility) per entry. Existing rows have none recorded, so the
+    searchable-text recipe is forgotten too, which makes the next reconcile re-read every entry."""
+    _run_script(
+        db,
+        """
+        CREATE TABLE IF NOT EXISTS entry_labels (
+            id INTEGER PRIMARY KEY,
+            kind TEXT,
+            created_by TEXT,
+            visible_to TEXT NOT NULL DEFAULT ''
+        );
+        DELETE FROM meta WHERE key = 'text_recipe'
+        """
+    )
+
+
 def _run_script(db: sqlite3.Connection, script: str) -> None:
     """Run ``;``-separated DDL inside the caller's transaction (``executescript`` would commit it)."""
     for statement in script.split(";"):
@@ -244,7 +265,7 @@ def _migration_folders(db: sqlite3.Connection) -> None:
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
 MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (
     _migration_1, _migration_2, _migration_3, _migration_4, _migration_types_from_folders, _migration_links,
-    _migration_typed_links, _migration_ranking_facts, _migration_folders,
+    _migration_typed_links, _migration_ranking_facts, _migration_folders, _migration_access_labels,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -560,6 +581,7 @@ def write_row(
         db.execute("DELETE FROM entry_tags WHERE id = ?", (row_id,))
         db.execute("DELETE FROM entry_terms WHERE id = ?", (row_id,))
         db.execute("DELETE FROM links WHERE id = ?", (row_id,))
+        db.execute("DELETE FROM entry_labels WHERE id = ?", (row_id,))
     else:
         row_id = db.execute(
             "INSERT INTO entries(path, title, type, tags, domain, size, md_mtime_ns, md_size, yml_mtime_ns,"
@@ -572,6 +594,12 @@ def write_row(
         db.executemany(
             "INSERT OR IGNORE INTO entry_tags(tag, id) VALUES (?, ?)", [(t.casefold(), row_id) for t in tags]
         )
+        labels = meta.labels()
+        if labels != Labels():
+            db.execute(
+                "INSERT INTO entry_labels(id, kind, created_by, visible_to) VALUES (?, ?, ?, ?)",
+                (row_id, labels.kind, labels.created_by, TAG_SEPARATOR.join(labels.visible_to)),
+            )
         _write_links(db, row_id, meta)
         terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
         ids = _write_terms(db, row_id, terms)
@@ -645,6 +673,7 @@ def delete_row(db: sqlite3.Connection, row_id: int, path: str, seq: int) -> None
     db.execute("DELETE FROM entry_tags WHERE id = ?", (row_id,))
     db.execute("DELETE FROM entry_terms WHERE id = ?", (row_id,))
     db.execute("DELETE FROM links WHERE id = ?", (row_id,))
+    db.execute("DELETE FROM entry_labels WHERE id = ?", (row_id,))
     db.execute("INSERT OR REPLACE INTO tombstones(path, seq) VALUES (?, ?)", (path, seq))
 
 
@@ -667,6 +696,26 @@ def listing_rows(db: sqlite3.Connection, paths: Sequence[str]) -> Iterator[tuple
             f" WHERE is_stub = 0 AND path IN ({','.join('?' * len(chunk))})",  # noqa: S608 — placeholders only
             chunk,
         )
+
+
+def label_rows(db: sqlite3.Connection, paths: Sequence[str] | None = None) -> dict[str, Labels]:
+    """The access labels of the given entries (None: of every entry); entries without any are left out."""
+    query = (
+        "SELECT e.path, l.kind, l.created_by, l.visible_to FROM entry_labels l JOIN entries e ON e.id = l.id"
+        " WHERE e.is_stub = 0"
+    )
+    if paths is None:
+        rows: Iterator[tuple[Any, ...]] = db.execute(query)
+    else:
+        rows = (
+            row
+            for start in range(0, len(paths), 500)
+            for row in db.execute(
+                query + f" AND e.path IN ({','.join('?' * len(paths[start : start + 500]))})",  # noqa: S608
+                list(paths[start : start + 500]),
+            )
+        )
+    return {path: Labels(kind, owner, tuple(split_tags(visible))) for path, kind, owner, visible in rows}
 
 
 def folder_stats(db: sqlite3.Connection, prefix: str) -> dict[str, tuple[int, int, int, int]]:

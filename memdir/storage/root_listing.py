@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -84,14 +85,14 @@ class ReconcilePlan:
         files: (path, stats) of the entries to check: all of them after a walk, else those in
             the listed folders and those edited in place.
         covered: None after a walk, else `FolderChanges.covers`.
-        known: the index's freshness rows, read under the caller's lock.
+        known: the index's freshness rows, read under the caller's lock (None: unreadable).
         stamps: the folder stamps once the index holds ``files``, given the paths that could
             not be indexed (their folders stay untrusted); None when there can be none.
     """
 
     files: list[tuple[str, FileStats]]
     covered: Callable[[str], bool] | None
-    known: dict[str, tuple[int, tuple[int, ...]]]
+    known: dict[str, tuple[int, tuple[int, ...]]] | None
     stamps: Callable[[list[str]], dict[str, Stamp] | None]
 
 
@@ -174,14 +175,17 @@ class RootListing:
         """What to reconcile (caller holds the root's lock): the folders changed since the recorded
         stamps and, with ``in_place_edits``, every other entry whose files' stats differ from its row."""
         index = self.index
-        known = index.freshness()
-        stamps = index.folder_stamps()
+        try:
+            known: dict[str, tuple[int, tuple[int, ...]]] | None = index.freshness()
+            stamps = index.folder_stamps() if not index.recipe_changed(text_recipe) else {}
+        except sqlite3.DatabaseError:  # damaged since it was opened: the reconcile rebuilds it, from a walk
+            known, stamps = None, {}
         changes = None
         by_folder: dict[str, list[str]] = {}
-        for path in known:
+        for path in known or ():
             if not is_virtual(path):  # (built-in entries have no files)
                 by_folder.setdefault(path[: path.rfind("/") + 1], []).append(path)
-        if stamps and not index.recipe_changed(text_recipe):
+        if stamps and known is not None:
 
             def knows(path: str, stats: FileStats) -> bool:
                 row = known.get(path)

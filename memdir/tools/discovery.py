@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memdir.core.identity import view_filter
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.core.settings import Settings
 from memdir.core.units import estimate_tokens
@@ -190,15 +191,17 @@ def _names_allow(memory: Memory, message: str) -> Callable[[Any], bool]:
 
 
 def search_found(
-    memory: Memory, message: str, types: Sequence[str], settings: Settings, *, exclude_prefix: str | None = None
+    memory: Memory, message: str, types: Sequence[str], settings: Settings, *, exclude_prefix: str | None = None,
+    view_all: bool = False,
 ) -> list[Found]:
     """Top results of one discovery search, above both the adaptive threshold and the floor.
 
-    ``exclude_prefix`` leaves out a folder that has a reminder of its own (episodes).
+    ``exclude_prefix`` leaves out a folder that has a reminder of its own (episodes); the
+    memory's actor's role view applies unless ``view_all``.
     """
     threshold = settings.relevance_needed(message)
     pool = settings.discovery_top_k * (8 if exclude_prefix else 4)  # ranked by score, kept by relevance
-    results = memory.search(message, top_k=pool, types=list(types))
+    results = memory.search(message, top_k=pool, types=list(types), view=view_filter(memory.actor, view_all))
     if settings.discovery_names_required:
         results = list(filter(_names_allow(memory, message), results))
     found = [_found(result) for result in results]
@@ -211,7 +214,9 @@ def search_found(
     return relevant[: settings.discovery_top_k]
 
 
-def discover(memory: Memory, message: str, settings: Settings | None = None, *, include_skills: bool = True) -> str:
+def discover(
+    memory: Memory, message: str, settings: Settings | None = None, *, include_skills: bool = True, view_all: bool = False
+) -> str:
     """The discovery reminders for a user's message, or ``""`` when nothing is relevant.
 
     Args:
@@ -219,6 +224,7 @@ def discover(memory: Memory, message: str, settings: Settings | None = None, *, 
         message: the user's message, as typed.
         settings: limits and thresholds (default: the memory's own settings).
         include_skills: False leaves the skills reminder out (retrieval mode has no LoadSkill).
+        view_all: also entries outside the role's view (`memdir.core.identity.Actor.sees`).
     """
     # The episodes package loads on the first message, not on the server's start-up path.
     from memdir.episodes.recall import discover_episodes
@@ -227,8 +233,8 @@ def discover(memory: Memory, message: str, settings: Settings | None = None, *, 
     settings = settings or memory.settings
     if not message or not message.strip():
         return ""
-    skills = search_found(memory, message, SKILL_TYPES, settings) if include_skills else []
-    memories = search_found(memory, message, MEMORY_TYPES, settings, exclude_prefix=EPISODES_PREFIX)
+    skills = search_found(memory, message, SKILL_TYPES, settings, view_all=view_all) if include_skills else []
+    memories = search_found(memory, message, MEMORY_TYPES, settings, exclude_prefix=EPISODES_PREFIX, view_all=view_all)
     text = render(skills, memories, settings.discovery_token_budget)
     # Episodes follow the seed's own ranking (importance boost, recency decay, at most N)
     # and get their own reminder, within what is left of the budget.

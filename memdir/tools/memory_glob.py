@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memdir.core.identity import view_filter
 from memdir.tools.formatting import human_size, plural, system_reminder, with_title
 from memdir.tools.session import Session
 
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
     from memdir.memory import Memory
 
 
-def memory_glob(memory: Memory, session: Session, pattern: str) -> str:
+def memory_glob(memory: Memory, session: Session, pattern: str, view_all: bool = False) -> str:
     """Find memory entries by path pattern (like a filesystem glob); newest first.
 
     Use it to see what is stored in a part of memory before reading: all skills,
@@ -21,12 +22,14 @@ def memory_glob(memory: Memory, session: Session, pattern: str) -> str:
     Args:
         pattern: e.g. ``skill/**`` (all skills, recursively), ``concept/ruby/*`` (direct
             children only), ``fact/people/*.md``, ``**/api-*`` or ``**/*`` (everything).
+        view_all: with a role, also entries outside your role's view (other kinds, or not
+            visible to your role); without a role every entry is shown anyway.
 
     Returns:
         ``Memory entries matching 'PATTERN' (N entries):`` then one
         ``- memory://path "Title" (SIZE)`` line per entry; at most 500 are listed.
     """
-    infos = memory.glob(pattern)
+    infos = memory.glob(pattern, view=view_filter(memory.actor, view_all))
     if not infos:
         return f"No entries found matching pattern '{pattern}'."
     cap = max(1, memory.settings.glob_max_results)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from memdir.core.entry import check_entry_types
 from memdir.core.errors import EntryNotFoundError, InputValidationError
+from memdir.core.identity import view_filter
 from memdir.search.hybrid import SearchResult
 from memdir.search.snippet import best_line
 from memdir.tools.formatting import memory_uri, plural
@@ -27,6 +28,7 @@ def memory_search(
     tags: list[str] | None = None,
     threshold: float | None = None,
     explain: bool = False,
+    view_all: bool = False,
 ) -> str:
     """Search memory by meaning and keywords; the best entries first, each with the line that matched.
 
@@ -42,6 +44,8 @@ def memory_search(
         tags: only entries carrying at least one of these tags.
         threshold: only results scoring at least this (0-1).
         explain: also show each result's score breakdown (semantic, bm25, keyword, tag, context).
+        view_all: with a role, also entries outside your role's view (other kinds, or not
+            visible to your role); without a role every entry is shown anyway.
 
     Returns:
         ``N results for 'QUERY':`` then per result ``1. memory://path "Title" (type, score 0.62)``
@@ -60,7 +64,8 @@ def memory_search(
     types = coerce_str_list(type, "type") or None
     check_entry_types(types)
     tag_list = coerce_str_list(tags, "tags") or None
-    results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix, tags=tag_list)
+    results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix, tags=tag_list,
+                            view=view_filter(memory.actor, view_all))
     if not results:
         return f"No memory entries found for '{text}'."
     weights = memory.term_weights(text)

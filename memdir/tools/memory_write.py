@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES, Entry, Metadata
 from memdir.core.errors import InputValidationError, InvalidPathError
+from memdir.core.identity import KINDS, check_kind
 from memdir.core.user_regex import RegexBudget
 from memdir.core.paths import has_control_char, normalize_path
 from memdir.core.units import count_words
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 DUPLICATE_CANDIDATES = 10  # keyword-search candidates checked when there is no embedding
 
 
-CHOICES = {"type": ENTRY_TYPES, "confidence": CONFIDENCE_LEVELS}
+CHOICES = {"type": ENTRY_TYPES, "confidence": CONFIDENCE_LEVELS, "kind": KINDS}
 """Parameters with a fixed set of values: the server lists them in the tool's input schema."""
 
 
@@ -40,6 +41,7 @@ def memory_write(
     source: str | None = "user",
     tools: list[str] | str | None = None,
     permissions: dict[str, Any] | str | None = None,
+    kind: str | None = None,
 ) -> str:
     """Store a memory entry: markdown content plus structured metadata, searchable by meaning.
 
@@ -47,7 +49,8 @@ def memory_write(
     (concept), a piece of concrete information (fact), a step-by-step procedure
     (skill) or a lesson learned (experience). Keep each entry focused and at most
     250 words; split larger material into several entries linked through ``related``.
-    Writing to an existing path replaces that entry. If similar entries already exist
+    Writing to an existing path replaces that entry (only its owner may, when another
+    agent wrote it). If similar entries already exist
     the reply lists them: prefer MemoryEdit on one of those over keeping duplicates.
 
     Args:
@@ -64,6 +67,9 @@ def memory_write(
         source: where it came from: ``user`` (default), ``documentation``, ``experimentation`` or ``inference``.
         tools: skills only: the tools the skill needs, e.g. ``["Read", "Edit", "Bash"]``.
         permissions: skills only: tool restrictions, e.g. ``{"Bash": {"allowed_commands": ["^pytest"]}}``.
+        kind: what the memory is about, for the agent roles that look for it: ``decision``,
+            ``architecture``, ``coordination``, ``pattern``, ``skill``, ``bug``, ``test`` or
+            ``implementation`` (optional; an entry without a kind is in every role's view).
 
     Returns:
         ``Stored at memory://PATH (SIZE)``, plus a note when an entry was replaced and a
@@ -107,6 +113,7 @@ def memory_write(
         source=(source or "user").strip() or "user",
         tools=skill_tools,
         permissions=skill_permissions,
+        kind=check_kind(kind),
     )
 
     result = memory.write(logical, content, title=title.strip(), metadata=metadata)

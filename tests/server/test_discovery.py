@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from memdir.core.identity import Actor
 from memdir.core.settings import Settings
 from memdir.core.units import estimate_tokens
 from memdir.tools.discovery import Found, discover, memory_reminder, render, skill_reminder
@@ -109,8 +110,10 @@ class ScriptedMemory:
         self.hits = hits
         self.settings = settings or Settings()
         self.calls = []
+        self.actor = Actor()  # no role: no view
 
-    def search(self, query, *, top_k, threshold=None, types=None, path_prefix=None):
+    def search(self, query, *, top_k, threshold=None, types=None, path_prefix=None, view=None):
+        assert view is None
         call = {"query": query, "top_k": top_k, "threshold": threshold, "types": types}
         self.calls.append(call if path_prefix is None else {**call, "path_prefix": path_prefix})
         found = [

@@ -20,21 +20,22 @@ from memdir.server.modes import MODE_TOOLS, tools_for_mode
 
 CONTRACT = {
     "MemoryRead": ("Read memory entry", "RI", {"file_path": "string"}),
-    "MemoryGlob": ("Find memory entries by path", "RI", {"pattern": "string"}),
+    "MemoryGlob": ("Find memory entries by path", "RI", {"pattern": "string", "view_all": "boolean?"}),
     "MemoryGrep": ("Search memory contents", "RI", {
         "pattern": "string", "path": "string?", "case_insensitive": "boolean?",
         "output_mode": "string:files_with_matches|content|count?",
     }),
     "MemorySearch": ("Search memory by meaning and keywords", "RI", {
         "query": "string", "top_k": "integer?", "type": "array[string]?", "path_prefix": "string?",
-        "tags": "array[string]?", "threshold": "number?", "explain": "boolean?",
+        "tags": "array[string]?", "threshold": "number?", "explain": "boolean?", "view_all": "boolean?",
     }),
-    "MemoryDiscover": ("Discover relevant skills and memories", "RI", {"message": "string"}),
+    "MemoryDiscover": ("Discover relevant skills and memories", "RI", {"message": "string", "view_all": "boolean?"}),
     "MemoryWrite": ("Write memory entry", "DI", {
         "file_path": "string", "content": "string", "title": "string",
         "type": "string:concept|fact|skill|experience", "tags": "array[string]", "related": "array[string]",
         "domain": "string", "confidence": "string:high|medium|low?", "source": "string?",
         "tools": "array[string]?", "permissions": "object?",
+        "kind": "string:decision|architecture|coordination|pattern|skill|bug|test|implementation?",
     }),
     "MemoryEdit": ("Edit memory entry", "D", {
         "file_path": "string", "old_string": "string", "new_string": "string", "replace_all": "boolean?",

@@ -317,6 +317,18 @@ class PostgresAdapter:
             next_change(conn)  # listings show hit counts
             return entry
 
+    def count_hit(self, entry: Entry) -> Entry:
+        """Count a read of ``entry`` served without reading its row (a cache hit), as `read_entry` does."""
+        if self.read_only is not None or entry.virtual:
+            return entry
+        with self._writing():
+            conn = self._conn()
+            counted = conn.execute(
+                "UPDATE entries SET hits = hits + 1 WHERE path = %s AND stub_kind IS NULL RETURNING hits", (entry.path,)
+            ).fetchone()
+            next_change(conn)  # listings show hit counts
+        return entry if counted is None else entry.model_copy(update={"hits": counted[0]})
+
     def _read(self, path: str, follow: bool) -> Entry:
         target = stubs.follow(self.read_redirect, path, self.max_redirect_hops) if follow else path
         if is_virtual(target):

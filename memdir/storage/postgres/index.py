@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from memdir.core.entry import Entry
+from memdir.core.entry import Entry, Metadata
+from memdir.core.identity import Labels
 from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
 from memdir.storage.index_db import Edge, RankFacts, entry_terms
 from memdir.storage.postgres.adapter import as_array, like_prefix, metadata_json, next_change, row_stats
@@ -325,6 +326,31 @@ class PostgresIndex:
             (list(paths),),
         ).fetchall()
         return {path: EntryRow(path, title, type_, tuple(tags or ()), terms or "") for path, title, type_, tags, terms in rows}
+
+    def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
+        where = "" if paths is None else " AND path = ANY(%s)"
+        rows = self._conn().execute(
+            "SELECT path, metadata ->> 'kind', metadata ->> 'created_by', metadata -> 'visible_to' FROM entries"
+            " WHERE stub_kind IS NULL AND NOT builtin" + where, () if paths is None else (list(paths),),
+        )
+        found = {}
+        for path, kind, owner, visible in rows:
+            labels = Metadata(kind=kind, created_by=owner, visible_to=visible or []).labels()
+            if labels != Labels():
+                found[path] = labels
+        return found
+
+    def recently_used(self, limit: int) -> list[str]:
+        return [row[0] for row in self._conn().execute(
+            "SELECT path FROM entries WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden"
+            " ORDER BY coalesce(accessed_at, updated_at) DESC, path LIMIT %s", (max(0, limit),),
+        )]
+
+    def most_important(self, at_least: float, limit: int) -> list[str]:
+        return [row[0] for row in self._conn().execute(
+            "SELECT path FROM entries WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden AND importance >= %s"
+            " ORDER BY importance DESC, coalesce(accessed_at, updated_at) DESC, path LIMIT %s", (at_least, max(0, limit)),
+        )]
 
     def linking_to(self, target: str) -> list[str]:
         return [row[0] for row in self._conn().execute(

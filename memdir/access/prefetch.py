@@ -1,0 +1,54 @@
+"""Prefetching at session start (seed 003, Component 3.4, with a real cache behind it).
+
+`warm` fills the memory's entry cache (`memdir.storage.entry_cache`) with what an agent of
+this role is likely to read first: its view's most recently used entries (last read, else
+last changed; ``prefetch_recent``) and its most important ones (importance at least
+``prefetch_min_importance``; ``prefetch_important``). An empty store prefetches nothing;
+prefetching an entry twice only refreshes its place. Reads (MemoryRead) are then served from
+the cache while the entry's files are unchanged, and the cache counts hits and misses.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from memdir.core.identity import Labels, view_filter
+
+if TYPE_CHECKING:
+    from memdir.memory import Memory
+
+log = logging.getLogger(__name__)
+
+CANDIDATES_PER_SLOT = 8
+"""Candidates looked at per prefetch slot, so that a role's view still fills its slots."""
+
+
+def session_paths(memory: Memory) -> list[str]:
+    """The entries to prefetch for ``memory``'s actor: recent ones first, then important ones, no repeats."""
+    settings = memory.settings
+    view = view_filter(memory.actor, False)
+    chosen: list[str] = []
+    for limit, candidates in (
+        (settings.prefetch_recent, memory.index.recently_used(settings.prefetch_recent * CANDIDATES_PER_SLOT)),
+        (settings.prefetch_important, memory.index.most_important(
+            settings.prefetch_min_importance, settings.prefetch_important * CANDIDATES_PER_SLOT)),
+    ):
+        visible = [path for path in candidates if path not in chosen]
+        if view is not None:
+            labels = memory.index.labels(visible)
+            visible = [path for path in visible if view.sees(labels.get(path, Labels()))]
+        chosen.extend(visible[:limit])
+    return chosen
+
+
+def warm(memory: Memory) -> int:
+    """Prefetch `session_paths` into the memory's cache; how many entries were cached."""
+    if memory.cache is None:
+        return 0
+    paths = session_paths(memory)
+    done = memory.prefetch(paths)
+    log.info("prefetched %d of %d entries for %s", done, len(paths), memory.actor.label)
+    return done
+
+__all__ = ["session_paths", "warm"]
