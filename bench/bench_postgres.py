@@ -154,20 +154,25 @@ def load(url: str, n: int, bases: np.ndarray, model_id: str, recipe: str, weight
     return time.perf_counter() - started
 
 
-def recall_at_10(memory: Memory, url: str, vectors: np.ndarray, model_id: str) -> float:
-    """Mean share of the exact top 10 (sequential scan) that the HNSW search returns."""
-    found = []
+def exact_top_10(url: str, vectors: np.ndarray, model_id: str) -> list[set[str]]:
+    """The exact 10 nearest entries of each vector: a sequential scan computing every cosine."""
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
         conn.execute("SET enable_indexscan = off")
         conn.execute("SET enable_bitmapscan = off")
-        for vector in vectors:
-            exact = {row[0] for row in conn.execute(
+        return [
+            {row[0] for row in conn.execute(
                 "SELECT path FROM entries WHERE embedding IS NOT NULL AND stub_kind IS NULL AND vector_model = %s"
                 " ORDER BY embedding <=> %s LIMIT 10", (model_id, vector),
             )}
-            approximate = memory.index.semantic_hits(vector, model_id, 10)
-            found.append(len(exact & set(approximate.top[:10])) / 10)
+            for vector in vectors
+        ]
+
+
+def recall_at_10(memory: Memory, exact: list[set[str]], vectors: np.ndarray, model_id: str) -> float:
+    """Mean share of the exact top 10 that the store's HNSW search returns."""
+    found = [len(wanted & set(memory.index.semantic_hits(vector, model_id, 10).top[:10])) / 10
+             for wanted, vector in zip(exact, vectors)]
     return float(np.mean(found))
 
 
@@ -207,10 +212,16 @@ def bench_size(base_url: str, n: int, args, bases, questions, embedder) -> None:
         terms = [memory.term_weights(q) for q in queries]
         bm25 = timed(lambda t: memory.index.keyword_hits(list(t), 50, types=None, path_prefix=None, tags=None), terms)
         print(f"    BM25 query alone (50 best)           {summary(bm25)}")
-        sample = vectors[: args.recall_queries]
-        recall = recall_at_10(memory, url, np.asarray(sample), model.model_id)
-        print(f"  recall@10 of HNSW vs exact search: {recall:.3f} ({len(sample)} queries, ef_search "
-              f"{settings.hnsw_ef_search})", flush=True)
+        sample = np.asarray(vectors[: args.recall_queries])
+        exact = exact_top_10(url, sample, model.model_id)
+        for ef in sorted({100, 200, 400, 800, settings.hnsw_ef_search}):
+            memory.index.ef_search = ef
+            recall = recall_at_10(memory, exact, sample, model.model_id)
+            took = timed(lambda v: memory.index.semantic_hits(v, model.model_id, 10), sample)
+            default = " (the default)" if ef == settings.hnsw_ef_search else ""
+            print(f"  recall@10 of HNSW vs exact search, ef_search {ef:>3}{default}: {recall:.3f}"
+                  f"   HNSW query {summary(took)}", flush=True)
+        memory.index.ef_search = settings.hnsw_ef_search
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -271,8 +271,9 @@ class EntryIndex(SearchIndex, Protocol):
         """The row of ``entry`` as just written (its ``embedding`` made by ``model_id`` from the
         text hashed ``vector_text_hash``, default ``text_hash``)."""
 
-    def upsert_rows(self, rows: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
-        """`upsert` of many (entry, stats, text_hash, model_id, vector_text_hash) in one transaction."""
+    def restamp_metadata(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> None:
+        """Rows of entries whose metadata alone changed, as (entry, stats, text_hash, model_id,
+        vector_text_hash), in one transaction: their words and vectors stay."""
 
     def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
         """New vectors of (entry, stats, text_hash, model_id) whose text is unchanged."""

@@ -119,15 +119,14 @@ class PostgresIndex:
         with self.db.lock.exclusive():
             self._index(self._conn(), entry, text_hash, model_id, vector_text_hash or text_hash)
 
-    def upsert_rows(self, rows: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
-        """`upsert` of many (entry, stats, text_hash, model_id, vector_text_hash), in the caller's transaction."""
-        count = 0
+    def restamp_metadata(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> None:
+        """Search columns of entries whose metadata alone changed (importance, archival, links), as
+        (entry, stats, text_hash, model_id, vector_text_hash), in the caller's transaction. (Their
+        words are indexed again too: in a database that is the same few statements.)"""
         with self.db.lock.exclusive():
             conn = self._conn()
-            for entry, _, text_hash, model_id, vector_hash in rows:
+            for entry, _, text_hash, model_id, vector_hash in items:
                 self._index(conn, entry, text_hash, model_id, vector_hash or text_hash)
-                count += 1
-        return count
 
     def set_vectors(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
         count = 0
@@ -415,12 +414,14 @@ class PostgresIndex:
     def _snapshot(self) -> Iterator[psycopg.Connection]:
         """The calling thread's connection inside one repeatable-read snapshot (its own transaction, if it has one)."""
         conn = self._conn()
-        if self.db.lock.mode is not None:
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             yield conn
             return
-        with conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")  # (one round trip, not two)
+        try:
             yield conn
+        finally:
+            conn.execute("COMMIT" if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS else "ROLLBACK")
 
     @contextmanager
     def reading(self) -> Iterator[psycopg.Connection]:
@@ -432,39 +433,36 @@ class PostgresIndex:
             finally:
                 self._cache.seen = None
 
-    def _totals(self) -> tuple[int, int]:
-        """(entries, total length in words) of the store, for BM25."""
-        seen = getattr(self._cache, "seen", None)
-        if seen is not None and "" in seen:
-            return seen[""]
-        totals = tuple(self._conn().execute("SELECT entries, total_length FROM store_state").fetchone())
-        if seen is not None:
-            seen[""] = totals
-        return totals
-
-    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+    def _statistics(self, terms: Iterable[str]) -> tuple[tuple[int, int], dict[str, int]]:
+        """((entries, total length in words), entries holding each term): what BM25 needs, in one
+        query; inside `reading`, read once per search."""
         seen = getattr(self._cache, "seen", None)
         known = seen if seen is not None else {}
         stored = {term: stored_term(term) for term in terms}
-        wanted = [form for form in stored.values() if form not in known]
-        if wanted:
-            found = dict(self._conn().execute(
-                "SELECT term, entries FROM term_stats WHERE term = ANY(%s)", (wanted,)
-            ).fetchall())
+        wanted = [form for form in dict.fromkeys(stored.values()) if form not in known]
+        if wanted or "" not in known:
+            live, length, found = self._conn().execute(
+                "SELECT s.entries, s.total_length, (SELECT coalesce(json_object_agg(t.term, t.entries), '{}')"
+                " FROM term_stats t WHERE t.term = ANY(%s)) FROM store_state s", (wanted,),
+            ).fetchone()
+            known[""] = (live, length)
             known.update((form, max(0, found.get(form, 0))) for form in wanted)
-        return {term: known[form] for term, form in stored.items()}
+        return known[""], {term: known[form] for term, form in stored.items()}
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        return self._statistics(terms)[1]
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
-        live = self._totals()[0]
-        return {term: bm25_idf(live, hits) for term, hits in self.document_frequencies(terms).items()}
+        (live, _), frequencies = self._statistics(terms)
+        return {term: bm25_idf(live, hits) for term, hits in frequencies.items()}
 
     def keyword_hits(
         self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None,
     ) -> dict[str, float]:
         conn = self._conn()
-        live, total_length = self._totals()
-        frequencies = {term: hits for term, hits in self.document_frequencies(terms).items() if hits > 0}
+        (live, total_length), frequencies = self._statistics(terms)
+        frequencies = {term: hits for term, hits in frequencies.items() if hits > 0}
         if not live or not frequencies or limit <= 0:
             return {}
         weights = [(K1 + 1.0) * max(bm25_idf(live, hits), 1e-6) for hits in frequencies.values()]
@@ -492,16 +490,15 @@ class PostgresIndex:
         where, params = _filters(types, path_prefix, tags)
         comparable = "e.embedding IS NOT NULL AND e.stub_kind IS NULL" + (" AND e.vector_model = %s" if model else "")
         model_params = [model] if model else []
-        if conn.execute(f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params).fetchone()[0] is False:
-            return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
         condition = comparable + (f" AND {where}" if where else "")
-        # The settings last until the end of the transaction: the search's own (`reading`), else one just for this.
-        in_transaction = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
-        with nullcontext() if in_transaction else conn.transaction():
-            conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                (str(max(self.ef_search, limit)),),
-            )
+        with self._snapshot():  # the HNSW settings last until the end of this (or the search's) transaction
+            present = conn.execute(
+                f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable}), set_config('hnsw.ef_search', %s, true),"
+                " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                (*model_params, str(max(self.ef_search, limit))),
+            ).fetchone()[0]
+            if not present:
+                return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
             rows = conn.execute(
                 f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                 " ORDER BY e.embedding <=> %s LIMIT %s",

@@ -81,7 +81,7 @@ CREATE TABLE postings (
     length integer NOT NULL,
     PRIMARY KEY (term, entry) INCLUDE (tf, length)
 );
-CREATE INDEX postings_entry ON postings (entry);
+CREATE INDEX postings_entry ON postings (entry, term);  -- which of a search's words its candidates hold
 CREATE TABLE term_stats (term text PRIMARY KEY, entries integer NOT NULL);
 CREATE TABLE links (
     entry bigint NOT NULL REFERENCES entries ON DELETE CASCADE,
