@@ -103,7 +103,7 @@ class Settings(BaseSettings):
         description="Who is acting (owner of what it writes); alone, also its own store <root>/agents/<agent>.",
     )
     role: Literal["orchestrator", "optimizer", "reviewer", "executor"] | None = _setting(
-        None, "role", description="The agent's role: its view of kinds, its ranking weights; with a role the agent shares the root.",
+        None, "role", description="The agent's role: its view of kinds; with a role the agent shares the root.",
     )
     shared_store: bool = _setting(False, "shared_store", description="True: an agent without a role uses the shared root too.")
     admin: bool = Field(
@@ -226,15 +226,8 @@ class Settings(BaseSettings):
     hook_socket: bool = _setting(True, "hook_socket", description="A running server answers the hooks over a local socket under <root>/.memdir/.")
     hook_socket_timeout: float = _setting(HOOK_SOCKET_TIMEOUT, "hook_socket_timeout", description="Seconds a hook waits for the server before answering on its own.")
 
-    # --- access (memdir.access: audit log, role ranking, prefetch cache)
+    # --- access (memdir.access: audit log, prefetch cache)
     audit_diff_chars: int = _setting(2000, "audit_diff_chars", description="Longest diff one audit record keeps.")
-    role_weights_orchestrator: tuple[float, float, float, float] = _setting(
-        (0.3, 0.2, 0.4, 0.1), "role_weights_orchestrator",
-        description="Role importance weights (seed 003): base importance, access, recency, kind relevance.",
-    )
-    role_weights_optimizer: tuple[float, float, float, float] = _setting((0.4, 0.3, 0.1, 0.2), "role_weights_optimizer")
-    role_weights_reviewer: tuple[float, float, float, float] = _setting((0.5, 0.1, 0.2, 0.2), "role_weights_reviewer")
-    role_weights_executor: tuple[float, float, float, float] = _setting((0.2, 0.4, 0.3, 0.1), "role_weights_executor")
     prefetch_size: int = _setting(1000, "prefetch_size", description="Entries the prefetch cache holds (0 = no cache).")
     prefetch_recent: int = _setting(20, "prefetch_recent", description="Recent entries of the role's view prefetched at session start.")
     prefetch_important: int = _setting(10, "prefetch_important", description="Important entries of the role's view prefetched at session start.")
@@ -337,14 +330,10 @@ class Settings(BaseSettings):
     consolidation_max_gap_days: float = _setting(30.0, "consolidation_max_gap_days", description="Without the model, entries written further apart are kept (the later may be an evolution).")
     consolidation_sampling_timeout: float = _setting(60.0, "consolidation_sampling_timeout", description="Seconds to wait for the client's model to decide on one cluster.")
 
-    @field_validator(
-        "importance_weights", "role_weights_orchestrator", "role_weights_optimizer", "role_weights_reviewer",
-        "role_weights_executor",
-    )
+    @field_validator("importance_weights")
     @classmethod
     def _weights_sum_to_one(cls, value: tuple[float, ...]) -> tuple[float, ...]:
-        """Seed 003: importance weights (the recalibration's, a role's ranking) are a weighted mean, so the
-        result stays in its range."""
+        """Seed 003: the recalibration's weights are a weighted mean (the result stays in [1, 10])."""
         if any(weight < 0 for weight in value) or abs(sum(value) - 1.0) > 1e-6:
             raise ValueError(f"the four importance weights must be non-negative and sum to 1, not {value}")
         return value

@@ -106,3 +106,9 @@ def test_a_dry_run_archives_nothing(store):
     assert all(store.read(info.path).metadata.archived_at is None for info in store.list(include_virtual=False))
     with pytest.raises(InputValidationError, match="no live archival run"):
         undo_last(store, actions=("archival",))
+
+
+@pytest.fixture(autouse=True)
+def both_stores(store_kind):
+    """Run against the directory store and PostgreSQL."""
+    return store_kind

@@ -156,3 +156,9 @@ def test_a_dry_run_supersedes_nothing(memory):
     record = run_job(memory, ConsolidationJob(), dry_run=True)
     assert record.changed == 1
     assert memory.read("concept/deploy/a.md").metadata.superseded_by is None
+
+
+@pytest.fixture(autouse=True)
+def both_stores(store_kind):
+    """Run against the directory store and PostgreSQL."""
+    return store_kind

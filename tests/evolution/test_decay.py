@@ -116,3 +116,9 @@ def test_a_dry_run_changes_no_link(memory):
     record = run_job(memory, LinkDecayJob(), dry_run=True)
     assert record.details == ["memory://concept/a.md: references link to memory://concept/b.md: 0.8 → 0.2"]
     assert strengths(memory, "concept/a.md") == {("concept/b.md", "references"): 0.8}
+
+
+@pytest.fixture(autouse=True)
+def both_stores(store_kind):
+    """Run against the directory store and PostgreSQL."""
+    return store_kind

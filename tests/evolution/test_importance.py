@@ -127,3 +127,9 @@ def test_weights_that_do_not_sum_to_one_and_growing_decay_are_refused(field, val
 
     with pytest.raises(ValidationError, match="sum to 1|only weakens"):
         Settings(**{field: value})
+
+
+@pytest.fixture(autouse=True)
+def both_stores(store_kind):
+    """Run against the directory store and PostgreSQL."""
+    return store_kind

@@ -53,3 +53,9 @@ def test_a_single_change_of_an_embedded_field_re_embeds(store):
     after = store.update_metadata("concept/a.md", {"tags": ["release"], "importance": 3})
     assert after.metadata.tags == ["release"] and after.metadata.importance == 3
     assert after.content == before.content and not (store.read("concept/a.md").embedding == before.embedding).all()
+
+
+@pytest.fixture(autouse=True)
+def both_stores(store_kind):
+    """Run against the directory store and PostgreSQL."""
+    return store_kind
