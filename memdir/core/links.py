@@ -13,8 +13,8 @@ An entry's ``links`` metadata is a list of mappings::
 SwarmMemory's ``related: [paths]`` stays valid: each path is a link of kind ``references``,
 origin ``user``, strength 1.0 (`entry_links` merges both lists; a typed link to the same
 target and kind wins). The model lives in ``core`` because the storage layer indexes links
-(the derived index's link table) and may not import anything above it; `memdir.graph.links`
-re-exports it beside the graph operations.
+(the derived index's link table) and may not import anything above it; everything above takes
+it from here (the graph operations are in `memdir.graph`).
 """
 
 from __future__ import annotations

@@ -1,2 +1,2 @@
-"""Typed links between entries and the graph they make (seed 003): `links` (the model and the
-rules for reading and writing it), `neighbourhood` (an entry's neighbours, as text or Mermaid)."""
+"""Typed links between entries and the graph they make (seed 003): the link model is
+`memdir.core.links` (the storage layer indexes it); here are `neighbourhood` (an entry's neighbours, as text or Mermaid)."""

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from memdir.core.errors import EntryNotFoundError, InputValidationError, InvalidPathError
-from memdir.graph.links import Link, make_link, parse_links
+from memdir.core.links import Link, make_link, parse_links
 from memdir.optimization.defragmenter import Defragmenter
 from memdir.storage import index_db
 
