@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
+from memdir.graph.neighbourhood import neighbourhood as graph_neighbourhood
 
 if TYPE_CHECKING:
     from memdir.episodes.store import StoredEpisode
@@ -116,29 +117,13 @@ def recent_episodes(memory: Memory, limit: int = 20) -> list[StoredEpisode]:
 
 
 def neighbourhood(memory: Memory, path: str, depth: int = 1, limit: int = MAX_NEIGHBOURS) -> Neighbourhood:
-    """The link neighbourhood of ``path``: breadth first over the index's typed links, in both directions
-    (``related`` paths are ``references`` links there)."""
+    """The link neighbourhood of ``path``: MemoryGraph's walk (`memdir.graph.neighbourhood`, typed links
+    both ways, ``related`` paths as ``references``), in the shape the picture's layout takes."""
     centre = memory.read(path).path
-    distance = {centre: 0}
-    edges: set[tuple[str, str, str]] = set()
-    frontier = [centre]
-    truncated = False
-    for hop in range(1, depth + 1):
-        reached = []
-        for edge in memory.index.edges(frontier):
-            for other in (edge.source, edge.target):
-                if other in distance:
-                    continue
-                if len(distance) >= limit:
-                    truncated = True
-                    break
-                distance[other] = hop
-                reached.append(other)
-            if edge.source in distance and edge.target in distance:
-                edges.add((edge.source, edge.target, edge.kind))
-        frontier = reached
-    missing = {other for other in distance if not memory.exists(other)}
-    return Neighbourhood(centre, memory.titles(distance), distance, sorted(edges), missing, truncated)
+    found = graph_neighbourhood(memory, centre, depth, max_nodes=limit)
+    edges = sorted({(edge.source, edge.target, edge.kind) for edge in found.edges})
+    missing = {other for other in found.hops if other not in found.titles}  # titles exist only for entries
+    return Neighbourhood(centre, found.titles, found.hops, edges, missing, found.truncated)
 
 
 __all__ = [
