@@ -105,6 +105,7 @@ def served(tmp_path):
 
 def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
 
     server, token = served
 
@@ -125,6 +126,8 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
 
     search = browser.find_element(By.NAME, "q")
     search.send_keys("deploy targets\n")
+    # Enter starts the form's navigation and returns before it is done: wait for the results page.
+    WebDriverWait(browser, 10).until(lambda driver: "/search?q=" in driver.current_url)
     assert "/search?q=deploy+targets" in browser.current_url
     first = browser.find_element(By.CSS_SELECTOR, "#results tbody tr")
     assert "fact/deploy/targets.md" in first.text
