@@ -13,6 +13,9 @@ than a common one, and the two stores would rank differently.
 
 Vector search is pgvector's HNSW index (cosine distance) with iterative scans, so a
 filtered search is not cut short by the filter.
+
+A search's reads take six round trips, not one per question the searcher asks: what is sent
+together and what is read ahead or cached is in `memdir.storage.postgres.search`.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from memdir.storage.postgres.adapter import as_array, metadata_json, next_change
 from memdir.storage.postgres.database import Database
 from memdir.storage.postgres.search import (
     BEGIN, HIDDEN, HiddenCache, Neighbours, RowHits, SearchState, candidates_params, candidates_sql, filters,
+    neighbour_ids,
 )
 from memdir.storage.postings import B, K1, bm25_idf
 from memdir.storage.sidecar import EMBEDDING_DIM
@@ -576,10 +580,7 @@ class PostgresIndex:
             return found.owner, found.ids
         rows = self._rows((
             "SELECT c.pos - 1, n.id FROM unnest(%s::text[]) WITH ORDINALITY AS c(path, pos)"
-            " JOIN entries e ON e.path = c.path CROSS JOIN LATERAL ("
-            " (SELECT x.id FROM entries x WHERE x.folder = e.folder AND x.id < e.id AND x.counted ORDER BY x.id DESC LIMIT %s)"
-            " UNION ALL"
-            " (SELECT x.id FROM entries x WHERE x.folder = e.folder AND x.id > e.id AND x.counted ORDER BY x.id LIMIT %s)) n",
+            f" JOIN entries e ON e.path = c.path CROSS JOIN LATERAL ({neighbour_ids('e')}) n",
             (list(paths), window, window),
         ))
         return np.array([row[0] for row in rows], dtype=np.int64), np.array([row[1] for row in rows], dtype=np.int64)

@@ -35,12 +35,15 @@ BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
 HIDDEN = "ARRAY(SELECT path FROM entries WHERE hidden AND stub_kind IS NULL)"  # (a partial index holds them)
 
-_NEIGHBOURS = (
-    ", n AS MATERIALIZED (SELECT c.pos, n.id FROM c CROSS JOIN LATERAL ("
-    "(SELECT x.id FROM entries x WHERE x.folder = c.folder AND x.id < c.id AND x.counted ORDER BY x.id DESC LIMIT %s)"
-    " UNION ALL"
-    " (SELECT x.id FROM entries x WHERE x.folder = c.folder AND x.id > c.id AND x.counted ORDER BY x.id LIMIT %s)) n)"
-)
+def neighbour_ids(owner: str) -> str:
+    """A lateral subquery: the ids of the counted entries written just before and after the row
+    ``owner`` in its folder, up to a parameter's number on each side (the parameter comes twice)."""
+    return (
+        f"(SELECT x.id FROM entries x WHERE x.folder = {owner}.folder AND x.id < {owner}.id AND x.counted"
+        " ORDER BY x.id DESC LIMIT %s) UNION ALL"
+        f" (SELECT x.id FROM entries x WHERE x.folder = {owner}.folder AND x.id > {owner}.id AND x.counted"
+        " ORDER BY x.id LIMIT %s)"
+    )
 
 
 def candidates_sql(semantic: RowHits | None, window: int) -> str:
@@ -62,7 +65,8 @@ def candidates_sql(semantic: RowHits | None, window: int) -> str:
         "WITH c AS MATERIALIZED (SELECT p.pos, e.id, e.path, e.title, e.type, e.metadata -> 'tags' AS tags, e.folder,"
         f" {cosine} AS cosine FROM unnest(%s::text[]) WITH ORDINALITY AS p(path, pos)"
         " JOIN entries e ON e.path = p.path WHERE e.counted)"
-        + (_NEIGHBOURS if window > 0 else "")
+        + (f", n AS MATERIALIZED (SELECT c.pos, n.id FROM c CROSS JOIN LATERAL ({neighbour_ids('c')}) n)"
+           if window > 0 else "")
         + ", h AS (SELECT h.entry, array_agg(h.term) AS terms FROM postings h"
         f" WHERE h.term = ANY(%s) AND h.entry IN ({ids}) GROUP BY h.entry)"
         " SELECT c.pos, c.id, c.path, c.title, c.type, c.tags, c.cosine, coalesce(h.terms, '{}')"
