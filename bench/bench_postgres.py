@@ -281,7 +281,7 @@ def bench_size(base_url: str, n: int, args, bases, questions, embedder) -> None:
         print(f"    BM25 query alone (50 best)           {summary(bm25)}")
         sample = np.asarray(vectors[: args.recall_queries])
         exact = exact_top_10(url, sample, model.model_id)
-        for ef in sorted({100, 150, 200, 300, 400, settings.hnsw_ef_search}):
+        for ef in sorted({100, 150, 200, 300, 400, 800, settings.hnsw_ef_search}):
             memory.index.ef_search = ef
             recall = recall_at_10(memory, exact, sample, model.model_id)
             took = timed(lambda v: memory.index.semantic_hits(v, model.model_id, 10), sample)

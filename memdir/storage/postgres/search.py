@@ -51,15 +51,19 @@ def candidates_sql(semantic: RowHits | None, window: int) -> str:
 
     Rows: ``(pos, id, path, title, type, tags, cosine, held)`` per candidate (``pos`` its
     1-based place in the paths asked; ``cosine`` NULL where the vector search's condition
-    excludes it; ``held`` the query's stored terms it holds), then, if ``window``,
+    excludes it or the search found it already (each cosine reads the row's vector out of line);
+    ``held`` the query's stored terms it holds), then, if ``window``,
     ``(pos, id, NULL..., held)`` per neighbour of the candidate at ``pos``. Which entries hold
     which query words is one join of their ids with the words' postings, so the planner
     reads each word's postings once or probes each entry's, whichever is cheaper (probing
     700 entries for each word one by one took longer than the rest of the statement).
-    Parameters (`candidates_params`): `semantic`'s ``params`` and query vector (if any), the
+    Parameters (`candidates_params`): `semantic`'s known paths, ``params`` and query vector (if any), the
     paths, ``window`` twice (if any), the query's stored terms.
     """
-    cosine = f"CASE WHEN {semantic.condition} THEN 1 - (e.embedding <=> %s) END" if semantic else "NULL::float8"
+    cosine = (
+        f"CASE WHEN NOT e.path = ANY(%s) AND {semantic.condition} THEN 1 - (e.embedding <=> %s) END"
+        if semantic else "NULL::float8"
+    )
     ids = "SELECT id FROM c UNION SELECT id FROM n" if window > 0 else "SELECT id FROM c"
     return (
         "WITH c AS MATERIALIZED (SELECT p.pos, e.id, e.path, e.title, e.type, e.metadata -> 'tags' AS tags, e.folder,"
@@ -78,7 +82,7 @@ def candidates_sql(semantic: RowHits | None, window: int) -> str:
 
 def candidates_params(semantic: RowHits | None, paths: Sequence[str], stored: list[str], window: int) -> list[Any]:
     """The parameters of `candidates_sql`, in its order."""
-    params: list[Any] = [*semantic.params, semantic.query] if semantic else []
+    params: list[Any] = [list(semantic.known), *semantic.params, semantic.query] if semantic else []
     params.append(list(paths))
     if window > 0:
         params += [window, window]
