@@ -14,7 +14,7 @@ from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.search.text_search import glob_matcher
 from memdir.storage.base import EntryInfo
-from memdir.storage.listing_rows import RowTable, from_table, moment
+from memdir.storage.listing_rows import RowTable, by_folder, from_table, moment
 from memdir.storage.listing_snapshot import read_listing_snapshot, snapshot_path, write_listing_snapshot
 from memdir.storage.root_listing import Listed
 from memdir.tools.memory_glob import memory_glob
@@ -54,7 +54,8 @@ def snapshot_of(memory: Memory):
 
 
 def test_the_first_listing_of_a_large_root_writes_a_snapshot_of_its_rows(written):
-    generation, seq, columns = snapshot_of(written)
+    generation, seq, columns, runs = snapshot_of(written)
+    assert dict(runs) == {"concept/": 6, "fact/deep/": 1, "experience/": 1}
     assert generation == written.index._listing.generation and seq == written.index._listing.seq
     rows = dict(zip(columns["paths"], columns["titles"]))
     assert rows["fact/deep/f.md"] == "Fact" and rows["experience/untitled.md"] == ""
@@ -111,10 +112,10 @@ def test_a_damaged_snapshot_is_ignored(written, damage):
 
 def test_a_snapshot_of_another_index_generation_or_a_later_change_is_ignored(written):
     path = snapshot_path(written.index.path)
-    generation, seq, columns = snapshot_of(written)
+    generation, seq, columns, runs = snapshot_of(written)
     columns["titles"] = ["Not the truth"] * len(columns["titles"])
     for other_generation, other_seq in ((generation + "x", seq), (generation, seq + 1000)):
-        write_listing_snapshot(path, other_generation, other_seq, columns)
+        write_listing_snapshot(path, other_generation, other_seq, columns, runs)
         with open_again(written) as again:
             titles = {info.title for info in again.list(include_virtual=False)}
             assert "Not the truth" not in titles
@@ -126,11 +127,12 @@ def test_a_snapshot_keeps_missing_types_and_times_and_refuses_text_it_cannot_hol
         "types": [None, "fact"], "hits": [0, 3], "mtimes": [5, 6], "moments": [moment("2025-01-01T00:00:00+00:00"), 0],
     }  # fmt: skip
     path = tmp_path / "listing.snapshot"
-    write_listing_snapshot(path, "g", 7, columns)
-    assert read_listing_snapshot(path) == ("g", 7, columns)
+    runs = [("a/", 1), ("b/", 1)]
+    write_listing_snapshot(path, "g", 7, columns, runs)
+    assert read_listing_snapshot(path) == ("g", 7, columns, runs)
     path.unlink()
-    write_listing_snapshot(path, "g", 7, {**columns, "titles": ["X", "a\0b"]})
-    write_listing_snapshot(path, "g", 7, {**columns, "hits": [0, 2**70]})
+    write_listing_snapshot(path, "g", 7, {**columns, "titles": ["X", "a\0b"]}, runs)
+    write_listing_snapshot(path, "g", 7, {**columns, "hits": [0, 2**70]}, runs)
     assert not path.exists()
 
 
@@ -171,3 +173,46 @@ def test_only_keeps_the_paths_asked_for():
     listed = _listed({"a.md": 1, "b.md": 2}, [EntryInfo("c.md", "C", 1, datetime(2025, 1, 1, tzinfo=timezone.utc), None)])
     kept = listed.only(lambda path: path != "b.md")
     assert sorted(kept.paths()) == ["a.md", "c.md"] and len(kept) == 2
+
+
+def test_rows_read_folder_by_folder_have_the_folders_of_rows_grouped_one_by_one(tmp_path):
+    paths = ["b/x.md", "a/y.md", "b/c/z.md", "top.md", "a/w.md", "b/v.md"]
+    table = RowTable(paths, ["T"] * 6, [1] * 6, ["2025-01-01T00:00:00+00:00"] * 6, [None] * 6, [0] * 6, [0] * 6, [0] * 6)
+    ordered, runs = by_folder(table)
+    assert runs == [("", 1), ("a/", 2), ("b/", 2), ("b/c/", 1)]
+    assert from_table("g", 1, 0, ordered, runs).folders == from_table("g", 1, 0, table).folders
+    path = tmp_path / "listing.snapshot"
+    write_listing_snapshot(path, "g", 1, ordered._asdict(), [("", 1), ("a/", 2)])  # runs short of the rows
+    assert read_listing_snapshot(path) is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matched"),
+    [("**/*", {"a.md", "x/a.md", "x/y/z.md"}), ("**", {"a.md", "x/a.md", "x/y/z.md"}), ("**/**", {"a.md", "x/a.md", "x/y/z.md"}),
+     ("**/***", {"a.md", "x/a.md", "x/y/z.md"}), ("*", {"a.md"}), ("**/*.md", {"a.md", "x/a.md", "x/y/z.md"}),
+     ("**/a*", {"a.md", "x/a.md"}), ("x/**", {"x/a.md", "x/y/z.md"})],
+)  # fmt: skip
+def test_a_glob_of_everything_needs_no_test_of_each_path_and_others_still_test(pattern, matched):
+    from memdir.core.globbing import glob_matcher as path_glob
+
+    keep = path_glob(pattern)
+    assert {path for path in ("a.md", "x/a.md", "x/y/z.md") if keep(path)} == matched
+
+
+def test_a_one_name_glob_lists_only_the_top_folder(memory):
+    memory.write("top.md", "At the top.", title="Top")
+    memory.write("concept/below.md", "Below.", title="Below")
+    assert [info.path for info in memory.glob("*")] == ["top.md"]  # '*' matches within one folder
+
+
+@pytest.mark.parametrize(
+    ("pattern", "everything", "matched"),
+    [("**/*", True, {"a.md", "x/a.md", "x/y/b.md"}), ("**", True, {"a.md", "x/a.md", "x/y/b.md"}),
+     ("**/**/*", True, {"a.md", "x/a.md", "x/y/b.md"}), ("*/*", False, {"x/a.md"}), ("**/a*", False, {"a.md", "x/a.md"})],
+)  # fmt: skip
+def test_memory_glob_of_everything_tests_no_path(pattern, everything, matched):
+    from memdir.search.text_search import glob_matcher as memory_glob_matcher
+
+    keep = memory_glob_matcher(pattern)
+    assert keep("never/an/entry.txt") == everything  # (only the every-path test accepts a path that is no entry's)
+    assert {path for path in ("a.md", "x/a.md", "x/y/b.md") if keep(path)} == matched

@@ -69,7 +69,15 @@ from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, Inde
 from memdir.storage.index_db import Edge, RankFacts, file_stats, stat_or_zero
 from memdir.storage.changes import ChangeCounter
 from memdir.storage.folder_stamps import Stamp
-from memdir.storage.listing_rows import ListingRows, RowChanges, RowTable, changes_since, from_table, moved_on
+from memdir.storage.listing_rows import (
+    ListingRows,
+    RowChanges,
+    RowTable,
+    by_folder,
+    changes_since,
+    from_table,
+    moved_on,
+)
 from memdir.storage.postings import KeywordDoc, KeywordIndex
 from memdir.storage.vectors import VectorMatrix
 
@@ -898,7 +906,8 @@ class DerivedIndex:
             return
         lagged = len(changes.changed) + len(changes.removed)
         if not had_one or changes.whole or lagged > max(_SNAPSHOT_LAG, len(rows.slots) // 10):
-            listing_snapshots.write_listing_snapshot(path, rows.generation, rows.seq, rows.live()._asdict())
+            table, runs = by_folder(rows.live())
+            listing_snapshots.write_listing_snapshot(path, rows.generation, rows.seq, table._asdict(), runs)
 
     def _listing_snapshot_path(self) -> Path:
         return listing_snapshots.snapshot_path(self.path)
@@ -910,8 +919,8 @@ class DerivedIndex:
         read = listing_snapshots.read_listing_snapshot(self._listing_snapshot_path())
         if read is None:
             return None
-        generation, seq, columns = read
-        return from_table(generation, seq, -1, RowTable(**columns))
+        generation, seq, columns, runs = read
+        return from_table(generation, seq, -1, RowTable(**columns), runs)
 
     def folder_file_stats(self, prefix: str) -> dict[str, tuple[int, int, int, int]]:
         """The files' stats the rows of the entries directly in folder ``prefix`` record (`index_db.folder_stats`)."""

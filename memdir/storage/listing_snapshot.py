@@ -17,7 +17,8 @@ it, the last one wins, and each version is complete and valid for its own ``seq`
 
 File format (read without running anything the file says: no pickle, no marshal): the magic
 ``MDLS``, the header's length (uint32) and the header (UTF-8 JSON: format, generation, seq,
-rows, and the byte length of each text column), then the number columns (int64 x rows each:
+rows, the byte length of each text column, and the folders: the rows come folder by folder,
+and a list of (folder, row count) says where each folder's run starts), then the number columns (int64 x rows each:
 size, hits, ``.md`` mtime, updated_at in microseconds since the epoch) and the text columns
 (UTF-8, rows separated by NUL: path, title, updated_at as written, type — an empty
 updated_at or type stands for none). A file whose sizes or row counts do not add up is ignored;
@@ -49,15 +50,16 @@ TEXTS = ("paths", "titles", "updated", "types")
 _SEPARATOR = "\0"
 
 Columns = dict[str, list]  # NUMBERS and TEXTS -> one list per column, all of one length
+Runs = list[tuple[str, int]]  # (folder prefix, how many rows in a row are directly in it)
 
 
 def snapshot_path(index_file: Path) -> Path:
     return index_file.parent / SNAPSHOT_FILE
 
 
-def read_listing_snapshot(path: Path) -> tuple[str, int, Columns] | None:
-    """(generation, seq, columns) of the snapshot at ``path``; None when there is none or it
-    cannot be used (a warning says why)."""
+def read_listing_snapshot(path: Path) -> tuple[str, int, Columns, Runs] | None:
+    """(generation, seq, columns, folder runs) of the snapshot at ``path``; None when there is none
+    or it cannot be used (a warning says why)."""
     try:
         with open_regular(path.parent, path) as file:  # a regular file of the index's own folder, or nothing
             if file.read(4) != MAGIC:
@@ -67,6 +69,9 @@ def read_listing_snapshot(path: Path) -> tuple[str, int, Columns] | None:
             if header.get("format") != FORMAT:
                 return None
             rows, lengths = int(header["rows"]), [int(header["bytes"][name]) for name in TEXTS]
+            runs: Runs = [(str(folder), int(count)) for folder, count in header["folders"]]
+            if sum(count for _, count in runs) != rows or any(count <= 0 for _, count in runs):
+                raise ValueError("the folders' row counts do not add up to the rows")
             expected = 8 + header_size + 8 * rows * len(NUMBERS) + sum(lengths)
             if os.fstat(file.fileno()).st_size != expected:
                 raise ValueError(f"{os.fstat(file.fileno()).st_size} bytes where the header promises {expected}")
@@ -84,11 +89,12 @@ def read_listing_snapshot(path: Path) -> tuple[str, int, Columns] | None:
         return None
     for name in ("updated", "types"):
         columns[name] = [text or None for text in columns[name]]
-    return str(header.get("generation", "")), int(header.get("seq", -1)), columns
+    return str(header.get("generation", "")), int(header.get("seq", -1)), columns, runs
 
 
-def write_listing_snapshot(path: Path, generation: str, seq: int, columns: Columns) -> None:
-    """Write the rows to ``path`` atomically (temporary file, then rename); failures are only logged."""
+def write_listing_snapshot(path: Path, generation: str, seq: int, columns: Columns, runs: Runs) -> None:
+    """Write the rows — folder by folder, as ``runs`` say (`memdir.storage.listing_rows.by_folder`) —
+    to ``path`` atomically (temporary file, then rename); failures are only logged."""
     rows = len(columns["paths"])
     try:
         numbers = np.asarray([columns[name] for name in NUMBERS], dtype="<i8").reshape(len(NUMBERS), rows)
@@ -102,7 +108,7 @@ def write_listing_snapshot(path: Path, generation: str, seq: int, columns: Colum
         texts.append(text.encode("utf-8"))
     header = json.dumps({
         "format": FORMAT, "generation": generation, "seq": seq, "rows": rows,
-        "bytes": {name: len(text) for name, text in zip(TEXTS, texts)},
+        "bytes": {name: len(text) for name, text in zip(TEXTS, texts)}, "folders": runs,
     }).encode("utf-8")  # fmt: skip
     try:
         with replacing(path, durable=False) as file:  # derived: a lost snapshot means one read from SQLite

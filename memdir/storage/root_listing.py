@@ -21,7 +21,6 @@ trusted), finds its files as the rows have them, and stamps it.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import os
 import sqlite3
@@ -29,6 +28,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from memdir.storage.base import EntryInfo
 from memdir.storage.folder_stamps import (
@@ -146,10 +147,12 @@ class Listed:
             moments, paths = table.moments, table.paths
             slots = self.slots
             if limit is not None and len(slots) > limit:
-                top = heapq.nlargest(limit + 1, slots, key=moments.__getitem__)
-                floor = moments[top[limit - 1]]
-                # Several as new as the last one kept: every one of them competes (in path order).
-                slots = top[:limit] if moments[top[limit]] < floor else [slot for slot in slots if moments[slot] >= floor]
+                # Every row at least as new as the limit-th newest (one as new as it and later in
+                # path order may still lose to it below).
+                chosen = np.asarray(slots, dtype=np.int64)
+                keys = np.asarray(moments, dtype=np.int64)[chosen]
+                floor = np.partition(keys, len(keys) - limit)[len(keys) - limit]
+                slots = chosen[keys >= floor].tolist()
             keyed += [(moments[slot], paths[slot], slot) for slot in slots]
         keyed.sort(key=lambda item: item[1])
         keyed.sort(key=lambda item: item[0], reverse=True)
