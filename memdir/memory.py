@@ -807,13 +807,16 @@ class Memory:
 
         Only the entries shown are made into `EntryInfo` (`memdir.storage.root_listing.Listed`):
         MemoryGlob shows 500, and building all 100K of a root's cost more than finding them.
+        With a ``limit``, the entries shown are checked against their files: one rewritten in
+        place since its row was written is shown as its files say (`memdir.storage.root_listing.RootListing.as_files_say`).
         """
         check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
         listed = self._listed(glob_matcher(pattern), under=glob_folder(pattern))
         if view is not None and len(listed):
             labels = self.index.labels(listed.paths())
             listed = listed.only(lambda path: view.sees(labels.get(path, NO_LABELS)))
-        return GlobPage(listed.newest(limit), len(listed))
+        shown = listed.newest(limit)
+        return GlobPage(shown if limit is None else self._listing.as_files_say(shown), len(listed))
 
     def grep(
         self, pattern: str, *, path: str | None = None, case_insensitive: bool = False, labels: bool = False

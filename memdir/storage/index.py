@@ -843,6 +843,11 @@ class DerivedIndex:
         with self.lock:
             return sql.entry_rows(self.db, paths)
 
+    def recorded_stats(self, paths: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
+        """path -> (md mtime, md size, yml mtime, yml size) the rows of ``paths`` record (no row: left out)."""
+        with self.lock:
+            return {row[0]: tuple(row[5:]) for row in sql.listing_rows(self.db, paths)}  # type: ignore[misc]
+
     def describe(self, stats: Mapping[str, FileStats]) -> dict[str, EntryInfo]:
         """Listing rows (title, type, hits, updated_at) for the entries whose row is as fresh as
         their files (``stats``, see `listing`); the others are left out, to be read from the files.

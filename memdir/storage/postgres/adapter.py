@@ -413,6 +413,10 @@ class RowListing:
     def select(self, keep: Callable[[str], bool], under: str | None = None) -> Listed:
         return Listed(None, [], self.entries(keep, under))
 
+    def as_files_say(self, infos: list[EntryInfo]) -> list[EntryInfo]:
+        """The rows are the entries (no files to rewrite in place)."""
+        return infos
+
     def warm(self) -> None:
         """Nothing to read ahead: each listing is one query."""
 
