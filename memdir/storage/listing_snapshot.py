@@ -27,9 +27,7 @@ rows whose text holds a NUL, or a number beyond int64, are never written (no sna
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import struct
 from pathlib import Path
 
@@ -37,6 +35,7 @@ import numpy as np
 
 from memdir.core.errors import UnsafeFileError
 from memdir.core.files import open_regular, replacing
+from memdir.storage.snapshot import check_size, header_bytes, read_header
 
 log = logging.getLogger(__name__)
 
@@ -62,26 +61,21 @@ def read_listing_snapshot(path: Path) -> tuple[str, int, Columns, Runs] | None:
     or it cannot be used (a warning says why)."""
     try:
         with open_regular(path.parent, path) as file:  # a regular file of the index's own folder, or nothing
-            if file.read(4) != MAGIC:
-                raise ValueError("not a memdir listing snapshot")
-            (header_size,) = struct.unpack("<I", file.read(4))
-            header = json.loads(file.read(header_size).decode("utf-8"))
+            header, start = read_header(file, MAGIC)
             if header.get("format") != FORMAT:
                 return None
             rows, lengths = int(header["rows"]), [int(header["bytes"][name]) for name in TEXTS]
             runs: Runs = [(str(folder), int(count)) for folder, count in header["folders"]]
             if sum(count for _, count in runs) != rows or any(count <= 0 for _, count in runs):
                 raise ValueError("the folders' row counts do not add up to the rows")
-            expected = 8 + header_size + 8 * rows * len(NUMBERS) + sum(lengths)
-            if os.fstat(file.fileno()).st_size != expected:
-                raise ValueError(f"{os.fstat(file.fileno()).st_size} bytes where the header promises {expected}")
+            check_size(file, start + 8 * rows * len(NUMBERS) + sum(lengths))
             numbers = np.fromfile(file, dtype="<i8", count=rows * len(NUMBERS)).reshape(len(NUMBERS), rows)
             columns: Columns = {name: numbers[at].tolist() for at, name in enumerate(NUMBERS)}
             for name, length in zip(TEXTS, lengths):
                 columns[name] = file.read(length).decode("utf-8").split(_SEPARATOR) if rows else []
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, struct.error, UnsafeFileError) as exc:  # (JSON and UTF-8 errors are ValueErrors)
+    except (OSError, ValueError, KeyError, TypeError, struct.error, UnsafeFileError) as exc:  # (JSON, UTF-8: ValueErrors)
         log.warning("ignoring the listing snapshot %s: %s", path, exc)
         return None
     if any(len(columns[name]) != rows for name in TEXTS):
@@ -106,13 +100,13 @@ def write_listing_snapshot(path: Path, generation: str, seq: int, columns: Colum
         if text.count(_SEPARATOR) != max(0, rows - 1):
             return  # a title with a NUL in it: no snapshot (the rows come from SQLite)
         texts.append(text.encode("utf-8"))
-    header = json.dumps({
+    header = header_bytes(MAGIC, {
         "format": FORMAT, "generation": generation, "seq": seq, "rows": rows,
         "bytes": {name: len(text) for name, text in zip(TEXTS, texts)}, "folders": runs,
-    }).encode("utf-8")  # fmt: skip
+    })  # fmt: skip
     try:
         with replacing(path, durable=False) as file:  # derived: a lost snapshot means one read from SQLite
-            file.write(MAGIC + struct.pack("<I", len(header)) + header)
+            file.write(header)
             numbers.tofile(file)
             for text in texts:
                 file.write(text)

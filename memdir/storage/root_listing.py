@@ -149,16 +149,16 @@ class Listed:
             if limit is not None and len(slots) > limit:
                 # Every row at least as new as the limit-th newest (one as new as it and later in
                 # path order may still lose to it below).
-                chosen = np.asarray(slots, dtype=np.int64)
-                keys = np.asarray(moments, dtype=np.int64)[chosen]
+                candidates = np.asarray(slots, dtype=np.int64)
+                keys = np.asarray(moments, dtype=np.int64)[candidates]
                 floor = np.partition(keys, len(keys) - limit)[len(keys) - limit]
-                slots = chosen[keys >= floor].tolist()
+                slots = candidates[keys >= floor].tolist()
             keyed += [(moments[slot], paths[slot], slot) for slot in slots]
         keyed.sort(key=lambda item: item[1])
         keyed.sort(key=lambda item: item[0], reverse=True)
-        chosen = keyed if limit is None else keyed[:limit]
+        shown = keyed if limit is None else keyed[:limit]
         info = self.rows.info if self.rows is not None else None
-        return [found if isinstance(found, EntryInfo) else info(found) for _, _, found in chosen]  # type: ignore[misc]
+        return [found if isinstance(found, EntryInfo) else info(found) for _, _, found in shown]  # type: ignore[misc]
 
 
 class RootListing:
