@@ -61,7 +61,7 @@ BASES = 1024
 MAINTENANCE_MEMORY = "6GB"  # the 1M HNSW graph (~2 KB an entry) is built in memory
 # The throwaway cluster's settings beyond the defaults: room for the 1M store's hot pages (HNSW
 # graph, postings and entries indexes) and a load that does not checkpoint every few seconds.
-CLUSTER_SETTINGS = {"shared_buffers": "3GB", "max_wal_size": "8GB", "checkpoint_timeout": "30min",
+CLUSTER_SETTINGS = {"shared_buffers": "6GB", "max_wal_size": "8GB", "checkpoint_timeout": "30min",
                     "max_parallel_maintenance_workers": "2"}
 COPY_COLUMNS = (
     "id, path, content, title, metadata, updated_at, size, hits, embedding, embedding_model, type, tags_folded,"
@@ -264,7 +264,8 @@ def bench_size(base_url: str, n: int, args, bases, questions, embedder) -> None:
     queries = [f"{questions[i]} {' '.join(gen.sample(3))}" for i in picked]
     with Memory.open(settings, embedder=embedder.inner) as memory:
         model = embedder.inner
-        for query in queries[:10]:  # warm the model and the database's caches
+        warm = [f"{questions[i]} {' '.join(gen.sample(3))}" for i in rng.choice(len(questions), args.warm)]
+        for query in warm:  # other queries first: the model and the server's cache warm, as in a running server
             memory.search(query)
         backend = memory.index.db.connection().info.backend_pid
         server_before = server_cpu(backend)
@@ -297,6 +298,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--recall-queries", type=int, default=100)
+    parser.add_argument("--warm", type=int, default=100, help="searches run before the measured ones")
     parser.add_argument("--words", type=int, nargs=2, default=[20, 60], metavar=("MIN", "MAX"),
                         help="words per entry's content (fewer keep a 1M load within reach of this machine)")
     parser.add_argument("--reload", action="store_true", help="load the entries again even if a schema holds them")
