@@ -311,17 +311,20 @@ class Memory:
 
     def _record(self, logical: str, before: Entry | None, after: Entry | None, default: str, **facts: Any) -> None:
         """Append the change's audit record (under the write lock, before the change's commit point)."""
+        with disk_errors(self.root):
+            self.audit.append(self._audit_record(logical, before, after, default, **facts))
+
+    def _audit_record(self, logical: str, before: Entry | None, after: Entry | None, default: str, **facts: Any) -> AuditRecord:
+        """The audit record of a change of ``logical`` from ``before`` to ``after`` (None: no entry)."""
         action, labelled = self._label(default)
         details = {**facts, **labelled}
         owner = (before or after).metadata.labels().created_by if (before or after) is not None else None
         overrode = self.actor.admin and owner is not None and owner != self.actor.name
-        record = AuditRecord(
+        return AuditRecord(
             at=utcnow().isoformat(), agent=self.actor.name, role=self.actor.role.value if self.actor.role else None,
             admin=overrode, action=action, path=logical, owner=owner,
             diff=change_diff(logical, before, after, self.settings.audit_diff_chars), details=details,
         )
-        with disk_errors(self.root):
-            self.audit.append(record)
 
     def _stamped(self, metadata: Metadata, before: Entry | None) -> Metadata:
         """``metadata`` with who created (owns) the entry, who changed it last and who sees it.
@@ -684,9 +687,12 @@ class Memory:
                 card = text_hash(self._searchable(written))
                 rows.append((written, stats, card, written.embedding_model, written.embedding_text_hash or card))
             self.index.restamp_metadata(rows)
+            records = []
             for written, _ in stored:
                 action, facts = _metadata_action(before[written.path].metadata, written.metadata)
-                self._record(written.path, before[written.path], written, action, **facts)
+                records.append(self._audit_record(written.path, before[written.path], written, action, **facts))
+            with disk_errors(self.root):
+                self.audit.append_many(records)
 
         with self._exclusive(), self._index_first(*wanted):
             labels = self.index.labels(list(wanted))

@@ -542,14 +542,14 @@ class FilesystemAdapter:
             for path, change in changes.items():
                 path = normalize_path(path)
                 refuse_virtual(path)
+                md, yml, emb = self._files(path)
                 try:
-                    entry, sidecar = self._load(path)
+                    entry, sidecar = self._load(path, (md, yml, emb))
                 except EntryNotFoundError:
                     continue
                 if sidecar is None:
                     continue
                 metadata = change(entry)
-                md, yml, _ = self._files(path)
                 writes[yml] = dump_sidecar({**sidecar, "metadata": metadata.to_yaml_dict()})
                 files.append((md, yml))
                 updated.append(entry.model_copy(update={"metadata": metadata}))
@@ -760,9 +760,9 @@ class FilesystemAdapter:
             self._warn("Listing memory://%s without its sidecar: %s", path, exc.message)
             return None
 
-    def _load(self, path: str) -> tuple[Entry, dict[str, Any] | None]:
-        """The entry at ``path`` (no redirects) and its raw sidecar mapping."""
-        md, yml, emb = self._files(path)
+    def _load(self, path: str, files: tuple[Path, Path, Path] | None = None) -> tuple[Entry, dict[str, Any] | None]:
+        """The entry at ``path`` (no redirects) and its raw sidecar mapping (``files``: its `_files`, if known)."""
+        md, yml, emb = files or self._files(path)
         try:
             with open_regular(self.root, md) as handle:
                 data = handle.read()
