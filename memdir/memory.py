@@ -282,14 +282,15 @@ class Memory:
         finally:
             self._labelled.current = previous
 
-    def check_change(self, path: str, action: str = "update") -> None:
-        """Refuse now a change `Memory` would refuse (callers making several changes check all first).
+    def check_change(self, path: str, action: str = "update", *, entry: Entry | None = None) -> None:
+        """Refuse now a change `Memory` would refuse (callers making several changes check all first;
+        ``entry``: the entry at ``path`` as the caller has just read it, not read again).
 
         Raises:
             NotOwnerError: ``path`` belongs to another agent and this memory's actor is no admin.
         """
         logical = normalize_path(path)
-        before = self._existing(logical)
+        before = entry or self._existing(logical)
         if before is not None:
             self.actor.check_change(logical, before.metadata.labels(), self._label(action)[0])
 
