@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -78,6 +78,7 @@ from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtu
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
+FieldChanges = dict[str, Any]  # metadata field -> new value (None: removed)
 T = TypeVar("T")
 CACHE_FIGURES_EVERY = 50
 """Agent reads between two saves of the cache's figures for `memdir status`."""
@@ -654,7 +655,7 @@ class Memory:
                                       updated_at=entry.updated_at, hits=entry.hits).entry
             return self._store_metadata(entry, metadata, action, **facts)
 
-    def update_metadata_many(self, changes: dict[str, dict[str, Any]]) -> list[Entry]:
+    def update_metadata_many(self, changes: Mapping[str, FieldChanges | Callable[[Entry], FieldChanges | None]]) -> list[Entry]:
         """`update_metadata` of many entries as ONE change of files and index (the evolution jobs'
         batches: one commit instead of one per entry): only `BULK_FIELDS` — importance, archival,
         supersession, links — none of which the entries are embedded from. Entries that no longer
@@ -662,6 +663,11 @@ class Memory:
         `check_change` says why): a job run by one agent changes its own entries and ownerless
         ones; an admin's changes all. Each entry changed is audited (archive, unarchive, supersede
         or update, with the fields changed).
+
+        Args:
+            changes: path -> the fields to set (None: remove), or a function from the entry as
+                it is read under the lock to those fields (None or empty: leave it) — a job that
+                decides from the entry itself (link decay) then reads each entry once, not twice.
 
         Returns:
             The updated entries.
@@ -671,13 +677,17 @@ class Memory:
             ValueError: a field outside `BULK_FIELDS`.
         """
         wanted = {normalize_path(path): change for path, change in changes.items()}
-        unknown = {key for change in wanted.values() for key in change} - BULK_FIELDS
-        if unknown:
-            raise ValueError(f"update_metadata_many changes only {sorted(BULK_FIELDS)}, not {sorted(unknown)}")
+        _check_bulk_fields(change for change in wanted.values() if not callable(change))
         before: dict[str, Entry] = {}
 
-        def changed(entry: Entry) -> Metadata:  # under the lock, from the adapter's one read
-            metadata = _changed_metadata(entry, wanted[entry.path])
+        def changed(entry: Entry) -> Metadata | None:  # under the lock, from the adapter's one read
+            fields = wanted[entry.path]
+            if callable(fields):
+                fields = fields(entry)
+                if not fields:
+                    return None
+                _check_bulk_fields([fields])
+            metadata = _changed_metadata(entry, fields)
             self._guard(entry.path, entry, _metadata_action(entry.metadata, metadata)[0])  # (the index lagged a hand edit)
             before[entry.path] = entry
             return metadata.model_copy(update={"modified_by": self.actor.name})
@@ -1141,6 +1151,13 @@ class Memory:
 
 BULK_FIELDS = frozenset({"importance", "archived_at", "unarchived_at", "superseded_by", "links"})
 """What `Memory.update_metadata_many` may change: no text, tag or owner the index keeps otherwise."""
+
+
+def _check_bulk_fields(changes: Iterable[FieldChanges]) -> None:
+    """Raise ValueError for a field `Memory.update_metadata_many` may not change (see `BULK_FIELDS`)."""
+    unknown = {key for change in changes for key in change} - BULK_FIELDS
+    if unknown:
+        raise ValueError(f"update_metadata_many changes only {sorted(BULK_FIELDS)}, not {sorted(unknown)}")
 
 
 def _changed_metadata(entry: Entry, changes: dict[str, Any]) -> Metadata:

@@ -516,7 +516,7 @@ class FilesystemAdapter:
 
     def set_metadata(
         self,
-        changes: Mapping[str, Callable[[Entry], Metadata]],
+        changes: Mapping[str, Callable[[Entry], Metadata | None]],
         *,
         before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
     ) -> list[Entry]:
@@ -527,7 +527,8 @@ class FilesystemAdapter:
 
         Args:
             changes: path -> a function from the entry as it is now to its new metadata (fields
-                that are not embedded: the vector stays valid); it may raise to refuse the batch.
+                that are not embedded: the vector stays valid), or None to leave it as it is; it
+                may raise to refuse the batch.
                 Entries that do not exist, and those whose ``.yml`` memdir cannot read (never
                 overwritten), are skipped.
             before_commit: called with each updated entry and its files' stats once staged, as in `write`.
@@ -550,6 +551,8 @@ class FilesystemAdapter:
                 if sidecar is None:
                     continue
                 metadata = change(entry)
+                if metadata is None:
+                    continue
                 writes[yml] = dump_sidecar({**sidecar, "metadata": metadata.to_yaml_dict()})
                 files.append((md, yml))
                 updated.append(entry.model_copy(update={"metadata": metadata}))
