@@ -9,7 +9,9 @@ folders; no ``.emb``: listings never read vectors) under ``--cache`` once, opens
 once to build its derived index (keyword only), then prints median and p95 of:
 
 * opening the unchanged root in a fresh process (`Memory.open`, no model), and the first
-  ``MemoryGlob("**/*")`` there right after (target: open <= 2 s at 100K), and 3 s after a
+  ``MemoryGlob("**/*")`` there right after (target: open <= 2 s at 100K; the glob reads the
+  listing snapshot beside the index, `memdir.storage.listing_snapshot`), the same with no
+  snapshot (the glob reads every row from SQLite and writes the snapshot), and 3 s after a
   server's open (which reads the listing rows in the background);
 * ``MemoryGlob("**/*")`` — the tool's whole answer (500 newest listed) — in one open `Memory`:
   with nothing changed; right after this process wrote one entry; right after another
@@ -128,11 +130,16 @@ def report(label: str, times: Times) -> None:
           f"   cpu {cpu * 1000:8.1f} ms   (n={len(times)})")
 
 
-def open_in_fresh_processes(root: Path, runs: int, *, server: bool = False) -> tuple[Times, Times]:
+def open_in_fresh_processes(
+    root: Path, runs: int, *, server: bool = False, no_snapshot: bool = False
+) -> tuple[Times, Times]:
     """(open, first glob) wall and CPU seconds of ``runs`` fresh processes opening the unchanged root;
-    ``server``: opened as the server opens it (reading the listing rows in the background), the glob 3 s later."""
+    ``server``: opened as the server opens it (reading the listing rows in the background), the glob 3 s later;
+    ``no_snapshot``: the listing snapshot removed before each (the glob writes it anew)."""
     opens, globs = [], []
     for _ in range(runs):
+        if no_snapshot:
+            (root / ".memdir" / "listing.snapshot").unlink(missing_ok=True)
         script = _OPEN_AND_GLOB.format(repo=str(REPO), root=str(root), server=server)
         out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
         open_wall, open_cpu, glob_wall, glob_cpu = map(float, out.split())
@@ -190,6 +197,7 @@ def main() -> None:
     opens, firsts = open_in_fresh_processes(root, args.runs)
     report("open the unchanged root (fresh process)", opens)
     report("first MemoryGlob('**/*') after open", firsts)
+    report("the same, no listing snapshot (the glob writes it)", open_in_fresh_processes(root, args.runs, no_snapshot=True)[1])
     report("first MemoryGlob('**/*') in a server, 3 s after open", open_in_fresh_processes(root, args.runs, server=True)[1])
 
     hand_added: list[Path] = []

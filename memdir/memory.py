@@ -72,6 +72,7 @@ from memdir.storage.audit_log import ACTIONS, AuditLog, AuditRecord, change_diff
 from memdir.storage.base import EntryIndex, EntryInfo, FileStats, Redirect, StorageAdapter
 from memdir.storage.index_db import Edge
 from memdir.storage.entry_cache import EntryCache, PrefetchReport, load_report, save_report
+from memdir.storage.root_listing import Listed
 from memdir.storage.stores import open_store
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
@@ -90,6 +91,15 @@ class WriteResult:
 
     entry: Entry
     overwritten: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GlobPage:
+    """What `Memory.glob_page` found: the newest entries matching a glob, newest first, and how
+    many match in all."""
+
+    entries: list[EntryInfo]
+    total: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -774,18 +784,23 @@ class Memory:
     def _entries(
         self, keep: Callable[[str], bool], *, include_virtual: bool = True, under: str | None = None
     ) -> list[EntryInfo]:
-        """The entries whose path ``keep`` accepts, with title, type, hits and updated_at.
+        """The entries whose path ``keep`` accepts, with title, type, hits and updated_at, in path order (`_listed`)."""
+        infos = self._listed(keep, include_virtual=include_virtual, under=under).infos()
+        return sorted(infos, key=lambda info: info.path)
+
+    def _listed(self, keep: Callable[[str], bool], *, include_virtual: bool = True, under: str | None = None) -> Listed:
+        """The entries whose path ``keep`` accepts.
 
         From the derived index's rows, with the folders changed since they were last found as
         the rows have them listed again (`memdir.storage.root_listing`; `memdir.storage.folder_stamps`
         says what may lag, and until when); from a walk when the stamps cannot tell (`_walked_entries`).
         """
-        infos = self._listing.entries(keep, under)
-        if infos is None:
-            infos = self._walked_entries(keep, under)
+        listed = self._listing.select(keep, under)
+        if listed is None:
+            listed = Listed(None, [], self._walked_entries(keep, under))
         if include_virtual:
-            infos.extend(virtual_info(path) for path in virtual_paths() if keep(path))
-        return sorted(infos, key=lambda info: info.path)
+            listed = listed.with_read(virtual_info(path) for path in virtual_paths() if keep(path))
+        return listed
 
     def _walked_entries(self, keep: Callable[[str], bool], under: str | None) -> list[EntryInfo]:
         """The listing from a walk: title, type, hits and updated_at from the index's row where it is
@@ -802,9 +817,23 @@ class Memory:
 
     def glob(self, pattern: str, *, view: Actor | None = None) -> list[EntryInfo]:
         """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first; ``view`` as in `list`."""
+        return self.glob_page(pattern, None, view=view).entries
+
+    def glob_page(self, pattern: str, limit: int | None, *, view: Actor | None = None) -> GlobPage:
+        """The ``limit`` newest entries matching a glob (all for None) and how many match; as `glob`.
+
+        Only the entries shown are made into `EntryInfo` (`memdir.storage.root_listing.Listed`):
+        MemoryGlob shows 500, and building all 100K of a root's cost more than finding them.
+        With a ``limit``, the entries shown are checked against their files: one rewritten in
+        place since its row was written is shown as its files say (`memdir.storage.root_listing.RootListing.as_files_say`).
+        """
         check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
-        entries = self._entries(glob_matcher(pattern), under=glob_folder(pattern))
-        return self.in_view(sorted(entries, key=lambda info: info.updated_at, reverse=True), view)
+        listed = self._listed(glob_matcher(pattern), under=glob_folder(pattern))
+        if view is not None and len(listed):
+            labels = self.index.labels(listed.paths())
+            listed = listed.only(lambda path: view.sees(labels.get(path, NO_LABELS)))
+        shown = listed.newest(limit)
+        return GlobPage(shown if limit is None else self._listing.as_files_say(shown), len(listed))
 
     def grep(
         self, pattern: str, *, path: str | None = None, case_insensitive: bool = False, labels: bool = False

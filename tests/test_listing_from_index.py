@@ -289,3 +289,22 @@ def test_an_index_that_cannot_be_read_when_reconciling_is_reconciled_from_a_walk
     filled.reconcile()
     assert "skill/new.md" in filled.index.freshness()
     assert by_path(from_index(filled)) == by_path(walked(filled))
+
+
+def test_an_edit_in_place_shows_in_the_glob_of_a_process_that_has_the_root_open(filled, relisted):
+    """The entries a glob shows are checked against their files (two stat each): a rewrite in place
+    shows there at once; a listing of everything (`Memory.list`) shows it at the next open."""
+    session = Session()
+    before = memory_glob(filled, session, "**/*")
+    assert '"Debugging" (27B)' in before
+    md, yml = filled.root / "skill" / "debug.md", filled.root / "skill" / "debug.yml"
+    inode = md.stat().st_ino
+    with open(md, "w", encoding="utf-8") as file:  # in place: same inode, the folder unchanged
+        file.write("Rewritten in place by a script: bisect first.")
+    yml.write_text(yml.read_text(encoding="utf-8").replace("title: Debugging", "title: Bisecting"), encoding="utf-8")
+    assert md.stat().st_ino == inode
+    after = memory_glob(filled, session, "**/*")
+    assert '"Bisecting" (45B)' in after and "Debugging" not in after
+    assert relisted == []  # no folder was listed again for it
+    filled.delete("skill/debug.md")
+    assert "skill/debug.md" not in memory_glob(filled, session, "**/*")

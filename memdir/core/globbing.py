@@ -60,15 +60,22 @@ def _segment(pattern: str, brackets: bool) -> re.Pattern[str] | _Span | None:
     return _Span(_name(f"{head}*{tail}", brackets), _name(f"{head}*", brackets), _name(f"*{tail}", brackets))
 
 
+def _every_path(path: str) -> bool:
+    return True
+
+
 def glob_matcher(pattern: str, *, brackets: bool = True) -> Callable[[str], bool]:
     """A test for paths matching ``pattern`` (see the module docstring).
 
     Args:
         brackets: ``[...]`` is a character class (else a literal ``[``).
     """
-    steps = [_segment(segment, brackets) for segment in pattern.split("/")]
+    segments = pattern.split("/")
+    steps = [_segment(segment, brackets) for segment in segments]
     last = steps[-1]
-    if isinstance(last, re.Pattern) and all(step is None for step in steps[:-1]):
+    if all(step is None for step in steps[:-1]) and (last is None or (len(steps) > 1 and not segments[-1].strip("*"))):
+        return _every_path  # '**', '**/*' (MemoryGlob's everything): nothing to test
+    if isinstance(last, re.Pattern) and len(steps) > 1 and all(step is None for step in steps[:-1]):
         # '**/*.md' and the like (every entry, MemoryGlob's '**/*'): only the last name is tested,
         # a fifth of the general programme's cost over 100K paths.
         return lambda path: last.match(path.rpartition("/")[2]) is not None

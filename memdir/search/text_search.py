@@ -48,9 +48,15 @@ def normalize_glob(pattern: str) -> str:
     return text + ENTRY_SUFFIX
 
 
+_EVERY_ENTRY = re.compile(r"(?:\*{2,}/)+\*" + re.escape(ENTRY_SUFFIX))  # '**/*' as normalised: every entry path
+
+
 def glob_matcher(pattern: str) -> Callable[[str], bool]:
     """A test for paths matching a user glob pattern (see `normalize_glob`; no catastrophic backtracking)."""
-    return path_glob(normalize_glob(pattern))
+    text = normalize_glob(pattern)
+    if _EVERY_ENTRY.fullmatch(text):  # every entry's path ends in the entry suffix: nothing to test
+        return path_glob("**")
+    return path_glob(text)
 
 
 def glob_folder(pattern: str) -> str | None:

@@ -43,6 +43,7 @@ counter ahead of that record, which `behind_files` reports to whoever must re-sc
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -61,13 +62,22 @@ from memdir.core.errors import DiskFullError, ReadOnlyRootError
 from memdir.core.identity import Labels
 from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
+from memdir.storage import listing_snapshot as listing_snapshots
 from memdir.storage import snapshot as snapshots
 from memdir.core.keywords import porter_stem, tokenize
 from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
 from memdir.storage.index_db import Edge, RankFacts, file_stats, stat_or_zero
 from memdir.storage.changes import ChangeCounter
 from memdir.storage.folder_stamps import Stamp
-from memdir.storage.listing_rows import ListingRows, changes_since, moved_on
+from memdir.storage.listing_rows import (
+    ListingRows,
+    RowChanges,
+    RowTable,
+    by_folder,
+    changes_since,
+    from_table,
+    moved_on,
+)
 from memdir.storage.postings import KeywordDoc, KeywordIndex
 from memdir.storage.vectors import VectorMatrix
 
@@ -84,6 +94,9 @@ _RECONCILE_BATCH = 500
 OPTIMIZE_AFTER_CHANGES = 1_000
 _LOAD_CHUNK = 4096
 _FILES_CHANGE = "files_change"  # the meta key holding the file change counter the index reflects
+# The listing snapshot is written anew once a process had to apply more changes than this (or a
+# tenth of the rows) to it: a few thousand rows read from SQLite cost a few ms, a snapshot ~0.05 s.
+_SNAPSHOT_LAG = 1_000
 
 
 def listing(
@@ -830,6 +843,11 @@ class DerivedIndex:
         with self.lock:
             return sql.entry_rows(self.db, paths)
 
+    def recorded_stats(self, paths: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
+        """path -> (md mtime, md size, yml mtime, yml size) the rows of ``paths`` record (no row: left out)."""
+        with self.lock:
+            return {row[0]: tuple(row[5:]) for row in sql.listing_rows(self.db, paths)}  # type: ignore[misc]
+
     def describe(self, stats: Mapping[str, FileStats]) -> dict[str, EntryInfo]:
         """Listing rows (title, type, hits, updated_at) for the entries whose row is as fresh as
         their files (``stats``, see `listing`); the others are left out, to be read from the files.
@@ -859,22 +877,55 @@ class DerivedIndex:
         the counter on disk to know the files are there. Whether the files changed by hand
         since is the caller's to check (`memdir.storage.folder_stamps`). The rows are built
         outside the index's lock (100K of them take ~0.15 s), so searches meanwhile do not wait.
+        A process's first rows start from the listing snapshot when it has a usable one
+        (`memdir.storage.listing_snapshot`), which this writes anew when it is missing or stale.
         """
         with self.lock:
             self.refresh()  # (reopens an index file another process replaced)
             rows = self._listing
+        snapshot = self._listing_snapshot() if rows is None else None
+        with self.lock:
             db = self.db
             db.execute("BEGIN")
             try:
-                changes = changes_since(db, rows, sql.meta_int(db, _FILES_CHANGE))
+                changes = changes_since(db, rows or snapshot, sql.meta_int(db, _FILES_CHANGE))
             finally:
                 db.execute("COMMIT")
-        current = moved_on(rows, changes)
+        current = moved_on(rows or snapshot, changes)
+        if rows is None and not self.in_memory:
+            self._keep_listing_snapshot(current, changes, snapshot is not None)
         with self.lock:  # kept unless another thread meanwhile kept newer rows
             kept = self._listing
             if kept is None or kept.generation != current.generation or kept.seq <= current.seq:
                 self._listing = current
         return current
+
+    def _keep_listing_snapshot(self, rows: ListingRows, changes: RowChanges, had_one: bool) -> None:
+        """Write the listing snapshot anew if a large root had none, or one far behind ``rows``;
+        remove it once the root is small (a snapshot never rewritten would only fall behind)."""
+        path = self._listing_snapshot_path()
+        if len(rows.slots) < listing_snapshots.MIN_ROWS:
+            if had_one:
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
+            return
+        lagged = len(changes.changed) + len(changes.removed)
+        if not had_one or changes.whole or lagged > max(_SNAPSHOT_LAG, len(rows.slots) // 10):
+            table, runs = by_folder(rows.live())
+            listing_snapshots.write_listing_snapshot(path, rows.generation, rows.seq, table._asdict(), runs)
+
+    def _listing_snapshot_path(self) -> Path:
+        return listing_snapshots.snapshot_path(self.path)
+
+    def _listing_snapshot(self) -> ListingRows | None:
+        """The rows of the listing snapshot, as of its own change (None: none that can be read)."""
+        if self.in_memory:
+            return None
+        read = listing_snapshots.read_listing_snapshot(self._listing_snapshot_path())
+        if read is None:
+            return None
+        generation, seq, columns, runs = read
+        return from_table(generation, seq, -1, RowTable(**columns), runs)
 
     def folder_file_stats(self, prefix: str) -> dict[str, tuple[int, int, int, int]]:
         """The files' stats the rows of the entries directly in folder ``prefix`` record (`index_db.folder_stats`)."""

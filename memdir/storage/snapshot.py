@@ -33,6 +33,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -69,20 +70,37 @@ def snapshot_path(index_file: Path) -> Path:
     return index_file.parent / SNAPSHOT_FILE
 
 
+def read_header(file: BinaryIO, magic: bytes) -> tuple[dict[str, Any], int]:
+    """The JSON header of a snapshot file that starts with ``magic``, and its end (where the data
+    starts); ValueError (or struct.error) if the file is not such a snapshot."""
+    if file.read(4) != magic:
+        raise ValueError(f"not a memdir snapshot ({magic.decode()})")
+    (size,) = struct.unpack("<I", file.read(4))
+    return json.loads(file.read(size).decode("utf-8")), 8 + size
+
+
+def check_size(file: BinaryIO, expected: int) -> None:
+    """ValueError unless the file holds exactly ``expected`` bytes (the size its header promises)."""
+    actual = os.fstat(file.fileno()).st_size
+    if actual != expected:
+        raise ValueError(f"{actual} bytes where the header promises {expected}")
+
+
+def header_bytes(magic: bytes, header: dict[str, Any]) -> bytes:
+    """``magic``, the header's length and the header (UTF-8 JSON): what `read_header` reads."""
+    text = json.dumps(header).encode("utf-8")
+    return magic + struct.pack("<I", len(text)) + text
+
+
 def read_snapshot(path: Path) -> VectorSnapshot | None:
     """The snapshot at ``path``; None when there is none or it cannot be used (a warning says why)."""
     try:
         with open_regular(path.parent, path) as file:  # a regular file of the index's own folder, or nothing
-            if file.read(4) != MAGIC:
-                raise ValueError("not a memdir vector snapshot")
-            (header_size,) = struct.unpack("<I", file.read(4))
-            header = json.loads(file.read(header_size).decode("utf-8"))
+            header, start = read_header(file, MAGIC)
             if header.get("format") != FORMAT:
                 return None
             rows, dim, names = int(header["rows"]), int(header["dim"]), list(header["models"])
-            expected = 8 + header_size + rows * (8 + 4 + 4 * dim)
-            if os.fstat(file.fileno()).st_size != expected:
-                raise ValueError(f"{os.fstat(file.fileno()).st_size} bytes where the header promises {expected}")
+            check_size(file, start + rows * (8 + 4 + 4 * dim))
             ids = np.fromfile(file, dtype="<i8", count=rows)
             codes = np.fromfile(file, dtype="<i4", count=rows)
             matrix = np.fromfile(file, dtype="<f4", count=rows * dim).reshape(rows, dim)
@@ -102,12 +120,12 @@ def write_snapshot(path: Path, snapshot: VectorSnapshot) -> None:
     names = list(dict.fromkeys(snapshot.models))
     code_of = {name: code for code, name in enumerate(names)}
     rows, dim = snapshot.matrix.shape
-    header = json.dumps({
+    header = header_bytes(MAGIC, {
         "format": FORMAT, "generation": snapshot.generation, "seq": snapshot.seq, "rows": rows, "dim": dim, "models": names,
-    }).encode("utf-8")
+    })  # fmt: skip
     try:
         with replacing(path, durable=False) as file:  # derived: a lost snapshot means one full load
-            file.write(MAGIC + struct.pack("<I", len(header)) + header)
+            file.write(header)
             np.asarray(snapshot.ids, dtype="<i8").tofile(file)
             np.fromiter(map(code_of.__getitem__, snapshot.models), dtype="<i4", count=rows).tofile(file)
             np.ascontiguousarray(snapshot.matrix, dtype="<f4").tofile(file)

@@ -29,17 +29,16 @@ def memory_glob(memory: Memory, session: Session, pattern: str, view_all: bool =
         ``Memory entries matching 'PATTERN' (N entries):`` then one
         ``- memory://path "Title" (SIZE)`` line per entry; at most 500 are listed.
     """
-    infos = memory.glob(pattern, view=view_filter(memory.actor, view_all))
-    if not infos:
+    page = memory.glob_page(pattern, max(1, memory.settings.glob_max_results), view=view_filter(memory.actor, view_all))
+    shown = page.entries
+    if not shown:
         return f"No entries found matching pattern '{pattern}'."
-    cap = max(1, memory.settings.glob_max_results)
-    shown = infos[:cap]
     lines = [f"Memory entries matching '{pattern}' ({plural(len(shown), 'entry')}):"]
     lines += [f"- {with_title(info.path, info.title)} ({human_size(info.size)})" for info in shown]
     text = "\n".join(lines)
-    if len(infos) > cap:
+    if page.total > len(shown):
         text += "\n\n" + system_reminder(
-            f"Results truncated: showing the {len(shown)} newest of {len(infos)} matching entries.",
+            f"Results truncated: showing the {len(shown)} newest of {page.total} matching entries.",
             "Use a more specific pattern (e.g. a folder such as 'concept/ruby/*') to narrow the results.",
         )
     return text

@@ -37,7 +37,7 @@ from memdir.storage.entry_input import (
     valid_redirect,
 )
 from memdir.storage.postgres.database import Database, redact
-from memdir.storage.root_listing import ReconcilePlan
+from memdir.storage.root_listing import Listed, ReconcilePlan
 from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.vectors import folder_of
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
@@ -411,6 +411,13 @@ class RowListing:
 
     def entries(self, keep: Callable[[str], bool], under: str | None = None) -> list[EntryInfo]:
         return [info for info in self.adapter.iter_entries(under=under) if keep(info.path)]
+
+    def select(self, keep: Callable[[str], bool], under: str | None = None) -> Listed:
+        return Listed(None, [], self.entries(keep, under))
+
+    def as_files_say(self, infos: list[EntryInfo]) -> list[EntryInfo]:
+        """The rows are the entries (no files to rewrite in place)."""
+        return infos
 
     def warm(self) -> None:
         """Nothing to read ahead: each listing is one query."""
