@@ -6,9 +6,9 @@ greater than the one the rows reflect) and the tombstones since are read, as
 `memdir.storage.index.DerivedIndex.refresh` does for the search structures.
 
 The rows are kept as columns (`RowTable`), one list per field, and a row becomes an
-`EntryInfo` only when a listing shows it (`ListingRows.info`): MemoryGlob shows the 500
-newest of 100K, and building every row's named tuple and datetime cost more than reading
-them. A process's first rows come from the listing snapshot beside the index
+`EntryInfo` only when a listing shows it (`ListingRows.info`, kept for the next listing):
+MemoryGlob shows the 500 newest of 100K, and building every row's named tuple and datetime
+cost more than reading them. A process's first rows come from the listing snapshot beside the index
 (`memdir.storage.listing_snapshot`) when there is a usable one, else from SQLite.
 
 Rows are immutable snapshots: an update builds new mappings and appends the rows written
@@ -86,6 +86,9 @@ class ListingRows:
         folders: folder prefix -> the paths of the entries directly in it.
         untitled: paths whose row has no title (the listing shows their first heading,
             which only the files have).
+        built: per row of ``table``, its `EntryInfo` once a listing has asked for it, else None:
+            a cache, filled as rows are shown (a row never changes: a changed entry gets a
+            new row), so that listing everything again costs no second build.
     """
 
     generation: str
@@ -95,9 +98,24 @@ class ListingRows:
     slots: Mapping[str, int]
     folders: Mapping[str, frozenset[str]]
     untitled: frozenset[str]
+    built: list[EntryInfo | None]
 
     def info(self, slot: int) -> EntryInfo:
         """The listing row at ``slot`` as an `EntryInfo`."""
+        found = self.built[slot]
+        if found is None:
+            found = self.built[slot] = self._made(slot)
+        return found
+
+    def infos(self, slots: list[int]) -> list[EntryInfo]:
+        """The listing rows at ``slots``, in that order, as `EntryInfo`."""
+        built = self.built
+        for slot in slots:
+            if built[slot] is None:
+                built[slot] = self._made(slot)
+        return [built[slot] for slot in slots]  # type: ignore[misc]
+
+    def _made(self, slot: int) -> EntryInfo:
         table = self.table
         updated = table.updated[slot]
         when = datetime.fromisoformat(updated) if updated else _EPOCH
@@ -187,7 +205,8 @@ def from_table(generation: str, seq: int, files_change: int, table: RowTable, ru
         untitled: frozenset[str] = frozenset()
     else:
         untitled = frozenset(path for path, title, when in zip(paths, titles, updated) if not (title and when))
-    return ListingRows(generation, seq, files_change, table, dict(zip(paths, range(len(paths)))), folders, untitled)
+    slots = dict(zip(paths, range(len(paths))))
+    return ListingRows(generation, seq, files_change, table, slots, folders, untitled, [None] * len(paths))
 
 
 def by_folder(table: RowTable) -> tuple[RowTable, Runs]:
@@ -206,7 +225,9 @@ def by_folder(table: RowTable) -> tuple[RowTable, Runs]:
 
 
 def _with_change(rows: ListingRows, files_change: int) -> ListingRows:
-    return ListingRows(rows.generation, rows.seq, files_change, rows.table, rows.slots, rows.folders, rows.untitled)
+    return ListingRows(
+        rows.generation, rows.seq, files_change, rows.table, rows.slots, rows.folders, rows.untitled, rows.built
+    )
 
 
 def _applied(rows: ListingRows, changes: RowChanges) -> ListingRows:
@@ -237,7 +258,8 @@ def _applied(rows: ListingRows, changes: RowChanges) -> ListingRows:
             kept[name] = frozenset(members)
         else:
             kept.pop(name, None)
-    return ListingRows(changes.generation, changes.seq, changes.files_change, table, slots, kept, frozenset(untitled))
+    built = rows.built + [None] * (len(table.paths) - len(rows.built))  # (the rows kept keep their EntryInfo)
+    return ListingRows(changes.generation, changes.seq, changes.files_change, table, slots, kept, frozenset(untitled), built)
 
 
 def _drop(path: str, slots: dict[str, int], folders: dict[str, set[str]], untitled: set[str]) -> None:

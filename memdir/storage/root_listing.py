@@ -124,7 +124,7 @@ class Listed:
         """Every entry found, rows first (in no particular order)."""
         if self.rows is None:
             return list(self.read)
-        return [*map(self.rows.info, self.slots), *self.read]
+        return [*self.rows.infos(self.slots), *self.read]
 
     def only(self, keep: Callable[[str], bool]) -> Listed:
         """The entries whose path ``keep`` accepts."""

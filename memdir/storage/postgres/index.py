@@ -412,12 +412,12 @@ class PostgresIndex:
     def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
         """Importance, reads, last access and archived/superseded state of ``paths``."""
         rows = self._conn().execute(
-            "SELECT path, type, importance, hits, coalesce(accessed_at, updated_at), hidden FROM entries"
+            "SELECT path, type, importance, hits, coalesce(accessed_at, updated_at), hidden, metadata ->> 'kind' FROM entries"
             " WHERE stub_kind IS NULL AND path = ANY(%s)", (list(paths),),
         )
         return {
-            path: RankFacts(path, type_, importance, hits, accessed.isoformat(), hidden)
-            for path, type_, importance, hits, accessed, hidden in rows
+            path: RankFacts(path, type_, importance, hits, accessed.isoformat(), hidden, kind)
+            for path, type_, importance, hits, accessed, hidden, kind in rows
         }
 
     def needs_embedding(self, model_id: str | None) -> list[str]:
