@@ -1,4 +1,5 @@
-"""LoCoMo recall with and without each ranking signal beyond the text: graph expansion, importance, recency.
+"""LoCoMo recall with and without each ranking signal beyond the text: graph expansion, importance, recency,
+and a role's importance.
 
     python bench/bench_ranking_signals.py [--conversations N] [--cache DIR]
 
@@ -10,6 +11,10 @@ from the answers:
   session is today (as if recorded while it happened): what recency sees;
 * each turn's importance comes from memdir's own message heuristics
   (`memdir.episodes.heuristics.message_importance`, 0-1, stored as ``1 + 9 x``): what importance sees.
+
+A role (``role``, ``role_importance_weight``) ranks by its own mix of importance, reads,
+recency and kind (`memdir.search.ranking.RoleImportance`); LoCoMo's turns have no kind, so
+there it measures what the mix costs a search that asks about anything.
 
 Links, also made only by the product: ``sequence`` — `memdir.graph.sequence.link_sequence`
 links each turn to the one before it in its session (system links, strength
@@ -81,6 +86,9 @@ def variants(base: Settings) -> dict[str, Settings]:
     for w in (0.02, 0.05, 0.1):
         for half in (30.0, 365.0):
             found[f"recency w={w} half-life {half:g} d"] = v(recency_weight=w, recency_half_life_days=half)
+    for role in ("orchestrator", "optimizer", "reviewer", "executor"):  # seed 003's role importance (3.3)
+        for w in (0.02, 0.05, 0.1):
+            found[f"role {role} w={w}"] = v(role=role, role_importance_weight=w)
     return found
 
 

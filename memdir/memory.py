@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -79,6 +79,7 @@ from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtu
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
+FieldChanges = dict[str, Any]  # metadata field -> new value (None: removed)
 T = TypeVar("T")
 CACHE_FIGURES_EVERY = 50
 """Agent reads between two saves of the cache's figures for `memdir status`."""
@@ -292,14 +293,15 @@ class Memory:
         finally:
             self._labelled.current = previous
 
-    def check_change(self, path: str, action: str = "update") -> None:
-        """Refuse now a change `Memory` would refuse (callers making several changes check all first).
+    def check_change(self, path: str, action: str = "update", *, entry: Entry | None = None) -> None:
+        """Refuse now a change `Memory` would refuse (callers making several changes check all first;
+        ``entry``: the entry at ``path`` as the caller has just read it, not read again).
 
         Raises:
             NotOwnerError: ``path`` belongs to another agent and this memory's actor is no admin.
         """
         logical = normalize_path(path)
-        before = self._existing(logical)
+        before = entry or self._existing(logical)
         if before is not None:
             self.actor.check_change(logical, before.metadata.labels(), self._label(action)[0])
 
@@ -321,17 +323,20 @@ class Memory:
 
     def _record(self, logical: str, before: Entry | None, after: Entry | None, default: str, **facts: Any) -> None:
         """Append the change's audit record (under the write lock, before the change's commit point)."""
+        with disk_errors(self.root):
+            self.audit.append(self._audit_record(logical, before, after, default, **facts))
+
+    def _audit_record(self, logical: str, before: Entry | None, after: Entry | None, default: str, **facts: Any) -> AuditRecord:
+        """The audit record of a change of ``logical`` from ``before`` to ``after`` (None: no entry)."""
         action, labelled = self._label(default)
         details = {**facts, **labelled}
         owner = (before or after).metadata.labels().created_by if (before or after) is not None else None
         overrode = self.actor.admin and owner is not None and owner != self.actor.name
-        record = AuditRecord(
+        return AuditRecord(
             at=utcnow().isoformat(), agent=self.actor.name, role=self.actor.role.value if self.actor.role else None,
             admin=overrode, action=action, path=logical, owner=owner,
             diff=change_diff(logical, before, after, self.settings.audit_diff_chars), details=details,
         )
-        with disk_errors(self.root):
-            self.audit.append(record)
 
     def _stamped(self, metadata: Metadata, before: Entry | None) -> Metadata:
         """``metadata`` with who created (owns) the entry, who changed it last and who sees it.
@@ -660,7 +665,7 @@ class Memory:
                                       updated_at=entry.updated_at, hits=entry.hits).entry
             return self._store_metadata(entry, metadata, action, **facts)
 
-    def update_metadata_many(self, changes: dict[str, dict[str, Any]]) -> list[Entry]:
+    def update_metadata_many(self, changes: Mapping[str, FieldChanges | Callable[[Entry], FieldChanges | None]]) -> list[Entry]:
         """`update_metadata` of many entries as ONE change of files and index (the evolution jobs'
         batches: one commit instead of one per entry): only `BULK_FIELDS` — importance, archival,
         supersession, links — none of which the entries are embedded from. Entries that no longer
@@ -668,6 +673,11 @@ class Memory:
         `check_change` says why): a job run by one agent changes its own entries and ownerless
         ones; an admin's changes all. Each entry changed is audited (archive, unarchive, supersede
         or update, with the fields changed).
+
+        Args:
+            changes: path -> the fields to set (None: remove), or a function from the entry as
+                it is read under the lock to those fields (None or empty: leave it) — a job that
+                decides from the entry itself (link decay) then reads each entry once, not twice.
 
         Returns:
             The updated entries.
@@ -677,13 +687,17 @@ class Memory:
             ValueError: a field outside `BULK_FIELDS`.
         """
         wanted = {normalize_path(path): change for path, change in changes.items()}
-        unknown = {key for change in wanted.values() for key in change} - BULK_FIELDS
-        if unknown:
-            raise ValueError(f"update_metadata_many changes only {sorted(BULK_FIELDS)}, not {sorted(unknown)}")
+        _check_bulk_fields(change for change in wanted.values() if not callable(change))
         before: dict[str, Entry] = {}
 
-        def changed(entry: Entry) -> Metadata:  # under the lock, from the adapter's one read
-            metadata = _changed_metadata(entry, wanted[entry.path])
+        def changed(entry: Entry) -> Metadata | None:  # under the lock, from the adapter's one read
+            fields = wanted[entry.path]
+            if callable(fields):
+                fields = fields(entry)
+                if not fields:
+                    return None
+                _check_bulk_fields([fields])
+            metadata = _changed_metadata(entry, fields)
             self._guard(entry.path, entry, _metadata_action(entry.metadata, metadata)[0])  # (the index lagged a hand edit)
             before[entry.path] = entry
             return metadata.model_copy(update={"modified_by": self.actor.name})
@@ -694,9 +708,12 @@ class Memory:
                 card = text_hash(self._searchable(written))
                 rows.append((written, stats, card, written.embedding_model, written.embedding_text_hash or card))
             self.index.restamp_metadata(rows)
+            records = []
             for written, _ in stored:
                 action, facts = _metadata_action(before[written.path].metadata, written.metadata)
-                self._record(written.path, before[written.path], written, action, **facts)
+                records.append(self._audit_record(written.path, before[written.path], written, action, **facts))
+            with disk_errors(self.root):
+                self.audit.append_many(records)
 
         with self._exclusive(), self._index_first(*wanted):
             labels = self.index.labels(list(wanted))
@@ -1163,6 +1180,13 @@ class Memory:
 
 BULK_FIELDS = frozenset({"importance", "archived_at", "unarchived_at", "superseded_by", "links"})
 """What `Memory.update_metadata_many` may change: no text, tag or owner the index keeps otherwise."""
+
+
+def _check_bulk_fields(changes: Iterable[FieldChanges]) -> None:
+    """Raise ValueError for a field `Memory.update_metadata_many` may not change (see `BULK_FIELDS`)."""
+    unknown = {key for change in changes for key in change} - BULK_FIELDS
+    if unknown:
+        raise ValueError(f"update_metadata_many changes only {sorted(BULK_FIELDS)}, not {sorted(unknown)}")
 
 
 def _changed_metadata(entry: Entry, changes: dict[str, Any]) -> Metadata:

@@ -608,11 +608,11 @@ def test_failed_staging_changes_nothing(root: Path, monkeypatch) -> None:
     real_write = atomic._write_new_file
     calls = []
 
-    def failing(path, data):
+    def failing(path, data, **options):
         calls.append(path)
         if len(calls) == 3:  # journal, .md staged, then the .yml fails
             raise OSError(28, "No space left on device")
-        real_write(path, data)
+        real_write(path, data, **options)
 
     monkeypatch.setattr(atomic, "_write_new_file", failing)
     with pytest.raises(DiskFullError, match="is full"):  # said plainly, not as a bare OSError
@@ -622,6 +622,43 @@ def test_failed_staging_changes_nothing(root: Path, monkeypatch) -> None:
     assert entry.content == "old" and np.array_equal(entry.embedding, vector(1))
     assert [p for p in root.rglob("*.tmp")] == [] and list(atomic.txn_dir(root).iterdir()) == []
     assert adapter.total_size() == 3
+
+
+@pytest.mark.skipif(not atomic._ONE_SYNC, reason="one sync per batch only where sync() waits (Linux)")
+def test_a_large_batch_is_made_durable_by_one_sync_not_one_fsync_per_file(root: Path, monkeypatch) -> None:
+    adapter = FilesystemAdapter(root)
+    paths = [f"fact/batch-{i}" for i in range(atomic._SYNC_EACH_UP_TO + 4)]
+    for path in paths:
+        put(adapter, path, "text", embedding=vector(1))
+    syncs, fsyncs, real_fsync = [], [], os.fsync
+    monkeypatch.setattr(atomic.os, "sync", lambda: syncs.append(1))
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+    updated = adapter.set_metadata({path: lambda entry: entry.metadata.model_copy(update={"importance": 8.0}) for path in paths})
+    monkeypatch.undo()
+    assert len(updated) == len(paths) and len(syncs) == 1
+    assert len(fsyncs) < len(paths)  # the journal and the folders; no staged .yml fsynced one by one
+    assert all(adapter.read_entry(path).metadata.importance == 8.0 for path in paths)
+
+
+def test_a_large_batch_that_fails_while_staging_changes_nothing(root: Path, monkeypatch) -> None:
+    adapter = FilesystemAdapter(root)
+    paths = [f"fact/batch-{i}" for i in range(atomic._SYNC_EACH_UP_TO + 4)]
+    for path in paths:
+        put(adapter, path, "text", embedding=vector(1))
+    real_write, calls = atomic._write_new_file, []
+
+    def failing(path, data, **options):
+        calls.append(path)
+        if len(calls) == len(paths):  # the journal, then all but the last .yml staged
+            raise OSError(28, "No space left on device")
+        real_write(path, data, **options)
+
+    monkeypatch.setattr(atomic, "_write_new_file", failing)
+    with pytest.raises(DiskFullError):
+        adapter.set_metadata({path: lambda entry: entry.metadata.model_copy(update={"importance": 8.0}) for path in paths})
+    monkeypatch.undo()
+    assert all(adapter.read_entry(path).metadata.importance != 8.0 for path in paths)
+    assert [p for p in root.rglob("*.tmp")] == [] and list(atomic.txn_dir(root).iterdir()) == []
 
 
 def test_a_committed_transaction_is_rolled_forward_by_the_next_adapter(root: Path, monkeypatch) -> None:

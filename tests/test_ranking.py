@@ -1,5 +1,5 @@
 """Ranking beyond the text: archived/superseded entries leave results, graph expansion, importance,
-recency and the injectable importance scorer (fake embedder: deterministic, no model)."""
+recency and a role's importance (fake embedder: deterministic, no model)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.search.ranking import graph_expansion, metadata_importance, recency
+from memdir.search.ranking import RoleImportance, graph_expansion, metadata_importance, recency
 from memdir.storage.index_db import RankFacts
 from memdir.tools.memory_search import memory_search
 from tests.fakes import FakeEmbedder
@@ -115,14 +115,33 @@ def test_recency_prefers_the_entry_read_lately(tmp_path):
         assert results[0].breakdown.recency == pytest.approx(1.0, abs=0.01)
 
 
-def test_the_importance_scorer_is_injectable(tmp_path):
-    with open_with(tmp_path, importance_weight=0.5) as memory:
-        memory.write("fact/a", "the release checklist", title="Checklist", metadata={"importance": 9})
-        memory.write("fact/b", "the release checklist", title="Checklist", metadata={"kind": "decision"})
-        memory.searcher.set_importance_scorer(lambda facts, now: 1.0 if facts.path == "fact/b.md" else 0.0)
-        assert paths(memory.search("release checklist")) == ["fact/b.md", "fact/a.md"]
-        memory.searcher.set_importance_scorer(None)
-        assert paths(memory.search("release checklist")) == ["fact/a.md", "fact/b.md"]
+def test_a_role_ranks_with_its_own_importance(tmp_path):
+    with open_with(tmp_path, agent="rita", role="reviewer") as memory:  # role_importance_weight on by default
+        memory.write("fact/a", "the release checklist", title="Checklist", metadata={"importance": 6})
+        memory.write("fact/b", "the release checklist", title="Checklist", metadata={"kind": "bug"})
+        results = memory.search("release checklist")
+        assert paths(results) == ["fact/b.md", "fact/a.md"]  # a reviewer's kind (bug) outweighs importance 6 over 5
+        assert results[0].breakdown.importance > results[1].breakdown.importance
+    with open_with(tmp_path) as memory:  # no role: importance is off by default, the order is the text's (ties by path)
+        results = memory.search("release checklist")
+        assert paths(results) == ["fact/a.md", "fact/b.md"] and results[0].breakdown.importance is None
+
+
+def test_role_importance_follows_the_seed():
+    now = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    reviewer = RoleImportance.of(Settings(agent="rita", role="reviewer"))
+    assert reviewer.weights == (0.5, 0.1, 0.2, 0.2)
+    assert RoleImportance.of(Settings()) is None
+    fresh = RankFacts("fact/a.md", "fact", 10.0, 500, now.isoformat(), False, "bug")
+    assert reviewer(fresh, now) == pytest.approx(0.5 + 0.1 + 0.2 + 0.2 * 0.8)  # reads clamp at 1, read just now: 1
+    other = dataclasses.replace(fresh, kind="architecture")
+    assert reviewer(other, now) == pytest.approx(0.5 + 0.1 + 0.2 + 0.2 * 0.3)  # lower, never 0
+    unknown = RankFacts("fact/b.md", "fact", None, 0, (now - timedelta(days=30)).isoformat(), False)
+    assert reviewer(unknown, now) == pytest.approx(0.5 * 0.5 + 0.2 * 0.5 + 0.2 * 0.3)  # importance 5, 30 days: 1/2
+    assert 0.0 <= reviewer(dataclasses.replace(unknown, accessed_at=None), now) <= 1.0
+    assert reviewer(unknown, now) == reviewer(unknown, now)  # deterministic
+    with pytest.raises(ValueError, match="sum to 1"):
+        Settings(role_weights_executor=(0.5, 0.5, 0.5, 0.5))
 
 
 def test_explain_shows_the_signals_in_use(tmp_path):

@@ -115,7 +115,7 @@ class Settings(BaseSettings):
         description="Where entries live: empty for the directory at the root, or a postgresql:// URL (one database for many servers).",
     )
     hnsw_ef_search: int = _setting(
-        400, "hnsw_ef_search",
+        300, "hnsw_ef_search",
         description="PostgreSQL store: candidates pgvector's HNSW scan keeps per search (more: better recall, slower).",
     )
 
@@ -174,6 +174,16 @@ class Settings(BaseSettings):
         0.5, "graph_hop_decay", description="Factor per hop beyond the first in graph expansion (times each link's strength)."
     )
     importance_weight: float = _setting(0.0, "importance_weight", description="Weight of an entry's importance (1-10, default 5).")
+    role_importance_weight: float = _setting(
+        0.05, "role_importance_weight", description="With a role: weight of the role's importance (its weights below) instead.")
+    role_weights_orchestrator: tuple[float, float, float, float] = _setting(
+        (0.3, 0.2, 0.4, 0.1), "role_weights_orchestrator", description="An orchestrator's weights of base importance, reads, recency and kind relevance.")
+    role_weights_optimizer: tuple[float, float, float, float] = _setting(
+        (0.4, 0.3, 0.1, 0.2), "role_weights_optimizer", description="An optimizer's weights (base, reads, recency, relevance).")
+    role_weights_reviewer: tuple[float, float, float, float] = _setting(
+        (0.5, 0.1, 0.2, 0.2), "role_weights_reviewer", description="A reviewer's weights (base, reads, recency, relevance).")
+    role_weights_executor: tuple[float, float, float, float] = _setting(
+        (0.2, 0.4, 0.3, 0.1), "role_weights_executor", description="An executor's weights (base, reads, recency, relevance).")
     recency_weight: float = _setting(0.0, "recency_weight", description="Weight of recency: exp decay since last access.")
     recency_half_life_days: float = _setting(
         30.0, "recency_half_life_days", description="Days after which recency falls to half."
@@ -330,12 +340,14 @@ class Settings(BaseSettings):
     consolidation_max_gap_days: float = _setting(30.0, "consolidation_max_gap_days", description="Without the model, entries written further apart are kept (the later may be an evolution).")
     consolidation_sampling_timeout: float = _setting(60.0, "consolidation_sampling_timeout", description="Seconds to wait for the client's model to decide on one cluster.")
 
-    @field_validator("importance_weights")
+    @field_validator(
+        "importance_weights", "role_weights_orchestrator", "role_weights_optimizer", "role_weights_reviewer", "role_weights_executor"
+    )
     @classmethod
     def _weights_sum_to_one(cls, value: tuple[float, ...]) -> tuple[float, ...]:
-        """Seed 003: the recalibration's weights are a weighted mean (the result stays in [1, 10])."""
+        """Seed 003: a recalibration's and a role's weights make a weighted mean (the result stays in range)."""
         if any(weight < 0 for weight in value) or abs(sum(value) - 1.0) > 1e-6:
-            raise ValueError(f"the four importance weights must be non-negative and sum to 1, not {value}")
+            raise ValueError(f"the four weights must be non-negative and sum to 1, not {value}")
         return value
 
     @field_validator("link_decay_factors")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import MemdirError
 from memdir.core.links import Link
@@ -31,6 +31,7 @@ from memdir.evolution.runner import JobContext, JobOutcome, ScheduledJob
 from memdir.storage.index_db import Edge
 
 if TYPE_CHECKING:
+    from memdir.core.entry import Entry
     from memdir.memory import Memory
 
 WRITE_BATCH = 256
@@ -94,23 +95,28 @@ class LinkDecayJob(ScheduledJob):
         """Re-judge the links of ``pending`` entries from their files and store the changes as one."""
         if not pending:
             return
-        settings, updates, notes = context.settings, {}, {}
-        with memory.adapter.lock.exclusive():  # nobody records a traversal between this read and the write
+        settings, notes = context.settings, {}
+
+        def judged(entry: Entry) -> dict[str, Any] | None:  # the entry as read under the write lock
+            kept, said = _judged(entry.metadata.links, existing, memory, settings, context.now)
+            if not said:
+                return None
+            notes[entry.path] = said
+            return {"links": [link.to_yaml() for link in kept]}
+
+        if context.dry_run:
             for path in pending:
                 try:
-                    entry = memory.adapter.read_entry(path, follow=False)
+                    judged(memory.adapter.read_entry(path, follow=False))
                 except MemdirError:  # gone meanwhile
                     continue
-                kept, said = _judged(entry.metadata.links, existing, memory, settings, context.now)
-                if said:
-                    updates[path], notes[path] = {"links": [link.to_yaml() for link in kept]}, said
-            if updates and not context.dry_run:
-                try:
-                    written = {entry.path for entry in memory.update_metadata_many(updates)}
-                except MemdirError as exc:  # refused or failed as a whole: the next run looks again
-                    outcome.details.append(f"{len(updates)} entries' links not changed: {exc.message}")
-                    written = set()
-                notes = {path: said for path, said in notes.items() if path in written}
+        else:  # judged from each entry as update_metadata_many reads it, under the lock: no traversal in between
+            try:
+                written = {entry.path for entry in memory.update_metadata_many(dict.fromkeys(pending, judged))}
+            except MemdirError as exc:  # refused or failed as a whole: the next run looks again
+                outcome.details.append(f"{len(pending)} entries' links not changed: {exc.message}")
+                written = set()
+            notes = {path: said for path, said in notes.items() if path in written}
         pending.clear()
         for path, said in notes.items():
             outcome.changed += len(said)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memdir.core.entry import Metadata
+from memdir.core.entry import Entry, Metadata
 from memdir.core.errors import EntryNotFoundError, MemdirError, NotOwnerError, RedirectError
 from memdir.core.links import Link
 from memdir.core.paths import link_target
@@ -122,19 +122,25 @@ class Changer:
     def _lock(self) -> Any:
         return self.memory.adapter.lock.exclusive()
 
-    def _current(self, path: str) -> str | None:
-        """The fingerprint of the real entry at ``path`` now, or None if it is gone or a stub."""
+    def _real(self, path: str) -> Entry | None:
+        """The real entry at ``path`` now, or None if it is gone or a stub."""
         try:
             if self.memory.redirect_of(path) is not None:
                 return None
-            return fingerprint(self.memory.adapter.read_entry(path, follow=False))
+            return self.memory.adapter.read_entry(path, follow=False)
         except (EntryNotFoundError, RedirectError):
             return None
 
+    def _stale(self, path: str, entry: Entry | None) -> Outcome | None:
+        """The refusal when ``entry`` (the one at ``path`` now) is not what the analysis saw."""
+        if (fingerprint(entry) if entry is not None else None) != self._expected(path):
+            return Outcome(False, f"memory://{path} changed since the analysis; run {self.journal.action} again")
+        return None
+
     def _unchanged(self, *paths: str) -> Outcome | None:
         for path in paths:
-            if self._current(path) != self._expected(path):
-                return Outcome(False, f"memory://{path} changed since the analysis; run {self.journal.action} again")
+            if (stale := self._stale(path, self._real(path))) is not None:
+                return stale
         return None
 
     def rewrite(self, item: Item, *, content: str | None = None, metadata: Metadata | None = None) -> Outcome:
@@ -168,21 +174,26 @@ class Changer:
         outcomes: dict[str, Outcome] = {}
         try:
             with self._lock():
+                read: dict[str, Entry] = {}  # each entry read once here, for the check, ownership and the journal
                 for path in changes:
-                    if (stale := self._unchanged(path)) is not None:
+                    entry = self._real(path)
+                    if (stale := self._stale(path, entry)) is not None:
                         outcomes[path] = stale
                         continue
                     try:
-                        self.memory.check_change(path)  # another agent's entry: skipped, and said why
+                        self.memory.check_change(path, entry=entry)  # another agent's entry: skipped, and said why
                     except NotOwnerError as exc:
                         outcomes[path] = Outcome(False, exc.message)
+                        continue
+                    if entry is not None:
+                        read[path] = entry
                 fresh = [path for path in changes if path not in outcomes]
-                self.journal.before(*fresh)
+                self.journal.before(*fresh, read=read)
                 written = self.memory.update_metadata_many({path: changes[path] for path in fresh})
                 for entry in written:
                     self.expected[entry.path] = fingerprint(entry)
                     outcomes[entry.path] = Outcome(True)
-                self.journal.after(*(entry.path for entry in written))
+                self.journal.after(*(entry.path for entry in written), written={entry.path: entry for entry in written})
         except MemdirError as exc:
             return {path: outcomes.get(path) or Outcome(False, exc.message) for path in changes}
         return {path: outcomes.get(path) or Outcome(False, f"memory://{path} is gone") for path in changes}

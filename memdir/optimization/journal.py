@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memdir.core.entry import Metadata
+from memdir.core.entry import Entry, Metadata
 from memdir.core.errors import EntryNotFoundError, InputValidationError, InvalidPathError, RedirectError
 from memdir.core.files import append_regular, private_folder, quarantine, read_regular
 from memdir.core.paths import normalize_path, resolve_in_root
@@ -67,17 +67,21 @@ def _now() -> datetime:
 # --------------------------------------------------------------------------- entry states
 
 
-def capture(memory: Memory, path: str) -> dict[str, Any]:
-    """The full current state of ``path``: missing, a stub, or an entry with everything needed to restore it."""
-    try:
-        redirect = memory.redirect_of(path)
-    except EntryNotFoundError:
-        return {"state": "missing"}
-    except RedirectError:  # a malformed stub: keep its text so it can be put back as it was
-        redirect = None
-    if redirect is not None:
-        return {"state": "stub", "kind": redirect.kind, "target": redirect.target}
-    entry = memory.adapter.read_entry(path, follow=False)
+def capture(memory: Memory, path: str, entry: Entry | None = None) -> dict[str, Any]:
+    """The full current state of ``path``: missing, a stub, or an entry with everything needed to restore it.
+
+    ``entry``: the real entry at ``path`` as the caller just read it under the lock (no second read).
+    """
+    if entry is None:
+        try:
+            redirect = memory.redirect_of(path)
+        except EntryNotFoundError:
+            return {"state": "missing"}
+        except RedirectError:  # a malformed stub: keep its text so it can be put back as it was
+            redirect = None
+        if redirect is not None:
+            return {"state": "stub", "kind": redirect.kind, "target": redirect.target}
+        entry = memory.adapter.read_entry(path, follow=False)
     embedding = None
     if entry.embedding is not None:
         embedding = base64.b64encode(np.asarray(entry.embedding, dtype="<f4").tobytes()).decode("ascii")
@@ -93,17 +97,19 @@ def capture(memory: Memory, path: str) -> dict[str, Any]:
     }
 
 
-def summary_of(memory: Memory, path: str) -> dict[str, Any]:
-    """A small description of the current state, compared with a journal's ``after`` records."""
-    try:
-        redirect = memory.redirect_of(path)
-    except EntryNotFoundError:
-        return {"state": "missing"}
-    except RedirectError:
-        redirect = None
-    if redirect is not None:
-        return {"state": "stub", "kind": redirect.kind, "target": redirect.target}
-    entry = memory.adapter.read_entry(path, follow=False)
+def summary_of(memory: Memory, path: str, entry: Entry | None = None) -> dict[str, Any]:
+    """A small description of the current state, compared with a journal's ``after`` records
+    (``entry``: the real entry at ``path`` as the caller just wrote it)."""
+    if entry is None:
+        try:
+            redirect = memory.redirect_of(path)
+        except EntryNotFoundError:
+            return {"state": "missing"}
+        except RedirectError:
+            redirect = None
+        if redirect is not None:
+            return {"state": "stub", "kind": redirect.kind, "target": redirect.target}
+        entry = memory.adapter.read_entry(path, follow=False)
     return {"state": "entry", "fingerprint": fingerprint(entry), "hits": entry.hits}
 
 
@@ -180,22 +186,26 @@ class Journal:
             _write_record(self._handle, self._header)
         _write_record(self._handle, record, sync=sync)
 
-    def before(self, *paths: str) -> None:
+    def before(self, *paths: str, read: Mapping[str, Entry] | None = None) -> None:
         """Record the prior state of ``paths`` (once per run: the state before the run touched
-        each), all on disk — one fsync — before the caller changes them."""
+        each), all on disk — one fsync — before the caller changes them. ``read``: entries the
+        caller has just read under the lock (real entries, not stubs), not read again."""
+        known = read or {}
         for path in paths:
             if path in self._touched:
                 continue
-            self._append({"type": "before", "path": path, "state": capture(self.memory, path)}, sync=False)
+            self._append({"type": "before", "path": path, "state": capture(self.memory, path, known.get(path))}, sync=False)
             self._touched.add(path)
             self.changes += 1
         if self._handle is not None:
             _sync(self._handle)
 
-    def after(self, *paths: str) -> None:
-        """Record what ``paths`` look like now that the run changed them (one fsync)."""
+    def after(self, *paths: str, written: Mapping[str, Entry] | None = None) -> None:
+        """Record what ``paths`` look like now that the run changed them (one fsync); ``written``:
+        entries as the change left them (not read again)."""
+        known = written or {}
         for path in paths:
-            self._append({"type": "after", "path": path, "state": summary_of(self.memory, path)}, sync=False)
+            self._append({"type": "after", "path": path, "state": summary_of(self.memory, path, known.get(path))}, sync=False)
         if self._handle is not None:
             _sync(self._handle)
 

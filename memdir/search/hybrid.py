@@ -99,7 +99,7 @@ from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.search.context import context_coverage
-from memdir.search.ranking import ImportanceScorer, RankingSignals
+from memdir.search.ranking import RankingSignals
 from memdir.storage.base import Candidates, SearchIndex, SemanticHits
 
 
@@ -188,8 +188,6 @@ class HybridSearcher:
         settings: weights, fusion method, thresholds, candidate pool.
         embedder: an embedder, or a zero-argument callable returning one or None
             (e.g. ``ModelProvider.peek``) so a model still loading means keyword mode.
-        importance: the importance scorer of `memdir.search.ranking` (default: the metadata's
-            importance); `set_importance_scorer` replaces it later (a role's weights).
     """
 
     def __init__(
@@ -197,11 +195,10 @@ class HybridSearcher:
         index: SearchIndex,
         settings: Settings | None = None,
         embedder: EmbedderSource = None,
-        importance: ImportanceScorer | None = None,
     ) -> None:
         self.index = index
         self.settings = settings or Settings()
-        self.signals = RankingSignals(self.settings, importance)
+        self.signals = RankingSignals(self.settings)
         self._embedder = embedder
         self._recent_queries: dict[tuple[str, str], np.ndarray] = {}
         self._cache_lock = threading.Lock()
@@ -222,10 +219,6 @@ class HybridSearcher:
             while len(self._recent_queries) > QUERY_VECTORS_KEPT:
                 del self._recent_queries[next(iter(self._recent_queries))]
         return vector
-
-    def set_importance_scorer(self, scorer: ImportanceScorer | None) -> None:
-        """Rank importance with ``scorer`` from now on (None: back to the metadata's importance)."""
-        self.signals = RankingSignals(self.settings, scorer)
 
     def embedder(self) -> Embedder | None:
         """The embedder to use now, or None (none configured, or not ready)."""

@@ -14,10 +14,11 @@ weighted mean, each with its own weight (a setting; 0 turns it off):
   little about the query's words but is linked to ones that do (a reply to a question, the
   next step of a procedure) can still be found.
 * **importance** — an `ImportanceScorer` maps an entry's `RankFacts` (its metadata's
-  importance, reads, last access, type) to [0, 1]; the default is ``(importance - 1) / 9``
-  with importance 5 when the metadata gives none. The scorer is injectable so that a role
-  (`memdir.access`) can weigh reads and recency in as the seed's Component 3.3 does, without
-  the search layer knowing about roles.
+  importance, reads, last access, kind) to [0, 1]; without a role it is ``(importance - 1) / 9``
+  with importance 5 when the metadata gives none, weighted ``importance_weight``. With a
+  role (``settings.role``) it is `RoleImportance`, the seed's Component 3.3 — the role's own
+  mix of importance, reads, recency and whether the entry is of one of the role's kinds —
+  weighted ``role_importance_weight``.
 * **recency** — ``exp(-ln 2 * days / recency_half_life_days)`` since the entry was last
   read by an agent (the derived index's ``accessed_at``), else since it was written.
 
@@ -28,11 +29,13 @@ figures): a signal stays on by default only where it did not lower LoCoMo recall
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Protocol
 
 from memdir.core.entry import DEFAULT_IMPORTANCE, IMPORTANCE_RANGE
+from memdir.core.identity import ROLE_KINDS, Role
 from memdir.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -54,6 +57,46 @@ def metadata_importance(facts: RankFacts, now: datetime) -> float:
     low, high = IMPORTANCE_RANGE
     value = DEFAULT_IMPORTANCE if facts.importance is None else min(max(facts.importance, low), high)
     return (value - low) / (high - low)
+
+
+IN_ROLE_RELEVANCE = 0.8
+OUT_OF_ROLE_RELEVANCE = 0.3  # the seed: an entry of another kind is less relevant to the role, never irrelevant
+ACCESS_SATURATION = 10.0  # reads at which the access term reaches 1 (the seed's ``count / 10``, clamped)
+ROLE_RECENCY_DAYS = 30.0  # days since the last read at which the recency term is 1/2 (``1 / (1 + days / 30)``)
+
+
+@dataclass(frozen=True)
+class RoleImportance:
+    """A role's importance (seed 003, Component 3.3, ``CustomImportanceScorer``), in [0, 1]:
+
+        w_base * importance / 10 + w_access * min(reads / 10, 1)
+        + w_recency / (1 + days since the last read / 30) + w_relevance * (0.8 in the role's kinds, else 0.3)
+
+    The weights are the role's ``role_weights_<role>`` setting (they sum to 1, so the score
+    stays in [0, 1]); an entry without a kind counts as of another kind. Deterministic: the
+    same facts and time give the same score.
+    """
+
+    role: Role
+    weights: tuple[float, float, float, float]
+
+    @classmethod
+    def of(cls, settings: Settings) -> RoleImportance | None:
+        """The scorer of the settings' role, None without one."""
+        if settings.role is None:
+            return None
+        role = Role(settings.role)
+        return cls(role, getattr(settings, f"role_weights_{role.value}"))
+
+    def __call__(self, facts: RankFacts, now: datetime) -> float:
+        w_base, w_access, w_recency, w_relevance = self.weights
+        low, high = IMPORTANCE_RANGE
+        importance = DEFAULT_IMPORTANCE if facts.importance is None else min(max(facts.importance, low), high)
+        access = min(max(facts.hits, 0) / ACCESS_SATURATION, 1.0)
+        days = days_since(facts.accessed_at, now)
+        recency = 0.0 if days is None else 1.0 / (1.0 + days / ROLE_RECENCY_DAYS)
+        relevance = IN_ROLE_RELEVANCE if facts.kind in ROLE_KINDS[self.role] else OUT_OF_ROLE_RELEVANCE
+        return w_base * importance / high + w_access * access + w_recency * recency + w_relevance * relevance
 
 
 def days_since(when: str | None, now: datetime) -> float | None:
@@ -121,18 +164,19 @@ class RankingSignals:
     """The graph, importance and recency signals of one search, and how they join the text score.
 
     Args:
-        settings: the weights, seeds, hops and half-life.
-        importance: the scorer (default `metadata_importance`).
+        settings: the weights, seeds, hops and half-life; with a ``role``, importance is the role's.
     """
 
-    def __init__(self, settings: Settings, importance: ImportanceScorer | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.importance = importance or metadata_importance
+        role = RoleImportance.of(settings)
+        self.importance: ImportanceScorer = role or metadata_importance
+        self.importance_weight = settings.importance_weight if role is None else settings.role_importance_weight
 
     @property
     def weights(self) -> dict[str, float]:
         s = self.settings
-        return {"graph": s.graph_weight, "importance": s.importance_weight, "recency": s.recency_weight}
+        return {"graph": s.graph_weight, "importance": self.importance_weight, "recency": s.recency_weight}
 
     @property
     def active(self) -> bool:
@@ -169,6 +213,7 @@ class RankingSignals:
 __all__ = [
     "ImportanceScorer",
     "RankingSignals",
+    "RoleImportance",
     "days_since",
     "graph_expansion",
     "metadata_importance",

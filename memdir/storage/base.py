@@ -202,10 +202,11 @@ class StorageAdapter(Protocol):
         """New vectors for unchanged entries, in one transaction (entries changed since ``expected`` skipped)."""
 
     def set_metadata(
-        self, changes: Mapping[str, Callable[[Entry], Metadata]], *,
+        self, changes: Mapping[str, Callable[[Entry], Metadata | None]], *,
         before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
     ) -> list[Entry]:
-        """New metadata (fields not embedded) for existing entries, in one transaction."""
+        """New metadata (fields not embedded) for existing entries, in one transaction (a change
+        that gives None leaves its entry as it is)."""
 
     def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
         """Read an entry (following stubs when ``follow``); ``count_hit`` for agent reads only."""

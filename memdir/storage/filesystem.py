@@ -516,7 +516,7 @@ class FilesystemAdapter:
 
     def set_metadata(
         self,
-        changes: Mapping[str, Callable[[Entry], Metadata]],
+        changes: Mapping[str, Callable[[Entry], Metadata | None]],
         *,
         before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
     ) -> list[Entry]:
@@ -527,7 +527,8 @@ class FilesystemAdapter:
 
         Args:
             changes: path -> a function from the entry as it is now to its new metadata (fields
-                that are not embedded: the vector stays valid); it may raise to refuse the batch.
+                that are not embedded: the vector stays valid), or None to leave it as it is; it
+                may raise to refuse the batch.
                 Entries that do not exist, and those whose ``.yml`` memdir cannot read (never
                 overwritten), are skipped.
             before_commit: called with each updated entry and its files' stats once staged, as in `write`.
@@ -542,14 +543,16 @@ class FilesystemAdapter:
             for path, change in changes.items():
                 path = normalize_path(path)
                 refuse_virtual(path)
+                md, yml, emb = self._files(path)
                 try:
-                    entry, sidecar = self._load(path)
+                    entry, sidecar = self._load(path, (md, yml, emb))
                 except EntryNotFoundError:
                     continue
                 if sidecar is None:
                     continue
                 metadata = change(entry)
-                md, yml, _ = self._files(path)
+                if metadata is None:
+                    continue
                 writes[yml] = dump_sidecar({**sidecar, "metadata": metadata.to_yaml_dict()})
                 files.append((md, yml))
                 updated.append(entry.model_copy(update={"metadata": metadata}))
@@ -760,9 +763,9 @@ class FilesystemAdapter:
             self._warn("Listing memory://%s without its sidecar: %s", path, exc.message)
             return None
 
-    def _load(self, path: str) -> tuple[Entry, dict[str, Any] | None]:
-        """The entry at ``path`` (no redirects) and its raw sidecar mapping."""
-        md, yml, emb = self._files(path)
+    def _load(self, path: str, files: tuple[Path, Path, Path] | None = None) -> tuple[Entry, dict[str, Any] | None]:
+        """The entry at ``path`` (no redirects) and its raw sidecar mapping (``files``: its `_files`, if known)."""
+        md, yml, emb = files or self._files(path)
         try:
             with open_regular(self.root, md) as handle:
                 data = handle.read()

@@ -481,6 +481,7 @@ class RankFacts:
         hits: agent reads (the ``.yml``'s count).
         accessed_at: the last agent read this index saw, else ``updated_at`` (ISO text).
         hidden: archived or superseded.
+        kind: the metadata's kind (decision, bug, ...; a role's relevance), None when it gives none.
     """
 
     path: str
@@ -489,6 +490,7 @@ class RankFacts:
     hits: int
     accessed_at: str | None
     hidden: bool
+    kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -774,9 +776,10 @@ def rank_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, RankFac
     for start in range(0, len(paths), 500):
         chunk = list(paths[start : start + 500])
         query = (
-            "SELECT path, type, importance, hits, coalesce(accessed_at, updated_at), hidden FROM entries"
-            f" WHERE is_stub = 0 AND path IN ({','.join('?' * len(chunk))})"
+            "SELECT e.path, e.type, e.importance, e.hits, coalesce(e.accessed_at, e.updated_at), e.hidden, l.kind"
+            " FROM entries e LEFT JOIN entry_labels l ON l.id = e.id"
+            f" WHERE e.is_stub = 0 AND e.path IN ({','.join('?' * len(chunk))})"
         )  # noqa: S608 — placeholders only
-        for path, type_, importance, hits, accessed, hidden in db.execute(query, chunk):
-            found[path] = RankFacts(path, type_, importance, hits, accessed, bool(hidden))
+        for path, type_, importance, hits, accessed, hidden, kind in db.execute(query, chunk):
+            found[path] = RankFacts(path, type_, importance, hits, accessed, bool(hidden), kind)
     return found

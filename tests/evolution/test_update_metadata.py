@@ -48,6 +48,24 @@ def test_a_batch_changes_only_what_evolution_changes(store):
     assert store.read("concept/a.md").metadata.tags == ["deploy"]
 
 
+def test_a_batch_can_decide_from_each_entry_as_it_is_read_and_leave_some_alone(store):
+    yml = store.root / "concept/b.yml"  # the directory store's (the PostgreSQL store has none)
+    untouched = (yml.stat().st_mtime_ns, yml.read_bytes()) if yml.exists() else None
+    seen = []
+
+    def decide(entry):
+        seen.append(entry.path)
+        return {"importance": 7.0} if entry.title == "Deploys" else None  # None: leave it as it is
+
+    written = store.update_metadata_many({"concept/a.md": decide, "concept/b.md": decide})
+    assert sorted(seen) == ["concept/a.md", "concept/b.md"] and [entry.path for entry in written] == ["concept/a.md"]
+    assert store.read("concept/a.md").metadata.importance == 7.0
+    assert ((yml.stat().st_mtime_ns, yml.read_bytes()) if yml.exists() else None) == untouched  # not rewritten
+    assert [record.path for record in store.audit.records(path="concept/b.md") if record.action != "create"] == []
+    with pytest.raises(ValueError, match="changes only"):
+        store.update_metadata_many({"concept/a.md": lambda entry: {"title": "No"}})
+
+
 def test_a_single_change_of_an_embedded_field_re_embeds(store):
     before = store.read("concept/a.md")
     after = store.update_metadata("concept/a.md", {"tags": ["release"], "importance": 3})

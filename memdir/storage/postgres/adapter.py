@@ -229,6 +229,8 @@ class PostgresAdapter:
                 if entry is None or self.read_redirect(path) is not None:
                     continue
                 metadata = change(entry)
+                if metadata is None:
+                    continue
                 version = next_change(conn)
                 conn.execute(
                     "UPDATE entries SET metadata = %s, type = %s, tags_folded = %s, version = %s, indexed = NULL"
