@@ -19,6 +19,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote
 
@@ -113,7 +114,9 @@ class Cluster:
             raise ClusterUnavailable(f"{' '.join(args[:2])} failed: {(result.stderr or result.stdout).strip()[-800:]}")
         return result
 
-    def start(self) -> Cluster:
+    def start(self, settings: Mapping[str, str] | None = None) -> Cluster:
+        """Create and start the cluster; ``settings`` are server settings beyond the defaults
+        (e.g. a benchmark's larger ``shared_buffers``)."""
         if os.geteuid() == 0:
             self.owner = os.environ.get("MEMDIR_TEST_PG_USER", "postgres")
             try:
@@ -127,6 +130,7 @@ class Cluster:
         self.folder.chmod(0o755)
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync")
         options = f"-k {self.folder} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        options += "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start")
         import psycopg
 

@@ -115,7 +115,7 @@ class Settings(BaseSettings):
         description="Where entries live: empty for the directory at the root, or a postgresql:// URL (one database for many servers).",
     )
     hnsw_ef_search: int = _setting(
-        400, "hnsw_ef_search",
+        300, "hnsw_ef_search",
         description="PostgreSQL store: candidates pgvector's HNSW scan keeps per search (more: better recall, slower).",
     )
 

@@ -67,7 +67,10 @@ class Database:
             # Entries' times come back as UTC, as the files have them. Custom plans always: a generic
             # plan (psycopg prepares a query run five times) cannot use the HNSW index for
             # ``ORDER BY embedding <=> $1`` and scanned every vector (100K: 0.6 s instead of 2 ms).
-            conn.execute("SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan")
+            # No JIT: a search's statements take milliseconds, and a server built with LLVM would
+            # compile one whose estimate passes jit_above_cost (a 1M store's BM25 over a common
+            # word) for longer than it runs. (Not measured here: the test server has no JIT.)
+            conn.execute("SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan; SET jit = off")
         except psycopg.Error as exc:
             raise StoreUnavailableError(redact(self.url), str(exc).strip().splitlines()[0]) from exc
         if self._vector_ready:

@@ -13,6 +13,9 @@ than a common one, and the two stores would rank differently.
 
 Vector search is pgvector's HNSW index (cosine distance) with iterative scans, so a
 filtered search is not cut short by the filter.
+
+A search's reads take six round trips, not one per question the searcher asks: what is sent
+together and what is read ahead or cached is in `memdir.storage.postgres.search`.
 """
 
 from __future__ import annotations
@@ -33,8 +36,12 @@ from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
 from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
 from memdir.storage.index_db import Edge, RankFacts, entry_terms
-from memdir.storage.postgres.adapter import as_array, like_prefix, metadata_json, next_change, row_stats
+from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats
 from memdir.storage.postgres.database import Database
+from memdir.storage.postgres.search import (
+    BEGIN, HIDDEN, HiddenCache, Neighbours, RowHits, SearchState, candidates_params, candidates_sql, filters,
+    neighbour_ids,
+)
 from memdir.storage.postings import B, K1, bm25_idf
 from memdir.storage.sidecar import EMBEDDING_DIM
 from memdir.storage.vectors import folder_of
@@ -69,18 +76,25 @@ class PostgresIndex:
     Args:
         column_weights: BM25 weights of title, tags, domain and content.
         hnsw_ef_search: candidates the HNSW scan keeps (at least the search's pool).
+        context_window: neighbours each side that a search's context coverage reads (0: off);
+            `candidates` reads them with the candidates.
     """
 
     in_memory = False
 
-    def __init__(self, db: Database, *, column_weights: Sequence[float], hnsw_ef_search: int, read_only: bool) -> None:
+    def __init__(
+        self, db: Database, *, column_weights: Sequence[float], hnsw_ef_search: int, context_window: int = 0,
+        read_only: bool,
+    ) -> None:
         self.db = db
+        self.context_window = context_window
         self.weights = np.asarray(column_weights, dtype=np.float32)
         self.ef_search = hnsw_ef_search
         self.read_only = read_only
         self.changes = _Changes(db)
         self._seq = 0
-        self._cache = threading.local()  # .seen: totals and term counts read in the current `reading`
+        self._cache = threading.local()  # .search: the `SearchState` of the calling thread's `reading`
+        self._hidden = HiddenCache()
 
     def _conn(self) -> psycopg.Connection:
         return self.db.connection()
@@ -374,9 +388,26 @@ class PostgresIndex:
         return list(found.values())
 
     def hidden(self) -> frozenset[str]:
-        """Archived and superseded entries (left out of search unless asked for)."""
-        rows = self._conn().execute("SELECT path FROM entries WHERE hidden AND stub_kind IS NULL")
-        return frozenset(row[0] for row in rows)
+        """Archived and superseded entries (left out of search unless asked for): in a search, those
+        read with its statistics, else read again only if the store changed since last read."""
+        state = self._search()
+        if state is not None and state.own:
+            cached = self._hidden.get(state.change)
+            if cached is not None:
+                return cached
+        own = state is None or state.own
+        known = self._hidden.known() if own else None
+        for _ in range(2):  # (twice only if another thread cached a newer set meanwhile)
+            change, paths = self._rows((
+                f"SELECT change, CASE WHEN change IS DISTINCT FROM %s THEN {HIDDEN} END FROM store_state", (known,),
+            ))[0]
+            if paths is not None:
+                return self._hidden.put(change, paths) if own else frozenset(paths)
+            cached = self._hidden.get(change)
+            if cached is not None:
+                return cached
+            known = None
+        raise AssertionError("unreachable: the second read asks for the set itself")
 
     def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
         """Importance, reads, last access and archived/superseded state of ``paths``."""
@@ -415,43 +446,62 @@ class PostgresIndex:
         return [row[0] for row in rows], np.vstack([as_array(row[1]) for row in rows])
 
     # ------------------------------------------------------------------ search (`memdir.storage.base.SearchIndex`)
-    @contextmanager
-    def _snapshot(self) -> Iterator[psycopg.Connection]:
-        """The calling thread's connection inside one repeatable-read snapshot (its own transaction, if it has one)."""
-        conn = self._conn()
-        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            yield conn
-            return
-        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")  # (one round trip, not two)
-        try:
-            yield conn
-        finally:
-            conn.execute("COMMIT" if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS else "ROLLBACK")
+    def _search(self) -> SearchState | None:
+        return getattr(self._cache, "search", None)
 
     @contextmanager
     def reading(self) -> Iterator[psycopg.Connection]:
-        """One snapshot for a search; the store's totals and term counts are read once in it."""
-        with self._snapshot() as conn:
-            self._cache.seen = {}
-            try:
-                yield conn
-            finally:
-                self._cache.seen = None
+        """One repeatable-read snapshot for a search (the caller's own transaction, if it has one);
+        its ``BEGIN`` goes with its first statement (`memdir.storage.postgres.search`)."""
+        conn = self._conn()
+        if self._search() is not None:
+            yield conn
+            return
+        own = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        state = self._cache.search = SearchState(begin_pending=own, own=own)
+        try:
+            yield conn
+        finally:
+            self._cache.search = None
+            if state.begun:
+                conn.execute("COMMIT" if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS else "ROLLBACK")
+
+    def _rows(self, *statements: tuple[str, Sequence[Any]]) -> list[tuple[Any, ...]]:
+        """The rows of the last of ``statements``, all sent in one round trip (with the reading's
+        pending ``BEGIN``, if any)."""
+        conn = self._conn()
+        state = self._search()
+        if state is not None and state.begin_pending:
+            state.begin_pending, state.begun = False, True
+            statements = ((BEGIN, ()), *statements)
+        if len(statements) == 1:
+            return conn.execute(*statements[0]).fetchall()
+        with conn.pipeline():
+            for sql, params in statements[:-1]:
+                conn.execute(sql, params)
+            return conn.execute(*statements[-1]).fetchall()
 
     def _statistics(self, terms: Iterable[str]) -> tuple[tuple[int, int], dict[str, int]]:
         """((entries, total length in words), entries holding each term): what BM25 needs, in one
-        query; inside `reading`, read once per search."""
-        seen = getattr(self._cache, "seen", None)
-        known = seen if seen is not None else {}
+        statement; inside `reading`, read once per search, with the hidden entries if the store
+        changed since they were last read."""
+        state = self._search()
+        known = state.statistics if state is not None else {}
         stored = {term: stored_term(term) for term in terms}
         wanted = [form for form in dict.fromkeys(stored.values()) if form not in known]
         if wanted or "" not in known:
-            live, length, found = self._conn().execute(
-                "SELECT s.entries, s.total_length, (SELECT coalesce(json_object_agg(t.term, t.entries), '{}')"
-                " FROM term_stats t WHERE t.term = ANY(%s)) FROM store_state s", (wanted,),
-            ).fetchone()
+            cached = self._hidden.known() if state is not None and state.own else None
+            change, live, length, found, hidden = self._rows((
+                "SELECT s.change, s.entries, s.total_length, (SELECT coalesce(json_object_agg(t.term, t.entries), '{}')"
+                f" FROM term_stats t WHERE t.term = ANY(%s)), CASE WHEN s.change IS DISTINCT FROM %s THEN {HIDDEN} END"
+                " FROM store_state s", (wanted, cached),
+            ))[0]
             known[""] = (live, length)
             known.update((form, max(0, found.get(form, 0))) for form in wanted)
+            if state is not None and state.own:
+                state.change = change
+                if hidden is not None:
+                    self._hidden.put(change, hidden)
         return known[""], {term: known[form] for term, form in stored.items()}
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
@@ -465,107 +515,124 @@ class PostgresIndex:
         self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None,
     ) -> dict[str, float]:
-        conn = self._conn()
         (live, total_length), frequencies = self._statistics(terms)
         frequencies = {term: hits for term, hits in frequencies.items() if hits > 0}
         if not live or not frequencies or limit <= 0:
             return {}
         weights = [(K1 + 1.0) * max(bm25_idf(live, hits), 1e-6) for hits in frequencies.values()]
         avgdl = total_length / live if total_length > 0 else 1.0
-        where, params = _filters(types, path_prefix, tags)
+        where, params = filters(types, path_prefix, tags)
         join = " JOIN entries e ON e.id = p.entry" if where else ""
-        rows = conn.execute(
+        rows = self._rows((
             "WITH scored AS (SELECT p.entry, sum(q.weight * p.tf / (p.tf + %s * (1 - %s + %s * p.length / %s))) AS score"
             f" FROM unnest(%s::text[], %s::float8[]) AS q(term, weight) JOIN postings p ON p.term = q.term{join}"
             + (f" WHERE {where}" if where else "")
             + " GROUP BY p.entry ORDER BY score DESC, p.entry LIMIT %s)"
             " SELECT e.path, s.score FROM scored s JOIN entries e ON e.id = s.entry ORDER BY s.score DESC, s.entry",
             (K1, B, B, avgdl, [stored_term(term) for term in frequencies], weights, *params, limit),
-        ).fetchall()
+        ))
         return {path: float(score) for path, score in rows}
 
     def semantic_hits(
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None,
-    ) -> _RowHits | None:
+    ) -> RowHits | None:
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (EMBEDDING_DIM,):
             return None
-        conn = self._conn()
-        where, params = _filters(types, path_prefix, tags)
+        where, params = filters(types, path_prefix, tags)
         comparable = "e.embedding IS NOT NULL AND e.stub_kind IS NULL" + (" AND e.vector_model = %s" if model else "")
         model_params = [model] if model else []
         condition = comparable + (f" AND {where}" if where else "")
-        with self._snapshot():  # the HNSW settings last until the end of this (or the search's) transaction
-            present = conn.execute(
-                f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable}), set_config('hnsw.ef_search', %s, true),"
-                " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                (*model_params, str(max(self.ef_search, limit))),
-            ).fetchone()[0]
-            if not present:
+        with self.reading():  # the HNSW settings last until the end of this (or the search's) transaction
+            rows = self._rows(
+                ("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                 (str(max(self.ef_search, limit)),)),
+                (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
+                 " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit)),
+            )
+            if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
-            rows = conn.execute(
-                f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
-                " ORDER BY e.embedding <=> %s LIMIT %s",
-                (query, *model_params, *params, query, limit),
-            ).fetchall()
-        rows.sort(key=lambda row: -row[1])  # (relaxed order: the scan may return near-ties out of order)
-        return _RowHits(self, query, condition, [*model_params, *params], [path for path, _ in rows],
-                        {path: float(cosine) for path, cosine in rows})
+            rows.sort(key=lambda row: -row[1])  # (relaxed order: the scan may return near-ties out of order)
+            hits = RowHits(self, query, condition, [*model_params, *params], [path for path, _ in rows],
+                           {path: float(cosine) for path, cosine in rows})
+            state = self._search()
+            if state is not None:
+                state.semantic = hits
+        return hits
 
     def cosines(self, query: np.ndarray, condition: str, params: list[Any], paths: Sequence[str]) -> dict[str, float]:
         """Exact cosine of ``paths`` that meet ``condition`` (others are left out)."""
-        rows = self._conn().execute(
+        rows = self._rows((
             f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE e.path = ANY(%s) AND {condition}",
             (query, list(paths), *params),
-        ).fetchall()
+        ))
         return {path: float(cosine) for path, cosine in rows}
 
     def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
-        """Neighbours by first-write order (the row id) in the same folder; keys are row ids."""
+        """Neighbours by first-write order (the row id) in the same folder; keys are row ids
+        (read with the candidates when this search's `candidates` asked for the same paths)."""
         if window <= 0 or not paths:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        rows = self._conn().execute(
+        state = self._search()
+        found = state.neighbours if state is not None else None
+        if found is not None and found.window == window and found.paths == tuple(paths):
+            return found.owner, found.ids
+        rows = self._rows((
             "SELECT c.pos - 1, n.id FROM unnest(%s::text[]) WITH ORDINALITY AS c(path, pos)"
-            " JOIN entries e ON e.path = c.path CROSS JOIN LATERAL ("
-            " (SELECT x.id FROM entries x WHERE x.folder = e.folder AND x.id < e.id AND x.counted ORDER BY x.id DESC LIMIT %s)"
-            " UNION ALL"
-            " (SELECT x.id FROM entries x WHERE x.folder = e.folder AND x.id > e.id AND x.counted ORDER BY x.id LIMIT %s)) n",
+            f" JOIN entries e ON e.path = c.path CROSS JOIN LATERAL ({neighbour_ids('e')}) n",
             (list(paths), window, window),
-        ).fetchall()
+        ))
         return np.array([row[0] for row in rows], dtype=np.int64), np.array([row[1] for row in rows], dtype=np.int64)
 
     def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:
         forms = {term: stored_term(term) for term in terms}
+        state = self._search()
+        found = state.neighbours if state is not None else None
+        if found is not None and keys is found.ids:
+            return {term: np.array([form in held for held in found.held], dtype=bool) for term, form in forms.items()}
         held: dict[str, set[int]] = {form: set() for form in forms.values()}
         if forms and len(keys):
-            for form, entry_id in self._conn().execute(
+            for form, entry_id in self._rows((
                 "SELECT term, entry FROM postings WHERE term = ANY(%s) AND entry = ANY(%s)",
                 (list(held), [int(key) for key in keys]),
-            ):
+            )):
                 held[form].add(entry_id)
         return {term: np.array([int(key) in held[form] for key in keys], dtype=bool) for term, form in forms.items()}
 
     def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
-        conn = self._conn()
-        rows = conn.execute(
-            "SELECT id, path, title, type, metadata -> 'tags' FROM entries WHERE path = ANY(%s) AND counted",
-            (list(paths),),
-        ).fetchall()
-        by_path = {row[1]: row for row in rows}
-        found = [by_path[path] for path in paths if path in by_path]
-        ids = [row[0] for row in found]
-        holding: dict[str, set[int]] = {stored_term(term): set() for term in terms}
-        for term, entry_id in conn.execute(
-            "SELECT term, entry FROM postings WHERE term = ANY(%s) AND entry = ANY(%s)", (list(holding), ids)
-        ):
-            holding[term].add(entry_id)
+        """Title, type, tags and query words of ``paths`` — and, in a search, their cosines and
+        their neighbours with the words those hold, in the same statement (`candidates_sql`)."""
+        state = self._search()
+        semantic = state.semantic if state is not None else None
+        window = self.context_window if state is not None and terms else 0
+        stored = [stored_term(term) for term in terms]
+        rows = self._rows((candidates_sql(semantic, window), candidates_params(semantic, paths, stored, window)))
+        by_path: dict[str, tuple[Any, ...]] = {}
+        owner, ids, neighbour_held = [], [], []
+        for pos, entry_id, path, title, type_, tags, cosine, held in rows:
+            if path is None:
+                owner.append(pos)
+                ids.append(entry_id)
+                neighbour_held.append(frozenset(held))
+                continue
+            by_path.setdefault(path, (pos, title, type_, tags, frozenset(held)))
+            if semantic is not None:
+                semantic.known.setdefault(path, 0.0 if cosine is None else float(cosine))
+        found = [(path, by_path[path]) for path in paths if path in by_path]
+        if window:
+            # (owner: the candidate's place among those found, as `memdir.search.context` counts them)
+            place = {row[0]: i for i, (_, row) in enumerate(found)}
+            state.neighbours = Neighbours(
+                tuple(path for path, _ in found), window, np.array([place[pos] for pos in owner], dtype=np.int64),
+                np.array(ids, dtype=np.int64), neighbour_held,
+            )
         return Candidates(
-            paths=[row[1] for row in found],
-            titles=[row[2] for row in found],
-            types=[row[3] for row in found],
-            tags=[tuple(row[4] or ()) for row in found],
-            contains={term: np.array([i in holding[stored_term(term)] for i in ids], dtype=bool) for term in terms},
+            paths=[path for path, _ in found],
+            titles=[row[1] for _, row in found],
+            types=[row[2] for _, row in found],
+            tags=[tuple(row[3] or ()) for _, row in found],
+            contains={term: np.array([form in row[4] for _, row in found], dtype=bool) for term, form in zip(terms, stored)},
         )
 
 
@@ -577,43 +644,3 @@ class ReconcileReport:
     rehashed: int = 0
     failed: list[str] = field(default_factory=list)
     needs_embedding: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _RowHits:
-    """`memdir.storage.base.SemanticHits` from the HNSW scan; other candidates' cosines are asked for once."""
-
-    index: PostgresIndex
-    query: np.ndarray
-    condition: str
-    params: list[Any]
-    top: list[str]
-    known: dict[str, float]
-
-    def cosines(self, paths: Sequence[str]) -> np.ndarray:
-        missing = [path for path in paths if path not in self.known]
-        if missing:
-            self.known.update(self.index.cosines(self.query, self.condition, self.params, missing))
-            self.known.update((path, 0.0) for path in missing if path not in self.known)
-        return np.array([self.known[path] for path in paths], dtype=np.float64)
-
-
-def _filters(types: Sequence[str] | None, prefix: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
-    """SQL conditions on ``entries e`` for a search's filters (as `memdir.storage.vectors.VectorMatrix.mask`)."""
-    where: list[str] = []
-    params: list[Any] = []
-    if types is not None:
-        where.append("e.type = ANY(%s)")
-        params.append(list(types))
-    if prefix:
-        if prefix.endswith(".md"):
-            where.append("e.path = %s")
-            params.append(prefix)
-        else:
-            where.append("e.path LIKE %s")
-            params.append(like_prefix(prefix.strip("/") + "/"))
-    if tags is not None:
-        where.append("e.tags_folded && %s")
-        params.append(sorted({tag.casefold() for tag in tags}))
-    return " AND ".join(where), params
-

@@ -52,6 +52,7 @@ def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> t
         read_only="opened for reading only" if read_only else None,
     )
     index = PostgresIndex(
-        db, column_weights=settings.bm25_column_weights, hnsw_ef_search=settings.hnsw_ef_search, read_only=read_only
+        db, column_weights=settings.bm25_column_weights, hnsw_ef_search=settings.hnsw_ef_search,
+        context_window=settings.context_window if settings.context_weight else 0, read_only=read_only,
     )
     return adapter, index

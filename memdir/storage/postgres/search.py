@@ -1,0 +1,189 @@
+"""What one search on the PostgreSQL store keeps between its statements, and the SQL they run.
+
+A search (`memdir.search.hybrid.HybridSearcher`) asks its index for statistics, keyword hits,
+vector hits, its candidates' rows, their cosines, their folder neighbours and the words those
+hold, and the hidden entries: done one by one, that was 13 round trips. At 100K entries the
+statements themselves are quick (0.1-5 ms each); the round trips and planning add up. So:
+
+* the search's ``BEGIN`` is not sent on its own: it goes with the first statement in one
+  pipeline (`SearchState.begin_pending`), as the HNSW settings go with the HNSW query;
+* `candidates` is ONE statement (`candidates_sql`) that also returns every candidate's cosine
+  to the query (the vector search's own ``cosines`` then asks nothing) and, when context
+  coverage is on, each candidate's neighbours with the query words they hold (what
+  `memdir.search.context` asks next through ``neighbours`` and ``holding``);
+* the hidden (archived, superseded) entries are read with the statistics only when the
+  store's change counter moved since they were last read (`HiddenCache`).
+
+Measured with ``bench/bench_postgres.py`` (figures in the README).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memdir.storage.postgres.adapter import like_prefix
+
+if TYPE_CHECKING:
+    from memdir.storage.postgres.index import PostgresIndex
+
+BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+HIDDEN = "ARRAY(SELECT path FROM entries WHERE hidden AND stub_kind IS NULL)"  # (a partial index holds them)
+
+def neighbour_ids(owner: str) -> str:
+    """A lateral subquery: the ids of the counted entries written just before and after the row
+    ``owner`` in its folder, up to a parameter's number on each side (the parameter comes twice)."""
+    return (
+        f"(SELECT x.id FROM entries x WHERE x.folder = {owner}.folder AND x.id < {owner}.id AND x.counted"
+        " ORDER BY x.id DESC LIMIT %s) UNION ALL"
+        f" (SELECT x.id FROM entries x WHERE x.folder = {owner}.folder AND x.id > {owner}.id AND x.counted"
+        " ORDER BY x.id LIMIT %s)"
+    )
+
+
+def candidates_sql(semantic: RowHits | None, window: int) -> str:
+    """The one statement behind `PostgresIndex.candidates` (see the module docstring).
+
+    Rows: ``(pos, id, path, title, type, tags, cosine, held)`` per candidate (``pos`` its
+    1-based place in the paths asked; ``cosine`` NULL where the vector search's condition
+    excludes it or the search found it already (each cosine reads the row's vector out of line);
+    ``held`` the query's stored terms it holds), then, if ``window``,
+    ``(pos, id, NULL..., held)`` per neighbour of the candidate at ``pos``. Which entries hold
+    which query words is one join of their ids with the words' postings, so the planner
+    reads each word's postings once or probes each entry's, whichever is cheaper (probing
+    700 entries for each word one by one took longer than the rest of the statement).
+    Parameters (`candidates_params`): `semantic`'s known paths, ``params`` and query vector (if any), the
+    paths, ``window`` twice (if any), the query's stored terms.
+    """
+    cosine = (
+        f"CASE WHEN NOT e.path = ANY(%s) AND {semantic.condition} THEN 1 - (e.embedding <=> %s) END"
+        if semantic else "NULL::float8"
+    )
+    ids = "SELECT id FROM c UNION SELECT id FROM n" if window > 0 else "SELECT id FROM c"
+    return (
+        "WITH c AS MATERIALIZED (SELECT p.pos, e.id, e.path, e.title, e.type, e.metadata -> 'tags' AS tags, e.folder,"
+        f" {cosine} AS cosine FROM unnest(%s::text[]) WITH ORDINALITY AS p(path, pos)"
+        " JOIN entries e ON e.path = p.path WHERE e.counted)"
+        + (f", n AS MATERIALIZED (SELECT c.pos, n.id FROM c CROSS JOIN LATERAL ({neighbour_ids('c')}) n)"
+           if window > 0 else "")
+        + ", h AS (SELECT h.entry, array_agg(h.term) AS terms FROM postings h"
+        f" WHERE h.term = ANY(%s) AND h.entry IN ({ids}) GROUP BY h.entry)"
+        " SELECT c.pos, c.id, c.path, c.title, c.type, c.tags, c.cosine, coalesce(h.terms, '{}')"
+        " FROM c LEFT JOIN h ON h.entry = c.id"
+        + (" UNION ALL SELECT n.pos, n.id, NULL, NULL, NULL, NULL, NULL, coalesce(h.terms, '{}')"
+           " FROM n LEFT JOIN h ON h.entry = n.id" if window > 0 else "")
+    )
+
+
+def candidates_params(semantic: RowHits | None, paths: Sequence[str], stored: list[str], window: int) -> list[Any]:
+    """The parameters of `candidates_sql`, in its order."""
+    params: list[Any] = [list(semantic.known), *semantic.params, semantic.query] if semantic else []
+    params.append(list(paths))
+    if window > 0:
+        params += [window, window]
+    params.append(stored)
+    return params
+
+
+@dataclass(slots=True)
+class Neighbours:
+    """Neighbours found with a search's candidates: what ``neighbours`` and ``holding`` answer from."""
+
+    paths: tuple[str, ...]
+    window: int
+    owner: np.ndarray
+    ids: np.ndarray
+    held: list[frozenset[str]]  # stored terms each neighbour holds, of the query's
+
+
+@dataclass(slots=True)
+class SearchState:
+    """One `PostgresIndex.reading`: its snapshot's state and what its statements have read.
+
+    Attributes:
+        begin_pending: the snapshot's ``BEGIN`` is still to be sent (with the next statement).
+        begun: this reading sent a ``BEGIN`` (and so ends the transaction).
+        own: the snapshot is this reading's (not a writer's open transaction): what it reads
+            may be cached by change number, as no uncommitted change of its own is in it.
+        change: the store's change number this snapshot sees, once read.
+        statistics: ``""`` -> (entries, total length), stored term -> entries holding it.
+        semantic: the vector search's hits in this reading (for the candidates' cosines).
+        neighbours: neighbours read with the candidates.
+    """
+
+    begin_pending: bool
+    own: bool
+    begun: bool = False
+    change: int | None = None
+    statistics: dict[str, Any] = field(default_factory=dict)
+    semantic: RowHits | None = None
+    neighbours: Neighbours | None = None
+
+
+class HiddenCache:
+    """The hidden entries as of a change number: read again only once the store has changed
+    (every write and every counted read moves the number; `memdir.storage.postgres.adapter.next_change`)."""
+
+    def __init__(self) -> None:
+        self._value: tuple[int | None, frozenset[str]] = (None, frozenset())
+        self._lock = threading.Lock()
+
+    def known(self) -> int | None:
+        """The change number the cached set is of (None: nothing cached)."""
+        return self._value[0]
+
+    def get(self, change: int | None) -> frozenset[str] | None:
+        value = self._value
+        return value[1] if change is not None and value[0] == change else None
+
+    def put(self, change: int, paths: Sequence[str]) -> frozenset[str]:
+        found = frozenset(paths)
+        with self._lock:
+            if self._value[0] is None or change >= self._value[0]:
+                self._value = (change, found)
+        return found
+
+
+@dataclass(slots=True)
+class RowHits:
+    """`memdir.storage.base.SemanticHits` from the HNSW scan; other candidates' cosines come with
+    the candidates' statement, or are asked for once."""
+
+    index: PostgresIndex
+    query: np.ndarray
+    condition: str
+    params: list[Any]
+    top: list[str]
+    known: dict[str, float]
+
+    def cosines(self, paths: Sequence[str]) -> np.ndarray:
+        missing = [path for path in paths if path not in self.known]
+        if missing:
+            self.known.update(self.index.cosines(self.query, self.condition, self.params, missing))
+            self.known.update((path, 0.0) for path in missing if path not in self.known)
+        return np.array([self.known[path] for path in paths], dtype=np.float64)
+
+
+def filters(types: Sequence[str] | None, prefix: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
+    """SQL conditions on ``entries e`` for a search's filters (as `memdir.storage.vectors.VectorMatrix.mask`)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if types is not None:
+        where.append("e.type = ANY(%s)")
+        params.append(list(types))
+    if prefix:
+        if prefix.endswith(".md"):
+            where.append("e.path = %s")
+            params.append(prefix)
+        else:
+            where.append("e.path LIKE %s")
+            params.append(like_prefix(prefix.strip("/") + "/"))
+    if tags is not None:
+        where.append("e.tags_folded && %s")
+        params.append(sorted({tag.casefold() for tag in tags}))
+    return " AND ".join(where), params

@@ -1,0 +1,76 @@
+"""The PostgreSQL store's search reads: what one search caches stays true across servers, and
+what `candidates` reads ahead (cosines, neighbours and their words) is what the separate reads give."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from fakes import FakeEmbedder
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def two_servers(tmp_path, pg_url):
+    """Two `Memory` objects on one PostgreSQL store, as two servers on two machines would be."""
+    first = Memory.open(Settings(root=tmp_path / "a", store=pg_url), embedder=FakeEmbedder())
+    second = Memory.open(Settings(root=tmp_path / "b", store=pg_url), embedder=FakeEmbedder())
+    yield first, second
+    first.close()
+    second.close()
+
+
+def paths(results):
+    return [result.path for result in results]
+
+
+def test_an_entry_archived_by_another_server_leaves_this_servers_next_search(two_servers):
+    first, second = two_servers
+    first.write("concept/otters.md", "Otters hold hands while they sleep.", title="Otters")
+    first.write("concept/beavers.md", "Beavers build dams of wood.", title="Beavers")
+    assert "concept/otters.md" in paths(first.search("otters sleep"))  # (the hidden set is cached now)
+
+    second.update_metadata("concept/otters.md", {"archived_at": datetime.now(timezone.utc).isoformat()})
+    assert "concept/otters.md" not in paths(first.search("otters sleep"))
+    assert "concept/otters.md" in paths(first.search("otters sleep", include_archived=True))
+
+    second.update_metadata("concept/otters.md", {"archived_at": None})
+    assert "concept/otters.md" in paths(first.search("otters sleep"))
+
+
+def test_candidates_read_ahead_what_the_separate_reads_give(tmp_path, pg_url):
+    memory = Memory.open(Settings(root=tmp_path / "m", store=pg_url), embedder=FakeEmbedder())
+    try:
+        for i, text in enumerate(["moving from Sweden", "friends for four years", "a dog named Rex",
+                                  "the support group", "moving to the coast", "four cats"]):
+            memory.write(f"conversation/one/turn{i}.md", text)
+        memory.write("conversation/two/turn0.md", "moving house in four days")
+        index = memory.index
+        wanted = ["conversation/one/turn1.md", "conversation/two/turn0.md", "conversation/one/turn4.md"]
+        terms = ["move", "four", "year"]
+        vector = FakeEmbedder().embed(["moving four years"])[0]
+        with index.reading():
+            hits = index.semantic_hits(vector, FakeEmbedder().model_id, 2)
+            found = index.candidates(wanted, terms)
+            owner, keys = index.neighbours(found.paths, 3)
+            held = index.holding(terms, keys)
+            read_ahead = dict(hits.known)
+        # the same reads, each on its own (outside a search nothing is read ahead)
+        alone_owner, alone_keys = index.neighbours(found.paths, 3)
+        alone_held = index.holding(terms, alone_keys)
+        pairs = sorted(zip(owner.tolist(), keys.tolist()))
+        assert pairs == sorted(zip(alone_owner.tolist(), alone_keys.tolist()))
+        by_key = {key: {term for term in terms if held[term][i]} for i, key in enumerate(keys.tolist())}
+        assert by_key == {key: {term for term in terms if alone_held[term][i]} for i, key in enumerate(alone_keys.tolist())}
+        exact = index.cosines(vector, hits.condition, hits.params, found.paths)
+        assert {path: read_ahead[path] for path in found.paths} == pytest.approx(exact)
+        assert found.paths == wanted
+        assert found.contains["four"].tolist() == [True, True, False]
+        assert np.all(found.contains["move"] == np.array([False, True, True]))
+    finally:
+        memory.close()
