@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import memdir.storage.listing_snapshot as listing_snapshot
+import memdir.storage.snapshot as snapshots
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.search.text_search import glob_matcher
@@ -24,7 +25,7 @@ from tests.fakes import FakeEmbedder
 
 @pytest.fixture(autouse=True)
 def small_roots_get_a_snapshot(monkeypatch):
-    monkeypatch.setattr(listing_snapshot, "MIN_ROWS", 3)
+    monkeypatch.setattr(snapshots, "MIN_ROWS", 3)
 
 
 def open_again(memory: Memory) -> Memory:
@@ -87,12 +88,10 @@ def test_changes_since_the_snapshot_are_in_a_fresh_process_listing(written):
 
 
 def test_many_changes_since_the_snapshot_write_it_anew(written, monkeypatch):
-    import memdir.storage.index as index_module
-
     old_seq = snapshot_of(written)[1]
     for i in range(8):
         written.write(f"concept/c{i % 6}.md", f"Version {i}.", title=f"Version {i}")
-    monkeypatch.setattr(index_module, "_SNAPSHOT_LAG", 1)
+    monkeypatch.setattr(snapshots, "STALE_AFTER", 1)
     with open_again(written) as again:
         again.list()
         assert snapshot_of(again)[1] > old_seq
@@ -137,7 +136,7 @@ def test_a_snapshot_keeps_missing_types_and_times_and_refuses_text_it_cannot_hol
 
 
 def test_a_small_root_gets_no_snapshot_and_loses_one_it_had(written, monkeypatch):
-    monkeypatch.setattr(listing_snapshot, "MIN_ROWS", 1_000)
+    monkeypatch.setattr(snapshots, "MIN_ROWS", 1_000)
     assert snapshot_path(written.index.path).exists()
     with open_again(written) as again:
         again.list()

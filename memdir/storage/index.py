@@ -94,9 +94,6 @@ _RECONCILE_BATCH = 500
 OPTIMIZE_AFTER_CHANGES = 1_000
 _LOAD_CHUNK = 4096
 _FILES_CHANGE = "files_change"  # the meta key holding the file change counter the index reflects
-# The listing snapshot is written anew once a process had to apply more changes than this (or a
-# tenth of the rows) to it: a few thousand rows read from SQLite cost a few ms, a snapshot ~0.05 s.
-_SNAPSHOT_LAG = 1_000
 
 
 def listing(
@@ -364,7 +361,7 @@ class DerivedIndex:
             (snap.seq, size),
             len(changed),
         )
-        stale = len(changed) > max(1_000, len(snap.ids) // 10)
+        stale = snapshots.is_stale(len(changed), len(snap.ids))
         keep = ~np.isin(snap.ids, changed)
         if keep.all() and not len(fresh_ids):
             return snap.ids, snap.models, snap.matrix, stale  # nothing changed: no copy at all
@@ -904,13 +901,12 @@ class DerivedIndex:
         """Write the listing snapshot anew if a large root had none, or one far behind ``rows``;
         remove it once the root is small (a snapshot never rewritten would only fall behind)."""
         path = self._listing_snapshot_path()
-        if len(rows.slots) < listing_snapshots.MIN_ROWS:
+        if len(rows.slots) < snapshots.MIN_ROWS:
             if had_one:
                 with contextlib.suppress(OSError):
                     path.unlink(missing_ok=True)
             return
-        lagged = len(changes.changed) + len(changes.removed)
-        if not had_one or changes.whole or lagged > max(_SNAPSHOT_LAG, len(rows.slots) // 10):
+        if not had_one or changes.whole or snapshots.is_stale(len(changes.changed) + len(changes.removed), len(rows.slots)):
             table, runs = by_folder(rows.live())
             listing_snapshots.write_listing_snapshot(path, rows.generation, rows.seq, table._asdict(), runs)
 

@@ -6,7 +6,8 @@ read from one flat file cost ~0.05 s. Like the vector snapshot (`memdir.storage.
 is a cache of a cache: the SQLite index stays the shared truth, and the snapshot only says
 "these were the listing rows at change number ``seq`` of index ``generation``". Its reader
 applies every row changed and removed since ``seq`` (`memdir.storage.listing_rows.changes_since`),
-so a listing from it is exactly what one from SQLite alone would be; a snapshot of another
+so a listing from it is exactly what one from SQLite alone would be (roots of fewer than
+`memdir.storage.snapshot.MIN_ROWS` entries get none); a snapshot of another
 generation, from a ``seq`` the index has not reached or whose tombstones were pruned, or an
 unreadable one, is ignored.
 
@@ -42,8 +43,6 @@ log = logging.getLogger(__name__)
 SNAPSHOT_FILE = "listing.snapshot"
 FORMAT = 1
 MAGIC = b"MDLS"
-MIN_ROWS = 20_000
-"""Roots with fewer entries read their rows from SQLite fast enough and get no snapshot."""
 NUMBERS = ("sizes", "hits", "mtimes", "moments")
 TEXTS = ("paths", "titles", "updated", "types")
 _SEPARATOR = "\0"
@@ -114,4 +113,4 @@ def write_listing_snapshot(path: Path, generation: str, seq: int, columns: Colum
         log.warning("could not write the listing snapshot %s: %s", path, exc)
 
 
-__all__ = ["MIN_ROWS", "read_listing_snapshot", "snapshot_path", "write_listing_snapshot"]
+__all__ = ["read_listing_snapshot", "snapshot_path", "write_listing_snapshot"]

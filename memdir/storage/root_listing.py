@@ -289,10 +289,15 @@ class RootListing:
         files = [(path, stats) for folder in changes.listed.values() for path, stats in folder.entries.items()]
         if in_place_edits:
             files.extend(_edited_in_place(str(self.adapter.root), known, by_folder, changes))
+        covered = changes.covers if changes.listed or changes.gone else _covers_nothing  # (asked of every row)
         return ReconcilePlan(
-            files, changes.covers, known,
+            files, covered, known,
             lambda failed: _untrusting(changes.restamped(stamps, lambda prefix, folder: True), failed),
         )  # fmt: skip
+
+
+def _covers_nothing(path: str) -> bool:
+    return False
 
 
 def _agrees(rows: ListingRows, prefix: str, folder: ListedFolder, knows: Known) -> bool:
