@@ -488,6 +488,7 @@ def defrag(
 def audit(
     path: Annotated[Optional[str], typer.Argument(help="Only the changes of this entry.", show_default=False)] = None,
     root: RootOption = None,
+    store: StoreOption = None,
     agent: Annotated[Optional[str], typer.Option("--agent", help="Only the changes this agent made.")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Only changes since a date/time (2026-11-01, 2026-11-01T08:00) or an age (30m, 12h, 7d).")] = None,
     diff: Annotated[bool, typer.Option("--diff", help="Show each change's diff.")] = False,
@@ -495,9 +496,10 @@ def audit(
 ) -> None:
     """The audit log: who created, changed, deleted, archived, merged or linked what, and when (oldest first)."""
     from memdir.access.audit import audit_records, headline, parse_since
+    from memdir.storage.stores import open_audit
 
-    settings = load_settings(root)  # the shared root (or the --root given): --agent filters here, never picks a store
-    records = audit_records(settings.store_root, path, agent, parse_since(since) if since else None)
+    settings = load_settings(root, store=store)  # the shared root (or the --root given): --agent filters here, never picks a store
+    records = audit_records(open_audit(settings), path, agent, parse_since(since) if since else None)
     if as_json:
         typer.echo(json.dumps([dataclasses.asdict(record) for record in records], indent=2, ensure_ascii=False))
         return
