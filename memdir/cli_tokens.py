@@ -28,10 +28,13 @@ def _tokens():
 
 @token_app.command("create")
 @handle_errors
-def create(name: NameArgument) -> None:
+def create(
+    name: NameArgument,
+    role: Annotated[str | None, typer.Option(help="The role its client acts in (orchestrator, optimizer, reviewer, executor); default: the server's.")] = None,
+) -> None:
     """Make a new token and print it (once: only its hash is kept)."""
     tokens = _tokens()
-    token = tokens.create(name)
+    token = tokens.create(name, role)
     typer.echo(token)
     console(stderr=True).print(f"Token {name!r} created; keep it now, it is not shown again (stored hashed in {tokens.path}).")
 
@@ -43,9 +46,9 @@ def list_tokens(as_json: JsonOption = False) -> None:
     from memdir.server.tokens import SETTINGS_TOKEN_NAME
 
     tokens = _tokens()
-    rows = [{"name": stored.name, "created": stored.created} for stored in tokens.tokens()]
+    rows = [{"name": stored.name, "created": stored.created, "role": stored.role} for stored in tokens.tokens()]
     if load_settings().http_token:
-        rows.append({"name": SETTINGS_TOKEN_NAME, "created": "(http_token setting)"})
+        rows.append({"name": SETTINGS_TOKEN_NAME, "created": "(http_token setting)", "role": None})
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -53,7 +56,7 @@ def list_tokens(as_json: JsonOption = False) -> None:
         typer.echo(f"No tokens (file: {tokens.path}). `memdir token create NAME` makes one.")
         return
     for row in rows:
-        typer.echo(f"{row['name']}\t{row['created']}")
+        typer.echo(f"{row['name']}\t{row['created']}\t{row['role'] or '(the server’s role)'}")
 
 
 @token_app.command("revoke")

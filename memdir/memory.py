@@ -128,7 +128,7 @@ class Memory:
         self.adapter = adapter
         self.index = index
         self.model = model
-        self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now)
+        self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now, role=lambda: self.actor.role)
         self._listing = adapter.root_listing(index)  # see `_entries`
         self._actor = Actor.from_settings(settings)
         self._acting = threading.local()  # `acting_as`, per thread

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from memdir.core.identity import Role
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.search.ranking import RoleImportance, graph_expansion, metadata_importance, recency
@@ -129,9 +130,9 @@ def test_a_role_ranks_with_its_own_importance(tmp_path):
 
 def test_role_importance_follows_the_seed():
     now = datetime(2026, 6, 1, tzinfo=timezone.utc)
-    reviewer = RoleImportance.of(Settings(agent="rita", role="reviewer"))
+    reviewer = RoleImportance.of(Settings(), Role.REVIEWER)
     assert reviewer.weights == (0.5, 0.1, 0.2, 0.2)
-    assert RoleImportance.of(Settings()) is None
+    assert RoleImportance.of(Settings(), None) is None
     fresh = RankFacts("fact/a.md", "fact", 10.0, 500, now.isoformat(), False, "bug")
     assert reviewer(fresh, now) == pytest.approx(0.5 + 0.1 + 0.2 + 0.2 * 0.8)  # reads clamp at 1, read just now: 1
     other = dataclasses.replace(fresh, kind="architecture")

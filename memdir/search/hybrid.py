@@ -94,6 +94,7 @@ from typing import Literal, NamedTuple, Union
 
 import numpy as np
 
+from memdir.core.identity import Role, parse_role
 from memdir.core.keywords import extract_keywords, porter_stem, stem, tag_terms
 from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
 from memdir.core.settings import Settings
@@ -188,6 +189,8 @@ class HybridSearcher:
         settings: weights, fusion method, thresholds, candidate pool.
         embedder: an embedder, or a zero-argument callable returning one or None
             (e.g. ``ModelProvider.peek``) so a model still loading means keyword mode.
+        role: the role of the agent searching now (a server over HTTP serves agents of
+            several roles with one searcher); default: the settings' role.
     """
 
     def __init__(
@@ -195,10 +198,12 @@ class HybridSearcher:
         index: SearchIndex,
         settings: Settings | None = None,
         embedder: EmbedderSource = None,
+        role: Callable[[], Role | None] | None = None,
     ) -> None:
         self.index = index
         self.settings = settings or Settings()
-        self.signals = RankingSignals(self.settings)
+        self._role = role or (lambda: parse_role(self.settings.role))
+        self._signals: dict[Role | None, RankingSignals] = {}
         self._embedder = embedder
         self._recent_queries: dict[tuple[str, str], np.ndarray] = {}
         self._cache_lock = threading.Lock()
@@ -343,13 +348,22 @@ class HybridSearcher:
         relevance = self._relevance(signals.semantic, _share(covered_idf, idf.values())).tolist()
         return _Ranked(found, signals, scores, relevance, matched)
 
+    def signals(self) -> RankingSignals:
+        """The ranking signals of the agent searching now (its role's importance, if it has one)."""
+        role = self._role()
+        found = self._signals.get(role)
+        if found is None:
+            found = self._signals[role] = RankingSignals(self.settings, role)
+        return found
+
     def _beyond_text(self, ranked: _Ranked, rerun: _Rerun, filters: _Filters) -> _Ranked | None:
         """Leave out archived and superseded entries (unless asked for), then add graph expansion,
         importance and recency (`memdir.search.ranking`) when any of their weights is set."""
         hidden = frozenset() if filters.include_hidden else self.index.hidden()
-        if not self.signals.active:
+        signals = self.signals()
+        if not signals.active:
             return ranked.without(hidden) if hidden else ranked
-        graph = self.signals.expand(self.index, zip(ranked.found.paths, ranked.scores))
+        graph = signals.expand(self.index, zip(ranked.found.paths, ranked.scores))
         new = [path for path in graph if path not in hidden and path not in ranked.found.paths]
         if new:
             joining = self.index.candidates(new, [])  # their type and tags, for the search's filters
@@ -365,8 +379,8 @@ class HybridSearcher:
         facts = self.index.rank_facts(paths)
         now = datetime.now(timezone.utc)
         text_total = sum(self._text_weights(rerun.mode).values()) or 1.0
-        extras = [self.signals.extras(facts.get(path), graph.get(path, 0.0), now) for path in paths]
-        scores = [self.signals.combine(score, text_total, extra) for score, extra in zip(ranked.scores, extras)]
+        extras = [signals.extras(facts.get(path), graph.get(path, 0.0), now) for path in paths]
+        scores = [signals.combine(score, text_total, extra) for score, extra in zip(ranked.scores, extras)]
         return dataclasses.replace(ranked, scores=scores, extras=extras)
 
     def _relevance(self, cosines: np.ndarray | None, idf_coverage: np.ndarray) -> np.ndarray:

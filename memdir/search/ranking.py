@@ -15,8 +15,8 @@ weighted mean, each with its own weight (a setting; 0 turns it off):
   next step of a procedure) can still be found.
 * **importance** — an `ImportanceScorer` maps an entry's `RankFacts` (its metadata's
   importance, reads, last access, kind) to [0, 1]; without a role it is ``(importance - 1) / 9``
-  with importance 5 when the metadata gives none, weighted ``importance_weight``. With a
-  role (``settings.role``) it is `RoleImportance`, the seed's Component 3.3 — the role's own
+  with importance 5 when the metadata gives none, weighted ``importance_weight``. When the
+  searching agent has a role (``--role``, or its HTTP token's) it is `RoleImportance`, the seed's Component 3.3 — the role's own
   mix of importance, reads, recency and whether the entry is of one of the role's kinds —
   weighted ``role_importance_weight``.
 * **recency** — ``exp(-ln 2 * days / recency_half_life_days)`` since the entry was last
@@ -81,11 +81,10 @@ class RoleImportance:
     weights: tuple[float, float, float, float]
 
     @classmethod
-    def of(cls, settings: Settings) -> RoleImportance | None:
-        """The scorer of the settings' role, None without one."""
-        if settings.role is None:
+    def of(cls, settings: Settings, role: Role | None) -> RoleImportance | None:
+        """The scorer of ``role`` with the settings' weights, None without a role."""
+        if role is None:
             return None
-        role = Role(settings.role)
         return cls(role, getattr(settings, f"role_weights_{role.value}"))
 
     def __call__(self, facts: RankFacts, now: datetime) -> float:
@@ -164,14 +163,15 @@ class RankingSignals:
     """The graph, importance and recency signals of one search, and how they join the text score.
 
     Args:
-        settings: the weights, seeds, hops and half-life; with a ``role``, importance is the role's.
+        settings: the weights, seeds, hops and half-life.
+        role: the searching agent's role (None: none); with one, importance is the role's.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, role: Role | None = None) -> None:
         self.settings = settings
-        role = RoleImportance.of(settings)
-        self.importance: ImportanceScorer = role or metadata_importance
-        self.importance_weight = settings.importance_weight if role is None else settings.role_importance_weight
+        scorer = RoleImportance.of(settings, role)
+        self.importance: ImportanceScorer = scorer or metadata_importance
+        self.importance_weight = settings.importance_weight if scorer is None else settings.role_importance_weight
 
     @property
     def weights(self) -> dict[str, float]:

@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memdir.server.state import HTTP_CLIENT
-from memdir.server.tokens import TokenFile
+from memdir.server.tokens import HttpClient, TokenFile
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class GuardMiddleware:
             await response(scope, receive, send)
             return
         user = scope.get("user")
-        client = HTTP_CLIENT.set(user.display_name if isinstance(user, AuthenticatedUser) else None)
+        client = HTTP_CLIENT.set(_client(user) if isinstance(user, AuthenticatedUser) else None)
         try:
             await self.app(scope, receive, send)
         finally:
@@ -154,8 +154,8 @@ class GuardMiddleware:
             hint = ("Send `Authorization: Bearer <token>` (`memdir token create NAME` makes one)." if is_mcp else
                     "Open this page once as /?token=<token> (`memdir token create NAME` makes one).")
             return self._refuse(scope, "missing token", 401, f"This memdir server needs a token. {hint}")
-        name = self.gate.tokens.name_of(given)
-        if name is None:
+        client = self.gate.tokens.client_of(given)
+        if client is None:
             return self._refuse(scope, "bad token", 401, "That token is not valid (mistyped, or revoked). "
                                 "`memdir token list` shows the tokens; `memdir token create NAME` makes a new one.")
         if source == "query":  # keep it in a cookie, and out of the address bar and history
@@ -163,8 +163,18 @@ class GuardMiddleware:
             response = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
             response.set_cookie(COOKIE, given, httponly=True, samesite="strict", path="/")
             return response
-        scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=name, scopes=[]))
+        scopes = [] if client.role is None else [ROLE_SCOPE + client.role]
+        scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=client.name, scopes=scopes))
         return None
+
+
+ROLE_SCOPE = "memdir-role:"
+"""The scope a token's role travels in from the check to the request's `HttpClient`."""
+
+
+def _client(user: AuthenticatedUser) -> HttpClient:
+    roles = [scope.removeprefix(ROLE_SCOPE) for scope in user.scopes if scope.startswith(ROLE_SCOPE)]
+    return HttpClient(user.display_name, roles[0] if roles else None)
 
 
 def _is_mcp(scope: Scope) -> bool:

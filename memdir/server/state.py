@@ -41,6 +41,7 @@ from memdir.core.errors import MemdirError
 from memdir.core.files import disk_errors
 from memdir.core.identity import Actor, parse_role
 from memdir.core.settings import Settings
+from memdir.server.tokens import HttpClient
 from memdir.tools.session import Session
 from memdir.tools.workspace import FileReads, Workspace
 
@@ -118,17 +119,18 @@ class MemoryHost:
         """
         return self.start().result()
 
-    def _call(self, opening: Future[Memory], client: str | None, fn: Callable[..., T], args: tuple[Any, ...],
+    def _call(self, opening: Future[Memory], client: HttpClient | None, fn: Callable[..., T], args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> T:
         """``fn`` on the memory ``opening`` gives: the attempt `run` started (or found) for this call,
         submitted to the writer thread before it, so waiting for it never blocks that thread.
 
-        ``client``: the token name of the HTTP client the call is for (None: stdio, or no token).
-        Over HTTP each client acts as the agent its token names — its changes are its own, and
-        other clients' entries are theirs — with the server's role and admin flag.
+        ``client``: the HTTP client the call is for (None: stdio, or no token). Over HTTP each
+        client acts as the agent its token names — its changes are its own, and other clients'
+        entries are theirs — in the role its token gives (else the server's), with the server's
+        admin flag (never a token's: admin stays a setting or flag of whoever runs the server).
         """
         memory = opening.result()
-        actor = None if client is None else Actor(client, parse_role(self._settings.role), self._settings.admin)
+        actor = None if client is None else Actor(client.name, parse_role(client.role or self._settings.role), self._settings.admin)
         with disk_errors(self._root), memory.acting_as(actor):  # a tool's own files (defrag journal, episodes, ...) too
             return fn(memory, *args, **kwargs)
 
@@ -197,8 +199,8 @@ class SessionState:
     file_reads: FileReads = field(default_factory=FileReads)
 
 
-HTTP_CLIENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("memdir_http_client", default=None)
-"""The name of the token the HTTP request being served came with (set by `memdir.server.http_guard`)."""
+HTTP_CLIENT: contextvars.ContextVar[HttpClient | None] = contextvars.ContextVar("memdir_http_client", default=None)
+"""The client (token name and role) of the HTTP request being served (set by `memdir.server.http_guard`)."""
 
 
 class SessionRegistry:
@@ -220,7 +222,8 @@ class SessionRegistry:
             if session_id:
                 return self._by_id.setdefault(session_id, SessionState())
             if connection is not None and not getattr(connection, "has_standalone_channel", True):
-                return self._by_id.setdefault(f"client:{HTTP_CLIENT.get() or ''}", SessionState())
+                client = HTTP_CLIENT.get()
+                return self._by_id.setdefault(f"client:{client.name if client else ''}", SessionState())
             key = getattr(connection, "outbound", None)
             if key is None:  # not a real connection (a direct call in tests): one shared session
                 return self._by_id.setdefault("", SessionState())

@@ -1,6 +1,9 @@
 """Bearer tokens for `memdir serve --http`: named, stored hashed, revocable while the server runs.
 
 A token is 32 random bytes (``mdt_`` + URL-safe base64), shown once when it is created.
+It names the client (the agent its changes are recorded as) and may give it a role
+(``memdir token create NAME --role reviewer``): over HTTP the role is per connection, as a
+stdio server's ``--role`` is; a token without one takes the server's.
 The token file (setting ``http_tokens_file``, 0600) keeps per token its name, a random
 salt and SHA-256(salt + token): with 256 random bits there is nothing to guess, so a
 slow password hash (scrypt) would only add its ~50 ms to every request without making
@@ -32,6 +35,7 @@ from pathlib import Path
 import portalocker
 
 from memdir.core.errors import ConfigError, InputValidationError
+from memdir.core.identity import parse_role
 
 TOKEN_PREFIX = "mdt_"
 SETTINGS_TOKEN_NAME = "settings"
@@ -47,6 +51,7 @@ class StoredToken:
     salt: str
     digest: str
     created: str
+    role: str | None = None  # the client's role; None: the server's
 
     def matches(self, token: str) -> bool:
         return hmac.compare_digest(self.digest, _digest(self.salt, token))
@@ -56,12 +61,20 @@ def _digest(salt: str, token: str) -> str:
     return hashlib.sha256(bytes.fromhex(salt) + token.encode("utf-8")).hexdigest()
 
 
-def new_token(name: str) -> tuple[str, StoredToken]:
+@dataclass(frozen=True)
+class HttpClient:
+    """Who an HTTP request is from: its token's name, and the role that token gives (None: the server's)."""
+
+    name: str
+    role: str | None = None
+
+
+def new_token(name: str, role: str | None = None) -> tuple[str, StoredToken]:
     """(the token to show once, what the file keeps of it)."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     salt = secrets.token_hex(16)
     created = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-    return token, StoredToken(name=name, salt=salt, digest=_digest(salt, token), created=created)
+    return token, StoredToken(name=name, salt=salt, digest=_digest(salt, token), created=created, role=role)
 
 
 class TokenFile:
@@ -109,20 +122,26 @@ class TokenFile:
         """True when at least one token would be accepted."""
         return bool(self._settings_token) or bool(self.tokens())
 
-    def name_of(self, token: str) -> str | None:
-        """The name of the token ``token`` is, or None when it is no valid token."""
+    def client_of(self, token: str) -> HttpClient | None:
+        """The client ``token`` names (its name and role), or None when it is no valid token."""
         if not token:
             return None
         if self._settings_token and hmac.compare_digest(self._settings_token.encode(), token.encode()):
-            return SETTINGS_TOKEN_NAME
+            return HttpClient(SETTINGS_TOKEN_NAME)
         for stored in self.tokens():
             if stored.matches(token):
-                return stored.name
+                return HttpClient(stored.name, stored.role)
         return None
 
     # ------------------------------------------------------------------ changing
-    def create(self, name: str) -> str:
-        """Add a token named ``name``; the token itself (it is not kept: show it once)."""
+    def create(self, name: str, role: str | None = None) -> str:
+        """Add a token named ``name`` (its client acting in ``role``, None: the server's role); the
+        token itself (it is not kept: show it once).
+
+        Raises:
+            InputValidationError: the name is not allowed or taken, or the role is no role.
+        """
+        role_name = None if (parsed := parse_role(role)) is None else parsed.value
         if not TOKEN_NAME.fullmatch(name or ""):
             raise InputValidationError(
                 f"Token name {name!r} is not allowed.",
@@ -136,7 +155,7 @@ class TokenFile:
                     f"A token named {name!r} exists already.",
                     f"Pick another name, or `memdir token revoke {name}` first to replace it.",
                 )
-            token, stored = new_token(name)
+            token, stored = new_token(name, role_name)
             tokens.append(stored)
         return token
 
@@ -169,4 +188,4 @@ class TokenFile:
                 raise
 
 
-__all__ = ["SETTINGS_TOKEN_NAME", "TOKEN_PREFIX", "StoredToken", "TokenFile", "new_token"]
+__all__ = ["SETTINGS_TOKEN_NAME", "TOKEN_PREFIX", "HttpClient", "StoredToken", "TokenFile", "new_token"]

@@ -114,3 +114,30 @@ def test_over_http_each_client_acts_as_the_agent_its_token_names(tmp_path):
     records = [json.loads(line) for file in (tmp_path / "memory" / "audit").glob("*.jsonl")
                for line in file.read_text().splitlines()]
     assert [(r["agent"], r["action"]) for r in records] == [("alice", "create"), ("alice", "delete")]
+
+
+@pytest.mark.slow
+def test_over_http_a_token_gives_its_client_a_role(tmp_path):
+    """A role per connection over HTTP: one server without a role, a reviewer's token and a plain one;
+    the reviewer sees its kinds (and ranks by its role's importance), the other client everything."""
+    import anyio
+
+    from memdir.server.tokens import TokenFile
+    from tests.server.http_process import mcp_client, running_server
+
+    tokens = TokenFile(tmp_path / "http-tokens.json")  # the file conftest points MEMDIR_HTTP_TOKENS_FILE at
+    ann, rita = tokens.create("ann"), tokens.create("rita", "reviewer")
+
+    async def scenario():
+        async with mcp_client(server.url, ann) as writer, mcp_client(server.url, rita) as reviewer:
+            for path, kind in (("fact/bug.md", "bug"), ("fact/arch.md", "architecture")):
+                entry = {"file_path": path, "content": "The login page and its service.", "title": kind, "type": "fact",
+                         "tags": [], "related": [], "domain": "team", "kind": kind}
+                assert not (await writer.call_tool("MemoryWrite", entry)).is_error
+            everything = text(await writer.call_tool("MemorySearch", {"query": "login page service"}))
+            assert "fact/bug.md" in everything and "fact/arch.md" in everything
+            mine = text(await reviewer.call_tool("MemorySearch", {"query": "login page service", "explain": True}))
+            assert "fact/bug.md" in mine and "fact/arch.md" not in mine and "importance" in mine
+
+    with running_server(["--root", str(tmp_path / "memory"), "--mode", "researcher"], cwd=tmp_path) as server:
+        anyio.run(scenario)

@@ -18,7 +18,7 @@ import anyio
 import httpx2
 import pytest
 
-from memdir.server.tokens import TokenFile
+from memdir.server.tokens import HttpClient, TokenFile
 from tests.server.http_process import mcp_client, running_server, serve_command
 
 pytestmark = pytest.mark.slow
@@ -228,11 +228,14 @@ def test_token_commands_create_list_and_revoke(tmp_path):
     path = tmp_path / "http-tokens.json"
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert token not in path.read_text()  # stored hashed
-    assert TokenFile(path).name_of(token) == "laptop"
+    assert TokenFile(path).client_of(token) == HttpClient("laptop", None)  # the server's role
     assert memdir("create", "laptop").returncode == 1  # names are unique
     assert "not allowed" in memdir("create", "../x").stderr
+    assert "is not a role" in memdir("create", "ci", "--role", "boss").stderr
+    reviewer = memdir("create", "ci", "--role", "Reviewer").stdout.strip()
+    assert TokenFile(path).client_of(reviewer) == HttpClient("ci", "reviewer")
     listed = json.loads(memdir("list", "--json").stdout)
-    assert [row["name"] for row in listed] == ["laptop"]
+    assert [(row["name"], row["role"]) for row in listed] == [("laptop", None), ("ci", "reviewer")]
     assert memdir("revoke", "laptop").returncode == 0
-    assert TokenFile(path).name_of(token) is None
+    assert TokenFile(path).client_of(token) is None
     assert "no token named" in memdir("revoke", "laptop").stderr.lower()
