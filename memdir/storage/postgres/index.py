@@ -395,19 +395,15 @@ class PostgresIndex:
             cached = self._hidden.get(state.change)
             if cached is not None:
                 return cached
-        own = state is None or state.own
-        known = self._hidden.known() if own else None
-        for _ in range(2):  # (twice only if another thread cached a newer set meanwhile)
-            change, paths = self._rows((
-                f"SELECT change, CASE WHEN change IS DISTINCT FROM %s THEN {HIDDEN} END FROM store_state", (known,),
-            ))[0]
-            if paths is not None:
-                return self._hidden.put(change, paths) if own else frozenset(paths)
+        own = state is None or state.own  # (inside a writer's transaction: its own changes, never cached)
+        query = f"SELECT change, CASE WHEN change IS DISTINCT FROM %s THEN {HIDDEN} END FROM store_state"
+        change, paths = self._rows((query, (self._hidden.known() if own else None,)))[0]
+        if paths is None:  # unchanged since cached
             cached = self._hidden.get(change)
             if cached is not None:
                 return cached
-            known = None
-        raise AssertionError("unreachable: the second read asks for the set itself")
+            change, paths = self._rows((query, (None,)))[0]  # (another thread cached a newer set meanwhile)
+        return self._hidden.put(change, paths) if own else frozenset(paths)
 
     def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
         """Importance, reads, last access and archived/superseded state of ``paths``."""
