@@ -906,7 +906,8 @@ class DerivedIndex:
                 with contextlib.suppress(OSError):
                     path.unlink(missing_ok=True)
             return
-        if not had_one or changes.whole or snapshots.is_stale(len(changes.changed) + len(changes.removed), len(rows.slots)):
+        applied = len(changes.changed) + len(changes.removed)
+        if not had_one or changes.whole or snapshots.is_stale(applied, len(rows.slots)):
             table, runs = by_folder(rows.live())
             listing_snapshots.write_listing_snapshot(path, rows.generation, rows.seq, table._asdict(), runs)
 
