@@ -87,6 +87,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -116,6 +117,11 @@ MIN_IDF = 0.1
 
 QUERY_VECTORS_KEPT = 64
 """Query embeddings a searcher remembers (see `HybridSearcher._query_vector`)."""
+
+_EMBEDDING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memdir-query-embedding")
+"""Where a search's query is embedded while its keyword side reads the index (both wait
+outside the GIL: the model's run, a database's answer). Two workers: one per core here; the
+searches of a server's read threads queue for them, as they would for the cores."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,10 +271,11 @@ class HybridSearcher:
         tags = list(tags) if tags is not None else None
         prefix = normalize_prefix(path_prefix)
         keywords = extract_keywords(query)
+        embedding: Future[np.ndarray] | None = None
         if query_vector is None:
             embedder = self.embedder()
             if embedder is not None:
-                query_vector = self._query_vector(embedder, query)
+                embedding = _EMBEDDING.submit(self._query_vector, embedder, query)
                 query_model = query_model or embedder.model_id
         elif query_model is None:
             embedder = self.embedder()
@@ -280,6 +287,8 @@ class HybridSearcher:
         with self.index.reading():  # one consistent view of the vectors and the keyword data
             bm25 = self.index.keyword_hits(terms, pool, types=types, path_prefix=prefix, tags=tags)
             idf = self.idf(terms)
+            if embedding is not None:
+                query_vector = embedding.result()
             semantic = None
             if query_vector is not None:
                 semantic = self.index.semantic_hits(query_vector, query_model, pool, types=types, path_prefix=prefix, tags=tags)
