@@ -85,6 +85,7 @@ where SQLite FTS5 plus the rows of the candidates used to cost ~2 / 8-13 ms.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -118,10 +119,24 @@ MIN_IDF = 0.1
 QUERY_VECTORS_KEPT = 64
 """Query embeddings a searcher remembers (see `HybridSearcher._query_vector`)."""
 
-_EMBEDDING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memdir-query-embedding")
-"""Where a search's query is embedded while its keyword side reads the index (both wait
-outside the GIL: the model's run, a database's answer). Two workers: one per core here; the
-searches of a server's read threads queue for them, as they would for the cores."""
+def _embedding_threads() -> ThreadPoolExecutor:
+    """Where a search's query is embedded while its keyword side reads the index (both wait
+    outside the GIL: the model's run, a database's answer). Two workers: one per core here; the
+    searches of a server's read threads queue for them, as they would for the cores."""
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="memdir-query-embedding")
+
+
+_EMBEDDING = _embedding_threads()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of its parent's threads: a pool that believes it has idle workers
+    would queue its searches' embeddings forever, so the child gets a pool of its own."""
+    global _EMBEDDING
+    _EMBEDDING = _embedding_threads()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @dataclass(frozen=True, slots=True)
