@@ -71,7 +71,8 @@ from memdir.episodes.ingest import ingest  # noqa: E402
 from memdir.episodes.model import Message  # noqa: E402
 from memdir.episodes.recall import rank  # noqa: E402
 from memdir.episodes.segment import SegmentConfig, segment  # noqa: E402
-from memdir.episodes.store import EPISODES_PREFIX, read_episode  # noqa: E402
+from memdir.core.entry import EPISODES_PREFIX  # noqa: E402
+from memdir.episodes.store import read_episode  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo10.json"

@@ -285,7 +285,8 @@ def _copy_store(source: Settings, target: Settings) -> None:
             task = bar.add_task("Copying", total=None)
             report = copy_entries(origin.adapter, copy.adapter, progress=lambda done, total: bar.update(task, completed=done, total=total))
         copy.reconcile()  # the target's search data, from what was copied
-    console().print(f"[green]Copied {plural(report.entries, 'entry')} and {plural(report.stubs, 'stub')}.[/green]")
+    console().print(f"[green]Copied {plural(report.entries, 'entry')}, {plural(report.stubs, 'stub')} and "
+                    f"{plural(report.audit_records, 'audit record')}.[/green]")
 
 
 @app.command("export")
@@ -488,6 +489,7 @@ def defrag(
 def audit(
     path: Annotated[Optional[str], typer.Argument(help="Only the changes of this entry.", show_default=False)] = None,
     root: RootOption = None,
+    store: StoreOption = None,
     agent: Annotated[Optional[str], typer.Option("--agent", help="Only the changes this agent made.")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Only changes since a date/time (2026-11-01, 2026-11-01T08:00) or an age (30m, 12h, 7d).")] = None,
     diff: Annotated[bool, typer.Option("--diff", help="Show each change's diff.")] = False,
@@ -495,9 +497,10 @@ def audit(
 ) -> None:
     """The audit log: who created, changed, deleted, archived, merged or linked what, and when (oldest first)."""
     from memdir.access.audit import audit_records, headline, parse_since
+    from memdir.storage.stores import open_audit
 
-    settings = load_settings(root)  # the shared root (or the --root given): --agent filters here, never picks a store
-    records = audit_records(settings.store_root, path, agent, parse_since(since) if since else None)
+    settings = load_settings(root, store=store)  # the shared root (or the --root given): --agent filters here, never picks a store
+    records = audit_records(open_audit(settings), path, agent, parse_since(since) if since else None)
     if as_json:
         typer.echo(json.dumps([dataclasses.asdict(record) for record in records], indent=2, ensure_ascii=False))
         return

@@ -68,7 +68,7 @@ from memdir.search.text_search import (
     matching_fields,
     path_filter,
 )
-from memdir.storage.audit_log import ACTIONS, AuditLog, AuditRecord, change_diff
+from memdir.storage.audit_log import ACTIONS, AuditRecord, change_diff
 from memdir.storage.base import EntryIndex, EntryInfo, FileStats, Redirect, StorageAdapter
 from memdir.storage.index_db import Edge
 from memdir.storage.entry_cache import EntryCache, PrefetchReport, load_report, save_report
@@ -132,7 +132,7 @@ class Memory:
         self._listing = adapter.root_listing(index)  # see `_entries`
         self._actor = Actor.from_settings(settings)
         self._acting = threading.local()  # `acting_as`, per thread
-        self.audit = AuditLog(adapter.root)
+        self.audit = adapter.audit
         self.cache = EntryCache(adapter.stats, settings.prefetch_size) if settings.prefetch_size > 0 else None
         """Entries agents read (and `prefetch` put there), served to MemoryRead while unchanged."""
         self._labelled = threading.local()  # the action label of `action`, per thread

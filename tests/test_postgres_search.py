@@ -63,10 +63,13 @@ def test_candidates_read_ahead_what_the_separate_reads_give(tmp_path, pg_url):
         # the same reads, each on its own (outside a search nothing is read ahead)
         alone_owner, alone_keys = index.neighbours(found.paths, 3)
         alone_held = index.holding(terms, alone_keys)
-        pairs = sorted(zip(owner.tolist(), keys.tolist()))
-        assert pairs == sorted(zip(alone_owner.tolist(), alone_keys.tolist()))
-        by_key = {key: {term for term in terms if held[term][i]} for i, key in enumerate(keys.tolist())}
-        assert by_key == {key: {term for term in terms if alone_held[term][i]} for i, key in enumerate(alone_keys.tolist())}
+        def holding_pairs(owners, neighbours, holds):  # (owner, neighbour, words it holds) where it holds any
+            found = [(o, k, frozenset(t for t in terms if holds[t][i]))
+                     for i, (o, k) in enumerate(zip(owners.tolist(), neighbours.tolist()))]
+            return sorted(row for row in found if row[2])
+
+        assert holding_pairs(owner, keys, held) == holding_pairs(alone_owner, alone_keys, alone_held) != []
+        assert len(alone_keys) > len(keys)  # (read ahead: only the neighbours holding a query word)
         exact = index.cosines(vector, hits.condition, hits.params, found.paths)
         assert {path: read_ahead[path] for path in found.paths} == pytest.approx(exact)
         assert found.paths == wanted

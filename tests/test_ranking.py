@@ -173,3 +173,11 @@ def test_archived_entries_leave_discovery(memory):
     memory.write("fact/deploy", entry.content, title=entry.title,
                  metadata=entry.metadata.model_copy(update={"archived_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}))
     assert "fact/deploy.md" not in discover(memory, message)
+
+
+def test_an_episodes_importance_is_put_on_the_entries_scale():
+    now = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    episode = RankFacts("experience/episodes/2026-05/launch.md", "experience", 0.9, 0, now.isoformat(), False)
+    entry = dataclasses.replace(episode, path="fact/launch.md", importance=0.9)
+    assert metadata_importance(episode, now) == pytest.approx(0.9)  # 0-1 episode importance -> 1 + 9 x = 9.1
+    assert metadata_importance(entry, now) == 0.0  # an entry's 0.9 is below the 1-10 scale: held to 1

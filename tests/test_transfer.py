@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from memdir.cli import app
 from memdir.core.settings import Settings
 from memdir.memory import Memory
+from memdir.storage.audit_log import AuditLog
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.postgres
@@ -49,7 +50,8 @@ def test_a_directory_exported_to_postgresql_and_imported_back_is_byte_identical(
     _fill(original)
     exported = runner.invoke(app, ["export", pg_url, "--root", str(original)])
     assert exported.exit_code == 0, exported.output
-    assert "Copied 4 entries and 1 stub" in exported.output
+    trail = list(AuditLog(original).records())
+    assert "Copied 4 entries, 1 stub and " in exported.output and f"{len(trail)} audit records" in exported.output
     with Memory.open(Settings(root=tmp_path / "local", store=pg_url, embeddings_enabled=False)) as memory:
         assert memory.read("fact/old.md").path == "fact/paris.md"  # the stub still redirects
         assert memory.search("reopen ruby classes", top_k=1)[0].path == "concept/ruby/classes.md"
@@ -64,6 +66,7 @@ def test_a_directory_exported_to_postgresql_and_imported_back_is_byte_identical(
         "concept/ruby/classes.emb", "fact/paris.emb", "skill/deploy.emb"}
     for path, data in before.items():
         assert after[path] == data, path
+    assert list(AuditLog(copy).records()) == trail  # the history went there and back, record for record
 
 
 def test_export_refuses_a_store_that_is_not_empty_and_changes_nothing(tmp_path, pg_url):

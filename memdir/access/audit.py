@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 from memdir.core.errors import InputValidationError
 from memdir.core.paths import normalize_path
-from memdir.storage.audit_log import AuditLog, AuditRecord
+from memdir.storage.audit_log import AuditRecord
+from memdir.storage.base import AuditTrail
 
 _RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -36,11 +36,11 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
 
 
 def audit_records(
-    root: Path, path: str | None = None, agent: str | None = None, since: datetime | None = None
+    trail: AuditTrail, path: str | None = None, agent: str | None = None, since: datetime | None = None
 ) -> list[AuditRecord]:
-    """The audit records of ``root``, oldest first, of one entry / by one agent / since a time."""
+    """The records of a store's audit trail, oldest first, of one entry / by one agent / since a time."""
     logical = normalize_path(path) if path else None
-    return list(AuditLog(root).records(path=logical, agent=agent, since=since))
+    return list(trail.records(path=logical, agent=agent, since=since))
 
 
 def headline(record: AuditRecord) -> str:

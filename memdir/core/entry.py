@@ -56,6 +56,23 @@ def utcnow() -> datetime:
 IMPORTANCE_RANGE = (1.0, 10.0)
 DEFAULT_IMPORTANCE = 5.0
 """An entry's importance when its metadata gives none (seed 003)."""
+EPISODES_PREFIX = "experience/episodes/"
+"""Where episodes live (`memdir.episodes.store`): their ``importance`` is their own, 0-1."""
+
+
+def importance_on_scale(path: str, stated: float | None) -> float:
+    """An entry's importance on the 1-10 scale that ranking and the evolution jobs use: the
+    metadata's, held to `IMPORTANCE_RANGE` (absent: 5); an episode's 0-1 importance is put
+    on the same scale (``1 + 9 x``), so an important episode is not ranked as the least
+    important entry. Out-of-range values are held, not refused: a hand edit must not make
+    metadata unreadable."""
+    low, high = IMPORTANCE_RANGE
+    if stated is None:
+        return DEFAULT_IMPORTANCE
+    value = float(stated)
+    if path.startswith(EPISODES_PREFIX):
+        value = low + (high - low) * min(max(value, 0.0), 1.0)
+    return min(max(value, low), high)
 
 
 class Metadata(BaseModel):
@@ -117,18 +134,6 @@ class Metadata(BaseModel):
     def hidden(self) -> bool:
         """True for an archived or superseded entry: left out of search and discovery unless asked for."""
         return self.archived_at is not None or bool(self.superseded_by)
-
-    @property
-    def importance_or_default(self) -> float:
-        """The importance ranking uses: the metadata's, held to `IMPORTANCE_RANGE`, else 5.
-
-        Not refused when out of range: episodes (`memdir.episodes.store`) have long written
-        their own 0-1 ``importance`` there, and a hand edit must not make metadata unreadable.
-        """
-        if self.importance is None:
-            return DEFAULT_IMPORTANCE
-        low, high = IMPORTANCE_RANGE
-        return min(max(float(self.importance), low), high)
 
     @field_validator("permissions", mode="before")
     @classmethod

@@ -34,7 +34,8 @@ from memdir.core.units import plural
 from memdir.episodes.heuristics import clip_words, describe
 from memdir.episodes.model import OUTCOMES, Episode, Message
 from memdir.episodes.segment import RECORD_TOOL, SegmentConfig, segment
-from memdir.episodes.store import EPISODES_PREFIX, Summarize, save
+from memdir.core.entry import EPISODES_PREFIX
+from memdir.episodes.store import Summarize, save
 
 if TYPE_CHECKING:
     from memdir.embeddings.base import Embedder

@@ -30,7 +30,8 @@ from memdir.core.errors import EntryNotFoundError
 from memdir.core.settings import Settings
 from memdir.episodes.heuristics import clip_words
 from memdir.core.units import estimate_tokens
-from memdir.episodes.store import EPISODES_PREFIX, OUTCOME_ICONS, StoredEpisode, list_episodes, read_episode
+from memdir.core.entry import EPISODES_PREFIX
+from memdir.episodes.store import OUTCOME_ICONS, StoredEpisode, list_episodes, read_episode
 
 if TYPE_CHECKING:
     from memdir.memory import Memory

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
+from memdir.core.entry import EPISODES_PREFIX
 from memdir.core.errors import EntryNotFoundError, InputValidationError
 from memdir.embeddings.text import first_paragraph
 from memdir.episodes.heuristics import clip_words, key_messages, quoted_text
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EPISODES_PREFIX = "experience/episodes/"
 UNDATED = "undated"
 OUTCOME_ICONS = {"success": "✅", "failure": "❌", "blocked": "⛔", "ongoing": "🔄"}
 KEY_MESSAGE_WORDS = 40

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from memdir.core.entry import DEFAULT_IMPORTANCE, IMPORTANCE_RANGE
-from memdir.episodes.store import EPISODES_PREFIX
+from memdir.core.entry import EPISODES_PREFIX, importance_on_scale
 from memdir.optimization.corpus import SECONDS_PER_DAY
 
 if TYPE_CHECKING:
@@ -43,24 +42,13 @@ def is_episode(path: str) -> bool:
     return path.startswith(EPISODES_PREFIX)
 
 
-def importance_scale(path: str, stated: float | None) -> float:
-    """An entry's importance on the 1-10 scale (absent: the default; an episode's 0-1 scaled)."""
-    low, high = IMPORTANCE_RANGE
-    if stated is None:
-        return DEFAULT_IMPORTANCE
-    value = float(stated)
-    if is_episode(path):
-        value = low + (high - low) * min(max(value, 0.0), 1.0)
-    return min(max(value, low), high)
-
-
 @dataclass(frozen=True, slots=True)
 class EntryFacts:
     """One entry as the jobs see it.
 
     Attributes:
         path: the entry.
-        importance: on the 1-10 scale (`importance_scale`).
+        importance: on the 1-10 scale (`memdir.core.entry.importance_on_scale`).
         stated: the importance its metadata states (None: none).
         reads: how often an agent read it (the ``.yml``'s ``hits``).
         written: its ``updated_at``.
@@ -106,11 +94,11 @@ def gather(memory: Memory) -> list[EntryFacts]:
         if info.hits > 0:
             last_read = aware(datetime.fromisoformat(row.accessed_at)) if row and row.accessed_at else info.updated_at
         found.append(EntryFacts(
-            path=info.path, importance=importance_scale(info.path, stated), stated=stated, reads=info.hits,
+            path=info.path, importance=importance_on_scale(info.path, stated), stated=stated, reads=info.hits,
             written=aware(info.updated_at), last_read=last_read, inbound=len(inbound[info.path]),
             outbound=len(outbound[info.path]), hidden=bool(row and row.hidden),
         ))  # fmt: skip
     return found
 
 
-__all__ = ["EntryFacts", "aware", "days_between", "gather", "importance_scale", "is_episode"]
+__all__ = ["EntryFacts", "aware", "days_between", "gather", "is_episode"]

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Protocol
 
-from memdir.core.entry import DEFAULT_IMPORTANCE, IMPORTANCE_RANGE
+from memdir.core.entry import IMPORTANCE_RANGE, importance_on_scale
 from memdir.core.identity import ROLE_KINDS, Role
 from memdir.core.settings import Settings
 
@@ -53,10 +53,9 @@ class ImportanceScorer(Protocol):
 
 
 def metadata_importance(facts: RankFacts, now: datetime) -> float:
-    """The default scorer: the metadata's importance (5 when absent) scaled from 1-10 to 0-1."""
+    """The default scorer: the metadata's importance (5 when absent; `importance_on_scale`) scaled from 1-10 to 0-1."""
     low, high = IMPORTANCE_RANGE
-    value = DEFAULT_IMPORTANCE if facts.importance is None else min(max(facts.importance, low), high)
-    return (value - low) / (high - low)
+    return (importance_on_scale(facts.path, facts.importance) - low) / (high - low)
 
 
 IN_ROLE_RELEVANCE = 0.8
@@ -89,13 +88,12 @@ class RoleImportance:
 
     def __call__(self, facts: RankFacts, now: datetime) -> float:
         w_base, w_access, w_recency, w_relevance = self.weights
-        low, high = IMPORTANCE_RANGE
-        importance = DEFAULT_IMPORTANCE if facts.importance is None else min(max(facts.importance, low), high)
+        importance = importance_on_scale(facts.path, facts.importance)
         access = min(max(facts.hits, 0) / ACCESS_SATURATION, 1.0)
         days = days_since(facts.accessed_at, now)
         recency = 0.0 if days is None else 1.0 / (1.0 + days / ROLE_RECENCY_DAYS)
         relevance = IN_ROLE_RELEVANCE if facts.kind in ROLE_KINDS[self.role] else OUT_OF_ROLE_RELEVANCE
-        return w_base * importance / high + w_access * access + w_recency * recency + w_relevance * relevance
+        return w_base * importance / IMPORTANCE_RANGE[1] + w_access * access + w_recency * recency + w_relevance * relevance
 
 
 def days_since(when: str | None, now: datetime) -> float | None:

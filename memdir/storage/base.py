@@ -30,12 +30,15 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
+
+if TYPE_CHECKING:
+    from memdir.storage.audit_log import AuditRecord
 
 
 class EntryInfo(NamedTuple):
@@ -179,12 +182,29 @@ class StoreLock(Protocol):
     def shared(self) -> AbstractContextManager[None]: ...
 
 
+class AuditTrail(Protocol):
+    """Where a store keeps its audit records (`memdir.storage.audit_log.AuditRecord`): files of
+    the root (`AuditLog`), or a table of the database (`memdir.storage.postgres.audit`)."""
+
+    def append(self, record: AuditRecord) -> None:
+        """Keep one record (the caller holds the store's write lock; raises if it cannot)."""
+
+    def append_many(self, records: Iterable[AuditRecord]) -> None:
+        """Keep the records of one change of many entries, all or none."""
+
+    def records(
+        self, *, path: str | None = None, agent: str | None = None, since: datetime | None = None
+    ) -> Iterator[AuditRecord]:
+        """The records, oldest first: of one entry, by one agent, at or after ``since``."""
+
+
 class StorageAdapter(Protocol):
     """A store of memory entries keyed by normalised logical path (``concept/x.md``): the truth."""
 
     root: Path
     read_only: str | None  # why writes are refused, None when writable
     lock: StoreLock
+    audit: AuditTrail  # its record of every change (`memdir.memory.Memory` writes it)
 
     def write(
         self, path: str, content: str, *, title: str, metadata: Metadata | Mapping[str, Any] | None = None,

@@ -13,7 +13,8 @@ import logging
 from memdir.core.errors import ConfigError
 from memdir.core.settings import Settings
 from memdir.storage import open_mode
-from memdir.storage.base import EntryIndex, StorageAdapter
+from memdir.storage.audit_log import AuditLog
+from memdir.storage.base import AuditTrail, EntryIndex, StorageAdapter
 from memdir.storage.filesystem import FilesystemAdapter
 from memdir.storage.index import DerivedIndex
 
@@ -27,19 +28,36 @@ def is_postgres(store: str) -> bool:
     return store.startswith(POSTGRES_SCHEMES)
 
 
-def open_store(settings: Settings, *, read_only: bool = False) -> tuple[StorageAdapter, EntryIndex]:
-    """The adapter and index of the configured store (see `memdir.memory.Memory.open` for ``read_only``)."""
-    store = settings.store.strip()
-    if is_postgres(store):
-        from memdir.storage.postgres.store import open_postgres  # psycopg is loaded only for this store
+def _database_url(settings: Settings) -> str | None:
+    """The store setting's PostgreSQL URL, None for the directory at the root.
 
-        return open_postgres(store, settings, read_only=read_only)
-    if store:
+    Raises:
+        ConfigError: the setting is neither.
+    """
+    store = settings.store.strip()
+    if store and not is_postgres(store):
         raise ConfigError(
             f"the store setting {store!r} is neither empty (the directory at the root) nor a postgresql:// URL.",
             "Give --store postgresql://user@host/dbname (or MEMDIR_STORE), or leave it empty.",
         )
+    return store or None
+
+
+def open_store(settings: Settings, *, read_only: bool = False) -> tuple[StorageAdapter, EntryIndex]:
+    """The adapter and index of the configured store (see `memdir.memory.Memory.open` for ``read_only``)."""
+    url = _database_url(settings)
+    if url is not None:
+        from memdir.storage.postgres.store import open_postgres  # psycopg is loaded only for this store
+
+        return open_postgres(url, settings, read_only=read_only)
     return open_directory(settings, read_only=read_only)
+
+
+def open_audit(settings: Settings) -> AuditTrail:
+    """The configured store's audit trail, for reading (`memdir audit`): no index is opened for it."""
+    if _database_url(settings) is not None:
+        return open_store(settings, read_only=True)[0].audit
+    return AuditLog(settings.store_root)
 
 
 def open_directory(settings: Settings, *, read_only: bool = False) -> tuple[FilesystemAdapter, DerivedIndex]:

@@ -6,13 +6,15 @@ as a stub, so a directory exported to PostgreSQL and back holds the same ``.md``
 and ``.emb`` bytes (tests/test_transfer.py). Built-in entries are package data and are
 not copied. The target's search data is rebuilt by the caller opening it (`Memory.reconcile`).
 Entries are copied in batches, each under the target's write lock (one transaction each
-in PostgreSQL).
+in PostgreSQL). The audit trail goes across too, record for record (appended to the
+target's, oldest first): the history of who changed what moves with the store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import islice
 
 from memdir.core.errors import InputValidationError
 from memdir.storage.base import StorageAdapter
@@ -24,6 +26,7 @@ BATCH = 500
 class TransferReport:
     entries: int
     stubs: int
+    audit_records: int
 
 
 def copy_entries(
@@ -59,4 +62,17 @@ def copy_entries(
                 entries += 1
         if progress:
             progress(min(start + BATCH, len(paths)), len(paths))
-    return TransferReport(entries, stubs)
+    return TransferReport(entries, stubs, copy_audit(source, target))
+
+
+def copy_audit(source: StorageAdapter, target: StorageAdapter) -> int:
+    """Append ``source``'s audit records to ``target``'s, in batches under its write lock; how many."""
+    copied = 0
+    records = iter(source.audit.records())
+    while True:
+        batch = list(islice(records, BATCH))
+        if not batch:
+            return copied
+        with target.lock.exclusive():
+            target.audit.append_many(batch)
+        copied += len(batch)

@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memdir.core.entry import EPISODES_PREFIX
 from memdir.core.identity import view_filter
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.core.settings import Settings
@@ -228,7 +229,6 @@ def discover(
     """
     # The episodes package loads on the first message, not on the server's start-up path.
     from memdir.episodes.recall import discover_episodes
-    from memdir.episodes.store import EPISODES_PREFIX
 
     settings = settings or memory.settings
     if not message or not message.strip():

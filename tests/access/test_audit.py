@@ -208,3 +208,22 @@ def test_a_job_run_as_another_agent_leaves_that_agents_entries_alone(open_as):
         bob.update_metadata("fact/a.md", {"archived_at": "2026-11-26T00:00:00+00:00"})
     admin = open_as("root", admin=True)
     assert [entry.path for entry in admin.update_metadata_many({"fact/a.md": {"importance": 9}})] == ["fact/a.md"]
+
+
+def test_the_trail_lives_with_the_store_and_memdir_audit_reads_it(open_as, store_kind):
+    """Directory store: ``audit/`` files of the root; PostgreSQL: the ``audit`` table, written in each
+    change's transaction (many servers on many machines share one trail)."""
+    alice = open_as("alice", "executor")
+    put(alice, kind="bug")
+    alice.update_metadata_many({"fact/plan.md": {"importance": 8}})
+    alice.delete("fact/plan.md")
+    records = list(alice.audit.records())
+    assert [(r.action, r.agent, r.role) for r in records] == [("create", "alice", "executor")] + [
+        ("update", "alice", "executor"), ("delete", "alice", "executor")]
+    assert "+importance: 8" in records[1].diff and "Ship on Friday." not in records[1].diff  # the fields that changed
+    assert (alice.root / "audit").exists() == (store_kind == "directory")
+    assert [r.action for r in alice.audit.records(path="fact/plan.md", agent="alice", since=records[1].time)] == [
+        "update", "delete"]
+    listed = runner.invoke(app, ["audit", "fact/plan.md", "--root", str(alice.root), "--json"])  # the store from MEMDIR_STORE
+    assert listed.exit_code == 0, listed.output
+    assert [record["action"] for record in json.loads(listed.output)] == ["create", "update", "delete"]

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from memdir.cli import app
 from memdir.core.settings import Settings
-from memdir.episodes.store import EPISODES_PREFIX
+from memdir.core.entry import EPISODES_PREFIX
 from memdir.memory import Memory
 from memdir.server.modes import MODES, tools_for_mode
 

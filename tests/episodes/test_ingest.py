@@ -8,7 +8,7 @@ import pytest
 
 from memdir.core.errors import InputValidationError
 from memdir.episodes.ingest import ingest, read_transcript
-from memdir.episodes.store import EPISODES_PREFIX
+from memdir.core.entry import EPISODES_PREFIX
 
 SESSION = "5f0c2a1e-0000-4000-8000-000000000001"
 CWD = "/home/me/projects/memdir"

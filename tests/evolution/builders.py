@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from memdir.evolution.facts import EntryFacts, importance_scale
+from memdir.core.entry import importance_on_scale
+from memdir.evolution.facts import EntryFacts
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -22,5 +23,5 @@ def facts(
 ) -> EntryFacts:
     """An entry written ``age_days`` before `NOW`, read ``reads`` times, last ``unread_days`` ago."""
     last_read = None if unread_days is None else NOW - timedelta(days=unread_days)
-    return EntryFacts(path, importance_scale(path, importance), importance, reads, NOW - timedelta(days=age_days),
+    return EntryFacts(path, importance_on_scale(path, importance), importance, reads, NOW - timedelta(days=age_days),
                       last_read, inbound, outbound, hidden)

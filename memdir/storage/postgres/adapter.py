@@ -36,6 +36,7 @@ from memdir.storage.entry_input import (
     valid_metadata,
     valid_redirect,
 )
+from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres.database import Database, redact
 from memdir.storage.root_listing import Listed, ReconcilePlan
 from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
@@ -89,6 +90,7 @@ class PostgresAdapter:
         self.db = db
         self.root = root
         self.lock = db.lock
+        self.audit = PostgresAudit(db)
         self.read_only = read_only
         self.max_entry_size = max_entry_size
         self.max_total_size = max_total_size

@@ -566,8 +566,9 @@ class PostgresIndex:
         return {path: float(cosine) for path, cosine in rows}
 
     def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
-        """Neighbours by first-write order (the row id) in the same folder; keys are row ids
-        (read with the candidates when this search's `candidates` asked for the same paths)."""
+        """Neighbours by first-write order (the row id) in the same folder; keys are row ids.
+        In a search whose `candidates` asked for these paths: read with them, and only those
+        holding one of its words (for `memdir.search.context`, the only ones that count)."""
         if window <= 0 or not paths:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         state = self._search()

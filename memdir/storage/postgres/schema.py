@@ -27,6 +27,7 @@ Tables (after every migration):
 * ``store_state`` — one row: entries, total length and total content bytes, and
   ``change``, the last committed change (what cached listings are checked against).
 * ``changes`` — the sequence change numbers are drawn from.
+* ``audit`` — the audit trail: who changed what, when, with a short diff (`memdir.storage.postgres.audit`).
 """
 
 from __future__ import annotations
@@ -129,11 +130,30 @@ CREATE INDEX entries_counted_folder ON entries (folder, id) WHERE counted;
 DROP INDEX entries_folder;
 """
 
+# The audit trail (`memdir.storage.postgres.audit`): one row per change, in the change's transaction.
+_AUDIT = """
+CREATE TABLE audit (
+    id bigserial PRIMARY KEY,
+    at timestamptz NOT NULL,
+    agent text,
+    role text,
+    admin boolean NOT NULL DEFAULT false,
+    action text NOT NULL,
+    path text NOT NULL,
+    owner text,
+    diff text NOT NULL DEFAULT '',
+    details jsonb NOT NULL DEFAULT '{}'
+);
+CREATE INDEX audit_path ON audit (path, id);
+CREATE INDEX audit_agent ON audit (agent, id);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_entries_postings_links", _ENTRIES),
     ("0002_hnsw_vector_index", _VECTOR_INDEX),
     ("0003_hidden_and_neighbour_indexes", _SEARCH_INDEXES),
     ("0004_hnsw_ef_construction_200", _REBUILT_VECTOR_INDEX),
+    ("0005_audit", _AUDIT),
 ]
 
 
