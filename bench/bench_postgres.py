@@ -4,8 +4,9 @@
 
 Without ``--store`` it starts a throwaway PostgreSQL + pgvector cluster (`tests.pg_cluster`,
 with `CLUSTER_SETTINGS`: 6 GB shared buffers) on a unix socket and stops it at the end; with
-``--store`` a schema per size stays, and a re-run with the same size and word range reuses it
-(only the HNSW index is built again when its options changed; ``--reload`` loads anyway).
+``--store`` (or ``--cluster-dir DIR``: the throwaway cluster kept in DIR and started again)
+a schema per size stays, and a re-run with the same size and word range reuses it (only the
+HNSW index is built again when its options changed; ``--reload`` loads anyway).
 
 Each size is loaded into its own schema with COPY (entries, postings, term counts: the rows
 `memdir.storage.postgres` writes, with the same terms and weights); the postings' indexes
@@ -310,6 +311,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--words", type=int, nargs=2, default=[20, 60], metavar=("MIN", "MAX"),
                         help="words per entry's content (fewer keep a 1M load within reach of this machine)")
     parser.add_argument("--reload", action="store_true", help="load the entries again even if a schema holds them")
+    parser.add_argument("--cluster-dir", type=Path,
+                        help="without --store: keep the throwaway cluster here, so a re-run reuses its loaded schemas")
     parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
     args = parser.parse_args(argv)
@@ -320,7 +323,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         from tests.pg_cluster import Cluster
 
-        cluster = Cluster().start(CLUSTER_SETTINGS)
+        cluster = Cluster(args.cluster_dir).start(CLUSTER_SETTINGS)
         base_url = cluster.url()
     try:
         for n in args.sizes:

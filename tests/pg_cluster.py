@@ -96,11 +96,16 @@ def _shared_copy(bin_dir: Path) -> Path:
 class Cluster:
     """One running cluster (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, folder: Path | None = None) -> None:
+        """``folder``: keep the cluster there (created on the first start, started again on the
+        next; `stop` leaves it), instead of a temporary folder removed at `stop`."""
         self.bin = find_binaries()
         if os.geteuid() == 0 and not _reachable_by_all(self.bin):
             self.bin = _shared_copy(self.bin)
-        self.folder = Path(tempfile.mkdtemp(prefix="memdir-pg-"))
+        self.keep = folder is not None
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder.resolve() if folder is not None else Path(tempfile.mkdtemp(prefix="memdir-pg-"))
         self.data = self.folder / "data"
         self.owner: str | None = None
         self._schemas = itertools.count(1)
@@ -128,10 +133,14 @@ class Cluster:
                 ) from None
             os.chown(self.folder, account.pw_uid, account.pw_gid)
         self.folder.chmod(0o755)
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync")
+        created = not (self.data / "PG_VERSION").exists()
+        if created:
+            self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync")
         options = f"-k {self.folder} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         options += "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start")
+        if not created:
+            return self
         import psycopg
 
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
@@ -157,8 +166,9 @@ class Cluster:
         return self.url(schema=schema)
 
     def stop(self) -> None:
-        try:
-            self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        try:  # (a kept cluster shuts down cleanly: its next start needs no recovery)
+            self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast" if self.keep else "immediate", "-w", "stop")
         except ClusterUnavailable:
             pass
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.folder, ignore_errors=True)
