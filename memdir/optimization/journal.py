@@ -67,21 +67,31 @@ def _now() -> datetime:
 # --------------------------------------------------------------------------- entry states
 
 
+def _read_state(memory: Memory, path: str) -> Entry | dict[str, Any]:
+    """The real entry at ``path``, or the state of a path that holds none: missing, or a stub.
+
+    A malformed stub counts as an entry: its text is kept, so it can be put back as it was.
+    """
+    try:
+        redirect = memory.redirect_of(path)
+    except EntryNotFoundError:
+        return {"state": "missing"}
+    except RedirectError:
+        redirect = None
+    if redirect is not None:
+        return {"state": "stub", "kind": redirect.kind, "target": redirect.target}
+    return memory.adapter.read_entry(path, follow=False)
+
+
 def capture(memory: Memory, path: str, entry: Entry | None = None) -> dict[str, Any]:
     """The full current state of ``path``: missing, a stub, or an entry with everything needed to restore it.
 
     ``entry``: the real entry at ``path`` as the caller just read it under the lock (no second read).
     """
-    if entry is None:
-        try:
-            redirect = memory.redirect_of(path)
-        except EntryNotFoundError:
-            return {"state": "missing"}
-        except RedirectError:  # a malformed stub: keep its text so it can be put back as it was
-            redirect = None
-        if redirect is not None:
-            return {"state": "stub", "kind": redirect.kind, "target": redirect.target}
-        entry = memory.adapter.read_entry(path, follow=False)
+    found = entry or _read_state(memory, path)
+    if isinstance(found, dict):
+        return found
+    entry = found
     embedding = None
     if entry.embedding is not None:
         embedding = base64.b64encode(np.asarray(entry.embedding, dtype="<f4").tobytes()).decode("ascii")
@@ -100,17 +110,10 @@ def capture(memory: Memory, path: str, entry: Entry | None = None) -> dict[str, 
 def summary_of(memory: Memory, path: str, entry: Entry | None = None) -> dict[str, Any]:
     """A small description of the current state, compared with a journal's ``after`` records
     (``entry``: the real entry at ``path`` as the caller just wrote it)."""
-    if entry is None:
-        try:
-            redirect = memory.redirect_of(path)
-        except EntryNotFoundError:
-            return {"state": "missing"}
-        except RedirectError:
-            redirect = None
-        if redirect is not None:
-            return {"state": "stub", "kind": redirect.kind, "target": redirect.target}
-        entry = memory.adapter.read_entry(path, follow=False)
-    return {"state": "entry", "fingerprint": fingerprint(entry), "hits": entry.hits}
+    found = entry or _read_state(memory, path)
+    if isinstance(found, dict):
+        return found
+    return {"state": "entry", "fingerprint": fingerprint(found), "hits": found.hits}
 
 
 def _identity(state: dict[str, Any]) -> dict[str, Any]:

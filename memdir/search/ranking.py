@@ -16,9 +16,9 @@ weighted mean, each with its own weight (a setting; 0 turns it off):
 * **importance** — an `ImportanceScorer` maps an entry's `RankFacts` (its metadata's
   importance, reads, last access, kind) to [0, 1]; without a role it is ``(importance - 1) / 9``
   with importance 5 when the metadata gives none, weighted ``importance_weight``. When the
-  searching agent has a role (``--role``, or its HTTP token's) it is `RoleImportance`, the seed's Component 3.3 — the role's own
-  mix of importance, reads, recency and whether the entry is of one of the role's kinds —
-  weighted ``role_importance_weight``.
+  searching agent has a role (``--role``, or its HTTP token's) it is `RoleImportance`, the
+  seed's Component 3.3 — the role's own mix of importance, reads, recency and whether the
+  entry is of one of the role's kinds — weighted ``role_importance_weight``.
 * **recency** — ``exp(-ln 2 * days / recency_half_life_days)`` since the entry was last
   read by an agent (the derived index's ``accessed_at``), else since it was written.
 
@@ -29,8 +29,8 @@ figures): a signal stays on by default only where it did not lower LoCoMo recall
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Protocol
 

@@ -161,9 +161,10 @@ def commit_files(
     txid = uuid.uuid4().hex
 
     renames = [(_temp_name(Path(target), txid, i), Path(target)) for i, target in enumerate(writes)]
-    for folder in {path.parent for path in [target for _, target in renames] + removals}:
+    targets = [target for _, target in renames] + removals
+    for folder in {path.parent for path in targets}:
         confine(root, folder)  # no folder on the way leads out of the root
-    for path in [target for _, target in renames] + removals:
+    for path in targets:
         if path.is_dir() and not path.is_symlink():
             # Caught now, because after the commit point a failing rename could not be undone.
             raise unsafe_file(root, path, "special", "a folder")
