@@ -20,6 +20,7 @@ the files (the truth), the derived index and the vector matrix in step:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -71,6 +72,7 @@ from memdir.search.text_search import (
 from memdir.storage.audit_log import ACTIONS, AuditRecord, change_diff
 from memdir.storage.base import EntryIndex, EntryInfo, FileStats, Redirect, StorageAdapter
 from memdir.storage.index_db import Edge
+from memdir.storage.evolution_records import ImportanceChange, record_importance
 from memdir.storage.entry_cache import EntryCache, PrefetchReport, load_report, save_report
 from memdir.storage.root_listing import Listed
 from memdir.storage.stores import open_store
@@ -721,6 +723,42 @@ class Memory:
             if len(allowed) < len(wanted):
                 log.info("%s may not change %d of the entries: left as they are", self.actor.label, len(wanted) - len(allowed))
             return self.adapter.set_metadata(dict.fromkeys(allowed, changed), before_commit=index_first)
+
+    def recalibrate_importance(self, changes: Iterable[ImportanceChange]) -> list[ImportanceChange]:
+        """Keep the importance job's recalibrated importance: recorded in ``evolution/importance.jsonl``
+        (with the importance each entry states now), then held by the index, where ranking,
+        archival and prefetch read it. The entries' files are not rewritten: what an entry
+        states is what a person or agent set, and a recalibration counts only while the entry
+        still states that (one set later, by hand or by a write, wins); a daily recalibration
+        does not rewrite thousands of ``.yml`` files under the user's version control either.
+        A rebuilt index replays the record, so deleting ``.memdir/`` loses nothing.
+
+        Entries that no longer exist are left out, and so are those this memory's actor may
+        not change (as in `update_metadata_many`).
+
+        Returns:
+            The changes kept, each with the importance its entry states.
+        """
+        wanted = {normalize_path(change.path): change for change in changes}
+        with self._exclusive():
+            labels = self.index.labels(list(wanted))
+            facts = self.index.rank_facts(list(wanted))
+            kept = [
+                dataclasses.replace(change, path=path, stated=facts[path].stated) for path, change in wanted.items()
+                if path in facts and self.actor.may_change(labels.get(path, NO_LABELS))
+            ]  # fmt: skip
+            if kept:
+                with disk_errors(self.root):
+                    record_importance(self.root, kept)
+                self.index.recalibrate(kept)
+        return kept
+
+    def importance(self, path: str) -> float | None:
+        """The importance of the entry at ``path`` as ranking sees it (recalibrated, else stated;
+        None when neither gives one or there is no such entry)."""
+        logical = normalize_path(path)
+        facts = self.index.rank_facts([logical]).get(logical)
+        return facts.importance if facts else None
 
     def _store_metadata(self, entry: Entry, metadata: Metadata, action: str | None, **facts: Any) -> Entry:
         """Store new metadata that is not part of the searchable text (links, importance, archival):

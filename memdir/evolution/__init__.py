@@ -5,7 +5,8 @@
 * `memdir.evolution.archival` — archival of unused entries (never deletes; `unarchive`);
 * `memdir.evolution.consolidation` — clusters of near-duplicates merged, superseded or kept;
 * `memdir.evolution.runner` — one run of a job: its cross-process lock, budget and record;
-* `memdir.evolution.history` — the records under ``<root>/evolution/``.
+* `memdir.evolution.history` — the run record under ``<root>/evolution/`` (the importance history is
+  `memdir.storage.evolution_records`, which the derived index replays).
 
 The server's scheduler (`memdir.server.scheduler`) runs due jobs while the store is idle;
 ``memdir evolve`` runs them by hand.

@@ -48,7 +48,8 @@ class EntryFacts:
 
     Attributes:
         path: the entry.
-        importance: on the 1-10 scale (`memdir.core.entry.importance_on_scale`).
+        importance: as ranking sees it (recalibrated, else stated), on the 1-10 scale
+            (`memdir.core.entry.importance_on_scale`).
         stated: the importance its metadata states (None: none).
         reads: how often an agent read it (the ``.yml``'s ``hits``).
         written: its ``updated_at``.
@@ -89,12 +90,12 @@ def gather(memory: Memory) -> list[EntryFacts]:
     found = []
     for info in infos:
         row = ranking.get(info.path)
-        stated = row.importance if row else None
         last_read = None
         if info.hits > 0:
             last_read = aware(datetime.fromisoformat(row.accessed_at)) if row and row.accessed_at else info.updated_at
         found.append(EntryFacts(
-            path=info.path, importance=importance_on_scale(info.path, stated), stated=stated, reads=info.hits,
+            path=info.path, importance=importance_on_scale(info.path, row.importance if row else None),
+            stated=row.stated if row else None, reads=info.hits,
             written=aware(info.updated_at), last_read=last_read, inbound=len(inbound[info.path]),
             outbound=len(outbound[info.path]), hidden=bool(row and row.hidden),
         ))  # fmt: skip

@@ -13,7 +13,9 @@ An entry never read has no access factor: its score is base, recency and links w
 their weights scaled up to sum to 1 (the seed's "use only base + recency + links").
 The new value is stored only when it moved by at least ``importance_min_change`` (1.0),
 so importance does not thrash; each stored change is appended to
-``<root>/evolution/importance.jsonl`` with the factors that made it. Weights, ranges and
+``<root>/evolution/importance.jsonl`` with the factors that made it, and the derived index
+holds the latest (`Memory.recalibrate_importance`): the entries' files keep the importance
+they state, which overrides a recalibration when set again later. Weights, ranges and
 the half-life are settings. Episodes keep their own 0-1 importance and are left alone.
 """
 
@@ -25,8 +27,8 @@ from memdir.core.entry import IMPORTANCE_RANGE
 from memdir.core.errors import MemdirError
 from memdir.core.settings import Settings
 from memdir.evolution.facts import EntryFacts, days_between, gather, is_episode
-from memdir.evolution.history import ImportanceChange, record_importance
 from memdir.evolution.runner import JobContext, JobOutcome, ScheduledJob
+from memdir.storage.evolution_records import ImportanceChange
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from memdir.memory import Memory
 
 WRITE_BATCH = 256
-"""Changes stored per commit: one transaction each, so a timeout waits for at most one batch."""
+"""Changes stored at once: one record append and index transaction each, so a timeout waits for at most one batch."""
 
 
 def _clamp(value: float, low: float, high: float) -> float:
@@ -85,19 +87,18 @@ class ImportanceJob(ScheduledJob):
 
     @staticmethod
     def _store(memory: Memory, context: JobContext, pending: dict[str, ImportanceChange], outcome: JobOutcome) -> None:
-        """Store a batch of changes as one change of the files (dry: only say them), then their history."""
+        """Store a batch of changes (dry: only say them)."""
         if not pending:
             return
         done = set(pending)
         if not context.dry_run:
             try:
-                written = memory.update_metadata_many({path: {"importance": change.new} for path, change in pending.items()})
+                written = memory.recalibrate_importance(pending.values())
             except MemdirError as exc:  # refused or failed as a whole: the next run decides again
                 outcome.details.append(f"{len(pending)} changes not stored: {exc.message}")
                 pending.clear()
                 return
-            done = {entry.path for entry in written}
-            record_importance(memory.root, (change for path, change in pending.items() if path in done))
+            done = {change.path for change in written}
         for path, change in pending.items():
             if path in done:
                 outcome.details.append(f"memory://{path}: importance {change.old:g} → {change.new:g} ({change.reason})")

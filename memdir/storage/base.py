@@ -344,6 +344,10 @@ class EntryIndex(SearchIndex, Protocol):
     def most_important(self, at_least: float, limit: int) -> list[str]:
         """The ``limit`` most important entries of at least importance ``at_least``; no hidden ones."""
 
+    def recalibrate(self, changes: Sequence[Any]) -> None:
+        """Keep recalibrated importance (`memdir.storage.evolution_records.ImportanceChange`): it
+        counts in `rank_facts` while the entry states the importance it stated then."""
+
     def linking_to(self, target: str) -> list[str]:
         """The entries whose metadata links to ``target``, in path order."""
 

@@ -68,6 +68,7 @@ from memdir.core.keywords import porter_stem, tokenize
 from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
 from memdir.storage.index_db import Edge, RankFacts, file_stats, stat_or_zero
 from memdir.storage.changes import ChangeCounter
+from memdir.storage.evolution_records import ImportanceChange, latest_importance
 from memdir.storage.folder_stamps import Stamp
 from memdir.storage.listing_rows import (
     ListingRows,
@@ -193,6 +194,8 @@ class DerivedIndex:
         self._db, self._ino = db, None
         self.rebuilt = self.rebuilt or not existed
         self._load_all()
+        if not existed:
+            self._replay_importance()
 
     def _open_file(self) -> None:
         existed = self.path.exists()
@@ -207,6 +210,8 @@ class DerivedIndex:
         self._ino = os.stat(self.path).st_ino
         self.rebuilt = self.rebuilt or not existed
         self._load_all()
+        if not existed:
+            self._replay_importance()
 
     def _reopen(self, *, discard: bool = False) -> None:
         if self._db is not None:
@@ -1005,9 +1010,11 @@ class DerivedIndex:
             return [row[0] for row in self.db.execute(query, (max(0, limit),))]
 
     def most_important(self, at_least: float, limit: int) -> list[str]:
-        """The ``limit`` most important entries of importance ``at_least`` (the metadata's), most important first."""
-        query = ("SELECT path FROM entries WHERE is_stub = 0 AND hidden = 0 AND importance >= ?"
-                 " ORDER BY importance DESC, coalesce(accessed_at, updated_at) DESC, path LIMIT ?")
+        """The ``limit`` most important entries of importance ``at_least`` (as `rank_facts` says), most important first."""
+        importance = sql.EFFECTIVE_IMPORTANCE
+        query = (f"SELECT e.path FROM entries e LEFT JOIN recalibrated r ON r.path = e.path"
+                 f" WHERE e.is_stub = 0 AND e.hidden = 0 AND {importance} >= ?"
+                 f" ORDER BY {importance} DESC, coalesce(e.accessed_at, e.updated_at) DESC, e.path LIMIT ?")  # noqa: S608
         with self.lock:
             return [row[0] for row in self.db.execute(query, (at_least, max(0, limit)))]
 
@@ -1035,6 +1042,17 @@ class DerivedIndex:
                 paths = frozenset(row[0] for row in self.db.execute("SELECT path FROM entries WHERE hidden = 1"))
                 self._hidden = ((self._generation, self._seq), paths)
             return self._hidden[1]
+
+    def recalibrate(self, changes: Sequence[ImportanceChange]) -> None:
+        """Keep recalibrated importance (`Memory.recalibrate_importance`, after recording it)."""
+        with self._writing(files_seen=False) as (db, _):
+            sql.recalibrate_rows(db, changes)
+
+    def _replay_importance(self) -> None:
+        """A new index holds no recalibration yet: take the last recorded one of each entry."""
+        latest = latest_importance(self.root)
+        if latest:
+            self.recalibrate(latest)
 
     def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
         """Importance, reads, last access and archived/superseded state of ``paths`` (`RankFacts`)."""

@@ -39,6 +39,11 @@ Tables (schema version `SCHEMA_VERSION`):
 * ``entry_labels`` — (id, kind, created_by, visible_to): an entry's access labels
   (`memdir.core.identity`), only for entries that have any, so role views and ownership
   filter search results and listings without reading ``.yml`` files (schema 10).
+* ``recalibrated`` — (path, importance, stated): the importance job's last recalibration of
+  each entry and the importance the entry stated then (schema 11). Not derived from the
+  entries but from their importance history (`memdir.storage.evolution_records`), which a new
+  index replays; it counts while the entry still states that importance (`EFFECTIVE_IMPORTANCE`),
+  so one set by hand later wins. Kept by `clear` (the files do not hold it).
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import logging
 import os
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +64,7 @@ from memdir.core.identity import Labels
 from memdir.core.paths import disk_stem
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
 from memdir.storage.base import EntryRow, FileStats
+from memdir.storage.evolution_records import ImportanceChange
 from memdir.storage.postings import KeywordDoc
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
 
@@ -66,7 +72,7 @@ log = logging.getLogger(__name__)
 
 INDEX_DIR = ".memdir"
 INDEX_FILE = "index.sqlite3"
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
 DEFAULT_WAL_LIMIT = 4 << 20  # bytes; `Settings.index_wal_limit` sets it
@@ -263,10 +269,19 @@ def _migration_folders(db: sqlite3.Connection) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS folders (prefix TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL)")
 
 
+def _migration_recalibrated(db: sqlite3.Connection) -> None:
+    """Recalibrated importance apart from the files. Recalibrations recorded before were written
+    into the entries' ``.yml`` as well, so there is nothing to replay."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS recalibrated (path TEXT PRIMARY KEY, importance REAL NOT NULL, stated REAL) WITHOUT ROWID"
+    )
+
+
 # Numbered migrations: MIGRATIONS[i] takes the schema from version i to i + 1.
 MIGRATIONS: Sequence[Callable[[sqlite3.Connection], None]] = (
     _migration_1, _migration_2, _migration_3, _migration_4, _migration_types_from_folders, _migration_links,
     _migration_typed_links, _migration_ranking_facts, _migration_folders, _migration_access_labels,
+    _migration_recalibrated,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -477,7 +492,8 @@ class RankFacts:
     """What ranking knows of an entry besides its text (`memdir.search.ranking`).
 
     Attributes:
-        importance: the metadata's importance, None when it gives none.
+        importance: the entry's importance: the importance job's recalibration while the entry
+            still states what it stated then, else the metadata's; None when neither gives one.
         hits: agent reads (the ``.yml``'s count).
         accessed_at: the last agent read this index saw, else ``updated_at`` (ISO text).
         hidden: archived or superseded.
@@ -491,6 +507,8 @@ class RankFacts:
     accessed_at: str | None
     hidden: bool
     kind: str | None = None
+    stated: float | None = None
+    """The importance the metadata states (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -677,7 +695,16 @@ def delete_row(db: sqlite3.Connection, row_id: int, path: str, seq: int) -> None
     db.execute("DELETE FROM entry_terms WHERE id = ?", (row_id,))
     db.execute("DELETE FROM links WHERE id = ?", (row_id,))
     db.execute("DELETE FROM entry_labels WHERE id = ?", (row_id,))
+    db.execute("DELETE FROM recalibrated WHERE path = ?", (path,))  # a new entry there starts from what it states
     db.execute("INSERT OR REPLACE INTO tombstones(path, seq) VALUES (?, ?)", (path, seq))
+
+
+def recalibrate_rows(db: sqlite3.Connection, changes: Iterable[ImportanceChange]) -> None:
+    """Keep each entry's latest recalibrated importance (later changes of one path win)."""
+    db.executemany(
+        "INSERT OR REPLACE INTO recalibrated(path, importance, stated) VALUES (?, ?, ?)",
+        [(change.path, change.new, change.stated) for change in changes],
+    )
 
 
 
@@ -770,16 +797,21 @@ def edge_rows(db: sqlite3.Connection, paths: Sequence[str], kinds: Sequence[str]
     return list(found.values())
 
 
+EFFECTIVE_IMPORTANCE = "CASE WHEN r.path IS NOT NULL AND r.stated IS e.importance THEN r.importance ELSE e.importance END"
+"""An entry's importance in SQL over ``entries e LEFT JOIN recalibrated r ON r.path = e.path``."""
+
+
 def rank_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, RankFacts]:
     """`RankFacts` of the given entries (paths without a searchable row are left out)."""
     found: dict[str, RankFacts] = {}
     for start in range(0, len(paths), 500):
         chunk = list(paths[start : start + 500])
         query = (
-            "SELECT e.path, e.type, e.importance, e.hits, coalesce(e.accessed_at, e.updated_at), e.hidden, l.kind"
-            " FROM entries e LEFT JOIN entry_labels l ON l.id = e.id"
+            f"SELECT e.path, e.type, {EFFECTIVE_IMPORTANCE}, e.hits, coalesce(e.accessed_at, e.updated_at), e.hidden,"
+            " l.kind, e.importance FROM entries e LEFT JOIN entry_labels l ON l.id = e.id"
+            " LEFT JOIN recalibrated r ON r.path = e.path"
             f" WHERE e.is_stub = 0 AND e.path IN ({','.join('?' * len(chunk))})"
         )  # noqa: S608 — placeholders only
-        for path, type_, importance, hits, accessed, hidden, kind in db.execute(query, chunk):
-            found[path] = RankFacts(path, type_, importance, hits, accessed, bool(hidden), kind)
+        for path, type_, importance, hits, accessed, hidden, kind, stated in db.execute(query, chunk):
+            found[path] = RankFacts(path, type_, importance, hits, accessed, bool(hidden), kind, stated)
     return found

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from memdir.core.settings import Settings
-from memdir.evolution.history import read_importance, read_runs
+from memdir.evolution.history import read_runs
+from memdir.storage.evolution_records import read_importance
 from memdir.evolution.importance import ImportanceJob, recalibrated
 from memdir.evolution.runner import run_job
 from tests.evolution.builders import NOW, facts
@@ -83,22 +85,83 @@ def test_the_job_stores_changes_of_at_least_one_and_keeps_their_history(memory):
     record = run_job(memory, ImportanceJob(), now=later)
 
     assert (record.status, record.processed, record.changed) == ("complete", 3, 3)
+    assert memory.importance("concept/old.md") == pytest.approx((1.5 + 0.2 * 10 * 0.5 ** (200 / 30)) / 0.6, abs=0.01)
     old = memory.read("concept/old.md")
-    assert old.metadata.importance == pytest.approx((1.5 + 0.2 * 10 * 0.5 ** (200 / 30)) / 0.6, abs=0.01)
-    assert old.hits == 0 and old.content == "Written once and never read again."  # nothing else changed
+    assert old.metadata.importance is None  # what the entry states is left as it is
+    assert old.hits == 0 and old.content == "Written once and never read again."
     history = read_importance(memory.root)
     assert {change.path for change in history} == {"concept/old.md", "concept/used.md", "concept/fresh.md"}
     used = next(change for change in history if change.path == "concept/used.md")
-    assert (used.old, used.new) == (5.0, memory.read("concept/used.md").metadata.importance)
+    assert (used.old, used.new, used.stated) == (5.0, memory.importance("concept/used.md"), None)
     assert "5 reads" in used.reason and used.at == later.isoformat()
     assert read_runs(memory.root)[-1] == record
+
+
+@pytest.mark.directory_store
+def test_the_entries_files_are_not_rewritten(memory):
+    memory.write("concept/old.md", "Written once and never read again.", title="Old", metadata={"importance": 8})
+    sidecar = memory.root / "concept" / "old.yml"
+    before = (sidecar.read_bytes(), sidecar.stat().st_mtime_ns)
+    assert run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300)).changed == 1
+    assert (sidecar.read_bytes(), sidecar.stat().st_mtime_ns) == before
+    assert memory.importance("concept/old.md") < 7
+
+
+def test_the_next_run_builds_on_the_recalibrated_value(memory):
+    memory.write("concept/old.md", "Written once and never read again.", title="Old", metadata={"importance": 9})
+    first = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
+    once = memory.importance("concept/old.md")
+    second = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
+    assert first.changed == second.changed == 1
+    assert memory.importance("concept/old.md") < once - 1  # 0.3 of the lowered base, not of 9 again
+    assert [(change.old, change.stated) for change in read_importance(memory.root)] == [(9.0, 9.0), (once, 9.0)]
+
+
+def test_an_importance_set_later_overrides_the_recalibration(memory):
+    memory.write("concept/old.md", "Written once and never read again.", title="Old", metadata={"importance": 6})
+    run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
+    assert memory.importance("concept/old.md") < 5
+    memory.update_metadata("concept/old.md", {"importance": 9})  # a person says it matters
+    assert memory.importance("concept/old.md") == 9
+    assert memory.index.most_important(8, 5) == ["concept/old.md"]
+    memory.update_metadata("concept/old.md", {"importance": 6})
+    assert memory.importance("concept/old.md") < 5  # stating 6 again: the recalibration made from 6 holds again
+
+
+def test_a_rewritten_entry_keeps_it_and_a_deleted_one_drops_it(memory):
+    memory.write("concept/old.md", "Written once and never read again.", title="Old")
+    run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
+    lowered = memory.importance("concept/old.md")
+    memory.write("concept/old.md", "Written again.", title="Old")
+    assert memory.importance("concept/old.md") == lowered  # it states what it stated: nothing new said
+    memory.delete("concept/old.md")
+    memory.write("concept/old.md", "A new entry at the same path.", title="New")
+    assert memory.importance("concept/old.md") is None
+
+
+@pytest.mark.directory_store
+def test_a_rebuilt_index_replays_the_history(tmp_path):
+    from memdir.memory import Memory
+    from tests.fakes import FakeEmbedder
+
+    settings = Settings(root=tmp_path / "memory")
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("concept/old.md", "Written once and never read again.", title="Old")
+        memory.write("concept/vital.md", "Set by hand afterwards.", title="Vital")
+        run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
+        lowered = memory.importance("concept/old.md")
+        memory.update_metadata("concept/vital.md", {"importance": 10})
+    shutil.rmtree(settings.root / ".memdir")  # deleting .memdir/ loses nothing
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        assert memory.importance("concept/old.md") == lowered
+        assert memory.importance("concept/vital.md") == 10
 
 
 def test_a_change_below_one_is_not_applied(memory):
     memory.write("concept/fresh.md", "Just written.", title="Fresh")
     record = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=1))
     assert (record.processed, record.changed) == (1, 0)  # 5 -> 5.76: not enough to store
-    assert memory.read("concept/fresh.md").metadata.importance is None
+    assert memory.importance("concept/fresh.md") is None
     assert read_importance(memory.root) == []
 
 
@@ -107,7 +170,7 @@ def test_a_dry_run_changes_nothing_and_says_what_it_would(memory):
     record = run_job(memory, ImportanceJob(), dry_run=True, now=datetime.now(timezone.utc) + timedelta(days=300))
     assert record.dry_run and record.changed == 1
     assert record.details[0].startswith("memory://concept/old.md: importance 5 → 2.5")
-    assert memory.read("concept/old.md").metadata.importance is None
+    assert memory.importance("concept/old.md") is None
     assert read_importance(memory.root) == []
 
 
@@ -116,7 +179,7 @@ def test_episodes_keep_their_own_importance(memory):
                  metadata={"type": "experience", "episode": "Fix", "importance": 0.8})
     record = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=400))
     assert record.changed == 0
-    assert memory.read("experience/episodes/2026-01-01/fix-1234abcd.md").metadata.importance == 0.8
+    assert memory.importance("experience/episodes/2026-01-01/fix-1234abcd.md") == 0.8
 
 
 @pytest.mark.parametrize(("field", "value"), [("importance_weights", (0.5, 0.5, 0.5, 0.5)),

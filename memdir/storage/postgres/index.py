@@ -35,6 +35,7 @@ import psycopg
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
 from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
+from memdir.storage.evolution_records import ImportanceChange
 from memdir.storage.index_db import Edge, RankFacts, entry_terms
 from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats
 from memdir.storage.postgres.database import Database
@@ -50,6 +51,11 @@ from memdir.storage.virtual import is_virtual, virtual_paths
 log = logging.getLogger(__name__)
 
 _RECONCILE_BATCH = 500
+EFFECTIVE_IMPORTANCE = (
+    "CASE WHEN recalibrated IS NOT NULL AND recalibrated_from IS NOT DISTINCT FROM importance"
+    " THEN recalibrated ELSE importance END"
+)
+"""An entry's importance: the importance job's while the entry states what it stated then (as the directory store)."""
 _TERM_BYTES = 256  # longer words are stored as a prefix plus a digest: a btree row must fit a third of a page
 
 
@@ -364,9 +370,19 @@ class PostgresIndex:
 
     def most_important(self, at_least: float, limit: int) -> list[str]:
         return [row[0] for row in self._conn().execute(
-            "SELECT path FROM entries WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden AND importance >= %s"
-            " ORDER BY importance DESC, coalesce(accessed_at, updated_at) DESC, path LIMIT %s", (at_least, max(0, limit)),
+            f"SELECT path FROM entries WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden AND {EFFECTIVE_IMPORTANCE} >= %s"
+            f" ORDER BY {EFFECTIVE_IMPORTANCE} DESC, coalesce(accessed_at, updated_at) DESC, path LIMIT %s",
+            (at_least, max(0, limit)),
         )]
+
+    def recalibrate(self, changes: Sequence[ImportanceChange]) -> None:
+        """Keep recalibrated importance in the entries' rows (`Memory.recalibrate_importance`)."""
+        self._conn().execute(
+            "UPDATE entries e SET recalibrated = c.new, recalibrated_from = c.stated"
+            " FROM unnest(%s::text[], %s::real[], %s::real[]) AS c(path, new, stated) WHERE e.path = c.path",
+            ([change.path for change in changes], [change.new for change in changes],
+             [change.stated for change in changes]),
+        )
 
     def linking_to(self, target: str) -> list[str]:
         return [row[0] for row in self._conn().execute(
@@ -408,12 +424,12 @@ class PostgresIndex:
     def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
         """Importance, reads, last access and archived/superseded state of ``paths``."""
         rows = self._conn().execute(
-            "SELECT path, type, importance, hits, coalesce(accessed_at, updated_at), hidden, metadata ->> 'kind' FROM entries"
-            " WHERE stub_kind IS NULL AND path = ANY(%s)", (list(paths),),
+            f"SELECT path, type, {EFFECTIVE_IMPORTANCE}, hits, coalesce(accessed_at, updated_at), hidden,"
+            " metadata ->> 'kind', importance FROM entries WHERE stub_kind IS NULL AND path = ANY(%s)", (list(paths),),
         )
         return {
-            path: RankFacts(path, type_, importance, hits, accessed.isoformat(), hidden, kind)
-            for path, type_, importance, hits, accessed, hidden, kind in rows
+            path: RankFacts(path, type_, importance, hits, accessed.isoformat(), hidden, kind, stated)
+            for path, type_, importance, hits, accessed, hidden, kind, stated in rows
         }
 
     def needs_embedding(self, model_id: str | None) -> list[str]:

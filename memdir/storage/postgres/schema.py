@@ -16,7 +16,8 @@ Tables (after every migration):
   is the change that last wrote the row, ``indexed`` the change its search columns
   reflect (NULL from an adapter write until the index has written them: what
   `PostgresIndex.behind_files` looks for); ``importance``, ``hidden`` and ``accessed_at`` are what ranking reads besides the
-  text (`memdir.storage.index_db.RankFacts`); ``counted`` tells whether its words are in ``term_stats``. Built-in entries (package data) have a row for their vector only (``builtin``).
+  text, with ``recalibrated`` / ``recalibrated_from`` (the importance job's value, and the importance stated when it was
+  made: it counts while the entry states that) (`memdir.storage.index_db.RankFacts`); ``counted`` tells whether its words are in ``term_stats``. Built-in entries (package data) have a row for their vector only (``builtin``).
 * ``postings`` — (term, entry, tf, length): per entry its Porter-stemmed words with their
   field-weighted frequency (title, tags, domain, content; `memdir.storage.index_db.entry_terms`)
   and the entry's length, what BM25 is computed from (an index-only scan per query term).
@@ -148,12 +149,19 @@ CREATE INDEX audit_path ON audit (path, id);
 CREATE INDEX audit_agent ON audit (agent, id);
 """
 
+# Recalibrated importance (`PostgresIndex.recalibrate`): the importance job's value and the importance
+# the entry stated when it was made; it counts while the entry still states that (`EFFECTIVE_IMPORTANCE`).
+_RECALIBRATED = """
+ALTER TABLE entries ADD COLUMN recalibrated real, ADD COLUMN recalibrated_from real;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_entries_postings_links", _ENTRIES),
     ("0002_hnsw_vector_index", _VECTOR_INDEX),
     ("0003_hidden_and_neighbour_indexes", _SEARCH_INDEXES),
     ("0004_hnsw_ef_construction_200", _REBUILT_VECTOR_INDEX),
     ("0005_audit", _AUDIT),
+    ("0006_recalibrated_importance", _RECALIBRATED),
 ]
 
 

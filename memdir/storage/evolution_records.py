@@ -1,0 +1,104 @@
+"""The evolution jobs' record files under ``<root>/evolution/``, and the importance history.
+
+Records that cannot be derived from the entries are files of the root (like ``threads/`` and
+``audit/``), append-only and human-readable, one JSON object per line. Each batch is appended
+with one ``write`` and fsynced (`memdir.core.files.append_bytes`: confined to the root, never
+through a link); a torn last line from a killed process is skipped when reading.
+
+``importance.jsonl`` — every recalibrated importance (`memdir.evolution.importance`): ``path``,
+``at``, ``old``, ``new``, the ``reason`` (the factors that made it) and ``stated`` (the
+importance the entry's metadata stated when it was made; absent in records written before
+memdir kept recalibrated importance apart from the files). It is the record the derived
+index's effective importance is rebuilt from (`latest_importance`): a recalibration stands
+while the entry states what it stated then, so a person who sets an importance by hand
+overrides it. The job's run records (``runs.jsonl``) are in `memdir.evolution.history`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from memdir.core.files import append_bytes, read_regular
+
+EVOLUTION_DIR = "evolution"
+IMPORTANCE_FILE = "importance.jsonl"
+
+
+def evolution_file(root: Path, name: str) -> Path:
+    return Path(root) / EVOLUTION_DIR / name
+
+
+def append_records(root: Path, name: str, records: Iterable[dict[str, Any]]) -> None:
+    """Append JSON ``records`` to the record file ``name`` with one write (nothing for none)."""
+    data = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    if data:
+        append_bytes(Path(root), evolution_file(root, name), data.encode("utf-8"))
+
+
+def read_records(root: Path, name: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of the record file ``name``, oldest first; lines that are none are skipped."""
+    path = evolution_file(root, name)
+    try:
+        text = read_regular(Path(root), path).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:  # a torn last line from a killed process
+            continue
+        if isinstance(record, dict):
+            yield record
+
+
+@dataclass(frozen=True, slots=True)
+class ImportanceChange:
+    """One recalibrated importance, as ``importance.jsonl`` holds it.
+
+    Attributes:
+        stated: the importance the entry's metadata stated when this was made (None: none);
+            the recalibration holds only while the entry still states it.
+    """
+
+    path: str
+    at: str
+    old: float
+    new: float
+    reason: str
+    stated: float | None = None
+
+
+def record_importance(root: Path, changes: Iterable[ImportanceChange]) -> None:
+    """Append importance changes to ``importance.jsonl`` (one write for the lot)."""
+    append_records(root, IMPORTANCE_FILE, (asdict(change) for change in changes))
+
+
+def read_importance(root: Path, path: str | None = None) -> list[ImportanceChange]:
+    """Every recorded importance change (of the entry ``path``), oldest first."""
+    found = []
+    for record in read_records(root, IMPORTANCE_FILE):
+        if path is not None and record.get("path") != path:
+            continue
+        if "stated" not in record:  # written when the change was stored in the entry's .yml too
+            record = {**record, "stated": record.get("new")}
+        try:
+            found.append(ImportanceChange(**record))
+        except TypeError:  # a hand-edited line missing a field
+            continue
+    return found
+
+
+def latest_importance(root: Path) -> list[ImportanceChange]:
+    """The last recorded change of each entry, in path order: what the derived index holds."""
+    latest = {change.path: change for change in read_importance(root)}
+    return [latest[path] for path in sorted(latest)]
+
+
+__all__ = [
+    "EVOLUTION_DIR", "IMPORTANCE_FILE", "ImportanceChange", "append_records", "evolution_file", "latest_importance",
+    "read_importance", "read_records", "record_importance",
+]
