@@ -690,7 +690,7 @@ class Memory:
         """
         wanted = {normalize_path(path): change for path, change in changes.items()}
         _check_bulk_fields(change for change in wanted.values() if not callable(change))
-        before: dict[str, Entry] = {}
+        before: dict[str, tuple[Entry, str, dict[str, Any]]] = {}  # path -> (entry as read, audit action, facts)
 
         def changed(entry: Entry) -> Metadata | None:  # under the lock, from the adapter's one read
             fields = wanted[entry.path]
@@ -700,8 +700,9 @@ class Memory:
                     return None
                 _check_bulk_fields([fields])
             metadata = _changed_metadata(entry, fields)
-            self._guard(entry.path, entry, _metadata_action(entry.metadata, metadata)[0])  # (the index lagged a hand edit)
-            before[entry.path] = entry
+            action, facts = _metadata_action(entry.metadata, metadata)
+            self._guard(entry.path, entry, action)  # (the index lagged a hand edit)
+            before[entry.path] = (entry, action, facts)
             return metadata.model_copy(update={"modified_by": self.actor.name})
 
         def index_first(stored: list[tuple[Entry, FileStats]]) -> None:  # before the commit point, in one transaction
@@ -712,8 +713,8 @@ class Memory:
             self.index.restamp_metadata(rows)
             records = []
             for written, _ in stored:
-                action, facts = _metadata_action(before[written.path].metadata, written.metadata)
-                records.append(self._audit_record(written.path, before[written.path], written, action, **facts))
+                entry, action, facts = before[written.path]
+                records.append(self._audit_record(written.path, entry, written, action, **facts))
             with disk_errors(self.root):
                 self.audit.append_many(records)
 
