@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from memdir.core.entry import Entry
-from memdir.core.errors import DiskFullError, ReadOnlyRootError
+from memdir.core.errors import DiskFullError, ReadOnlyRootError, UnsafeFileError
 from memdir.core.identity import Labels
 from memdir.core.paths import disk_stem
 from memdir.storage import index_db as sql
@@ -1049,8 +1049,14 @@ class DerivedIndex:
             sql.recalibrate_rows(db, changes)
 
     def _replay_importance(self) -> None:
-        """A new index holds no recalibration yet: take the last recorded one of each entry."""
-        latest = latest_importance(self.root)
+        """A new index holds no recalibration yet: take the last recorded one of each entry.
+        A record memdir will not read (a link planted there, no permission) leaves the stated
+        importance in force, and the root opens."""
+        try:
+            latest = latest_importance(self.root)
+        except (OSError, UnsafeFileError) as exc:
+            log.warning("Recalibrated importance not restored from the importance history: %s", getattr(exc, "message", exc))
+            return
         if latest:
             self.recalibrate(latest)
 

@@ -157,6 +157,24 @@ def test_a_rebuilt_index_replays_the_history(tmp_path):
         assert memory.importance("concept/vital.md") == 10
 
 
+@pytest.mark.directory_store
+def test_a_history_planted_as_a_link_out_is_not_replayed_and_the_root_opens(tmp_path, caplog):
+    from memdir.memory import Memory
+    from tests.fakes import FakeEmbedder
+
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text('{"path": "concept/old.md", "at": "2026-01-01", "old": 5, "new": 1, "reason": "", "stated": null}\n')
+    settings = Settings(root=tmp_path / "memory")
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("concept/old.md", "Written once.", title="Old")
+    shutil.rmtree(settings.root / ".memdir")
+    (settings.root / "evolution").mkdir()
+    (settings.root / "evolution" / "importance.jsonl").symlink_to(outside)
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        assert memory.importance("concept/old.md") is None
+    assert "not restored from the importance history" in caplog.text
+
+
 def test_a_change_below_one_is_not_applied(memory):
     memory.write("concept/fresh.md", "Just written.", title="Fresh")
     record = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=1))

@@ -51,12 +51,12 @@ from memdir.storage.virtual import is_virtual, virtual_paths
 log = logging.getLogger(__name__)
 
 _RECONCILE_BATCH = 500
+_TERM_BYTES = 256  # longer words are stored as a prefix plus a digest: a btree row must fit a third of a page
 EFFECTIVE_IMPORTANCE = (
     "CASE WHEN recalibrated IS NOT NULL AND recalibrated_from IS NOT DISTINCT FROM importance"
     " THEN recalibrated ELSE importance END"
 )
 """An entry's importance: the importance job's while the entry states what it stated then (as the directory store)."""
-_TERM_BYTES = 256  # longer words are stored as a prefix plus a digest: a btree row must fit a third of a page
 
 
 def stored_term(term: str) -> str:
