@@ -158,21 +158,37 @@ def test_a_rebuilt_index_replays_the_history(tmp_path):
 
 
 @pytest.mark.directory_store
-def test_a_history_planted_as_a_link_out_is_not_replayed_and_the_root_opens(tmp_path, caplog):
+def test_a_history_memdir_cannot_read_is_not_replayed_and_the_root_opens(tmp_path, caplog):
     from memdir.memory import Memory
     from tests.fakes import FakeEmbedder
 
-    outside = tmp_path / "outside.jsonl"
-    outside.write_text('{"path": "concept/old.md", "at": "2026-01-01", "old": 5, "new": 1, "reason": "", "stated": null}\n')
+    settings = Settings(root=tmp_path / "memory")
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("concept/old.md", "Written once.", title="Old")
+    shutil.rmtree(settings.root / ".memdir")
+    (settings.root / "evolution" / "importance.jsonl").mkdir(parents=True)  # no regular file
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        assert memory.importance("concept/old.md") is None
+    assert "not restored from the importance history" in caplog.text
+
+
+@pytest.mark.directory_store
+def test_torn_and_hand_edited_history_lines_are_skipped_in_a_replay(tmp_path):
+    from memdir.memory import Memory
+    from tests.fakes import FakeEmbedder
+
     settings = Settings(root=tmp_path / "memory")
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         memory.write("concept/old.md", "Written once.", title="Old")
     shutil.rmtree(settings.root / ".memdir")
     (settings.root / "evolution").mkdir()
-    (settings.root / "evolution" / "importance.jsonl").symlink_to(outside)
+    (settings.root / "evolution" / "importance.jsonl").write_text(
+        '{"path": "concept/old.md", "at": "2026-01-01", "old": 5, "new": 2.5, "reason": "r", "stated": null}\n'
+        '{"path": "concept/old.md", "new": 9}\n'  # no 'at', 'old' or 'reason': no record
+        '{"path": "concept/old.md", "at": "2026-01-02", "ol'  # torn by a kill
+    )
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
-        assert memory.importance("concept/old.md") is None
-    assert "not restored from the importance history" in caplog.text
+        assert memory.importance("concept/old.md") == 2.5
 
 
 def test_a_change_below_one_is_not_applied(memory):
