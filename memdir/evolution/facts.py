@@ -50,7 +50,6 @@ class EntryFacts:
         path: the entry.
         importance: as ranking sees it (recalibrated, else stated), on the 1-10 scale
             (`memdir.core.entry.importance_on_scale`).
-        stated: the importance its metadata states (None: none).
         reads: how often an agent read it (the ``.yml``'s ``hits``).
         written: its ``updated_at``.
         last_read: the last read the derived index saw (None: never read; a rebuilt index
@@ -61,7 +60,6 @@ class EntryFacts:
 
     path: str
     importance: float
-    stated: float | None
     reads: int
     written: datetime
     last_read: datetime | None
@@ -94,8 +92,7 @@ def gather(memory: Memory) -> list[EntryFacts]:
         if info.hits > 0:
             last_read = aware(datetime.fromisoformat(row.accessed_at)) if row and row.accessed_at else info.updated_at
         found.append(EntryFacts(
-            path=info.path, importance=importance_on_scale(info.path, row.importance if row else None),
-            stated=row.stated if row else None, reads=info.hits,
+            path=info.path, importance=importance_on_scale(info.path, row.importance if row else None), reads=info.hits,
             written=aware(info.updated_at), last_read=last_read, inbound=len(inbound[info.path]),
             outbound=len(outbound[info.path]), hidden=bool(row and row.hidden),
         ))  # fmt: skip

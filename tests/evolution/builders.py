@@ -23,5 +23,5 @@ def facts(
 ) -> EntryFacts:
     """An entry written ``age_days`` before `NOW`, read ``reads`` times, last ``unread_days`` ago."""
     last_read = None if unread_days is None else NOW - timedelta(days=unread_days)
-    return EntryFacts(path, importance_on_scale(path, importance), importance, reads, NOW - timedelta(days=age_days),
+    return EntryFacts(path, importance_on_scale(path, importance), reads, NOW - timedelta(days=age_days),
                       last_read, inbound, outbound, hidden)
