@@ -86,10 +86,16 @@ def read_importance(root: Path, path: str | None = None) -> list[ImportanceChang
         if "stated" not in record:  # written when the change was stored in the entry's .yml too
             record = {**record, "stated": record.get("new")}
         try:
-            found.append(ImportanceChange(**record))
+            change = ImportanceChange(**record)
         except TypeError:  # a hand-edited line missing a field
             continue
+        if _number(change.old) and _number(change.new) and (change.stated is None or _number(change.stated)):
+            found.append(change)  # (a hand-edited value that is no number would be ranked as one)
     return found
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def latest_importance(root: Path) -> list[ImportanceChange]:

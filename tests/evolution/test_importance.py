@@ -185,6 +185,7 @@ def test_torn_and_hand_edited_history_lines_are_skipped_in_a_replay(tmp_path):
     (settings.root / "evolution" / "importance.jsonl").write_text(
         '{"path": "concept/old.md", "at": "2026-01-01", "old": 5, "new": 2.5, "reason": "r", "stated": null}\n'
         '{"path": "concept/old.md", "new": 9}\n'  # no 'at', 'old' or 'reason': no record
+        '{"path": "concept/old.md", "at": "2026-01-02", "old": 2.5, "new": "high", "reason": "", "stated": null}\n'
         '{"path": "concept/old.md", "at": "2026-01-02", "ol'  # torn by a kill
     )
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
