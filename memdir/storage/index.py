@@ -192,10 +192,7 @@ class DerivedIndex:
         db = sql.connect(None)
         existed = seed and sql.copy_into_memory(self.path, db)
         self._db, self._ino = db, None
-        self.rebuilt = self.rebuilt or not existed
-        self._load_all()
-        if not existed:
-            self._replay_importance()
+        self._start(existed)
 
     def _open_file(self) -> None:
         existed = self.path.exists()
@@ -208,6 +205,11 @@ class DerivedIndex:
             existed = False
         self._db = db
         self._ino = os.stat(self.path).st_ino
+        self._start(existed)
+
+    def _start(self, existed: bool) -> None:
+        """Load the opened index; a new one (``existed`` False) is rebuilt from the files and
+        takes the recorded recalibrations."""
         self.rebuilt = self.rebuilt or not existed
         self._load_all()
         if not existed:
