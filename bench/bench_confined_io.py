@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))  # after PYTHONPATH, so another version can be measured the same way
 
-from memdir.storage.filesystem import FilesystemAdapter  # noqa: E402
+from memdir.storage.directory.filesystem import FilesystemAdapter  # noqa: E402
 
 
 def median_ms(action: Callable[[], object], runs: int) -> float:

@@ -47,7 +47,7 @@ from memdir.memory import Memory  # noqa: E402
 from memdir.optimization.corpus import Corpus  # noqa: E402
 from memdir.optimization.defragmenter import Defragmenter  # noqa: E402
 from memdir.optimization.pairs import WordSets, cosine_pairs, duplicate_pairs  # noqa: E402
-from memdir.storage.filesystem import FilesystemAdapter  # noqa: E402
+from memdir.storage.directory.filesystem import FilesystemAdapter  # noqa: E402
 
 DIM = 384
 DUPLICATE_SHARE = 0.02

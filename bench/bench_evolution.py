@@ -52,7 +52,7 @@ from memdir.core.settings import Settings  # noqa: E402
 from memdir.evolution import JOBS  # noqa: E402
 from memdir.evolution.runner import run_job  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
-from memdir.storage.filesystem import FilesystemAdapter  # noqa: E402
+from memdir.storage.directory.filesystem import FilesystemAdapter  # noqa: E402
 
 TARGETS = {"importance": 5.0, "links": 5.0, "archival": 5.0, "consolidation": 10.0}
 

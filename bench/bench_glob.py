@@ -10,7 +10,7 @@ once to build its derived index (keyword only), then prints median and p95 of:
 
 * opening the unchanged root in a fresh process (`Memory.open`, no model), and the first
   ``MemoryGlob("**/*")`` there right after (target: open <= 2 s at 100K; the glob reads the
-  listing snapshot beside the index, `memdir.storage.listing_snapshot`), the same with no
+  listing snapshot beside the index, `memdir.storage.directory.listing_snapshot`), the same with no
   snapshot (the glob reads every row from SQLite and writes the snapshot), and 3 s after a
   server's open (which reads the listing rows in the background);
 * ``MemoryGlob("**/*")`` — the tool's whole answer (500 newest listed) — in one open `Memory`:
@@ -24,7 +24,7 @@ and the same ``**/*`` listing built the old way, parsing every ``.yml`` (for sca
 wall-clock median and p95 and the median CPU time of the process that listed (on a shared,
 busy machine the wall time mostly measures the wait for a CPU; the load average is printed).
 Every case but the first two changes one folder just before the glob, so the folder it
-changed is re-listed: its mtime is too recent to be trusted yet (`memdir.storage.folder_stamps`).
+changed is re-listed: its mtime is too recent to be trusted yet (`memdir.storage.directory.folder_stamps`).
 The entries the bench writes overwrite the same few paths, so the root keeps its size.
 """
 

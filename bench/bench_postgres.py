@@ -59,11 +59,11 @@ from memdir.core.entry import Metadata, entry_type  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.embeddings.text import text_recipe  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
-from memdir.storage.index_db import entry_terms  # noqa: E402
+from memdir.storage.records import entry_terms
 from memdir.storage.postgres.adapter import as_array, metadata_json  # noqa: E402
 from memdir.storage.postgres.index import stored_term  # noqa: E402
 from memdir.storage.postgres.schema import HNSW_OPTIONS, VECTOR_INDEX, migrate  # noqa: E402
-from memdir.storage.vectors import folder_of  # noqa: E402
+from memdir.storage.records import folder_of
 
 TYPES = ("concept", "fact", "skill", "experience")
 BASES = 1024

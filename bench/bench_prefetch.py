@@ -9,7 +9,7 @@ hits — `Memory.search`, then `Memory.read(count_hit=True)`, the calls the tool
 questions are split in two sessions (two `Memory` objects, as two server processes would be):
 
 * session 1 starts cold (nothing read yet: warming finds only the most recently written turns);
-* session 2 starts after it, warmed with what session 1 read last (`memdir.access.prefetch`),
+* session 2 starts after it, warmed with what session 1 read last (`memdir.server.prefetch`),
   and is also replayed without warming, to show what prefetching adds to the LRU cache alone.
 
 Printed per conversation and pooled: reads, hits, hit rate, entries prefetched; and the median
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from corpora import DEFAULT_LOCOMO, locomo_corpora, real_embedder, write_store
-from memdir.access.prefetch import warm
+from memdir.server.prefetch import warm
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 

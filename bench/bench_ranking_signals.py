@@ -16,7 +16,7 @@ A role (``role``, ``role_importance_weight``) ranks by its own mix of importance
 recency and kind (`memdir.search.ranking.RoleImportance`); LoCoMo's turns have no kind, so
 there it measures what the mix costs a search that asks about anything.
 
-Links, also made only by the product: ``sequence`` — `memdir.graph.sequence.link_sequence`
+Links, also made only by the product: ``sequence`` — `link_sequence.link_sequence` (bench/link_sequence.py)
 links each turn to the one before it in its session (system links, strength
 ``sequence_link_strength``); ``related`` — defrag's ``link_related`` (system links between
 turns of cosine 0.60-0.85, strength = cosine). Recall@10 overall and for category 1
@@ -42,7 +42,7 @@ from corpora import DEFAULT_LOCOMO, Doc, locomo_corpora, real_embedder, write_st
 from memdir.core.settings import Settings
 from memdir.episodes.heuristics import message_importance
 from memdir.episodes.model import Message
-from memdir.graph.sequence import link_sequence
+from link_sequence import link_sequence
 from memdir.optimization.defragmenter import Defragmenter
 
 _DATE = re.compile(r", (\d{1,2} \w+, \d{4})$")

@@ -33,7 +33,7 @@ from memdir.core.entry import Entry, Metadata
 from memdir.core.settings import Settings
 from memdir.search.hybrid import HybridSearcher
 from memdir.core.keywords import STOP_WORDS
-from memdir.storage.index import DerivedIndex, FileStats
+from memdir.storage.directory.index import DerivedIndex, FileStats
 
 DIM = 384
 MODEL = "synthetic/random-384"
@@ -168,7 +168,7 @@ def write_emb_files(index: DerivedIndex, target: Path) -> list[str]:
 # big parent would report the parent's peak.
 _OPEN_PROBE = """
 import sys, time
-from memdir.storage.index import DerivedIndex
+from memdir.storage.directory.index import DerivedIndex
 def mb(field):
     return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith(field)) / 1024
 before = mb('VmRSS:')

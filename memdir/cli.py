@@ -496,7 +496,7 @@ def audit(
     as_json: JsonOption = False,
 ) -> None:
     """The audit log: who created, changed, deleted, archived, merged or linked what, and when (oldest first)."""
-    from memdir.access.audit import audit_records, headline, parse_since
+    from memdir.storage.audit_query import audit_records, headline, parse_since
     from memdir.storage.stores import open_audit
 
     settings = load_settings(root, store=store)  # the shared root (or the --root given): --agent filters here, never picks a store

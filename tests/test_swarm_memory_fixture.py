@@ -19,8 +19,8 @@ from fakes import FakeEmbedder
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.storage.base import Redirect
-from memdir.storage.filesystem import FilesystemAdapter
-from memdir.storage.index import listing
+from memdir.storage.directory.filesystem import FilesystemAdapter
+from memdir.storage.directory.index import listing
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swarm_memory"
 UTC = timezone.utc

@@ -12,7 +12,7 @@ Replacing: readers see the old bytes or the new ones, never a prefix.
 One implementation for every file memdir rewrites on its own — derived data under
 ``.memdir/`` (the shared total, the vector snapshot), the cached ONNX graph, files the
 workspace tools write. Entries themselves (three files changing together) go through
-`memdir.storage.atomic.commit_files`, which journals the change so a killed writer is
+`memdir.storage.directory.atomic.commit_files`, which journals the change so a killed writer is
 rolled forward or back.
 """
 

@@ -6,7 +6,7 @@ in a tag meet on the same terms. Two stemmers: the light `stem` serves the match
 where over-stemming would hurt (tags, Jaccard), and `porter_stem` (the original Porter
 algorithm, as SQLite FTS5's ``porter`` tokenizer) makes the terms of the BM25 index and
 its queries: on LoCoMo it recalls more than the light stems would (the figures are in
-`memdir.storage.postings`).
+`memdir.storage.directory.postings`).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from memdir.core.links import Link
 from memdir.core.settings import Settings
 from memdir.evolution.facts import aware, days_between
 from memdir.evolution.runner import JobContext, JobOutcome, ScheduledJob
-from memdir.storage.index_db import Edge
+from memdir.storage.records import Edge
 
 if TYPE_CHECKING:
     from memdir.core.entry import Entry

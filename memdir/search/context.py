@@ -10,7 +10,7 @@ cosine judge each alone.
 This signal gives a candidate the (idf-)weighted share of the query terms it does *not*
 hold itself that one of its neighbours does: entries of the same folder written just
 before or after it (up to ``context_window`` on each side, in the order entries were
-first written; `memdir.storage.postings.KeywordIndex.neighbours`). An entry that already
+first written; `memdir.storage.directory.postings.KeywordIndex.neighbours`). An entry that already
 covers the whole query gains nothing from it, and an entry written alone in its folder
 neither. It is one more weighted signal of the fusion (``context_weight``), not part of
 ``relevance``: it ranks, it never makes an entry look relevant to discovery.

@@ -39,8 +39,8 @@ from memdir.core.identity import ROLE_KINDS, Role
 from memdir.core.settings import Settings
 
 if TYPE_CHECKING:
-    from memdir.storage.index import DerivedIndex
-    from memdir.storage.index_db import RankFacts
+    from memdir.storage.directory.index import DerivedIndex
+    from memdir.storage.records import RankFacts
 
 MAX_GRAPH_HOPS = 2
 SECONDS_PER_DAY = 86_400.0

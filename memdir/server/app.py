@@ -49,7 +49,7 @@ from memdir.server.state import (
 from memdir.server.scheduler import Scheduler, note_clients
 from memdir.server.stopping import exit_for, run_until_signalled
 from memdir.tools.discovery import discover
-from memdir.tools.workspace import WORKSPACE_TOOLS, Workspace
+from memdir.workspace.tools import WORKSPACE_TOOLS, Workspace
 
 if typing.TYPE_CHECKING:
     from memdir.embeddings.base import Embedder

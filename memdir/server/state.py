@@ -43,7 +43,7 @@ from memdir.core.identity import Actor, parse_role
 from memdir.core.settings import Settings
 from memdir.server.tokens import HttpClient
 from memdir.tools.session import Session
-from memdir.tools.workspace import FileReads, Workspace
+from memdir.workspace.tools import FileReads, Workspace
 
 if TYPE_CHECKING:
     from memdir.embeddings.base import Embedder
@@ -100,8 +100,8 @@ class MemoryHost:
     @staticmethod
     def _open(settings: Settings, embedder: Embedder | None) -> Memory:
         """Open the memory, then prefetch what this agent's role is likely to read first
-        (`memdir.access.prefetch`: the session starts with the server)."""
-        from memdir.access.prefetch import warm
+        (`memdir.server.prefetch`: the session starts with the server)."""
+        from memdir.server.prefetch import warm
         from memdir.memory import Memory  # heavy imports stay off the start-up path
 
         memory = Memory.open(settings, embedder=embedder, background=True)

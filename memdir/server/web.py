@@ -3,7 +3,7 @@
 Pages: the entries (by folder, paged), one entry (its markdown rendered, its metadata, what
 links to it and a picture of its link neighbourhood), search with each result's score
 breakdown, the health report, and the recent episodes. Everything is read on the memory's
-read pool (`MemoryHost.run(read_only=True)`) through `memdir.tools.browse`, so a page waits
+read pool (`MemoryHost.run(read_only=True)`) through `memdir.server.web_browse`, so a page waits
 for the writes sent before it and never for a slow grep.
 
 Nothing an entry holds can run in the browser: templates escape every value (Jinja2
@@ -26,7 +26,7 @@ from starlette.responses import HTMLResponse, Response
 
 from memdir.core.errors import EntryNotFoundError, InputValidationError, MemdirError
 from memdir.server.web_graph import layout
-from memdir.tools import browse
+from memdir.server import web_browse as browse
 
 if TYPE_CHECKING:
     from memdir.core.settings import Settings

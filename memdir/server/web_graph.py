@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from memdir.tools.browse import Neighbourhood
+from memdir.server.web_browse import Neighbourhood
 
 WIDTH, HEIGHT = 760, 520
 MARGIN_X, MARGIN_Y = 110, 40

@@ -2,7 +2,7 @@
 
 Registered once, hidden from every session until a loaded skill lists them
 (`memdir.server.toolsets`). Each call checks the session's toolset, then runs the plain
-function from `memdir.tools.workspace` / `memdir.tools.workspace_bash` on a worker thread
+function from `memdir.workspace.tools` / `memdir.workspace.bash` on a worker thread
 with the loaded skill's permissions — the functions enforce them, not this layer.
 """
 
@@ -20,8 +20,8 @@ from pydantic import Field, WithJsonSchema
 from memdir.core.errors import MemdirError
 from memdir.server.modes import WORKSPACE_SPECS
 from memdir.server.state import app_state, tool_error
-from memdir.tools import workspace as ws
-from memdir.tools import workspace_bash
+from memdir.workspace import tools as ws
+from memdir.workspace import bash as workspace_bash
 
 T = TypeVar("T")
 

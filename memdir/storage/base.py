@@ -4,8 +4,8 @@ A store is a pair: an adapter (`StorageAdapter`, the *source of truth*: entries 
 their content, metadata, embedding and hits) and an index (`EntryIndex`, what search and
 listings read: keyword statistics, vectors, links, freshness). Two stores implement them:
 
-* the directory (`memdir.storage.filesystem.FilesystemAdapter` + the derived SQLite index
-  `memdir.storage.index.DerivedIndex`): files are the truth, the index is rebuilt from them;
+* the directory (`memdir.storage.directory.filesystem.FilesystemAdapter` + the derived SQLite index
+  `memdir.storage.directory.index.DerivedIndex`): files are the truth, the index is rebuilt from them;
 * PostgreSQL (`memdir.storage.postgres`): one database holds both, and the "index" is the
   same rows' derived columns (tsvector, pgvector), written in the entry's own transaction.
 
@@ -155,10 +155,10 @@ class SearchIndex(Protocol):
         """Per term, whether each neighbour ``keys`` (from `neighbours`) holds it."""
 
     def edges(self, paths: Sequence[str], kinds: Sequence[str] | None = None) -> list[Any]:
-        """Every link (`memdir.storage.index_db.Edge`) from or to one of ``paths`` (of ``kinds``)."""
+        """Every link (`memdir.storage.directory.index_db.Edge`) from or to one of ``paths`` (of ``kinds``)."""
 
     def rank_facts(self, paths: Sequence[str]) -> dict[str, Any]:
-        """Importance, reads, last access and hidden state of ``paths`` (`memdir.storage.index_db.RankFacts`)."""
+        """Importance, reads, last access and hidden state of ``paths`` (`memdir.storage.directory.index_db.RankFacts`)."""
 
     def hidden(self) -> frozenset[str]:
         """The archived and superseded entries (left out of search unless asked for)."""
@@ -260,7 +260,7 @@ class StorageAdapter(Protocol):
 
     def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
         """(path, stats) of every real entry (or of folder ``under``), stubs and built-ins left out;
-        ``folders`` receives what `memdir.storage.folder_stamps` checks later (folder mtimes)."""
+        ``folders`` receives what `memdir.storage.directory.folder_stamps` checks later (folder mtimes)."""
 
     def stats(self, path: str) -> FileStats:
         """The stamp of the stored version of ``path`` (all zero when absent)."""
@@ -269,7 +269,7 @@ class StorageAdapter(Protocol):
         """Bytes of content held (virtual entries excluded)."""
 
     def root_listing(self, index: Any) -> Any:
-        """How `Memory` lists entries and plans reconciles (`memdir.storage.root_listing.RootListing`
+        """How `Memory` lists entries and plans reconciles (`memdir.storage.directory.root_listing.RootListing`
         for the directory: the index's rows plus the folders that changed)."""
 
 
@@ -326,7 +326,7 @@ class EntryIndex(SearchIndex, Protocol):
         `root_listing`'s plan); the report's ``failed`` lists entries that could not be read."""
 
     def record_folder_stamps(self, stamps: Mapping[str, Any] | None) -> None:
-        """Keep the folder stamps a reconcile leaves (`memdir.storage.folder_stamps`)."""
+        """Keep the folder stamps a reconcile leaves (`memdir.storage.directory.folder_stamps`)."""
 
     def describe(self, stats: Mapping[str, FileStats]) -> dict[str, EntryInfo]:
         """Listing rows of the entries whose row is as fresh as ``stats`` says."""

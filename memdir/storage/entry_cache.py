@@ -1,7 +1,7 @@
 """A least-recently-used cache of entries as agents read them (seed 003's prefetch cache).
 
 `Memory.read` serves an agent's read (MemoryRead) from here when the entry's files are as they
-were when it was cached, and counts hits and misses; `memdir.access.prefetch` fills it at
+were when it was cached, and counts hits and misses; `memdir.server.prefetch` fills it at
 session start with the entries an agent of that role is likely to read.
 
 Freshness without trusting anyone to report changes: each entry is kept with the stamp of its
@@ -9,7 +9,7 @@ stored version taken *before* it was read (`StorageAdapter.stats`: for the direc
 in ns and size of its ``.md`` and ``.yml`` — every write replaces a file, so both move), and a
 lookup compares it with the stamp now (two ``stat`` calls, against a full read: two files
 opened, the YAML parsed, the vector read). The root's
-change counter (`memdir.storage.changes`) would be cheaper still, but only memdir raises it: a
+change counter (`memdir.storage.directory.changes`) would be cheaper still, but only memdir raises it: a
 note edited by hand in a text editor would be served stale. A changed entry is dropped — a
 miss. An entry changed between taking its stats and reading it is newer than its stats say, so
 it too is dropped at the next look, never served stale.
@@ -30,7 +30,7 @@ from memdir.core.entry import Entry, utcnow
 from memdir.core.errors import MemdirError
 from memdir.core.files import private_folder, read_regular, replace_file
 from memdir.storage.base import FileStats
-from memdir.storage.index_db import INDEX_DIR
+from memdir.storage.directory.index_db import INDEX_DIR
 
 REPORT_FILE = "prefetch.json"
 """Under ``.memdir/``: the figures of the last process that served reads from its cache (for `memdir status`)."""

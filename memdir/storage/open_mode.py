@@ -13,8 +13,8 @@ from pathlib import Path
 
 from memdir.core.errors import RootNotFoundError
 from memdir.core.files import disk_errors
-from memdir.storage.atomic import has_pending
-from memdir.storage.index_db import index_path
+from memdir.storage.directory.atomic import has_pending
+from memdir.storage.directory.index_db import index_path
 
 
 def read_only_reason(root: Path, read_only: bool) -> str | None:

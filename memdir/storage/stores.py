@@ -15,8 +15,8 @@ from memdir.core.settings import Settings
 from memdir.storage import open_mode
 from memdir.storage.audit_log import AuditLog
 from memdir.storage.base import AuditTrail, EntryIndex, StorageAdapter
-from memdir.storage.filesystem import FilesystemAdapter
-from memdir.storage.index import DerivedIndex
+from memdir.storage.directory.filesystem import FilesystemAdapter
+from memdir.storage.directory.index import DerivedIndex
 
 log = logging.getLogger(__name__)
 

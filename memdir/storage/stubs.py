@@ -66,7 +66,7 @@ def marks_stub(metadata: Any) -> bool:
 def format_stub(redirect: Redirect) -> str:
     """The text of a stub file for ``redirect`` (``# merged → target`` plus one sentence).
 
-    Reads through the stub are not written into it (`memdir.storage.stub_reads`): a
+    Reads through the stub are not written into it (`memdir.storage.directory.stub_reads`): a
     file is never rewritten only to count a read.
     """
     if redirect.kind not in KINDS:
@@ -77,7 +77,7 @@ def format_stub(redirect: Redirect) -> str:
 
 def stub_hits(text: str) -> int:
     """The reads an older memdir counted in a stub's last line (0 when it has none, as SwarmMemory's
-    stubs and today's): they still count, on top of `memdir.storage.stub_reads`."""
+    stubs and today's): they still count, on top of `memdir.storage.directory.stub_reads`."""
     found = _HITS_LINE.search(text)
     return int(found.group(1)) if found else 0
 

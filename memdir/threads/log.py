@@ -2,7 +2,7 @@
 
 The log is the thread's only record; everything else (state, pages, vectors) is derived
 from it. Appends are serialised across processes by the root's lock (the one entry writes
-take, `memdir.storage.locking.RootLock`), validated against the current state before a
+take, `memdir.storage.directory.locking.RootLock`), validated against the current state before a
 byte is written (a refused event changes nothing) and written with one ``write`` on an
 ``O_APPEND`` descriptor, then fsynced. Reads take no lock: they consume the file up to its
 last newline, so a line being written (or left half-written by a writer killed
@@ -25,7 +25,7 @@ from typing import Any
 
 from memdir.core.errors import InputValidationError
 from memdir.core.files import append_bytes, open_regular, stat_regular
-from memdir.storage.locking import RootLock
+from memdir.storage.directory.locking import RootLock
 from memdir.threads.model import ThreadState
 from memdir.threads.reducers import Event, replay
 

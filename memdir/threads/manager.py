@@ -36,7 +36,7 @@ from memdir.core.errors import InputValidationError, MemdirError, ThreadNotFound
 from memdir.core.files import private_folder, replacing, stat_regular
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
-from memdir.storage.locking import LOCK_FILE_NAME, RootLock
+from memdir.storage.directory.locking import LOCK_FILE_NAME, RootLock
 from memdir.threads import compaction
 from memdir.threads.compaction import Summarize
 from memdir.threads.context import ContextBuilder, Window

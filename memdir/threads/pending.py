@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 from memdir.core.files import append_bytes, read_regular, replace_file
-from memdir.storage.locking import RootLock
+from memdir.storage.directory.locking import RootLock
 from memdir.threads.log import encode, now_iso
 from memdir.threads.messages import Message
 

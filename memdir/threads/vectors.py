@@ -18,7 +18,7 @@ import numpy as np
 
 from memdir.core.files import append_bytes, open_regular
 from memdir.embeddings.base import Embedder
-from memdir.storage.locking import RootLock
+from memdir.storage.directory.locking import RootLock
 
 DIGEST_BYTES = 16
 

@@ -16,7 +16,7 @@ from memdir.core.user_regex import RegexBudget
 from memdir.core.paths import normalize_path
 from memdir.tools.formatting import memory_uri, numbered_lines
 from memdir.tools.session import Session
-from memdir.tools.workspace import check_skill_permissions
+from memdir.workspace.tools import check_skill_permissions
 
 if TYPE_CHECKING:
     from memdir.memory import Memory

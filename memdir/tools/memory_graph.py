@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memdir.graph.neighbourhood import neighbourhood, render_mermaid, render_text
+from memdir.search.neighbourhood import neighbourhood, render_mermaid, render_text
 from memdir.tools.params import coerce_str_list
 from memdir.tools.session import Session
 

@@ -14,7 +14,7 @@ from memdir.search.similarity import jaccard, word_set
 from memdir.tools.formatting import human_size, memory_uri, system_reminder, with_title
 from memdir.tools.params import coerce_dict, coerce_str_list
 from memdir.tools.session import Session
-from memdir.tools.workspace import check_skill_permissions
+from memdir.workspace.tools import check_skill_permissions
 
 if TYPE_CHECKING:
     from memdir.memory import Memory

@@ -29,7 +29,7 @@ class Session:
         skill_tools: the workspace tools the loaded skill asked for (its toolset), in its order.
         skill_permissions: the loaded skill's permissions (e.g. ``{"Bash": {"allowed_commands": [...]}}``).
         tool_rules: each workspace tool's rules under those permissions, made on first use
-            (`memdir.tools.workspace.session_rules`), forgotten when another skill loads.
+            (`memdir.workspace.tools.session_rules`), forgotten when another skill loads.
     """
 
     session_id: str = field(default_factory=_new_session_id)

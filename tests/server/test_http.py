@@ -161,7 +161,7 @@ def test_without_tokens_a_loopback_server_is_open_but_still_checks_host(tmp_path
 
 def test_sigterm_lets_the_writes_in_flight_finish(server, tokens, tmp_path):
     """24 writes wait for the root's lock (held here) when SIGTERM arrives: each is still done and answered."""
-    from memdir.storage.locking import RootLock
+    from memdir.storage.directory.locking import RootLock
 
     token = tokens.create("writer")
     writers = 24

@@ -111,7 +111,7 @@ def test_two_sessions_on_one_server_have_their_own_toolsets_and_reads(http_serve
 def test_the_memory_opens_after_the_handshake_not_during_it(tmp_path):
     from memdir.core.settings import Settings
     from memdir.server.state import AppState, MemoryHost, open_after_handshake
-    from memdir.tools.workspace import Workspace
+    from memdir.workspace.tools import Workspace
     from tests.fakes import FakeEmbedder
 
     settings = Settings(root=tmp_path / "root")

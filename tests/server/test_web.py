@@ -9,7 +9,7 @@ from memdir.server.http_guard import Gate
 from memdir.server.tokens import TokenFile
 from memdir.server.web import WebView
 from memdir.server.web_graph import layout
-from memdir.tools import browse
+from memdir.server import web_browse as browse
 
 HOSTILE = "# Title\n\n<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[x](javascript:alert(3))\n\n**bold**"
 

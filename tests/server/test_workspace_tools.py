@@ -12,7 +12,7 @@ import pytest
 from memdir.core.errors import InputValidationError
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget
-from memdir.tools.workspace import (
+from memdir.workspace.tools import (
     FileReads,
     ToolPermissions,
     Workspace,
@@ -26,7 +26,7 @@ from memdir.tools.workspace import (
     read_file,
     write_file,
 )
-from memdir.tools.workspace_bash import check_command, command_parts, run_bash
+from memdir.workspace.bash import check_command, command_parts, run_bash
 
 NONE = ToolPermissions()
 
@@ -200,7 +200,7 @@ def test_malformed_permissions_are_reported(workspace):
 
 
 def test_a_skills_command_patterns_are_checked_and_compiled_once_per_load(monkeypatch):
-    import memdir.tools.workspace as ws
+    import memdir.workspace.tools as ws
     from memdir.tools.session import Session
 
     compiled = []
@@ -373,7 +373,7 @@ def test_path_globs_keep_their_meaning_a_star_pair_inside_a_name_crosses_folders
 
 
 def test_cd_without_a_directory_leaves_the_workspace(root):
-    from memdir.tools.workspace_bash import check_paths
+    from memdir.workspace.bash import check_paths
 
     for command in ("cd", "cd -", "cd; pwd", "cd >/dev/null", "cd -P", "cd --"):
         with pytest.raises(WorkspacePermissionError, match="cd without a directory"):
@@ -393,6 +393,6 @@ def test_a_crossing_star_pair_then_a_star_still_finds_the_last_name():
      "sort data.txt 2>/dev/null", "find . -name x -exec rm {} ;"],
 )
 def test_ordinary_commands_are_not_refused_by_the_path_guard(root, command):
-    from memdir.tools.workspace_bash import check_paths
+    from memdir.workspace.bash import check_paths
 
     check_paths(command, root)

@@ -88,7 +88,7 @@ def test_a_log_written_event_by_event_replays_to_the_same_state_in_a_fresh_reade
     import tempfile
     from pathlib import Path
 
-    from memdir.storage.locking import RootLock
+    from memdir.storage.directory.locking import RootLock
     from memdir.threads.log import EventLog
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -6,7 +6,7 @@ import pytest
 
 from memdir.core.errors import InputValidationError
 from memdir.server.web_graph import HEIGHT, WIDTH, layout
-from memdir.tools import browse
+from memdir.server import web_browse as browse
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from memdir.core.errors import InputValidationError, InvalidPathError, MemdirError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.storage.atomic import FAILED_DIR, txn_dir
+from memdir.storage.directory.atomic import FAILED_DIR, txn_dir
 from memdir.tools import memory_delete, memory_edit, memory_glob, memory_grep, memory_read, memory_write
 from memdir.tools.thread_append import thread_append
 from memdir.tools.thread_context import thread_context
@@ -310,7 +310,7 @@ def test_a_named_pipe_is_not_an_entry_and_never_blocks(root, outside, session):
 
 
 def test_workspace_tools_never_wait_on_a_named_pipe(tmp_path):
-    from memdir.tools.workspace import FileReads, ToolPermissions, Workspace, edit_file, read_file, write_file
+    from memdir.workspace.tools import FileReads, ToolPermissions, Workspace, edit_file, read_file, write_file
 
     (tmp_path / "ws").mkdir()
     os.mkfifo(tmp_path / "ws/pipe.txt")

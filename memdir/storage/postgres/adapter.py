@@ -38,9 +38,9 @@ from memdir.storage.entry_input import (
 )
 from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres.database import Database, redact
-from memdir.storage.root_listing import Listed, ReconcilePlan
+from memdir.storage.records import Listed, ReconcilePlan
 from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
-from memdir.storage.vectors import folder_of
+from memdir.storage.records import folder_of
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 _ENTRY_COLUMNS = (
@@ -404,7 +404,7 @@ class PostgresAdapter:
 
 
 class RowListing:
-    """`memdir.storage.root_listing.RootListing`'s part for a database: a listing is one query, and
+    """`memdir.storage.directory.root_listing.RootListing`'s part for a database: a listing is one query, and
     a reconcile has no files to check (the index reconciles its own rows: `PostgresIndex.reconcile`)."""
 
     def __init__(self, adapter: PostgresAdapter) -> None:

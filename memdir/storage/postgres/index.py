@@ -5,7 +5,7 @@ their field-weighted frequencies, length, text hash, which model made the vector
 ``postings``, ``term_stats`` and ``links`` tables, in the transaction of the entry's
 change (`Memory` calls it from the adapter's ``before_commit``), and reads them back.
 
-Keyword search is BM25 as the directory store computes it (`memdir.storage.postings`:
+Keyword search is BM25 as the directory store computes it (`memdir.storage.directory.postings`:
 FTS5's formula, k1 = 1.2, b = 0.75, the same Porter-stemmed terms from the same four
 fields with the same weights, ``bm25_column_weights``), summed in SQL over ``postings``.
 PostgreSQL's own ``ts_rank`` was not used: it has no idf, so a rare word counts no more
@@ -36,16 +36,16 @@ from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
 from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
 from memdir.storage.evolution_records import ImportanceChange
-from memdir.storage.index_db import Edge, RankFacts, entry_terms
+from memdir.storage.records import Edge, RankFacts, entry_terms
 from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats
 from memdir.storage.postgres.database import Database
 from memdir.storage.postgres.search import (
     BEGIN, HIDDEN, HiddenCache, Neighbours, RowHits, SearchState, candidates_params, candidates_sql, filters,
     neighbour_ids,
 )
-from memdir.storage.postings import B, K1, bm25_idf
+from memdir.storage.bm25 import B, K1, bm25_idf
 from memdir.storage.sidecar import EMBEDDING_DIM
-from memdir.storage.vectors import folder_of
+from memdir.storage.records import folder_of
 from memdir.storage.virtual import is_virtual, virtual_paths
 
 log = logging.getLogger(__name__)

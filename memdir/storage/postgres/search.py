@@ -172,7 +172,7 @@ class RowHits:
 
 
 def filters(types: Sequence[str] | None, prefix: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
-    """SQL conditions on ``entries e`` for a search's filters (as `memdir.storage.vectors.VectorMatrix.mask`)."""
+    """SQL conditions on ``entries e`` for a search's filters (as `memdir.storage.directory.vectors.VectorMatrix.mask`)."""
     where: list[str] = []
     params: list[Any] = []
     if types is not None:

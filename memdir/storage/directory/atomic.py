@@ -1,0 +1,366 @@
+"""Crash-safe file replacement: one file, or several files as one all-or-nothing change.
+
+An entry is three files (``.md``, ``.yml``, ``.emb``). Replacing each atomically is
+not enough: a kill between two renames would pair new content with old metadata.
+`commit_files` therefore runs a tiny redo-log protocol:
+
+1. write a *pending* journal under ``<root>/.memdir/txn/`` naming every temporary
+   file it is about to create (so an interrupted staging can be cleaned up);
+2. stage every new file as a temporary file in its target's folder, fsynced (a large
+   batch — an evolution job's — is flushed by one ``sync`` of the filesystem instead, see
+   `_SYNC_EACH_UP_TO`); then run the caller's ``before_commit`` (memdir updates the derived index here: if
+   that fails — a full disk — the staging is undone and nothing has changed);
+3. fsync the journal and rename it to *commit* — the single atomic commit point;
+4. perform the renames and removals, fsync the folders;
+5. delete the journal.
+
+`recover` (run under the root's exclusive lock) finishes what a killed writer left:
+a committed journal is rolled forward (every step is idempotent), a pending one is
+rolled back by deleting its temporary files. Whatever instant a process dies at, the
+files afterwards hold the old version or the new one, never a mixture.
+
+A journal is a file in the root, so it may have been planted or damaged: before
+`recover` acts on one, every path it names is resolved (symbolic links included) and
+must lie inside the root. A journal that names anything else, or is not a regular
+file, is not replayed but set aside in ``.memdir/txn-failed/`` (quarantined) with an
+error in the log, and the root stays usable.
+
+Temporary files are hidden (``.txn-….tmp``), so listings never show them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from memdir.core.errors import UnsafeFileError
+from memdir.core.files import disk_errors, fsync_dir, private_folder, quarantine, read_regular
+from memdir.core.paths import confine, unsafe_file
+
+log = logging.getLogger(__name__)
+
+PRIVATE_DIR = Path(".memdir")
+TXN_DIR = PRIVATE_DIR / "txn"
+FAILED_DIR = PRIVATE_DIR / "txn-failed"
+PENDING_SUFFIX = ".pending"
+COMMIT_SUFFIX = ".commit"
+_JOURNAL_VERSION = 1
+_TEMP_PREFIX = ".txn-"  # every file a transaction stages; a journal renames nothing else into place
+_SYNC_EACH_UP_TO = 8
+"""Staged files fsynced one by one; a larger transaction writes them all, then makes them durable
+with one ``sync()`` (Linux waits for it to finish): 10K rewritten ``.yml`` files cost one
+flush, not 10K (~1 ms each). Elsewhere ``sync`` may return before the data is on disk, so
+each file is fsynced as for a small transaction."""
+_ONE_SYNC = sys.platform.startswith("linux")
+
+
+def txn_dir(root: Path) -> Path:
+    """Where journals of unfinished transactions live."""
+    return Path(root) / TXN_DIR
+
+
+def _write_new_file(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Create ``path`` (it must not exist), write ``data`` fully and (``sync``) fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _temp_name(target: Path, txid: str, index: int) -> Path:
+    # Short and hidden: entry names may already use the 255-byte name limit.
+    return target.parent / f"{_TEMP_PREFIX}{txid}-{index}.tmp"
+
+
+def _relative(root: Path, path: Path) -> str:
+    relative = os.path.relpath(path, root)
+    if relative.startswith("..") or os.path.isabs(relative):
+        raise ValueError(f"{path} is not inside the memory root {root}; transactions only touch files under it.")
+    return Path(relative).as_posix()
+
+
+def _inside(root: Path, relative: object, confined: set[Path] | None = None) -> Path:
+    """A journal's relative path as a path under ``root`` whose folder, links resolved, is inside it.
+
+    The file itself may be a symbolic link (a rename replaces the link, a removal removes
+    it; neither touches what it points at); the folder it sits in may not lead out.
+    ``confined`` holds folders found inside already (in one transaction, under the lock,
+    a folder that passed does not change): they are not resolved again.
+
+    Raises:
+        UnsafeFileError: the path is not relative, climbs out, or leads outside through a link.
+    """
+    if not isinstance(relative, str) or not relative or os.path.isabs(relative) or ".." in Path(relative).parts:
+        raise unsafe_file(root, root / str(relative), "outside")
+    path = root / relative
+    if confined is None or path.parent not in confined:
+        confine(root, path.parent)
+        if confined is not None:
+            confined.add(path.parent)
+    return path
+
+
+def _check_journal(root: Path, journal: dict) -> None:
+    """Raise if a journal read from disk names anything but files inside the root (see `_inside`)."""
+    renames, removals = journal.get("renames", []), journal.get("removals", [])
+    if not isinstance(renames, list) or not isinstance(removals, list):
+        raise ValueError("its 'renames' and 'removals' are not lists")
+    for pair in renames:
+        if not isinstance(pair, list) or len(pair) != 2 or not str(pair[0]).rsplit("/", 1)[-1].startswith(_TEMP_PREFIX):
+            raise ValueError(f"the rename {pair!r} is not a [temporary file, target] pair")
+        for relative in pair:
+            _inside(root, relative)
+    for relative in removals:
+        _inside(root, relative)
+
+
+def commit_files(
+    root: Path,
+    writes: Mapping[Path, bytes],
+    removals: Iterable[Path] = (),
+    *,
+    before_commit: Callable[[Mapping[Path, Path]], None] | None = None,
+    on_commit: Callable[[], None] | None = None,
+) -> None:
+    """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
+
+    Call it under the root's exclusive lock (a concurrent `recover` would otherwise
+    treat this transaction's staging files as orphans). Missing files in
+    ``removals`` are fine. Folders for new files are created.
+
+    Args:
+        root: the memory root; every path must lie inside it.
+        writes: target path -> complete new content.
+        removals: paths to delete in the same transaction.
+        before_commit: called with {target: its staged temporary file} once everything
+            is staged, just before the commit point (a rename keeps a file's size and
+            mtime, so the staged files show what the targets will be). If it raises,
+            the staging is undone and its error propagates: nothing was changed.
+        on_commit: called right after the commit point, before any file is renamed (the
+            root's change counter is raised there, see `memdir.storage.directory.changes`); it must
+            not raise, since the transaction cannot be undone any more.
+
+    Raises:
+        DiskFullError: no room to stage the change; nothing was changed.
+        ReadOnlyRootError: the root's filesystem is read-only; nothing was changed.
+        OSError: staging failed otherwise (permissions); nothing was changed.
+    """
+    root = Path(root)
+    removals = [Path(p) for p in removals]
+    txid = uuid.uuid4().hex
+
+    renames = [(_temp_name(Path(target), txid, i), Path(target)) for i, target in enumerate(writes)]
+    targets = [target for _, target in renames] + removals
+    for folder in {path.parent for path in targets}:
+        confine(root, folder)  # no folder on the way leads out of the root
+    for path in targets:
+        if path.is_dir() and not path.is_symlink():
+            # Caught now, because after the commit point a failing rename could not be undone.
+            raise unsafe_file(root, path, "special", "a folder")
+    journal = {
+        "version": _JOURNAL_VERSION,
+        "renames": [[_relative(root, temp), _relative(root, target)] for temp, target in renames],
+        "removals": [_relative(root, path) for path in removals],
+    }
+    created: list[Path] = []  # entry folders this transaction made, removed again if it fails
+    with disk_errors(root):
+        journal_dir = private_folder(root, TXN_DIR)
+        pending = journal_dir / f"{txid}{PENDING_SUFFIX}"
+        committed = journal_dir / f"{txid}{COMMIT_SUFFIX}"
+        try:
+            _write_journal(pending, journal)
+            one_sync = _ONE_SYNC and len(renames) > _SYNC_EACH_UP_TO
+            for (temp, target), data in zip(renames, writes.values()):
+                created += _make_folders(target.parent)
+                _write_new_file(temp, data, sync=not one_sync)
+            if one_sync:
+                os.sync()
+            if before_commit is not None:
+                before_commit({target: temp for temp, target in renames})
+            os.replace(pending, committed)  # the commit point
+        except BaseException:
+            for temp, _ in renames:
+                _unlink_quietly(temp)
+            _unlink_quietly(pending)
+            for folder in reversed(created):
+                _remove_empty_folder(folder)
+            raise
+    # From here on the transaction is committed: if anything below is interrupted,
+    # `recover` rolls it forward, so nothing may be undone — and a failure is no failure
+    # of the change, which the next lock holder (this process's next call, at the latest)
+    # completes from the journal.
+    if on_commit is not None:
+        on_commit()
+    try:
+        fsync_dir(journal_dir)
+        _roll_forward(root, journal)
+        _finish(committed, journal_dir)
+    except OSError as exc:
+        log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
+
+
+def remove_unjournaled(removals: Iterable[Path]) -> None:
+    """Delete ``removals`` in the order given without a journal: the last resort of a delete
+    on a disk so full that not even a journal fits (deleting is how the user makes room).
+
+    Not atomic across files; callers list the file that makes an entry exist (its ``.md``)
+    first, so the entry is gone at once and a kill before the rest can only leave sidecars
+    behind that no listing shows.
+    """
+    touched = set()
+    for path in removals:
+        if _unlink_quietly(path):
+            touched.add(path.parent)
+    for folder in touched:
+        fsync_dir(folder)
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; the ones created, outermost first."""
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        path.mkdir(exist_ok=True)
+    return missing[::-1]
+
+
+def _remove_empty_folder(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # not empty (another entry's files arrived meanwhile) or already gone
+
+
+def _write_journal(path: Path, journal: dict) -> None:
+    """Write the journal file; fsynced before it is renamed to commit (see `commit_files`)."""
+    _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
+
+
+def _roll_forward(root: Path, journal: dict) -> None:
+    """Apply a committed journal. Idempotent: a rename whose temp file is gone already happened."""
+    touched: set[Path] = set()
+    confined: set[Path] = set()
+    for temp_rel, target_rel in journal.get("renames", []):
+        temp, target = _inside(root, temp_rel, confined), _inside(root, target_rel, confined)
+        try:
+            os.replace(temp, target)
+        except FileNotFoundError:
+            continue
+        touched.add(target.parent)
+    for removal_rel in journal.get("removals", []):
+        path = _inside(root, removal_rel, confined)
+        if _unlink_quietly(path):
+            touched.add(path.parent)
+    for folder in touched:
+        fsync_dir(folder)
+
+
+def _finish(journal_path: Path, journal_dir: Path) -> None:
+    # The unlink must be durable before the lock is released: a journal that reappeared
+    # after a power loss would replay its removals over a later transaction's files.
+    _unlink_quietly(journal_path)
+    fsync_dir(journal_dir)
+
+
+def _unlink_quietly(path: Path) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def has_pending(root: Path, *, committed_only: bool = False) -> bool:
+    """True if a transaction journal is waiting for `recover` (one cheap folder listing).
+
+    Args:
+        committed_only: count only journals past their commit point: their files are
+            being renamed right now, or their writer was killed doing so.
+    """
+    suffix = COMMIT_SUFFIX if committed_only else ""
+    try:
+        with os.scandir(txn_dir(root)) as entries:
+            return any(entry.name.endswith(suffix) for entry in entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def recover(root: Path) -> int:
+    """Finish or undo every transaction a killed writer left behind; returns how many.
+
+    Must run under the root's exclusive lock. Costs one folder listing when there is
+    nothing to do.
+    """
+    root = Path(root)
+    if not os.path.lexists(txn_dir(root)):
+        return 0
+    journal_dir = private_folder(root, TXN_DIR)  # a link planted there would hand us another folder's files
+    names = sorted(os.listdir(journal_dir))
+    handled = 0
+    for name in names:
+        path = journal_dir / name
+        try:
+            journal = _load_journal(root, path)
+            if journal is not None:
+                _check_journal(root, journal)
+        except (UnsafeFileError, ValueError) as exc:
+            _set_aside(root, path, f"it was refused: {getattr(exc, 'message', exc)}")
+            handled += 1
+            continue
+        try:
+            if name.endswith(COMMIT_SUFFIX) and journal is not None:
+                log.info("Rolling forward interrupted memory transaction %s", name)
+                _roll_forward(root, journal)
+            elif journal is not None:
+                log.info("Rolling back interrupted memory transaction %s", name)
+                for temp_rel, _target in journal.get("renames", []):
+                    _unlink_quietly(_inside(root, temp_rel))
+            else:
+                # An unreadable pending journal was cut short before any file was staged;
+                # a commit journal is fsynced before its rename, so it cannot be unreadable.
+                log.warning("Discarding unreadable transaction journal %s", path)
+        except OSError as exc:
+            _set_aside(root, path, f"it could not be finished ({exc}); the files it names may need a manual check")
+            handled += 1
+            continue
+        _unlink_quietly(path)
+        handled += 1
+    if handled:
+        fsync_dir(journal_dir)
+    return handled
+
+
+def _set_aside(root: Path, journal: Path, why: str) -> None:
+    """Move (quarantine) a journal that cannot or must not be applied, so the root stays usable.
+
+    Left in place it would make every later lock holder fail the same way. Only a change
+    made behind memdir's back (say, a folder created where a file belongs, or a planted
+    journal naming files outside the root) gets here; the journal is kept for a person
+    to inspect (see `memdir.core.files.quarantine`).
+    """
+    done = quarantine(root, journal, FAILED_DIR)
+    log.error("Memory transaction journal %s was not replayed and is quarantined (%s): %s.", journal.name, done, why)
+
+
+def _load_journal(root: Path, path: Path) -> dict | None:
+    """The journal at ``path``, None if unreadable or not JSON; `UnsafeFileError` if it is no regular file in the root."""
+    try:
+        journal = json.loads(read_regular(root, path).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(journal, dict) or journal.get("version") != _JOURNAL_VERSION:
+        return None
+    return journal

@@ -1,0 +1,160 @@
+"""Settings: one object, read from kwargs > MEMDIR_* / SWARM_MEMORY_* env > memdir.toml > defaults."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from memdir.core.settings import Settings
+
+
+def test_defaults_match_swarm_memory():
+    settings = Settings()
+    assert settings.relevance_semantic_weight == 0.5  # the fusion weights: tuned on LoCoMo, see hybrid.py
+    assert (settings.discovery_threshold, settings.discovery_threshold_short) == (0.35, 0.25)
+    assert settings.adaptive_word_cutoff == 10
+    assert settings.embedding_max_chars == 1200
+    assert settings.max_entry_size == 3_000_000
+    assert settings.word_limit == 250
+
+
+def test_memdir_env_variables(monkeypatch):
+    monkeypatch.setenv("MEMDIR_SEMANTIC_WEIGHT", "0.7")
+    monkeypatch.setenv("MEMDIR_ROOT", "/tmp/somewhere")
+    settings = Settings()
+    assert settings.semantic_weight == 0.7
+    assert settings.root == Path("/tmp/somewhere")
+
+
+@pytest.mark.parametrize(
+    ("swarm_name", "field", "value", "expected"),
+    [
+        ("SWARM_MEMORY_KEYWORD_WEIGHT", "keyword_weight", "0.3", 0.3),
+        ("SWARM_MEMORY_EMBEDDING_MAX_CHARS", "embedding_max_chars", "-1", -1),
+        ("SWARM_MEMORY_DISCOVERY_THRESHOLD_SHORT", "discovery_threshold_short", "0.2", 0.2),
+        ("SWARM_MEMORY_ADAPTIVE_WORD_CUTOFF", "adaptive_word_cutoff", "7", 7),
+    ],
+)
+def test_swarm_memory_aliases(monkeypatch, swarm_name, field, value, expected):
+    monkeypatch.setenv(swarm_name, value)
+    assert getattr(Settings(), field) == expected
+
+
+def test_unprefixed_environment_variables_are_not_memdirs(monkeypatch, tmp_path):
+    """MODEL, MODE, ROOT, WORKSPACE... belong to other programs; only MEMDIR_* and SWARM_MEMORY_* count."""
+    for name, value in {"MODEL": "gpt-4o", "MODE": "debug", "ROOT": "/etc", "WORKSPACE": "/etc", "AGENT": "x"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MEMDIR_ROOT", str(tmp_path))
+    settings = Settings()
+    assert (settings.model, settings.mode, settings.root, settings.agent) == (
+        "sentence-transformers/all-MiniLM-L6-v2", "assistant", tmp_path, None,
+    )
+    assert settings.workspace != Path("/etc")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("semantic_wieght = 0.7\n", "unknown setting(s) 'semantic_wieght'"), ("semantic_weight = \n", "is not valid TOML")],
+)
+def test_a_config_file_memdir_cannot_use_is_a_clear_error(tmp_path, monkeypatch, text, message):
+    from memdir.core.errors import ConfigError
+
+    config = tmp_path / "memdir.toml"
+    config.write_text(text)
+    monkeypatch.setenv("MEMDIR_CONFIG", str(config))
+    with pytest.raises(ConfigError, match=re.escape(message)) as raised:
+        Settings()
+    assert str(config) in raised.value.message and raised.value.hint
+
+
+def test_toml_file_is_read_and_env_wins(tmp_path, monkeypatch):
+    config = tmp_path / "memdir.toml"
+    config.write_text('semantic_weight = 0.9\nkeyword_weight = 0.1\nword_limit = 100\n')
+    monkeypatch.setenv("MEMDIR_CONFIG", str(config))
+    monkeypatch.setenv("MEMDIR_KEYWORD_WEIGHT", "0.4")
+    settings = Settings()
+    assert settings.semantic_weight == 0.9
+    assert settings.keyword_weight == 0.4
+    assert settings.word_limit == 100
+
+
+def test_keyword_arguments_win(monkeypatch):
+    monkeypatch.setenv("MEMDIR_WORD_LIMIT", "99")
+    assert Settings(word_limit=10).word_limit == 10
+
+
+def test_agent_gets_its_own_store(tmp_path):
+    assert Settings(root=tmp_path).store_root == tmp_path
+    assert Settings(root=tmp_path, agent="alice").store_root == tmp_path / "agents" / "alice"
+
+
+def test_adaptive_threshold_for_short_and_long_queries():
+    settings = Settings()
+    assert settings.threshold_for("debug api errors") == 0.25
+    assert settings.threshold_for("how do I debug the api errors that happen after the deploy today") == 0.35
+
+
+@pytest.mark.parametrize("name", ["../x", ".hidden", "a/b", "", "a b"])
+def test_agent_names_cannot_leave_the_root(name):
+    with pytest.raises(ValueError, match="agent name"):
+        Settings(agent=name)
+
+
+def test_a_model_directory_names_its_own_model_unless_one_is_configured(tmp_path, monkeypatch):
+    assert Settings().model_wanted == "sentence-transformers/all-MiniLM-L6-v2"
+    assert Settings(model_dir=tmp_path / "acme-encoder").model_wanted is None  # named from its folder
+    assert Settings(model_dir=tmp_path, model="acme/encoder").model_wanted == "acme/encoder"
+    monkeypatch.setenv("MEMDIR_MODEL", "acme/other")
+    assert Settings(model_dir=tmp_path).model_wanted == "acme/other"
+
+
+# --------------------------------------------------------------------------- the README's settings table
+
+_README = Path(__file__).resolve().parents[2] / "README.md"
+_UNITS = {"": 1, "MB": 1_000_000, "GB": 1_000_000_000, "s": 1}
+_LEADING_VALUE = re.compile(r"(true|false|-?\d[\d_.,]*)\s*(MB|GB|s)?\b")
+
+
+def _settings_table() -> list[tuple[list[str], list[str], str]]:
+    """(setting names, environment variables, default text) of each row of the README's table."""
+    lines = _README.read_text(encoding="utf-8").splitlines()
+    start = lines.index("| setting | env | default |") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        names, env, default = (cell.strip() for cell in line.strip("|").split("|", 2))
+        rows.append(([name.strip() for name in names.split("/")], re.findall(r"`([A-Z_]+)`", env), default.strip()))
+    return rows
+
+
+def _documented_value(text: str) -> object:
+    """The value a default cell states first (``3 MB`` -> 3000000, ``true`` -> True), or the text itself."""
+    found = _LEADING_VALUE.match(text)
+    if found is None:
+        return text
+    number, unit = found.groups()
+    if number in ("true", "false"):
+        return number == "true"
+    return float(number.replace(",", "")) * _UNITS[unit or ""]
+
+
+@pytest.mark.parametrize(("names", "env", "default"), _settings_table(), ids=lambda value: str(value)[:40])
+def test_readme_settings_table_matches_the_code(names, env, default):
+    """Every row names real settings, environment variables that set them, and their actual defaults."""
+    fields = Settings.model_fields
+    assert all(name in fields for name in names), f"the README names an unknown setting in {names}"
+    aliases = {alias for name in names for alias in fields[name].validation_alias.choices}
+    assert set(env) <= aliases, f"{sorted(set(env) - aliases)} do not set {names}"
+    parts = default.split(" / ") if len(names) > 1 else [default]
+    assert len(parts) == len(names)
+    for name, part in zip(names, parts):
+        actual = fields[name].default
+        if isinstance(actual, bool):
+            assert _documented_value(part) is actual, name
+        elif isinstance(actual, (int, float)):
+            assert _documented_value(part) == pytest.approx(actual), f"README says {name} = {part!r}; the code: {actual}"
+        elif isinstance(actual, str):
+            assert part.strip("`").startswith(actual), f"README says {name} = {part!r}; the code: {actual}"

@@ -1,0 +1,208 @@
+"""Hybrid search: ranking, score breakdown, filters before the cut, keyword-only mode, thresholds."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakes import FakeEmbedder
+from memdir.core.entry import Entry, Metadata
+from memdir.core.settings import Settings
+from memdir.embeddings.text import searchable_text, text_hash
+from memdir.search.hybrid import HybridSearcher, normalize_prefix
+from memdir.storage.directory.index import DerivedIndex, FileStats
+
+EMBEDDER = FakeEmbedder()
+WRITERS: dict[int, object] = {}  # PostgreSQL index -> its adapter (its rows are the adapter's rows)
+
+
+def open_index(root, store_kind, request):
+    """The searcher's index of a new store: the directory's derived index, or PostgreSQL's."""
+    if store_kind == "directory":
+        return DerivedIndex(root)
+    from memdir.storage.postgres.store import open_postgres
+
+    adapter, index = open_postgres(request.getfixturevalue("pg_url"), Settings(root=root))
+    WRITERS[id(index)] = adapter
+    return index
+
+
+def add(index, path: str, content: str, *, title: str = "", tags=(), type: str = "concept", embed=True):
+    meta = Metadata(type=type, tags=list(tags))
+    text = searchable_text(title, meta, content)
+    vector = EMBEDDER.embed([text])[0] if embed else None
+    model = EMBEDDER.model_id if embed else None
+    adapter = WRITERS.get(id(index))
+    if adapter is None:
+        entry = Entry(path=path, content=content, title=title, metadata=meta, embedding=vector)
+        index.upsert(entry, FileStats(), text_hash(text), model)
+    else:  # as `Memory` writes: the entry's row, then its search columns, in one transaction
+        adapter.write(path, content, title=title, metadata=meta, embedding=vector, embedding_model=model,
+                      before_commit=lambda entry, stats: index.upsert(entry, stats, text_hash(text), model))
+
+
+@pytest.fixture
+def index(tmp_path, store_kind, request):
+    index = open_index(tmp_path / "memory", store_kind, request)
+    add(index, "skill/debugging/api-errors.md", "Read the response body and retry API calls with backoff.",
+        title="Debugging API errors", tags=["debugging", "api"], type="skill")
+    add(index, "concept/ruby/classes.md", "Ruby classes are blueprints; every object has a class.",
+        title="Ruby classes", tags=["ruby", "oop"])
+    add(index, "fact/http/status-codes.md", "HTTP 429 means too many requests; 503 means unavailable.",
+        title="HTTP status codes", tags=["http", "api"], type="fact")
+    add(index, "experience/deploy-2024.md", "The deploy failed because the database migration locked a table.",
+        title="Deploy failure", tags=["deploy"], type="experience")
+    yield index
+    index.close()
+
+
+def searcher(index, embedder=EMBEDDER, **settings):
+    return HybridSearcher(index, Settings(**settings), embedder)
+
+
+def test_best_match_first_with_breakdown(index):
+    results = searcher(index).search("debugging api errors")
+    assert results[0].path == "skill/debugging/api-errors.md"
+    top = results[0]
+    assert top.mode == "hybrid" and top.title == "Debugging API errors" and top.type == "skill"
+    b = top.breakdown
+    assert 0 < b.semantic <= 1 and b.bm25 == pytest.approx(1.0) and b.bm25_raw > 0
+    assert b.keyword == pytest.approx(1.0)  # all three keywords are in the entry
+    assert b.tag == pytest.approx(2 / 3)  # "debugging" and "api" are tags, "errors" is not
+    s = Settings()
+    expected = (s.semantic_weight * b.semantic + s.bm25_weight * b.bm25 + s.keyword_weight * b.keyword
+                + s.tag_weight * b.tag + s.context_weight * b.context) / (
+        s.semantic_weight + s.bm25_weight + s.keyword_weight + s.tag_weight + s.context_weight)
+    assert top.score == pytest.approx(expected, abs=1e-6)
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+
+
+def test_semantic_only_match_is_found_without_shared_keywords(index):
+    # "blueprints" appears in no query keyword form here, but the fake embedder shares "ruby"/"object" buckets
+    results = searcher(index).search("ruby object", top_k=1)
+    assert results[0].path == "concept/ruby/classes.md"
+
+
+def test_filters_apply_before_the_top_k_cut(index):
+    for i in range(30):  # many better matches of another type
+        add(index, f"concept/api/note{i}.md", "api errors debugging api errors", title="API errors", tags=["api"])
+    s = searcher(index)
+    assert all(r.type == "concept" for r in s.search("api errors", top_k=3))
+    only_facts = s.search("api errors", top_k=1, types=["fact"])
+    assert [r.path for r in only_facts] == ["fact/http/status-codes.md"]
+    in_folder = s.search("api errors", top_k=1, path_prefix="skill/debugging")
+    assert [r.path for r in in_folder] == ["skill/debugging/api-errors.md"]
+    tagged = s.search("api errors", top_k=2, tags=["HTTP"])
+    assert [r.path for r in tagged] == ["fact/http/status-codes.md"]
+    assert s.search("api errors", types=["no-such-type"]) == []
+
+
+def test_keyword_only_without_embedder(index):
+    results = searcher(index, embedder=None).search("database migration")
+    assert results[0].path == "experience/deploy-2024.md"
+    assert all(r.mode == "keyword" and r.breakdown.semantic is None for r in results)
+    # the semantic weight is left out, not counted as zero
+    b = results[0].breakdown
+    s = Settings()
+    assert results[0].score == pytest.approx(
+        (s.bm25_weight * b.bm25 + s.keyword_weight * b.keyword + s.tag_weight * b.tag + s.context_weight * b.context)
+        / (s.bm25_weight + s.keyword_weight + s.tag_weight + s.context_weight), abs=1e-6)
+
+
+def test_embedder_not_ready_means_keyword_mode(index):
+    assert searcher(index, embedder=lambda: None).search("deploy")[0].mode == "keyword"
+    assert searcher(index, embedder=lambda: EMBEDDER).search("deploy")[0].mode == "hybrid"
+
+
+def test_query_vector_of_another_model_means_keyword_mode(index):
+    vector = EMBEDDER.embed(["deploy"])[0]
+    results = searcher(index, embedder=None).search("deploy", query_vector=vector, query_model="other/model")
+    assert results[0].mode == "keyword"
+    results = searcher(index, embedder=None).search("deploy", query_vector=vector, query_model=EMBEDDER.model_id)
+    assert results[0].mode == "hybrid"
+
+
+def test_unembedded_entries_are_still_found(index):
+    add(index, "fact/plain.md", "zeppelins float on hydrogen", embed=False)
+    assert searcher(index).search("zeppelins")[0].path == "fact/plain.md"
+
+
+def test_threshold_cuts_on_the_fused_score(index):
+    s = searcher(index)
+    everything = s.search("api errors", top_k=10)
+    cut = (everything[0].score + everything[-1].score) / 2
+    kept = s.search("api errors", top_k=10, threshold=cut)
+    assert kept and len(kept) < len(everything) and all(r.score >= cut for r in kept)
+
+
+def test_short_queries_get_the_lower_adaptive_threshold(index):
+    s = searcher(index, discovery_threshold_short=0.0, discovery_threshold=0.99, adaptive_word_cutoff=10)
+    short = "api errors"
+    long = "how should I go about debugging these api errors we keep getting today"
+    assert s.settings.threshold_for(short) == 0.0 and s.settings.threshold_for(long) == 0.99
+    assert s.settings.relevance_needed(short) == s.settings.discovery_min_score  # the floor still holds
+    assert s.settings.relevance_needed(long) == 0.99
+
+
+def test_rrf_fusion_is_available(index):
+    results = searcher(index, fusion="rrf").search("debugging api errors")
+    assert results[0].path == "skill/debugging/api-errors.md"
+    assert 0 < results[0].score <= 1.0
+
+
+@pytest.mark.directory_store  # PostgreSQL has no per-process copy to refresh
+def test_search_sees_other_processes_after_refresh(tmp_path, index):
+    other = DerivedIndex(index.root)
+    add(other, "concept/new.md", "quasars emit radio waves", title="Quasars")
+    s = searcher(index)
+    # both the vector matrix and the BM25 postings are per-process: nothing until refresh
+    assert all(hit.path != "concept/new.md" for hit in s.search("quasars"))
+    assert index.refresh()
+    fresh = s.search("quasars")[0]
+    assert fresh.path == "concept/new.md" and fresh.breakdown.semantic > 0.5
+    other.close()
+
+
+def test_empty_and_degenerate_queries(index):
+    s = searcher(index)
+    assert s.search("") == []
+    assert s.search("deploy", top_k=0) == []
+    # only stop words: no keywords, but the semantic side still answers
+    assert s.search("the of and")[0].mode == "hybrid"
+    assert searcher(index, embedder=None).search("the of and") == []
+
+
+def test_normalize_prefix():
+    assert normalize_prefix("memory://concept/ruby/") == "concept/ruby/"
+    assert normalize_prefix("concept/**") == "concept/"
+    assert normalize_prefix("concept/ruby/classes.md") == "concept/ruby/classes.md"
+    assert normalize_prefix("/") is None and normalize_prefix(None) is None
+
+
+def test_a_repeated_query_is_embedded_once(index, monkeypatch):
+    """Discovery searches one message three times; only the first search runs the model."""
+    embedder = FakeEmbedder()
+    s = searcher(index, embedder=embedder)
+    first = s.search("debugging api errors", types=["skill"])
+    again = s.search("debugging api errors", types=["fact"])
+    assert embedder.calls == 1 and first and again
+    s.search("ruby classes")
+    assert embedder.calls == 2
+    monkeypatch.setattr("memdir.search.hybrid.QUERY_VECTORS_KEPT", 1)
+    s.search("deploy failure")  # evicts everything older
+    s.search("debugging api errors")
+    assert embedder.calls == 4
+
+
+def test_an_unknown_word_weighs_most_and_rare_words_outweigh_common_ones(tmp_path, store_kind, request):
+    index = open_index(tmp_path / "idf", store_kind, request)
+    for n in range(6):
+        add(index, f"fact/common/{n}.md", f"The weather report number {n}.")
+    add(index, "fact/rare.md", "Caroline went to the weather station.")
+    add(index, "fact/other.md", "A weather note.")
+    idf = index.idf(["weather", "carolin", "gina"])
+    assert idf["gina"] > idf["carolin"] > idf["weather"]
+    # Keyword coverage by idf: the entry holding the rare word ranks above those holding only the common one.
+    hits = searcher(index, embedder=None, keyword_idf=True).search("Caroline weather")
+    assert hits[0].path == "fact/rare.md" and hits[0].matched == ("carolin", "weather")
+    assert hits[1].breakdown.keyword < 0.5 < hits[0].breakdown.keyword
+    index.close()

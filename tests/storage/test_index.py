@@ -1,0 +1,597 @@
+"""The derived index: rows, vectors, other processes, reconciling with the files, rebuilding."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+
+import numpy as np
+import pytest
+
+from fakes import FakeEmbedder
+from memdir.core.entry import Entry, Metadata
+from memdir.embeddings.text import searchable_text, text_hash
+from memdir.storage.directory import index as index_module
+from memdir.storage.directory import index_db
+from memdir.storage.directory.filesystem import FilesystemAdapter
+from memdir.storage.directory.index import DerivedIndex, FileStats, file_stats, listing
+from memdir.storage.sidecar import fallback_title
+from memdir.storage.directory.vectors import VectorMatrix
+
+EMBEDDER = FakeEmbedder()
+MODEL = EMBEDDER.model_id
+
+
+def card(entry: Entry) -> str:
+    return searchable_text(entry.title, entry.metadata, entry.content)
+
+
+def hash_of(entry: Entry) -> str:
+    return text_hash(card(entry))
+
+
+def make(path, content, *, title="", tags=(), type="concept", embed=True) -> Entry:
+    meta = Metadata(type=type, tags=list(tags))
+    entry = Entry(path=path, content=content, title=title, metadata=meta)
+    if embed:
+        entry = entry.model_copy(update={"embedding": EMBEDDER.embed([card(entry)])[0]})
+    return entry
+
+
+def put(index: DerivedIndex, entry: Entry, model: str | None = MODEL) -> None:
+    model_id = model if entry.embedding is not None else None
+    index.upsert(entry, FileStats(1, len(entry.content), 1, 1), hash_of(entry), model_id)
+
+
+@pytest.fixture
+def root(tmp_path):
+    return tmp_path / "memory"
+
+
+# ---------------------------------------------------------------- basics
+
+
+def test_new_index_uses_wal_and_records_its_schema(root):
+    index = DerivedIndex(root)
+    assert index.rebuilt
+    assert (root / ".memdir" / "index.sqlite3").is_file()
+    assert index.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(index_db.SCHEMA_VERSION)
+    index.close()
+    assert not DerivedIndex(root).rebuilt
+
+
+def test_upsert_then_keyword_search_and_vectors(root):
+    index = DerivedIndex(root)
+    put(index, make("concept/ruby/classes.md", "Classes are blueprints for objects", title="Ruby classes",
+                    tags=["ruby"]))
+    put(index, make("fact/python.md", "Python uses indentation", title="Python", type="fact"))
+    assert len(index) == 2 and len(index.vectors) == 2
+    hits = index.keyword_search(["classes"])
+    assert [path for path, _ in hits] == ["concept/ruby/classes.md"]
+    assert hits[0][1] > 0
+    # porter stemming: "blueprint" finds "blueprints"
+    assert index.keyword_search(["blueprint"])[0][0] == "concept/ruby/classes.md"
+    # the real Porter stemmer (as FTS5's): "connection" finds "connected", "happiness" finds "happy"
+    put(index, make("fact/net.md", "The servers were connected. Happiness.", type="fact"))
+    assert [p for p, _ in index.keyword_search(["connection"])] == ["fact/net.md"]
+    assert [p for p, _ in index.keyword_search(["happy"])] == ["fact/net.md"]
+    # replacing an entry replaces its text
+    put(index, make("concept/ruby/classes.md", "Modules mix in behaviour", title="Ruby modules"))
+    assert index.keyword_search(["classes"]) == []
+    assert len(index) == 3
+
+
+def test_keyword_filters_run_in_sql(root):
+    index = DerivedIndex(root)
+    put(index, make("concept/a/x.md", "shared word apple", tags=["Fruit"]))
+    put(index, make("fact/b/y.md", "shared word apple", type="fact"))
+    put(index, make("concept/ab/z.md", "shared word apple"))
+    assert {p for p, _ in index.keyword_search(["apple"], types=["fact"])} == {"fact/b/y.md"}
+    assert {p for p, _ in index.keyword_search(["apple"], path_prefix="concept/a/")} == {"concept/a/x.md"}
+    assert {p for p, _ in index.keyword_search(["apple"], path_prefix="concept/ab/z.md")} == {"concept/ab/z.md"}
+    assert {p for p, _ in index.keyword_search(["apple"], tags=["fruit"])} == {"concept/a/x.md"}
+    assert index.keyword_search(["apple"], types=[]) == []
+
+
+def test_entry_without_vector_is_indexed_for_keywords_only(root):
+    index = DerivedIndex(root)
+    put(index, make("concept/plain.md", "no vector here", embed=False))
+    assert len(index.vectors) == 0
+    assert index.keyword_search(["vector"])[0][0] == "concept/plain.md"
+    assert index.needs_embedding(MODEL) == ["concept/plain.md"]
+
+
+def test_stub_rows_are_not_searchable(root):
+    index = DerivedIndex(root)
+    stub = make("concept/old.md", "# merged → concept/new.md\n\nThis entry was merged into concept/new.md\n")
+    index.upsert(stub, FileStats(1, len(stub.content)), hash_of(stub), MODEL)  # a stub: no .yml
+    assert index.keyword_search(["merged"]) == []
+    assert len(index.vectors) == 0 and len(index) == 0
+
+
+def test_an_entry_with_a_sidecar_is_searchable_whatever_its_first_line(root):
+    index = DerivedIndex(root)
+    put(index, make("fact/alice.md", "# moved → Berlin in 2020\n\nAlice relocated.\n"))
+    assert [hit[0] for hit in index.keyword_search(["berlin"])] == ["fact/alice.md"]
+
+
+def test_remove(root):
+    index = DerivedIndex(root)
+    put(index, make("concept/a.md", "alpha"))
+    assert index.remove("concept/a.md")
+    assert not index.remove("concept/a.md")
+    assert len(index) == 0 and len(index.vectors) == 0
+    assert index.keyword_search(["alpha"]) == []
+
+
+# ---------------------------------------------------------------- several processes
+
+
+def test_two_instances_see_each_others_changes_after_refresh(root):
+    a, b = DerivedIndex(root), DerivedIndex(root)
+    assert not b.refresh()  # nothing happened: one cheap query
+    put(a, make("concept/one.md", "first entry"))
+    put(a, make("concept/two.md", "second entry"))
+    assert len(b.vectors) == 0
+    assert b.refresh()
+    assert set(b.vectors.paths) == {"concept/one.md", "concept/two.md"}
+    np.testing.assert_allclose(b.vectors.vector("concept/one.md"), a.vectors.vector("concept/one.md"))
+    assert not b.refresh()
+    # b writes too; a catches up, including b's removal of a's entry
+    put(b, make("concept/three.md", "third entry"))
+    b.remove("concept/one.md")
+    assert a.refresh()
+    assert set(a.vectors.paths) == {"concept/two.md", "concept/three.md"}
+    # an update without a vector drops it from the other's matrix
+    put(a, make("concept/two.md", "now unembedded", embed=False))
+    b.refresh()
+    assert "concept/two.md" not in b.vectors
+
+
+def test_writer_catches_up_before_writing_so_nothing_is_skipped(root):
+    a, b = DerivedIndex(root), DerivedIndex(root)
+    put(a, make("concept/from-a.md", "alpha"))
+    put(b, make("concept/from-b.md", "beta"))  # b never refreshed, but its write catches up first
+    assert set(b.vectors.paths) == {"concept/from-a.md", "concept/from-b.md"}
+    assert not b.refresh()
+    assert a.refresh() and set(a.vectors.paths) == set(b.vectors.paths)
+
+
+def test_lagging_instance_reloads_when_tombstones_were_pruned(root, monkeypatch):
+    monkeypatch.setattr(index_module, "TOMBSTONES_KEPT", 2)
+    a, b = DerivedIndex(root), DerivedIndex(root)
+    for i in range(6):
+        put(a, make(f"concept/e{i}.md", f"entry {i}"))
+    b.refresh()
+    for i in range(5):
+        a.remove(f"concept/e{i}.md")
+    a.reconcile([("concept/e5.md", FileStats(1, len("entry 5"), 1, 1))], lambda p: None, hash_of)  # prunes tombstones
+    assert a.db.execute("SELECT count(*) FROM tombstones").fetchone()[0] == 2
+    assert b.refresh()
+    assert list(b.vectors.paths) == ["concept/e5.md"]
+
+
+def test_cleared_index_makes_others_reload(root):
+    a, b = DerivedIndex(root), DerivedIndex(root)
+    put(a, make("concept/x.md", "x"))
+    b.refresh()
+    a.clear()
+    put(a, make("concept/y.md", "y"))
+    assert b.refresh()
+    assert list(b.vectors.paths) == ["concept/y.md"]
+
+
+def test_replaced_index_file_is_reopened(root):
+    a, b = DerivedIndex(root), DerivedIndex(root)
+    put(a, make("concept/x.md", "x"))
+    b.refresh()
+    a.close()
+    shutil.rmtree(root / ".memdir")
+    c = DerivedIndex(root)  # another process rebuilds it
+    assert c.rebuilt
+    put(c, make("concept/y.md", "y"))
+    assert b.refresh()
+    assert list(b.vectors.paths) == ["concept/y.md"]
+
+
+# ---------------------------------------------------------------- reconcile with the files
+
+
+def write_entry(adapter: FilesystemAdapter, path: str, content: str, *, title: str = "", tags=(), embed=True) -> Entry:
+    meta = Metadata(type="concept", tags=list(tags))
+    text = searchable_text(title or fallback_title(content, path), meta, content)  # the title it reads back with
+    vector = EMBEDDER.embed([text])[0] if embed else None
+    return adapter.write(path, content, title=title, metadata=meta, embedding=vector,
+                         embedding_model=MODEL, embedding_text_hash=text_hash(text))  # as Memory.write records them
+
+
+def reconcile(index: DerivedIndex, adapter: FilesystemAdapter, model: str | None = MODEL):
+    return index.reconcile(listing(adapter), lambda p: adapter.read_entry(p, follow=False), hash_of, model_id=model)
+
+
+def test_reconcile_builds_from_files_then_only_touches_changes(root):
+    adapter = FilesystemAdapter(root)
+    write_entry(adapter, "concept/a.md", "apples are red", title="Apples")
+    write_entry(adapter, "concept/b.md", "bananas are yellow", title="Bananas")
+    write_entry(adapter, "concept/c.md", "cherries are dark", title="Cherries", embed=False)
+    index = DerivedIndex(root)
+    report = reconcile(index, adapter)
+    assert (report.added, report.updated, report.removed, report.rebuilt) == (3, 0, 0, True)
+    assert report.needs_embedding == ["concept/c.md"]
+    assert set(index.vectors.paths) == {"concept/a.md", "concept/b.md"}
+
+    again = reconcile(index, adapter)
+    assert (again.added, again.updated, again.removed, again.unchanged, again.rebuilt) == (0, 0, 0, 3, False)
+
+
+def test_reconcile_after_external_edit_and_delete(root):
+    adapter = FilesystemAdapter(root)
+    write_entry(adapter, "concept/a.md", "apples are red", title="Apples")
+    write_entry(adapter, "concept/b.md", "bananas are yellow", title="Bananas")
+    index = DerivedIndex(root)
+    reconcile(index, adapter)
+    # someone edits a.md with a text editor (the .emb is now stale) and deletes b's files
+    md = root / "concept" / "a.md"
+    md.write_text("apples are green and sour")
+    os.utime(md, ns=(md.stat().st_atime_ns, md.stat().st_mtime_ns + 1_000_000))
+    for suffix in (".md", ".yml", ".emb"):
+        (root / "concept" / f"b{suffix}").unlink()
+    report = reconcile(index, adapter)
+    assert (report.updated, report.removed) == (1, 1)
+    assert index.keyword_search(["sour"])[0][0] == "concept/a.md"
+    assert index.keyword_search(["bananas"]) == []
+    assert "concept/b.md" not in index.vectors
+    # the vector was made from the old text: it must be re-embedded
+    assert report.needs_embedding == ["concept/a.md"]
+    # once re-embedded (written again with a fresh vector), nothing is stale
+    entry = write_entry(adapter, "concept/a.md", "apples are green and sour", title="Apples")
+    index.upsert(entry, file_stats(root, entry.path), hash_of(entry), MODEL)
+    assert index.needs_embedding(MODEL) == []
+    assert reconcile(index, adapter).unchanged == 1
+
+
+def test_model_change_means_re_embedding(root):
+    index = DerivedIndex(root)
+    put(index, make("concept/a.md", "alpha"))
+    put(index, make("concept/b.md", "beta"), model="other/model")
+    assert index.needs_embedding(MODEL) == ["concept/b.md"]
+    assert index.needs_embedding("other/model") == ["concept/a.md"]
+    assert index.needs_embedding(None) == []
+    stats = index.stats(MODEL)
+    assert (stats.entries, stats.embedded, stats.stale) == (2, 1, 1)
+
+
+def test_set_vectors_replaces_only_the_vector_and_reaches_other_processes(root):
+    index = DerivedIndex(root)
+    other = DerivedIndex(root)
+    entry = make("concept/a.md", "alpha particles", tags=["physics"])
+    put(index, entry, model="old/model")
+    terms_before = index.db.execute("SELECT term_ids, counts FROM entry_terms").fetchall()
+    new_vector = EMBEDDER.embed(["something else entirely"])[0]
+    fresh = entry.model_copy(update={"embedding": new_vector})
+    unknown = make("concept/b.md", "beta rays")  # no row yet: gets the full upsert
+    assert index.set_vectors([(fresh, FileStats(2, 15, 2, 2), "h1", MODEL), (unknown, FileStats(1, 9, 1, 1), "h2", MODEL)]) == 2
+    assert np.allclose(index.vectors.vector("concept/a.md"), new_vector, atol=1e-6)
+    assert index.db.execute("SELECT term_ids, counts FROM entry_terms WHERE id = 1").fetchall() == terms_before
+    assert index.needs_embedding(MODEL) == []
+    assert [p for p, _ in index.keyword_search(["alpha"])] == ["concept/a.md"]
+    assert index.vectors.mask(tags=["physics"]).tolist() == [True, False]  # filters still know its tags
+    assert other.refresh()
+    assert np.allclose(other.vectors.vector("concept/a.md"), new_vector, atol=1e-6)
+    assert "concept/b.md" in other.vectors
+
+
+def test_deleting_dot_memdir_rebuilds_silently(root):
+    adapter = FilesystemAdapter(root)
+    for i in range(5):
+        write_entry(adapter, f"concept/e{i}.md", f"entry number {i}")
+    index = DerivedIndex(root)
+    reconcile(index, adapter)
+    index.close()
+    shutil.rmtree(root / ".memdir")
+    fresh = DerivedIndex(root)
+    assert fresh.rebuilt and len(fresh) == 0
+    report = reconcile(fresh, adapter)
+    assert report.rebuilt and report.added == 5
+    assert len(fresh.vectors) == 5
+    assert report.needs_embedding == []  # each .yml records its vector's model and text
+
+
+def test_deleting_dot_memdir_while_open_rebuilds_on_reconcile(root):
+    adapter = FilesystemAdapter(root)
+    write_entry(adapter, "concept/a.md", "alpha")
+    index = DerivedIndex(root)
+    reconcile(index, adapter)
+    shutil.rmtree(root / ".memdir")
+    report = reconcile(index, adapter)
+    assert report.rebuilt and report.added == 1
+    assert (root / ".memdir" / "index.sqlite3").is_file()
+
+
+def test_corrupt_index_file_is_rebuilt(root):
+    (root / ".memdir").mkdir(parents=True)
+    (root / ".memdir" / "index.sqlite3").write_bytes(b"this is not a database" * 100)
+    index = DerivedIndex(root)
+    assert index.rebuilt and len(index) == 0
+    put(index, make("concept/a.md", "alpha"))
+    assert len(index) == 1
+
+
+def test_schema_2_index_is_migrated_to_porter_terms_and_loses_its_fts_copy(root):
+    path = root / ".memdir" / "index.sqlite3"
+    path.parent.mkdir(parents=True)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    for migration in index_db.MIGRATIONS[:2]:  # the schema a memdir of schema 2 made
+        migration(db)
+    db.executemany("INSERT INTO meta(key, value) VALUES (?, ?)",
+                   [("schema_version", "2"), ("seq", "1"), ("tombstone_floor", "0"), ("generation", "g2")])
+    row_id = db.execute(
+        "INSERT INTO entries(path, title, type, tags, seq) VALUES ('fact/net.md', 'Net', 'fact', '', 1)"
+    ).lastrowid
+    db.execute("INSERT INTO entries_fts(rowid, title, tags, domain, content) VALUES (?, 'Net', '', '', ?)",
+               (row_id, "The servers were connected"))
+    db.close()
+    index = DerivedIndex(root)
+    assert not index.rebuilt
+    assert index.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
+        index_db.SCHEMA_VERSION
+    )
+    assert {t for (t,) in index.db.execute("SELECT term FROM terms")} == {"net", "server", "connect"}
+    assert [p for p, _ in index.keyword_search(["connection"])] == ["fact/net.md"]
+    assert index.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'entries_fts%'").fetchall() == []
+
+
+def test_schema_4_rows_without_a_type_take_their_folders_type(root):
+    index = DerivedIndex(root)
+    put(index, make("concept/notes.md", "hand-written notes about ruby", type=None))
+    put(index, make("misc/loose.md", "not in a type folder", type=None))
+    index.db.execute("UPDATE entries SET type = NULL")  # what schema 4 stored for a note without metadata
+    index.db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    index.close()
+    again = DerivedIndex(root)
+    assert dict(again.db.execute("SELECT path, type FROM entries")) == {"concept/notes.md": "concept", "misc/loose.md": None}
+    assert [path for path, _ in again.keyword_search(["ruby"], types=["concept"])] == ["concept/notes.md"]
+
+
+def test_index_from_a_newer_memdir_is_rebuilt(root):
+    DerivedIndex(root).close()
+    db = sqlite3.connect(root / ".memdir" / "index.sqlite3")
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    assert DerivedIndex(root).rebuilt
+
+
+def test_open_loads_the_matrix(root):
+    index = DerivedIndex(root)
+    for i in range(20):
+        put(index, make(f"concept/e{i}.md", f"entry {i}", tags=[f"t{i % 3}"]))
+    index.close()
+    again = DerivedIndex(root)
+    assert len(again.vectors) == 20
+    np.testing.assert_allclose(np.linalg.norm(again.vectors.data, axis=1), 1.0, rtol=1e-5)
+    assert again.vectors.mask(tags=["T1"]).sum() == 7
+
+
+# ---------------------------------------------------------------- the matrix itself
+
+
+def unit(seed: int, dim: int = 8) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_matrix_remove_moves_last_row_and_keeps_filters_right():
+    m = VectorMatrix()
+    for i in range(300):  # past the first capacity
+        m.upsert(f"{'fact' if i % 2 else 'concept'}/f{i % 3}/e{i}.md", unit(i), type="fact" if i % 2 else "concept",
+                 tags=[f"t{i % 5}"], model="m")
+    assert len(m) == 300
+    m.remove("concept/f0/e0.md")
+    assert len(m) == 299 and "concept/f0/e0.md" not in m
+    moved = m.row_of("fact/f2/e299.md")
+    assert moved == 0
+    np.testing.assert_allclose(m.vector("fact/f2/e299.md"), unit(299))
+    facts = m.mask(types=["fact"])
+    assert facts.sum() == 150 and all(m.paths[r].startswith("fact/") for r in np.flatnonzero(facts))
+    assert m.mask(tags=["T4"]).sum() == len([i for i in range(1, 300) if i % 5 == 4])
+    folder = m.mask(path_prefix="fact/f2/")
+    assert all(m.paths[r].startswith("fact/f2/") for r in np.flatnonzero(folder)) and folder.sum() == 50
+    assert m.mask(path_prefix="fact/f2/e299.md").sum() == 1
+    assert m.mask(model="other").sum() == 0
+
+
+def test_matrix_top_respects_the_mask():
+    m = VectorMatrix()
+    for i in range(50):
+        m.upsert(f"concept/e{i}.md", unit(i), type="fact" if i == 7 else "concept")
+    rows, scores = m.top(unit(3), 5)
+    assert m.paths[rows[0]] == "concept/e3.md" and scores[0] == pytest.approx(1.0)
+    assert list(scores) == sorted(scores, reverse=True)
+    rows, _ = m.top(unit(3), 5, m.mask(types=["fact"]))
+    assert [m.paths[r] for r in rows] == ["concept/e7.md"]
+
+
+def test_matrix_switches_dimension_when_the_model_does():
+    m = VectorMatrix()
+    m.upsert("a.md", unit(1, 8))
+    m.upsert("b.md", unit(2, 4))
+    assert m.dim == 4 and list(m.paths) == ["b.md"]
+    assert len(m.scores(unit(3, 8))) == 0
+
+
+_WRITER = """
+import sys
+import numpy as np
+from memdir.core.entry import Entry, Metadata
+from memdir.storage.directory.index import DerivedIndex, FileStats, file_stats, listing
+index = DerivedIndex(sys.argv[1])
+vector = np.zeros(384, dtype=np.float32)
+vector[7] = 1.0
+entry = Entry(path="concept/from-child.md", content="written by another process", metadata=Metadata(type="concept"),
+              embedding=vector)
+index.upsert(entry, FileStats(1, 1, 1, 1), "h", "fake/bow-384")
+index.remove("concept/a.md")
+index.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_real_second_process(root):
+    import subprocess
+    import sys
+
+    index = DerivedIndex(root)
+    put(index, make("concept/a.md", "alpha"))
+    subprocess.run([sys.executable, "-c", _WRITER, str(root)], check=True, timeout=60)
+    assert index.refresh()
+    assert list(index.vectors.paths) == ["concept/from-child.md"]
+    assert index.keyword_search(["process"])[0][0] == "concept/from-child.md"
+
+
+def test_a_large_reconcile_optimises_the_keyword_index(root, monkeypatch):
+    monkeypatch.setattr(index_module, "OPTIMIZE_AFTER_CHANGES", 2)
+    calls = []
+    monkeypatch.setattr(DerivedIndex, "optimize", lambda self: calls.append(self))
+    adapter = FilesystemAdapter(root)
+    for i in range(3):
+        write_entry(adapter, f"concept/e{i}.md", f"entry {i}")
+    index = DerivedIndex(root)
+    reconcile(index, adapter)
+    assert len(calls) == 1
+    reconcile(index, adapter)  # nothing changed: no optimise
+    assert len(calls) == 1
+
+
+def test_optimize_keeps_results(root):
+    index = DerivedIndex(root)
+    for i in range(30):
+        put(index, make(f"concept/e{i}.md", f"entry number {i} about apples" if i % 3 == 0 else f"entry {i}"))
+    before = index.keyword_search(["apples"])
+    index.optimize()
+    assert index.keyword_search(["apples"]) == before and len(before) == 10
+
+
+def test_keyword_index_stays_right_through_updates_removals_and_compaction(root, monkeypatch):
+    from memdir.storage.directory import postings
+
+    monkeypatch.setattr(postings, "_COMPACT_MIN", 4)
+    index = DerivedIndex(root)
+    for i in range(12):
+        put(index, make(f"concept/e{i}.md", f"apples and pears {i}" if i % 2 else f"plums {i}", tags=[f"t{i % 3}"]))
+    for i in range(0, 12, 3):
+        put(index, make(f"concept/e{i}.md", f"apples again {i}", tags=["fresh"]))
+    index.remove("concept/e1.md")
+    index.remove("concept/e5.md")
+    live = index.keyword_search(["apples"], limit=100)
+    assert index.keywords._dead < 6  # compacted on the way
+    again = DerivedIndex(root)  # built from SQLite at open
+    assert [p for p, _ in again.keyword_search(["apples"], limit=100)] == [p for p, _ in live]
+    np.testing.assert_allclose([s for _, s in again.keyword_search(["apples"], limit=100)], [s for _, s in live], rtol=1e-5)
+    assert {p for p, _ in live} == {f"concept/e{i}.md" for i in (0, 3, 6, 7, 9, 11)}
+    assert {p for p, _ in index.keyword_search(["apples"], tags=["fresh"])} == {f"concept/e{i}.md" for i in (0, 3, 6, 9)}
+
+
+# ---------------------------------------------------------------- the vector snapshot
+
+
+def matrix_of(index: DerivedIndex) -> dict[str, tuple[bytes, str | None]]:
+    """path -> (vector bytes, model) of every row of the in-memory matrix."""
+    return {path: (index.vectors.vector(path).tobytes(), index.vectors.model_of(path)) for path in index.vectors.paths}
+
+
+@pytest.fixture
+def small_snapshots(monkeypatch):
+    monkeypatch.setattr(index_module.snapshots, "MIN_ROWS", 3)
+    return monkeypatch
+
+
+def test_a_snapshot_is_written_after_a_full_load_and_used_when_nothing_changed(root, small_snapshots):
+    index = DerivedIndex(root)
+    for i in range(6):
+        put(index, make(f"concept/e{i}.md", f"entry number {i}"))
+    snapshot = index_module.snapshots.snapshot_path(index.path)
+    assert not snapshot.exists()  # writes alone never write it
+    expected = matrix_of(index)
+    index.close()
+    reopened = DerivedIndex(root)  # a full load of >= MIN_ROWS vectors writes it
+    assert snapshot.is_file() and matrix_of(reopened) == expected
+    reopened.close()
+    read = []
+    small_snapshots.setattr(index_module.snapshots, "read_snapshot", lambda path, real=index_module.snapshots.read_snapshot: read.append(path) or real(path))
+    third = DerivedIndex(root)
+    assert read and matrix_of(third) == expected
+    assert [p for p, _ in third.keyword_search(["number"])]  # the keyword side is loaded as always
+
+
+def test_a_snapshot_plus_later_changes_equals_a_full_load(root, small_snapshots):
+    index = DerivedIndex(root)
+    for i in range(6):
+        put(index, make(f"concept/e{i}.md", f"entry number {i}"))
+    index.close()
+    DerivedIndex(root).close()  # writes the snapshot
+    other = DerivedIndex(root)
+    put(other, make("concept/e1.md", "rewritten entirely"))  # a changed vector
+    put(other, make("concept/e2.md", "no vector now", embed=False))  # lost its vector
+    other.remove("concept/e3.md")  # gone
+    put(other, make("concept/new.md", "a newcomer"), model="other/model")  # new, another model
+    other.close()
+    with_snapshot = matrix_of(DerivedIndex(root))
+    index_module.snapshots.snapshot_path(index.path).unlink()
+    small_snapshots.setattr(index_module.snapshots, "MIN_ROWS", 10**9)
+    full = matrix_of(DerivedIndex(root))
+    assert with_snapshot == full
+    assert "concept/e2.md" not in full and "concept/e3.md" not in full and full["concept/new.md"][1] == "other/model"
+
+
+def test_an_unusable_snapshot_is_ignored(root, small_snapshots, caplog):
+    index = DerivedIndex(root)
+    for i in range(4):
+        put(index, make(f"concept/e{i}.md", f"entry number {i}"))
+    expected = matrix_of(index)
+    index.close()
+    DerivedIndex(root).close()
+    snapshot = index_module.snapshots.snapshot_path(index.path)
+    data = snapshot.read_bytes()
+    snapshot.write_bytes(data[:-10])  # cut short
+    assert matrix_of(DerivedIndex(root)) == expected
+    assert "ignoring the vector snapshot" in caplog.text
+    snapshot.write_bytes(b"not a snapshot at all")
+    assert matrix_of(DerivedIndex(root)) == expected
+
+
+def test_a_snapshot_of_a_cleared_index_is_ignored(root, small_snapshots):
+    index = DerivedIndex(root)
+    for i in range(4):
+        put(index, make(f"concept/e{i}.md", f"entry number {i}"))
+    index.close()
+    DerivedIndex(root).close()  # snapshot of this generation
+    old = index_module.snapshots.read_snapshot(index_module.snapshots.snapshot_path(index.path))
+    cleared = DerivedIndex(root)
+    cleared.clear()
+    put(cleared, make("concept/only.md", "the only entry"))
+    cleared.close()
+    assert list(DerivedIndex(root).vectors.paths) == ["concept/only.md"]
+    assert old is not None and old.generation != DerivedIndex(root)._generation
+
+
+def test_schema_4_index_learns_the_links_at_the_next_open(tmp_path):
+    """Schema 6 records who links to whom; an index made before it re-reads every entry once to learn it."""
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+
+    settings = Settings(root=tmp_path / "memory")
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write("fact/a.md", "A.", title="A")
+        memory.write("fact/b.md", "B links to A.", title="B", metadata={"related": ["memory://fact/a.md"]})
+        assert memory.index.linking_to("fact/a.md") == ["fact/b.md"]
+    db = sqlite3.connect(index_db.index_path(settings.root), isolation_level=None)
+    db.execute("DROP TABLE links")
+    db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    db.close()
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        assert not memory.index.rebuilt
+        assert memory.index.linking_to("fact/a.md") == ["fact/b.md"]
