@@ -8,6 +8,8 @@ from memdir.core.errors import InputValidationError
 from memdir.server.web_graph import HEIGHT, WIDTH, layout
 from memdir.server import web_browse as browse
 
+pytestmark = pytest.mark.usefixtures("store_kind")  # against both stores, as the tools' tests
+
 
 @pytest.fixture
 def linked(memory):
