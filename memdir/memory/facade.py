@@ -20,6 +20,7 @@ the files (the truth), the derived index and the vector matrix in step:
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import functools
 import logging
@@ -513,7 +514,7 @@ class Memory:
             except DiskFullError:
                 log.warning("the deletion of %s is not in the audit log: the disk is full", logical)
 
-    def delete_and_unlink(self, path: str) -> tuple[str, list[str]]:
+    def delete_and_unlink(self, path: str) -> tuple[str, builtins.list[str]]:
         """Delete an entry and remove the links other entries had to it (typed ones and ``related``).
 
         Both happen under one hold of the write lock, so no reader sees a link to the
@@ -525,7 +526,7 @@ class Memory:
             logical = self.delete(path)
             return logical, self.remove_links_to(logical)
 
-    def remove_links_to(self, target: str) -> list[str]:
+    def remove_links_to(self, target: str) -> builtins.list[str]:
         """Remove every link to ``target`` (typed ``links`` and ``related`` paths) from the entries'
         metadata; returns the entries changed.
 
@@ -542,12 +543,12 @@ class Memory:
                     changed.append(path)
         return changed
 
-    def edges(self, paths: Iterable[str], kinds: Iterable[str] | None = None) -> list[Edge]:
+    def edges(self, paths: Iterable[str], kinds: Iterable[str] | None = None) -> builtins.list[Edge]:
         """Every link from or to one of ``paths`` (of ``kinds``, when given), from the derived index."""
         self._refresh()
         return self.index.edges(list(paths), list(kinds) if kinds else None)
 
-    def links(self, path: str) -> list[Link]:
+    def links(self, path: str) -> builtins.list[Link]:
         """The links an entry holds (typed ``links``, then ``related`` paths as ``references``)."""
         return self.adapter.read_entry(normalize_path(path), follow=False).metadata.all_links
 
@@ -576,7 +577,7 @@ class Memory:
                                  "link", target=wanted.target, kind=wanted.kind)
         return wanted
 
-    def unlink(self, source: str, target: str, kind: str | None = None) -> list[Link]:
+    def unlink(self, source: str, target: str, kind: str | None = None) -> builtins.list[Link]:
         """Remove the links from ``source`` to ``target`` (of one ``kind``, or all); returns those removed.
 
         A ``related`` path to ``target`` is a ``references`` link and goes too.
@@ -667,7 +668,7 @@ class Memory:
                                       updated_at=entry.updated_at, hits=entry.hits).entry
             return self._store_metadata(entry, metadata, action, **facts)
 
-    def update_metadata_many(self, changes: Mapping[str, FieldChanges | Callable[[Entry], FieldChanges | None]]) -> list[Entry]:
+    def update_metadata_many(self, changes: Mapping[str, FieldChanges | Callable[[Entry], FieldChanges | None]]) -> builtins.list[Entry]:
         """`update_metadata` of many entries as ONE change of files and index (the evolution jobs'
         batches: one commit instead of one per entry): only `BULK_FIELDS` — importance, archival,
         supersession, links — none of which the entries are embedded from. Entries that no longer
@@ -705,7 +706,7 @@ class Memory:
             before[entry.path] = (entry, action, facts)
             return metadata.model_copy(update={"modified_by": self.actor.name})
 
-        def index_first(stored: list[tuple[Entry, FileStats]]) -> None:  # before the commit point, in one transaction
+        def index_first(stored: builtins.list[tuple[Entry, FileStats]]) -> None:  # before the commit point, in one transaction
             rows = []
             for written, stats in stored:
                 card = text_hash(self._searchable(written))
@@ -725,7 +726,7 @@ class Memory:
                 log.info("%s may not change %d of the entries: left as they are", self.actor.label, len(wanted) - len(allowed))
             return self.adapter.set_metadata(dict.fromkeys(allowed, changed), before_commit=index_first)
 
-    def recalibrate_importance(self, changes: Iterable[ImportanceChange]) -> list[ImportanceChange]:
+    def recalibrate_importance(self, changes: Iterable[ImportanceChange]) -> builtins.list[ImportanceChange]:
         """Keep the importance job's recalibrated importance: recorded in ``evolution/importance.jsonl``
         (with the importance each entry states now), then held by the index, where ranking,
         archival and prefetch read it. The entries' files are not rewritten: what an entry
@@ -803,7 +804,7 @@ class Memory:
     def redirect_of(self, path: str) -> Redirect | None:
         return self.adapter.read_redirect(normalize_path(path))
 
-    def list(self, prefix: str | None = None, *, include_virtual: bool = True, view: Actor | None = None) -> list[EntryInfo]:
+    def list(self, prefix: str | None = None, *, include_virtual: bool = True, view: Actor | None = None) -> builtins.list[EntryInfo]:
         """Every entry (stubs excluded), optionally under a folder prefix, in path order.
 
         Args:
@@ -812,7 +813,7 @@ class Memory:
         infos = self._entries(path_filter(prefix), include_virtual=include_virtual, under=filter_folder(prefix))
         return self.in_view(infos, view)
 
-    def in_view(self, items: list[T], view: Actor | None) -> list[T]:
+    def in_view(self, items: builtins.list[T], view: Actor | None) -> builtins.list[T]:
         """The items (anything with a ``path``: listings, search results) whose entry is in
         ``view`` (`Actor.sees`, on the labels the derived index keeps), in their order; all for None."""
         if view is None or not items:
@@ -822,7 +823,7 @@ class Memory:
 
     def _entries(
         self, keep: Callable[[str], bool], *, include_virtual: bool = True, under: str | None = None
-    ) -> list[EntryInfo]:
+    ) -> builtins.list[EntryInfo]:
         """The entries whose path ``keep`` accepts, with title, type, hits and updated_at, in path order (`_listed`)."""
         infos = self._listed(keep, include_virtual=include_virtual, under=under).infos()
         return sorted(infos, key=lambda info: info.path)
@@ -841,7 +842,7 @@ class Memory:
             listed = listed.with_read(virtual_info(path) for path in virtual_paths() if keep(path))
         return listed
 
-    def _walked_entries(self, keep: Callable[[str], bool], under: str | None) -> list[EntryInfo]:
+    def _walked_entries(self, keep: Callable[[str], bool], under: str | None) -> builtins.list[EntryInfo]:
         """The listing from a walk: title, type, hits and updated_at from the index's row where it is
         as fresh as the entry's files (one ``stat`` of the ``.yml`` tells), from the ``.yml`` otherwise
         (parsing every sidecar made a listing of 100K entries take ~15 s)."""
@@ -849,12 +850,12 @@ class Memory:
         known = self.index.describe(stats)
         return [*known.values(), *self.adapter.describe([path for path in stats if path not in known])]
 
-    def list_stubs(self) -> list[EntryInfo]:
+    def list_stubs(self) -> builtins.list[EntryInfo]:
         """Stub entries only (defrag's cleanup needs them; nothing else lists them)."""
         real = {info.path for info in self.adapter.iter_entries(with_metadata=False)}
         return [info for info in self.adapter.iter_entries(include_stubs=True) if info.path not in real]
 
-    def glob(self, pattern: str, *, view: Actor | None = None) -> list[EntryInfo]:
+    def glob(self, pattern: str, *, view: Actor | None = None) -> builtins.list[EntryInfo]:
         """Entries matching a glob (`memdir.search.text_search.normalize_glob`), newest first; ``view`` as in `list`."""
         return self.glob_page(pattern, None, view=view).entries
 
@@ -876,7 +877,7 @@ class Memory:
 
     def grep(
         self, pattern: str, *, path: str | None = None, case_insensitive: bool = False, labels: bool = False
-    ) -> list[GrepHit]:
+    ) -> builtins.list[GrepHit]:
         """Regex search of entry contents (not the .yml internals), in path order.
 
         Args:
@@ -899,7 +900,7 @@ class Memory:
                     hit.where[:0] = where
         return [hits[p] for p in paths if p in hits]
 
-    def _labels(self, paths: list[str]) -> dict[str, dict[str, tuple[str, ...]]]:
+    def _labels(self, paths: builtins.list[str]) -> dict[str, dict[str, tuple[str, ...]]]:
         """Title and tags of each entry: from the index (no file read), built-in ones from their own metadata."""
         self._refresh()
         rows = self.index.rows([p for p in paths if not is_virtual(p)])
@@ -931,7 +932,7 @@ class Memory:
         tags: Iterable[str] | None = None,
         include_archived: bool = False,
         view: Actor | None = None,
-    ) -> list[SearchResult]:
+    ) -> builtins.list[SearchResult]:
         """Hybrid search (semantic + BM25 + tags, then graph, importance and recency when their
         weights are set); keyword-only while no model is ready.
 
@@ -974,7 +975,7 @@ class Memory:
         with self.index.reading():
             return self.searcher.idf(terms)
 
-    def vectors(self) -> tuple[list[str], np.ndarray]:
+    def vectors(self) -> tuple[builtins.list[str], np.ndarray]:
         """(paths, matrix) of every entry embedded by the current model: one L2-normalised row per path.
 
         Vectors of another model (left from before a model switch, until re-embedded) are
@@ -1113,7 +1114,7 @@ class Memory:
         if pending:
             self._embed_paths(embedder, pending, None)
 
-    def _embed_paths(self, embedder: Embedder, paths: list[str], progress: ProgressCallback | None) -> int:
+    def _embed_paths(self, embedder: Embedder, paths: builtins.list[str], progress: ProgressCallback | None) -> int:
         """Embed ``paths`` and store their vectors; returns how many were embedded.
 
         A pipeline: the model embeds one chunk on a worker thread (onnxruntime releases the
@@ -1130,7 +1131,7 @@ class Memory:
         if progress:
             progress(0, len(paths))
 
-        def embed(texts: list[str]) -> np.ndarray:
+        def embed(texts: builtins.list[str]) -> np.ndarray:
             nonlocal embedded
             parts = []
             for start in range(0, len(texts), batch):
@@ -1140,12 +1141,12 @@ class Memory:
                     progress(embedded, len(paths))
             return np.concatenate(parts) if parts else np.zeros((0, embedder.dimensions), dtype=np.float32)
 
-        def store(item: tuple[list[Entry], list[str], Future[np.ndarray]]) -> None:
+        def store(item: tuple[builtins.list[Entry], builtins.list[str], Future[np.ndarray]]) -> None:
             nonlocal done
             done += self._store_vectors(embedder, *item)
 
         with ThreadPoolExecutor(1, thread_name_prefix="memdir-embed") as worker:
-            pending: tuple[list[Entry], list[str], Future[np.ndarray]] | None = None
+            pending: tuple[builtins.list[Entry], builtins.list[str], Future[np.ndarray]] | None = None
             for start in range(0, len(ordered), chunk):
                 if self.model.closing:
                     break
@@ -1159,7 +1160,7 @@ class Memory:
                 store(pending)
         return done
 
-    def _readable(self, paths: Iterable[str]) -> list[Entry]:
+    def _readable(self, paths: Iterable[str]) -> builtins.list[Entry]:
         """The entries at ``paths`` that can still be read (for embedding)."""
         entries = []
         for path in paths:
@@ -1169,7 +1170,7 @@ class Memory:
                 continue
         return entries
 
-    def _store_vectors(self, embedder: Embedder, entries: list[Entry], texts: list[str], embedding: Future[np.ndarray]) -> int:
+    def _store_vectors(self, embedder: Embedder, entries: builtins.list[Entry], texts: builtins.list[str], embedding: Future[np.ndarray]) -> int:
         """Write one chunk's vectors (files and index) once the model has made them; returns the chunk's size."""
         vectors = embedding.result()
         with self._exclusive():
@@ -1203,7 +1204,7 @@ class Memory:
             return self.model.get()
         return self.model.peek()
 
-    def _embed(self, texts: list[str]) -> np.ndarray | None:
+    def _embed(self, texts: builtins.list[str]) -> np.ndarray | None:
         embedder = self._embedder_now()
         if embedder is None:
             return None
@@ -1256,7 +1257,7 @@ def _metadata_action(before: Metadata, after: Metadata) -> tuple[str, dict[str, 
     return action, {"fields": fields}
 
 
-def _unasked_builtins(types: list[str] | None, path_prefix: str | None) -> tuple[str, ...]:
+def _unasked_builtins(types: builtins.list[str] | None, path_prefix: str | None) -> tuple[str, ...]:
     """The built-in skills a search did not ask for: all, unless it names a type (the type
     filter decides) or a folder they are in (``skill/``, ``skill/meta``)."""
     if types is not None:
