@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from memdir.core.files import replace_file
-from memdir.embeddings.resolve import ResolvedModel
+from memdir.embeddings.resolved import ResolvedModel
 
 __all__ = ["OnnxEmbedder"]
 

@@ -1,7 +1,7 @@
 """The evolution scheduler inside the server: due jobs run while the store is idle.
 
 Every ``evolution_check_seconds`` the scheduler looks whether the store has been idle — no
-call through the `MemoryHost` (tool, resource, hook socket) for ``evolution_idle_minutes``
+call through the memory host (tool, resource, hook socket) for ``evolution_idle_minutes``
 — and if so runs the jobs that are due (`memdir.evolution.runner.is_due`), one at a time,
 in `memdir.evolution.JOBS` order, each on the memory's writer thread (so in order with
 writes), each with ``evolution_job_timeout`` and ``evolution_batch_size``. A call that
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -31,9 +32,18 @@ if TYPE_CHECKING:
     from memdir.evolution.history import RunRecord
     from memdir.evolution.runner import Job
     from memdir.memory import Memory
-    from memdir.server.state import MemoryHost
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class MaintenanceHost(Protocol):
+    """What the scheduler needs of the server's memory host (`memdir.server.state.MemoryHost`): when the
+    store was last used, and a way to run a job on its writer thread without counting as a use."""
+
+    last_used: float
+
+    async def run_maintenance(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
 
 def _scheduled_run(memory: Memory, job: Job, **options: Any) -> RunRecord | None:
@@ -48,7 +58,7 @@ def _scheduled_run(memory: Memory, job: Job, **options: Any) -> RunRecord | None
 class Scheduler:
     """Runs due evolution jobs on ``host``'s memory while it is idle (see the module docstring)."""
 
-    def __init__(self, settings: Settings, host: MemoryHost) -> None:
+    def __init__(self, settings: Settings, host: MaintenanceHost) -> None:
         self.settings = settings
         self.host = host
         self._sampling_session: Any = None

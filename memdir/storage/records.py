@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -15,8 +15,35 @@ from memdir.storage.base import EntryInfo
 
 if TYPE_CHECKING:
     from memdir.storage.base import FileStats
-    from memdir.storage.directory.folder_stamps import Stamp
-    from memdir.storage.directory.listing_rows import ListingRows
+
+class Stamp(NamedTuple):
+    """A folder's mtime (ns; `memdir.storage.directory.folder_stamps.UNTRUSTED` if it had not settled when
+    listed) and inode."""
+
+    mtime_ns: int
+    ino: int
+
+
+class RowColumns(Protocol):
+    """The columns of listing rows a `Listed` reads: each row's path and update moment."""
+
+    @property
+    def paths(self) -> list[str]: ...
+
+    @property
+    def moments(self) -> list[int]: ...
+
+
+class ListingRowSource(Protocol):
+    """Listing rows a `Listed` points into (`memdir.storage.directory.listing_rows.ListingRows`)."""
+
+    @property
+    def table(self) -> RowColumns: ...
+
+    def info(self, slot: int) -> EntryInfo: ...
+
+    def infos(self, slots: list[int]) -> list[EntryInfo]: ...
+
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
@@ -135,7 +162,7 @@ class Listed:
         read: the found entries described from their files (and built-in entries).
     """
 
-    rows: ListingRows | None
+    rows: ListingRowSource | None
     slots: list[int]
     read: list[EntryInfo]
 

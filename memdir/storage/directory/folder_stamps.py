@@ -30,21 +30,14 @@ import os
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from memdir.storage.directory.index_db import FileStats
+from memdir.storage.records import Stamp
 
 # Folder mtimes this recent are not trusted: Linux's coarse clock ticks every 1-10 ms, while
 # FAT, SMB and some network filesystems keep 1-2 s; 2 s covers them all.
 RACY_NS = 2_000_000_000
 UNTRUSTED = -1  # the mtime of a stamp that vouches for nothing: its folder is listed every time
-
-
-class Stamp(NamedTuple):
-    """A folder's mtime (ns; `UNTRUSTED` if it had not settled when listed) and inode."""
-
-    mtime_ns: int
-    ino: int
 
 
 def stamp_of(st: os.stat_result, settled_before: int) -> Stamp:

@@ -25,19 +25,13 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from memdir.storage.base import EntryInfo
-from memdir.storage.directory.folder_stamps import (
-    UNTRUSTED,
-    FolderChanges,
-    ListedFolder,
-    Stamp,
-    find_changes,
-    parent_of,
-    stamps_of_walk,
-)
+from memdir.storage.directory.folder_stamps import UNTRUSTED, FolderChanges, ListedFolder, find_changes, parent_of, stamps_of_walk
+from memdir.storage.records import Stamp
 from memdir.storage.directory.index import listing
 from memdir.storage.directory.index_db import FileStats, file_stats
 from memdir.storage.directory.listing_rows import ListingRows
@@ -45,10 +39,19 @@ from memdir.storage.records import Listed, ReconcilePlan
 from memdir.storage.virtual import is_virtual
 
 if TYPE_CHECKING:
-    from memdir.storage.directory.filesystem import FilesystemAdapter
     from memdir.storage.directory.index import DerivedIndex
 
 log = logging.getLogger(__name__)
+
+
+class EntryFiles(Protocol):
+    """What a listing reads of the root's files (`memdir.storage.directory.filesystem.FilesystemAdapter`)."""
+
+    root: Path
+
+    def list_folder(self, prefix: str, known: Callable[[str, FileStats], bool]) -> ListedFolder | None: ...
+
+    def describe(self, paths: Sequence[str]) -> list[EntryInfo]: ...
 
 # Tries of a listing that memdir commits kept overlapping (each a few ms apart) before the caller walks.
 _TRIES = 4
@@ -84,7 +87,7 @@ class RootListing:
     place, so listings on several threads each see one version.
     """
 
-    def __init__(self, adapter: FilesystemAdapter, index: DerivedIndex) -> None:
+    def __init__(self, adapter: EntryFiles, index: DerivedIndex) -> None:
         self.adapter = adapter
         self.index = index
         self.stamps: dict[str, Stamp] = {}

@@ -22,14 +22,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from memdir.storage.postgres.adapter import like_prefix
-
-if TYPE_CHECKING:
-    from memdir.storage.postgres.index import PostgresIndex
 
 BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
@@ -151,12 +148,18 @@ class HiddenCache:
         return found
 
 
+class ExactCosines(Protocol):
+    """Exact cosines of named entries (`memdir.storage.postgres.index.PostgresIndex.cosines`)."""
+
+    def cosines(self, query: np.ndarray, condition: str, params: list[Any], paths: Sequence[str]) -> dict[str, float]: ...
+
+
 @dataclass(slots=True)
 class RowHits:
     """`memdir.storage.base.SemanticHits` from the HNSW scan; other candidates' cosines come with
     the candidates' statement, or are asked for once."""
 
-    index: PostgresIndex
+    index: ExactCosines
     query: np.ndarray
     condition: str
     params: list[Any]
