@@ -161,12 +161,13 @@ def progress_bar() -> Progress:
 @app.command()
 @handle_errors
 def setup(root: RootOption = None) -> None:
-    """Find and load the embedding model, verify it works, and say where it came from."""
+    """Find the embedding model (fetching its files once if needed), check it works, say where it is."""
     from memdir.embeddings.resolve import load_embedder, resolve_model
 
     settings = load_settings(root)
-    with console().status("Looking for the model..."):
-        resolved = resolve_model(settings.model_dir, settings.model_wanted, download=settings.model_download)
+    with console().status("Looking for the model (fetching it the first time takes a minute)..."):
+        resolved = resolve_model(settings.model_dir, settings.model_wanted, download=settings.model_download,
+                                 cache_dir=settings.cache_dir, fetch=True)
     console().print(f"Model: [bold]{resolved.model_id}[/bold]")
     console().print(f"From: {resolved.source}")
     with console().status("Loading the model with onnxruntime..."):
@@ -224,7 +225,7 @@ def model_path() -> None:
     from memdir.embeddings.resolve import resolve_model
 
     settings = load_settings()
-    print(resolve_model(settings.model_dir, settings.model_wanted).directory)
+    print(resolve_model(settings.model_dir, settings.model_wanted, cache_dir=settings.cache_dir).directory)
 
 
 @app.command()
