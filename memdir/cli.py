@@ -19,7 +19,7 @@ import typer
 from pydantic import ValidationError
 
 from memdir.core.entry import ENTRY_TYPES, check_entry_types
-from memdir.core.errors import InputValidationError, MemdirError
+from memdir.core.errors import InputValidationError, MemdirError, RootNotFoundError
 from memdir.core.files import disk_errors
 from memdir.core.identity import parse_role
 from memdir.core.settings import Settings
@@ -35,7 +35,23 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,  # plain click help: typer's rich panels show every flag as "--json <bool>"
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        from importlib.metadata import version
+
+        typer.echo(f"memdir {version('memdir')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    _version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print memdir's version and exit.")] = False,
+) -> None:
+    """Persistent memory for LLM agents: a directory of markdown entries with local semantic search, served over MCP."""
 
 
 UNWRAPPED_WIDTH = 10_000
@@ -122,8 +138,8 @@ def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
                 return command(*args, **kwargs)
         except MemdirError as exc:
             console(stderr=True).print(f"[red]Error:[/red] {exc.message}")
-            if exc.hint:
-                console(stderr=True).print(f"[dim]{exc.hint}[/dim]")
+            if exc.cli_hint:
+                console(stderr=True).print(f"[dim]{exc.cli_hint}[/dim]")
             raise typer.Exit(1) from exc
         except ValidationError as exc:  # a bad setting from the command line, environment or memdir.toml
             for problem in exc.errors():
@@ -145,12 +161,13 @@ def progress_bar() -> Progress:
 @app.command()
 @handle_errors
 def setup(root: RootOption = None) -> None:
-    """Find and load the embedding model, verify it works, and say where it came from."""
+    """Find the embedding model (fetching its files once if needed), check it works, say where it is."""
     from memdir.embeddings.resolve import load_embedder, resolve_model
 
     settings = load_settings(root)
-    with console().status("Looking for the model..."):
-        resolved = resolve_model(settings.model_dir, settings.model_wanted, download=settings.model_download)
+    with console().status("Looking for the model (fetching it the first time takes a minute)..."):
+        resolved = resolve_model(settings.model_dir, settings.model_wanted, download=settings.model_download,
+                                 cache_dir=settings.cache_dir, fetch=True)
     console().print(f"Model: [bold]{resolved.model_id}[/bold]")
     console().print(f"From: {resolved.source}")
     with console().status("Loading the model with onnxruntime..."):
@@ -208,7 +225,7 @@ def model_path() -> None:
     from memdir.embeddings.resolve import resolve_model
 
     settings = load_settings()
-    print(resolve_model(settings.model_dir, settings.model_wanted).directory)
+    print(resolve_model(settings.model_dir, settings.model_wanted, cache_dir=settings.cache_dir).directory)
 
 
 @app.command()
@@ -223,7 +240,10 @@ def rebuild(
     """Rebuild the derived index and re-embed every entry (after a model or settings change)."""
     from memdir.memory import Memory
 
-    with Memory.open(load_settings(root_of(directory, root), agent, store=store)) as memory, progress_bar() as bar:
+    settings = load_settings(root_of(directory, root), agent, store=store)
+    if not settings.store and not settings.store_root.is_dir():  # a mistyped DIR would become an empty root
+        raise RootNotFoundError(settings.store_root)
+    with Memory.open(settings) as memory, progress_bar() as bar:
         task = bar.add_task("Embedding", total=None)
         count = memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=not missing_only)
     if memory.model.state.value != "ready":  # a missing model was logged with its reason when it failed to load
@@ -571,3 +591,4 @@ import memdir.cli_threads  # noqa: E402,F401 - registers `memdir thread …` (a 
 import memdir.cli_graph  # noqa: E402,F401 - registers `memdir graph`, `memdir link`, `memdir unlink`
 import memdir.cli_evolve  # noqa: E402,F401 - registers `memdir evolve` and `memdir unarchive`
 import memdir.cli_tokens  # noqa: E402,F401 - registers `memdir token …`
+import memdir.cli_entries  # noqa: E402,F401 - registers `memdir add`, `read`, `list`, `delete`

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.prerequisites import missing_prerequisite
+
 
 @pytest.fixture(scope="session")
 def model_cache_dir(tmp_path_factory):
@@ -40,19 +42,19 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def pg_cluster():
-    """A throwaway PostgreSQL + pgvector cluster for the whole session (`tests.pg_cluster`); a test
-    that needs it fails, saying why, when it cannot start."""
+    """A throwaway PostgreSQL + pgvector cluster for the whole session (`tests.pg_cluster`); the tests
+    that need it skip (fail in CI), saying why, when it cannot start."""
     from tests.pg_cluster import Cluster, ClusterUnavailable
 
     try:
         cluster = Cluster()
     except ClusterUnavailable as exc:
-        pytest.fail(f"PostgreSQL store tests need a PostgreSQL server with pgvector: {exc}", pytrace=False)
+        missing_prerequisite(f"PostgreSQL store tests need a PostgreSQL server with pgvector: {exc}")
     try:
         cluster.start()
     except ClusterUnavailable as exc:
         cluster.stop()
-        pytest.fail(f"PostgreSQL store tests could not start their server: {exc}", pytrace=False)
+        missing_prerequisite(f"PostgreSQL store tests could not start their server: {exc}")
     yield cluster
     cluster.stop()
 

@@ -66,6 +66,14 @@ def find_binaries() -> Path:
     )
 
 
+def runuser() -> str:
+    """The ``runuser`` program (in /usr/sbin, which a plain user's PATH often lacks)."""
+    found = shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin")
+    if found is None:
+        raise ClusterUnavailable("running as root, initdb needs `runuser`, which is missing: apt-get install util-linux")
+    return found
+
+
 def _reachable_by_all(path: Path) -> bool:
     """True if every folder on the way to ``path`` lets other users through (the cluster's owner is one)."""
     return all(os.stat(folder).st_mode & 0o001 for folder in [path, *path.parents])
@@ -113,7 +121,7 @@ class Cluster:
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = list(args)
         if self.owner is not None:
-            command = ["runuser", "-u", self.owner, "--", *command]
+            command = [runuser(), "-u", self.owner, "--", *command]
         result = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
             raise ClusterUnavailable(f"{' '.join(args[:2])} failed: {(result.stderr or result.stdout).strip()[-800:]}")

@@ -1,64 +1,154 @@
-"""The README as a new user follows it: the quick start, the client configurations, what the server offers."""
+"""The README and docs/ as a user follows them: every command, configuration and setting they show is true."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shlex
 from pathlib import Path
 
 import anyio
+import pytest
+import typer
 
+from memdir.cli import app
 from memdir.core.settings import Settings
 from memdir.storage.virtual import VIRTUAL_ENTRIES
 
 PROJECT = Path(__file__).resolve().parents[1]
-README = (PROJECT / "README.md").read_text(encoding="utf-8")
+README = PROJECT / "README.md"
+DOCS = sorted((PROJECT / "docs").glob("*.md"))
+PAGES = [README, *DOCS]
+INTERNAL_WORDS = re.compile(r"\bseeds?\b|SwarmMemory|LoCoMo|SemanticMemory|\bissue \d+|\bschema \d+", re.IGNORECASE)
 
 
-def code_blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
+def text(page: Path) -> str:
+    return page.read_text(encoding="utf-8")
 
 
-def section(title: str) -> str:
-    return README.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+def code_blocks(page: Path, *languages: str) -> list[str]:
+    return [body for language, body in re.findall(r"```(\w*)\n(.*?)```", text(page), flags=re.DOTALL) if language in languages]
 
 
-def memdir_commands() -> list[list[str]]:
-    """Every way the README has a client start memdir: JSON configs, `claude mcp add`, the Python SDK."""
-    commands = []
-    for block in code_blocks("json"):
-        data = json.loads(block)
-        for server in data.get("mcpServers", {}).values():
-            commands.append([server["command"], *server["args"]])
-        for hooks in data.get("hooks", {}).values():
-            commands += [shlex.split(hook["command"]) for group in hooks for hook in group["hooks"]]
-    for line in "\n".join(code_blocks("bash")).splitlines():
-        if line.startswith("claude mcp add") and " -- " in line:  # not `--transport http URL`: nothing started
-            commands.append(shlex.split(line.split(" -- ", 1)[1].replace('"$(which memdir)"', "/abs/memdir")))
-    for block in code_blocks("python"):
-        found = re.search(r'StdioServerParameters\(command="([^"]+)", args=(\[[^\]]*\])', block)
-        commands.append([found.group(1), *json.loads(found.group(2))])
-    return commands
+def shell_lines(page: Path) -> list[str]:
+    """The commands of a page's bash and console blocks (a console line is a `$ ` prompt)."""
+    lines = []
+    for block in code_blocks(page, "bash", "console"):
+        for line in block.splitlines():
+            line = line.removeprefix("$ ").split("  #", 1)[0].strip()
+            lines += [part.strip() for part in re.split(r"&&|\|", line)]
+    return [line for line in lines if line]
 
 
-def test_every_client_configuration_names_memdir_by_absolute_path_and_gives_the_root():
-    commands = memdir_commands()
-    assert len(commands) >= 7  # Desktop, two Claude Code servers, three hooks, the Python SDK
-    for command in commands:
-        assert command[0].startswith("/") and command[0].endswith("/memdir"), command
-        assert "--root" in command or "--connect" in command, command  # a --connect front uses the server's root
+def memdir_command_lines() -> list[tuple[Path, list[str]]]:
+    """Every `memdir ...` a page tells a user or a client to run, as argument lists."""
+    found: list[tuple[Path, list[str]]] = []
+    for page in PAGES:
+        for line in shell_lines(page):
+            if " -- " in line:  # claude mcp add NAME -- memdir serve ...
+                line = line.split(" -- ", 1)[1]
+            words = shlex.split(line.replace("$(which memdir)", "memdir"))
+            if words and Path(words[0]).name == "memdir":
+                found.append((page, words[1:]))
+        for block in code_blocks(page, "json"):
+            data = json.loads(block)
+            for server in data.get("mcpServers", {}).values():
+                if Path(server["command"]).name == "memdir":
+                    found.append((page, server["args"]))
+            for groups in data.get("hooks", {}).values():
+                for group in groups:
+                    for hook in group["hooks"]:
+                        words = shlex.split(hook["command"])
+                        assert Path(words[0]).name == "memdir", hook
+                        found.append((page, words[1:]))
+    return found
 
 
-def test_the_quick_start_is_two_commands_from_a_fresh_shell_as_ci_runs_them():
-    (block,) = re.findall(r"```bash\n(.*?)```", section("Quick start"), flags=re.DOTALL)
-    install, tests = block.strip().splitlines()
-    steps = install.split(" && ")
-    assert steps[0].startswith("python3 -m venv .venv") and steps[-1] == "memdir serve"
+def is_group(command: object) -> bool:
+    return hasattr(command, "list_commands")  # typer vendors click: no click.Group to check against
+
+
+def parse(args: list[str]) -> typer.Context:
+    """Parse ``args`` as `memdir` would, down to the command that runs, without running it."""
+    command = typer.main.get_command(app)
+    words = list(args)
+    parent: typer.Context | None = None
+    while is_group(command):
+        parent = typer.Context(command, parent=parent)
+        name, *words = words
+        sub = command.get_command(parent, name)
+        assert sub is not None, f"memdir has no command {name!r} ({args})"
+        command = sub
+    return command.make_context(command.name or "", words, parent=parent)
+
+
+def test_every_memdir_command_shown_parses_with_the_real_command_line():
+    commands = memdir_command_lines()
+    assert len(commands) >= 12
+    for page, args in commands:
+        if args in (["--version"], ["-h"]):
+            continue
+        try:
+            parse(args)
+        except Exception as exc:  # click's usage errors (typer vendors click)
+            if not hasattr(exc, "format_message"):
+                raise
+            pytest.fail(f"{page.name}: `memdir {' '.join(args)}`: {exc.format_message()}")
+
+
+def test_every_command_named_in_prose_exists():
+    group = typer.main.get_command(app)
+    names = set(group.list_commands(typer.Context(group)))
+    for page in PAGES:
+        for name in re.findall(r"`memdir ([a-z][a-z-]*)", text(page)):
+            assert name in names, f"{page.name} names `memdir {name}`, which does not exist"
+
+
+def test_clients_start_memdir_from_the_path_on_the_default_root():
+    """One default root everywhere: no client configuration or hook picks a root of its own."""
+    for page, args in memdir_command_lines():
+        assert "--root" not in args, f"{page.name}: memdir {' '.join(args)}"
+
+
+def test_every_setting_is_documented_and_every_documented_setting_exists():
+    page = text(PROJECT / "docs" / "configuration.md")
+    documented = set()
+    for row in re.findall(r"^\| ([a-z0-9_ /]+) \|", page, flags=re.MULTILINE):
+        documented |= {name.strip() for name in row.split("/") if name.strip()}
+    documented.discard("setting")
+    fields = set(Settings.model_fields)
+    assert documented <= fields, documented - fields
+    assert fields <= documented, f"not in docs/configuration.md: {sorted(fields - documented)}"
+
+
+def test_the_python_example_is_a_program():
+    (block,) = code_blocks(README, "python")
+    tree = ast.parse(block)  # top-level `async with` or `await` would not parse
+    assert any(isinstance(node, ast.AsyncFunctionDef) for node in tree.body)
+
+
+def test_the_docs_speak_the_users_language():
+    for page in PAGES:
+        for number, line in enumerate(text(page).splitlines(), 1):
+            assert not INTERNAL_WORDS.search(line), f"{page.name}:{number}: {line[:120]}"
+
+
+def test_every_link_between_pages_leads_somewhere():
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text(page)):
+            assert (page.parent / target).exists(), f"{page.name} links to {target}"
+
+
+def test_the_readme_is_a_short_guide_and_ci_runs_its_test_command():
+    lines = text(README).splitlines()
+    assert len(lines) <= 230
+    (install,) = [line for line in shell_lines(README) if "pip install ." in line]
+    assert "[test]" not in install and "--no-deps" not in install
+    (development,) = code_blocks(PROJECT / "README.md", "bash")[-1:]
+    assert "python -m pytest" in development
     ci = (PROJECT / ".ci" / "run").read_text()
-    for step in steps[2:-1]:  # the installs
-        assert step.replace("pip install ", "pip install --quiet ") in ci, step
-    assert tests == ".venv/bin/python -m pytest" and "python -m pytest" in ci
+    assert "python -m pytest" in ci and "--no-deps" not in ci
 
 
 def test_every_prompt_and_built_in_skill_is_listed():
@@ -69,9 +159,8 @@ def test_every_prompt_and_built_in_skill_is_listed():
 
     names = anyio.run(prompt_names)
     assert "where_we_left_off" in names
-    (row,) = [line for line in README.splitlines() if line.startswith("| prompts |")]
+    (row,) = [line for line in text(PROJECT / "docs" / "clients.md").splitlines() if line.startswith("| prompts |")]
     for name in names:
         assert f"`{name}" in row, name
     for path in VIRTUAL_ENTRIES:
-        assert f"`{path}`" in README
-
+        assert f"`{path}`" in text(README)

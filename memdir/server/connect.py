@@ -10,7 +10,8 @@ server's side, with ``Authorization: Bearer <token>``). The editor and the serve
 negotiate the protocol between themselves; the front keeps no state of its own, so one
 editor window is one MCP session on the server (its own read tracker, its own skill).
 Nothing at the address when the front starts, or a connection that breaks later, ends the
-front with status 1 and the reason on stderr.
+front with status 1 and the reason on stderr; the editor closing the front's standard input
+(it quit, or dropped the server) ends it with status 0.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from memdir.server.stopping import exit_for, run_until_signalled
 CONNECT_TIMEOUT = 30.0
 STREAM_READ_TIMEOUT = 300.0
 """The SDK's own defaults for MCP over HTTP: a server may keep an event stream quiet for minutes."""
+WATCH_INTERVAL = 5.0
+"""Seconds between two checks that the server still answers while the editor is quiet."""
 
 
 async def _relay(source: anyio.abc.ObjectReceiveStream, sink: anyio.abc.ObjectSendStream, side: str) -> None:
@@ -44,16 +47,37 @@ class ServerUnreachable(Exception):
     """The HTTP server cannot be reached (not started, wrong address) or stopped answering."""
 
 
-async def _check_reachable(client: httpx2.AsyncClient, url: str) -> None:
-    """Fail at once, with the reason, when nothing answers at ``url`` (rather than leave the editor waiting)."""
+async def _probe(client: httpx2.AsyncClient, url: str) -> int:
+    """The HTTP status a plain request to ``url`` gets (opening no MCP session).
+
+    Raises:
+        ServerUnreachable: nothing answers at ``url``.
+    """
     try:
         response = await client.get(url, headers={"accept": "text/event-stream"}, timeout=CONNECT_TIMEOUT)
     except httpx2.TransportError as exc:
         raise ServerUnreachable(f"no memdir server answers at {url} ({type(exc).__name__}: {exc}). "
                                 "Start one with `memdir serve --http`, or check the address.") from exc
     await response.aclose()
-    if response.status_code in (401, 403):  # the editor gets the server's own words with its first request
-        print(f"memdir serve --connect: {url} refuses this token ({response.status_code}); "
+    return response.status_code
+
+
+async def _watch(client: httpx2.AsyncClient, url: str) -> None:
+    """Return once the server stops answering: an idle front would otherwise never notice it went away
+    (the SDK's transport only fails a request that is sent)."""
+    while True:
+        await anyio.sleep(WATCH_INTERVAL)
+        try:
+            await _probe(client, url)
+        except ServerUnreachable:
+            return
+
+
+async def _check_reachable(client: httpx2.AsyncClient, url: str) -> None:
+    """Fail at once, with the reason, when nothing answers at ``url`` (rather than leave the editor waiting)."""
+    status = await _probe(client, url)
+    if status in (401, 403):  # the editor gets the server's own words with its first request
+        print(f"memdir serve --connect: {url} refuses this token ({status}); "
               "check --token or MEMDIR_HTTP_TOKEN.", file=sys.stderr, flush=True)
 
 
@@ -81,13 +105,22 @@ async def forward(url: str, token: str | None) -> None:
                         await _relay(from_server, to_editor, "from the server")
                         raise ServerUnreachable("the server closed the connection")  # nothing more will come
 
+                    async def watch() -> None:
+                        await _watch(client, url)
+                        raise ServerUnreachable("the server stopped answering")
+
                     group.start_soon(downstream)
+                    group.start_soon(watch)
                     await _relay(from_editor, to_server, "from the editor")
                     group.cancel_scope.cancel()  # the editor closed stdin: end the session (DELETE) and stop
             except Exception as exc:  # a request that could not be sent, or the stream that ended
                 print(f"memdir serve --connect: lost the connection to the memdir server at {url}: "
                       f"{_reason(exc)}", file=sys.stderr, flush=True)
                 os._exit(1)
+            # stdio_server's writer runs until its stream is closed: without this the front would
+            # outlive its editor, waiting for messages that no one will send.
+            await to_editor.aclose()
+        print("memdir serve --connect: the client closed its input; stopping.", file=sys.stderr, flush=True)
 
 
 def _reason(error: BaseException) -> str:

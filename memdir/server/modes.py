@@ -164,8 +164,10 @@ _ARG = re.compile(r"^(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
 def parse_docstring(fn: Callable[..., Any]) -> ToolDoc:
     """Split a Google-style docstring written for the model into description and parameter texts.
 
-    The description keeps the summary, the body and the ``Returns:`` section; ``Args:``
-    become the parameters' descriptions; ``Raises:`` is left out (errors speak for
+    The description keeps the summary and the body, each paragraph on one line (the
+    source's line breaks and indentation are no text for the model, and every character
+    is sent with every request); ``Args:`` become the parameters' descriptions;
+    ``Returns:`` and ``Raises:`` are left out (a result and an error speak for
     themselves). RST double backticks become markdown ones.
     """
     text = inspect.cleandoc(fn.__doc__ or "").replace("``", "`")
@@ -177,8 +179,6 @@ def parse_docstring(fn: Callable[..., Any]) -> ToolDoc:
         header = _SECTION.match(line.strip()) if not line.startswith(" ") else None
         if header:
             section = header.group(1)
-            if section == "Returns":
-                description += ["", "Returns:"]
             continue
         if section in ("Args", "Arguments", "Parameters"):
             stripped = line.strip()
@@ -189,13 +189,28 @@ def parse_docstring(fn: Callable[..., Any]) -> ToolDoc:
             elif stripped and current:
                 params[current].append(stripped)
             continue
-        if section.startswith("Raises"):
+        if section:  # Returns, Raises, Examples, Note
             continue
-        description.append(line[4:] if section == "Returns" and line.startswith("    ") else line)
+        description.append(line)
     return ToolDoc(
-        description=re.sub(r"\n{3,}", "\n\n", "\n".join(description)).strip(),
+        description=unwrap("\n".join(description)),
         params={name: " ".join(parts).strip() for name, parts in params.items()},
     )
+
+
+def unwrap(text: str) -> str:
+    """``text`` with each paragraph and each list item on one line, paragraphs apart by one blank line."""
+    blocks = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        items: list[list[str]] = []
+        for line in block.splitlines():
+            line = line.strip()
+            if not items or re.match(r"^(-|\*|\d+\.)\s", line):
+                items.append([line])
+            else:
+                items[-1].append(line)
+        blocks.append("\n".join(" ".join(item) for item in items))
+    return "\n\n".join(blocks)
 
 
 def tools_for_mode(mode: Mode | str) -> tuple[str, ...]:

@@ -31,19 +31,13 @@ def episode_list(
     *,
     now: datetime | None = None,
 ) -> str:
-    """List past episodes (tasks from earlier conversations), most recent first.
-
-    Use it to see what was worked on recently, to find earlier failures or blockers, or
-    everything that touched a file, repo, error type or command. Read an episode with
-    MemoryRead for its summary and key messages.
+    """List past episodes (tasks of earlier sessions), most recent first; read one with MemoryRead.
 
     Args:
-        outcome: only ``success``, ``failure``, ``blocked`` or ``ongoing`` episodes.
-        tag: only episodes with this tag (case-insensitive), e.g. ``"pytest"``,
-            ``"ValueError"``, ``"upload.py"`` or a project name.
-        since: only episodes that ended after this: an ISO date (``"2025-06-01"``), a
-            relative age (``"7d"``, ``"12h"``, ``"2w"``), ``"today"`` or ``"yesterday"``.
-        limit: at most this many (default 20, at most 200).
+        outcome: only episodes that ended so.
+        tag: only with this tag, e.g. ``pytest`` or a file name.
+        since: an ISO date, ``7d``, ``12h``, ``today`` or ``yesterday``.
+        limit: at most this many (default 20).
 
     Returns:
         ``Episodes (N, most recent first):`` then per episode a line

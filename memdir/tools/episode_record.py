@@ -35,22 +35,14 @@ def episode_record(
     *,
     now: datetime | None = None,
 ) -> str:
-    """Record the task you just finished (or gave up on) as an episode in long-term memory.
-
-    Call it when a task ends — fixed, failed, blocked, or paused unfinished — so a future
-    session can find "how I fixed this last time" or "where we left off". The episode is
-    stored under ``experience/episodes/<date>/`` and is found by search, MemoryGrep,
-    MemoryGlob and EpisodeList; when the conversation's transcript is ingested later,
-    this record is kept and completed with the transcript's times and size.
+    """Record the task you just finished, failed or paused as an episode, so later sessions can find it.
 
     Args:
-        name: a short task name, e.g. ``"Fix flaky upload test"`` (at most ~8 words).
-        outcome: ``success``, ``failure``, ``blocked`` or ``ongoing``.
-        summary: what was asked, what you did or found (the root cause, the fix, the
-            blocker) and how it ended; at most 250 words, the first sentences matter most.
-        tags: keywords: file names, repos, error types, commands, e.g.
-            ``["upload.py", "TimeoutError", "pytest"]``.
-        session_id: the conversation this belongs to (default: the current session).
+        name: a short task name.
+        outcome: how it ended.
+        summary: what was asked, what you did or found, how it ended (at most 250 words).
+        tags: file names, repos, error types, commands.
+        session_id: default: this session.
 
     Returns:
         ``Recorded episode memory://experience/episodes/… "Name" (✅ success, importance 0.70).``

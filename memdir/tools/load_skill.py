@@ -54,22 +54,10 @@ def load_skill(
     file_path: str,
     available_tools: Collection[str] | None = None,
 ) -> SkillLoad:
-    """Load a skill from memory and adapt your toolset to execute it.
-
-    Use it when a skill (a step-by-step procedure stored under skill/) fits the task,
-    e.g. one shown by a discovery reminder or found with ``MemoryGlob(pattern: "skill/**")``.
-    Your tools change to exactly the tools the skill lists (replacing the previous
-    skill's); the memory tools and LoadSkill always stay. Then follow the skill's
-    instructions, using only the tools in the updated toolset.
+    """Load a skill (a procedure under ``skill/``) that fits the task: your tools become the ones it lists.
 
     Args:
-        file_path: the skill's path; it must start with ``skill/``,
-            e.g. ``skill/debugging/api-errors.md`` or ``skill/meta/deep-learning.md``.
-
-    Raises (as tool errors):
-        InputValidationError: the path is not under skill/, the entry is not of type
-            ``skill``, its permissions are malformed or name rules memdir does not apply,
-            or it needs a tool this server does not offer (``available_tools``).
+        file_path: the skill's path, e.g. ``skill/meta/deep-learning.md``.
     """
     logical = normalize_path(file_path)
     if not logical.startswith(SKILL_PREFIX):

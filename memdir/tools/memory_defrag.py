@@ -18,28 +18,14 @@ PARAMETERS: dict[str, str] = {
 
 
 def memory_defrag(memory: Memory, action: str, **options: Any) -> str:
-    """Analyze memory health and optimize it: find duplicates, weak entries and related ones; merge, link, clean up.
+    """Check memory's health and tidy it: duplicates, thin or unread entries, related ones; merge, link, clean up.
 
-    Read-only actions (safe any time):
-    - ``analyze``: health report — coverage of metadata, tags, links and embeddings, quality, health score 0-100.
-    - ``find_duplicates`` (similarity_threshold=0.85): pairs whose word overlap or meaning is at least that similar.
-    - ``find_low_quality`` (min_quality_score=50, confidence_filter=high|medium|low|none): entries with thin
-      metadata, with what each is missing.
-    - ``find_archival_candidates`` (age_days=90, max_hits=0): old entries nobody reads.
-    - ``find_related`` (min_similarity=0.60, max_similarity=0.85): related but not duplicate pairs, and whether
-      they are linked yet.
-
-    Active actions change memory, but ONLY with ``dry_run: false``; by default (dry_run true) they show what
-    they would do. Always preview first, then repeat the call with ``dry_run: false``:
-    - ``link_related`` (min_similarity, max_similarity): add ``related`` links between related entries, both ways.
-    - ``merge_duplicates`` (similarity_threshold=0.85, merge_strategy=keep_newer|keep_larger|combine): keep one
-      entry of each duplicate pair; the other becomes a stub that redirects reads to the kept one.
-    - ``cleanup_stubs`` (age_days=30, max_hits=3): delete old, rarely used redirect stubs.
-    - ``compact`` (min_quality_score=20, min_age_days=30, max_hits=0): delete entries that are low quality AND
-      old AND unread.
-    - ``full``: merge duplicates, clean up stubs and compact in one go, reporting the health score before and after.
-
-    Every live change is journaled; a person can revert the last live run with ``memdir defrag --undo``.
+    Start with ``analyze`` (a health report). ``find_duplicates``, ``find_low_quality``,
+    ``find_archival_candidates`` and ``find_related`` only report. ``link_related``,
+    ``merge_duplicates`` (the other entry becomes a redirect), ``cleanup_stubs`` (old redirects),
+    ``compact`` (deletes low-quality, old, unread entries) and ``full`` (merge, clean up, compact)
+    change memory only with ``dry_run: false``: preview first, then repeat. Each option applies to
+    the actions it names; a person can undo the last live run (``memdir defrag --undo``).
 
     Args:
         action: one of the actions above.

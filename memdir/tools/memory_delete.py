@@ -12,15 +12,10 @@ if TYPE_CHECKING:
 
 
 def memory_delete(memory: Memory, session: Session, file_path: str) -> str:
-    """Delete a memory entry permanently (its content, metadata and embedding).
-
-    Use it for information that is wrong, outdated or no longer needed. Deletion
-    cannot be undone; to find candidates first, use MemoryDefrag. Built-in entries
-    (shipped with memdir) cannot be deleted. Other entries' links to it (typed ones and
-    ``related``) are removed with it, so none points at nothing.
+    """Delete a memory entry for good (wrong, outdated or unneeded); links to it go with it.
 
     Args:
-        file_path: the entry to delete, e.g. ``experience/temp-experiment.md``.
+        file_path: the entry.
 
     Returns:
         ``Deleted memory://PATH``, and the entries whose links to it were removed.

@@ -22,19 +22,13 @@ def memory_edit(
     new_string: str,
     replace_all: bool = False,
 ) -> str:
-    """Replace exact text in a memory entry (like the Edit tool, for memory content).
-
-    Read the entry with MemoryRead first: edits of entries you have not read, or that
-    changed since you read them, are refused. Copy ``old_string`` exactly from the
-    MemoryRead output, without the line-number prefix, keeping all whitespace. The
-    entry keeps its title and metadata; only the content changes.
+    """Replace exact text in a memory entry you have read (MemoryRead first); title and metadata stay.
 
     Args:
-        file_path: the entry to edit, e.g. ``fact/people/john.md``.
-        old_string: the exact text to replace (literal text, not a regular expression);
-            include surrounding context to make it unique.
-        new_string: the replacement; must differ from ``old_string``.
-        replace_all: replace every occurrence (default false: ``old_string`` must occur exactly once).
+        file_path: the entry.
+        old_string: the exact text to replace, from MemoryRead's output without line numbers.
+        new_string: the replacement.
+        replace_all: every occurrence (else ``old_string`` must occur once).
 
     Returns:
         ``Successfully replaced N occurrence(s) in memory://PATH``.

@@ -13,17 +13,11 @@ if TYPE_CHECKING:
 
 
 def memory_glob(memory: Memory, session: Session, pattern: str, view_all: bool = False) -> str:
-    """Find memory entries by path pattern (like a filesystem glob); newest first.
-
-    Use it to see what is stored in a part of memory before reading: all skills,
-    every concept of a domain, every entry. ``*`` matches within one folder, ``**``
-    across folders, ``?`` one character, ``[abc]`` one of a set.
+    """List the entries whose paths match a glob (``*`` within a folder, ``**`` across), newest first.
 
     Args:
-        pattern: e.g. ``skill/**`` (all skills, recursively), ``concept/ruby/*`` (direct
-            children only), ``fact/people/*.md``, ``**/api-*`` or ``**/*`` (everything).
-        view_all: with a role, also entries outside your role's view (other kinds, or not
-            visible to your role); without a role every entry is shown anyway.
+        pattern: e.g. ``skill/**``, ``concept/ruby/*``, ``**/*deploy*``.
+        view_all: also entries outside your role's view.
 
     Returns:
         ``Memory entries matching 'PATTERN' (N entries):`` then one

@@ -20,19 +20,13 @@ def memory_graph(
     kinds: list[str] | None = None,
     mermaid: bool = False,
 ) -> str:
-    """Show the entries linked to one entry, and how: its neighbourhood in the memory's link graph.
-
-    Links are typed: ``extends``, ``contradicts``, ``implements``, ``references`` (also
-    SwarmMemory's ``related``) and ``supersedes``, each with a strength from 0 to 1 and made by a
-    user or by memdir (``system``). Use it to find what builds on, contradicts or replaces an
-    entry before relying on it, then MemoryRead the neighbours that matter (reading one counts
-    as following its link).
+    """Show the entries linked to an entry: check what builds on, contradicts or replaces it before relying on it.
 
     Args:
-        path: the entry at the centre, e.g. ``concept/ruby/classes.md``.
-        hops: how far to go: 1 (direct links, the default), 2 or 3.
-        kinds: only links of these kinds, e.g. ``["contradicts", "supersedes"]``.
-        mermaid: also return a Mermaid diagram of the neighbourhood.
+        path: the entry at the centre.
+        hops: how many links away (1-3).
+        kinds: only links of these kinds.
+        mermaid: add a Mermaid diagram.
 
     Returns:
         The centre, then per hop each link as ``memory://a "A" —kind 0.80 (origin)→ memory://b "B"``;

@@ -30,20 +30,13 @@ def memory_grep(
     case_insensitive: bool = False,
     output_mode: str = "files_with_matches",
 ) -> str:
-    """Search the content of memory entries with a regular expression (like grep).
-
-    Use it to find entries mentioning an exact word, name, identifier or phrase.
-    The default mode also searches titles and tags, and says where each entry matched
-    (title, tags, content); the content and count modes search content only.
+    """Search entry contents with a regular expression: for an exact word, name or identifier.
 
     Args:
-        pattern: a Python regular expression, e.g. ``TODO|FIXME`` or ``def \\w+``.
-        path: optional filter: a folder (``concept/`` or ``fact/api`` = only ``fact/api/…``,
-            not ``fact/api-design/``) or one entry (``skill/debug.md``).
-        case_insensitive: ignore upper/lower case (default false).
-        output_mode: ``files_with_matches`` (default: matching entries with titles, and
-            where they matched),
-            ``content`` (matching lines with line numbers) or ``count`` (matches per entry).
+        pattern: a Python regular expression, e.g. ``TODO|FIXME``.
+        path: only this folder (``fact/api``) or entry.
+        case_insensitive: ignore case.
+        output_mode: ``files_with_matches`` (default; titles and tags too), ``content`` (lines) or ``count``.
 
     Returns:
         The matches in the requested mode; at most 500 entries (or lines) are listed.

@@ -12,18 +12,15 @@ if TYPE_CHECKING:
 
 
 def memory_link(memory: Memory, source: str, target: str, kind: str = "references", strength: float = 1.0) -> str:
-    """Link one memory entry to another with a typed link (stored in the source's metadata).
+    """Link one entry to another: it extends, implements, contradicts, supersedes or references it.
 
-    Use it when an entry builds on, implements, contradicts, replaces or refers to another, so
-    that MemoryGraph shows it and search can follow it. Linking the same two entries by the
-    same kind again replaces that link (e.g. to change its strength).
+    The same kind again replaces the link.
 
     Args:
-        source: the entry the link starts from, e.g. ``concept/http/retries.md``.
-        target: the entry it points to (must exist).
-        kind: ``extends``, ``contradicts``, ``implements``, ``references`` (default) or ``supersedes``
-            (the source replaces the target).
-        strength: how strong the link is, from 0 to 1 (default 1.0).
+        source: the entry the link starts from.
+        target: the entry it points to.
+        kind: how they relate.
+        strength: 0 to 1.
 
     Returns:
         ``Linked memory://source —kind 1.00→ memory://target``.
@@ -33,13 +30,12 @@ def memory_link(memory: Memory, source: str, target: str, kind: str = "reference
 
 
 def memory_unlink(memory: Memory, source: str, target: str, kind: str | None = None) -> str:
-    """Remove the links from one memory entry to another (of one kind, or all of them).
+    """Remove the links from one entry to another.
 
     Args:
         source: the entry holding the link.
         target: the entry it points to.
-        kind: only links of this kind (``extends``, ``contradicts``, ``implements``, ``references``,
-            ``supersedes``); leave it out to remove every link between them.
+        kind: only this kind (default: all).
 
     Returns:
         ``Removed N link(s) from memory://source to memory://target: kinds``.

@@ -16,16 +16,10 @@ if TYPE_CHECKING:
 
 
 def memory_read(memory: Memory, session: Session, file_path: str) -> str:
-    """Read a memory entry; its content comes back with line numbers.
-
-    Use it to see an entry found by MemoryGlob, MemoryGrep or a reminder, and always
-    before MemoryEdit (edits of entries you have not read are refused). If the entry
-    lists related memories they are shown after the content; read them too when
-    they may help.
+    """Read a memory entry: its lines numbered, then its related entries. MemoryEdit needs this first.
 
     Args:
-        file_path: the entry, e.g. ``concept/ruby/classes.md`` (``memory://`` prefix and
-            the ``.md`` suffix are optional). Paths start with concept/, fact/, skill/ or experience/.
+        file_path: e.g. ``concept/ruby/classes.md``.
 
     Returns:
         Each line as ``     N line`` (6-wide number, a space, the line), then a

@@ -31,24 +31,18 @@ def memory_search(
     include_archived: bool = False,
     view_all: bool = False,
 ) -> str:
-    """Search memory by meaning and keywords; the best entries first, each with the line that matched.
-
-    Use it to find what is stored about a topic, a person or a question when you do not
-    know the path: it ranks every entry by semantic similarity and keyword match. Then
-    read a result with MemoryRead. For an exact word or pattern, MemoryGrep is exact.
+    """Search memory by meaning and keywords, best first: find what is stored about a topic or question.
 
     Args:
-        query: what to look for, in plain words (a question or a few keywords).
-        top_k: how many results (1-50, default 10).
-        type: only entries of these types, e.g. ``["fact"]`` or ``["concept", "skill"]``.
-        path_prefix: only entries under this folder (e.g. ``concept/ruby``) or this one entry.
-        tags: only entries carrying at least one of these tags.
+        query: a question or a few keywords.
+        top_k: how many results.
+        type: only these entry types.
+        path_prefix: only under this folder.
+        tags: only entries with one of these tags.
         threshold: only results scoring at least this (0-1).
-        explain: also show each result's score breakdown (semantic, bm25, keyword, tag, context, and
-            graph, importance, recency when those are ranked by).
-        include_archived: also return archived and superseded entries (left out by default).
-        view_all: with a role, also entries outside your role's view (other kinds, or not
-            visible to your role); without a role every entry is shown anyway.
+        explain: add each result's score breakdown.
+        include_archived: also archived and superseded entries.
+        view_all: also entries outside your role's view.
 
     Returns:
         ``N results for 'QUERY':`` then per result ``1. memory://path "Title" (type, score 0.62)``

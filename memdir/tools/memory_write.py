@@ -43,33 +43,24 @@ def memory_write(
     permissions: dict[str, Any] | str | None = None,
     kind: str | None = None,
 ) -> str:
-    """Store a memory entry: markdown content plus structured metadata, searchable by meaning.
+    """Store a memory entry (markdown, at most 250 words) to remember across conversations.
 
-    Use it to keep something worth remembering across conversations: an idea
-    (concept), a piece of concrete information (fact), a step-by-step procedure
-    (skill) or a lesson learned (experience). Keep each entry focused and at most
-    250 words; split larger material into several entries linked through ``related``.
-    Writing to an existing path replaces that entry (only its owner may, when another
-    agent wrote it). If similar entries already exist
-    the reply lists them: prefer MemoryEdit on one of those over keeping duplicates.
+    Types: concept (an idea), fact, skill (a procedure), experience (a lesson). One topic per entry;
+    an existing path is replaced. Prefer MemoryEdit on a similar entry the reply lists to a duplicate.
 
     Args:
-        file_path: where to store it; it must start with the folder of its type:
-            ``concept/{domain}/{name}.md``, ``fact/{subfolder}/{name}.md``,
-            ``skill/{domain}/{name}.md`` or ``experience/{name}.md``.
-        content: the markdown content (no frontmatter), at most 250 words.
-        title: a brief descriptive title.
-        type: ``concept``, ``fact``, ``skill`` or ``experience`` (must match the folder).
-        tags: search keywords, e.g. ``["ruby", "classes", "oop"]``; be comprehensive.
-        related: paths of related entries, e.g. ``["memory://concept/ruby/modules.md"]``, or ``[]``.
-        domain: a category such as ``programming/ruby``, ``people`` or ``debugging``.
-        confidence: how sure you are: ``high``, ``medium`` (default) or ``low``.
-        source: where it came from: ``user`` (default), ``documentation``, ``experimentation`` or ``inference``.
-        tools: skills only: the tools the skill needs, e.g. ``["Read", "Edit", "Bash"]``.
-        permissions: skills only: tool restrictions, e.g. ``{"Bash": {"allowed_commands": ["^pytest"]}}``.
-        kind: what the memory is about, for the agent roles that look for it: ``decision``,
-            ``architecture``, ``coordination``, ``pattern``, ``skill``, ``bug``, ``test`` or
-            ``implementation`` (optional; an entry without a kind is in every role's view).
+        file_path: ``<type>/<folder>/<name>.md``, e.g. ``fact/people/ana.md``.
+        content: markdown, no frontmatter.
+        title: a short descriptive title.
+        type: must match the path's first folder.
+        tags: search keywords; be generous.
+        related: paths of related entries.
+        domain: a category, e.g. ``programming/ruby``.
+        confidence: how sure you are.
+        source: where it came from, e.g. ``user`` or ``documentation``.
+        tools: skills only: the tools it needs.
+        permissions: skills only, e.g. ``{"Bash": {"allowed_commands": ["^pytest"]}}``.
+        kind: for agent roles (optional).
 
     Returns:
         ``Stored at memory://PATH (SIZE)``, plus a note when an entry was replaced and a

@@ -34,26 +34,19 @@ def thread_append(
     call_id: str | None = None,
     ask: Ask | None = None,
 ) -> str:
-    """Append a message to a working-memory thread (created on first use); memdir keeps the whole thread.
+    """Append a message to a working-memory thread (created on first use); ThreadContext gives it back.
 
-    Record each turn — what the user said, your replies, tool calls and their results —
-    and later ask ThreadContext for a window of the thread that fits your budget. A message
-    containing `@@memory('semantic')@@` (or 'virtual', 'fragment'; 'hnsw' means semantic)
-    switches the thread's context strategy; `@@ref('p3')@@` / `@@unref('p3')@@` bring a
-    paged-out page of the virtual strategy back in, or let it go.
+    ``@@memory('semantic')@@`` in a message switches strategy (or virtual, fragment);
+    ``@@ref('p3')@@`` / ``@@unref('p3')@@`` page a page in or out.
 
     Args:
-        thread: the thread id, e.g. `"support-chat-42"` (letters, digits, '-', '_', '.').
-        role: `user`, `assistant`, `system`, or `tool` for a tool's result.
-        content: the message text, as said.
-        chunk_type: default from the role; or `system`, `agent`, `workflow`, `delegation`,
-            `environment`, `working-flow`, `output`, or a working-flow subtype: `thinking`,
-            `response`, `user`, `agent-action` (a tool call), `action-response` (its result).
-        retention: `critical` (never compacted; default for system), `compressible` (default),
-            `batch-compressible`, `disposable`, `ephemeral`.
-        importance: 0-1 (default 0.5); 0.7 and above stays verbatim in the virtual strategy.
-        call_id: pairs a tool call (role assistant) with its result (role tool); a tool result
-            without one answers the latest unanswered call. A pair is never separated.
+        thread: the thread id, e.g. ``support-chat-42``.
+        role: ``tool`` for a tool's result.
+        content: the message text.
+        chunk_type: default from the role; ``agent-action`` for a tool call, ``action-response`` for its result.
+        retention: ``critical`` is never compacted.
+        importance: 0-1 (default 0.5); 0.7+ stays verbatim.
+        call_id: pairs a tool call and its result.
 
     Returns:
         `Appended c12 to thread T (strategy virtual).`, or where it was queued (stepping or

@@ -11,18 +11,12 @@ if TYPE_CHECKING:
 
 
 def thread_context(memory: Memory, thread: str, budget_tokens: int, query: str | None = None) -> str:
-    """The context of a thread, assembled by its strategy within a token budget.
-
-    Use it instead of replaying the whole conversation: the recent turns are always there,
-    and older ones as the strategy chooses — `virtual` (important messages plus summarised
-    pages), `fragment` (a stable, age-weighted sample) or `semantic` (the older turns most
-    related to `query`). Switch strategy with ThreadControl or a `@@memory('semantic')@@` marker.
+    """A thread's context within a token budget: its recent turns, and older ones as its strategy picks.
 
     Args:
         thread: the thread id.
-        budget_tokens: the most tokens the context may take (estimated at 4 characters a token).
-        query: what you are about to work on; the semantic strategy brings back the turns
-            nearest to it (default: the last user message).
+        budget_tokens: the most tokens the context may take.
+        query: what you are working on (semantic).
 
     Returns:
         A header `Thread T · strategy S · N of B tokens · K of M chunks shown`, notes, then

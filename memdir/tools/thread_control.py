@@ -119,17 +119,12 @@ CHOICES = {"action": ACTIONS}
 
 
 def thread_control(memory: Memory, thread: str, action: str, value: str | None = None, ask: Ask | None = None) -> str:
-    """Control a working-memory thread: its context strategy, execution mode, stepping, compaction, pause, fork.
+    """Control a working-memory thread: strategy, mode, stepping, compaction, pause, fork.
 
     Args:
         thread: the thread id.
-        action: `strategy` (value: virtual | fragment | semantic; hnsw = semantic; every
-            event is kept), `mode` (value: auto | stepping; stepping queues appended messages,
-            auto drains the queue), `step` (stepping: a due compaction first, else the next
-            queued message), `compact` (summarise compressible older chunks now), `pause` /
-            `resume`, `fork` (value: the new thread id), `state`, `ref` / `unref` (value: a
-            virtual page id such as p3).
-        value: the action's argument, where it takes one.
+        action: with a value: ``strategy`` (virtual, fragment, semantic), ``mode`` (auto, stepping), ``fork`` (new id), ``ref``/``unref`` (page id).
+        value: the action's argument.
 
     Returns:
         What was done, in one or two sentences; `state` gives the version, strategy, mode,

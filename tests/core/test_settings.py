@@ -6,7 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from memdir.cli import app
 from memdir.core.settings import Settings
 
 
@@ -69,6 +71,17 @@ def test_a_config_file_memdir_cannot_use_is_a_clear_error(tmp_path, monkeypatch,
     assert str(config) in raised.value.message and raised.value.hint
 
 
+def test_a_mistyped_key_in_the_config_file_gets_the_setting_it_was_probably_meant_to_be(tmp_path, monkeypatch):
+    config = tmp_path / "memdir.toml"
+    config.write_text("semantc_weight = 0.7\nzzz = 1\n")
+    monkeypatch.setenv("MEMDIR_CONFIG", str(config))
+    result = CliRunner().invoke(app, ["status"])
+    assert result.exit_code == 1
+    assert "'semantc_weight': Did you mean 'semantic_weight'?" in result.output
+    assert "'zzz': no setting is close." in result.output
+    assert "hnsw_ef_search" not in result.output  # not a list of every setting
+
+
 def test_toml_file_is_read_and_env_wins(tmp_path, monkeypatch):
     config = tmp_path / "memdir.toml"
     config.write_text('semantic_weight = 0.9\nkeyword_weight = 0.1\nword_limit = 100\n')
@@ -112,14 +125,14 @@ def test_a_model_directory_names_its_own_model_unless_one_is_configured(tmp_path
 
 # --------------------------------------------------------------------------- the README's settings table
 
-_README = Path(__file__).resolve().parents[2] / "README.md"
+_SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 _UNITS = {"": 1, "MB": 1_000_000, "GB": 1_000_000_000, "s": 1}
 _LEADING_VALUE = re.compile(r"(true|false|-?\d[\d_.,]*)\s*(MB|GB|s)?\b")
 
 
 def _settings_table() -> list[tuple[list[str], list[str], str]]:
-    """(setting names, environment variables, default text) of each row of the README's table."""
-    lines = _README.read_text(encoding="utf-8").splitlines()
+    """(setting names, environment variables, default text) of each row of docs/configuration.md's table."""
+    lines = _SETTINGS_PAGE.read_text(encoding="utf-8").splitlines()
     start = lines.index("| setting | env | default |") + 2
     rows = []
     for line in lines[start:]:
@@ -142,10 +155,10 @@ def _documented_value(text: str) -> object:
 
 
 @pytest.mark.parametrize(("names", "env", "default"), _settings_table(), ids=lambda value: str(value)[:40])
-def test_readme_settings_table_matches_the_code(names, env, default):
+def test_the_documented_settings_table_matches_the_code(names, env, default):
     """Every row names real settings, environment variables that set them, and their actual defaults."""
     fields = Settings.model_fields
-    assert all(name in fields for name in names), f"the README names an unknown setting in {names}"
+    assert all(name in fields for name in names), f"docs/configuration.md names an unknown setting in {names}"
     aliases = {alias for name in names for alias in fields[name].validation_alias.choices}
     assert set(env) <= aliases, f"{sorted(set(env) - aliases)} do not set {names}"
     parts = default.split(" / ") if len(names) > 1 else [default]

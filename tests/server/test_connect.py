@@ -113,3 +113,39 @@ def test_a_server_that_stops_ends_the_front_instead_of_leaving_the_editor_waitin
 
     anyio.run(scenario)
     assert outcome and outcome[0] != "answered" and "TimeoutError" not in outcome[0], outcome
+
+
+INITIALIZE = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+              '"capabilities": {}, "clientInfo": {"name": "editor", "version": "1"}}}\n')
+
+
+def started_front(url: str, token: str, tmp_path):
+    """A front started as an editor starts it, that has answered the editor's `initialize`."""
+    import subprocess
+
+    spec = front(url, token, tmp_path)
+    process = subprocess.Popen([spec.command, *spec.args], env=spec.env, cwd=spec.cwd, text=True,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdin.write(INITIALIZE)
+    process.stdin.flush()
+    assert '"id":1,"result"' in process.stdout.readline()
+    return process
+
+
+def test_the_front_stops_when_its_editor_closes_stdin(served, tmp_path):
+    server, token = served
+    process = started_front(server.url, token, tmp_path)
+    process.stdin.close()  # the editor quit
+    assert process.wait(timeout=60) == 0
+    assert "the client closed its input; stopping." in process.stderr.read()
+
+
+def test_an_idle_front_stops_when_its_server_goes_away(served, tmp_path):
+    server, token = served
+    process = started_front(server.url, token, tmp_path)
+    server.stop()  # nothing is asked meanwhile: the front must notice by itself
+    try:
+        assert process.wait(timeout=60) == 1
+    finally:
+        process.kill()
+    assert "lost the connection to the memdir server" in process.stderr.read()

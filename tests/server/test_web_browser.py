@@ -6,8 +6,9 @@ with its link picture, the health report and the episodes. An entry full of scri
 run in the page and must not. A screenshot of each page is kept (the directory is printed;
 ``MEMDIR_TEST_ARTIFACTS`` chooses it, default ``test-artifacts/`` in the project).
 
-Chromium missing or failing to start fails these tests with the reason: `.ci/run` installs
-``chromium`` and ``chromium-driver``; nothing is skipped.
+Chromium missing skips these tests with one line saying what to install, except in CI
+(``CI=true``: `.ci/run` installs ``chromium`` and ``chromium-driver``), where it fails them; a
+Chromium that is there but cannot start always fails them, with the reason.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import anyio
 import pytest
 
 from memdir.server.tokens import TokenFile
+from tests.prerequisites import missing_prerequisite
 from tests.server.http_process import mcp_client, running_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -58,10 +60,10 @@ def start_chromium():
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
     except ImportError as exc:
-        pytest.fail(f"selenium is not installed ({exc}): pip install -e '.[test]'")
+        missing_prerequisite(f"selenium is not installed ({exc}): pip install -e '.[test]'")
     for binary in (CHROMIUM, CHROMEDRIVER):
         if not Path(binary).exists():
-            pytest.fail(f"{binary} is missing: apt-get install -y chromium chromium-driver (as .ci/run does)")
+            missing_prerequisite(f"{binary} is missing: apt-get install -y chromium chromium-driver (as .ci/run does)")
     profile = tempfile.mkdtemp(prefix="memdir-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
