@@ -257,6 +257,15 @@ class Settings(BaseSettings):
     http_allowed_origins: tuple[str, ...] = _setting(
         (), "http_allowed_origins", description="Origin headers accepted besides http(s)://<an accepted host>.",
     )
+    http_header_timeout: float = _setting(
+        10.0, "http_header_timeout", description="Seconds a connection may take to send a request's headers (then 408, closed).", gt=0,
+    )
+    http_body_timeout: float = _setting(
+        30.0, "http_body_timeout", description="Seconds a request's body may pause between two pieces (then closed).", gt=0,
+    )
+    http_max_connections_per_client: int = _setting(
+        100, "http_max_connections_per_client", description="Open connections one client address may have (more: 503).", ge=1,
+    )
     http_session_idle_timeout: float = _setting(1800.0, "http_session_idle_timeout", description="Seconds an idle MCP session is kept.")
     http_shutdown_timeout: float = _setting(30.0, "http_shutdown_timeout", description="Seconds SIGTERM waits for requests in flight.")
     web_page_size: int = _setting(50, "web_page_size", description="Entries per page of the web view.")

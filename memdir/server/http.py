@@ -3,7 +3,9 @@
 The MCP endpoint is the SDK's own streamable-HTTP transport (``/mcp``, one MCP session
 per client, each with its own read tracker and loaded skill: `memdir.server.state`); the
 read-only web view (`memdir.server.web`) is served by the same process from the same
-memory. `memdir.server.http_guard` checks Host, Origin and the token of every request.
+memory. `memdir.server.http_guard` checks Host, Origin and the token of every request;
+before that, `memdir.server.http_limits` cuts connections that send their request too slowly
+and bounds the connections per client.
 
 Every request needs a token, on loopback too: any local user of a shared machine could
 otherwise read and change someone's memory. A server started with no token creates one
@@ -32,6 +34,7 @@ from memdir.core.errors import InputValidationError
 from memdir.core.settings import Settings
 from memdir.server import web
 from memdir.server.http_guard import MCP_PATH, Gate, GuardMiddleware
+from memdir.server.http_limits import ConnectionLimits, limited_protocol
 from memdir.server.tokens import TokenFile
 
 if TYPE_CHECKING:
@@ -139,7 +142,9 @@ def serve_http(settings: Settings, *, host: str | None = None, port: int | None 
     created = first_token(tokens)
     server = build_server(settings, embedder=embedder)
     app, inflight = http_app(server, settings, host, tokens)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+    limits = ConnectionLimits(settings.http_header_timeout, settings.http_body_timeout,
+                              settings.http_max_connections_per_client)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", http=limited_protocol(limits),
                             timeout_graceful_shutdown=1)  # what remains after the drain: clients' idle event streams
     # sse-starlette ends every event stream as soon as the signal arrives, the answers to calls in
     # flight included; `MemdirHTTPServer.shutdown` ends them itself once those calls are answered.
