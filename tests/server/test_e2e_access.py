@@ -90,14 +90,14 @@ async def test_the_status_resource_shows_identity_and_the_prefetch_hit_rate(tmp_
 
 @pytest.mark.slow
 def test_over_http_each_client_acts_as_the_agent_its_token_names(tmp_path):
-    """One `memdir serve --http`, two clients with their own tokens: each owns what it writes."""
+    """One `memdir serve --http`, two clients with tokens made for their agents: each owns what it writes."""
     import anyio
 
     from memdir.server.tokens import TokenFile
     from tests.server.http_process import mcp_client, running_server
 
     tokens = TokenFile(tmp_path / "http-tokens.json")  # the file conftest points MEMDIR_HTTP_TOKENS_FILE at
-    alice, bob = tokens.create("alice"), tokens.create("bob")
+    alice, bob = tokens.create("alice", agent="alice"), tokens.create("bob", agent="bob")
     entry = {"file_path": "fact/standup.md", "content": "Standup is at 9:30.", "title": "Standup", "type": "fact",
              "tags": [], "related": [], "domain": "team"}
 
