@@ -39,12 +39,12 @@ async def test_a_non_owner_is_refused_over_mcp_and_an_admin_is_not(tmp_path):
         assert message == (
             "Error executing tool MemoryWrite: memory://fact/deploy.md belongs to alice; bob (reviewer) may not update it.\n"
             "Ask alice to make the change, write your own entry under another path, or act as an admin "
-            "(`--admin`, or admin = true in memdir.toml).")
+            "(`--admin`, or admin = true in your own owner-only config file).")
         await call(bob, "MemoryRead", file_path="fact/deploy.md")  # reading is not refused
         message = await refused(bob, "MemoryEdit", file_path="fact/deploy.md", old_string="Deploys", new_string="Releases")
         assert message.endswith("memory://fact/deploy.md belongs to alice; bob (reviewer) may not update it.\n"
                                 "Ask alice to make the change, write your own entry under another path, or act as "
-                                "an admin (`--admin`, or admin = true in memdir.toml).")
+                                "an admin (`--admin`, or admin = true in your own owner-only config file).")
         message = await refused(bob, "MemoryDelete", file_path="fact/deploy.md")
         assert "memory://fact/deploy.md belongs to alice; bob (reviewer) may not delete it." in message
         assert "Deploys run ops/deploy.sh" in await call(bob, "MemoryRead", file_path="fact/deploy.md")
