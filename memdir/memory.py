@@ -786,19 +786,26 @@ class Memory:
                 before_commit=index_first,
             )
 
-    def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
-        """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
+    def write_stub(self, path: str, target: str, kind: str = "merged", *, owner: str | None = None) -> None:
+        """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves).
+
+        The stub keeps the owner of what it replaces (``owner`` when nothing is there: an undo
+        putting back a stub it recorded), so no other agent may overwrite or delete it and take
+        over the path its readers are redirected through.
+        """
         logical, goal = normalize_path(path), normalize_path(target)
         action = "merge" if kind == "merged" else "stub"
         with self._exclusive(), self._index_first(logical):
             before = self._existing(logical)
             self._guard(logical, before, action)
+            if before is not None:
+                owner = before.metadata.labels().created_by
 
             def before_commit() -> None:
                 self.index.remove(logical)
                 self._record(logical, before, None, action, into=goal)
 
-            self.adapter.write_stub(logical, Redirect(kind, goal), before_commit=before_commit)
+            self.adapter.write_stub(logical, Redirect(kind, goal), owner=owner, before_commit=before_commit)
 
     def redirect_of(self, path: str) -> Redirect | None:
         return self.adapter.read_redirect(normalize_path(path))

@@ -50,7 +50,7 @@ def copy_entries(
             for path in paths[start : start + BATCH]:
                 redirect = source.read_redirect(path)
                 if redirect is not None:
-                    target.write_stub(path, redirect)
+                    target.write_stub(path, redirect, owner=source.read_entry(path, follow=False).metadata.labels().created_by)
                     stubs += 1
                     continue
                 entry = source.read_entry(path, follow=False)

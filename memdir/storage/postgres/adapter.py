@@ -245,8 +245,9 @@ class PostgresAdapter:
                 before_commit(updated)
         return [entry for entry, _ in updated]
 
-    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
-        """Replace the entry at ``path`` with a redirect stub (its vector and search columns go)."""
+    def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None,
+                   before_commit: Callable[[], None] | None = None) -> None:
+        """Replace the entry at ``path`` with a redirect stub owned by ``owner`` (its vector and search columns go)."""
         path = normalize_path(path)
         refuse_virtual(path)
         redirect = valid_redirect(path, redirect)
@@ -257,7 +258,8 @@ class PostgresAdapter:
             old = conn.execute("SELECT size FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
             old_size = old[0] if old else 0
             self._check_sizes(conn, path, size, old_size)
-            stub = Entry(path=path, content=text, title="", size=size, hits=0)  # a new stub starts unread
+            stub = Entry(path=path, content=text, title="", size=size, hits=0,  # a new stub starts unread
+                         metadata=Metadata(created_by=owner))
             self._store(conn, stub, old_size, redirect)
             if before_commit is not None:
                 before_commit()
