@@ -133,11 +133,17 @@ class MemdirHTTPServer(uvicorn.Server):
 
 def serve_http(settings: Settings, *, host: str | None = None, port: int | None = None,
                embedder: Embedder | None = None) -> None:
-    """Run the HTTP server until SIGTERM or Ctrl-C (creating its first token when there is none)."""
+    """Run the HTTP server until SIGTERM or Ctrl-C (creating its first token when there is none).
+
+    Raises:
+        ConfigError, StoreUnavailableError: the store setting names no store that can be used.
+    """
     from memdir.server.app import build_server
+    from memdir.storage.stores import check_store
 
     host = host or settings.http_host
     port = settings.http_port if port is None else port
+    check_store(settings)
     tokens = tokens_for(settings)
     created = first_token(tokens)
     server = build_server(settings, embedder=embedder)

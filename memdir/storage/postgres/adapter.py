@@ -28,6 +28,7 @@ from memdir.core.errors import EntryNotFoundError, ReadOnlyRootError
 from memdir.core.paths import normalize_path
 from memdir.storage import stubs
 from memdir.storage.base import EntryInfo, FileStats, Redirect
+from memdir.storage.credentials import shown
 from memdir.storage.entry_input import (
     check_sizes,
     encode_content,
@@ -37,9 +38,15 @@ from memdir.storage.entry_input import (
     valid_redirect,
 )
 from memdir.storage.postgres.audit import PostgresAudit
-from memdir.storage.postgres.database import Database, redact
+from memdir.storage.postgres.database import Database
 from memdir.storage.root_listing import Listed, ReconcilePlan
-from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
+from memdir.storage.sidecar import (
+    EMBEDDING_DTYPE,
+    embedding_checksum,
+    encode_embedding,
+    fallback_title,
+    metadata_from_yaml,
+)
 from memdir.storage.vectors import folder_of
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
@@ -97,11 +104,11 @@ class PostgresAdapter:
         self.max_redirect_hops = max_redirect_hops
 
     def __str__(self) -> str:
-        return redact(self.db.url)
+        return shown(self.db.url)
 
     def _writing(self) -> Any:
         if self.read_only is not None:
-            raise ReadOnlyRootError(redact(self.db.url), self.read_only)
+            raise ReadOnlyRootError(shown(self.db.url), self.read_only)
         return self.lock.exclusive()
 
     def _conn(self) -> psycopg.Connection:
