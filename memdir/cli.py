@@ -318,7 +318,12 @@ def export_store(
     store: StoreOption = None,
 ) -> None:
     """Copy the whole store (the root's files, or --store's database) into an empty directory or database."""
+    from memdir.storage.stores import is_postgres
+    from memdir.storage.transfer import check_target_folder
+
     settings = load_settings(root, agent, store=store)
+    if not is_postgres(target):
+        check_target_folder(Path(target), None if is_postgres(settings.store) else settings.root)
     _copy_store(settings, _other_store(settings, target))
 
 

@@ -31,12 +31,21 @@ def _tokens():
 def create(
     name: NameArgument,
     role: Annotated[str | None, typer.Option(help="The role its client acts in (orchestrator, optimizer, reviewer, executor); default: the server's.")] = None,
+    agent: Annotated[str | None, typer.Option(help="The agent its client acts as (owner of what it writes); default: the token's name with --role, else the server's own agent.")] = None,
 ) -> None:
     """Make a new token and print it (once: only its hash is kept)."""
     tokens = _tokens()
-    token = tokens.create(name, role)
+    token = tokens.create(name, role, agent)
+    stored = next(stored for stored in tokens.tokens() if stored.name == name)
+    if stored.agent is None:
+        server = load_settings().agent
+        owner = ("the server's own agent, as what you write over stdio and the CLI" if server is None else
+                 f"the agent the server runs as (with these settings: {server!r})")
+    else:
+        owner = f"agent {stored.agent!r}, which only it (or an admin) may then change"
     typer.echo(token)
-    console(stderr=True).print(f"Token {name!r} created; keep it now, it is not shown again (stored hashed in {tokens.path}).")
+    console(stderr=True).print(f"Token {name!r} created; keep it now, it is not shown again (stored hashed in {tokens.path}). "
+                               f"What its client writes is owned by {owner}.", markup=False)
 
 
 @token_app.command("list")
@@ -46,9 +55,10 @@ def list_tokens(as_json: JsonOption = False) -> None:
     from memdir.server.tokens import SETTINGS_TOKEN_NAME
 
     tokens = _tokens()
-    rows = [{"name": stored.name, "created": stored.created, "role": stored.role} for stored in tokens.tokens()]
+    rows = [{"name": stored.name, "created": stored.created, "role": stored.role, "agent": stored.agent}
+            for stored in tokens.tokens()]
     if load_settings().http_token:
-        rows.append({"name": SETTINGS_TOKEN_NAME, "created": "(http_token setting)", "role": None})
+        rows.append({"name": SETTINGS_TOKEN_NAME, "created": "(http_token setting)", "role": None, "agent": None})
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -56,7 +66,7 @@ def list_tokens(as_json: JsonOption = False) -> None:
         typer.echo(f"No tokens (file: {tokens.path}). `memdir token create NAME` makes one.")
         return
     for row in rows:
-        typer.echo(f"{row['name']}\t{row['created']}\t{row['role'] or '(the server’s role)'}")
+        typer.echo(f"{row['name']}\t{row['created']}\t{row['agent'] or '(the server’s agent)'}\t{row['role'] or '(the server’s role)'}")
 
 
 @token_app.command("revoke")

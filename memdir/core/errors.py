@@ -182,7 +182,7 @@ class NotOwnerError(MemdirError):
         super().__init__(
             f"memory://{path} belongs to {owner}; {actor} may not {action} it.",
             f"Ask {owner} to make the change, write your own entry under another path, or act as "
-            "an admin (`--admin`, or admin = true in memdir.toml).",
+            "an admin (`--admin`, or admin = true in your own owner-only config file).",
         )
         self.path, self.owner, self.actor, self.action = path, owner, actor, action
 

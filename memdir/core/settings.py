@@ -2,19 +2,26 @@
 
 Values come, highest priority first, from: keyword arguments, ``MEMDIR_*`` environment
 variables (SwarmMemory's ``SWARM_MEMORY_*`` names are accepted as aliases where one
-existed), a ``memdir.toml`` file, then the defaults below. The TOML file is the one named
-by ``MEMDIR_CONFIG``, else ``./memdir.toml``, else ``memdir.toml`` in the user config dir.
-Keys in the TOML file are the field names (``semantic_weight = 0.6``).
+existed), ``./memdir.toml``, the user's config file, then the defaults below. The user's
+file is the one named by ``MEMDIR_CONFIG`` (then the only file read), else ``memdir.toml``
+in the user config dir. Keys in the TOML files are the field names (``semantic_weight = 0.6``).
+
+The settings that widen privileges (`memdir.core.locations.PRIVILEGED`: admin, allow_bash,
+the workspace, identity, tokens, who may connect) are refused in ``./memdir.toml``, which an
+agent's workspace tools may write, and taken from the user's file only when that file is the
+user's own and owner-only (``chmod 600``) and lies outside the workspace and the memory root.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -24,8 +31,8 @@ from pydantic_settings import (
 )
 
 from memdir.core.errors import ConfigError
+from memdir.core.locations import AGENT_NAME, APP_NAME, config_file, default_root, HOOK_SOCKET_TIMEOUT, PRIVILEGED, project_config_file
 from memdir.core.suggest import did_you_mean
-from memdir.core.locations import AGENT_NAME, APP_NAME, HOOK_SOCKET_TIMEOUT, config_file, default_root
 
 Mode = Literal["assistant", "retrieval", "researcher"]
 
@@ -55,11 +62,16 @@ class PrefixedEnvSource(EnvSettingsSource):
 
 
 class CheckedTomlSource(TomlConfigSettingsSource):
-    """``memdir.toml``, refusing a file that is not TOML and keys that are no setting: a
-    misspelt key would otherwise be ignored without a word, and the user would wonder
-    why the setting never took."""
+    """A ``memdir.toml``, refusing a file that is not TOML and keys that are no setting (a
+    misspelt key would otherwise be ignored without a word, and the user would wonder why
+    the setting never took), and privileged settings where they may not come from.
 
-    def __init__(self, settings_cls: type[BaseSettings], toml_file: Path) -> None:
+    ``trusted``: the user's own config file, which may hold privileged settings if only its
+    owner may change or read it; else the working directory's, which may hold none.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], toml_file: Path | None, trusted: bool) -> None:
+        self.trusted = trusted
         try:
             super().__init__(settings_cls, toml_file=toml_file)
         except tomllib.TOMLDecodeError as exc:
@@ -75,7 +87,41 @@ class CheckedTomlSource(TomlConfigSettingsSource):
                 f"{self.toml_file_path}: unknown setting(s) {', '.join(map(repr, unknown))}.",
                 f"{guesses} Every setting is listed in docs/configuration.md.",
             )
+        privileged = sorted(PRIVILEGED.intersection(data))
+        if privileged and not self.trusted:
+            raise ConfigError(
+                f"{self.toml_file_path} sets {', '.join(privileged)}, which widen what clients may do; a file in the "
+                "working directory may have been written by an agent, so memdir does not take them from it.",
+                f"Remove them there, and put them in your own config file {config_file()} (chmod 600), "
+                "or give them on the command line.",
+            )
+        if privileged:
+            _check_owner_only(Path(str(self.toml_file_path)), privileged)
         return data
+
+
+def _check_owner_only(path: Path, privileged: list[str]) -> None:
+    """Refuse privileged settings from a file that someone else may change or read."""
+    status = path.stat()
+    if status.st_uid != os.getuid() or status.st_mode & 0o077:
+        raise ConfigError(
+            f"{path} sets {', '.join(privileged)}, but other users may change or read it "
+            f"(owner uid {status.st_uid}, mode {stat.filemode(status.st_mode)}).",
+            f"Make it yours and owner-only (`chmod 600 {path}`), or give those settings on the command line.",
+        )
+
+
+def _privileged_in(path: Path) -> list[str]:
+    """The privileged settings a config file holds (none when it is missing or unreadable: its source reports that)."""
+    try:
+        with path.open("rb") as handle:
+            return sorted(PRIVILEGED.intersection(tomllib.load(handle)))
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.expanduser().resolve())
 
 
 def _setting(default: Any, name: str, swarm: str | None = None, **kwargs: Any) -> Any:
@@ -259,6 +305,15 @@ class Settings(BaseSettings):
     http_allowed_origins: tuple[str, ...] = _setting(
         (), "http_allowed_origins", description="Origin headers accepted besides http(s)://<an accepted host>.",
     )
+    http_header_timeout: float = _setting(
+        10.0, "http_header_timeout", description="Seconds a connection may take to send a request's headers (then 408, closed).", gt=0,
+    )
+    http_body_timeout: float = _setting(
+        30.0, "http_body_timeout", description="Seconds a request's body may pause between two pieces (then closed).", gt=0,
+    )
+    http_max_connections_per_client: int = _setting(
+        100, "http_max_connections_per_client", description="Open connections one client address may have (more: 503).", ge=1,
+    )
     http_session_idle_timeout: float = _setting(1800.0, "http_session_idle_timeout", description="Seconds an idle MCP session is kept.")
     http_shutdown_timeout: float = _setting(30.0, "http_shutdown_timeout", description="Seconds SIGTERM waits for requests in flight.")
     web_page_size: int = _setting(50, "web_page_size", description="Entries per page of the web view.")
@@ -378,7 +433,25 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, PrefixedEnvSource(settings_cls), CheckedTomlSource(settings_cls, toml_file=config_file()))
+        return (init_settings, PrefixedEnvSource(settings_cls),
+                CheckedTomlSource(settings_cls, project_config_file(), trusted=False),
+                CheckedTomlSource(settings_cls, config_file(), trusted=True))
+
+    @model_validator(mode="after")
+    def _privileges_from_outside(self) -> Settings:
+        """Privileged settings only from a config file no agent's tools reach: outside the
+        workspace (the workspace tools write there) and the memory root (the memory tools do)."""
+        path = config_file()
+        privileged = _privileged_in(path) if path.is_file() else []
+        for folder, name in ((self.workspace, "workspace"), (self.root, "memory root")):
+            if privileged and _inside(path, folder):
+                raise ConfigError(
+                    f"{path} sets {', '.join(privileged)}, but it lies inside the {name} {folder}, "
+                    "where an agent's tools can write it.",
+                    "Move it out (e.g. to the user config dir, or point MEMDIR_CONFIG at a file elsewhere), "
+                    "or give those settings on the command line.",
+                )
+        return self
 
     @property
     def model_wanted(self) -> str | None:

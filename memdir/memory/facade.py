@@ -38,11 +38,11 @@ import numpy as np
 from memdir.core.entry import Entry, Metadata, utcnow
 from memdir.core.errors import (
     DiskFullError,
-    MemdirError,
     EntryNotFoundError,
     InputValidationError,
     InvalidPathError,
     LockTimeoutError,
+    MemdirError,
     ReadOnlyEntryError,
     ReadOnlyRootError,
     RedirectError,
@@ -50,8 +50,14 @@ from memdir.core.errors import (
 )
 from memdir.core.files import disk_errors
 from memdir.core.identity import Actor, Labels
-from memdir.core.links import RELATED_KIND, Link, check_link_kind, make_link, related_links
 from memdir.core.keywords import extract_keywords, porter_stem
+from memdir.core.links import (
+    RELATED_KIND,
+    Link,
+    check_link_kind,
+    make_link,
+    related_links,
+)
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length
@@ -72,10 +78,10 @@ from memdir.search.text_search import (
 )
 from memdir.storage.audit_log import ACTIONS, AuditRecord, change_diff
 from memdir.storage.base import EntryIndex, EntryInfo, FileStats, Redirect, StorageAdapter
-from memdir.storage.records import Edge
+from memdir.storage.credentials import shown
+from memdir.storage.entry_cache import EntryCache, load_report, PrefetchReport, save_report
 from memdir.storage.evolution_records import ImportanceChange, record_importance
-from memdir.storage.entry_cache import EntryCache, PrefetchReport, load_report, save_report
-from memdir.storage.records import Listed
+from memdir.storage.records import Edge, Listed
 from memdir.storage.stores import open_store
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
@@ -121,6 +127,8 @@ class MemoryStatus:
     index_fresh: bool
     stale: int
     prefetch: PrefetchReport | None = None
+    store: str = ""
+    """Where the entries live: "files" (under the root), or the database URL, its password masked."""
 
 
 class Memory:
@@ -787,19 +795,26 @@ class Memory:
                 before_commit=index_first,
             )
 
-    def write_stub(self, path: str, target: str, kind: str = "merged") -> None:
-        """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves)."""
+    def write_stub(self, path: str, target: str, kind: str = "merged", *, owner: str | None = None) -> None:
+        """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves).
+
+        The stub keeps the owner of what it replaces (``owner`` when nothing is there: an undo
+        putting back a stub it recorded), so no other agent may overwrite or delete it and take
+        over the path its readers are redirected through.
+        """
         logical, goal = normalize_path(path), normalize_path(target)
         action = "merge" if kind == "merged" else "stub"
         with self._exclusive(), self._index_first(logical):
             before = self._existing(logical)
             self._guard(logical, before, action)
+            if before is not None:
+                owner = before.metadata.labels().created_by
 
             def before_commit() -> None:
                 self.index.remove(logical)
                 self._record(logical, before, None, action, into=goal)
 
-            self.adapter.write_stub(logical, Redirect(kind, goal), before_commit=before_commit)
+            self.adapter.write_stub(logical, Redirect(kind, goal), owner=owner, before_commit=before_commit)
 
     def redirect_of(self, path: str) -> Redirect | None:
         return self.adapter.read_redirect(normalize_path(path))
@@ -1002,6 +1017,7 @@ class Memory:
             index_fresh=stats.stale == 0,
             stale=stats.stale,
             prefetch=self._prefetch_report(),
+            store=shown(self.settings.store) if self.settings.store.strip() else "files",
         )
 
     def _prefetch_report(self) -> PrefetchReport | None:

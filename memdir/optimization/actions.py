@@ -232,6 +232,7 @@ class Changer:
             with self._lock():
                 if (stale := self._unchanged(item.path)) is not None:
                     return stale
+                self.memory.check_change(item.path, "delete")  # refused before the journal records anything
                 self.journal.before(item.path)
                 self.memory.delete(item.path)
                 self.expected[item.path] = ""
@@ -250,6 +251,7 @@ class Changer:
                     redirect = None
                 if redirect is None or redirect.target != target:
                     return Outcome(False, f"memory://{path} is no longer a stub to memory://{target}")
+                self.memory.check_change(path, "delete")  # another agent's stub: skipped, nothing journaled
                 self.journal.before(path)
                 self.memory.delete(path)
                 self.journal.after(path)

@@ -3,7 +3,7 @@
 Each live run that changes anything writes ``<root>/.memdir/defrag/<run id>.jsonl``,
 one JSON record per line, *before* each change (write-ahead, fsynced):
 
-* ``{"type": "run", ...}`` — the action, its options and when it started;
+* ``{"type": "run", ...}`` — the action, its options, when it started and the agent who ran it;
 * ``{"type": "before", "path": ..., "state": ...}`` — the full prior state of an entry,
   recorded the first time the run touches it: ``missing``, a ``stub`` (kind, target) or
   an ``entry`` (content, title, metadata, hits, updated_at and its embedding);
@@ -12,8 +12,10 @@ one JSON record per line, *before* each change (write-ahead, fsynced):
 * ``{"type": "end", "status": ...}`` and, once reverted, ``{"type": "undone", ...}``.
 
 A run killed halfway still leaves a usable journal: every change it made has its
-``before`` record on disk. `undo_last` reverts the newest run not yet undone, refusing
-(unless forced) when entries it would overwrite were changed after the run.
+``before`` record on disk. `undo_last` reverts the caller's newest run not yet undone (an
+admin's: anyone's), refusing (unless forced) when entries it would overwrite were changed
+after the run. Another agent's run is never undone by someone else: on a shared root it may
+be live work the caller knows nothing of.
 
 Journals are files of the root, so one may have been planted or edited by hand: they are
 read and appended to only as regular files inside the root (`memdir.core.files`), and
@@ -79,7 +81,8 @@ def _read_state(memory: Memory, path: str) -> Entry | dict[str, Any]:
     except RedirectError:
         redirect = None
     if redirect is not None:
-        return {"state": "stub", "kind": redirect.kind, "target": redirect.target}
+        owner = memory.adapter.read_entry(path, follow=False).metadata.labels().created_by
+        return {"state": "stub", "kind": redirect.kind, "target": redirect.target, "owner": owner}
     return memory.adapter.read_entry(path, follow=False)
 
 
@@ -120,7 +123,7 @@ def _identity(state: dict[str, Any]) -> dict[str, Any]:
     """What makes two states the same for conflict checks: everything but the hit count and full content."""
     if state["state"] == "entry":
         return {"state": "entry", "fingerprint": state["fingerprint"]}
-    return {key: value for key, value in state.items() if key != "hits"}
+    return {key: value for key, value in state.items() if key not in ("hits", "owner")}
 
 
 def restore(memory: Memory, path: str, state: dict[str, Any], extra_hits: int = 0) -> None:
@@ -134,7 +137,8 @@ def restore(memory: Memory, path: str, state: dict[str, Any], extra_hits: int = 
             memory.delete(path)
         return
     if kind == "stub":
-        memory.write_stub(path, state["target"], state["kind"])
+        owner = state.get("owner")
+        memory.write_stub(path, state["target"], state["kind"], owner=owner if isinstance(owner, str) else None)
         return
     metadata = Metadata.model_validate(state.get("metadata") or {})
     title, content, hits = state.get("title", ""), state["content"], int(state.get("hits", 0)) + extra_hits
@@ -165,7 +169,8 @@ class Journal:
         self.id = f"{started:%Y%m%dT%H%M%S%fZ}-{action}-{uuid.uuid4().hex[:6]}"
         self.path = journal_dir(memory.root) / f"{self.id}{JOURNAL_SUFFIX}"
         self._header = {
-            "type": "run", "id": self.id, "action": action, "options": options, "started_at": started.isoformat()
+            "type": "run", "id": self.id, "action": action, "options": options, "started_at": started.isoformat(),
+            "agent": memory.actor.name,
         }
         self._touched: set[str] = set()
         self._handle: Any = None
@@ -246,6 +251,7 @@ class Run:
     started_at: str
     status: str  # complete | failed | interrupted
     undone: bool
+    agent: str | None = None  # who ran it (None: an anonymous caller, or a journal older than the field)
     before: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> state, in change order
     after: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> latest summary
 
@@ -270,6 +276,11 @@ def _path_of(record: dict[str, Any]) -> str:
     return path if isinstance(path, str) else repr(path)
 
 
+def _agent_of(record: dict[str, Any]) -> str | None:
+    agent = record.get("agent")
+    return agent if isinstance(agent, str) else None
+
+
 def read_run(root: Path, file: Path) -> Run | None:
     """A journal file of ``root`` as a `Run`, or None if it has no readable header."""
     run: Run | None = None
@@ -279,7 +290,7 @@ def read_run(root: Path, file: Path) -> Run | None:
             run = Run(
                 id=str(record.get("id", file.stem)), file=file, action=str(record.get("action", "?")),
                 options=record.get("options") or {}, started_at=str(record.get("started_at", "")),
-                status="interrupted", undone=False,
+                status="interrupted", undone=False, agent=_agent_of(record),
             )
         elif run is None:
             continue
@@ -379,7 +390,8 @@ class UndoResult:
 
 
 def undo_last(memory: Memory, *, force: bool = False, actions: Collection[str] | None = None) -> UndoResult:
-    """Revert the newest live defrag run (or evolution job run) that has not been undone yet.
+    """Revert the caller's newest live defrag run (or evolution job run) that has not been undone yet;
+    an admin's undo takes the newest of anyone's.
 
     Every path the run touched goes back to the state recorded before the run
     touched it: deleted entries come back (content, title, metadata, hits, vector),
@@ -392,18 +404,27 @@ def undo_last(memory: Memory, *, force: bool = False, actions: Collection[str] |
         actions: only runs of these actions (the evolution jobs undo their own); None: any.
 
     Raises:
-        InputValidationError: there is no run to undo, or (without ``force``) entries
-            were changed after the run; nothing is changed then.
+        InputValidationError: there is no run of the caller's to undo, or (without ``force``)
+            entries were changed after the run; nothing is changed then.
     """
+    actor = memory.actor
     runs = [run for run in list_runs(memory.root)
             if not run.undone and run.before and (actions is None or run.action in actions)]
-    if not runs:
+    own = runs if actor.admin else [run for run in runs if run.agent == actor.name]
+    if not own:
         what = "defrag run" if actions is None else " or ".join(sorted(actions)) + " run"
+        if runs:
+            newest = runs[-1]
+            raise InputValidationError(
+                f"There is no live {what} of {actor.label}'s to undo; the newest, {newest.id}, was run by "
+                f"{newest.agent or 'anonymous'}.",
+                f"Ask {newest.agent or 'whoever ran it'} to undo it, or act as an admin (`--admin`).",
+            )
         raise InputValidationError(
             f"There is no live {what} to undo.",
             "Only live runs (not dry runs) that changed something are journaled (under .memdir/defrag/).",
         )
-    run = runs[-1]
+    run = own[-1]
     try:
         _check_run(memory.root, run)
     except (ValueError, InvalidPathError) as exc:

@@ -34,10 +34,23 @@ from pydantic import Field, ValidationError, WithJsonSchema
 
 from memdir import __version__
 from memdir.core.settings import Settings
-from memdir.core.user_regex import RegexBudget
-from memdir.server import local_socket, prompts, resources, sampling, toolsets, workspace
+from memdir.server import (
+    local_socket,
+    prompts,
+    resources,
+    sampling,
+    toolsets,
+    workspace,
+)
 from memdir.server.arguments import invalid_arguments_message, unknown_arguments_message
-from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
+from memdir.server.modes import (
+    TOOLS,
+    ToolSpec,
+    offers_skills,
+    parse_docstring,
+    tools_for_mode,
+)
+from memdir.server.scheduler import Scheduler, note_clients
 from memdir.server.state import (
     AppState,
     MemoryHost,
@@ -47,7 +60,6 @@ from memdir.server.state import (
     run_memory_tool,
     session_state,
 )
-from memdir.server.scheduler import Scheduler, note_clients
 from memdir.server.stopping import exit_for, run_until_signalled
 from memdir.tools.discovery import discover
 from memdir.workspace.tools import WORKSPACE_TOOLS, Workspace
@@ -348,10 +360,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
                         settings=settings,
                         host=host,
                         sessions=SessionRegistry(),
-                        workspace=Workspace.create(
-                            settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout,
-                            regex_budget=RegexBudget.from_settings(settings),
-                        ),
+                        workspace=Workspace.from_settings(settings),
                         tools=registered,
                         workspace_tools=workspace_tools,
                         scheduler=evolution,

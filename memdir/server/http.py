@@ -3,10 +3,13 @@
 The MCP endpoint is the SDK's own streamable-HTTP transport (``/mcp``, one MCP session
 per client, each with its own read tracker and loaded skill: `memdir.server.state`); the
 read-only web view (`memdir.server.web`) is served by the same process from the same
-memory. `memdir.server.http_guard` checks Host, Origin and the token of every request.
+memory. `memdir.server.http_guard` checks Host, Origin and the token of every request;
+before that, `memdir.server.http_limits` cuts connections that send their request too slowly
+and bounds the connections per client.
 
-Listening on an address other machines can reach needs a token: the server refuses to
-start there without one, rather than hand the memory to the network.
+Every request needs a token, on loopback too: any local user of a shared machine could
+otherwise read and change someone's memory. A server started with no token creates one
+(named ``first``) and prints, once, how clients and the browser use it, as Jupyter does.
 
 SIGTERM (and Ctrl-C): the server stops accepting connections, lets the MCP requests in
 flight finish (up to ``http_shutdown_timeout``), closes the clients' event streams, then
@@ -23,14 +26,15 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
-from sse_starlette.sse import AppStatus
 from mcp.server.transport_security import TransportSecuritySettings
+from sse_starlette.sse import AppStatus
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memdir.core.errors import ConfigError
+from memdir.core.errors import InputValidationError
 from memdir.core.settings import Settings
 from memdir.server import web
-from memdir.server.http_guard import MCP_PATH, Gate, GuardMiddleware, is_loopback
+from memdir.server.http_guard import MCP_PATH, Gate, GuardMiddleware
+from memdir.server.http_limits import ConnectionLimits, limited_protocol
 from memdir.server.tokens import TokenFile
 
 if TYPE_CHECKING:
@@ -60,14 +64,27 @@ def tokens_for(settings: Settings) -> TokenFile:
     return TokenFile(settings.http_tokens_file, settings.http_token)
 
 
-def refuse_open_network(host: str, tokens: TokenFile) -> None:
-    """Refuse to serve a non-loopback address without any token configured."""
-    if not is_loopback(host) and not tokens.configured:
-        raise ConfigError(
-            f"memdir will not listen on {host} without a token: anyone who can reach it could read and change the memory.",
-            f"Create one with `memdir token create NAME` (kept hashed in {tokens.path}), or set http_token "
-            "(MEMDIR_HTTP_TOKEN); or listen on 127.0.0.1 only.",
-        )
+FIRST_TOKEN_NAME = "first"
+
+
+def first_token(tokens: TokenFile) -> str | None:
+    """Create the token a server without any needs (named `FIRST_TOKEN_NAME`); None when one exists."""
+    if tokens.configured:
+        return None
+    try:
+        return tokens.create(FIRST_TOKEN_NAME)
+    except InputValidationError:  # another server created it at the same moment
+        return None
+
+
+def first_token_notice(token: str, tokens: TokenFile, base: str) -> str:
+    """How to use the token a server created on its first start (printed once: only its hash is kept)."""
+    return (f"memdir: this server needs a token and there was none, so it created one ({FIRST_TOKEN_NAME!r}, kept hashed "
+            f"in {tokens.path}). It is shown only now:\n\n    {token}\n\n"
+            f"  web view:  {base}/?token={token}\n"
+            f"  MCP:       send `Authorization: Bearer {token}`, or `memdir serve --connect {base}{MCP_PATH} --token {token}`\n"
+            "Its clients act as this server's own agent. `memdir token create NAME` makes more tokens, "
+            f"`memdir token revoke {FIRST_TOKEN_NAME}` withdraws this one.")
 
 
 def http_app(server: MemdirServer, settings: Settings, host: str, tokens: TokenFile) -> tuple[GuardMiddleware, InFlight]:
@@ -89,9 +106,10 @@ def http_app(server: MemdirServer, settings: Settings, host: str, tokens: TokenF
 class MemdirHTTPServer(uvicorn.Server):
     """uvicorn, announcing where it listens and letting MCP calls in flight finish before it stops."""
 
-    def __init__(self, config: uvicorn.Config, inflight: InFlight, drain_seconds: float, announce: bool) -> None:
+    def __init__(self, config: uvicorn.Config, inflight: InFlight, drain_seconds: float, announce: bool,
+                 first: tuple[str, TokenFile] | None = None) -> None:
         super().__init__(config)
-        self.inflight, self.drain_seconds, self.announce = inflight, drain_seconds, announce
+        self.inflight, self.drain_seconds, self.announce, self.first = inflight, drain_seconds, announce, first
 
     async def startup(self, sockets: Any = None) -> None:
         await super().startup(sockets)
@@ -100,6 +118,8 @@ class MemdirHTTPServer(uvicorn.Server):
             shown = f"[{host}]" if ":" in host else host
             print(f"memdir: serving MCP at http://{shown}:{port}{MCP_PATH} and the web view at http://{shown}:{port}/",
                   file=sys.stderr, flush=True)
+            if self.first is not None:
+                print(first_token_notice(*self.first, f"http://{shown}:{port}"), file=sys.stderr, flush=True)
 
     async def shutdown(self, sockets: Any = None) -> None:
         for listener in self.servers:  # no new connections while the calls in flight finish
@@ -113,29 +133,31 @@ class MemdirHTTPServer(uvicorn.Server):
 
 def serve_http(settings: Settings, *, host: str | None = None, port: int | None = None,
                embedder: Embedder | None = None) -> None:
-    """Run the HTTP server until SIGTERM or Ctrl-C.
+    """Run the HTTP server until SIGTERM or Ctrl-C (creating its first token when there is none).
 
     Raises:
-        ConfigError: a non-loopback ``host`` and no token configured.
+        ConfigError, StoreUnavailableError: the store setting names no store that can be used.
     """
     from memdir.server.app import build_server
+    from memdir.storage.stores import check_store
 
     host = host or settings.http_host
     port = settings.http_port if port is None else port
+    check_store(settings)
     tokens = tokens_for(settings)
-    refuse_open_network(host, tokens)
-    if not tokens.configured:
-        print("memdir: no token configured, so any program on this machine can use this server "
-              "(`memdir token create NAME` makes one).", file=sys.stderr)
+    created = first_token(tokens)
     server = build_server(settings, embedder=embedder)
     app, inflight = http_app(server, settings, host, tokens)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+    limits = ConnectionLimits(settings.http_header_timeout, settings.http_body_timeout,
+                              settings.http_max_connections_per_client)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", http=limited_protocol(limits),
                             timeout_graceful_shutdown=1)  # what remains after the drain: clients' idle event streams
     # sse-starlette ends every event stream as soon as the signal arrives, the answers to calls in
     # flight included; `MemdirHTTPServer.shutdown` ends them itself once those calls are answered.
     AppStatus.disable_automatic_graceful_drain()
     gc.freeze()  # as in `memdir.server.app.serve`: the SDK's objects live as long as the process
-    MemdirHTTPServer(config, inflight, settings.http_shutdown_timeout, announce=True).run()
+    first = None if created is None else (created, tokens)
+    MemdirHTTPServer(config, inflight, settings.http_shutdown_timeout, announce=True, first=first).run()
 
 
-__all__ = ["InFlight", "MemdirHTTPServer", "http_app", "refuse_open_network", "serve_http", "tokens_for"]
+__all__ = ["InFlight", "MemdirHTTPServer", "first_token", "http_app", "serve_http", "tokens_for"]

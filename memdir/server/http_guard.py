@@ -13,18 +13,18 @@ Every request passes here before it reaches the MCP transport or the web view:
    that is not (or no longer) in the token file: 401. The MCP endpoint never takes the
    cookie, so a page the user opens cannot spend it there.
 
-Auth is required whenever a token is configured, and always when the server listens on a
-non-loopback address (`memdir.server.http` refuses to start there without one). On
-loopback with no token at all, requests pass with the checks 1 and 2 only.
+A token is always required, on every address: with no token configured (the last one
+revoked while the server runs) every request is refused, the server never falls open.
+(`memdir.server.http` creates a first token when it starts without any.)
 
 A request that passes carries the token's name as its user (``scope["user"]``, the SDK's
-`AuthenticatedUser`): the SDK binds each MCP session to the token that opened it, so
-another token cannot take over a session id it learnt.
+`AuthenticatedUser`), with the role and agent the token gives as scopes: the SDK binds each
+MCP session to the token that opened it, so another token cannot take over a session id it
+learnt.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
@@ -33,7 +33,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memdir.server.state import HTTP_CLIENT
@@ -48,16 +53,6 @@ REFUSED = -32001
 """JSON-RPC error code of a refused MCP request (the implementation-defined server-error range)."""
 
 
-def is_loopback(host: str) -> bool:
-    """True for an address only this machine can reach (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _hostname(value: str) -> str:
     """The name in a Host header or origin's netloc, without the port (IPv6 without brackets), lower case."""
     if value.startswith("["):
@@ -67,12 +62,11 @@ def _hostname(value: str) -> str:
 
 @dataclass(frozen=True)
 class Gate:
-    """Who may talk to the server: accepted Host names, extra Origins, the tokens, and whether they are required."""
+    """Who may talk to the server: accepted Host names, extra Origins, and the tokens."""
 
     hosts: frozenset[str]
     origins: frozenset[str]
     tokens: TokenFile
-    always_require_token: bool
 
     @classmethod
     def for_address(cls, host: str, tokens: TokenFile, extra_hosts: tuple[str, ...] = (),
@@ -81,7 +75,7 @@ class Gate:
         names = set(LOOPBACK_NAMES) | {name.lower().strip("[]") for name in extra_hosts}
         if host not in ("0.0.0.0", "::", ""):
             names.add(host.lower().strip("[]"))
-        return cls(frozenset(names), frozenset(o.rstrip("/") for o in extra_origins), tokens, not is_loopback(host))
+        return cls(frozenset(names), frozenset(o.rstrip("/") for o in extra_origins), tokens)
 
     def host_ok(self, host: str | None) -> bool:
         return bool(host) and _hostname(host) in self.hosts
@@ -93,9 +87,6 @@ class Gate:
             return True
         parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and _hostname(parts.netloc) in self.hosts
-
-    def token_needed(self) -> bool:
-        return self.always_require_token or self.tokens.configured
 
 
 class GuardMiddleware:
@@ -140,8 +131,6 @@ class GuardMiddleware:
         if not self.gate.origin_ok(origin):
             return self._refuse(scope, "origin", 403, f"Origin {origin!r} may not call this memdir server. "
                                 "Add it to http_allowed_origins (MEMDIR_HTTP_ALLOWED_ORIGINS) if it should.")
-        if not self.gate.token_needed():
-            return None
         is_mcp = _is_mcp(scope)
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         given, source = _bearer(headers), "header"
@@ -164,17 +153,21 @@ class GuardMiddleware:
             response.set_cookie(COOKIE, given, httponly=True, samesite="strict", path="/")
             return response
         scopes = [] if client.role is None else [ROLE_SCOPE + client.role]
+        scopes += [] if client.agent is None else [AGENT_SCOPE + client.agent]
         scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=client.name, scopes=scopes))
         return None
 
 
 ROLE_SCOPE = "memdir-role:"
-"""The scope a token's role travels in from the check to the request's `HttpClient`."""
+AGENT_SCOPE = "memdir-agent:"
+"""The scopes a token's role and agent travel in from the check to the request's `HttpClient`."""
 
 
 def _client(user: AuthenticatedUser) -> HttpClient:
-    roles = [scope.removeprefix(ROLE_SCOPE) for scope in user.scopes if scope.startswith(ROLE_SCOPE)]
-    return HttpClient(user.display_name, roles[0] if roles else None)
+    def scoped(prefix: str) -> str | None:
+        return next((scope.removeprefix(prefix) for scope in user.scopes if scope.startswith(prefix)), None)
+
+    return HttpClient(user.display_name, scoped(ROLE_SCOPE), scoped(AGENT_SCOPE))
 
 
 def _is_mcp(scope: Scope) -> bool:
@@ -197,4 +190,4 @@ def _cookie(headers: Headers) -> str | None:
     return morsel.value if morsel is not None else None
 
 
-__all__ = ["COOKIE", "MCP_PATH", "Gate", "GuardMiddleware", "is_loopback"]
+__all__ = ["COOKIE", "MCP_PATH", "Gate", "GuardMiddleware"]

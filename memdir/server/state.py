@@ -124,13 +124,17 @@ class MemoryHost:
         """``fn`` on the memory ``opening`` gives: the attempt `run` started (or found) for this call,
         submitted to the writer thread before it, so waiting for it never blocks that thread.
 
-        ``client``: the HTTP client the call is for (None: stdio, or no token). Over HTTP each
-        client acts as the agent its token names — its changes are its own, and other clients'
-        entries are theirs — in the role its token gives (else the server's), with the server's
-        admin flag (never a token's: admin stays a setting or flag of whoever runs the server).
+        ``client``: the HTTP client the call is for (None: stdio). A plain token's client acts as
+        the server itself (`HttpClient.is_server`); a token made with an agent or a role acts as
+        that agent (its changes are its own, other agents' entries are theirs), in the role its
+        token gives (else the server's). Either way with the server's admin flag, never a
+        token's: admin stays a setting or flag of whoever runs the server.
         """
         memory = opening.result()
-        actor = None if client is None else Actor(client.name, parse_role(client.role or self._settings.role), self._settings.admin)
+        actor = None
+        if client is not None and not client.is_server:
+            actor = Actor(client.agent or self._settings.agent, parse_role(client.role or self._settings.role),
+                          self._settings.admin)
         with disk_errors(self._root), memory.acting_as(actor):  # a tool's own files (defrag journal, episodes, ...) too
             return fn(memory, *args, **kwargs)
 

@@ -1,9 +1,17 @@
 """Bearer tokens for `memdir serve --http`: named, stored hashed, revocable while the server runs.
 
 A token is 32 random bytes (``mdt_`` + URL-safe base64), shown once when it is created.
-It names the client (the agent its changes are recorded as) and may give it a role
-(``memdir token create NAME --role reviewer``): over HTTP the role is per connection, as a
-stdio server's ``--role`` is; a token without one takes the server's.
+Its name tells tokens apart (lists, logs, per-client session state). Who its client acts as:
+
+* a plain token (``memdir token create laptop``) acts as the server's own identity: the
+  agent and role the server runs with. One person with a laptop token and a stdio server
+  stays one owner of what both write;
+* ``--agent NAME`` makes its client that agent (the owner of what it writes, with that
+  agent's rights and no one else's); ``--role ROLE`` gives it a role (its view and the
+  visibility of what it writes), and without ``--agent`` the token's name is its agent: a
+  team member is somebody.
+
+Admin never comes from a token: it stays a setting of whoever runs the server.
 The token file (setting ``http_tokens_file``, 0600) keeps per token its name, a random
 salt and SHA-256(salt + token): with 256 random bits there is nothing to guess, so a
 slow password hash (scrypt) would only add its ~50 ms to every request without making
@@ -29,13 +37,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import portalocker
 
 from memdir.core.errors import ConfigError, InputValidationError
 from memdir.core.identity import parse_role
+from memdir.core.locations import AGENT_NAME
 
 TOKEN_PREFIX = "mdt_"
 SETTINGS_TOKEN_NAME = "settings"
@@ -52,6 +61,7 @@ class StoredToken:
     digest: str
     created: str
     role: str | None = None  # the client's role; None: the server's
+    agent: str | None = None  # the agent its client acts as; None: the server's own identity
 
     def matches(self, token: str) -> bool:
         return hmac.compare_digest(self.digest, _digest(self.salt, token))
@@ -63,18 +73,33 @@ def _digest(salt: str, token: str) -> str:
 
 @dataclass(frozen=True)
 class HttpClient:
-    """Who an HTTP request is from: its token's name, and the role that token gives (None: the server's)."""
+    """Who an HTTP request is from: its token's name, and the role and agent that token gives
+    (None for either: the server's own)."""
 
     name: str
     role: str | None = None
+    agent: str | None = None
+
+    @property
+    def is_server(self) -> bool:
+        """True when the client acts as the server's own identity (a plain token)."""
+        return self.role is None and self.agent is None
 
 
-def new_token(name: str, role: str | None = None) -> tuple[str, StoredToken]:
+def new_token(name: str, role: str | None = None, agent: str | None = None) -> tuple[str, StoredToken]:
     """(the token to show once, what the file keeps of it)."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     salt = secrets.token_hex(16)
-    created = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-    return token, StoredToken(name=name, salt=salt, digest=_digest(salt, token), created=created, role=role)
+    created = datetime.now(UTC).replace(microsecond=0).isoformat()
+    return token, StoredToken(name=name, salt=salt, digest=_digest(salt, token), created=created, role=role, agent=agent)
+
+
+def _stored(item: dict) -> StoredToken:
+    """One token from the file. A file written before tokens named their agent gave a role
+    token's client the token's name as its agent: such a token keeps it."""
+    if "agent" not in item and item.get("role"):
+        item = {**item, "agent": item["name"]}
+    return StoredToken(**item)
 
 
 class TokenFile:
@@ -107,7 +132,7 @@ class TokenFile:
     def _load(self) -> list[StoredToken]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            return [StoredToken(**item) for item in data["tokens"]]
+            return [_stored(item) for item in data["tokens"]]
         except FileNotFoundError:
             return []
         except (OSError, ValueError, TypeError, KeyError) as exc:
@@ -130,18 +155,29 @@ class TokenFile:
             return HttpClient(SETTINGS_TOKEN_NAME)
         for stored in self.tokens():
             if stored.matches(token):
-                return HttpClient(stored.name, stored.role)
+                return HttpClient(stored.name, stored.role, stored.agent)
         return None
 
     # ------------------------------------------------------------------ changing
-    def create(self, name: str, role: str | None = None) -> str:
-        """Add a token named ``name`` (its client acting in ``role``, None: the server's role); the
-        token itself (it is not kept: show it once).
+    def create(self, name: str, role: str | None = None, agent: str | None = None) -> str:
+        """Add a token named ``name``; the token itself (it is not kept: show it once).
+
+        Args:
+            role: the role its client acts in (None: the server's).
+            agent: the agent its client acts as (None: the token's name when a role is given,
+                else the server's own identity).
 
         Raises:
-            InputValidationError: the name is not allowed or taken, or the role is no role.
+            InputValidationError: the name or agent is not allowed, the name is taken, or the role is no role.
         """
         role_name = None if (parsed := parse_role(role)) is None else parsed.value
+        if agent is not None and not AGENT_NAME.fullmatch(agent):
+            raise InputValidationError(
+                f"Agent name {agent!r} is not allowed.",
+                "Use letters, digits, '-', '_' or '.' (up to 64), not starting with '.', e.g. `--agent reviewer-1`.",
+            )
+        if agent is None and role_name is not None:
+            agent = name
         if not TOKEN_NAME.fullmatch(name or ""):
             raise InputValidationError(
                 f"Token name {name!r} is not allowed.",
@@ -155,7 +191,7 @@ class TokenFile:
                     f"A token named {name!r} exists already.",
                     f"Pick another name, or `memdir token revoke {name}` first to replace it.",
                 )
-            token, stored = new_token(name, role_name)
+            token, stored = new_token(name, role_name, agent)
             tokens.append(stored)
         return token
 

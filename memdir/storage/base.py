@@ -240,8 +240,10 @@ class StorageAdapter(Protocol):
     def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
         """Remove the entry (`EntryNotFoundError` if there is none)."""
 
-    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
-        """Replace the entry at ``path`` with a redirect stub."""
+    def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None,
+                   before_commit: Callable[[], None] | None = None) -> None:
+        """Replace the entry at ``path`` with a redirect stub, owned by ``owner`` (None: nobody), so
+        that only its owner (or an admin) may overwrite, delete or clean it up."""
 
     def read_redirect(self, path: str) -> Redirect | None:
         """The redirect if ``path`` is a stub, else None."""

@@ -15,6 +15,7 @@ from memdir.core.settings import Settings
 from memdir.storage import open_mode
 from memdir.storage.audit_log import AuditLog
 from memdir.storage.base import AuditTrail, EntryIndex, StorageAdapter
+from memdir.storage.credentials import shown
 from memdir.storage.directory.filesystem import FilesystemAdapter
 from memdir.storage.directory.index import DerivedIndex
 
@@ -37,7 +38,7 @@ def _database_url(settings: Settings) -> str | None:
     store = settings.store.strip()
     if store and not is_postgres(store):
         raise ConfigError(
-            f"the store setting {store!r} is neither empty (the directory at the root) nor a postgresql:// URL.",
+            f"the store setting {shown(store)!r} is neither empty (the directory at the root) nor a postgresql:// URL.",
             "Give --store postgresql://user@host/dbname (or MEMDIR_STORE), or leave it empty.",
         )
     return store or None
@@ -51,6 +52,26 @@ def open_store(settings: Settings, *, read_only: bool = False) -> tuple[StorageA
 
         return open_postgres(url, settings, read_only=read_only)
     return open_directory(settings, read_only=read_only)
+
+
+def check_store(settings: Settings) -> None:
+    """Refuse now a store setting that cannot be used: a server checks it at start rather than
+    start, stay silent, and then fail every call (the directory store is checked as it opens).
+
+    Raises:
+        ConfigError: the setting names no store memdir knows.
+        StoreUnavailableError: the database cannot be reached or refuses the login.
+    """
+    url = _database_url(settings)
+    if url is None:
+        return
+    from memdir.storage.postgres.database import Database
+
+    database = Database(url, lock_timeout=settings.lock_timeout)
+    try:
+        database.connection()
+    finally:
+        database.close()
 
 
 def open_audit(settings: Settings) -> AuditTrail:

@@ -15,11 +15,40 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
+from pathlib import Path
 
 from memdir.core.errors import InputValidationError
 from memdir.storage.base import StorageAdapter
 
 BATCH = 500
+FRESH_ROOT = frozenset({".memdir", ".lock"})
+"""What a store that holds nothing yet has in its folder: its derived data and its lock file."""
+
+
+def check_target_folder(folder: Path, source_root: Path | None) -> None:
+    """Refuse a folder a store cannot be copied into: a file, a folder holding anything but an
+    empty store's own files, or one inside the source's root (the copy would copy itself).
+
+    Args:
+        folder: the target directory.
+        source_root: the root of the directory store copied from (None: a database).
+
+    Raises:
+        InputValidationError: what is wrong with ``folder``; nothing is written then.
+    """
+    folder = folder.expanduser()
+    hint = "Copy into a new or empty folder outside the memory root, or into a postgresql:// URL."
+    if folder.exists() and not folder.is_dir():
+        raise InputValidationError(f"{folder} is a file, not a folder.", hint)
+    if source_root is not None:
+        root = source_root.expanduser().resolve()
+        if folder.resolve().is_relative_to(root):
+            raise InputValidationError(f"{folder} is inside the memory root {root}: the copy would copy itself.", hint)
+    if folder.is_dir():
+        held = sorted(child.name for child in folder.iterdir() if child.name not in FRESH_ROOT)
+        if held:
+            shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+            raise InputValidationError(f"{folder} is not empty (it holds {shown}).", hint)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +79,7 @@ def copy_entries(
             for path in paths[start : start + BATCH]:
                 redirect = source.read_redirect(path)
                 if redirect is not None:
-                    target.write_stub(path, redirect)
+                    target.write_stub(path, redirect, owner=source.read_entry(path, follow=False).metadata.labels().created_by)
                     stubs += 1
                     continue
                 entry = source.read_entry(path, follow=False)

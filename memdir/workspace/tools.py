@@ -34,10 +34,13 @@ from memdir.core.entry import UNREADABLE_PERMISSIONS
 from memdir.core.errors import InputValidationError, MemdirError
 from memdir.core.files import read_regular, replace_file
 from memdir.core.globbing import glob_matcher
+from memdir.core.locations import CONFIG_NAME, config_file
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length, compile_regex, shown
 from memdir.search.text_search import GrepPattern, grep_content
-from memdir.tools.memory_grep import OUTPUT_MODES  # Grep over the workspace has MemoryGrep's modes
+from memdir.tools.memory_grep import (
+    OUTPUT_MODES,  # Grep over the workspace has MemoryGrep's modes
+)
 from memdir.tools.session import Session
 
 WORKSPACE_TOOLS: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash")
@@ -293,13 +296,34 @@ class Workspace:
     allow_bash: bool = False
     bash_timeout: float = 60.0
     regex_budget: RegexBudget = field(default_factory=_settings_budget)
+    memdirs_own: tuple[Path, ...] = ()
+    """memdir's own files and folders (resolved), which no workspace tool reaches (`owns`)."""
 
     @classmethod
     def create(
-        cls, root: Path, *, allow_bash: bool = False, bash_timeout: float = 60.0, regex_budget: RegexBudget | None = None
+        cls, root: Path, *, allow_bash: bool = False, bash_timeout: float = 60.0, regex_budget: RegexBudget | None = None,
+        memdirs_own: tuple[Path, ...] = (),
     ) -> Workspace:
         """The workspace at ``root``; ``regex_budget`` defaults to the one the settings give."""
-        return cls(Path(root).expanduser().resolve(), allow_bash, bash_timeout, regex_budget or _settings_budget())
+        own = tuple(Path(path).expanduser().resolve() for path in memdirs_own)
+        return cls(Path(root).expanduser().resolve(), allow_bash, bash_timeout, regex_budget or _settings_budget(), own)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Workspace:
+        """The server's workspace: ``settings.workspace`` with its limits, memdir's own files off limits
+        (the memory root, the config file, the token file and its lock, the cache)."""
+        tokens = settings.http_tokens_file.expanduser()
+        return cls.create(
+            settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout,
+            regex_budget=RegexBudget.from_settings(settings),
+            memdirs_own=(settings.root, config_file(), tokens, tokens.with_name(tokens.name + ".lock"), settings.cache_dir),
+        )
+
+    def owns(self, resolved: Path) -> bool:
+        """True for one of memdir's own files: its settings (any ``memdir.toml``), tokens, cache or
+        memory. An agent that could write them could change what it may do, or whose it is."""
+        return resolved.name == CONFIG_NAME or any(resolved == own or resolved.is_relative_to(own)
+                                                   for own in self.memdirs_own)
 
     def resolve(self, path: str | None, *, tool: str) -> tuple[Path, str]:
         """(absolute resolved path, workspace-relative path) for ``path``; refuses anything outside.
@@ -323,6 +347,12 @@ class Workspace:
             raise WorkspacePermissionError(
                 f"{tool} refused: {text} is outside the workspace {self.root}.",
                 "Workspace tools only reach files inside the workspace; use a path relative to it.",
+            )
+        if self.owns(resolved):
+            raise WorkspacePermissionError(
+                f"{tool} refused: {text} is one of memdir's own files (its settings, tokens or memory).",
+                "Workspace tools never touch them: use the memory tools for entries; settings and tokens "
+                "are for the person who runs memdir to change.",
             )
         relative = resolved.relative_to(self.root).as_posix()
         return resolved, relative or "."
@@ -469,7 +499,7 @@ def _walk_files(workspace: Workspace, base: Path) -> Iterator[tuple[Path, str]]:
                 resolved = path.resolve()
             except OSError:
                 continue
-            if not resolved.is_relative_to(workspace.root) or not resolved.is_file():
+            if not resolved.is_relative_to(workspace.root) or not resolved.is_file() or workspace.owns(resolved):
                 continue
             yield path, path.relative_to(workspace.root).as_posix()
 

@@ -89,6 +89,7 @@ def test_the_admin_flag_is_never_taken_from_the_environment(monkeypatch, tmp_pat
     monkeypatch.setenv("ADMIN", "1")
     assert Settings().admin is False
     (tmp_path / "memdir.toml").write_text("admin = true\n")  # the conftest points MEMDIR_CONFIG here
+    (tmp_path / "memdir.toml").chmod(0o600)  # a privileged setting needs an owner-only file
     assert Settings().admin is True
 
 

@@ -39,12 +39,12 @@ async def test_a_non_owner_is_refused_over_mcp_and_an_admin_is_not(tmp_path):
         assert message == (
             "Error executing tool MemoryWrite: memory://fact/deploy.md belongs to alice; bob (reviewer) may not update it.\n"
             "Ask alice to make the change, write your own entry under another path, or act as an admin "
-            "(`--admin`, or admin = true in memdir.toml).")
+            "(`--admin`, or admin = true in your own owner-only config file).")
         await call(bob, "MemoryRead", file_path="fact/deploy.md")  # reading is not refused
         message = await refused(bob, "MemoryEdit", file_path="fact/deploy.md", old_string="Deploys", new_string="Releases")
         assert message.endswith("memory://fact/deploy.md belongs to alice; bob (reviewer) may not update it.\n"
                                 "Ask alice to make the change, write your own entry under another path, or act as "
-                                "an admin (`--admin`, or admin = true in memdir.toml).")
+                                "an admin (`--admin`, or admin = true in your own owner-only config file).")
         message = await refused(bob, "MemoryDelete", file_path="fact/deploy.md")
         assert "memory://fact/deploy.md belongs to alice; bob (reviewer) may not delete it." in message
         assert "Deploys run ops/deploy.sh" in await call(bob, "MemoryRead", file_path="fact/deploy.md")
@@ -90,14 +90,14 @@ async def test_the_status_resource_shows_identity_and_the_prefetch_hit_rate(tmp_
 
 @pytest.mark.slow
 def test_over_http_each_client_acts_as_the_agent_its_token_names(tmp_path):
-    """One `memdir serve --http`, two clients with their own tokens: each owns what it writes."""
+    """One `memdir serve --http`, two clients with tokens made for their agents: each owns what it writes."""
     import anyio
 
     from memdir.server.tokens import TokenFile
     from tests.server.http_process import mcp_client, running_server
 
     tokens = TokenFile(tmp_path / "http-tokens.json")  # the file conftest points MEMDIR_HTTP_TOKENS_FILE at
-    alice, bob = tokens.create("alice"), tokens.create("bob")
+    alice, bob = tokens.create("alice", agent="alice"), tokens.create("bob", agent="bob")
     entry = {"file_path": "fact/standup.md", "content": "Standup is at 9:30.", "title": "Standup", "type": "fact",
              "tags": [], "related": [], "domain": "team"}
 

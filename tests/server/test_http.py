@@ -2,7 +2,8 @@
 
 Auth: no token, a wrong one, a revoked one, a bad Host, a bad Origin are refused (401/403) and
 a good request passes; two clients keep their own session state; a session belongs to the
-token that opened it; a non-loopback address without a token is refused; SIGTERM lets the
+token that opened it; a server with no token creates one and never falls open (the last one
+revoked); a plain token writes as the server, an agent's token as that agent; SIGTERM lets the
 writes in flight finish.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ import httpx2
 import pytest
 
 from memdir.server.tokens import HttpClient, TokenFile
-from tests.server.http_process import mcp_client, running_server, serve_command
+from tests.server.http_process import mcp_client, running_server
 
 pytestmark = pytest.mark.slow
 
@@ -144,19 +146,66 @@ def test_clients_of_the_sessionless_protocol_keep_their_state_per_token(server, 
     anyio.run(scenario)
 
 
-def test_a_network_address_without_any_token_is_refused(tmp_path):
-    started = subprocess.run([*serve_command("--host", "0.0.0.0")], capture_output=True, text=True, timeout=60,
-                             env={**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "false"}, stdin=subprocess.DEVNULL)
-    assert started.returncode == 1
-    assert "will not listen on 0.0.0.0 without a token" in started.stderr
-    assert "memdir token create" in started.stderr
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memdir", *args], capture_output=True, text=True, timeout=120)
 
 
-def test_without_tokens_a_loopback_server_is_open_but_still_checks_host(tmp_path):
+def test_a_server_without_tokens_creates_one_shows_it_once_and_never_falls_open(tmp_path):
     with running_server(cwd=tmp_path) as server:
-        assert "no token configured" in server.stderr_text()
-        assert post(server.url).status_code == 200
-        assert post(server.url, host="attacker.example").status_code == 403
+        printed = re.search(r"^    (mdt_\S+)$", server.stderr_text(), re.MULTILINE)
+        assert printed, server.stderr_text()
+        token = printed.group(1)
+        assert f"{server.base}/?token={token}" in server.stderr_text()
+        assert f"Authorization: Bearer {token}" in server.stderr_text()
+        assert post(server.url).status_code == 401  # loopback too: another local user gets nothing
+        assert httpx2.get(server.base + "/").status_code == 401
+        assert post(server.url, token).status_code == 200
+        assert post(server.url, token, host="attacker.example").status_code == 403
+        assert cli("token", "revoke", "first").returncode == 0  # the last token: nothing passes any more
+        assert post(server.url).status_code == 401
+        assert post(server.url, token).status_code == 401
+        assert httpx2.get(server.base + "/health").status_code == 401
+    with running_server(cwd=tmp_path) as again:  # started once more: a new first token, the old one stays dead
+        assert "mdt_" in again.stderr_text() and token not in again.stderr_text()
+        assert post(again.url, token).status_code == 401
+    cli("token", "create", "laptop")
+    with running_server(cwd=tmp_path) as later:  # tokens exist: none is created or printed
+        assert "mdt_" not in later.stderr_text()
+
+
+def test_a_plain_token_writes_as_the_server_and_an_agent_token_as_its_agent(tmp_path):
+    """One person with a laptop token and a stdio server is one owner; a token made for an agent is that agent."""
+    laptop = cli("token", "create", "laptop")
+    assert "owned by the server's own agent" in laptop.stderr
+    helper = cli("token", "create", "helper", "--agent", "helper-bot")
+    assert "owned by agent 'helper-bot'" in helper.stderr
+    mine = {**ENTRY, "file_path": "fact/mine.md"}
+    theirs = {**ENTRY, "file_path": "fact/theirs.md"}
+
+    async def over_http(url: str) -> None:
+        async with mcp_client(url, laptop.stdout.strip()) as client:
+            assert not (await client.call_tool("MemoryWrite", mine)).is_error
+        async with mcp_client(url, helper.stdout.strip()) as client:
+            assert not (await client.call_tool("MemoryWrite", theirs)).is_error
+
+    with running_server(cwd=tmp_path) as server:
+        anyio.run(over_http, server.url)
+
+    async def over_stdio() -> None:  # the same person's editor, a stdio server without --agent
+        from mcp import Client, StdioServerParameters
+
+        params = StdioServerParameters(command=sys.executable, args=["-m", "memdir", "serve", "--mode", "researcher"],
+                                       env={**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "false"}, cwd=str(tmp_path))
+        async with Client(params, mode="legacy") as client:
+            for path in ("fact/mine.md", "fact/theirs.md"):
+                assert not (await client.call_tool("MemoryRead", {"file_path": path})).is_error
+            edit = {"old_string": "9:30", "new_string": "10:00"}
+            assert not (await client.call_tool("MemoryEdit", {"file_path": "fact/mine.md", **edit})).is_error
+            assert not (await client.call_tool("MemoryDelete", {"file_path": "fact/mine.md"})).is_error
+            refused = await client.call_tool("MemoryEdit", {"file_path": "fact/theirs.md", **edit})
+            assert refused.is_error and "belongs to helper-bot" in text(refused)
+
+    anyio.run(over_stdio)
 
 
 def test_sigterm_lets_the_writes_in_flight_finish(server, tokens, tmp_path):
@@ -224,18 +273,20 @@ def test_token_commands_create_list_and_revoke(tmp_path):
 
     created = memdir("create", "laptop")
     assert created.returncode == 0 and created.stdout.startswith("mdt_")
+    assert "owned by the server's own agent" in created.stderr
     token = created.stdout.strip()
     path = tmp_path / "http-tokens.json"
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert token not in path.read_text()  # stored hashed
-    assert TokenFile(path).client_of(token) == HttpClient("laptop", None)  # the server's role
+    assert TokenFile(path).client_of(token) == HttpClient("laptop", None, None)  # the server's agent and role
     assert memdir("create", "laptop").returncode == 1  # names are unique
     assert "not allowed" in memdir("create", "../x").stderr
     assert "is not a role" in memdir("create", "ci", "--role", "boss").stderr
     reviewer = memdir("create", "ci", "--role", "Reviewer").stdout.strip()
-    assert TokenFile(path).client_of(reviewer) == HttpClient("ci", "reviewer")
+    assert TokenFile(path).client_of(reviewer) == HttpClient("ci", "reviewer", "ci")  # a team member is somebody
+    assert "not allowed" in memdir("create", "bot", "--agent", "../up").stderr
     listed = json.loads(memdir("list", "--json").stdout)
-    assert [(row["name"], row["role"]) for row in listed] == [("laptop", None), ("ci", "reviewer")]
+    assert [(row["name"], row["role"], row["agent"]) for row in listed] == [("laptop", None, None), ("ci", "reviewer", "ci")]
     assert memdir("revoke", "laptop").returncode == 0
     assert TokenFile(path).client_of(token) is None
     assert "no token named" in memdir("revoke", "laptop").stderr.lower()

@@ -569,21 +569,29 @@ class FilesystemAdapter:
         sidecar = self._load_sidecar(yml)
         return as_int(sidecar.get("hits")) if sidecar else 0
 
-    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
+    def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None,
+                   before_commit: Callable[[], None] | None = None) -> None:
         """Replace the entry at ``path`` with a stub pointing at ``redirect.target``.
 
-        The stub is a lone ``.md`` file: its ``.yml`` and ``.emb`` are removed in the same
-        transaction, so the old entry stops appearing in listings and searches.
-        ``before_commit`` runs as in `write`.
+        A stub without an owner is a lone ``.md`` file; an owned one has a ``.yml`` that says it
+        is a stub (``stub: true``, ``redirect_to``, as SwarmMemory's were) and names its
+        ``created_by``. The entry's other files go in the same transaction, so the old entry
+        stops appearing in listings and searches. ``before_commit`` runs as in `write`.
         """
         path = normalize_path(path)
         refuse_virtual(path)
-        data = stubs.format_stub(valid_redirect(path, redirect)).encode("utf-8")
+        redirect = valid_redirect(path, redirect)
+        data = stubs.format_stub(redirect).encode("utf-8")
         md, yml, emb = self._files(path)
+        writes: dict[Path, bytes] = {md: data}
+        if owner is not None:
+            marks = Metadata.model_validate({"stub": True, "redirect_to": redirect.target, "created_by": owner})
+            writes[yml] = dump_sidecar({"file_path": path, "size": len(data), "hits": 0, "metadata": marks.to_yaml_dict()})
         with self._writing():
             total = self._check_limits(path, md, len(data))
             staged = self._total.staged(total) | self._stub_reads.staged_forget([path])  # a new stub starts unread
-            self._commit({md: data} | staged, [yml, emb], before_commit=_ignoring_staged(before_commit))
+            self._commit(writes | staged, [emb] if owner is not None else [yml, emb],
+                         before_commit=_ignoring_staged(before_commit))
             self._total.committed(total)
 
     def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:

@@ -28,6 +28,7 @@ from memdir.core.errors import EntryNotFoundError, ReadOnlyRootError
 from memdir.core.paths import normalize_path
 from memdir.storage import stubs
 from memdir.storage.base import EntryInfo, FileStats, Redirect
+from memdir.storage.credentials import shown
 from memdir.storage.entry_input import (
     check_sizes,
     encode_content,
@@ -37,10 +38,9 @@ from memdir.storage.entry_input import (
     valid_redirect,
 )
 from memdir.storage.postgres.audit import PostgresAudit
-from memdir.storage.postgres.database import Database, redact
-from memdir.storage.records import Listed, ReconcilePlan
-from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
-from memdir.storage.records import folder_of
+from memdir.storage.postgres.database import Database
+from memdir.storage.records import folder_of, Listed, ReconcilePlan
+from memdir.storage.sidecar import embedding_checksum, EMBEDDING_DTYPE, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 _ENTRY_COLUMNS = (
@@ -97,11 +97,11 @@ class PostgresAdapter:
         self.max_redirect_hops = max_redirect_hops
 
     def __str__(self) -> str:
-        return redact(self.db.url)
+        return shown(self.db.url)
 
     def _writing(self) -> Any:
         if self.read_only is not None:
-            raise ReadOnlyRootError(redact(self.db.url), self.read_only)
+            raise ReadOnlyRootError(shown(self.db.url), self.read_only)
         return self.lock.exclusive()
 
     def _conn(self) -> psycopg.Connection:
@@ -245,8 +245,9 @@ class PostgresAdapter:
                 before_commit(updated)
         return [entry for entry, _ in updated]
 
-    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
-        """Replace the entry at ``path`` with a redirect stub (its vector and search columns go)."""
+    def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None,
+                   before_commit: Callable[[], None] | None = None) -> None:
+        """Replace the entry at ``path`` with a redirect stub owned by ``owner`` (its vector and search columns go)."""
         path = normalize_path(path)
         refuse_virtual(path)
         redirect = valid_redirect(path, redirect)
@@ -257,7 +258,8 @@ class PostgresAdapter:
             old = conn.execute("SELECT size FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
             old_size = old[0] if old else 0
             self._check_sizes(conn, path, size, old_size)
-            stub = Entry(path=path, content=text, title="", size=size, hits=0)  # a new stub starts unread
+            stub = Entry(path=path, content=text, title="", size=size, hits=0,  # a new stub starts unread
+                         metadata=Metadata(created_by=owner))
             self._store(conn, stub, old_size, redirect)
             if before_commit is not None:
                 before_commit()

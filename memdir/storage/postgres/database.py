@@ -21,24 +21,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from pgvector.psycopg import register_vector
 
 from memdir.core.errors import LockTimeoutError, StoreUnavailableError
+from memdir.storage.credentials import redact, shown
 
 STORE_LOCK = 0x6D656D64_6972_0002 & 0x7FFF_FFFF_FFFF_FFFF  # advisory key: changes to the store
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+def first_line(exc: BaseException) -> str:
+    """The first line of a driver's error message (the rest repeats the connection's details)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 @dataclass
@@ -72,7 +67,7 @@ class Database:
             # word) for longer than it runs. (Not measured here: the test server has no JIT.)
             conn.execute("SET TIME ZONE 'UTC'; SET plan_cache_mode = force_custom_plan; SET jit = off")
         except psycopg.Error as exc:
-            raise StoreUnavailableError(redact(self.url), str(exc).strip().splitlines()[0]) from exc
+            raise StoreUnavailableError(shown(self.url), redact(first_line(exc), self.url)) from exc
         if self._vector_ready:
             register_vector(conn)
         self._local.conn, self._local.pid = conn, os.getpid()
@@ -143,14 +138,14 @@ class AdvisoryLock:
         suffix = "_shared" if mode == "shared" else ""
         if timeout <= 0:
             if not conn.execute(f"SELECT pg_try_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,)).fetchone()[0]:
-                raise LockTimeoutError(f"The store {redact(self.db.url)} is being changed by another server.", "Retry.")
+                raise LockTimeoutError(f"The store {shown(self.db.url)} is being changed by another server.", "Retry.")
             return
         conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(timeout * 1000)}ms",))
         try:
             conn.execute(f"SELECT pg_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,))
         except psycopg.errors.LockNotAvailable as exc:
             raise LockTimeoutError(
-                f"The store {redact(self.db.url)} stayed locked by another server for {timeout:g} s.",
+                f"The store {shown(self.db.url)} stayed locked by another server for {timeout:g} s.",
                 "Retry; if it persists, look for a stuck memdir process (pg_stat_activity).",
             ) from exc
         conn.execute("SELECT set_config('lock_timeout', '0', true)")

@@ -9,8 +9,9 @@ import psycopg
 from memdir.core.errors import StoreUnavailableError
 from memdir.core.files import disk_errors
 from memdir.core.settings import Settings
+from memdir.storage.credentials import redact, shown
 from memdir.storage.postgres.adapter import PostgresAdapter
-from memdir.storage.postgres.database import Database, redact
+from memdir.storage.postgres.database import Database, first_line
 from memdir.storage.postgres.index import PostgresIndex
 from memdir.storage.postgres.schema import migrate
 
@@ -32,14 +33,14 @@ def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> t
         if read_only:
             present = conn.execute("SELECT to_regclass('entries') IS NOT NULL").fetchone()[0]
             if not present:
-                raise StoreUnavailableError(redact(url), "it holds no memdir store yet (a first write creates one)")
+                raise StoreUnavailableError(shown(url), "it holds no memdir store yet (a first write creates one)")
         else:
             for name in migrate(conn):
-                log.info("store %s: applied migration %s", redact(url), name)
+                log.info("store %s: applied migration %s", shown(url), name)
         db.vector_ready()
     except psycopg.Error as exc:
         db.close()
-        raise StoreUnavailableError(redact(url), str(exc).strip().splitlines()[0]) from exc
+        raise StoreUnavailableError(shown(url), redact(first_line(exc), url)) from exc
     except BaseException:
         db.close()
         raise
