@@ -438,7 +438,7 @@ def defrag(
     action: Annotated[str, typer.Option("--action", "-a", help="analyze, find_duplicates, find_low_quality, find_archival_candidates, find_related, link_related, merge_duplicates, cleanup_stubs, compact or full.")] = "analyze",
     dry_run: Annotated[bool, typer.Option("--dry-run/--live", help="Preview (default) or really change memory.")] = True,
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Duplicate similarity threshold (default 0.85).")] = None,
-    strategy: Annotated[Optional[str], typer.Option("--strategy", help="Merge strategy: keep_newer, keep_larger or combine.")] = None,
+    strategy: Annotated[Optional[str], typer.Option("--strategy", help="Merge strategy: combine (default, keeps every fact), keep_newer or keep_larger (replace the other's text by a redirect).")] = None,
     min_similarity: Annotated[Optional[float], typer.Option("--min-similarity", help="Related: lowest cosine (default 0.60).")] = None,
     max_similarity: Annotated[Optional[float], typer.Option("--max-similarity", help="Related: cosine from which pairs are duplicates (default 0.85).")] = None,
     age_days: Annotated[Optional[float], typer.Option("--age-days", help="Archival candidates and stubs: minimum age in days.")] = None,

@@ -32,8 +32,11 @@ def memory_defrag(memory: Memory, action: str, **options: Any) -> str:
     Active actions change memory, but ONLY with ``dry_run: false``; by default (dry_run true) they show what
     they would do. Always preview first, then repeat the call with ``dry_run: false``:
     - ``link_related`` (min_similarity, max_similarity): add ``related`` links between related entries, both ways.
-    - ``merge_duplicates`` (similarity_threshold=0.85, merge_strategy=keep_newer|keep_larger|combine): keep one
-      entry of each duplicate pair; the other becomes a stub that redirects reads to the kept one.
+    - ``merge_duplicates`` (similarity_threshold=0.85, merge_strategy=combine|keep_newer|keep_larger): for each
+      duplicate pair of the same type (episodes are never merged), keep one entry; the other becomes a stub that
+      redirects reads to the kept one. ``combine`` (default) keeps every fact: the richer entry stays and what only
+      the other holds is appended to it; ``keep_newer`` and ``keep_larger`` drop the other's text (the preview
+      quotes it).
     - ``cleanup_stubs`` (age_days=30, max_hits=3): delete old, rarely used redirect stubs.
     - ``compact`` (min_quality_score=20, min_age_days=30, max_hits=0): delete entries that are low quality AND
       old AND unread.
