@@ -435,7 +435,7 @@ def discover_hook(
 def defrag(
     directory: DirArgument = None,
     root: RootOption = None,
-    action: Annotated[str, typer.Option("--action", "-a", help="analyze, find_duplicates, find_low_quality, find_archival_candidates, find_related, link_related, merge_duplicates, cleanup_stubs, compact or full.")] = "analyze",
+    action: Annotated[Optional[str], typer.Option("--action", "-a", help="analyze, find_duplicates, find_low_quality, find_archival_candidates, find_related, link_related, merge_duplicates, cleanup_stubs, compact or full (default: the full analysis: health, duplicates, low quality and archival candidates).", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run/--live", help="Preview (default) or really change memory.")] = True,
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Duplicate similarity threshold (default 0.85).")] = None,
     strategy: Annotated[Optional[str], typer.Option("--strategy", help="Merge strategy: combine (default, keeps every fact), keep_newer or keep_larger (replace the other's text by a redirect).")] = None,
@@ -474,7 +474,10 @@ def defrag(
                 "max_hits": max_hits, "min_quality_score": min_quality, "confidence_filter": confidence,
                 "limit": limit, "dry_run": dry_run,
             }
-            report = Defragmenter(memory).run(action, **options)
+            if action is None:
+                report = Defragmenter(memory).overview(**({"limit": limit} if limit is not None else {}))
+            else:
+                report = Defragmenter(memory).run(action, **options)
             data, text = report.to_dict(), report.markdown
     if as_json:
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

@@ -75,6 +75,18 @@ class Defragmenter:
         stats = analyze(self.corpus(reload=True))
         return Report("analyze", None, format_health_report(stats) + "\n", stats.to_dict())
 
+    def overview(self, *, limit: int = DEFAULT_LIMIT) -> Report:
+        """The full analysis with default options: health, duplicates, low quality, archival candidates.
+
+        The data is the health report's, with each finding's data under its action's name.
+        """
+        parts = [self.analyze(limit=limit)]
+        parts += [self.run(action, limit=limit)
+                  for action in ("find_duplicates", "find_low_quality", "find_archival_candidates")]
+        markdown = "\n".join(demote(part.markdown).rstrip() + "\n" for part in parts)
+        data = {**parts[0].data, **{part.action: part.data for part in parts[1:]}}
+        return Report("overview", None, f"# Memory Analysis\n\n{markdown}", data)
+
     def find_duplicates(self, similarity_threshold: float = 0.85, *, limit: int = DEFAULT_LIMIT) -> Report:
         """Pairs whose similarity (the higher of word Jaccard and embedding cosine) reaches the threshold."""
         corpus = self.corpus(reload=True, full=False)

@@ -233,7 +233,7 @@ def defrag(root, *args):
 
 
 @pytest.fixture
-def decisions(tmp_path):
+def decisions(tmp_path, cli):
     with Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder()) as memory:
         memory.write("fact/ledger-decision.md", DECISION, title="Ledger decision", metadata={"type": "fact"})
         memory.write("fact/ledger.md", SHORT + "\n\nReplica lag pages at 30 s.",
@@ -264,7 +264,7 @@ def test_a_merge_that_drops_text_quotes_it_in_the_preview(decisions):
     assert "  > Revisit when writes exceed 5k per second." in preview.output
 
 
-def test_entries_of_different_types_and_episodes_are_never_merged(tmp_path):
+def test_entries_of_different_types_and_episodes_are_never_merged(tmp_path, cli):
     root = tmp_path / "memory"
     with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
         text = "The refund job crashed on a null currency; fixed by defaulting to the account's currency."
@@ -431,6 +431,18 @@ def test_cli_defrag_live_and_undo(memory, cli):
     assert memory.redirect_of("concept/ruby/classes.md") is None
     again = runner.invoke(app, ["defrag", str(memory.root), "--undo"])
     assert again.exit_code == 1 and "no live defrag run to undo" in again.output
+
+
+def test_cli_defrag_of_a_directory_prints_the_full_analysis(memory, cli):
+    result = cli.invoke(app, ["defrag", str(memory.root)])
+    assert result.exit_code == 0, result.output
+    for section in ("Health", "Duplicate Entries", "Low-Quality Entries", "Archival Candidates"):
+        assert section in result.output
+    assert "1 pair with similarity ≥ 0.85" in result.output and "memory://concept/ruby/classes-notes.md" in result.output
+    assert "memory://experience/friday-deploy.md — " in result.output  # low quality
+    data = json.loads(cli.invoke(app, ["defrag", str(memory.root), "--json"]).output)
+    assert data["total_entries"] == 5 and data["find_duplicates"]["count"] == 1
+    assert data["find_low_quality"]["count"] >= 1 and data["find_archival_candidates"]["count"] == 0
 
 
 def test_cli_unknown_action_is_a_clear_error(memory, cli):
