@@ -112,6 +112,20 @@ def extract_keywords(query: str, *, limit: int | None = None) -> list[str]:
     return found[:limit] if limit is not None else found
 
 
+def short_message_terms(message: str, min_words: int) -> set[str] | None:
+    """The keyword terms (Porter stems) of a message of fewer than ``min_words`` content words
+    ("thanks!", "hello test"), None for a longer one. Such a message says too little for its
+    meaning to pick an entry (its one or two words match something in any store, a
+    pleasantry most of all): discovery shows only entries that name one of its words."""
+    keywords = extract_keywords(message)
+    return None if len(keywords) >= min_words else {porter_stem(word) for word in keywords}
+
+
+def names_any(terms: set[str], *names: str) -> bool:
+    """Whether any word of ``names`` (a title, a path, tags) is one of ``terms`` (Porter stems)."""
+    return any(porter_stem(word) in terms for name in names for word in words(name))
+
+
 def tag_terms(tags: Iterable[str]) -> set[str]:
     """The stemmed words of a list of tags: ``["api-errors", "HTTP"]`` -> ``{"api", "error", "http"}``."""
     terms: set[str] = set()

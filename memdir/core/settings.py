@@ -273,6 +273,10 @@ class Settings(BaseSettings):
         description="Which hits above the threshold a reminder shows first: the search's ranking (score) or the most relevant.",
     )
     discovery_min_score: float = _setting(0.2, "discovery_min_score", description="Relevance floor below any threshold.")
+    discovery_min_content_words: int = _setting(
+        3, "discovery_min_content_words",
+        description="A message with fewer content words (thanks!, hello test) gets only entries whose title, tags or path name one of them.",
+    )
 
     # --- episodes (memdir.episodes: boundaries, recall ranking, the session-start reminder)
     episode_pause_minutes: float = _setting(5.0, "episode_pause_minutes", description="A longer gap starts a new episode.")

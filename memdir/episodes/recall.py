@@ -10,8 +10,11 @@ Ranking follows seed 001 (SemanticMemory):
   ``episode_recency_floor`` 0.5), so an older episode needs a higher relevance to pass
   the same threshold (at most twice as high: "how I fixed this last quarter" can still
   surface when it matches well);
-* **at most N** (``episode_max_injected``, 3) are injected, above the discovery
-  threshold (SwarmMemory's adaptive one, never below ``discovery_min_score``).
+* **at most N** (``episode_max_injected``, 3) are injected, of those whose relevance
+  (decayed, not boosted) reaches the discovery threshold (SwarmMemory's adaptive one, never
+  below ``discovery_min_score``): the boost orders the relevant, it lets nothing in;
+* a message of fewer than ``discovery_min_content_words`` content words ("thanks!") gets
+  only episodes whose name or tags name one of its words.
 
 ``relevance`` is the hybrid search's absolute relevance of the episode's entry for the
 message (`memdir.search.hybrid.SearchResult.relevance`).
@@ -27,6 +30,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import EntryNotFoundError
+from memdir.core.keywords import names_any, short_message_terms
 from memdir.core.settings import Settings
 from memdir.episodes.heuristics import clip_words
 from memdir.core.units import estimate_tokens
@@ -74,13 +78,16 @@ def adjusted_score(relevance: float, importance: float, age_days: float, setting
 
 def rank(candidates: list[tuple[StoredEpisode, float]], settings: Settings, *, now: datetime | None = None,
          threshold: float = 0.0, limit: int | None = None) -> list[RankedEpisode]:
-    """Rank (episode, relevance) pairs by adjusted score, keep those at or above ``threshold``, at most ``limit``."""
+    """Rank (episode, relevance) pairs by adjusted score, at most ``limit``, of those whose relevance
+    (with its recency decay, without the importance boost) reaches ``threshold``: the boost
+    reorders what is relevant, it does not make an unrelated episode relevant."""
     now = now or datetime.now(timezone.utc)
     ranked = []
     for episode, relevance in candidates:
         age = age_in_days(episode, now)
         score, boosted = adjusted_score(relevance, episode.importance, age, settings)
-        if score >= threshold:
+        decayed = relevance * recency_factor(age, settings.episode_half_life_days, settings.episode_recency_floor)
+        if decayed >= threshold:
             ranked.append(RankedEpisode(episode, relevance, score, age, boosted))
     ranked.sort(key=lambda item: (-item.score, item.age_days, item.episode.path))
     return ranked[: settings.episode_max_injected if limit is None else limit]
@@ -105,6 +112,8 @@ def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = Non
     if threshold is None:
         threshold = settings.relevance_needed(query)
     results = memory.search(query, top_k=max(limit, 1) * CANDIDATES_PER_SLOT, path_prefix=EPISODES_PREFIX)
+    if (short := short_message_terms(query, settings.discovery_min_content_words)) is not None:
+        results = [result for result in results if names_any(short, result.title, *result.tags)]
     candidates = []
     for result in results:
         try:

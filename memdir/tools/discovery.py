@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import EPISODES_PREFIX
 from memdir.core.identity import view_filter
-from memdir.core.keywords import STOP_WORDS, porter_stem, words
+from memdir.core.keywords import STOP_WORDS, names_any, porter_stem, short_message_terms, words
 from memdir.core.settings import Settings
 from memdir.core.units import estimate_tokens
 
@@ -188,7 +188,11 @@ def _names_allow(memory: Memory, message: str) -> Callable[[Any], bool]:
     if not names:
         return lambda result: True
     known = {name for name, count in memory.document_frequencies(names).items() if count}
-    return lambda result: bool(known) and not known.isdisjoint(result.matched)
+    if known:
+        return lambda result: not known.isdisjoint(result.matched)
+    # Only names the store has never seen: a hit may be about them only through the
+    # message's other words ("ask Bob about the ledger decision": the ledger entries).
+    return lambda result: bool(set(result.matched) - names)
 
 
 def search_found(
@@ -198,13 +202,17 @@ def search_found(
     """Top results of one discovery search, above both the adaptive threshold and the floor.
 
     ``exclude_prefix`` leaves out a folder that has a reminder of its own (episodes); the
-    memory's actor's role view applies unless ``view_all``.
+    memory's actor's role view applies unless ``view_all``. A short message
+    (`memdir.core.keywords.short_message_terms`) keeps only the hits whose title, tags or
+    path name one of its words.
     """
     threshold = settings.relevance_needed(message)
     pool = settings.discovery_top_k * (8 if exclude_prefix else 4)  # ranked by score, kept by relevance
     results = memory.search(message, top_k=pool, types=list(types), view=view_filter(memory.actor, view_all))
     if settings.discovery_names_required:
         results = list(filter(_names_allow(memory, message), results))
+    if (short := short_message_terms(message, settings.discovery_min_content_words)) is not None:
+        results = [result for result in results if names_any(short, result.title, result.path, *result.tags)]
     found = [_found(result) for result in results]
     relevant = [
         item for item in found
