@@ -247,6 +247,7 @@ def search(
     threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0, help="Only results scoring at least this (0-1).")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show each result's score breakdown.")] = False,
     include_archived: Annotated[bool, typer.Option("--include-archived", help="Also archived and superseded entries.")] = False,
+    min_importance: Annotated[Optional[float], typer.Option("--min-importance", min=1.0, max=10.0, help="Only entries at least this important (1-10; an entry stating none counts as 5).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Hybrid search: the MemorySearch tool's results (with --json: every score as data)."""
@@ -256,11 +257,12 @@ def search(
     with Memory.open(load_settings(root, agent, store=store), read_only=True) as memory:  # looking changes nothing
         if as_json:
             results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag,
-                                    include_archived=include_archived)
+                                    include_archived=include_archived, min_importance=min_importance)
             typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
             return
         typer.echo(memory_search(memory, query, top_k=top_k, type=type_, path_prefix=prefix, tags=tag,
-                                 threshold=threshold, explain=explain, include_archived=include_archived))
+                                 threshold=threshold, explain=explain, include_archived=include_archived,
+                                 min_importance=min_importance))
 
 
 StoreArgument = Annotated[str, typer.Argument(metavar="DIR_OR_URL", help="A directory, or a postgresql:// URL.")]

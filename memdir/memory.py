@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memdir.core.entry import Entry, Metadata, utcnow
+from memdir.core.entry import Entry, Metadata, importance_on_scale, utcnow
 from memdir.core.errors import (
     DiskFullError,
     MemdirError,
@@ -931,6 +931,7 @@ class Memory:
         tags: Iterable[str] | None = None,
         include_archived: bool = False,
         view: Actor | None = None,
+        min_importance: float | None = None,
     ) -> list[SearchResult]:
         """Hybrid search (semantic + BM25 + tags, then graph, importance and recency when their
         weights are set); keyword-only while no model is ready.
@@ -943,6 +944,8 @@ class Memory:
                 dropped before the ``top_k`` cut: the search asks for more until ``top_k``
                 remain or nothing more matches, so a view never makes results come back short.
             include_archived: keep archived and superseded entries (left out by default).
+            min_importance: only entries whose importance, as ranking sees it (1-10, none
+                stated: 5), is at least this; like a view, applied before the ``top_k`` cut.
         """
         self._refresh()
         types = list(types) if types else None
@@ -959,9 +962,17 @@ class Memory:
                 include_hidden=include_archived,
             )
             kept = self.in_view([result for result in results if result.path not in hidden], view)
+            if min_importance is not None:
+                kept = self._important(kept, min_importance)
             if len(kept) >= top_k or len(results) < wanted:
                 return kept[:top_k]
             wanted *= 4
+
+    def _important(self, results: list[SearchResult], least: float) -> list[SearchResult]:
+        """The results whose importance (`importance`; built-ins and entries stating none: 5) is at least ``least``."""
+        facts = self.index.rank_facts([result.path for result in results])
+        return [result for result in results
+                if importance_on_scale(result.path, row.importance if (row := facts.get(result.path)) else None) >= least]
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""
