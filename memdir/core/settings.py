@@ -28,6 +28,11 @@ from memdir.core.locations import AGENT_NAME, APP_NAME, HOOK_SOCKET_TIMEOUT, con
 
 Mode = Literal["assistant", "retrieval", "researcher"]
 
+SWARM_WEIGHTS = frozenset({"semantic_weight", "keyword_weight"})
+MEMDIR_WEIGHTS = frozenset({"bm25_weight", "tag_weight", "context_weight", "graph_weight", "importance_weight",
+                            "role_importance_weight", "recency_weight"})
+"""The weights of the signals memdir adds to SwarmMemory's two (see `Settings.swarm_formula`)."""
+
 
 ENV_PREFIXES = ("memdir_", "swarm_memory_")
 
@@ -343,6 +348,16 @@ class Settings(BaseSettings):
     consolidation_supersede_jaccard: float = _setting(0.8, "consolidation_supersede_jaccard", description="... with at least this word overlap.")
     consolidation_max_gap_days: float = _setting(30.0, "consolidation_max_gap_days", description="Without the model, entries written further apart are kept (the later may be an evolution).")
     consolidation_sampling_timeout: float = _setting(60.0, "consolidation_sampling_timeout", description="Seconds to wait for the client's model to decide on one cluster.")
+
+    @property
+    def swarm_formula(self) -> bool:
+        """True when only SwarmMemory's two weights (``semantic_weight``, ``keyword_weight``) are
+        set and no other signal's: search then scores ``semantic * cosine + keyword * tag share``,
+        SwarmMemory's formula (its keyword score is the share of the query's keywords in the
+        entry's tags), and the signals memdir adds (BM25, idf coverage, context, role importance)
+        stay out. Setting any of their weights combines them with the two again."""
+        chosen = self.model_fields_set
+        return bool(chosen & SWARM_WEIGHTS) and not chosen & MEMDIR_WEIGHTS
 
     @field_validator(
         "importance_weights", "role_weights_orchestrator", "role_weights_optimizer", "role_weights_reviewer", "role_weights_executor"

@@ -99,3 +99,20 @@ def test_memdir_search_takes_min_importance(memory):
     assert [hit["path"] for hit in json.loads(found.output)] == ["fact/ops/freeze.md"]
     refused = runner.invoke(app, ["search", "rollback", "--root", str(memory.root), "--min-importance", "0"])
     assert refused.exit_code == 2 and "--min-importance" in refused.output
+
+
+@pytest.mark.parametrize("semantic, keyword", [(1.0, 0.0), (0.5, 0.5)])
+def test_swarm_memory_weights_alone_give_swarm_memory_formula(tmp_path, monkeypatch, semantic, keyword):
+    import re
+
+    monkeypatch.setenv("SWARM_MEMORY_SEMANTIC_WEIGHT", str(semantic))
+    monkeypatch.setenv("SWARM_MEMORY_KEYWORD_WEIGHT", str(keyword))
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder()) as memory:
+        memory.write("fact/ops/deploy.md", DEPLOY, title="Deployment", metadata={"type": "fact", "tags": ["ops", "rollback"]})
+        memory.write("fact/ops/pager.md", "Page the on-call engineer for a rollback.", title="Paging",
+                     metadata={"type": "fact", "tags": ["oncall"]})
+        text = memory_search(memory, "rollback deploy", explain=True)
+    found = re.findall(r"score (\d\.\d\d)\)\n.*\n   \[semantic (\d\.\d+) · .* · tag (\d\.\d+) ·", text)
+    assert len(found) == 2, text
+    for score, cosine, tag in found:
+        assert float(score) == pytest.approx(semantic * float(cosine) + keyword * float(tag), abs=0.006)
