@@ -384,7 +384,9 @@ DEV_PROMPTS: list[tuple[str, set[str]]] = [
     ("hello Maria", set()),
 ]
 
-TUNING_PROMPTS = DEV_PROMPTS[0::2]
-CHECK_PROMPTS = DEV_PROMPTS[1::2]
+_ANSWERABLE = [prompt for prompt in DEV_PROMPTS if prompt[1]]
+_UNANSWERABLE = [prompt for prompt in DEV_PROMPTS if not prompt[1]]
+TUNING_PROMPTS = _ANSWERABLE[0::2] + _UNANSWERABLE[0::2]
+CHECK_PROMPTS = _ANSWERABLE[1::2] + _UNANSWERABLE[1::2]
 
 __all__ = ["CHECK_PROMPTS", "DEV_PROMPTS", "STORES", "TUNING_PROMPTS", "store_docs"]

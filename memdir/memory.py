@@ -880,8 +880,8 @@ class Memory:
         """Regex search of entry contents (not the .yml internals), in path order.
 
         Args:
-            labels: also search each entry's title and tags (SwarmMemory searched the .yml
-                too), so an entry found by its title is listed although its content does
+            labels: also search each entry's title, tags and domain (SwarmMemory searched the
+                .yml too), so an entry found by its title is listed although its content does
                 not match; `GrepHit.where` says where each entry matched.
         """
         compiled = GrepPattern(pattern, case_insensitive, RegexBudget.from_settings(self.settings))
@@ -900,13 +900,14 @@ class Memory:
         return [hits[p] for p in paths if p in hits]
 
     def _labels(self, paths: list[str]) -> dict[str, dict[str, tuple[str, ...]]]:
-        """Title and tags of each entry: from the index (no file read), built-in ones from their own metadata."""
+        """Title, tags and domain of each entry: from the index (no file read), built-in ones from their own metadata."""
         self._refresh()
         rows = self.index.rows([p for p in paths if not is_virtual(p)])
-        labels = {p: {"title": (row.title,), "tags": row.tags} for p, row in rows.items()}
+        labels = {p: {"title": (row.title,), "tags": row.tags, "domain": (row.domain,)} for p, row in rows.items()}
         for builtin in filter(is_virtual, paths):
             entry = load_virtual(builtin)
-            labels[builtin] = {"title": (entry.title,), "tags": tuple(entry.metadata.tags)}
+            labels[builtin] = {"title": (entry.title,), "tags": tuple(entry.metadata.tags),
+                               "domain": (entry.metadata.domain or "",)}
         return labels
 
     def titles(self, paths: Iterable[str]) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """MemoryGrep: regular-expression search of entries, in SwarmMemory's three output modes.
 
-``files_with_matches`` searches each entry's title and tags as well as its content (as
+``files_with_matches`` searches each entry's title, tags and domain as well as its content (as
 SwarmMemory searched the ``.yml`` before the ``.md``) and says where each entry matched;
 ``content`` and ``count`` show lines, so they search content only.
 """
@@ -33,8 +33,8 @@ def memory_grep(
     """Search the content of memory entries with a regular expression (like grep).
 
     Use it to find entries mentioning an exact word, name, identifier or phrase.
-    The default mode also searches titles and tags, and says where each entry matched
-    (title, tags, content); the content and count modes search content only.
+    The default mode also searches titles, tags and domains, and says where each entry matched
+    (title, tags, domain, content); the content and count modes search content only.
 
     Args:
         pattern: a Python regular expression, e.g. ``TODO|FIXME`` or ``def \\w+``.
