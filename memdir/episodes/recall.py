@@ -13,8 +13,8 @@ Ranking follows seed 001 (SemanticMemory):
 * **at most N** (``episode_max_injected``, 3) are injected, of those whose relevance
   (decayed, not boosted) reaches the discovery threshold (SwarmMemory's adaptive one, never
   below ``discovery_min_score``): the boost orders the relevant, it lets nothing in;
-* a message of fewer than ``discovery_min_content_words`` content words ("thanks!") gets
-  only episodes whose name or tags name one of its words.
+* a message of too few words ("thanks!"; discovery passes them as ``must_name``) gets only
+  episodes whose name or tags name one of them.
 
 ``relevance`` is the hybrid search's absolute relevance of the episode's entry for the
 message (`memdir.search.hybrid.SearchResult.relevance`).
@@ -25,12 +25,13 @@ project, newest first, until ``episode_session_start_budget`` tokens are used.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import EntryNotFoundError
-from memdir.core.keywords import names_any, short_message_terms
+from memdir.core.keywords import names_any
 from memdir.core.settings import Settings
 from memdir.episodes.heuristics import clip_words
 from memdir.core.units import estimate_tokens
@@ -94,7 +95,8 @@ def rank(candidates: list[tuple[StoredEpisode, float]], settings: Settings, *, n
 
 
 def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = None, now: datetime | None = None,
-                  threshold: float | None = None, limit: int | None = None) -> list[RankedEpisode]:
+                  threshold: float | None = None, limit: int | None = None,
+                  must_name: Collection[str] | None = None) -> list[RankedEpisode]:
     """The episodes to inject for ``query``, best first (see the module docstring for the rules).
 
     Args:
@@ -104,6 +106,8 @@ def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = Non
         now: the present (tests pin it).
         threshold: minimum adjusted score (default: the adaptive discovery threshold, floored).
         limit: at most this many (default ``episode_max_injected``).
+        must_name: only episodes whose name or tags hold one of these keyword terms (Porter
+            stems; discovery's rule for a message of too few words); None: no such rule.
     """
     settings = settings or memory.settings
     if not query or not query.strip():
@@ -112,8 +116,8 @@ def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = Non
     if threshold is None:
         threshold = settings.relevance_needed(query)
     results = memory.search(query, top_k=max(limit, 1) * CANDIDATES_PER_SLOT, path_prefix=EPISODES_PREFIX)
-    if (short := short_message_terms(query, settings.discovery_min_content_words)) is not None:
-        results = [result for result in results if names_any(short, result.title, *result.tags)]
+    if must_name is not None:
+        results = [result for result in results if names_any(set(must_name), result.title, *result.tags)]
     candidates = []
     for result in results:
         try:
@@ -160,9 +164,9 @@ def episode_reminder(ranked: list[RankedEpisode], now: datetime | None = None) -
 
 
 def discover_episodes(memory: Memory, message: str, *, settings: Settings | None = None,
-                      now: datetime | None = None) -> str:
+                      now: datetime | None = None, must_name: Collection[str] | None = None) -> str:
     """Per-message episode reminder for a user's message, or ``""`` when nothing qualifies."""
-    return episode_reminder(rank_episodes(memory, message, settings=settings, now=now), now)
+    return episode_reminder(rank_episodes(memory, message, settings=settings, now=now, must_name=must_name), now)
 
 
 def where_we_left_off(memory: Memory, *, project: str | None = None, settings: Settings | None = None,
