@@ -130,7 +130,7 @@ class Memory:
         self.adapter = adapter
         self.index = index
         self.model = model
-        self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now, role=lambda: self.actor.role)
+        self.searcher = HybridSearcher(index, settings, embedder=self._search_embedder, role=lambda: self.actor.role)
         self._listing = adapter.root_listing(index)  # see `_entries`
         self._actor = Actor.from_settings(settings)
         self._acting = threading.local()  # `acting_as`, per thread
@@ -138,6 +138,7 @@ class Memory:
         self.cache = EntryCache(adapter.stats, settings.prefetch_size) if settings.prefetch_size > 0 else None
         """Entries agents read (and `prefetch` put there), served to MemoryRead while unchanged."""
         self._labelled = threading.local()  # the action label of `action`, per thread
+        self._written_unembedded: set[str] = set()  # written while the model loaded (see `close`)
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -200,8 +201,14 @@ class Memory:
         return memory
 
     def close(self) -> None:
+        """Close the memory; entries this process wrote while the model was loading are embedded first
+        (the model-ready catch-up of older entries stops at its next batch instead)."""
         self._save_cache_figures()
         self.model.close()
+        embedder = self.model.peek()
+        if self._written_unembedded and embedder is not None and not self.read_only:
+            written = [path for path in self.index.needs_embedding(embedder.model_id) if path in self._written_unembedded]
+            self._embed_paths(embedder, written, None, finish=True)
         self.index.close()
 
     def __enter__(self) -> Memory:
@@ -384,6 +391,8 @@ class Memory:
         text = self._card(title, meta, content)  # before the entry exists
         vector = self._embed([text])
         model_id = self._model_id() if vector is not None else None
+        if vector is None and self.model.state is ModelState.LOADING:
+            self._written_unembedded.add(logical)  # embedded once the model is ready, at the latest on close
         with self._exclusive(), self._index_first(logical):
             overwritten = self.adapter.exists(logical)
             if expected_content is not None and (
@@ -1125,7 +1134,9 @@ class Memory:
         if pending:
             self._embed_paths(embedder, pending, None)
 
-    def _embed_paths(self, embedder: Embedder, paths: list[str], progress: ProgressCallback | None) -> int:
+    def _embed_paths(
+        self, embedder: Embedder, paths: list[str], progress: ProgressCallback | None, *, finish: bool = False
+    ) -> int:
         """Embed ``paths`` and store their vectors; returns how many were embedded.
 
         A pipeline: the model embeds one chunk on a worker thread (onnxruntime releases the
@@ -1159,7 +1170,7 @@ class Memory:
         with ThreadPoolExecutor(1, thread_name_prefix="memdir-embed") as worker:
             pending: tuple[list[Entry], list[str], Future[np.ndarray]] | None = None
             for start in range(0, len(ordered), chunk):
-                if self.model.closing:
+                if self.model.closing and not finish:
                     break
                 entries = self._readable(ordered[start : start + chunk])
                 texts = [self._searchable(entry) for entry in entries]
@@ -1214,6 +1225,14 @@ class Memory:
         if self.model.state is ModelState.NOT_LOADED:
             return self.model.get()
         return self.model.peek()
+
+    def _search_embedder(self) -> Embedder | None:
+        """The model for a search: one arriving while it loads waits up to ``search_model_wait``
+        seconds for it (a one-shot client's first call, a hook's first prompt) before going
+        keyword-only."""
+        if self.model.state is ModelState.LOADING:
+            return self.model.get(timeout=self.settings.search_model_wait)
+        return self._embedder_now()
 
     def _embed(self, texts: list[str]) -> np.ndarray | None:
         embedder = self._embedder_now()

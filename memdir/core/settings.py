@@ -135,6 +135,10 @@ class Settings(BaseSettings):
     embed_batch_size: int = _setting(32, "embed_batch_size")
     embed_threads: int | None = _setting(None, "embed_threads")
     embeddings_enabled: bool = _setting(True, "embeddings_enabled", description="False: keyword search only.")
+    search_model_wait: float = _setting(
+        3.0, "search_model_wait", ge=0.0,
+        description="Seconds a search arriving while the model loads waits for it before searching by keywords only.",
+    )
     model_download: bool = _setting(
         True, "model_download",
         description="Download the model from the Hugging Face hub when no local copy exists (never when HF_HUB_OFFLINE is set).",

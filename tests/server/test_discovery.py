@@ -236,7 +236,7 @@ def test_while_the_model_loads_hits_say_keyword_match_not_a_semantic_percentage(
     from memdir.tools.episode_record import episode_record
     from tests.fakes import FakeEmbedder
 
-    settings = Settings(root=tmp_path / "memory")
+    settings = Settings(root=tmp_path / "memory", search_model_wait=0)
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         memory.write("concept/git/rebase.md", "Rebasing replays your commits onto another branch.",
                      title="Git rebase", metadata={"type": "concept", "tags": ["git", "rebase"]})
