@@ -2,18 +2,26 @@
 
     python bench/bench_discovery.py [--questions 40] [--set name=value ...]
 
-Each LoCoMo question (categories 1-4 with evidence, the first ``--questions`` of each
-conversation) is the user's message, and `memdir.tools.discovery.discover` (what the
-``memdir discover`` hook and MemoryDiscover run) answers it against three stores:
+`memdir.tools.discovery.discover` (what the ``memdir discover`` hook and MemoryDiscover run)
+answers each message against stores written with `Memory.write`, one entry per turn or
+note, as a user's agent writes them (`corpora.write_store`):
 
-* its own conversation's store: the share of messages whose reminder names an evidence
-  turn (target >= 0.60);
-* the next conversation's store (other people, similar chit-chat): the share of messages
-  that get any reminder at all (target <= 0.10);
-* a store of another domain, the Python documentation corpus of `corpora.docs_corpus`:
-  the same share (target <= 0.02).
+* LoCoMo questions (categories 1-4 with evidence, the first ``--questions`` of each
+  conversation) against their own conversation's store, each turn one entry
+  (``"<speaker>: <text>"``): the share whose reminder names an evidence turn (target >= 0.60);
+* the same questions against the next conversation's store: the share that get any reminder;
+* the same questions against four stores of unrelated domains (a payments team's notes, a
+  biology lab's protocols, a company's bookkeeping notes, `bench/stores.py`; the Python
+  documentation, `corpora.docs_corpus`): the share that get any reminder (target <= 0.02);
+* developer prompts that name people and products the payments store has never seen
+  (`stores.DEV_PROMPTS`): how many get a reminder, and how many of those name an entry
+  that answers the prompt;
+* short messages and pleasantries ("thanks!", "hello test"): how many get a reminder on
+  any store (target: none).
 
-Stores are written with `Memory.write` as in the recall benches (`corpora`).
+Every figure is printed for the half of the data the defaults were tuned on (LoCoMo
+conversations 1-5, `stores.TUNING_PROMPTS`) and for the half they were checked on
+(conversations 6-10, `stores.CHECK_PROMPTS`).
 """
 
 from __future__ import annotations
@@ -27,12 +35,22 @@ from bench_recall_locomo import parse_overrides
 from corpora import DEFAULT_LOCOMO, docs_corpus, locomo_corpora, real_embedder, write_store
 from memdir.core.settings import Settings
 from memdir.tools.discovery import discover
+from stores import CHECK_PROMPTS, STORES, TUNING_PROMPTS, store_docs
+
+SHORT_MESSAGES = ["thanks!", "hello test", "ok", "great, thanks", "lgtm", "sounds good", "yes please", "hi there",
+                  "good morning", "cool", "thank you so much", "perfect", "nice work", "go ahead"]
+
+
+def share(count: int, total: int) -> str:
+    return f"{count / total:6.1%} ({count}/{total})" if total else "   n/a"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO)
-    parser.add_argument("--recipe", choices=["conversation", "plain"], default="conversation")
+    parser.add_argument("--recipe", choices=["plain", "conversation"], default="plain",
+                        help="plain: one turn per entry, as an agent writes it (default); "
+                             "conversation: the previous turn pasted into each entry")
     parser.add_argument("--questions", type=int, default=40, help="questions per conversation")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
@@ -42,33 +60,57 @@ def main(argv: list[str] | None = None) -> None:
     conversations = locomo_corpora(args.data, args.recipe)
     docs = docs_corpus()
     locomo_embedder = real_embedder(args.cache, "locomo")
-    docs_embedder = real_embedder(args.cache, "docs")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memdir-discovery-") as tmp:
         stores = [write_store(Path(tmp) / c.name, c.docs, settings, locomo_embedder) for c in conversations]
-        other_domain = write_store(Path(tmp) / "docs", docs.docs, settings, docs_embedder)
+        stores_embedder = real_embedder(args.cache, "stores")
+        unrelated = {name: write_store(Path(tmp) / name, store_docs(name), settings, stores_embedder) for name in STORES}
+        unrelated[docs.name] = write_store(Path(tmp) / "docs", docs.docs, settings, real_embedder(args.cache, "docs"))
         built = time.perf_counter() - started
-        with_evidence = own_shown = other_shown = domain_shown = messages = 0
-        for number, corpus in enumerate(conversations):
-            other = stores[(number + 1) % len(stores)]
-            for query in corpus.queries[: args.questions]:
-                messages += 1
-                reminder = discover(stores[number], query.text, settings)
-                own_shown += bool(reminder)
-                with_evidence += any(f"`{path}`" in reminder for path in query.wanted)
-                other_shown += bool(discover(other, query.text, settings))
-                domain_shown += bool(discover(other_domain, query.text, settings))
-        for memory in [*stores, other_domain]:
+        halves = {"tuned on": range(0, len(conversations) // 2), "checked on": range(len(conversations) // 2, len(conversations))}
+        print(f"discovery, '{args.recipe}' entries; setup {built:.0f} s; thresholds {settings.discovery_threshold} / "
+              f"short {settings.discovery_threshold_short} (< {settings.adaptive_word_cutoff} words), "
+              f"floor {settings.discovery_min_score}")
+        for half, numbers in halves.items():
+            messages = evidence = own = other = 0
+            domain = dict.fromkeys(unrelated, 0)
+            for number in numbers:
+                corpus = conversations[number]
+                for query in corpus.queries[: args.questions]:
+                    messages += 1
+                    reminder = discover(stores[number], query.text, settings)
+                    own += bool(reminder)
+                    evidence += any(f"`{path}`" in reminder for path in query.wanted)
+                    other += bool(discover(stores[(number + 1) % len(stores)], query.text, settings))
+                    for name, memory in unrelated.items():
+                        domain[name] += bool(discover(memory, query.text, settings))
+            first, last = numbers[0] + 1, numbers[-1] + 1
+            print(f"LoCoMo conversations {first}-{last} ({half}), {messages} questions:")
+            print(f"  own store: evidence in the reminder   {share(evidence, messages)}   any reminder {own / messages:.1%}")
+            print(f"  another conversation's store: any reminder  {share(other, messages)}")
+            for name, count in domain.items():
+                print(f"  unrelated store {name} ({len(unrelated[name].list(include_virtual=False))} entries): "
+                      f"any reminder  {share(count, messages)}")
+        payments = unrelated["payments"]
+        for half, prompts in (("tuned on", TUNING_PROMPTS), ("checked on", CHECK_PROMPTS)):
+            shown = right = answerable = answered = 0
+            for text, wanted in prompts:
+                reminder = discover(payments, text, settings)
+                hit = any(f"`{path}`" in reminder for path in wanted)
+                shown += bool(reminder)
+                right += bool(reminder) and hit
+                answerable += bool(wanted)
+                answered += hit
+            print(f"developer prompts with new names, payments store ({half}), {len(prompts)} prompts "
+                  f"({answerable} with an answering entry):")
+            print(f"  got a reminder {share(shown, len(prompts))}, of those right {share(right, shown)}, "
+                  f"answerable prompts answered {share(answered, answerable)}")
+        short = sum(bool(discover(memory, text, settings)) for memory in [*stores, *unrelated.values()]
+                    for text in SHORT_MESSAGES)
+        print(f"short messages and pleasantries ({len(SHORT_MESSAGES)} on {len(stores) + len(unrelated)} stores): "
+              f"reminders {short}")
+        for memory in [*stores, *unrelated.values()]:
             memory.close()
-    print(f"discovery on {messages} LoCoMo questions ({args.questions} per conversation, categories 1-4), "
-          f"'{args.recipe}' entries; setup {built:.0f} s")
-    print(f"thresholds {settings.discovery_threshold} / short {settings.discovery_threshold_short} "
-          f"(< {settings.adaptive_word_cutoff} words), floor {settings.discovery_min_score}")
-    print(f"  own conversation's store: evidence in the reminder  {with_evidence / messages:6.1%}"
-          f"   (any reminder {own_shown / messages:.1%})")
-    print(f"  another conversation's store: any reminder          {other_shown / messages:6.1%}")
-    print(f"  another domain's store ({docs.name}, {len(docs.docs)} entries): any reminder"
-          f"  {domain_shown / messages:6.1%}")
 
 
 if __name__ == "__main__":

@@ -267,6 +267,7 @@ def search(
     threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0, help="Only results scoring at least this (0-1).")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show each result's score breakdown.")] = False,
     include_archived: Annotated[bool, typer.Option("--include-archived", help="Also archived and superseded entries.")] = False,
+    min_importance: Annotated[Optional[float], typer.Option("--min-importance", min=1.0, max=10.0, help="Only entries at least this important (1-10; an entry stating none counts as 5).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Hybrid search: the MemorySearch tool's results (with --json: every score as data)."""
@@ -276,11 +277,12 @@ def search(
     with Memory.open(load_settings(root, agent, store=store), read_only=True) as memory:  # looking changes nothing
         if as_json:
             results = memory.search(query, top_k=top_k, threshold=threshold, types=type_, path_prefix=prefix, tags=tag,
-                                    include_archived=include_archived)
+                                    include_archived=include_archived, min_importance=min_importance)
             typer.echo(json.dumps([dataclasses.asdict(result) for result in results], indent=2, ensure_ascii=False))
             return
         typer.echo(memory_search(memory, query, top_k=top_k, type=type_, path_prefix=prefix, tags=tag,
-                                 threshold=threshold, explain=explain, include_archived=include_archived))
+                                 threshold=threshold, explain=explain, include_archived=include_archived,
+                                 min_importance=min_importance))
 
 
 StoreArgument = Annotated[str, typer.Argument(metavar="DIR_OR_URL", help="A directory, or a postgresql:// URL.")]
@@ -460,10 +462,10 @@ def discover_hook(
 def defrag(
     directory: DirArgument = None,
     root: RootOption = None,
-    action: Annotated[str, typer.Option("--action", "-a", help="analyze, find_duplicates, find_low_quality, find_archival_candidates, find_related, link_related, merge_duplicates, cleanup_stubs, compact or full.")] = "analyze",
+    action: Annotated[Optional[str], typer.Option("--action", "-a", help="analyze, find_duplicates, find_low_quality, find_archival_candidates, find_related, link_related, merge_duplicates, cleanup_stubs, compact or full (default: the full analysis: health, duplicates, low quality and archival candidates).", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run/--live", help="Preview (default) or really change memory.")] = True,
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Duplicate similarity threshold (default 0.85).")] = None,
-    strategy: Annotated[Optional[str], typer.Option("--strategy", help="Merge strategy: keep_newer, keep_larger or combine.")] = None,
+    strategy: Annotated[Optional[str], typer.Option("--strategy", help="Merge strategy: combine (default, keeps every fact), keep_newer or keep_larger (replace the other's text by a redirect).")] = None,
     min_similarity: Annotated[Optional[float], typer.Option("--min-similarity", help="Related: lowest cosine (default 0.60).")] = None,
     max_similarity: Annotated[Optional[float], typer.Option("--max-similarity", help="Related: cosine from which pairs are duplicates (default 0.85).")] = None,
     age_days: Annotated[Optional[float], typer.Option("--age-days", help="Archival candidates and stubs: minimum age in days.")] = None,
@@ -499,7 +501,10 @@ def defrag(
                 "max_hits": max_hits, "min_quality_score": min_quality, "confidence_filter": confidence,
                 "limit": limit, "dry_run": dry_run,
             }
-            report = Defragmenter(memory).run(action, **options)
+            if action is None:
+                report = Defragmenter(memory).overview(**({"limit": limit} if limit is not None else {}))
+            else:
+                report = Defragmenter(memory).run(action, **options)
             data, text = report.to_dict(), report.markdown
     if as_json:
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

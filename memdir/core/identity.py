@@ -137,15 +137,16 @@ class Actor:
     def sees(self, labels: Labels) -> bool:
         """Whether an entry is in this actor's view (its role's kinds, visible to its role).
 
-        No role sees everything. An entry without a kind, or without ``visible_to``, is in
-        every view (seed 003's open question, answered: an untyped memory is visible to all);
-        an agent always sees what it created.
+        No role sees everything. An entry without a kind is in every view, whatever roles its
+        ``visible_to`` names (seed 003's open question, answered: an untyped memory is visible
+        to all; ``visible_to`` narrows which roles see a kind); an entry of a kind is in the
+        views of the roles that see that kind and that its ``visible_to`` names (all, when it
+        names none); an agent always sees what it created.
         """
-        if self.role is None or (self.name is not None and labels.created_by == self.name):
+        if self.role is None or labels.kind is None or (self.name is not None and labels.created_by == self.name):
             return True
-        kind_ok = labels.kind is None or labels.kind in ROLE_KINDS[self.role]
         visible = not labels.visible_to or self.role.value in labels.visible_to
-        return kind_ok and visible
+        return labels.kind in ROLE_KINDS[self.role] and visible
 
     def may_change(self, labels: Labels) -> bool:
         """Whether this actor may update or delete an entry with these labels (the ownership rule)."""

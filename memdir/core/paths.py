@@ -64,9 +64,9 @@ def has_control_char(text: str) -> bool:
 def normalize_path(path: str) -> str:
     """Return the canonical logical path for ``path``, or raise `InvalidPathError`.
 
-    Rules (SwarmMemory's, plus fixes): strip surrounding whitespace and an optional
-    ``memory://`` prefix; collapse repeated slashes; drop a trailing slash; NFC-normalise;
-    refuse absolute paths, ``.``/``..`` segments, hidden segments (``.memdir`` holds
+    Rules (SwarmMemory's, plus fixes): strip an optional ``memory://`` prefix; collapse
+    repeated slashes; drop a trailing slash; NFC-normalise; refuse leading or trailing
+    whitespace (of the path or any of its names), absolute paths, ``.``/``..`` segments, hidden segments (``.memdir`` holds
     derived data), backslashes, NUL, control and invisible characters and ``<>:"|?*``,
     folder names ending in ``.md``/``.yml``/``.emb`` (they would collide with an entry's
     files); append ``.md`` when missing.
@@ -94,7 +94,12 @@ def _normalized(path: str) -> str:
             "it is not valid Unicode (it holds a lone surrogate)",
             "Use ordinary characters in the path.",
         ) from None
-    text = unicodedata.normalize("NFC", path.strip())
+    if not path.strip():
+        raise _invalid(path, "the path is empty")
+    if path != path.strip():
+        raise _invalid(path, "it starts or ends with whitespace",
+                       f"Remove the spaces around it: {path.strip()!r}.")
+    text = unicodedata.normalize("NFC", path)
     if text[: len(MEMORY_SCHEME)].lower() == MEMORY_SCHEME:
         text = text[len(MEMORY_SCHEME):]
     if not text:

@@ -36,6 +36,11 @@ from memdir.core.suggest import did_you_mean
 
 Mode = Literal["assistant", "retrieval", "researcher"]
 
+SWARM_WEIGHTS = frozenset({"semantic_weight", "keyword_weight"})
+MEMDIR_WEIGHTS = frozenset({"bm25_weight", "tag_weight", "context_weight", "graph_weight", "importance_weight",
+                            "role_importance_weight", "recency_weight"})
+"""The weights of the signals memdir adds to SwarmMemory's two (see `Settings.swarm_formula`)."""
+
 
 ENV_PREFIXES = ("memdir_", "swarm_memory_")
 
@@ -178,6 +183,10 @@ class Settings(BaseSettings):
     embed_batch_size: int = _setting(32, "embed_batch_size")
     embed_threads: int | None = _setting(None, "embed_threads")
     embeddings_enabled: bool = _setting(True, "embeddings_enabled", description="False: keyword search only.")
+    search_model_wait: float = _setting(
+        3.0, "search_model_wait", ge=0.0,
+        description="Seconds a search arriving while the model loads waits for it before searching by keywords only.",
+    )
     model_download: bool = _setting(
         True, "model_download",
         description="Download the model from the Hugging Face hub when no local copy exists (never when HF_HUB_OFFLINE is set).",
@@ -330,6 +339,10 @@ class Settings(BaseSettings):
         description="Which hits above the threshold a reminder shows first: the search's ranking (score) or the most relevant.",
     )
     discovery_min_score: float = _setting(0.2, "discovery_min_score", description="Relevance floor below any threshold.")
+    discovery_min_content_words: int = _setting(
+        3, "discovery_min_content_words",
+        description="A message with fewer content words (thanks!, hello test) gets only entries whose title, tags or path name one of them.",
+    )
 
     # --- episodes (memdir.episodes: boundaries, recall ranking, the session-start reminder)
     episode_pause_minutes: float = _setting(5.0, "episode_pause_minutes", description="A longer gap starts a new episode.")
@@ -396,6 +409,16 @@ class Settings(BaseSettings):
     consolidation_supersede_jaccard: float = _setting(0.8, "consolidation_supersede_jaccard", description="... with at least this word overlap.")
     consolidation_max_gap_days: float = _setting(30.0, "consolidation_max_gap_days", description="Without the model, entries written further apart are kept (the later may be an evolution).")
     consolidation_sampling_timeout: float = _setting(60.0, "consolidation_sampling_timeout", description="Seconds to wait for the client's model to decide on one cluster.")
+
+    @property
+    def swarm_formula(self) -> bool:
+        """True when only SwarmMemory's two weights (``semantic_weight``, ``keyword_weight``) are
+        set and no other signal's: search then scores ``semantic * cosine + keyword * tag share``,
+        SwarmMemory's formula (its keyword score is the share of the query's keywords in the
+        entry's tags), and the signals memdir adds (BM25, idf coverage, context, role importance)
+        stay out. Setting any of their weights combines them with the two again."""
+        chosen = self.model_fields_set
+        return bool(chosen & SWARM_WEIGHTS) and not chosen & MEMDIR_WEIGHTS
 
     @field_validator(
         "importance_weights", "role_weights_orchestrator", "role_weights_optimizer", "role_weights_reviewer", "role_weights_executor"

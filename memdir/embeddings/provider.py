@@ -49,6 +49,7 @@ class ModelProvider:
         self._thread: threading.Thread | None = None
         self._on_ready: list[Callable[[Embedder], None]] = []
         self._closing = threading.Event()
+        self._ready = threading.Event()  # set once loading ends, ready or not (before the callbacks run)
         self.reason = ""
         if not enabled:
             self.state, self.reason = ModelState.DISABLED, "embeddings are disabled in settings"
@@ -88,8 +89,9 @@ class ModelProvider:
                 return
         callback(self._embedder)  # type: ignore[arg-type]
 
-    def get(self, *, wait: bool = True) -> Embedder | None:
-        """The embedder, loading it first if needed; None when unavailable (or still loading and not ``wait``)."""
+    def get(self, *, wait: bool = True, timeout: float | None = None) -> Embedder | None:
+        """The embedder, loading it first if needed; None when unavailable (or still loading and
+        not ``wait``, or not ready within ``timeout`` seconds of waiting)."""
         if self.state is ModelState.READY:
             return self._embedder
         if self.state in (ModelState.UNAVAILABLE, ModelState.DISABLED):
@@ -97,8 +99,8 @@ class ModelProvider:
         if self.state is ModelState.LOADING:
             if not wait or self._thread is None:
                 return None
-            self._thread.join()
-            return self._embedder
+            self._ready.wait(timeout)
+            return self.peek()
         self._load()
         return self._embedder
 
@@ -149,6 +151,7 @@ class ModelProvider:
         with self._lock:
             self._embedder, self.state = embedder, ModelState.READY
             callbacks, self._on_ready = self._on_ready, []
+        self._ready.set()
         for callback in callbacks:
             try:
                 callback(embedder)
@@ -159,4 +162,5 @@ class ModelProvider:
         with self._lock:
             self.state, self.reason = ModelState.UNAVAILABLE, reason
             self._on_ready = []
+        self._ready.set()
         log.warning("semantic search unavailable: %s", reason)

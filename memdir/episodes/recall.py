@@ -10,8 +10,11 @@ Ranking follows seed 001 (SemanticMemory):
   ``episode_recency_floor`` 0.5), so an older episode needs a higher relevance to pass
   the same threshold (at most twice as high: "how I fixed this last quarter" can still
   surface when it matches well);
-* **at most N** (``episode_max_injected``, 3) are injected, above the discovery
-  threshold (SwarmMemory's adaptive one, never below ``discovery_min_score``).
+* **at most N** (``episode_max_injected``, 3) are injected, of those whose relevance
+  (decayed, not boosted) reaches the discovery threshold (SwarmMemory's adaptive one, never
+  below ``discovery_min_score``): the boost orders the relevant, it lets nothing in;
+* a message of too few words ("thanks!"; discovery passes them as ``must_name``) gets only
+  episodes whose name or tags name one of them.
 
 ``relevance`` is the hybrid search's absolute relevance of the episode's entry for the
 message (`memdir.search.hybrid.SearchResult.relevance`).
@@ -22,11 +25,13 @@ project, newest first, until ``episode_session_start_budget`` tokens are used.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import EntryNotFoundError
+from memdir.core.keywords import names_any
 from memdir.core.settings import Settings
 from memdir.episodes.heuristics import clip_words
 from memdir.core.units import estimate_tokens
@@ -74,20 +79,24 @@ def adjusted_score(relevance: float, importance: float, age_days: float, setting
 
 def rank(candidates: list[tuple[StoredEpisode, float]], settings: Settings, *, now: datetime | None = None,
          threshold: float = 0.0, limit: int | None = None) -> list[RankedEpisode]:
-    """Rank (episode, relevance) pairs by adjusted score, keep those at or above ``threshold``, at most ``limit``."""
+    """Rank (episode, relevance) pairs by adjusted score, at most ``limit``, of those whose relevance
+    (with its recency decay, without the importance boost) reaches ``threshold``: the boost
+    reorders what is relevant, it does not make an unrelated episode relevant."""
     now = now or datetime.now(timezone.utc)
     ranked = []
     for episode, relevance in candidates:
         age = age_in_days(episode, now)
         score, boosted = adjusted_score(relevance, episode.importance, age, settings)
-        if score >= threshold:
+        decayed = relevance * recency_factor(age, settings.episode_half_life_days, settings.episode_recency_floor)
+        if decayed >= threshold:
             ranked.append(RankedEpisode(episode, relevance, score, age, boosted))
     ranked.sort(key=lambda item: (-item.score, item.age_days, item.episode.path))
     return ranked[: settings.episode_max_injected if limit is None else limit]
 
 
 def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = None, now: datetime | None = None,
-                  threshold: float | None = None, limit: int | None = None) -> list[RankedEpisode]:
+                  threshold: float | None = None, limit: int | None = None,
+                  must_name: Collection[str] | None = None) -> list[RankedEpisode]:
     """The episodes to inject for ``query``, best first (see the module docstring for the rules).
 
     Args:
@@ -97,6 +106,8 @@ def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = Non
         now: the present (tests pin it).
         threshold: minimum adjusted score (default: the adaptive discovery threshold, floored).
         limit: at most this many (default ``episode_max_injected``).
+        must_name: only episodes whose name or tags hold one of these keyword terms (Porter
+            stems; discovery's rule for a message of too few words); None: no such rule.
     """
     settings = settings or memory.settings
     if not query or not query.strip():
@@ -105,6 +116,8 @@ def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = Non
     if threshold is None:
         threshold = settings.relevance_needed(query)
     results = memory.search(query, top_k=max(limit, 1) * CANDIDATES_PER_SLOT, path_prefix=EPISODES_PREFIX)
+    if must_name is not None:
+        results = [result for result in results if names_any(set(must_name), result.title, *result.tags)]
     candidates = []
     for result in results:
         try:
@@ -151,9 +164,9 @@ def episode_reminder(ranked: list[RankedEpisode], now: datetime | None = None) -
 
 
 def discover_episodes(memory: Memory, message: str, *, settings: Settings | None = None,
-                      now: datetime | None = None) -> str:
+                      now: datetime | None = None, must_name: Collection[str] | None = None) -> str:
     """Per-message episode reminder for a user's message, or ``""`` when nothing qualifies."""
-    return episode_reminder(rank_episodes(memory, message, settings=settings, now=now), now)
+    return episode_reminder(rank_episodes(memory, message, settings=settings, now=now, must_name=must_name), now)
 
 
 def where_we_left_off(memory: Memory, *, project: str | None = None, settings: Settings | None = None,

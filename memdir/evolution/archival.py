@@ -6,8 +6,10 @@ An entry is archived — ``archived_at`` set in its metadata — when any of the
 * its importance is below 3 and it has not been read for 90 days (``archival_low_importance``);
 * its importance is below 2 and it has not been read for 30 days (``archival_very_low_importance``);
 
-and never when its importance is at least ``archival_protected_importance`` (7): an entry
-never read but very important stays. An entry read yesterday stays whatever its importance.
+and never when its importance is at least ``archival_protected_importance`` (7), or when
+that is what its metadata states (the importance job may recalibrate a never-read entry
+down, but what a person stated as important stays protected): an entry never read but
+very important stays. An entry read yesterday stays whatever its importance.
 
 Archived entries leave search and discovery but stay readable, with their content, links,
 vector and read count; `unarchive` (``memdir unarchive PATH``) restores one, and the restore
@@ -42,7 +44,8 @@ WRITE_BATCH = 256
 
 def archival_reason(facts: EntryFacts, settings: Settings, now: datetime, restored: datetime | None = None) -> str | None:
     """Why the entry should be archived now, or None to keep it (``restored``: when it was last unarchived)."""
-    if facts.hidden or facts.importance >= settings.archival_protected_importance:
+    protected = settings.archival_protected_importance
+    if facts.hidden or facts.importance >= protected or (facts.stated is not None and facts.stated >= protected):
         return None
     unread = facts.days_unread(now, restored)
     if facts.reads == 0 and unread > settings.archival_unread_days:

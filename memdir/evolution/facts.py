@@ -56,6 +56,8 @@ class EntryFacts:
             knows only that it was read, and says ``updated_at``).
         inbound / outbound: entries linking to it / it links to (typed links and ``related``).
         hidden: archived or superseded.
+        stated: the importance a person or agent stated in the metadata, on the same scale
+            (None: none stated); a job's recalibration never lowers what protects an entry.
     """
 
     path: str
@@ -66,6 +68,7 @@ class EntryFacts:
     inbound: int
     outbound: int
     hidden: bool = False
+    stated: float | None = None
 
     def days_unread(self, now: datetime, restored: datetime | None = None) -> float:
         """Days since the last read (since written, when never read), or since ``restored``
@@ -95,6 +98,7 @@ def gather(memory: Memory) -> list[EntryFacts]:
             path=info.path, importance=importance_on_scale(info.path, row.importance if row else None), reads=info.hits,
             written=aware(info.updated_at), last_read=last_read, inbound=len(inbound[info.path]),
             outbound=len(outbound[info.path]), hidden=bool(row and row.hidden),
+            stated=importance_on_scale(info.path, row.stated) if row and row.stated is not None else None,
         ))  # fmt: skip
     return found
 

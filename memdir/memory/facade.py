@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memdir.core.entry import Entry, Metadata, utcnow
+from memdir.core.entry import Entry, Metadata, importance_on_scale, utcnow
 from memdir.core.errors import (
     DiskFullError,
     EntryNotFoundError,
@@ -139,7 +139,7 @@ class Memory:
         self.adapter = adapter
         self.index = index
         self.model = model
-        self.searcher = HybridSearcher(index, settings, embedder=self._embedder_now, role=lambda: self.actor.role)
+        self.searcher = HybridSearcher(index, settings, embedder=self._search_embedder, role=lambda: self.actor.role)
         self._listing = adapter.root_listing(index)  # see `_entries`
         self._actor = Actor.from_settings(settings)
         self._acting = threading.local()  # `acting_as`, per thread
@@ -147,6 +147,7 @@ class Memory:
         self.cache = EntryCache(adapter.stats, settings.prefetch_size) if settings.prefetch_size > 0 else None
         """Entries agents read (and `prefetch` put there), served to MemoryRead while unchanged."""
         self._labelled = threading.local()  # the action label of `action`, per thread
+        self._written_unembedded: set[str] = set()  # written while the model loaded (see `close`)
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -209,8 +210,14 @@ class Memory:
         return memory
 
     def close(self) -> None:
+        """Close the memory; entries this process wrote while the model was loading are embedded first
+        (the model-ready catch-up of older entries stops at its next batch instead)."""
         self._save_cache_figures()
         self.model.close()
+        embedder = self.model.peek()
+        if self._written_unembedded and embedder is not None and not self.read_only:
+            written = [path for path in self.index.needs_embedding(embedder.model_id) if path in self._written_unembedded]
+            self._embed_paths(embedder, written, None, finish=True)
         self.index.close()
 
     def __enter__(self) -> Memory:
@@ -393,6 +400,8 @@ class Memory:
         text = self._card(title, meta, content)  # before the entry exists
         vector = self._embed([text])
         model_id = self._model_id() if vector is not None else None
+        if vector is None and self.model.state is ModelState.LOADING:
+            self._written_unembedded.add(logical)  # embedded once the model is ready, at the latest on close
         with self._exclusive(), self._index_first(logical):
             overwritten = self.adapter.exists(logical)
             if expected_content is not None and (
@@ -896,8 +905,8 @@ class Memory:
         """Regex search of entry contents (not the .yml internals), in path order.
 
         Args:
-            labels: also search each entry's title and tags (SwarmMemory searched the .yml
-                too), so an entry found by its title is listed although its content does
+            labels: also search each entry's title, tags and domain (SwarmMemory searched the
+                .yml too), so an entry found by its title is listed although its content does
                 not match; `GrepHit.where` says where each entry matched.
         """
         compiled = GrepPattern(pattern, case_insensitive, RegexBudget.from_settings(self.settings))
@@ -916,13 +925,14 @@ class Memory:
         return [hits[p] for p in paths if p in hits]
 
     def _labels(self, paths: builtins.list[str]) -> dict[str, dict[str, tuple[str, ...]]]:
-        """Title and tags of each entry: from the index (no file read), built-in ones from their own metadata."""
+        """Title, tags and domain of each entry: from the index (no file read), built-in ones from their own metadata."""
         self._refresh()
         rows = self.index.rows([p for p in paths if not is_virtual(p)])
-        labels = {p: {"title": (row.title,), "tags": row.tags} for p, row in rows.items()}
+        labels = {p: {"title": (row.title,), "tags": row.tags, "domain": (row.domain,)} for p, row in rows.items()}
         for builtin in filter(is_virtual, paths):
             entry = load_virtual(builtin)
-            labels[builtin] = {"title": (entry.title,), "tags": tuple(entry.metadata.tags)}
+            labels[builtin] = {"title": (entry.title,), "tags": tuple(entry.metadata.tags),
+                               "domain": (entry.metadata.domain or "",)}
         return labels
 
     def titles(self, paths: Iterable[str]) -> dict[str, str]:
@@ -947,6 +957,7 @@ class Memory:
         tags: Iterable[str] | None = None,
         include_archived: bool = False,
         view: Actor | None = None,
+        min_importance: float | None = None,
     ) -> builtins.list[SearchResult]:
         """Hybrid search (semantic + BM25 + tags, then graph, importance and recency when their
         weights are set); keyword-only while no model is ready.
@@ -959,6 +970,8 @@ class Memory:
                 dropped before the ``top_k`` cut: the search asks for more until ``top_k``
                 remain or nothing more matches, so a view never makes results come back short.
             include_archived: keep archived and superseded entries (left out by default).
+            min_importance: only entries whose importance, as ranking sees it (1-10, none
+                stated: 5), is at least this; like a view, applied before the ``top_k`` cut.
         """
         self._refresh()
         types = list(types) if types else None
@@ -975,9 +988,17 @@ class Memory:
                 include_hidden=include_archived,
             )
             kept = self.in_view([result for result in results if result.path not in hidden], view)
+            if min_importance is not None:
+                kept = self._important(kept, min_importance)
             if len(kept) >= top_k or len(results) < wanted:
                 return kept[:top_k]
             wanted *= 4
+
+    def _important(self, results: list[SearchResult], least: float) -> list[SearchResult]:
+        """The results whose importance (`importance`; built-ins and entries stating none: 5) is at least ``least``."""
+        facts = self.index.rank_facts([result.path for result in results])
+        return [result for result in results
+                if importance_on_scale(result.path, row.importance if (row := facts.get(result.path)) else None) >= least]
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""
@@ -1130,7 +1151,9 @@ class Memory:
         if pending:
             self._embed_paths(embedder, pending, None)
 
-    def _embed_paths(self, embedder: Embedder, paths: builtins.list[str], progress: ProgressCallback | None) -> int:
+    def _embed_paths(
+        self, embedder: Embedder, paths: builtins.list[str], progress: ProgressCallback | None, *, finish: bool = False
+    ) -> int:
         """Embed ``paths`` and store their vectors; returns how many were embedded.
 
         A pipeline: the model embeds one chunk on a worker thread (onnxruntime releases the
@@ -1164,7 +1187,7 @@ class Memory:
         with ThreadPoolExecutor(1, thread_name_prefix="memdir-embed") as worker:
             pending: tuple[builtins.list[Entry], builtins.list[str], Future[np.ndarray]] | None = None
             for start in range(0, len(ordered), chunk):
-                if self.model.closing:
+                if self.model.closing and not finish:
                     break
                 entries = self._readable(ordered[start : start + chunk])
                 texts = [self._searchable(entry) for entry in entries]
@@ -1219,6 +1242,14 @@ class Memory:
         if self.model.state is ModelState.NOT_LOADED:
             return self.model.get()
         return self.model.peek()
+
+    def _search_embedder(self) -> Embedder | None:
+        """The model for a search: one arriving while it loads waits up to ``search_model_wait``
+        seconds for it (a one-shot client's first call, a hook's first prompt) before going
+        keyword-only."""
+        if self.model.state is ModelState.LOADING:
+            return self.model.get(timeout=self.settings.search_model_wait)
+        return self._embedder_now()
 
     def _embed(self, texts: builtins.list[str]) -> np.ndarray | None:
         embedder = self._embedder_now()

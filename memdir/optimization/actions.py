@@ -6,11 +6,14 @@ its prior state in the `Journal`, changes it, and records the result. An entry t
 changed meanwhile is skipped and reported, never overwritten.
 
 The merge helpers (`choose_keeper`, `combine_content`, `combine_metadata`) decide what
-a merge keeps.
+a merge keeps. The default, ``combine``, loses no text: the richer entry stays and the
+paragraphs only the other holds are appended to it; ``keep_newer`` and ``keep_larger``
+replace the other's text by a redirect (the preview quotes what they would drop).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
     from memdir.memory import Memory
 
 MERGE_STRATEGIES = ("keep_newer", "keep_larger", "combine")
+DEFAULT_MERGE_STRATEGY = "combine"
+"""Keeps every fact: the richer entry, plus what only the other holds."""
 MERGED_FROM = "<!-- merged from memory://{path} -->"
 
 
@@ -35,24 +40,37 @@ MERGED_FROM = "<!-- merged from memory://{path} -->"
 def choose_keeper(a: Item, b: Item, strategy: str) -> tuple[Item, Item]:
     """(keeper, merged-away) for a duplicate pair.
 
-    ``keep_newer`` and ``combine`` keep the most recently updated entry, ``keep_larger``
-    the one with more content; ties go to the other measure, then to hits, then to the
-    path that sorts first.
+    ``keep_newer`` keeps the most recently updated entry; ``combine`` and ``keep_larger``
+    the richer one (more content), so what ``combine`` appends is the smaller part; ties
+    go to the other measure, then to hits, then to the path that sorts first.
     """
-    if strategy == "keep_larger":
-        key = lambda item: (item.size, item.updated_at, item.hits)  # noqa: E731
-    else:
+    if strategy == "keep_newer":
         key = lambda item: (item.updated_at, item.size, item.hits)  # noqa: E731
+    else:
+        key = lambda item: (item.size, item.updated_at, item.hits)  # noqa: E731
     if key(a) > key(b) or (key(a) == key(b) and a.path < b.path):
         return a, b
     return b, a
 
 
+def _said(text: str) -> str:
+    """Text as compared for "already holds it": words only, lowercased."""
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def only_in_other(keeper: str, other: str) -> list[str]:
+    """The paragraphs of ``other``'s body (its frontmatter dropped) whose words ``keeper`` does not already hold."""
+    held = _said(parse_frontmatter(keeper).body)
+    paragraphs = re.split(r"\n\s*\n", parse_frontmatter(other).body.strip())
+    return [part.strip() for part in paragraphs if part.strip() and _said(part) not in held]
+
+
 def combine_content(keeper: str, other_path: str, other: str) -> str:
-    """The keeper's content followed by the other's body (its own frontmatter dropped)."""
-    body = parse_frontmatter(other).body.strip()
-    if not body or body in keeper:
+    """The keeper's content followed by the paragraphs only the other holds (nothing when it holds them all)."""
+    missing = only_in_other(keeper, other)
+    if not missing:
         return keeper
+    body = "\n\n".join(missing)
     return f"{keeper.rstrip()}\n\n{MERGED_FROM.format(path=other_path)}\n{body}\n"
 
 
@@ -260,4 +278,6 @@ class Changer:
         return Outcome(True)
 
 
-__all__ = ["Changer", "MERGE_STRATEGIES", "Outcome", "choose_keeper", "combine_content", "combine_metadata"]
+__all__ = [
+    "Changer", "DEFAULT_MERGE_STRATEGY", "MERGE_STRATEGIES", "Outcome", "choose_keeper", "combine_content", "combine_metadata", "only_in_other",
+]

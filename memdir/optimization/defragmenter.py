@@ -26,7 +26,7 @@ from memdir.core.paths import link_target, memory_uri
 from memdir.core.quality import QUALITY_POINTS
 from memdir.core.units import plural
 from memdir.optimization import planning
-from memdir.optimization.actions import Changer
+from memdir.optimization.actions import DEFAULT_MERGE_STRATEGY, Changer, only_in_other
 from memdir.optimization.analyzer import analyze, format_health_report
 from memdir.optimization.corpus import Corpus, Item
 from memdir.optimization.journal import Journal
@@ -74,6 +74,18 @@ class Defragmenter:
         """The health report: coverage, quality, by type and confidence, health score and band."""
         stats = analyze(self.corpus(reload=True))
         return Report("analyze", None, format_health_report(stats) + "\n", stats.to_dict())
+
+    def overview(self, *, limit: int = DEFAULT_LIMIT) -> Report:
+        """The full analysis with default options: health, duplicates, low quality, archival candidates.
+
+        The data is the health report's, with each finding's data under its action's name.
+        """
+        parts = [self.analyze(limit=limit)]
+        parts += [self.run(action, limit=limit)
+                  for action in ("find_duplicates", "find_low_quality", "find_archival_candidates")]
+        markdown = "\n".join(demote(part.markdown).rstrip() + "\n" for part in parts)
+        data = {**parts[0].data, **{part.action: part.data for part in parts[1:]}}
+        return Report("overview", None, f"# Memory Analysis\n\n{markdown}", data)
 
     def find_duplicates(self, similarity_threshold: float = 0.85, *, limit: int = DEFAULT_LIMIT) -> Report:
         """Pairs whose similarity (the higher of word Jaccard and embedding cosine) reaches the threshold."""
@@ -204,18 +216,23 @@ class Defragmenter:
         return Report("link_related", dry, markdown, data, journal_id)
 
     def _merge(self, threshold: float, strategy: str, changer: Changer | None) -> tuple[list[str], list[dict[str, Any]]]:
-        rows = []
-        for merge in planning.merge_plan(self.corpus(), threshold, strategy):
+        rows, lines = [], []
+        plan, left = planning.merge_plan(self.corpus(), threshold, strategy)
+        for merge in plan:
+            only_other = "\n\n".join(only_in_other(merge.keeper.content, merge.other.content))
             outcome = changer.merge(merge.keeper, merge.other, strategy) if changer else None
-            rows.append({"keep": merge.keeper.path, "merge": merge.other.path, "similarity": round(merge.similarity, 4),
-                         "strategy": strategy, "done": bool(outcome and outcome.done),
-                         "reason": outcome.reason if outcome else ""})
-        lines = [f"- keep {memory_uri(r['keep'])}, merge {memory_uri(r['merge'])} into it ({r['similarity']:.2f})" + _skipped(r)
-                 for r in rows]
+            row = {"keep": merge.keeper.path, "merge": merge.other.path, "similarity": round(merge.similarity, 4),
+                   "strategy": strategy, "done": bool(outcome and outcome.done),
+                   "reason": outcome.reason if outcome else "",
+                   "appended" if strategy == "combine" else "dropped": only_other}
+            rows.append(row)
+            lines.append(_merge_line(row) + _skipped(row))
+        lines += [f"- not merged: {memory_uri(pair.keeper.path)} and {memory_uri(pair.other.path)} "
+                  f"({pair.similarity:.2f}): {reason}" for pair, reason in left]
         return lines, rows
 
     def merge_duplicates(
-        self, similarity_threshold: float = 0.85, merge_strategy: str = "keep_newer", dry_run: Any = True,
+        self, similarity_threshold: float = 0.85, merge_strategy: str = DEFAULT_MERGE_STRATEGY, dry_run: Any = True,
         *, limit: int = DEFAULT_LIMIT,
     ) -> Report:
         """Merge each duplicate pair: keep one entry, leave a ``# merged →`` stub at the other."""
@@ -228,7 +245,9 @@ class Defragmenter:
         count = len(rows) if dry else sum(row["done"] for row in rows)
         intro = [f"{'Would merge' if dry else 'Merged'} {plural(count, 'duplicate pair')} "
                  f"(similarity ≥ {similarity_threshold:.2f}, strategy {merge_strategy}). "
-                 "Each merged-away entry becomes a `# merged →` stub that redirects reads to the entry kept."]
+                 "Each merged-away entry becomes a `# merged →` stub that redirects reads to the entry kept."
+                 + (" What only the merged-away entry holds is appended to the entry kept." if merge_strategy == "combine"
+                    else " Text the entry kept lacks is lost (the `combine` strategy keeps it).")]
         markdown = document("Merge Duplicates", intro, bullet_list(lines, limit), self._notes(dry, journal_id))
         return Report("merge_duplicates", dry, markdown, {**options, "merges": rows}, journal_id)
 
@@ -311,7 +330,7 @@ class Defragmenter:
         return Report("compact", dry, markdown, {**options, **data}, journal_id)
 
     def full(
-        self, similarity_threshold: float = 0.85, merge_strategy: str = "keep_newer", min_quality_score: int = 20,
+        self, similarity_threshold: float = 0.85, merge_strategy: str = DEFAULT_MERGE_STRATEGY, min_quality_score: int = 20,
         min_age_days: float = 30, dry_run: Any = True, *, limit: int = DEFAULT_LIMIT,
     ) -> Report:
         """Merge duplicates, clean up old stubs, compact — and report the health score before and after."""
@@ -403,6 +422,24 @@ def _moved_links(links: list[Link], moved: dict[str, str | None], holder: str) -
             link = link.model_copy(update={"target": goal})
         kept.setdefault(link.key, link)
     return list(kept.values())
+
+
+def _merge_line(row: dict[str, Any]) -> str:
+    """One merge as the report says it: which text the redirect replaces, and what becomes of it."""
+    keep, other = memory_uri(row["keep"]), memory_uri(row["merge"])
+    head = f"- {other}'s text is replaced by a redirect to {keep} ({row['similarity']:.2f})"
+    if "appended" in row:
+        if not row["appended"]:
+            return f"{head}; {keep} already holds all of it"
+        return f"{head}; what only it holds is appended to {keep}:\n{_quoted(row['appended'])}"
+    if not row["dropped"]:
+        return f"{head}; nothing is lost: {keep} already holds all of it"
+    return f"{head}; this text, which {keep} lacks, is dropped:\n{_quoted(row['dropped'])}"
+
+
+def _quoted(text: str) -> str:
+    """Text as an indented quote under a list item."""
+    return "\n".join(f"  > {line}" if line else "  >" for line in text.splitlines())
 
 
 def _skipped(row: dict[str, Any]) -> str:

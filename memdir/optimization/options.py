@@ -17,7 +17,7 @@ from typing import Any
 from memdir.core.entry import CONFIDENCE_LEVELS
 from memdir.core.errors import InputValidationError
 from memdir.core.suggest import did_you_mean
-from memdir.optimization.actions import MERGE_STRATEGIES
+from memdir.optimization.actions import DEFAULT_MERGE_STRATEGY, MERGE_STRATEGIES
 
 DEFAULT_LIMIT = 50
 CONFIDENCE_FILTERS = (*CONFIDENCE_LEVELS, "none")
@@ -37,7 +37,10 @@ OPTION_SPECS: Mapping[str, OptionSpec] = {
     "similarity_threshold": OptionSpec(
         "fraction", "Pairs at least this similar (max of word Jaccard and cosine) are duplicates."
     ),
-    "merge_strategy": OptionSpec("choice", "keep_newer, keep_larger or combine.", MERGE_STRATEGIES),
+    "merge_strategy": OptionSpec(
+        "choice", "combine (default: keeps every fact), keep_newer or keep_larger (drop the other's text).",
+        MERGE_STRATEGIES,
+    ),
     "min_quality_score": OptionSpec("integer", "Entries scoring below this (0-100) count as low quality.", maximum=100),
     "confidence_filter": OptionSpec(
         "choice", "Only entries with this confidence (none = no confidence set).", CONFIDENCE_FILTERS
@@ -58,11 +61,11 @@ ACTIONS: Mapping[str, Mapping[str, Any]] = {
     "find_archival_candidates": {"age_days": 90, "max_hits": 0},
     "find_related": {"min_similarity": 0.60, "max_similarity": 0.85},
     "link_related": {"min_similarity": 0.60, "max_similarity": 0.85, "dry_run": True},
-    "merge_duplicates": {"similarity_threshold": 0.85, "merge_strategy": "keep_newer", "dry_run": True},
+    "merge_duplicates": {"similarity_threshold": 0.85, "merge_strategy": DEFAULT_MERGE_STRATEGY, "dry_run": True},
     "cleanup_stubs": {"age_days": 30, "max_hits": 3, "dry_run": True},
     "compact": {"min_quality_score": 20, "min_age_days": 30, "max_hits": 0, "dry_run": True},
     "full": {
-        "similarity_threshold": 0.85, "merge_strategy": "keep_newer", "min_quality_score": 20, "min_age_days": 30,
+        "similarity_threshold": 0.85, "merge_strategy": DEFAULT_MERGE_STRATEGY, "min_quality_score": 20, "min_age_days": 30,
         "dry_run": True,
     },
 }

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from memdir.core.entry import EPISODES_PREFIX
 from memdir.core.errors import EntryNotFoundError, MemdirError, RedirectError
 from memdir.optimization.actions import choose_keeper
 from memdir.optimization.corpus import SECONDS_PER_DAY, Corpus, Item
@@ -65,8 +66,22 @@ class Merge:
     similarity: float
 
 
-def merge_plan(corpus: Corpus, threshold: float, strategy: str) -> list[Merge]:
-    """Merges for the duplicate pairs, most similar first.
+def unmergeable(a: Item, b: Item) -> str | None:
+    """Why a duplicate pair is never merged, or None when it may be.
+
+    An episode is cut from a conversation and keeps its own record (outcome, task, time):
+    nothing is merged into or out of one. Entries of different types (a curated fact and
+    an experience) say different kinds of things, however alike their words.
+    """
+    if a.path.startswith(EPISODES_PREFIX) or b.path.startswith(EPISODES_PREFIX):
+        return "episodes are never merged"
+    if a.type != b.type:
+        return f"a {a.type or 'untyped'} entry and a {b.type or 'untyped'} entry are never merged"
+    return None
+
+
+def merge_plan(corpus: Corpus, threshold: float, strategy: str) -> tuple[list[Merge], list[tuple[Merge, str]]]:
+    """Merges for the duplicate pairs, most similar first, and the pairs left alone with why (`unmergeable`).
 
     Greedy: an entry is merged away at most once, and an entry that keeps another is
     never merged away in the same run, so every stub points straight at a live entry.
@@ -74,9 +89,13 @@ def merge_plan(corpus: Corpus, threshold: float, strategy: str) -> list[Merge]:
     merged_away: set[str] = set()
     keepers: set[str] = set()
     plan = []
+    left: list[tuple[Merge, str]] = []
     for pair in duplicates(corpus, threshold):
         a, b = corpus.item(pair.a), corpus.item(pair.b)
         if a is None or b is None:
+            continue
+        if (reason := unmergeable(a, b)) is not None:
+            left.append((Merge(a, b, pair.similarity), reason))
             continue
         keeper, other = choose_keeper(a, b, strategy)
         if keeper.path in merged_away or other.path in merged_away or other.path in keepers:
@@ -84,7 +103,7 @@ def merge_plan(corpus: Corpus, threshold: float, strategy: str) -> list[Merge]:
         plan.append(Merge(keeper, other, pair.similarity))
         merged_away.add(other.path)
         keepers.add(keeper.path)
-    return plan
+    return plan, left
 
 
 @dataclass(frozen=True, slots=True)

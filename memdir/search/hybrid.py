@@ -423,6 +423,9 @@ class HybridSearcher:
     # ------------------------------------------------------------------ signals
     def _text_weights(self, mode: Mode) -> dict[str, float]:
         s = self.settings
+        if s.swarm_formula:  # SwarmMemory's keyword score is the tag share
+            semantic = s.semantic_weight if mode == "hybrid" else 0.0
+            return {"semantic": semantic, "bm25": 0.0, "keyword": 0.0, "tag": s.keyword_weight, "context": 0.0}
         return {
             "semantic": s.semantic_weight if mode == "hybrid" else 0.0,
             "bm25": s.bm25_weight,

@@ -170,6 +170,8 @@ class RankingSignals:
         scorer = RoleImportance.of(settings, role)
         self.importance: ImportanceScorer = scorer or metadata_importance
         self.importance_weight = settings.importance_weight if scorer is None else settings.role_importance_weight
+        if settings.swarm_formula:
+            self.importance_weight = 0.0
 
     @property
     def weights(self) -> dict[str, float]:

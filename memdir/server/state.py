@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import logging
 import contextvars
 import threading
@@ -105,6 +106,7 @@ class MemoryHost:
         from memdir.memory import Memory  # heavy imports stay off the start-up path
 
         memory = Memory.open(settings, embedder=embedder, background=True)
+        memory.model.on_ready(_say_ready)
         try:
             warm(memory)
         except Exception:  # a guess that failed must not keep the memory from opening
@@ -193,6 +195,12 @@ class MemoryHost:
             pass
         self._readers.shutdown(wait=False, cancel_futures=True)
         self._writer.shutdown(wait=False, cancel_futures=True)
+
+
+def _say_ready(embedder: Any) -> None:
+    """Tell whoever runs the server (its stderr: an editor's log, a terminal) that search now uses meaning."""
+    print(f"memdir: the embedding model {embedder.model_id} is ready: search is semantic from now on",
+          file=sys.stderr, flush=True)
 
 
 @dataclass(eq=False)

@@ -86,6 +86,7 @@ class EntryRow:
     type: str | None
     tags: tuple[str, ...]
     terms: str = ""  # distinct Porter-stemmed words, space-separated
+    domain: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +335,7 @@ class EntryIndex(SearchIndex, Protocol):
         """Listing rows of the entries whose row is as fresh as ``stats`` says."""
 
     def rows(self, paths: Sequence[str]) -> dict[str, EntryRow]:
-        """Title, type, tags and words of the given entries."""
+        """Title, type, tags, words and domain of the given entries."""
 
     def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
         """Access labels (kind, owner, visibility; `memdir.core.identity`) of the given entries (None: all);

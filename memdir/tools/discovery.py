@@ -36,13 +36,13 @@ read-only discovery tool. No MCP imports.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import EPISODES_PREFIX
 from memdir.core.identity import view_filter
-from memdir.core.keywords import STOP_WORDS, porter_stem, words
+from memdir.core.keywords import STOP_WORDS, names_any, porter_stem, short_message_terms, words
 from memdir.core.settings import Settings
 from memdir.core.units import estimate_tokens
 
@@ -182,30 +182,49 @@ def _opens_sentence(message: str, start: int) -> bool:
     return at < start - 1 and message[at] in _SENTENCE_ENDS
 
 
-def _names_allow(memory: Memory, message: str) -> Callable[[Any], bool]:
-    """Which hits the message's names let through (see the module docstring)."""
-    names = names_in(message)
-    if not names:
-        return lambda result: True
-    known = {name for name, count in memory.document_frequencies(names).items() if count}
-    return lambda result: bool(known) and not known.isdisjoint(result.matched)
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """What a message lets through, worked out once per message (see the module docstring).
+
+    Attributes:
+        known: the message's names the store knows (Porter stems): a hit must mention one.
+        must_name: for a message that says fewer than ``discovery_min_content_words``
+            words the store could match (a name it has never seen does not count), those
+            words: a hit's title, tags or path must name one. None for a longer message.
+    """
+
+    known: frozenset[str] = frozenset()
+    must_name: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, memory: Memory, message: str, settings: Settings) -> Gate:
+        names = names_in(message) if settings.discovery_names_required else set()
+        counts = memory.document_frequencies(names) if names else {}
+        known = {name for name, count in counts.items() if count}
+        short = short_message_terms(message, settings.discovery_min_content_words, names - known)
+        return cls(frozenset(known), None if short is None else frozenset(short))
+
+    def allows(self, result: Any) -> bool:
+        if self.known and self.known.isdisjoint(result.matched):
+            return False
+        return self.must_name is None or names_any(set(self.must_name), result.title, result.path, *result.tags)
 
 
 def search_found(
     memory: Memory, message: str, types: Sequence[str], settings: Settings, *, exclude_prefix: str | None = None,
-    view_all: bool = False,
+    view_all: bool = False, gate: Gate | None = None,
 ) -> list[Found]:
-    """Top results of one discovery search, above both the adaptive threshold and the floor.
+    """Top results of one discovery search that the message's `Gate` lets through, above both
+    the adaptive threshold and the floor.
 
     ``exclude_prefix`` leaves out a folder that has a reminder of its own (episodes); the
     memory's actor's role view applies unless ``view_all``.
     """
+    gate = gate or Gate.of(memory, message, settings)
     threshold = settings.relevance_needed(message)
     pool = settings.discovery_top_k * (8 if exclude_prefix else 4)  # ranked by score, kept by relevance
     results = memory.search(message, top_k=pool, types=list(types), view=view_filter(memory.actor, view_all))
-    if settings.discovery_names_required:
-        results = list(filter(_names_allow(memory, message), results))
-    found = [_found(result) for result in results]
+    found = [_found(result) for result in results if gate.allows(result)]
     relevant = [
         item for item in found
         if item.score >= threshold and item.type in types and not (exclude_prefix and item.path.startswith(exclude_prefix))
@@ -233,12 +252,14 @@ def discover(
     settings = settings or memory.settings
     if not message or not message.strip():
         return ""
-    skills = search_found(memory, message, SKILL_TYPES, settings, view_all=view_all) if include_skills else []
-    memories = search_found(memory, message, MEMORY_TYPES, settings, exclude_prefix=EPISODES_PREFIX, view_all=view_all)
+    gate = Gate.of(memory, message, settings)
+    skills = search_found(memory, message, SKILL_TYPES, settings, view_all=view_all, gate=gate) if include_skills else []
+    memories = search_found(memory, message, MEMORY_TYPES, settings, exclude_prefix=EPISODES_PREFIX, view_all=view_all,
+                            gate=gate)
     text = render(skills, memories, settings.discovery_token_budget)
     # Episodes follow the seed's own ranking (importance boost, recency decay, at most N)
     # and get their own reminder, within what is left of the budget.
-    episodes = discover_episodes(memory, message, settings=settings)
+    episodes = discover_episodes(memory, message, settings=settings, must_name=gate.must_name)
     if episodes and estimate_tokens(text) + estimate_tokens(episodes) <= settings.discovery_token_budget:
         text = f"{text}\n\n{episodes}" if text else episodes
     return text
@@ -246,6 +267,7 @@ def discover(
 
 __all__ = [
     "Found",
+    "Gate",
     "KEYWORD_ONLY_NOTE",
     "MEMORY_TYPES",
     "SKILL_TYPES",

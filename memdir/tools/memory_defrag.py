@@ -22,7 +22,8 @@ def memory_defrag(memory: Memory, action: str, **options: Any) -> str:
 
     Start with ``analyze`` (a health report). ``find_duplicates``, ``find_low_quality``,
     ``find_archival_candidates`` and ``find_related`` only report. ``link_related``,
-    ``merge_duplicates`` (the other entry becomes a redirect), ``cleanup_stubs`` (old redirects),
+    ``merge_duplicates`` (same-type pairs, never episodes; by default ``combine`` keeps every fact: the
+    richer entry stays, what only the other holds is appended, the other becomes a redirect), ``cleanup_stubs`` (old redirects),
     ``compact`` (deletes low-quality, old, unread entries) and ``full`` (merge, clean up, compact)
     change memory only with ``dry_run: false``: preview first, then repeat. Each option applies to
     the actions it names; a person can undo the last live run (``memdir defrag --undo``).

@@ -1,6 +1,6 @@
 """MemoryGrep: regular-expression search of entries, in SwarmMemory's three output modes.
 
-``files_with_matches`` searches each entry's title and tags as well as its content (as
+``files_with_matches`` searches each entry's title, tags and domain as well as its content (as
 SwarmMemory searched the ``.yml`` before the ``.md``) and says where each entry matched;
 ``content`` and ``count`` show lines, so they search content only.
 """
@@ -36,7 +36,7 @@ def memory_grep(
         pattern: a Python regular expression, e.g. ``TODO|FIXME``.
         path: only this folder (``fact/api``) or entry.
         case_insensitive: ignore case.
-        output_mode: ``files_with_matches`` (default; titles and tags too), ``content`` (lines) or ``count``.
+        output_mode: ``files_with_matches`` (default; titles, tags and domain too), ``content`` (lines) or ``count``.
 
     Returns:
         The matches in the requested mode; at most 500 entries (or lines) are listed.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memdir.core.entry import check_entry_types
+from memdir.core.entry import IMPORTANCE_RANGE, check_entry_types
 from memdir.core.errors import EntryNotFoundError, InputValidationError
 from memdir.core.identity import view_filter
 from memdir.search.hybrid import SearchResult
@@ -30,6 +30,7 @@ def memory_search(
     explain: bool = False,
     include_archived: bool = False,
     view_all: bool = False,
+    min_importance: float | None = None,
 ) -> str:
     """Search memory by meaning and keywords, best first: find what is stored about a topic or question.
 
@@ -43,6 +44,7 @@ def memory_search(
         explain: add each result's score breakdown.
         include_archived: also archived and superseded entries.
         view_all: also entries outside your role's view.
+        min_importance: only entries at least this important (1-10; an entry stating none counts as 5).
 
     Returns:
         ``N results for 'QUERY':`` then per result ``1. memory://path "Title" (type, score 0.62)``
@@ -58,11 +60,16 @@ def memory_search(
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise InputValidationError(f"threshold must lie between 0 and 1, got {threshold!r}.",
                                    "Pass e.g. threshold: 0.3, or leave it out to keep every result.")
+    low, high = IMPORTANCE_RANGE
+    if min_importance is not None and (isinstance(min_importance, bool) or not low <= min_importance <= high):
+        raise InputValidationError(f"min_importance must lie between {low:g} and {high:g}, got {min_importance!r}.",
+                                   "Pass e.g. min_importance: 7 for the important entries, or leave it out.")
     types = coerce_str_list(type, "type") or None
     check_entry_types(types)
     tag_list = coerce_str_list(tags, "tags") or None
     results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix, tags=tag_list,
-                            view=view_filter(memory.actor, view_all), include_archived=include_archived)
+                            view=view_filter(memory.actor, view_all), include_archived=include_archived,
+                            min_importance=min_importance)
     if not results:
         return f"No memory entries found for '{text}'."
     weights = memory.term_weights(text)

@@ -71,6 +71,13 @@ def test_boost_lifts_an_important_episode_over_a_slightly_more_relevant_one(sett
     assert ranked[0].boosted and not ranked[1].boosted
 
 
+def test_the_boost_reorders_what_passes_but_lets_nothing_in(settings):
+    relevant, unrelated = stored("relevant", importance=0.2), stored("unrelated", importance=0.75)
+    # 0.163 + the 0.1 boost would clear a 0.25 threshold; its relevance does not
+    ranked = rank([(unrelated, 0.163), (relevant, 0.3)], settings, now=NOW, threshold=0.25)
+    assert [item.episode.name for item in ranked] == ["relevant"]
+
+
 def test_at_most_n_are_injected(tmp_path):
     settings = Settings(root=tmp_path, episode_max_injected=2)
     candidates = [(stored(f"e{n}"), 0.9 - n / 100) for n in range(5)]

@@ -107,3 +107,18 @@ def test_a_job_running_elsewhere_is_refused_with_a_clear_message(root):
 
 def test_the_history_of_a_store_without_runs(root):
     assert "No evolution job has run on this memory yet" in evolve(root, "--history").output
+
+
+def test_what_a_person_stated_as_important_is_never_archived_whatever_the_importance_job_computes(tmp_path):
+    root = tmp_path / "memory"
+    long_ago = datetime.now(timezone.utc) - timedelta(days=400)
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        memory.write("fact/ledger.md", "The ledger stays on Postgres until 2027.", title="Ledger",
+                     metadata={"importance": 9}, updated_at=long_ago)
+    recalibrated = evolve(root, "importance")
+    assert recalibrated.exit_code == 0, recalibrated.output
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        assert memory.importance("fact/ledger.md") < 7  # never read in 400 days: the job lowers it
+    result = evolve(root, "archival")
+    assert result.exit_code == 0, result.output
+    assert not archived(root, "fact/ledger.md")

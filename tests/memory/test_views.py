@@ -83,6 +83,15 @@ def test_visible_to_narrows_a_view_and_the_author_always_sees_its_own(store_kind
     assert [r.path for r in orchestrator.search("roadmap billing decision", view=orchestrator.actor)] == ["fact/roadmap.md"]
 
 
+def test_a_kindless_entry_of_another_role_is_in_every_view(store_kind, open_as):
+    orchestrator = open_as("olga", "orchestrator")  # creates visible to orchestrator + optimizer
+    memory_write(orchestrator, Session(), "fact/pay-plain.md", "Payments retry failed charges twice.", "Pay plain",
+                 "fact", ["payments"], [], "payments")
+    reviewer = open_as("rita", "reviewer")
+    assert paths_in(memory_search(reviewer, "payments retry failed charges")) == {"fact/pay-plain.md"}
+    assert paths_in(memory_glob(reviewer, Session(), "fact/*")) == {"fact/pay-plain.md"}
+
+
 def test_a_view_never_makes_search_come_back_short(open_as):
     writer = open_as("w")
     for i in range(60):  # many better-matching entries outside the view
@@ -103,6 +112,7 @@ def test_an_unknown_kind_or_role_is_refused_with_the_choices(open_as):
 @pytest.mark.parametrize("labels, seen", [
     (Labels(), True), (Labels(kind="bug"), True), (Labels(kind="architecture"), False),
     (Labels(kind="bug", visible_to=("executor",)), False), (Labels(kind="architecture", created_by="me"), True),
+    (Labels(visible_to=("orchestrator", "optimizer")), True),
 ])
 def test_what_a_reviewer_sees(labels, seen):
     assert Actor("me", Role.REVIEWER).sees(labels) is seen

@@ -187,11 +187,12 @@ def test_merge_dry_run_changes_nothing(memory):
 
 
 def test_merge_keep_newer_leaves_a_redirecting_stub(memory):
-    report = Defragmenter(memory).run("merge_duplicates", dry_run=False)
+    report = Defragmenter(memory).run("merge_duplicates", merge_strategy="keep_newer", dry_run=False)
     # classes-notes.md was written after classes.md, so it is the newer one
     assert report.data["merges"] == [{
         "keep": "concept/ruby/classes-notes.md", "merge": "concept/ruby/classes.md",
         "similarity": report.data["merges"][0]["similarity"], "strategy": "keep_newer", "done": True, "reason": "",
+        "dropped": "",
     }]
     stub = (memory.root / "concept/ruby/classes.md").read_text()
     assert stub.startswith("# merged → concept/ruby/classes-notes.md\n")
@@ -220,6 +221,66 @@ def test_merge_combine_keeps_content_and_metadata_of_both(memory):
     assert kept.metadata.tags == ["ruby", "oop", "classes"]
     assert kept.metadata.confidence == "high" and kept.metadata.domain == "programming"
     assert kept.embedding is not None
+
+
+DECISION = ("Decision 2026-03-02: the payments ledger stays on Postgres 16, owned by Priya and Tom.\n\n"
+            "Revisit when writes exceed 5k per second.")
+SHORT = "Decision: the payments ledger stays on Postgres 16, owned by Priya and Tom."
+
+
+def defrag(root, *args):
+    return CliRunner().invoke(app, ["defrag", str(root), "--action", "merge_duplicates", *args])
+
+
+@pytest.fixture
+def decisions(tmp_path, cli):
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder()) as memory:
+        memory.write("fact/ledger-decision.md", DECISION, title="Ledger decision", metadata={"type": "fact"})
+        memory.write("fact/ledger.md", SHORT + "\n\nReplica lag pages at 30 s.",
+                     title="Ledger decision", metadata={"type": "fact"})  # newer, shorter
+    return tmp_path / "memory"
+
+
+def test_merge_by_default_keeps_every_fact_and_the_preview_quotes_what_is_appended(decisions):
+    preview = defrag(decisions, "--threshold", "0.4")
+    assert preview.exit_code == 0, preview.output
+    assert ("memory://fact/ledger.md's text is replaced by a redirect to memory://fact/ledger-decision.md"
+            in preview.output)
+    assert "what only it holds is appended to memory://fact/ledger-decision.md:\n" in preview.output
+    assert "  > Replica lag pages at 30 s." in preview.output
+    live = defrag(decisions, "--threshold", "0.4", "--live")
+    assert live.exit_code == 0, live.output
+    with Memory.open(Settings(root=decisions), embedder=FakeEmbedder()) as memory:
+        kept = memory.read("fact/ledger.md")  # the redirect leads to the richer entry
+        assert kept.path == "fact/ledger-decision.md"
+        for fact in ("2026-03-02", "Priya", "Revisit when writes exceed 5k", "Replica lag pages at 30 s"):
+            assert fact in kept.content
+
+
+def test_a_merge_that_drops_text_quotes_it_in_the_preview(decisions):
+    preview = defrag(decisions, "--threshold", "0.4", "--strategy", "keep_newer")
+    assert preview.exit_code == 0, preview.output
+    assert "this text, which memory://fact/ledger.md lacks, is dropped:" in preview.output
+    assert "  > Revisit when writes exceed 5k per second." in preview.output
+
+
+def test_entries_of_different_types_and_episodes_are_never_merged(tmp_path, cli):
+    root = tmp_path / "memory"
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        text = "The refund job crashed on a null currency; fixed by defaulting to the account's currency."
+        memory.write("fact/refund-bug.md", text, title="Refund bug", metadata={"type": "fact"})
+        memory.write("experience/refund-bug.md", text + " Took an hour.", title="Refund bug",
+                     metadata={"type": "experience"})
+        memory.write("experience/episodes/2026/refund.md", text + " Took two hours.", title="Refund episode",
+                     metadata={"type": "experience", "importance": 0.4})
+    result = defrag(root, "--threshold", "0.7", "--live")
+    assert result.exit_code == 0, result.output
+    assert "Merged 0 duplicate pairs" in result.output
+    assert "not merged: " in result.output and "episodes are never merged" in result.output
+    assert "a fact entry and a experience entry are never merged" in result.output or \
+        "a experience entry and a fact entry are never merged" in result.output
+    with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
+        assert memory.list_stubs() == []
 
 
 # --------------------------------------------------------------------------- cleanup_stubs
@@ -272,7 +333,7 @@ def test_compact_needs_low_quality_and_age_and_no_reads(memory):
 
 
 def test_compact_keeps_entries_that_stubs_point_to(memory):
-    Defragmenter(memory).run("merge_duplicates", dry_run=False)  # classes.md -> classes-notes.md (quality 35)
+    Defragmenter(memory).run("merge_duplicates", merge_strategy="keep_newer", dry_run=False)  # classes.md -> classes-notes.md (quality 35)
     report = Defragmenter(memory, now=later(31)).run("compact", min_quality_score=50, dry_run=False)
     assert report.data["kept"] == ["concept/ruby/classes-notes.md"]
     assert memory.exists("concept/ruby/classes-notes.md")
@@ -370,6 +431,18 @@ def test_cli_defrag_live_and_undo(memory, cli):
     assert memory.redirect_of("concept/ruby/classes.md") is None
     again = runner.invoke(app, ["defrag", str(memory.root), "--undo"])
     assert again.exit_code == 1 and "no live defrag run to undo" in again.output
+
+
+def test_cli_defrag_of_a_directory_prints_the_full_analysis(memory, cli):
+    result = cli.invoke(app, ["defrag", str(memory.root)])
+    assert result.exit_code == 0, result.output
+    for section in ("Health", "Duplicate Entries", "Low-Quality Entries", "Archival Candidates"):
+        assert section in result.output
+    assert "1 pair with similarity ≥ 0.85" in result.output and "memory://concept/ruby/classes-notes.md" in result.output
+    assert "memory://experience/friday-deploy.md — " in result.output  # low quality
+    data = json.loads(cli.invoke(app, ["defrag", str(memory.root), "--json"]).output)
+    assert data["total_entries"] == 5 and data["find_duplicates"]["count"] == 1
+    assert data["find_low_quality"]["count"] >= 1 and data["find_archival_candidates"]["count"] == 0
 
 
 def test_cli_unknown_action_is_a_clear_error(memory, cli):

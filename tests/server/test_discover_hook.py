@@ -75,3 +75,43 @@ def test_errors_go_to_stderr_with_exit_code_0(tmp_path):
     result = run_hook(payload("rebase my branch"), "--root", str(blocker / "memory"))
     assert (result.returncode, result.stdout) == (0, "")
     assert result.stderr.startswith("memdir discover: ")
+
+
+@pytest.fixture
+def payments(tmp_path):
+    from memdir.memory import Memory
+    from memdir.tools.episode_record import episode_record
+
+    root = tmp_path / "payments"
+    with Memory.open(Settings(root=root, embeddings_enabled=False)) as memory:
+        memory.write("fact/ledger/database.md", "Decision: the ledger stays on Postgres 16. Owners: Priya and Tom.",
+                     title="Ledger database decision", metadata={"type": "fact", "tags": ["ledger", "decision"]})
+        memory.write("fact/feedback.md", "Merchants sent many thanks for the faster refunds; hello to the new team.",
+                     title="Merchant feedback", metadata={"type": "fact", "tags": ["merchants"]})
+        memory.write("skill/test/checklist.md", "Run the contract tests, then the integration suite.",
+                     title="Test checklist", metadata={"type": "skill", "tags": ["testing"]})
+        episode_record(memory, None, name="Refund release", outcome="success",
+                       summary="Shipped the refund fix; thanks everyone, hello from the release train.")
+    return root
+
+
+def context_of(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"] if result.stdout else ""
+
+
+@pytest.mark.parametrize("prompt", ["Can you ask Bob about the ledger decision?",
+                                    "Should we move the ledger decision to CockroachDB?"])
+def test_a_name_the_store_has_never_seen_does_not_silence_the_reminder(payments, prompt):
+    assert "Path: `fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(payments)))
+
+
+@pytest.mark.parametrize("prompt", ["thanks!", "hello", "thanks, hello"])
+def test_pleasantries_get_no_reminder(payments, prompt):
+    assert context_of(run_hook(payload(prompt), "--root", str(payments))) == ""
+
+
+def test_a_short_message_gets_the_entries_that_name_its_words(payments):
+    context = context_of(run_hook(payload("hello test"), "--root", str(payments)))
+    assert "Path: `skill/test/checklist.md`" in context
+    assert "feedback" not in context and "Refund release" not in context

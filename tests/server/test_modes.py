@@ -28,6 +28,7 @@ CONTRACT = {
     "MemorySearch": ("Search memory by meaning and keywords", "RI", {
         "query": "string", "top_k": "integer?", "type": "array[string]?", "path_prefix": "string?",
         "tags": "array[string]?", "threshold": "number?", "explain": "boolean?", "view_all": "boolean?", "include_archived": "boolean?",
+        "min_importance": "number?",
     }),
     "MemoryDiscover": ("Discover relevant skills and memories", "RI", {"message": "string", "view_all": "boolean?"}),
     "MemoryWrite": ("Write memory entry", "DI", {

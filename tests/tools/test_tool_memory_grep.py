@@ -238,3 +238,13 @@ def test_a_pattern_that_repeats_a_group_is_refused_a_line_over_its_bound_with_th
             memory_grep(memory, session, "(a|b)+", path="fact/")
         assert "grep_max_line_chars" in caught.value.message and "[ab]* instead of (a|b)*" in caught.value.hint
         assert "fact/wide.md: 2 matches" in memory_grep(memory, session, "[ab]+", path="fact/", output_mode="count")
+
+
+def test_files_with_matches_finds_a_word_that_is_only_in_the_domain(memory, session):
+    memory.write("fact/ledger.md", "Balanced lines only.", title="Ledger rule",
+                 metadata={"type": "fact", "domain": "bookkeeping", "tags": ["ledger"]})
+    assert memory_grep(memory, session, "bookkeeping") == (
+        "Memory entries matching 'bookkeeping' (1 entry):\n"
+        '- memory://fact/ledger.md "Ledger rule" (domain)'
+    )
+    assert "No matches" in memory_grep(memory, session, "bookkeeping", output_mode="content")

@@ -72,3 +72,47 @@ def test_a_long_line_is_cut_around_its_match():
 def test_rare_words_outweigh_common_ones():
     content = "the weather was nice today\nCaroline went to the support group"
     assert best_line(content, {"weather": 0.2, "nice": 0.2, "carolin": 3.0}) == "Caroline went to the support group"
+
+
+def test_min_importance_keeps_the_important_entries_and_refuses_a_value_off_the_scale(memory):
+    memory.write("fact/ops/freeze.md", "No rollback during the release freeze.", title="Release freeze",
+                 metadata={"type": "fact", "importance": 8})
+    text = memory_search(memory, "rollback", min_importance=7)
+    assert "fact/ops/freeze.md" in text and "fact/ops/deploy.md" not in text and "ruby" not in text
+    assert "fact/ops/deploy.md" in memory_search(memory, "rollback", min_importance=5)  # none stated: 5
+    with pytest.raises(InputValidationError, match="min_importance must lie between 1 and 10, got 11"):
+        memory_search(memory, "rollback", min_importance=11)
+
+
+def test_memdir_search_takes_min_importance(memory):
+    import json
+
+    from typer.testing import CliRunner
+
+    from memdir.cli import app
+
+    memory.write("fact/ops/freeze.md", "No rollback during the release freeze.", title="Release freeze",
+                 metadata={"type": "fact", "importance": 8})
+    runner = CliRunner(env={"MEMDIR_EMBEDDINGS_ENABLED": "false"})
+    found = runner.invoke(app, ["search", "rollback", "--root", str(memory.root), "--min-importance", "7", "--json"])
+    assert found.exit_code == 0, found.output
+    assert [hit["path"] for hit in json.loads(found.output)] == ["fact/ops/freeze.md"]
+    refused = runner.invoke(app, ["search", "rollback", "--root", str(memory.root), "--min-importance", "0"])
+    assert refused.exit_code == 2 and "--min-importance" in refused.output
+
+
+@pytest.mark.parametrize("semantic, keyword", [(1.0, 0.0), (0.5, 0.5)])
+def test_swarm_memory_weights_alone_give_swarm_memory_formula(tmp_path, monkeypatch, semantic, keyword):
+    import re
+
+    monkeypatch.setenv("SWARM_MEMORY_SEMANTIC_WEIGHT", str(semantic))
+    monkeypatch.setenv("SWARM_MEMORY_KEYWORD_WEIGHT", str(keyword))
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder()) as memory:
+        memory.write("fact/ops/deploy.md", DEPLOY, title="Deployment", metadata={"type": "fact", "tags": ["ops", "rollback"]})
+        memory.write("fact/ops/pager.md", "Page the on-call engineer for a rollback.", title="Paging",
+                     metadata={"type": "fact", "tags": ["oncall"]})
+        text = memory_search(memory, "rollback deploy", explain=True)
+    found = re.findall(r"score (\d\.\d\d)\)\n.*\n   \[semantic (\d\.\d+) · .* · tag (\d\.\d+) ·", text)
+    assert len(found) == 2, text
+    for score, cosine, tag in found:
+        assert float(score) == pytest.approx(semantic * float(cosine) + keyword * float(tag), abs=0.006)

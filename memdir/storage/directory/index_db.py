@@ -689,12 +689,12 @@ def folder_stats(db: sqlite3.Connection, prefix: str) -> dict[str, tuple[int, in
 
 
 def entry_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, EntryRow]:
-    """Title, type, tags and words of the given entries (paths without a row are left out)."""
+    """Title, type, tags, words and domain of the given entries (paths without a row are left out)."""
     found: dict[str, EntryRow] = {}
     for start in range(0, len(paths), 500):
         chunk = list(paths[start : start + 500])
         query = (
-            "SELECT e.path, e.title, e.type, e.tags, t.term_ids FROM entries e"
+            "SELECT e.path, e.title, e.type, e.tags, t.term_ids, e.domain FROM entries e"
             f" LEFT JOIN entry_terms t ON t.id = e.id WHERE e.path IN ({','.join('?' * len(chunk))})"
         )  # noqa: S608 — placeholders only
         rows = db.execute(query, chunk).fetchall()
@@ -704,9 +704,9 @@ def entry_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, EntryR
         for at in range(0, len(id_list), 500):
             part = id_list[at : at + 500]
             names.update(db.execute(f"SELECT id, term FROM terms WHERE id IN ({','.join('?' * len(part))})", part))  # noqa: S608
-        for path, title, type_, tags, blob in rows:
+        for path, title, type_, tags, blob, domain in rows:
             terms = sorted(names[int(i)] for i in np.frombuffer(blob or b"", dtype="<u4"))
-            found[path] = EntryRow(path, title, type_, tuple(split_tags(tags)), " ".join(terms))
+            found[path] = EntryRow(path, title, type_, tuple(split_tags(tags)), " ".join(terms), domain or "")
     return found
 
 

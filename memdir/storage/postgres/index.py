@@ -344,10 +344,12 @@ class PostgresIndex:
     def rows(self, paths: Sequence[str]) -> dict[str, EntryRow]:
         rows = self._conn().execute(
             "SELECT e.path, e.title, e.type, e.metadata -> 'tags', (SELECT string_agg(term, ' ' ORDER BY term)"
-            " FROM postings p WHERE p.entry = e.id) FROM entries e WHERE e.path = ANY(%s) AND e.counted",
+            " FROM postings p WHERE p.entry = e.id), e.metadata ->> 'domain' FROM entries e"
+            " WHERE e.path = ANY(%s) AND e.counted",
             (list(paths),),
         ).fetchall()
-        return {path: EntryRow(path, title, type_, tuple(tags or ()), terms or "") for path, title, type_, tags, terms in rows}
+        return {path: EntryRow(path, title, type_, tuple(tags or ()), terms or "", domain or "")
+                for path, title, type_, tags, terms, domain in rows}
 
     def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
         where = "" if paths is None else " AND path = ANY(%s)"
