@@ -302,17 +302,41 @@ def export_store(
     _copy_store(settings, _other_store(settings, target))
 
 
+IMPORT_FORMATS = ("mcp-memory (the MCP reference memory server's memory.jsonl), mcp-memory-service (its "
+                  "sqlite_vec.db or JSON export), basic-memory (a project folder), claude or chatgpt (a conversation "
+                  "export: the zip or its conversations.json)")
+
+
 @app.command("import")
 @handle_errors
 def import_store(
-    source: StoreArgument,
+    source: Annotated[str, typer.Argument(metavar="SOURCE", help="A memdir store (a directory or a postgresql:// URL), or with --from the file or folder to import.")],
+    from_format: Annotated[Optional[str], typer.Option("--from", metavar="FORMAT", help=f"Import from another memory system: {IMPORT_FORMATS}.")] = None,
     root: RootOption = None,
     agent: AgentOption = None,
     store: StoreOption = None,
 ) -> None:
-    """Copy a whole store (a directory or a database) into this one, which must be empty."""
+    """Copy a whole memdir store into this one (which must be empty), or with --from import another memory system's data.
+
+    An import with --from can be run again: what is already imported is left as it is, and
+    each record it skips is named with the reason.
+    """
     settings = load_settings(root, agent, store=store)
-    _copy_store(_other_store(settings, source), settings)
+    if from_format is None:
+        _copy_store(_other_store(settings, source), settings)
+        return
+    from memdir.importers import check_format, import_from
+    from memdir.memory import Memory
+
+    check_format(from_format)
+    with Memory.open(settings, load_model=False) as memory, progress_bar() as bar:
+        task = bar.add_task("Importing", total=None)
+        report = import_from(memory, from_format, Path(source),
+                             progress=lambda done, total: bar.update(task, completed=done, total=total))
+    typer.echo(report.describe())
+    if report.changed:
+        with Memory.open(settings) as memory:  # the new entries' vectors, in batches
+            memory.rebuild(everything=False)
 
 
 # Commands added by the server, defrag and episodes modules are registered below.
