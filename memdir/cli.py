@@ -367,6 +367,7 @@ def serve(
     http: Annotated[bool, typer.Option("--http", help="Serve MCP over streamable HTTP (at /mcp) and the web view (at /) for many clients, instead of stdio.")] = False,
     host: Annotated[Optional[str], typer.Option("--host", help="With --http: the address to listen on (default: http_host, 127.0.0.1).")] = None,
     port: Annotated[Optional[int], typer.Option("--port", min=0, max=65535, help="With --http: the port (default: http_port, 8765; 0 = any free one).")] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="With --http: the web view only shows memory; it offers no edit, delete, unarchive or defrag.")] = False,
     connect: Annotated[Optional[str], typer.Option("--connect", metavar="URL", help="Forward this stdio session to a running `memdir serve --http` (e.g. http://127.0.0.1:8765/mcp).")] = None,
     token: Annotated[Optional[str], typer.Option("--token", help="With --connect: the bearer token (default: http_token, MEMDIR_HTTP_TOKEN).")] = None,
     role: RoleOption = None,
@@ -380,12 +381,13 @@ def serve(
 
     if http and connect:
         raise typer.BadParameter("--http serves, --connect forwards to a server: give one of them.")
-    if (host is not None or port is not None) and not http:
-        raise typer.BadParameter("--host and --port go with --http.")
+    if (host is not None or port is not None or read_only) and not http:
+        raise typer.BadParameter("--host, --port and --read-only go with --http.")
     if token is not None and not connect:
         raise typer.BadParameter("--token goes with --connect (a server reads its tokens from `memdir token`).")
     settings = load_settings(root, agent, store=store, mode=mode.value if mode else None, workspace=workspace,
-                             allow_bash=True if allow_bash else None, **identity(role, admin, shared))
+                             allow_bash=True if allow_bash else None, web_read_only=True if read_only else None,
+                             **identity(role, admin, shared))
     if connect:
         from memdir.server.connect import forward_stdio
 

@@ -108,14 +108,15 @@ class WebView:
     async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await self._host().run(fn, *args, read_only=True, **kwargs)
 
-    async def change(self, request: Request, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """``fn`` on the writer thread, acting as this client, once the form is checked as ours."""
-        if self.read_only:
-            raise FormRefused("This web view is read-only.", "It was started with --read-only (or in the retrieval "
-                              "mode); change memory through an agent, or restart `memdir serve --http` without it.", 403)
+    async def change(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn`` on the writer thread, acting as this client (after `form` checked the request)."""
         return await self._host().run(fn, *args, **kwargs)
 
     async def form(self, request: Request) -> dict[str, str]:
+        """The posted form of a change, when this web view makes changes and the form is one of its own."""
+        if self.read_only:
+            raise FormRefused("This web view is read-only.", "It was started with --read-only (or in the retrieval "
+                              "mode); change memory through an agent, or restart `memdir serve --http` without it.", 403)
         limit = self.settings.max_entry_size * 3 + 65_536  # percent-encoding triples a byte at most (ASCII)
         return await self.forms.read(request, limit)
 
@@ -186,7 +187,7 @@ class WebView:
     # ------------------------------------------------------------------ changes (POST)
     async def edit(self, request: Request) -> Response:
         fields = await self.form(request)
-        entry = await self.change(request, curate.edit_entry, request.path_params["path"], seen=fields.get("seen", ""),
+        entry = await self.change(curate.edit_entry, request.path_params["path"], seen=fields.get("seen", ""),
                                   content=fields.get("content", ""), title=fields.get("title", ""),
                                   tags=fields.get("tags", ""))
         return RedirectResponse(entry_url(entry.path) + "?done=edited", status_code=303)
@@ -195,18 +196,18 @@ class WebView:
         fields = await self.form(request)
         if fields.get("confirm") != "yes":
             raise InputValidationError("Deleting needs the box ticked.", "Tick “Yes, delete this entry”, then Delete.")
-        await self.change(request, curate.delete_entry, request.path_params["path"], seen=fields.get("seen", ""))
+        await self.change(curate.delete_entry, request.path_params["path"], seen=fields.get("seen", ""))
         return RedirectResponse("/?done=deleted", status_code=303)
 
     async def unarchive(self, request: Request) -> Response:
         await self.form(request)
-        entry = await self.change(request, curate.unarchive_entry, request.path_params["path"])
+        entry = await self.change(curate.unarchive_entry, request.path_params["path"])
         return RedirectResponse(entry_url(entry.path) + "?done=unarchived", status_code=303)
 
     async def defrag(self, request: Request) -> Response:
         fields = await self.form(request)
         action = fields.get("action", "")
-        report = await self.change(request, curate.run_defrag, action)
+        report = await self.change(curate.run_defrag, action)
         return self.render("defrag.html", action=action, report_html=self.markdown_html(report))
 
 
