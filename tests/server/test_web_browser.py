@@ -107,7 +107,7 @@ def served(tmp_path):
     with running_server(["--mode", "researcher"], cwd=tmp_path) as server:
         async def fill():
             async with mcp_client(server.url, token) as client:
-                for entry in [*ENTRIES, PLAN, BUG]:
+                for entry in [*ENTRIES, PLAN, BUG, *DUPLICATES]:
                     result = await client.call_tool("MemoryWrite", entry)
                     assert not result.is_error, result.content[0].text
                 episode = {"name": "Fix the flaky deploy test", "outcome": "success", "tags": ["deploy", "pytest"],
@@ -130,6 +130,9 @@ BUG = {"file_path": "fact/deploy/flaky-bug.md", "title": "Flaky deploy bug", "ty
        "kind": "bug"}
 OTHERS = {"file_path": "fact/deploy/owned.md", "title": "Another agent's note", "type": "fact", "domain": "ops",
           "content": "Only the other agent may change this.", "tags": ["deploy"], "related": []}
+DUPLICATES = [{"file_path": f"fact/deploy/freeze-{n}.md", "title": "Deploy freeze", "type": "fact", "domain": "ops",
+               "content": "No deploys on Fridays after noon, and none during the December freeze.", "tags": ["deploy"],
+               "related": []} for n in (1, 2)]
 THREAD = [("user", "Prepare release 42: bump the version and write the changelog."),
           ("assistant", "Bumped to 4.2.0; the changelog lists the deploy fixes."),
           ("user", "Now tag it and start the deploy.")]
@@ -296,20 +299,25 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     assert browser.find_element(By.TAG_NAME, "h1").text == "<script>window.pwned=4</script>"
     shot("hostile-entry")
 
+    browser.get(server.base + "/")
+    listed = int(browser.find_element(By.ID, "count").text.split()[0])
     browser.get(server.base + "/health")
     assert browser.find_element(By.ID, "health-score").text.endswith("/100")
-    assert "Dangling Links" in browser.find_element(By.ID, "report").text  # fact/deploy/gone.md
-    total = browser.find_element(By.ID, "report").text
-    preview = browser.find_element(By.ID, "preview-link_related")
+    report = browser.find_element(By.ID, "report").text
+    assert "Dangling Links" in report  # fact/deploy/gone.md
+    assert f"Total entries: {listed}" in report  # health and the listing count the same entries
+    preview = browser.find_element(By.ID, "preview-merge_duplicates")
     preview.find_element(By.TAG_NAME, "summary").click()
+    assert "fact/deploy/freeze-1.md" in preview.text and "nothing was changed" in preview.text
     shot("health")
     old = browser.find_element(By.TAG_NAME, "html")
-    browser.find_element(By.ID, "run-link_related").click()
+    browser.find_element(By.ID, "run-merge_duplicates").click()
     WebDriverWait(browser, 60).until(lambda driver: old.id != driver.find_element(By.TAG_NAME, "html").id)
-    assert browser.find_element(By.TAG_NAME, "h1").text == "Defrag: link related"
-    assert browser.find_element(By.ID, "report").text
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Defrag: merge duplicates"
+    assert "merge memory://fact/deploy/freeze-1.md into it" in browser.find_element(By.ID, "report").text
     shot("defrag-run")
-    assert total
+    browser.get(server.base + "/")
+    assert int(browser.find_element(By.ID, "count").text.split()[0]) == listed - 1  # one of the pair is a stub now
 
     browser.get(server.base + "/threads")
     assert "release-42" in browser.find_element(By.ID, "threads").text
