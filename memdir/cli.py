@@ -329,17 +329,41 @@ def export_store(
     _copy_store(settings, _other_store(settings, target))
 
 
+IMPORT_FORMATS = ("mcp-memory (the MCP reference memory server's memory.jsonl), mcp-memory-service (its "
+                  "sqlite_vec.db or JSON export), basic-memory (a project folder), claude or chatgpt (a conversation "
+                  "export: the zip or its conversations.json)")
+
+
 @app.command("import")
 @handle_errors
 def import_store(
-    source: StoreArgument,
+    source: Annotated[str, typer.Argument(metavar="SOURCE", help="A memdir store (a directory or a postgresql:// URL), or with --from the file or folder to import.")],
+    from_format: Annotated[Optional[str], typer.Option("--from", metavar="FORMAT", help=f"Import from another memory system: {IMPORT_FORMATS}.")] = None,
     root: RootOption = None,
     agent: AgentOption = None,
     store: StoreOption = None,
 ) -> None:
-    """Copy a whole store (a directory or a database) into this one, which must be empty."""
+    """Copy a whole memdir store into this one (which must be empty), or with --from import another memory system's data.
+
+    An import with --from can be run again: what is already imported is left as it is, and
+    each record it skips is named with the reason.
+    """
     settings = load_settings(root, agent, store=store)
-    _copy_store(_other_store(settings, source), settings)
+    if from_format is None:
+        _copy_store(_other_store(settings, source), settings)
+        return
+    from memdir.importers import check_format, import_from
+    from memdir.memory import Memory
+
+    check_format(from_format)
+    with Memory.open(settings, load_model=False) as memory, progress_bar() as bar:
+        task = bar.add_task("Importing", total=None)
+        report = import_from(memory, from_format, Path(source),
+                             progress=lambda done, total: bar.update(task, completed=done, total=total))
+    typer.echo(report.describe())
+    if report.changed:
+        with Memory.open(settings) as memory:  # the new entries' vectors, in batches
+            memory.rebuild(everything=False)
 
 
 # Commands added by the server, defrag and episodes modules are registered below.
@@ -370,6 +394,7 @@ def serve(
     http: Annotated[bool, typer.Option("--http", help="Serve MCP over streamable HTTP (at /mcp) and the web view (at /) for many clients, instead of stdio.")] = False,
     host: Annotated[Optional[str], typer.Option("--host", help="With --http: the address to listen on (default: http_host, 127.0.0.1).")] = None,
     port: Annotated[Optional[int], typer.Option("--port", min=0, max=65535, help="With --http: the port (default: http_port, 8765; 0 = any free one).")] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="With --http: the web view only shows memory; it offers no edit, delete, unarchive or defrag.")] = False,
     connect: Annotated[Optional[str], typer.Option("--connect", metavar="URL", help="Forward this stdio session to a running `memdir serve --http` (e.g. http://127.0.0.1:8765/mcp).")] = None,
     token: Annotated[Optional[str], typer.Option("--token", help="With --connect: the bearer token (default: http_token, MEMDIR_HTTP_TOKEN).")] = None,
     role: RoleOption = None,
@@ -383,12 +408,13 @@ def serve(
 
     if http and connect:
         raise typer.BadParameter("--http serves, --connect forwards to a server: give one of them.")
-    if (host is not None or port is not None) and not http:
-        raise typer.BadParameter("--host and --port go with --http.")
+    if (host is not None or port is not None or read_only) and not http:
+        raise typer.BadParameter("--host, --port and --read-only go with --http.")
     if token is not None and not connect:
         raise typer.BadParameter("--token goes with --connect (a server reads its tokens from `memdir token`).")
     settings = load_settings(root, agent, store=store, mode=mode.value if mode else None, workspace=workspace,
-                             allow_bash=True if allow_bash else None, **identity(role, admin, shared))
+                             allow_bash=True if allow_bash else None, web_read_only=True if read_only else None,
+                             **identity(role, admin, shared))
     if connect:
         from memdir.server.connect import forward_stdio
 

@@ -326,6 +326,10 @@ class Settings(BaseSettings):
     http_session_idle_timeout: float = _setting(1800.0, "http_session_idle_timeout", description="Seconds an idle MCP session is kept.")
     http_shutdown_timeout: float = _setting(30.0, "http_shutdown_timeout", description="Seconds SIGTERM waits for requests in flight.")
     web_page_size: int = _setting(50, "web_page_size", description="Entries per page of the web view.")
+    web_read_only: bool = _setting(
+        False, "web_read_only",
+        description="The web view only shows: no edit, delete, unarchive or defrag (`memdir serve --http --read-only`).",
+    )
 
     # --- discovery (per-message reminders)
     discovery_top_k: int = _setting(3, "discovery_top_k")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 
 from memdir.core.errors import InputValidationError
+from memdir.core.identity import Actor, Role
 from memdir.server.web_graph import HEIGHT, WIDTH, layout
 from memdir.server import web_browse as browse
 
@@ -21,14 +24,58 @@ def linked(memory):
     return memory
 
 
+def paths(listing: browse.Listing) -> list[str]:
+    return [row.info.path for row in listing.rows]
+
+
 def test_entries_come_in_pages_with_the_folders_to_browse(linked):
     first = browse.list_entries(linked, page=1, page_size=2)
-    assert [info.path for info in first.entries] == ["concept/a.md", "fact/b.md"]
-    assert (first.total, first.pages) == (5, 3)  # with the built-in skill
-    assert first.folders == ["concept", "fact", "skill"]
-    assert [info.path for info in browse.list_entries(linked, "fact").entries] == ["fact/b.md", "fact/d.md"]
+    assert paths(first) == ["concept/a.md", "fact/b.md"]
+    assert (first.total, first.pages) == (4, 2)  # the entries the store holds (as health counts them)
+    assert first.folders == ["concept", "fact", "skill"] and first.types == ["concept", "fact", "skill"]
+    assert paths(browse.list_entries(linked, "fact")) == ["fact/b.md", "fact/d.md"]
     with pytest.raises(InputValidationError):
         browse.list_entries(linked, page=0)
+    with pytest.raises(InputValidationError):
+        browse.list_entries(linked, sort="size")
+
+
+def test_entries_are_browsed_by_type_tag_and_recency(memory):
+    for number, (path, tags) in enumerate([("fact/old.md", ["ops"]), ("fact/new.md", ["ops", "db"]),
+                                           ("concept/mid.md", ["db"])]):
+        memory.write(path, path, title=path, metadata={"tags": tags},
+                     updated_at=datetime(2026, 1, 1 + (number * 5) % 7, tzinfo=timezone.utc))
+    assert paths(browse.list_entries(memory, type="fact")) == ["fact/new.md", "fact/old.md"]
+    tagged = browse.list_entries(memory, tag="db")
+    assert paths(tagged) == ["concept/mid.md", "fact/new.md"]
+    assert [row.tags for row in tagged.rows] == [("db",), ("ops", "db")]
+    assert tagged.tags == [("db", 2), ("ops", 2)]
+    assert paths(browse.list_entries(memory, sort="recent")) == ["fact/new.md", "concept/mid.md", "fact/old.md"]
+
+
+def test_a_role_sees_in_listings_and_search_what_it_sees_over_mcp(memory):
+    memory.write("fact/bug.md", "The login page crashes on empty passwords.", title="Login bug",
+                 metadata={"kind": "bug", "visible_to": ["reviewer"]})
+    memory.write("fact/plan.md", "The login page roadmap for next quarter.", title="Plan",
+                 metadata={"kind": "architecture", "visible_to": ["orchestrator"]})
+    with memory.acting_as(Actor("rita", Role.REVIEWER)):
+        assert paths(browse.list_entries(memory)) == ["fact/bug.md"]
+        found = browse.search_entries(memory, "login page", floor=0.0)
+        assert [hit.result.path for hit in found.hits] == ["fact/bug.md"]
+    assert paths(browse.list_entries(memory)) == ["fact/bug.md", "fact/plan.md"]  # no role: everything
+
+
+def test_search_shows_the_best_line_and_leaves_out_what_is_below_the_floor(memory):
+    memory.write("fact/deploy.md", "# Deploys\n\nWe ship on Tuesdays.\nRollbacks use the previous image tag.",
+                 title="Deploys")
+    memory.write("fact/lunch.md", "Lunch is at noon on Tuesdays.", title="Lunch")
+    page = browse.search_entries(memory, "rollback image", floor=0.2)
+    assert [hit.result.path for hit in page.hits] == ["fact/deploy.md"]
+    assert page.hits[0].line == "Rollbacks use the previous image tag."
+    everything = browse.search_entries(memory, "rollback image tuesdays", floor=0.0)
+    assert everything.below_floor == 0 and len(everything.hits) == 2
+    with pytest.raises(InputValidationError):
+        browse.search_entries(memory, "x", floor=2)
 
 
 def test_an_entry_knows_what_links_to_it(linked):
