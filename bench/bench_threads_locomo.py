@@ -51,7 +51,7 @@ def build_thread(manager: ThreadManager, thread: str, turn_texts: list[str]) -> 
 
 def most_recent(manager: ThreadManager, thread: str, budget: int) -> set[str]:
     """The baseline: the newest turns that fit the budget."""
-    pieces = newest_first(units_of(manager.state(thread)), Budget(budget), budget)
+    pieces = newest_first(units_of(manager.state(thread).timeline()), Budget(budget), budget)
     return {chunk_id for piece in pieces for chunk_id in piece.chunk_ids}
 
 

@@ -41,7 +41,7 @@ from memdir.threads import compaction
 from memdir.threads.compaction import Summarize
 from memdir.threads.context import ContextBuilder, Window
 from memdir.threads.log import LOG_NAME, EventLog, encode
-from memdir.threads.markers import parse_markers
+from memdir.threads.markers import check_reference
 from memdir.threads.messages import Message
 from memdir.threads.model import MODES, ThreadState, check_thread_id, is_thread_id, strategy_name
 from memdir.threads.pending import PENDING_NAME, PendingQueue
@@ -367,12 +367,12 @@ class ThreadManager:
         return runtime.queue.drain()
 
     def reference(self, thread: str, page: str, *, keep: bool = True) -> ThreadState:
-        """Reference a virtual page back into the context (``keep=False``: let it go again)."""
-        marker = parse_markers(f"@@{'ref' if keep else 'unref'}('{page}')@@")
+        """Reference a virtual page (``p3``) or a chunk (``c41``; a summary: the turns it replaced) back into the
+        context (``keep=False``: let it go again)."""
+        name = check_reference(page)
         runtime = self._thread(thread)
-        refs = [p for p in runtime.log.state().refs if p not in marker.unrefs]
-        refs += [p for p in marker.refs if p not in refs]
-        return self._configure(runtime, "refs", refs)
+        refs = [p for p in runtime.log.state().refs if p != name]
+        return self._configure(runtime, "refs", [*refs, name] if keep else refs)
 
     def fork(self, thread: str, new_thread: str) -> ThreadState:
         """A new thread with a copy of ``thread``'s events (its state, strategy and mode) and its origin recorded."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memdir.core.errors import InputValidationError
+from memdir.core.signals import stated_importance
 from memdir.threads.markers import Markers, parse_markers
 from memdir.threads.model import CHUNK_TYPES, RETENTIONS, ROLES, SUBTYPES, WORKING_FLOW, Chunk, ThreadState
 from memdir.threads.reducers import Event
@@ -93,13 +94,20 @@ def message(role: str, content: str, *, chunk_type: str | None = None, retention
     if retention not in RETENTIONS:
         raise InputValidationError(f"retention must be one of {', '.join(RETENTIONS)}; got {retention!r}.",
                                    "critical is never compacted; compressible is the default.")
-    value = DEFAULT_IMPORTANCE if importance is None else importance
+    value = importance if importance is not None else _default_importance(role, content)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
         raise InputValidationError(f"importance must be a number from 0 to 1; got {importance!r}.",
                                    "0.7 and above keeps a message verbatim in the virtual strategy.")
     if call_id is not None and (not isinstance(call_id, str) or not call_id.strip()):
         raise InputValidationError("call_id must be a non-empty string.", "Use the id your tool call had.")
     return Message(role, content, kind, subtype, retention, float(value), call_id, parse_markers(content))
+
+
+def _default_importance(role: str, content: str) -> float:
+    """What a message says about itself ("Remember: …", "we decided …"), else the default; a tool's output
+    speaks for the tool, not for the agent."""
+    stated = stated_importance(content) if role != "tool" else None
+    return DEFAULT_IMPORTANCE if stated is None else stated
 
 
 def _chunk_type(role: str, given: str | None) -> tuple[str, str]:

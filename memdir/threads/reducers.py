@@ -8,7 +8,8 @@ UPDATE         ``id``, ``changes``: replace some fields of one chunk (not its id
 DELETE         ``ids``: drop these chunks
 REORDER        ``ids``: the same chunks in a new order (every id exactly once)
 REPLACE        ``id``, ``chunk``: one chunk takes another's place
-BATCH_REPLACE  ``ids``, ``chunk``: several chunks become one, at the first one's place (compaction)
+BATCH_REPLACE  ``ids``, ``chunk``: several chunks become one, at the first one's place (compaction); the
+               replaced chunks stay in the state's archive, so nothing compacted is lost
 BATCH          ``events``: several operations applied as one event
 CONFIGURE      ``key``, ``value``: the thread's strategy, execution mode, referenced pages, origin
 =============  ====================================================================
@@ -20,8 +21,9 @@ Replaying a log always gives the same state (the property test in tests/threads 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import Any
 
 from memdir.core.errors import InputValidationError
@@ -32,21 +34,34 @@ Event = dict[str, Any]
 
 @dataclass
 class Draft:
-    """A `ThreadState` being changed in place by reducers (``ids`` mirrors the chunks' ids for O(1) checks)."""
+    """A `ThreadState` being changed in place by reducers (``ids`` mirrors the chunks' ids for O(1) checks).
+
+    The archive of compacted chunks is shared with the state it came from until a reducer
+    adds to it (`archived`), so an append does not copy it.
+    """
 
     chunks: list[Chunk] = field(default_factory=list)
     version: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
     ids: set[str] = field(default_factory=set)
+    archive: Mapping[str, Chunk] = field(default_factory=dict)
 
     @classmethod
     def of(cls, state: ThreadState) -> Draft:
         settings = {"strategy": state.strategy, "mode": state.mode, "refs": state.refs, "forked_from": state.forked_from}
-        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids))
+        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive)
 
     def freeze(self) -> ThreadState:
         chunks = tuple(self.chunks)
-        return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version, **self.settings)
+        archive = self.archive if isinstance(self.archive, MappingProxyType) else MappingProxyType(self.archive)
+        return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version,
+                           archive=archive, **self.settings)
+
+    def archived(self, chunks: Iterable[Chunk]) -> None:
+        """Keep ``chunks`` (replaced by a summary) in the archive (a new mapping: states share the old one)."""
+        archive = dict(self.archive)
+        archive.update((chunk.id, chunk) for chunk in chunks)
+        self.archive = archive
 
     def check_known(self, chunk_ids: Iterable[str]) -> None:
         missing = [chunk_id for chunk_id in chunk_ids if chunk_id not in self.ids]
@@ -58,7 +73,7 @@ class Draft:
         return next(index for index, chunk in enumerate(self.chunks) if chunk.id == chunk_id)
 
     def check_new(self, chunk: Chunk) -> None:
-        if chunk.id in self.ids:
+        if chunk.id in self.ids or chunk.id in self.archive:
             raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
 
 
@@ -138,14 +153,16 @@ def _batch_replace(draft: Draft, event: Event) -> None:
     if chunk.id in draft.ids - gone:
         raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
     kept: list[Chunk] = []
-    placed = False
+    replaced: list[Chunk] = []
     for existing in draft.chunks:  # the new chunk takes the place of the first one it replaces
         if existing.id not in gone:
             kept.append(existing)
-        elif not placed:
+            continue
+        if not replaced:
             kept.append(chunk)
-            placed = True
+        replaced.append(existing)
     draft.chunks = kept
+    draft.archived(replaced)
     draft.ids -= gone
     draft.ids.add(chunk.id)
 

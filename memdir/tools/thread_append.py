@@ -40,7 +40,10 @@ def thread_append(
     and later ask ThreadContext for a window of the thread that fits your budget. A message
     containing `@@memory('semantic')@@` (or 'virtual', 'fragment'; 'hnsw' means semantic)
     switches the thread's context strategy; `@@ref('p3')@@` / `@@unref('p3')@@` bring a
-    paged-out page of the virtual strategy back in, or let it go.
+    paged-out page of the virtual strategy back in, or let it go (`@@ref('c41')@@`: one chunk;
+    a summary brings back the messages it replaced). A marker naming nothing known is ignored
+    (the message is kept) and the reply says so. Messages saying "Remember: …" or "we
+    decided …" are kept verbatim (importance 0.9 / 0.75) unless you give an importance.
 
     Args:
         thread: the thread id, e.g. `"support-chat-42"` (letters, digits, '-', '_', '.').
@@ -51,7 +54,8 @@ def thread_append(
             `response`, `user`, `agent-action` (a tool call), `action-response` (its result).
         retention: `critical` (never compacted; default for system), `compressible` (default),
             `batch-compressible`, `disposable`, `ephemeral`.
-        importance: 0-1 (default 0.5); 0.7 and above stays verbatim in the virtual strategy.
+        importance: 0-1 (default 0.5, or what a "remember"/"decided" phrase gives); 0.7 and
+            above stays verbatim in the virtual strategy and is never compacted.
         call_id: pairs a tool call (role assistant) with its result (role tool); a tool result
             without one answers the latest unanswered call. A pair is never separated.
 
@@ -64,11 +68,13 @@ def thread_append(
                       call_id=call_id, max_bytes=memory.settings.max_entry_size)
     summarize = sampling_summarizer(ask, memory.settings) if ask is not None else None
     result = manager.append(thread, checked, summarize=summarize)
+    ignored = "".join(f" Ignored {why}." for why in checked.markers.ignored)
     if result.chunk_id is None:
         return (f"Queued as #{result.queued_at} in thread {thread} (the thread is "
-                f"{manager.blocked_by(thread).value}): ThreadControl(action='step') or 'resume' processes it.")
+                f"{manager.blocked_by(thread).value}): ThreadControl(action='step') or 'resume' processes it.{ignored}")
     switched = f"; switched to {result.strategy} by the marker" if result.switched else ""
-    return f"Appended {result.chunk_id} to thread {thread} (strategy {result.strategy}{switched}).{describe_compaction(result.compacted)}"
+    return (f"Appended {result.chunk_id} to thread {thread} (strategy {result.strategy}{switched})."
+            f"{describe_compaction(result.compacted)}{ignored}")
 
 
 __all__ = ["CHOICES", "describe_compaction", "thread_append"]

@@ -79,7 +79,7 @@ def _fork(manager: ThreadManager, thread: str, value: str | None, _: Summarize |
 def _reference(keep: bool) -> Callable[[ThreadManager, str, str | None, Summarize | None], str]:
     def act(manager: ThreadManager, thread: str, value: str | None, _: Summarize | None) -> str:
         state = manager.reference(thread, _needs(value, "ref" if keep else "unref", "p3"), keep=keep)
-        return f"Pages referenced in thread {thread}: {', '.join(state.refs) or 'none'}."
+        return f"Pages and chunks referenced in thread {thread}: {', '.join(state.refs) or 'none'}."
 
     return act
 
@@ -128,7 +128,8 @@ def thread_control(memory: Memory, thread: str, action: str, value: str | None =
             auto drains the queue), `step` (stepping: a due compaction first, else the next
             queued message), `compact` (summarise compressible older chunks now), `pause` /
             `resume`, `fork` (value: the new thread id), `state`, `ref` / `unref` (value: a
-            virtual page id such as p3).
+            virtual page id such as p3, or a chunk id such as c41: a compaction summary
+            brings back, verbatim, the messages it replaced).
         value: the action's argument, where it takes one.
 
     Returns:

@@ -46,8 +46,7 @@ def test_a_tail_left_by_a_killed_writer_is_ignored_then_cut_by_the_next_append(m
 def test_bad_input_is_refused_with_a_clear_error_and_writes_nothing(manager):
     say(manager, "t", "user", "hello")
     for role, content, fields in [("robot", "x", {}), ("user", "  ", {}), ("user", "x", {"importance": 2}),
-                                  ("user", "x", {"retention": "forever"}), ("user", "x", {"chunk_type": "poem"}),
-                                  ("user", "@@memory('quantum')@@ go", {})]:
+                                  ("user", "x", {"retention": "forever"}), ("user", "x", {"chunk_type": "poem"})]:
         with pytest.raises(InputValidationError):
             say(manager, "t", role, content, **fields)
     assert manager.state("t").version == 2
