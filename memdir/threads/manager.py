@@ -204,8 +204,14 @@ class ThreadManager:
         return self._thread(thread).log.events()
 
     def replay(self, thread: str) -> ThreadState:
-        """The state rebuilt from the log alone (what a new process would see)."""
-        return replay(self.events(thread))
+        """The state rebuilt from the log alone (what a new process would see; damaged lines skipped)."""
+        return replay(self.events(thread), rejected=[])
+
+    def damaged(self, thread: str) -> list[str]:
+        """The thread's damaged log lines that were skipped (where each ends, what is wrong with it)."""
+        runtime = self._thread(thread)
+        runtime.log.state()
+        return list(runtime.log.damaged)
 
     def queued(self, thread: str) -> int:
         return len(self._thread(thread).queue)
@@ -385,7 +391,7 @@ class ThreadManager:
             private_folder(self.root, target.parent.relative_to(self.root))
             with replacing(target, root=self.root) as out:
                 for event in source.log.events():
-                    if event.get("seq", 0) > state.version:
+                    if event.get("seq", 0) > state.seq:
                         break
                     out.write(encode(event))
             forked = self._thread(new_thread)

@@ -9,7 +9,15 @@ from typing import Any
 from memdir.core.errors import InputValidationError
 from memdir.core.signals import stated_importance
 from memdir.threads.markers import Markers, parse_markers
-from memdir.threads.model import CHUNK_TYPES, RETENTIONS, ROLES, SUBTYPES, WORKING_FLOW, Chunk, ThreadState
+from memdir.threads.model import (
+    CHUNK_TYPES,
+    RETENTIONS,
+    ROLES,
+    SUBTYPES,
+    WORKING_FLOW,
+    Chunk,
+    ThreadState,
+)
 from memdir.threads.reducers import Event
 
 DEFAULT_IMPORTANCE = 0.5
@@ -85,7 +93,8 @@ def message(role: str, content: str, *, chunk_type: str | None = None, retention
                                    "Use user, assistant, system, or tool for a tool's result.")
     if not isinstance(content, str) or not content.strip():
         raise InputValidationError("content is empty.", "Pass the message's text.")
-    size = len(content.encode("utf-8", "surrogatepass"))
+    _check_text("content", content)
+    size = len(content.encode("utf-8"))
     if size > max_bytes:
         raise InputValidationError(f"content is {size:,} bytes; a message may hold at most {max_bytes:,}.",
                                    "Split it into several messages, or store the document as a memory entry.")
@@ -100,7 +109,20 @@ def message(role: str, content: str, *, chunk_type: str | None = None, retention
                                    "0.7 and above keeps a message verbatim in the virtual strategy.")
     if call_id is not None and (not isinstance(call_id, str) or not call_id.strip()):
         raise InputValidationError("call_id must be a non-empty string.", "Use the id your tool call had.")
+    if call_id is not None:
+        _check_text("call_id", call_id)
     return Message(role, content, kind, subtype, retention, float(value), call_id, parse_markers(content))
+
+
+def _check_text(name: str, text: str) -> None:
+    """Refuse text that UTF-8 cannot store (a lone surrogate, as a broken client may send)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputValidationError(
+            f"{name} holds {text[exc.start]!r} at character {exc.start}, half of a surrogate pair, which is no text.",
+            "Send the text as valid Unicode (the pair whole, or the character it stands for).",
+        ) from exc
 
 
 def _default_importance(role: str, content: str) -> float:

@@ -134,6 +134,7 @@ class ThreadState:
         refs: virtual pages (``p3``) and chunks (``c17``) referenced back into the context.
         forked_from: the thread this one was forked from, if any.
         archive: the chunks compaction replaced, by id: a summary's parents stay findable.
+        seq: the highest event sequence number applied (0: none).
     """
 
     chunks: tuple[Chunk, ...] = ()
@@ -144,6 +145,7 @@ class ThreadState:
     refs: tuple[str, ...] = ()
     forked_from: str | None = None
     archive: Mapping[str, Chunk] = field(default_factory=lambda: MappingProxyType({}))
+    seq: int = 0
 
     def chunk(self, chunk_id: str) -> Chunk | None:
         """The chunk with this id: in the thread, or one that compaction replaced."""

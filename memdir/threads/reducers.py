@@ -21,13 +21,14 @@ Replaying a log always gives the same state (the property test in tests/threads 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
 from memdir.core.errors import InputValidationError
-from memdir.threads.model import Chunk, ThreadState
+from memdir.threads.model import MODES, STRATEGIES, Chunk, ThreadState, is_thread_id
 
 Event = dict[str, Any]
 
@@ -45,17 +46,18 @@ class Draft:
     settings: dict[str, Any] = field(default_factory=dict)
     ids: set[str] = field(default_factory=set)
     archive: Mapping[str, Chunk] = field(default_factory=dict)
+    seq: int = 0
 
     @classmethod
     def of(cls, state: ThreadState) -> Draft:
         settings = {"strategy": state.strategy, "mode": state.mode, "refs": state.refs, "forked_from": state.forked_from}
-        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive)
+        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive, state.seq)
 
     def freeze(self) -> ThreadState:
         chunks = tuple(self.chunks)
         archive = self.archive if isinstance(self.archive, MappingProxyType) else MappingProxyType(self.archive)
         return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version,
-                           archive=archive, **self.settings)
+                           archive=archive, seq=self.seq, **self.settings)
 
     def archived(self, chunks: Iterable[Chunk]) -> None:
         """Keep ``chunks`` (replaced by a summary) in the archive (a new mapping: states share the old one)."""
@@ -174,6 +176,20 @@ def _batch(draft: Draft, event: Event) -> None:
 
 
 SETTINGS = ("strategy", "mode", "refs", "forked_from")
+_REFERENCE = re.compile(r"[pc]\d+")
+
+
+def _setting_problem(key: str, value: Any) -> str | None:
+    """Why ``value`` may not be the thread's ``key`` (None: it may)."""
+    if key == "strategy" and value not in STRATEGIES:
+        return f"strategy must be one of {', '.join(STRATEGIES)}; got {value!r}"
+    if key == "mode" and value not in MODES:
+        return f"mode must be one of {', '.join(MODES)}; got {value!r}"
+    if key == "refs" and not (isinstance(value, list) and all(isinstance(v, str) and _REFERENCE.fullmatch(v) for v in value)):
+        return f"refs must be a list of page ids ('p3') and chunk ids ('c41'); got {value!r}"
+    if key == "forked_from" and value is not None and not is_thread_id(value):
+        return f"forked_from must be a thread id; got {value!r}"
+    return None
 
 
 @reducer("CONFIGURE")
@@ -182,6 +198,9 @@ def _configure(draft: Draft, event: Event) -> None:
     if key not in SETTINGS:
         raise InputValidationError(f"CONFIGURE cannot set {key!r}.", f"Settings: {', '.join(SETTINGS)}.")
     value = event["value"]
+    problem = _setting_problem(key, value)
+    if problem:
+        raise InputValidationError(f"CONFIGURE: {problem}.", "Fix or remove that event.")
     draft.settings[key] = tuple(value) if key == "refs" else value
 
 
@@ -193,8 +212,38 @@ def reduce_into(draft: Draft, event: Event) -> None:
         raise InputValidationError(f"unknown thread operation {op!r}.", f"Operations: {', '.join(REDUCERS)}.")
     try:
         fn(draft, event)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputValidationError(f"malformed {op} event: {type(exc).__name__}: {exc}.", "See memdir.threads.reducers for each operation's fields.") from exc
+
+
+def _check_seq(draft: Draft, event: Event) -> int | None:
+    """The event's sequence number, if it has one: a whole number above every earlier one."""
+    if "seq" not in event:
+        return None
+    seq = event["seq"]
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+        raise InputValidationError(f"seq must be a whole number >= 1; got {seq!r}.", "Fix or remove that event.")
+    if seq <= draft.seq:
+        raise InputValidationError(f"seq {seq} does not follow seq {draft.seq}: sequence numbers only grow.",
+                                   "Fix or remove that event.")
+    return seq
+
+
+def _step(draft: Draft, event: Event) -> Draft:
+    """``draft`` after one whole event; a failing event raises and leaves ``draft`` as it was."""
+    if not isinstance(event, dict):
+        raise InputValidationError(f"an event must be a JSON object; got {type(event).__name__}.", "Fix or remove it.")
+    seq = _check_seq(draft, event)
+    if event.get("op") == "BATCH":  # several operations: on a copy, so that a failing one leaves nothing behind
+        work = Draft.of(draft.freeze())
+        reduce_into(work, event)
+        draft = work
+    else:  # every other reducer checks before it changes anything
+        reduce_into(draft, event)
+    draft.version += 1
+    if seq is not None:
+        draft.seq = seq
+    return draft
 
 
 def apply(state: ThreadState, event: Event) -> ThreadState:
@@ -202,12 +251,22 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
     return replay([event], state)
 
 
-def replay(events: Iterable[Event], start: ThreadState | None = None) -> ThreadState:
-    """The state after ``events``, from ``start`` (default: an empty thread)."""
+def replay(events: Iterable[Event], start: ThreadState | None = None,
+           rejected: list[tuple[Event, InputValidationError]] | None = None) -> ThreadState:
+    """The state after ``events``, from ``start`` (default: an empty thread).
+
+    Raises:
+        InputValidationError: an event does not apply, unless ``rejected`` is given: then
+            such an event is skipped and added to it with the reason.
+    """
     draft = Draft.of(start or ThreadState())
     for event in events:
-        reduce_into(draft, event)
-        draft.version += 1
+        try:
+            draft = _step(draft, event)
+        except InputValidationError as exc:
+            if rejected is None:
+                raise
+            rejected.append((event, exc))
     return draft.freeze()
 
 

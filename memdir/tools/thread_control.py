@@ -92,6 +92,10 @@ def _state(manager: ThreadManager, thread: str, _: str | None, __: Summarize | N
         f"strategy {state.strategy} · mode {state.mode} · queue {manager.queued(thread)} waiting"
         f"{f' (blocked: {blocked.value})' if blocked else ''} · compaction due: {'yes' if manager.compaction_due(thread) else 'no'}",
     ]
+    damaged = manager.damaged(thread)
+    if damaged:
+        lines.append(f"{plural(len(damaged), 'damaged log line')} skipped (the events around them count): "
+                     + "; ".join(damaged[:3]) + (" …" if len(damaged) > 3 else ""))
     waiting = manager.next_queued(thread)
     if waiting is not None:
         lines.append(f"next queued: {waiting.role}: {' '.join(waiting.content.split()[:12])}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memdir.core.errors import MemdirError
 from memdir.threads.manager import manager_for
 from memdir.tools.formatting import plural
 
@@ -24,7 +25,11 @@ def thread_list(memory: Memory) -> str:
         return "No threads yet. ThreadAppend starts one."
     lines = [f"Threads ({len(ids)}):"]
     for thread in ids:
-        state = manager.state(thread)
+        try:
+            state = manager.state(thread)
+        except MemdirError as exc:  # one thread that cannot be read does not hide the others
+            lines.append(f"- {thread} · could not be read: {exc}")
+            continue
         last = state.chunks[-1].at if state.chunks else "-"
         origin = f" · forked from {state.forked_from}" if state.forked_from else ""
         lines.append(f"- {thread} · {plural(len(state.chunks), 'chunk')} · {plural(state.version, 'event')} · "

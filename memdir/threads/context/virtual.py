@@ -20,8 +20,17 @@ from dataclasses import replace
 
 from memdir.core.settings import Settings
 from memdir.threads.compaction import first_sentence
-from memdir.threads.context.base import (Budget, Piece, Unit, Window, assemble, newest_piece, piece_tokens, render_chunk,
-                                        units_of)
+from memdir.threads.context.base import (
+    Budget,
+    Piece,
+    Unit,
+    Window,
+    assemble,
+    newest_piece,
+    piece_tokens,
+    render_chunk,
+    units_of,
+)
 from memdir.threads.model import ThreadState
 
 LANES = ("assistant", "user", "system", "tool")
