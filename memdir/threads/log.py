@@ -53,8 +53,10 @@ def encode(event: Event) -> bytes:
 class EventLog:
     """One thread's log file and the state read from it so far."""
 
-    def __init__(self, root: Path, path: Path, lock: RootLock) -> None:
+    def __init__(self, root: Path, path: Path, lock: RootLock, by: Callable[[], str | None] = lambda: None) -> None:
         self.root, self.path, self.lock = root, path, lock
+        self.by = by
+        """Who is appending (an agent's name, or None): recorded as the event's ``by`` unless it names one."""
         self._offset = 0
         self._state = ThreadState()
         self._highest_seq = 0  # damaged lines' numbers count too: a new event never reuses one
@@ -86,6 +88,9 @@ class EventLog:
         with self.lock.exclusive():
             self._catch_up()
             event = build(max(self._state.seq, self._highest_seq) + 1, now_iso(), self._state)
+            who = self.by()
+            if who and "by" not in event:
+                event = {**event, "by": who}
             state = replay([event], self._state)  # raises before anything is written
             line = encode(event)
             read_to = self._offset

@@ -36,10 +36,11 @@ class Message:
     importance: float
     call_id: str | None
     markers: Markers
+    by: str | None = None  # the agent that appended it (recorded in its event)
 
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "content": self.content, "chunk_type": self.chunk_type, "subtype": self.subtype,
-                "retention": self.retention, "importance": self.importance, "call_id": self.call_id}
+                "retention": self.retention, "importance": self.importance, "call_id": self.call_id, "by": self.by}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Message:
@@ -63,9 +64,10 @@ class Message:
             refs = [page for page in state.refs if page not in self.markers.unrefs]
             refs += [page for page in self.markers.refs if page not in refs]
             operations.append({"op": "CONFIGURE", "key": "refs", "value": refs})
+        who = {"by": self.by} if self.by else {}
         if len(operations) == 1:
-            return {"seq": seq, "at": at, **operations[0]}
-        return {"seq": seq, "at": at, "op": "BATCH", "events": operations}
+            return {"seq": seq, "at": at, **who, **operations[0]}
+        return {"seq": seq, "at": at, **who, "op": "BATCH", "events": operations}
 
 
 def open_call(state: ThreadState) -> str | None:

@@ -135,6 +135,8 @@ class ThreadState:
         forked_from: the thread this one was forked from, if any.
         archive: the chunks compaction replaced, by id: a summary's parents stay findable.
         seq: the highest event sequence number applied (0: none).
+        owner: the agent that created the thread (None: anyone may change it).
+        visible_to: the roles that see it (empty: every role), as for entries.
     """
 
     chunks: tuple[Chunk, ...] = ()
@@ -146,6 +148,8 @@ class ThreadState:
     forked_from: str | None = None
     archive: Mapping[str, Chunk] = field(default_factory=lambda: MappingProxyType({}))
     seq: int = 0
+    owner: str | None = None
+    visible_to: tuple[str, ...] = ()
 
     def chunk(self, chunk_id: str) -> Chunk | None:
         """The chunk with this id: in the thread, or one that compaction replaced."""

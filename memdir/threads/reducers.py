@@ -11,7 +11,8 @@ REPLACE        ``id``, ``chunk``: one chunk takes another's place
 BATCH_REPLACE  ``ids``, ``chunk``: several chunks become one, at the first one's place (compaction); the
                replaced chunks stay in the state's archive, so nothing compacted is lost
 BATCH          ``events``: several operations applied as one event
-CONFIGURE      ``key``, ``value``: the thread's strategy, execution mode, referenced pages, origin
+CONFIGURE      ``key``, ``value``: the thread's strategy, execution mode, referenced pages, origin, owner,
+               the roles it is visible to
 =============  ====================================================================
 
 Reducers work on a mutable `Draft` so that replaying ten thousand events copies the chunk
@@ -50,7 +51,7 @@ class Draft:
 
     @classmethod
     def of(cls, state: ThreadState) -> Draft:
-        settings = {"strategy": state.strategy, "mode": state.mode, "refs": state.refs, "forked_from": state.forked_from}
+        settings = {key: getattr(state, key) for key in SETTINGS}
         return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive, state.seq)
 
     def freeze(self) -> ThreadState:
@@ -175,7 +176,7 @@ def _batch(draft: Draft, event: Event) -> None:
         reduce_into(draft, inner)
 
 
-SETTINGS = ("strategy", "mode", "refs", "forked_from")
+SETTINGS = ("strategy", "mode", "refs", "forked_from", "owner", "visible_to")
 _REFERENCE = re.compile(r"[pc]\d+")
 
 
@@ -189,6 +190,10 @@ def _setting_problem(key: str, value: Any) -> str | None:
         return f"refs must be a list of page ids ('p3') and chunk ids ('c41'); got {value!r}"
     if key == "forked_from" and value is not None and not is_thread_id(value):
         return f"forked_from must be a thread id; got {value!r}"
+    if key == "owner" and value is not None and not (isinstance(value, str) and value.strip()):
+        return f"owner must be an agent name; got {value!r}"
+    if key == "visible_to" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return f"visible_to must be a list of role names; got {value!r}"
     return None
 
 
@@ -201,7 +206,7 @@ def _configure(draft: Draft, event: Event) -> None:
     problem = _setting_problem(key, value)
     if problem:
         raise InputValidationError(f"CONFIGURE: {problem}.", "Fix or remove that event.")
-    draft.settings[key] = tuple(value) if key == "refs" else value
+    draft.settings[key] = tuple(value) if key in ("refs", "visible_to") else value
 
 
 def reduce_into(draft: Draft, event: Event) -> None:

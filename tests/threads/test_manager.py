@@ -16,7 +16,7 @@ def test_messages_are_appended_as_readable_json_lines_and_replay_to_the_same_sta
     say(manager, "chat", "assistant", "In fact/invoices.md.\nSecond line.")
     lines = (tmp_path / "memory" / "threads" / "chat" / "events.jsonl").read_text(encoding="utf-8").splitlines()
     events = [json.loads(line) for line in lines]
-    assert [event["op"] for event in events] == ["CONFIGURE", "ADD", "ADD"]
+    assert [event["op"] for event in events] == ["BATCH", "ADD", "ADD"]  # the first: strategy, owner, visibility
     assert "März? ✓" in lines[1]  # human-readable, not \u-escaped
     assert events[2]["chunk"]["content"] == "In fact/invoices.md.\nSecond line."
     assert manager.replay("chat") == manager.state("chat")
