@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from memdir.embeddings.base import Embedder
     from memdir.memory import Memory
     from memdir.server.scheduler import Scheduler
+    from memdir.threads.manager import ThreadManager
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class MemoryHost:
         self._starting = threading.Lock()
         self._last_write: Future[Any] | None = None
         self._last_writes: weakref.WeakKeyDictionary[Any, Future[Any]] = weakref.WeakKeyDictionary()
+        self._threads: ThreadManager | None = None
         self.last_used = time.monotonic()
         """When a call last used the store (`time.monotonic`); the server's start counts as one."""
 
@@ -119,6 +121,16 @@ class MemoryHost:
         """
         return self.start().result()
 
+    def threads(self, memory: Memory) -> ThreadManager:
+        """The server's working-memory threads of ``memory``: one manager, shared by every call (its queues,
+        pauses and steps are the server's)."""
+        with self._starting:
+            if self._threads is None:
+                from memdir.threads.manager import threads_of
+
+                self._threads = threads_of(memory)
+            return self._threads
+
     def _call(self, opening: Future[Memory], client: HttpClient | None, fn: Callable[..., T], args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> T:
         """``fn`` on the memory ``opening`` gives: the attempt `run` started (or found) for this call,
@@ -130,6 +142,8 @@ class MemoryHost:
         admin flag (never a token's: admin stays a setting or flag of whoever runs the server).
         """
         memory = opening.result()
+        if "threads" in kwargs:
+            kwargs = {**kwargs, "threads": self.threads(memory)}
         actor = None if client is None else Actor(client.name, parse_role(client.role or self._settings.role), self._settings.admin)
         with disk_errors(self._root), memory.acting_as(actor):  # a tool's own files (defrag journal, episodes, ...) too
             return fn(memory, *args, **kwargs)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,6 +58,7 @@ class EventLog:
         self.root, self.path, self.lock = root, path, lock
         self.by = by
         """Who is appending (an agent's name, or None): recorded as the event's ``by`` unless it names one."""
+        self._guard = threading.RLock()  # readers (ThreadContext on the read pool) beside the writer thread
         self._offset = 0
         self._state = ThreadState()
         self._highest_seq = 0  # damaged lines' numbers count too: a new event never reuses one
@@ -69,8 +71,9 @@ class EventLog:
 
     def state(self) -> ThreadState:
         """The current state (reads only the bytes appended since the last call)."""
-        self._catch_up()
-        return self._state
+        with self._guard:
+            self._catch_up()
+            return self._state
 
     def events(self) -> Iterator[Event]:
         """Every complete event in the log that is a JSON object, from the start (damaged lines left out)."""
@@ -85,7 +88,7 @@ class EventLog:
             InputValidationError: the event does not apply to the current state; nothing is written.
             LockTimeoutError: another process held the root's lock too long.
         """
-        with self.lock.exclusive():
+        with self.lock.exclusive(), self._guard:
             self._catch_up()
             event = build(max(self._state.seq, self._highest_seq) + 1, now_iso(), self._state)
             who = self.by()

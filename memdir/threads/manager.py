@@ -154,8 +154,12 @@ class ThreadManager:
                 runtime = self._threads[thread] = _Thread(thread, log, self.settings, self._process)
             return runtime
 
-    def _thread(self, thread: str, *, create: bool = False, change: str | None = None) -> _Thread:
-        """The thread's runtime, if the acting agent sees it (and, for ``change``, may make that change)."""
+    def _thread(self, thread: str, *, create: bool = False, change: str | None = None, read: bool = False) -> _Thread:
+        """The thread's runtime, if the acting agent sees it (and, for ``change``, may make that change).
+
+        ``read``: for a read beside the writes (ThreadContext, ThreadList): the queue, which only
+        the writer touches, is left as it is.
+        """
         runtime = self._runtime(thread)
         if not runtime.log.exists():
             if not create:
@@ -166,6 +170,8 @@ class ThreadManager:
             raise ThreadNotFoundError(thread)
         if change is not None and not actor.may_change(labels):
             raise ThreadOwnerError(thread, labels.created_by or "", actor.label, change)
+        if read:
+            return runtime
         self._follow_mode(runtime)
         self._follow_pending(runtime)
         return runtime
@@ -235,7 +241,7 @@ class ThreadManager:
 
     def _visible(self, thread: str) -> bool:
         try:
-            self._thread(thread)
+            self._thread(thread, read=True)
         except ThreadNotFoundError:
             return False
         except MemdirError:  # it is there, but cannot be read: the caller says so
@@ -249,11 +255,11 @@ class ThreadManager:
             return False
 
     def state(self, thread: str) -> ThreadState:
-        return self._thread(thread).log.state()
+        return self._thread(thread, read=True).log.state()
 
     def events(self, thread: str) -> Iterator[Event]:
         """The thread's events as logged, oldest first."""
-        return self._thread(thread).log.events()
+        return self._thread(thread, read=True).log.events()
 
     def replay(self, thread: str) -> ThreadState:
         """The state rebuilt from the log alone (what a new process would see; damaged lines skipped)."""
@@ -261,7 +267,7 @@ class ThreadManager:
 
     def damaged(self, thread: str) -> list[str]:
         """The thread's damaged log lines that were skipped (where each ends, what is wrong with it)."""
-        runtime = self._thread(thread)
+        runtime = self._thread(thread, read=True)
         runtime.log.state()
         return list(runtime.log.damaged)
 
@@ -466,7 +472,7 @@ class ThreadManager:
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 0:
             raise InputValidationError(f"budget_tokens must be a whole number >= 0; got {budget_tokens!r}.",
                                        "Pass the tokens you can spend on this thread's context, e.g. 2000.")
-        runtime = self._thread(thread)
+        runtime = self._thread(thread, read=True)
         state = runtime.log.state()
         vectors = self._vector_fn() if state.strategy == "semantic" else None
         return runtime.builder.window(state, budget_tokens, query, vectors)
@@ -475,16 +481,13 @@ class ThreadManager:
         embedder = self._embedder()
         if embedder is None:
             return None
-        cache = self._vectors.get(embedder.model_id)
-        if cache is None:
-            cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self.lock)
+        with self._runtimes:
+            cache = self._vectors.get(embedder.model_id)
+            if cache is None:
+                cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self.lock)
         return cache.vectors
 
 
-
-
-_MANAGERS: weakref.WeakKeyDictionary[Memory, ThreadManager] = weakref.WeakKeyDictionary()
-_MANAGERS_LOCK = threading.Lock()
 
 
 def labels_of(state: ThreadState) -> Labels:
@@ -492,14 +495,25 @@ def labels_of(state: ThreadState) -> Labels:
     return Labels(None, state.owner, state.visible_to)
 
 
+def threads_of(memory: Memory) -> ThreadManager:
+    """A new `ThreadManager` for an open `Memory`: its root, settings and model, acting as the memory's actor and
+    auditing into its audit trail. The server keeps one in its state; one process must use one per memory (the
+    queues, pauses and steps it holds are the process's)."""
+    return ThreadManager(memory.root, memory.settings, lambda: memory.model.get(wait=False), lambda: memory.actor,
+                         lambda action, thread, state, details: _audit(memory, action, thread, state, details))
+
+
+_MANAGERS: weakref.WeakKeyDictionary[Memory, ThreadManager] = weakref.WeakKeyDictionary()
+_MANAGERS_LOCK = threading.Lock()
+
+
 def manager_for(memory: Memory) -> ThreadManager:
-    """The one `ThreadManager` of an open `Memory` (its queues must be shared by every call in the process)."""
+    """The `ThreadManager` of an open `Memory` for callers without a server (the CLI, Python code): one per memory,
+    so that every call in the process shares its queues."""
     with _MANAGERS_LOCK:
         manager = _MANAGERS.get(memory)
         if manager is None:
-            manager = _MANAGERS[memory] = ThreadManager(
-                memory.root, memory.settings, lambda: memory.model.get(wait=False), lambda: memory.actor,
-                lambda action, thread, state, details: _audit(memory, action, thread, state, details))
+            manager = _MANAGERS[memory] = threads_of(memory)
         return manager
 
 
@@ -513,4 +527,4 @@ def _audit(memory: Memory, action: str, thread: str, state: ThreadState, details
     ))
 
 
-__all__ = ["THREADS_FOLDER", "Appended", "Compacted", "Stepped", "ThreadManager", "manager_for"]
+__all__ = ["THREADS_FOLDER", "Appended", "Compacted", "Stepped", "ThreadManager", "labels_of", "manager_for", "threads_of"]

@@ -37,6 +37,11 @@ def is_thread_id(name: object) -> bool:
     return isinstance(name, str) and _THREAD_ID.fullmatch(name) is not None
 
 
+def _sequence_number(chunk_id: str) -> int | None:
+    """The event number in a chunk id the log gave (``c12`` -> 12); None for any other id."""
+    return int(chunk_id[1:]) if chunk_id[:1] == "c" and chunk_id[1:].isdigit() else None
+
+
 def check_thread_id(thread: str) -> str:
     """The thread id, if it is a plain name that stays inside ``threads/``; else a clear error."""
     if not is_thread_id(thread):
@@ -183,6 +188,9 @@ class ThreadState:
         turns: list[Chunk] = []
         for chunk in self.chunks:
             turns.extend(self.originals(chunk))
+        numbers = [_sequence_number(chunk.id) for chunk in turns]
+        if all(number is not None for number in numbers):  # a summary may skip turns it kept: back in append order
+            return [chunk for _, chunk in sorted(zip(numbers, turns), key=lambda pair: pair[0])]
         return turns
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memdir.threads.compaction import Ask, sampling_summarizer
-from memdir.threads.manager import Compacted, manager_for
+from memdir.threads.manager import Compacted, ThreadManager, manager_for
 from memdir.threads.messages import message
 from memdir.threads.model import RETENTIONS, ROLES
 
@@ -33,6 +33,7 @@ def thread_append(
     importance: float | None = None,
     call_id: str | None = None,
     ask: Ask | None = None,
+    threads: ThreadManager | None = None,
 ) -> str:
     """Append a message to a working-memory thread (created on first use); memdir keeps the whole thread.
 
@@ -63,7 +64,7 @@ def thread_append(
         `Appended c12 to thread T (strategy virtual).`, or where it was queued (stepping or
         paused), plus a note when the marker switched the strategy or compaction ran.
     """
-    manager = manager_for(memory)
+    manager = threads or manager_for(memory)
     checked = message(role, content, chunk_type=chunk_type, retention=retention, importance=importance,
                       call_id=call_id, max_bytes=memory.settings.max_entry_size)
     summarize = sampling_summarizer(ask, memory.settings) if ask is not None else None

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memdir.threads.manager import manager_for
+from memdir.threads.manager import ThreadManager, manager_for
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
 
 
-def thread_context(memory: Memory, thread: str, budget_tokens: int, query: str | None = None) -> str:
+def thread_context(memory: Memory, thread: str, budget_tokens: int, query: str | None = None,
+                   threads: ThreadManager | None = None) -> str:
     """The context of a thread, assembled by its strategy within a token budget.
 
     Use it instead of replaying the whole conversation: the recent turns are always there,
@@ -29,7 +30,7 @@ def thread_context(memory: Memory, thread: str, budget_tokens: int, query: str |
         A header `Thread T · strategy S · N of B tokens · K of M messages shown`, notes, then
         the context, one `[c12 role] text` line per message in thread order.
     """
-    manager = manager_for(memory)
+    manager = threads or manager_for(memory)
     window = manager.context(thread, budget_tokens, query)
     total = manager.state(thread).turns
     head = (f"Thread {thread} · strategy {window.strategy} · {window.tokens:,} of {budget_tokens:,} tokens · "

@@ -122,7 +122,8 @@ CHOICES = {"action": ACTIONS}
 """Parameters with a fixed set of values: the server lists them in the tool's input schema."""
 
 
-def thread_control(memory: Memory, thread: str, action: str, value: str | None = None, ask: Ask | None = None) -> str:
+def thread_control(memory: Memory, thread: str, action: str, value: str | None = None, ask: Ask | None = None,
+                   threads: ThreadManager | None = None) -> str:
     """Control a working-memory thread: its context strategy, execution mode, stepping, compaction, pause, fork.
 
     Args:
@@ -144,7 +145,7 @@ def thread_control(memory: Memory, thread: str, action: str, value: str | None =
     if act is None:
         raise InputValidationError(f"unknown action {action!r}.", f"Use one of {', '.join(ACTIONS)}.")
     summarize = sampling_summarizer(ask, memory.settings) if ask is not None else None
-    return act(manager_for(memory), thread, value, summarize)
+    return act(threads or manager_for(memory), thread, value, summarize)
 
 
 __all__ = ["ACTIONS", "CHOICES", "thread_control"]

@@ -5,21 +5,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import MemdirError
-from memdir.threads.manager import manager_for
+from memdir.threads.manager import ThreadManager, manager_for
 from memdir.tools.formatting import plural
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
 
 
-def thread_list(memory: Memory) -> str:
+def thread_list(memory: Memory, threads: ThreadManager | None = None) -> str:
     """List the working-memory threads stored in this memory.
 
     Returns:
         `Threads (N):` then one line per thread: id, chunks, events, strategy, mode and
         when it last changed.
     """
-    manager = manager_for(memory)
+    manager = threads or manager_for(memory)
     ids = manager.ids()
     if not ids:
         return "No threads yet. ThreadAppend starts one."
