@@ -187,6 +187,32 @@ def locomo_corpora(path: Path = DEFAULT_LOCOMO, recipe: str = "conversation") ->
     return corpora
 
 
+@dataclass(frozen=True)
+class Dialogue:
+    """One LoCoMo conversation as said: ``"<speaker>: <text>"`` per turn, its turn ids, and its questions
+    (question, evidence turn ids, category) of categories 1-4 with evidence."""
+
+    sample_id: str
+    turn_texts: list[str]
+    turn_ids: list[str]
+    questions: list[tuple[str, set[str], int]]
+
+
+def locomo_dialogues(path: Path = DEFAULT_LOCOMO) -> list[Dialogue]:
+    """Every LoCoMo conversation as a `Dialogue` (turns in session order)."""
+    dialogues = []
+    for sample in json.loads(path.read_text()):
+        talk = sample["conversation"]
+        sessions = sorted((k for k, v in talk.items() if k.startswith("session_") and isinstance(v, list)),
+                          key=lambda k: int(k.split("_")[1]))
+        turns = [turn for key in sessions for turn in talk[key]]
+        questions = [(qa["question"], evidence, qa["category"]) for qa in sample["qa"]
+                     if qa["category"] in CATEGORIES and (evidence := parse_evidence(qa.get("evidence", [])))]
+        dialogues.append(Dialogue(sample["sample_id"], [f"{t['speaker']}: {t['text']}" for t in turns],
+                                  [t["dia_id"] for t in turns], questions))
+    return dialogues
+
+
 # --------------------------------------------------------------------------- Python docs
 DOC_MODULES = (
     "argparse", "base64", "bisect", "calendar", "collections", "configparser", "contextlib", "copy", "csv",

@@ -199,6 +199,18 @@ class ThreadNotFoundError(MemdirError):
         self.thread = thread
 
 
+class ThreadOwnerError(NotOwnerError):
+    """An agent tried to change a working-memory thread another agent owns."""
+
+    def __init__(self, thread: str, owner: str, actor: str, action: str) -> None:
+        MemdirError.__init__(
+            self,
+            f"thread {thread!r} belongs to {owner}; {actor} may not {action} it.",
+            f"Fork it into a thread of your own (ThreadControl action='fork'), ask {owner}, or act as an admin.",
+        )
+        self.path, self.owner, self.actor, self.action = f"threads/{thread}", owner, actor, action
+
+
 class JobBusyError(MemdirError):
     """Another process (a server's scheduler, a `memdir evolve`) holds the evolution job's lock."""
 

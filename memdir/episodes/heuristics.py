@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
+from memdir.core.signals import DECISION, DECISION_IMPORTANCE, REMEMBER, REMEMBER_IMPORTANCE
 from memdir.episodes.model import Episode, Message, Outcome
 from memdir.episodes.segment import start_marker, without_markers
 
@@ -104,11 +105,6 @@ _FAILURE_OUTPUT = re.compile(
 )
 _SUCCESS_OUTPUT = re.compile(r"\b\d+ passed\b|\bBUILD SUCCESSFUL\b|^OK\b|\b0 errors\b", re.MULTILINE)
 
-_REMEMBER = re.compile(
-    r"\b(?:remember|don'?t forget|do not forget|keep in mind|note to self|for future reference|from now on|"
-    r"going forward|make sure to always|never again)\b|\bIMPORTANT\b|\bimportant:",
-    re.IGNORECASE,
-)
 _FIX = re.compile(
     r"\b(?:root cause|the fix (?:is|was)|fixed (?:it )?by|solved (?:it )?by|the (?:problem|issue|bug) (?:is|was)|"
     r"turns out|turned out|workaround|the trick is|the solution (?:is|was))\b",
@@ -117,11 +113,6 @@ _FIX = re.compile(
 _CORRECTION = re.compile(
     r"^\s*(?:no[,.!]|nope\b|wrong\b|that'?s (?:not|wrong|incorrect)|this is wrong|not what i|actually[, ]|"
     r"instead[, ]|don'?t do|please don'?t|stop\b|why did you|you (?:broke|forgot|missed|deleted)|undo|revert)",
-    re.IGNORECASE,
-)
-_DECISION = re.compile(
-    r"\b(?:decided|decision:|we'?ll go with|let'?s go with|going with|let'?s use|we'?ll use|settled on|chose|"
-    r"chosen|agreed|the plan is|plan:|we should use|opted for)\b",
     re.IGNORECASE,
 )
 _ERROR = re.compile(r"Traceback \(most recent call last\)|\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b|\berror:",
@@ -146,14 +137,14 @@ def message_importance(message: Message) -> float:
         return score
     if message.kind == "tool_use":
         return score
-    if _REMEMBER.search(text):
-        score = max(score, 0.9)
+    if REMEMBER.search(text):
+        score = max(score, REMEMBER_IMPORTANCE)
     if _FIX.search(text):
         score = max(score, 0.8)
     if message.role == "user" and _CORRECTION.search(text):
         score = max(score, 0.8)
-    if _DECISION.search(text):
-        score = max(score, 0.75)
+    if DECISION.search(text):
+        score = max(score, DECISION_IMPORTANCE)
     if _BLOCKED_TEXT.search(text):
         score = max(score, 0.7)
     if _ERROR.search(text):

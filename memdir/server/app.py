@@ -70,7 +70,7 @@ if typing.TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "memdir"
-INJECTED = ("memory", "session", "settings", "ask")
+INJECTED = ("memory", "session", "settings", "ask", "threads")
 """Parameters of a tool function that the server fills in (never part of the input schema); ``ask`` is the
 client's model through MCP sampling (`memdir.server.sampling`), None when the client offers none."""
 
@@ -216,6 +216,8 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
             kwargs["settings"] = app_state(ctx).settings
         if "ask" in wanted:
             kwargs["ask"] = sampling.client_ask(ctx, app_state(ctx).settings.thread_sampling_timeout)
+        if "threads" in wanted:
+            kwargs["threads"] = None  # the server's thread manager: MemoryHost fills it in once the memory is open
         return await run_memory_tool(ctx, fn, read_only=read_only, **kwargs)
 
     tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]

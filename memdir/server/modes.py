@@ -107,11 +107,7 @@ TOOLS: dict[str, ToolSpec] = {
             _hints(read_only=False, destructive=False, idempotent=False),
             "memdir.tools.thread_append:thread_append",
         ),
-        ToolSpec(
-            "ThreadContext", "Assemble a thread's context",
-            _hints(read_only=False, destructive=False, idempotent=True),  # may cache the thread's embeddings
-            "memdir.tools.thread_context:thread_context",
-        ),
+        ToolSpec("ThreadContext", "Assemble a thread's context", _READ, "memdir.tools.thread_context:thread_context"),
         ToolSpec(
             "ThreadControl", "Control a working-memory thread",
             _hints(read_only=False, destructive=True, idempotent=False),  # compact replaces chunks by a summary

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from memdir.embeddings.base import Embedder
     from memdir.memory import Memory
     from memdir.server.scheduler import Scheduler
+    from memdir.threads.manager import ThreadManager
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class MemoryHost:
         self._starting = threading.Lock()
         self._last_write: Future[Any] | None = None
         self._last_writes: weakref.WeakKeyDictionary[Any, Future[Any]] = weakref.WeakKeyDictionary()
+        self._threads: ThreadManager | None = None
         self.last_used = time.monotonic()
         """When a call last used the store (`time.monotonic`); the server's start counts as one."""
 
@@ -121,6 +123,16 @@ class MemoryHost:
         """
         return self.start().result()
 
+    def threads(self, memory: Memory) -> ThreadManager:
+        """The server's working-memory threads of ``memory``: one manager, shared by every call (its queues,
+        pauses and steps are the server's)."""
+        with self._starting:
+            if self._threads is None:
+                from memdir.threads.manager import threads_of
+
+                self._threads = threads_of(memory)
+            return self._threads
+
     def _call(self, opening: Future[Memory], client: HttpClient | None, fn: Callable[..., T], args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> T:
         """``fn`` on the memory ``opening`` gives: the attempt `run` started (or found) for this call,
@@ -133,6 +145,8 @@ class MemoryHost:
         token's: admin stays a setting or flag of whoever runs the server.
         """
         memory = opening.result()
+        if "threads" in kwargs:
+            kwargs = {**kwargs, "threads": self.threads(memory)}
         actor = None
         if client is not None and not client.is_server:
             actor = Actor(client.agent or self._settings.agent, parse_role(client.role or self._settings.role),

@@ -16,7 +16,8 @@ A record::
      "diff": "--- fact/x.md\\n+++ fact/x.md\\n@@ ...", "details": {...}}
 
 Actions: create, update, delete, archive, unarchive, supersede, merge, link, unlink (and
-stub/undo where defrag leaves them). ``diff`` is a unified diff of the entry's title,
+stub/undo where defrag leaves them); for working-memory threads (path ``threads/<id>``):
+thread-create, thread-fork, thread-configure (strategy, mode), thread-compact. ``diff`` is a unified diff of the entry's title,
 metadata and content, cut to ``audit_diff_chars``.
 """
 
@@ -40,7 +41,8 @@ from memdir.storage.sidecar import SafeDumper
 log = logging.getLogger(__name__)
 
 AUDIT_DIR = "audit"
-ACTIONS = ("create", "update", "delete", "archive", "unarchive", "supersede", "merge", "link", "unlink", "stub", "undo")
+ACTIONS = ("create", "update", "delete", "archive", "unarchive", "supersede", "merge", "link", "unlink", "stub", "undo",
+           "thread-create", "thread-fork", "thread-configure", "thread-compact")
 TRUNCATED = "\n… (diff truncated)"
 
 

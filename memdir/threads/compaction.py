@@ -1,9 +1,16 @@
 """Compaction: compressible working-flow chunks, once there are enough, become one summary chunk.
 
+Compaction changes what the virtual and fragment strategies show, never what can be found:
+the replaced chunks stay in the state's archive (and in the log), the summary names their
+chunk ids, the semantic strategy ranks the original turns, and referencing the summary
+(``@@ref('c41')@@``) brings them back verbatim.
+
 What may be compacted: working-flow chunks of a compressible retention class, outside the
 most recent ``thread_compact_keep_recent`` chunks, and less important than the
-virtual strategy's pin threshold (those stay verbatim). Critical chunks never are. A tool
-call and its result go together or not at all: if either may not be compacted, neither is.
+virtual strategy's pin threshold (those stay verbatim; a message that says "remember …" or
+"we decided …" is that important unless its importance was given). Critical chunks never
+are. A tool call and its result go together or not at all: if either may not be
+compacted, or the call has no result yet, neither is.
 
 The summary comes from the client's model when the caller passes ``summarize`` (MCP
 sampling); when it does not, or the model fails or answers nothing, a deterministic
@@ -53,13 +60,15 @@ def plan(state: ThreadState, settings: Settings) -> Plan:
     keep = max(settings.thread_compact_keep_recent, 0)
     older = state.chunks[: max(len(state.chunks) - keep, 0)]
     eligible = {chunk.id for chunk in older if chunk.compressible and chunk.importance < settings.thread_pin_importance}
-    partners: dict[str, list[str]] = defaultdict(list)
+    partners: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in state.chunks:
         if chunk.call_id:
-            partners[chunk.call_id].append(chunk.id)
-    for ids in partners.values():
-        if not all(chunk_id in eligible for chunk_id in ids):
-            eligible.difference_update(ids)  # never separate a tool call from its result
+            partners[chunk.call_id].append(chunk)
+    for chunks in partners.values():
+        ids = [chunk.id for chunk in chunks]
+        answered = any(chunk.role == "tool" for chunk in chunks)
+        if not answered or not all(chunk_id in eligible for chunk_id in ids):
+            eligible.difference_update(ids)  # never separate a tool call from its result, nor fold a waiting call
     return Plan(tuple(chunk for chunk in state.chunks if chunk.id in eligible))
 
 
@@ -85,7 +94,7 @@ def extractive_summary(chunks: Sequence[Chunk], max_tokens: int) -> str:
     if not chunks:
         return ""
     head = f"Summary of {len(chunks)} earlier messages ({chunks[0].id}–{chunks[-1].id}):"
-    lines = {chunk.id: f"- {chunk.role}: {first_sentence(chunk.content)}" for chunk in chunks if chunk.content.strip()}
+    lines = {chunk.id: f"- {chunk.id} {chunk.role}: {first_sentence(chunk.content)}" for chunk in chunks if chunk.content.strip()}
     budget = max_tokens * CHARS_PER_TOKEN - len(head) - 1
     ranked = sorted((pair for pair in enumerate(chunks) if pair[1].id in lines), key=lambda p: (-p[1].importance, p[0]))
     chosen: set[str] = set()

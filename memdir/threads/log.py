@@ -9,7 +9,10 @@ last newline, so a line being written (or left half-written by a writer killed
 mid-write) is never read; the next append, holding the lock, cuts such a tail off first.
 
 `EventLog` keeps the state it has read and the byte offset it read to, so asking for the
-state again reads only what other processes appended since. Every file operation goes
+state again reads only what other processes appended since. A damaged line (not JSON,
+nested too deeply, not an event, a sequence number that does not grow, a setting no
+thread may have) is skipped with a warning and listed in `EventLog.damaged`; the events
+around it still count, and numbering continues after the highest sequence number seen. Every file operation goes
 through `memdir.core.files` (confined to the root, regular files only, never blocking), so
 a log or thread folder swapped for a link out of the root, or for a named pipe, while the
 server runs is refused with a clear error.
@@ -18,6 +21,8 @@ server runs is refused with a clear error.
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +33,8 @@ from memdir.core.files import append_bytes, open_regular, stat_regular
 from memdir.storage.directory.locking import RootLock
 from memdir.threads.model import ThreadState
 from memdir.threads.reducers import Event, replay
+
+logger = logging.getLogger(__name__)
 
 LOG_NAME = "events.jsonl"
 EventBuilder = Callable[[int, str, ThreadState], Event]
@@ -47,10 +54,16 @@ def encode(event: Event) -> bytes:
 class EventLog:
     """One thread's log file and the state read from it so far."""
 
-    def __init__(self, root: Path, path: Path, lock: RootLock) -> None:
+    def __init__(self, root: Path, path: Path, lock: RootLock, by: Callable[[], str | None] = lambda: None) -> None:
         self.root, self.path, self.lock = root, path, lock
+        self.by = by
+        """Who is appending (an agent's name, or None): recorded as the event's ``by`` unless it names one."""
+        self._guard = threading.RLock()  # readers (ThreadContext on the read pool) beside the writer thread
         self._offset = 0
         self._state = ThreadState()
+        self._highest_seq = 0  # damaged lines' numbers count too: a new event never reuses one
+        self.damaged: list[str] = []
+        """One line per damaged log line skipped: where it ends and what is wrong with it."""
         self.queued_ids: set[str] = set()  # ids of waiting messages already written (see memdir.threads.pending)
 
     def exists(self) -> bool:
@@ -58,13 +71,15 @@ class EventLog:
 
     def state(self) -> ThreadState:
         """The current state (reads only the bytes appended since the last call)."""
-        self._catch_up()
-        return self._state
+        with self._guard:
+            self._catch_up()
+            return self._state
 
     def events(self) -> Iterator[Event]:
-        """Every complete event in the log, from the start."""
-        for _, event in self._read_from(0):
-            yield event
+        """Every complete event in the log that is a JSON object, from the start (damaged lines left out)."""
+        for _, event, problem in self._read_from(0):
+            if problem is None:
+                yield event
 
     def append(self, build: EventBuilder) -> tuple[Event, ThreadState]:
         """Append one event (built from its sequence number) and return it with the new state.
@@ -73,15 +88,19 @@ class EventLog:
             InputValidationError: the event does not apply to the current state; nothing is written.
             LockTimeoutError: another process held the root's lock too long.
         """
-        with self.lock.exclusive():
+        with self.lock.exclusive(), self._guard:
             self._catch_up()
-            event = build(self._state.version + 1, now_iso(), self._state)
+            event = build(max(self._state.seq, self._highest_seq) + 1, now_iso(), self._state)
+            who = self.by()
+            if who and "by" not in event:
+                event = {**event, "by": who}
             state = replay([event], self._state)  # raises before anything is written
             line = encode(event)
             read_to = self._offset
             append_bytes(self.root, self.path, line, cut=lambda size: min(size, read_to))  # past it: a killed writer's tail
             self._offset += len(line)
             self._state = state
+            self._highest_seq = max(self._highest_seq, state.seq)
             if "queued" in event:
                 self.queued_ids.add(event["queued"])
             return event, state
@@ -90,21 +109,39 @@ class EventLog:
         st = stat_regular(self.root, self.path)
         size = st.st_size if st is not None else 0
         if size < self._offset:  # replaced or truncated by hand: start over
-            self._offset, self._state = 0, ThreadState()
+            self._offset, self._state, self._highest_seq = 0, ThreadState(), 0
             self.queued_ids.clear()
+            self.damaged.clear()
         if size == self._offset:
             return
-        events = []
-        for end, event in self._read_from(self._offset):
-            events.append(event)
+        events: list[Event] = []
+        ends: dict[int, int] = {}
+        for end, event, problem in self._read_from(self._offset):
             self._offset = end
+            if problem is not None:
+                self._damage(end, problem)
+                continue
+            ends[id(event)] = end
+            events.append(event)
+            seq = event.get("seq")
+            if isinstance(seq, int) and not isinstance(seq, bool):
+                self._highest_seq = max(self._highest_seq, seq)
             if "queued" in event:
                 self.queued_ids.add(event["queued"])
         if events:
-            self._state = replay(events, self._state)
+            rejected: list[tuple[Event, InputValidationError]] = []
+            self._state = replay(events, self._state, rejected)
+            for event, error in rejected:
+                self._damage(ends[id(event)], error.message)
+            self._highest_seq = max(self._highest_seq, self._state.seq)
 
-    def _read_from(self, offset: int) -> Iterator[tuple[int, Event]]:
-        """(offset after the line, event) for each complete line from ``offset``."""
+    def _damage(self, end: int, problem: str) -> None:
+        note = f"the line ending at byte {end} was skipped: {problem.rstrip('.')}"
+        self.damaged.append(note)
+        logger.warning("%s: %s", self.path, note)
+
+    def _read_from(self, offset: int) -> Iterator[tuple[int, Event, str | None]]:
+        """(offset after the line, event, what is wrong with it or None) for each complete line from ``offset``."""
         try:
             with open_regular(self.root, self.path) as handle:
                 handle.seek(offset)
@@ -121,14 +158,17 @@ class EventLog:
             try:
                 event: Any = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise InputValidationError(
-                    f"{self.path} holds a line that is not a JSON event (ending at byte {position}): {exc}.",
-                    "Fix or remove that line by hand; every other event is intact.",
-                ) from exc
+                yield position, {}, f"not a JSON event ({exc})"
+                continue
+            except RecursionError:
+                yield position, {}, "nested too deeply to be an event"
+                continue
             if not isinstance(event, dict):
-                raise InputValidationError(f"{self.path}: a line ending at byte {position} is not a JSON object.",
-                                           "Fix or remove that line by hand.")
-            yield position, event
+                yield position, {}, "not a JSON object"
+            elif "seq" not in event:
+                yield position, {}, "an event without a seq"
+            else:
+                yield position, event, None
 
 
 __all__ = ["LOG_NAME", "EventBuilder", "EventLog", "encode", "now_iso"]

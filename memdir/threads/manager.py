@@ -26,22 +26,25 @@ import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memdir.core.errors import InputValidationError, MemdirError, ThreadNotFoundError, UnsafeFileError
+from memdir.core.errors import InputValidationError, MemdirError, ThreadNotFoundError, ThreadOwnerError, UnsafeFileError
+from memdir.core.identity import Actor, Labels
 from memdir.core.files import private_folder, replacing, stat_regular
 from memdir.core.settings import Settings
+from memdir.core.entry import utcnow
 from memdir.embeddings.base import Embedder
+from memdir.storage.audit_log import AuditRecord
 from memdir.storage.directory.locking import LOCK_FILE_NAME, RootLock
 from memdir.threads import compaction
 from memdir.threads.compaction import Summarize
 from memdir.threads.context import ContextBuilder, Window
 from memdir.threads.log import LOG_NAME, EventLog, encode
-from memdir.threads.markers import parse_markers
+from memdir.threads.markers import check_reference
 from memdir.threads.messages import Message
 from memdir.threads.model import MODES, ThreadState, check_thread_id, is_thread_id, strategy_name
 from memdir.threads.pending import PENDING_NAME, PendingQueue
@@ -106,42 +109,87 @@ class _Thread:
         self.queue: EventQueue[_Item, Appended] = EventQueue(lambda item: handler(self, item))
 
 
+Audit = Callable[[str, str, ThreadState, dict[str, object]], None]
+"""``audit(action, thread, state, details)``: records a thread's creation, fork, configuration or compaction."""
+
+
 class ThreadManager:
     """The threads of one memory root.
+
+    A thread has an owner and a visibility, as entries do (`memdir.core.identity`): the agent
+    that created it owns it and only it (or an admin) may append to it or change it; it is
+    visible to the roles of its creator's role view, and a thread outside the acting agent's
+    view is not there for it (not listed, not found). Every event records who appended it.
 
     Args:
         root: the store root; logs go to ``<root>/threads/<id>/events.jsonl``, derived data
             to ``<root>/.memdir/threads/``.
         settings: limits and defaults (``thread_*``, ``lock_timeout``, ``max_entry_size``).
         embedder: returns the embedder for the semantic strategy, or None when there is none yet.
+        actor: returns who is acting now (default: an anonymous agent with no role).
+        audit: records creations, forks, strategy and mode changes and compactions.
     """
 
-    def __init__(self, root: Path, settings: Settings, embedder: Callable[[], Embedder | None] | None = None) -> None:
+    def __init__(self, root: Path, settings: Settings, embedder: Callable[[], Embedder | None] | None = None,
+                 actor: Callable[[], Actor] | None = None, audit: Audit | None = None) -> None:
         self.root, self.settings = Path(root), settings
         self.folder = self.root / THREADS_FOLDER
         self.derived = self.root / ".memdir" / THREADS_FOLDER
         self.lock = RootLock(self.root / LOCK_FILE_NAME, timeout=settings.lock_timeout)
         self._embedder = embedder or (lambda: None)
+        self._actor = actor or Actor
+        self._audit = audit or (lambda *_: None)
         self._threads: dict[str, _Thread] = {}
         self._vectors: dict[str, VectorCache] = {}
+        self._runtimes = threading.Lock()
 
     # ------------------------------------------------------------------ threads
-    def _thread(self, thread: str, *, create: bool = False) -> _Thread:
+    def _runtime(self, thread: str) -> _Thread:
+        """The thread's runtime in this process (made on first use; the log may not exist yet)."""
         check_thread_id(thread)
-        runtime = self._threads.get(thread)
-        if runtime is None:
-            log = EventLog(self.root, self._log_path(thread), self.lock)
-            if not log.exists() and not create:
+        with self._runtimes:
+            runtime = self._threads.get(thread)
+            if runtime is None:
+                log = EventLog(self.root, self._log_path(thread), self.lock, lambda: self._actor().name)
+                runtime = self._threads[thread] = _Thread(thread, log, self.settings, self._process)
+            return runtime
+
+    def _thread(self, thread: str, *, create: bool = False, change: str | None = None, read: bool = False) -> _Thread:
+        """The thread's runtime, if the acting agent sees it (and, for ``change``, may make that change).
+
+        ``read``: for a read beside the writes (ThreadContext, ThreadList): the queue, which only
+        the writer touches, is left as it is.
+        """
+        runtime = self._runtime(thread)
+        if not runtime.log.exists():
+            if not create:
                 raise ThreadNotFoundError(thread)
-            runtime = self._threads[thread] = _Thread(thread, log, self.settings, self._process)
-        elif not create and not runtime.log.exists():
+            self._create(runtime)
+        actor, labels = self._actor(), labels_of(runtime.log.state())
+        if not actor.sees(labels):
             raise ThreadNotFoundError(thread)
-        if create and not runtime.log.exists():
-            default = self.settings.thread_strategy
-            runtime.log.append(lambda seq, at, _: {"seq": seq, "at": at, "op": "CONFIGURE", "key": "strategy", "value": default})
+        if change is not None and not actor.may_change(labels):
+            raise ThreadOwnerError(thread, labels.created_by or "", actor.label, change)
+        if read:
+            return runtime
         self._follow_mode(runtime)
         self._follow_pending(runtime)
         return runtime
+
+    def _ownership(self) -> list[Event]:
+        """The CONFIGURE operations that make the acting agent a thread's owner, visible to its role view."""
+        actor = self._actor()
+        return [{"op": "CONFIGURE", "key": "owner", "value": actor.name},
+                {"op": "CONFIGURE", "key": "visible_to", "value": actor.default_visibility()}]
+
+    def _create(self, runtime: _Thread) -> None:
+        """Write a new thread's first event: its strategy, owner and visibility."""
+        operations = [{"op": "CONFIGURE", "key": "strategy", "value": self.settings.thread_strategy}, *self._ownership()]
+        with self.lock.exclusive():
+            if runtime.log.exists():  # another process created it meanwhile
+                return
+            state = runtime.log.append(lambda seq, at, _: {"seq": seq, "at": at, "op": "BATCH", "events": operations})[1]
+        self._audit("thread-create", runtime.id, state, {})
 
     def _follow_pending(self, runtime: _Thread) -> None:
         """Make this process's queue hold what ``queue.jsonl`` holds: messages queued by other (or dead)
@@ -182,13 +230,23 @@ class ThreadManager:
         """Every thread of the root, by id: folders of ``threads/`` named like a thread and holding a log.
 
         A folder that is no thread (a name no thread may have, a log that is a link out of the root
-        or a named pipe) is skipped here; a tool naming it gets the clear error.
+        or a named pipe) is skipped here; a tool naming it gets the clear error. Threads outside
+        the acting agent's view are left out.
         """
         try:
             names = os.listdir(private_folder(self.root, THREADS_FOLDER, create=False))
         except (FileNotFoundError, NotADirectoryError):
             return []
-        return sorted(name for name in names if is_thread_id(name) and self._has_log(name))
+        return sorted(name for name in names if is_thread_id(name) and self._has_log(name) and self._visible(name))
+
+    def _visible(self, thread: str) -> bool:
+        try:
+            self._thread(thread, read=True)
+        except ThreadNotFoundError:
+            return False
+        except MemdirError:  # it is there, but cannot be read: the caller says so
+            return True
+        return True
 
     def _has_log(self, thread: str) -> bool:
         try:
@@ -197,15 +255,21 @@ class ThreadManager:
             return False
 
     def state(self, thread: str) -> ThreadState:
-        return self._thread(thread).log.state()
+        return self._thread(thread, read=True).log.state()
 
     def events(self, thread: str) -> Iterator[Event]:
         """The thread's events as logged, oldest first."""
-        return self._thread(thread).log.events()
+        return self._thread(thread, read=True).log.events()
 
     def replay(self, thread: str) -> ThreadState:
-        """The state rebuilt from the log alone (what a new process would see)."""
-        return replay(self.events(thread))
+        """The state rebuilt from the log alone (what a new process would see; damaged lines skipped)."""
+        return replay(self.events(thread), rejected=[])
+
+    def damaged(self, thread: str) -> list[str]:
+        """The thread's damaged log lines that were skipped (where each ends, what is wrong with it)."""
+        runtime = self._thread(thread, read=True)
+        runtime.log.state()
+        return list(runtime.log.damaged)
 
     def queued(self, thread: str) -> int:
         return len(self._thread(thread).queue)
@@ -225,8 +289,9 @@ class ThreadManager:
         Raises:
             MemdirError: the message could not be written (its caller gets the error; nothing is written).
         """
-        runtime = self._thread(thread, create=True)
-        item = _Item(message, summarize)
+        runtime = self._thread(thread, create=True, change="append to")
+        who = self._actor().name
+        item = _Item(replace(message, by=who) if who and not message.by else message, summarize)
         if runtime.queue.blocked or len(runtime.queue):
             item.pending_id = runtime.pending.add(message)  # waits on disk too: a restart loses nothing
         future = runtime.queue.submit(item)
@@ -241,6 +306,8 @@ class ThreadManager:
         else:
             event, state = self._write_queued(runtime, item.message, item.pending_id)
         chunk_id = f"c{event['seq']}"
+        if state.strategy != before:
+            self._audit("thread-configure", runtime.id, state, {"strategy": state.strategy, "by": "marker"})
         compacted = None
         if state.mode == "auto" and runtime.queue.blocked_by is None:
             try:
@@ -267,7 +334,7 @@ class ThreadManager:
     # ------------------------------------------------------------------ compaction
     def compact(self, thread: str, *, summarize: Summarize | None = None, force: bool = True) -> Compacted | None:
         """Compact now (``force``: whatever is compressible, threshold or not); None when nothing may be compacted."""
-        runtime = self._thread(thread)
+        runtime = self._thread(thread, change="compact")
         result = self._compact(runtime, summarize, force=force)
         if runtime.queue.blocked_by is None:
             runtime.queue.drain()
@@ -284,8 +351,9 @@ class ThreadManager:
             return None
         with self._blocked(runtime, BlockingReason.COMPACTING):
             summary, source = compaction.summary_for(plan.chunks, self.settings, summarize)  # no lock held meanwhile
-            event, _ = runtime.log.append(compaction.compaction_event(plan, summary, source))
+            event, state = runtime.log.append(compaction.compaction_event(plan, summary, source))
         chunk = event["chunk"]
+        self._audit("thread-compact", runtime.id, state, {"summary": chunk["id"], "replaced": len(plan.chunks)})
         after = len(chunk["content"]) // 4
         return Compacted(len(plan.chunks), chunk["id"], source, plan.tokens, after)
 
@@ -307,12 +375,15 @@ class ThreadManager:
         def build(seq: int, at: str, _: ThreadState) -> Event:
             return {"seq": seq, "at": at, "op": "CONFIGURE", "key": key, "value": value}
 
-        return runtime.log.append(build)[1]
+        state = runtime.log.append(build)[1]
+        if key in ("strategy", "mode"):
+            self._audit("thread-configure", runtime.id, state, {key: value})
+        return state
 
     def set_strategy(self, thread: str, name: str) -> ThreadState:
         """Switch the context strategy (every event is kept); an unknown name changes nothing."""
         strategy = strategy_name(name)
-        runtime = self._thread(thread)
+        runtime = self._thread(thread, change="change the strategy of")
         if runtime.log.state().strategy == strategy:
             return runtime.log.state()
         return self._configure(runtime, "strategy", strategy)
@@ -323,7 +394,7 @@ class ThreadManager:
         if mode not in MODES:
             raise InputValidationError(f"mode must be auto or stepping; got {mode!r}.",
                                        "stepping queues messages until each step; auto processes them at once.")
-        runtime = self._thread(thread)
+        runtime = self._thread(thread, change="change the mode of")
         queue = runtime.queue
         if mode == "stepping":
             if queue.blocked_by is BlockingReason.PAUSED:
@@ -344,7 +415,7 @@ class ThreadManager:
 
     def step(self, thread: str, *, summarize: Summarize | None = None) -> Stepped:
         """In stepping mode: run a due compaction, else process the next queued message."""
-        runtime = self._thread(thread)
+        runtime = self._thread(thread, change="step")
         if runtime.log.state().mode != "stepping":
             raise InputValidationError("the thread is not in stepping mode.",
                                        "Switch with ThreadControl(action='mode', value='stepping') first.")
@@ -356,26 +427,27 @@ class ThreadManager:
 
     def pause(self, thread: str) -> None:
         """Hold appended messages in the queue until `resume`; refused when already paused or stepping."""
-        self._thread(thread).queue.block(BlockingReason.PAUSED)
+        self._thread(thread, change="pause").queue.block(BlockingReason.PAUSED)
 
     def resume(self, thread: str) -> int:
         """Undo `pause` and process what waited; how many messages were processed."""
-        runtime = self._thread(thread)
+        runtime = self._thread(thread, change="resume")
         if runtime.queue.blocked_by is not BlockingReason.PAUSED:
             raise InputValidationError("the thread is not paused.", "Pause it first, or use mode to leave stepping.")
         runtime.queue.unblock()
         return runtime.queue.drain()
 
     def reference(self, thread: str, page: str, *, keep: bool = True) -> ThreadState:
-        """Reference a virtual page back into the context (``keep=False``: let it go again)."""
-        marker = parse_markers(f"@@{'ref' if keep else 'unref'}('{page}')@@")
-        runtime = self._thread(thread)
-        refs = [p for p in runtime.log.state().refs if p not in marker.unrefs]
-        refs += [p for p in marker.refs if p not in refs]
-        return self._configure(runtime, "refs", refs)
+        """Reference a virtual page (``p3``) or a chunk (``c41``; a summary: the turns it replaced) back into the
+        context (``keep=False``: let it go again)."""
+        name = check_reference(page)
+        runtime = self._thread(thread, change="reference pages of")
+        refs = [p for p in runtime.log.state().refs if p != name]
+        return self._configure(runtime, "refs", [*refs, name] if keep else refs)
 
     def fork(self, thread: str, new_thread: str) -> ThreadState:
-        """A new thread with a copy of ``thread``'s events (its state, strategy and mode) and its origin recorded."""
+        """A new thread with a copy of ``thread``'s events (its state, strategy and mode) and its origin recorded;
+        the agent that forks it owns the fork."""
         source = self._thread(thread)
         target = self._log_path(new_thread)
         with self.lock.exclusive():
@@ -385,11 +457,14 @@ class ThreadManager:
             private_folder(self.root, target.parent.relative_to(self.root))
             with replacing(target, root=self.root) as out:
                 for event in source.log.events():
-                    if event.get("seq", 0) > state.version:
+                    if event.get("seq", 0) > state.seq:
                         break
                     out.write(encode(event))
-            forked = self._thread(new_thread)
-            return self._configure(forked, "forked_from", thread)
+            operations = [{"op": "CONFIGURE", "key": "forked_from", "value": thread}, *self._ownership()]
+            forked = self._runtime(new_thread)
+            state = forked.log.append(lambda seq, at, _: {"seq": seq, "at": at, "op": "BATCH", "events": operations})[1]
+        self._audit("thread-fork", new_thread, state, {"forked_from": thread})
+        return state
 
     # ------------------------------------------------------------------ context
     def context(self, thread: str, budget_tokens: int, query: str | None = None) -> Window:
@@ -397,7 +472,7 @@ class ThreadManager:
         if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 0:
             raise InputValidationError(f"budget_tokens must be a whole number >= 0; got {budget_tokens!r}.",
                                        "Pass the tokens you can spend on this thread's context, e.g. 2000.")
-        runtime = self._thread(thread)
+        runtime = self._thread(thread, read=True)
         state = runtime.log.state()
         vectors = self._vector_fn() if state.strategy == "semantic" else None
         return runtime.builder.window(state, budget_tokens, query, vectors)
@@ -406,12 +481,26 @@ class ThreadManager:
         embedder = self._embedder()
         if embedder is None:
             return None
-        cache = self._vectors.get(embedder.model_id)
-        if cache is None:
-            cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self.lock)
+        with self._runtimes:
+            cache = self._vectors.get(embedder.model_id)
+            if cache is None:
+                cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self.lock)
         return cache.vectors
 
 
+
+
+def labels_of(state: ThreadState) -> Labels:
+    """What access rules look at in a thread: its owner and the roles it is visible to (threads have no kind)."""
+    return Labels(None, state.owner, state.visible_to)
+
+
+def threads_of(memory: Memory) -> ThreadManager:
+    """A new `ThreadManager` for an open `Memory`: its root, settings and model, acting as the memory's actor and
+    auditing into its audit trail. The server keeps one in its state; one process must use one per memory (the
+    queues, pauses and steps it holds are the process's)."""
+    return ThreadManager(memory.root, memory.settings, lambda: memory.model.get(wait=False), lambda: memory.actor,
+                         lambda action, thread, state, details: _audit(memory, action, thread, state, details))
 
 
 _MANAGERS: weakref.WeakKeyDictionary[Memory, ThreadManager] = weakref.WeakKeyDictionary()
@@ -419,12 +508,23 @@ _MANAGERS_LOCK = threading.Lock()
 
 
 def manager_for(memory: Memory) -> ThreadManager:
-    """The one `ThreadManager` of an open `Memory` (its queues must be shared by every call in the process)."""
+    """The `ThreadManager` of an open `Memory` for callers without a server (the CLI, Python code): one per memory,
+    so that every call in the process shares its queues."""
     with _MANAGERS_LOCK:
         manager = _MANAGERS.get(memory)
         if manager is None:
-            manager = _MANAGERS[memory] = ThreadManager(memory.root, memory.settings, lambda: memory.model.get(wait=False))
+            manager = _MANAGERS[memory] = threads_of(memory)
         return manager
 
 
-__all__ = ["THREADS_FOLDER", "Appended", "Compacted", "Stepped", "ThreadManager", "manager_for"]
+def _audit(memory: Memory, action: str, thread: str, state: ThreadState, details: dict[str, object]) -> None:
+    """Append a thread's audit record to the memory's audit trail (``path``: ``threads/<id>``)."""
+    actor = memory.actor
+    overrode = actor.admin and state.owner is not None and state.owner != actor.name
+    memory.audit.append(AuditRecord(
+        at=utcnow().isoformat(), agent=actor.name, role=actor.role.value if actor.role else None, admin=overrode,
+        action=action, path=f"{THREADS_FOLDER}/{thread}", owner=state.owner, details=dict(details),
+    ))
+
+
+__all__ = ["THREADS_FOLDER", "Appended", "Compacted", "Stepped", "ThreadManager", "labels_of", "manager_for", "threads_of"]

@@ -7,8 +7,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from memdir.core.errors import InputValidationError
+from memdir.core.signals import stated_importance
 from memdir.threads.markers import Markers, parse_markers
-from memdir.threads.model import CHUNK_TYPES, RETENTIONS, ROLES, SUBTYPES, WORKING_FLOW, Chunk, ThreadState
+from memdir.threads.model import (
+    CHUNK_TYPES,
+    RETENTIONS,
+    ROLES,
+    SUBTYPES,
+    WORKING_FLOW,
+    Chunk,
+    ThreadState,
+)
 from memdir.threads.reducers import Event
 
 DEFAULT_IMPORTANCE = 0.5
@@ -27,10 +36,11 @@ class Message:
     importance: float
     call_id: str | None
     markers: Markers
+    by: str | None = None  # the agent that appended it (recorded in its event)
 
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "content": self.content, "chunk_type": self.chunk_type, "subtype": self.subtype,
-                "retention": self.retention, "importance": self.importance, "call_id": self.call_id}
+                "retention": self.retention, "importance": self.importance, "call_id": self.call_id, "by": self.by}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Message:
@@ -54,9 +64,10 @@ class Message:
             refs = [page for page in state.refs if page not in self.markers.unrefs]
             refs += [page for page in self.markers.refs if page not in refs]
             operations.append({"op": "CONFIGURE", "key": "refs", "value": refs})
+        who = {"by": self.by} if self.by else {}
         if len(operations) == 1:
-            return {"seq": seq, "at": at, **operations[0]}
-        return {"seq": seq, "at": at, "op": "BATCH", "events": operations}
+            return {"seq": seq, "at": at, **who, **operations[0]}
+        return {"seq": seq, "at": at, **who, "op": "BATCH", "events": operations}
 
 
 def open_call(state: ThreadState) -> str | None:
@@ -84,7 +95,8 @@ def message(role: str, content: str, *, chunk_type: str | None = None, retention
                                    "Use user, assistant, system, or tool for a tool's result.")
     if not isinstance(content, str) or not content.strip():
         raise InputValidationError("content is empty.", "Pass the message's text.")
-    size = len(content.encode("utf-8", "surrogatepass"))
+    _check_text("content", content)
+    size = len(content.encode("utf-8"))
     if size > max_bytes:
         raise InputValidationError(f"content is {size:,} bytes; a message may hold at most {max_bytes:,}.",
                                    "Split it into several messages, or store the document as a memory entry.")
@@ -93,13 +105,33 @@ def message(role: str, content: str, *, chunk_type: str | None = None, retention
     if retention not in RETENTIONS:
         raise InputValidationError(f"retention must be one of {', '.join(RETENTIONS)}; got {retention!r}.",
                                    "critical is never compacted; compressible is the default.")
-    value = DEFAULT_IMPORTANCE if importance is None else importance
+    value = importance if importance is not None else _default_importance(role, content)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= 1:
         raise InputValidationError(f"importance must be a number from 0 to 1; got {importance!r}.",
                                    "0.7 and above keeps a message verbatim in the virtual strategy.")
     if call_id is not None and (not isinstance(call_id, str) or not call_id.strip()):
         raise InputValidationError("call_id must be a non-empty string.", "Use the id your tool call had.")
+    if call_id is not None:
+        _check_text("call_id", call_id)
     return Message(role, content, kind, subtype, retention, float(value), call_id, parse_markers(content))
+
+
+def _check_text(name: str, text: str) -> None:
+    """Refuse text that UTF-8 cannot store (a lone surrogate, as a broken client may send)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputValidationError(
+            f"{name} holds {text[exc.start]!r} at character {exc.start}, half of a surrogate pair, which is no text.",
+            "Send the text as valid Unicode (the pair whole, or the character it stands for).",
+        ) from exc
+
+
+def _default_importance(role: str, content: str) -> float:
+    """What a message says about itself ("Remember: …", "we decided …"), else the default; a tool's output
+    speaks for the tool, not for the agent."""
+    stated = stated_importance(content) if role != "tool" else None
+    return DEFAULT_IMPORTANCE if stated is None else stated
 
 
 def _chunk_type(role: str, given: str | None) -> tuple[str, str]:

@@ -9,7 +9,9 @@ verbatim. `ThreadState` is immutable: reducers build a new one for every event.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from memdir.core.errors import InputValidationError
@@ -33,6 +35,11 @@ _THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 def is_thread_id(name: object) -> bool:
     """Whether ``name`` is a plain name that stays inside ``threads/`` (no separator, no leading '.', no '..')."""
     return isinstance(name, str) and _THREAD_ID.fullmatch(name) is not None
+
+
+def _sequence_number(chunk_id: str) -> int | None:
+    """The event number in a chunk id the log gave (``c12`` -> 12); None for any other id."""
+    return int(chunk_id[1:]) if chunk_id[:1] == "c" and chunk_id[1:].isdigit() else None
 
 
 def check_thread_id(thread: str) -> str:
@@ -129,8 +136,12 @@ class ThreadState:
         version: how many events produced it.
         strategy: the context strategy in force.
         mode: ``auto`` or ``stepping``.
-        refs: virtual pages referenced back into the context.
+        refs: virtual pages (``p3``) and chunks (``c17``) referenced back into the context.
         forked_from: the thread this one was forked from, if any.
+        archive: the chunks compaction replaced, by id: a summary's parents stay findable.
+        seq: the highest event sequence number applied (0: none).
+        owner: the agent that created the thread (None: anyone may change it).
+        visible_to: the roles that see it (empty: every role), as for entries.
     """
 
     chunks: tuple[Chunk, ...] = ()
@@ -140,12 +151,47 @@ class ThreadState:
     mode: str = "auto"
     refs: tuple[str, ...] = ()
     forked_from: str | None = None
+    archive: Mapping[str, Chunk] = field(default_factory=lambda: MappingProxyType({}))
+    seq: int = 0
+    owner: str | None = None
+    visible_to: tuple[str, ...] = ()
 
     def chunk(self, chunk_id: str) -> Chunk | None:
+        """The chunk with this id: in the thread, or one that compaction replaced."""
         for chunk in self.chunks:
             if chunk.id == chunk_id:
                 return chunk
-        return None
+        return self.archive.get(chunk_id)
+
+    def originals(self, chunk: Chunk) -> list[Chunk]:
+        """The turns ``chunk`` stands for: itself, or for a summary the chunks it replaced (summaries of
+        summaries unfolded), in thread order."""
+        if chunk.subtype != "compacted" or not chunk.parents:
+            return [chunk]
+        found: list[Chunk] = []
+        for parent_id in chunk.parents:
+            parent = self.archive.get(parent_id)
+            if parent is not None:
+                found.extend(self.originals(parent))
+        return found or [chunk]
+
+    @property
+    def turns(self) -> int:
+        """How many chunks were appended and are still in the thread, compacted ones included (summaries not)."""
+        held = sum(1 for chunk in self.chunks if chunk.subtype != "compacted" or not chunk.parents)
+        return held + sum(1 for chunk in self.archive.values() if chunk.subtype != "compacted" or not chunk.parents)
+
+    def timeline(self) -> list[Chunk]:
+        """Every turn of the thread in order, as appended: compaction's summaries unfolded into their originals."""
+        if not self.archive:
+            return list(self.chunks)
+        turns: list[Chunk] = []
+        for chunk in self.chunks:
+            turns.extend(self.originals(chunk))
+        numbers = [_sequence_number(chunk.id) for chunk in turns]
+        if all(number is not None for number in numbers):  # a summary may skip turns it kept: back in append order
+            return [chunk for _, chunk in sorted(zip(numbers, turns), key=lambda pair: pair[0])]
+        return turns
 
 
 __all__ = [

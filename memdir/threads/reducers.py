@@ -8,9 +8,11 @@ UPDATE         ``id``, ``changes``: replace some fields of one chunk (not its id
 DELETE         ``ids``: drop these chunks
 REORDER        ``ids``: the same chunks in a new order (every id exactly once)
 REPLACE        ``id``, ``chunk``: one chunk takes another's place
-BATCH_REPLACE  ``ids``, ``chunk``: several chunks become one, at the first one's place (compaction)
+BATCH_REPLACE  ``ids``, ``chunk``: several chunks become one, at the first one's place (compaction); the
+               replaced chunks stay in the state's archive, so nothing compacted is lost
 BATCH          ``events``: several operations applied as one event
-CONFIGURE      ``key``, ``value``: the thread's strategy, execution mode, referenced pages, origin
+CONFIGURE      ``key``, ``value``: the thread's strategy, execution mode, referenced pages, origin, owner,
+               the roles it is visible to
 =============  ====================================================================
 
 Reducers work on a mutable `Draft` so that replaying ten thousand events copies the chunk
@@ -20,33 +22,49 @@ Replaying a log always gives the same state (the property test in tests/threads 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import Any
 
 from memdir.core.errors import InputValidationError
-from memdir.threads.model import Chunk, ThreadState
+from memdir.threads.model import MODES, STRATEGIES, Chunk, ThreadState, is_thread_id
 
 Event = dict[str, Any]
 
 
 @dataclass
 class Draft:
-    """A `ThreadState` being changed in place by reducers (``ids`` mirrors the chunks' ids for O(1) checks)."""
+    """A `ThreadState` being changed in place by reducers (``ids`` mirrors the chunks' ids for O(1) checks).
+
+    The archive of compacted chunks is shared with the state it came from until a reducer
+    adds to it (`archived`), so an append does not copy it.
+    """
 
     chunks: list[Chunk] = field(default_factory=list)
     version: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
     ids: set[str] = field(default_factory=set)
+    archive: Mapping[str, Chunk] = field(default_factory=dict)
+    seq: int = 0
 
     @classmethod
     def of(cls, state: ThreadState) -> Draft:
-        settings = {"strategy": state.strategy, "mode": state.mode, "refs": state.refs, "forked_from": state.forked_from}
-        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids))
+        settings = {key: getattr(state, key) for key in SETTINGS}
+        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive, state.seq)
 
     def freeze(self) -> ThreadState:
         chunks = tuple(self.chunks)
-        return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version, **self.settings)
+        archive = self.archive if isinstance(self.archive, MappingProxyType) else MappingProxyType(self.archive)
+        return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version,
+                           archive=archive, seq=self.seq, **self.settings)
+
+    def archived(self, chunks: Iterable[Chunk]) -> None:
+        """Keep ``chunks`` (replaced by a summary) in the archive (a new mapping: states share the old one)."""
+        archive = dict(self.archive)
+        archive.update((chunk.id, chunk) for chunk in chunks)
+        self.archive = archive
 
     def check_known(self, chunk_ids: Iterable[str]) -> None:
         missing = [chunk_id for chunk_id in chunk_ids if chunk_id not in self.ids]
@@ -58,7 +76,7 @@ class Draft:
         return next(index for index, chunk in enumerate(self.chunks) if chunk.id == chunk_id)
 
     def check_new(self, chunk: Chunk) -> None:
-        if chunk.id in self.ids:
+        if chunk.id in self.ids or chunk.id in self.archive:
             raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
 
 
@@ -138,14 +156,16 @@ def _batch_replace(draft: Draft, event: Event) -> None:
     if chunk.id in draft.ids - gone:
         raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
     kept: list[Chunk] = []
-    placed = False
+    replaced: list[Chunk] = []
     for existing in draft.chunks:  # the new chunk takes the place of the first one it replaces
         if existing.id not in gone:
             kept.append(existing)
-        elif not placed:
+            continue
+        if not replaced:
             kept.append(chunk)
-            placed = True
+        replaced.append(existing)
     draft.chunks = kept
+    draft.archived(replaced)
     draft.ids -= gone
     draft.ids.add(chunk.id)
 
@@ -156,7 +176,25 @@ def _batch(draft: Draft, event: Event) -> None:
         reduce_into(draft, inner)
 
 
-SETTINGS = ("strategy", "mode", "refs", "forked_from")
+SETTINGS = ("strategy", "mode", "refs", "forked_from", "owner", "visible_to")
+_REFERENCE = re.compile(r"[pc]\d+")
+
+
+def _setting_problem(key: str, value: Any) -> str | None:
+    """Why ``value`` may not be the thread's ``key`` (None: it may)."""
+    if key == "strategy" and value not in STRATEGIES:
+        return f"strategy must be one of {', '.join(STRATEGIES)}; got {value!r}"
+    if key == "mode" and value not in MODES:
+        return f"mode must be one of {', '.join(MODES)}; got {value!r}"
+    if key == "refs" and not (isinstance(value, list) and all(isinstance(v, str) and _REFERENCE.fullmatch(v) for v in value)):
+        return f"refs must be a list of page ids ('p3') and chunk ids ('c41'); got {value!r}"
+    if key == "forked_from" and value is not None and not is_thread_id(value):
+        return f"forked_from must be a thread id; got {value!r}"
+    if key == "owner" and value is not None and not (isinstance(value, str) and value.strip()):
+        return f"owner must be an agent name; got {value!r}"
+    if key == "visible_to" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return f"visible_to must be a list of role names; got {value!r}"
+    return None
 
 
 @reducer("CONFIGURE")
@@ -165,7 +203,10 @@ def _configure(draft: Draft, event: Event) -> None:
     if key not in SETTINGS:
         raise InputValidationError(f"CONFIGURE cannot set {key!r}.", f"Settings: {', '.join(SETTINGS)}.")
     value = event["value"]
-    draft.settings[key] = tuple(value) if key == "refs" else value
+    problem = _setting_problem(key, value)
+    if problem:
+        raise InputValidationError(f"CONFIGURE: {problem}.", "Fix or remove that event.")
+    draft.settings[key] = tuple(value) if key in ("refs", "visible_to") else value
 
 
 def reduce_into(draft: Draft, event: Event) -> None:
@@ -176,8 +217,38 @@ def reduce_into(draft: Draft, event: Event) -> None:
         raise InputValidationError(f"unknown thread operation {op!r}.", f"Operations: {', '.join(REDUCERS)}.")
     try:
         fn(draft, event)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputValidationError(f"malformed {op} event: {type(exc).__name__}: {exc}.", "See memdir.threads.reducers for each operation's fields.") from exc
+
+
+def _check_seq(draft: Draft, event: Event) -> int | None:
+    """The event's sequence number, if it has one: a whole number above every earlier one."""
+    if "seq" not in event:
+        return None
+    seq = event["seq"]
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+        raise InputValidationError(f"seq must be a whole number >= 1; got {seq!r}.", "Fix or remove that event.")
+    if seq <= draft.seq:
+        raise InputValidationError(f"seq {seq} does not follow seq {draft.seq}: sequence numbers only grow.",
+                                   "Fix or remove that event.")
+    return seq
+
+
+def _step(draft: Draft, event: Event) -> Draft:
+    """``draft`` after one whole event; a failing event raises and leaves ``draft`` as it was."""
+    if not isinstance(event, dict):
+        raise InputValidationError(f"an event must be a JSON object; got {type(event).__name__}.", "Fix or remove it.")
+    seq = _check_seq(draft, event)
+    if event.get("op") == "BATCH":  # several operations: on a copy, so that a failing one leaves nothing behind
+        work = Draft.of(draft.freeze())
+        reduce_into(work, event)
+        draft = work
+    else:  # every other reducer checks before it changes anything
+        reduce_into(draft, event)
+    draft.version += 1
+    if seq is not None:
+        draft.seq = seq
+    return draft
 
 
 def apply(state: ThreadState, event: Event) -> ThreadState:
@@ -185,12 +256,22 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
     return replay([event], state)
 
 
-def replay(events: Iterable[Event], start: ThreadState | None = None) -> ThreadState:
-    """The state after ``events``, from ``start`` (default: an empty thread)."""
+def replay(events: Iterable[Event], start: ThreadState | None = None,
+           rejected: list[tuple[Event, InputValidationError]] | None = None) -> ThreadState:
+    """The state after ``events``, from ``start`` (default: an empty thread).
+
+    Raises:
+        InputValidationError: an event does not apply, unless ``rejected`` is given: then
+            such an event is skipped and added to it with the reason.
+    """
     draft = Draft.of(start or ThreadState())
     for event in events:
-        reduce_into(draft, event)
-        draft.version += 1
+        try:
+            draft = _step(draft, event)
+        except InputValidationError as exc:
+            if rejected is None:
+                raise
+            rejected.append((event, exc))
     return draft.freeze()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,9 +40,14 @@ class VectorCache:
         self._by_text: dict[str, int] = {}  # texts met in this process: no digest needed again
         self._matrix = np.zeros((0, embedder.dimensions), dtype=np.float32)
         self._read = 0
+        self._guard = threading.Lock()  # several readers at once
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """One unit vector per text, embedding (in batches) only the texts never seen before."""
+        with self._guard:
+            return self._vectors(texts)
+
+    def _vectors(self, texts: Sequence[str]) -> np.ndarray:
         rows = [self._by_text.get(text) for text in texts]
         unknown = [i for i, row in enumerate(rows) if row is None]
         if unknown:

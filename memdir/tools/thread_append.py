@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memdir.threads.compaction import Ask, sampling_summarizer
-from memdir.threads.manager import Compacted, manager_for
+from memdir.threads.manager import Compacted, ThreadManager, manager_for
 from memdir.threads.messages import message
 from memdir.threads.model import RETENTIONS, ROLES
 
@@ -33,11 +33,14 @@ def thread_append(
     importance: float | None = None,
     call_id: str | None = None,
     ask: Ask | None = None,
+    threads: ThreadManager | None = None,
 ) -> str:
     """Append a message to a working-memory thread (created on first use); ThreadContext gives it back.
 
     ``@@memory('semantic')@@`` in a message switches strategy (or virtual, fragment);
-    ``@@ref('p3')@@`` / ``@@unref('p3')@@`` page a page in or out.
+    ``@@ref('p3')@@`` / ``@@unref('p3')@@`` page a page (or one chunk, ``c41``) in or out. A marker naming
+    nothing known is ignored, the message kept, and the reply says so. "Remember: ..." and "we decided ..."
+    messages stay verbatim.
 
     Args:
         thread: the thread id, e.g. ``support-chat-42``.
@@ -45,23 +48,25 @@ def thread_append(
         content: the message text.
         chunk_type: default from the role; ``agent-action`` for a tool call, ``action-response`` for its result.
         retention: ``critical`` is never compacted.
-        importance: 0-1 (default 0.5); 0.7+ stays verbatim.
-        call_id: pairs a tool call and its result.
+        importance: 0-1 (default 0.5, or 0.9 / 0.75 for a remember / decided phrase); 0.7+ stays verbatim.
+        call_id: pairs a tool call and its result (never separated).
 
     Returns:
         `Appended c12 to thread T (strategy virtual).`, or where it was queued (stepping or
         paused), plus a note when the marker switched the strategy or compaction ran.
     """
-    manager = manager_for(memory)
+    manager = threads or manager_for(memory)
     checked = message(role, content, chunk_type=chunk_type, retention=retention, importance=importance,
                       call_id=call_id, max_bytes=memory.settings.max_entry_size)
     summarize = sampling_summarizer(ask, memory.settings) if ask is not None else None
     result = manager.append(thread, checked, summarize=summarize)
+    ignored = "".join(f" Ignored {why}." for why in checked.markers.ignored)
     if result.chunk_id is None:
         return (f"Queued as #{result.queued_at} in thread {thread} (the thread is "
-                f"{manager.blocked_by(thread).value}): ThreadControl(action='step') or 'resume' processes it.")
+                f"{manager.blocked_by(thread).value}): ThreadControl(action='step') or 'resume' processes it.{ignored}")
     switched = f"; switched to {result.strategy} by the marker" if result.switched else ""
-    return f"Appended {result.chunk_id} to thread {thread} (strategy {result.strategy}{switched}).{describe_compaction(result.compacted)}"
+    return (f"Appended {result.chunk_id} to thread {thread} (strategy {result.strategy}{switched})."
+            f"{describe_compaction(result.compacted)}{ignored}")
 
 
 __all__ = ["CHOICES", "describe_compaction", "thread_append"]

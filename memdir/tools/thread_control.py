@@ -79,7 +79,7 @@ def _fork(manager: ThreadManager, thread: str, value: str | None, _: Summarize |
 def _reference(keep: bool) -> Callable[[ThreadManager, str, str | None, Summarize | None], str]:
     def act(manager: ThreadManager, thread: str, value: str | None, _: Summarize | None) -> str:
         state = manager.reference(thread, _needs(value, "ref" if keep else "unref", "p3"), keep=keep)
-        return f"Pages referenced in thread {thread}: {', '.join(state.refs) or 'none'}."
+        return f"Pages and chunks referenced in thread {thread}: {', '.join(state.refs) or 'none'}."
 
     return act
 
@@ -92,6 +92,10 @@ def _state(manager: ThreadManager, thread: str, _: str | None, __: Summarize | N
         f"strategy {state.strategy} · mode {state.mode} · queue {manager.queued(thread)} waiting"
         f"{f' (blocked: {blocked.value})' if blocked else ''} · compaction due: {'yes' if manager.compaction_due(thread) else 'no'}",
     ]
+    damaged = manager.damaged(thread)
+    if damaged:
+        lines.append(f"{plural(len(damaged), 'damaged log line')} skipped (the events around them count): "
+                     + "; ".join(damaged[:3]) + (" …" if len(damaged) > 3 else ""))
     waiting = manager.next_queued(thread)
     if waiting is not None:
         lines.append(f"next queued: {waiting.role}: {' '.join(waiting.content.split()[:12])}")
@@ -118,12 +122,14 @@ CHOICES = {"action": ACTIONS}
 """Parameters with a fixed set of values: the server lists them in the tool's input schema."""
 
 
-def thread_control(memory: Memory, thread: str, action: str, value: str | None = None, ask: Ask | None = None) -> str:
+def thread_control(memory: Memory, thread: str, action: str, value: str | None = None, ask: Ask | None = None,
+                   threads: ThreadManager | None = None) -> str:
     """Control a working-memory thread: strategy, mode, stepping, compaction, pause, fork.
 
     Args:
         thread: the thread id.
-        action: with a value: ``strategy`` (virtual, fragment, semantic), ``mode`` (auto, stepping), ``fork`` (new id), ``ref``/``unref`` (page id).
+        action: with a value: ``strategy`` (virtual, fragment, semantic), ``mode`` (auto, stepping), ``fork`` (new id),
+            ``ref``/``unref`` (a page id such as p3, or a chunk id such as c41: a summary brings back what it replaced).
         value: the action's argument.
 
     Returns:
@@ -134,7 +140,7 @@ def thread_control(memory: Memory, thread: str, action: str, value: str | None =
     if act is None:
         raise InputValidationError(f"unknown action {action!r}.", f"Use one of {', '.join(ACTIONS)}.")
     summarize = sampling_summarizer(ask, memory.settings) if ask is not None else None
-    return act(manager_for(memory), thread, value, summarize)
+    return act(threads or manager_for(memory), thread, value, summarize)
 
 
 __all__ = ["ACTIONS", "CHOICES", "thread_control"]

@@ -69,7 +69,7 @@ CONTRACT = {
         "retention": "string:critical|compressible|batch-compressible|disposable|ephemeral?",
         "importance": "number?", "call_id": "string?",
     }),
-    "ThreadContext": ("Assemble a thread's context", "I", {"thread": "string", "budget_tokens": "integer", "query": "string?"}),
+    "ThreadContext": ("Assemble a thread's context", "RI", {"thread": "string", "budget_tokens": "integer", "query": "string?"}),
     "ThreadControl": ("Control a working-memory thread", "D", {
         "thread": "string", "action": "string:strategy|mode|step|compact|pause|resume|fork|state|ref|unref",
         "value": "string?",

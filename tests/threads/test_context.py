@@ -205,4 +205,4 @@ def test_units_built_incrementally_match_a_rebuild(manager):
         if turn == 8:
             manager.compact("t")
         builder.units(manager.state("t"))
-        assert builder.units(manager.state("t")) == units_of(manager.state("t"))
+        assert builder.units(manager.state("t")) == units_of(manager.state("t").chunks)

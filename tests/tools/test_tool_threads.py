@@ -18,18 +18,20 @@ def test_append_then_context_shows_the_messages_with_strategy_and_tokens(memory)
     thread_append(memory, "chat", "assistant", "Booked: TP 1351, 9:40.", importance=0.8)
     text = thread_context(memory, "chat", 500)
     head, _, body = text.partition("\n\n")
-    assert head.startswith("Thread chat · strategy virtual · ") and "of 500 tokens · 2 of 2 chunks shown verbatim" in head
+    assert head.startswith("Thread chat · strategy virtual · ") and "of 500 tokens · 2 of 2 messages shown verbatim" in head
     assert body == "[c2 user] Book the flight to Lisbon.\n[c3 assistant] Booked: TP 1351, 9:40."
 
 
-def test_the_marker_switches_the_strategy_and_an_unknown_one_changes_nothing(memory):
+def test_the_marker_switches_the_strategy_and_an_unknown_one_keeps_the_message_and_is_reported(memory):
     thread_append(memory, "chat", "user", "hello")
     reply = thread_append(memory, "chat", "assistant", "Switching. @@memory('hnsw')@@")
     assert reply == "Appended c3 to thread chat (strategy semantic; switched to semantic by the marker)."
-    with pytest.raises(InputValidationError, match="unknown context strategy 'quantum'"):
-        thread_append(memory, "chat", "user", "@@memory('quantum')@@")
+    reply = thread_append(memory, "chat", "user", "Use the quantum one. @@memory('quantum')@@ @@ref('page-3')@@")
+    assert reply.startswith("Appended c4 to thread chat (strategy semantic).")
+    assert "Ignored @@memory('quantum')@@: unknown context strategy 'quantum'" in reply
+    assert "Ignored @@ref('page-3')@@: 'page-3' names no page or chunk" in reply
     assert "strategy semantic · mode auto" in thread_control(memory, "chat", "state")
-    assert "version 3 (3 events), 2 chunks" in thread_control(memory, "chat", "state")
+    assert "version 4 (4 events), 3 chunks" in thread_control(memory, "chat", "state")
 
 
 def test_control_actions(memory):
@@ -44,8 +46,8 @@ def test_control_actions(memory):
     assert thread_control(memory, "chat", "mode", "auto") == "Thread chat is in auto mode; 0 queued messages processed."
     assert thread_control(memory, "chat", "compact").startswith("Nothing to compact in thread chat")  # all recent
     assert thread_control(memory, "chat", "fork", "chat-2").startswith("Forked chat into chat-2: 2 chunks, strategy fragment")
-    assert thread_control(memory, "chat", "ref", "p0") == "Pages referenced in thread chat: p0."
-    assert thread_control(memory, "chat", "unref", "p0") == "Pages referenced in thread chat: none."
+    assert thread_control(memory, "chat", "ref", "p0") == "Pages and chunks referenced in thread chat: p0."
+    assert thread_control(memory, "chat", "unref", "p0") == "Pages and chunks referenced in thread chat: none."
     assert "paused" in thread_control(memory, "chat", "pause")
     assert thread_control(memory, "chat", "resume") == "Thread chat resumed; 0 queued messages processed."
     listing = thread_list(memory)

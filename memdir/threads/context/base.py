@@ -10,18 +10,20 @@ budget (a 30 KB message in a 2,000-token window); a zero budget gives an empty w
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memdir.core.units import CHARS_PER_TOKEN, estimate_tokens
-from memdir.threads.model import Chunk, ThreadState
+from memdir.threads.model import Chunk
 
 CLIP_NOTE = " …[clipped]"
 
 
 def render_chunk(chunk: Chunk) -> str:
     """One chunk as a line of the context: ``[c12 user] text``; tool calls and summaries say what they are."""
-    if chunk.subtype == "compacted":
-        label = f"{chunk.id} summary of {len(chunk.parents)}"
+    if chunk.subtype == "compacted" and chunk.parents:
+        span = f"{chunk.parents[0]}–{chunk.parents[-1]}" if len(chunk.parents) > 1 else chunk.parents[0]
+        label = f"{chunk.id} summary of {len(chunk.parents)} messages {span}; ref {chunk.id} brings them back"
     elif chunk.call_id and chunk.role == "tool":
         label = f"{chunk.id} tool result {chunk.call_id}"
     elif chunk.call_id:
@@ -63,11 +65,12 @@ class Unit:
         return self.chunks[0].id
 
 
-def units_of(state: ThreadState) -> list[Unit]:
-    """The thread's units in order; chunks sharing a ``call_id`` join the unit of the first of them."""
+def units_of(chunks: Sequence[Chunk], start: int = 0) -> list[Unit]:
+    """The units of ``chunks`` in order, numbered from ``start``; chunks sharing a ``call_id`` join the unit of the
+    first of them."""
     groups: list[list[Chunk]] = []
     by_call: dict[str, list[Chunk]] = defaultdict(list)
-    for chunk in state.chunks:
+    for chunk in chunks:
         if chunk.call_id and chunk.call_id in by_call:
             by_call[chunk.call_id].append(chunk)
             continue
@@ -75,7 +78,7 @@ def units_of(state: ThreadState) -> list[Unit]:
         groups.append(group)
         if chunk.call_id:
             by_call[chunk.call_id] = group
-    return [Unit.of(index, group) for index, group in enumerate(groups)]
+    return [Unit.of(start + index, group) for index, group in enumerate(groups)]
 
 
 def piece_tokens(text: str) -> int:
@@ -97,8 +100,9 @@ class Piece:
 
     @classmethod
     def of(cls, unit: Unit, text: str | None = None) -> Piece:
-        """A unit shown verbatim (or clipped to ``text``)."""
-        return cls(unit.index, unit.text if text is None else text, chunk_ids=tuple(chunk.id for chunk in unit.chunks))
+        """A unit shown verbatim (or clipped to ``text``); its chunk ids name the messages shown, not summaries."""
+        ids = tuple(chunk.id for chunk in unit.chunks if chunk.subtype != "compacted")
+        return cls(unit.index, unit.text if text is None else text, chunk_ids=ids)
 
 
 def clip(text: str, tokens: int) -> str:

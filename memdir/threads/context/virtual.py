@@ -8,16 +8,29 @@ at least its ``thread_lane_min_recent`` newest messages when they fit. Messages 
 importance >= ``thread_pin_importance`` stay verbatim. Everything else lives in pages of
 ``thread_page_chunks`` units, shown as one-line summaries, newest pages first, while
 the budget lasts; a page referenced back in (``@@ref('p3')@@``, ThreadControl ref) is
-shown verbatim within ``thread_page_budget`` of the budget until it is unreferenced.
+shown verbatim within ``thread_page_budget`` of the budget until it is unreferenced, and so
+is a referenced chunk (``c41``). A compaction summary referenced (or on a referenced page)
+brings back the turns it replaced, as many as fit, and the window says when some did not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from memdir.core.settings import Settings
 from memdir.threads.compaction import first_sentence
-from memdir.threads.context.base import Budget, Piece, Unit, Window, assemble, newest_piece, piece_tokens
+from memdir.threads.context.base import (
+    Budget,
+    Piece,
+    Unit,
+    Window,
+    assemble,
+    newest_piece,
+    piece_tokens,
+    render_chunk,
+    units_of,
+)
 from memdir.threads.model import ThreadState
 
 LANES = ("assistant", "user", "system", "tool")
@@ -69,15 +82,51 @@ def _recent_by_lane(units: list[Unit], settings: Settings, budget: Budget) -> li
     return pieces
 
 
+def _chunk_units(state: ThreadState, units: list[Unit], chunk_id: str, kept: set[int]) -> list[Unit]:
+    """The unit to show for a referenced chunk id: its own (unless shown already), or, for a turn that compaction
+    replaced, that turn alone."""
+    for unit in units:
+        if any(chunk.id == chunk_id for chunk in unit.chunks):
+            return [] if unit.index in kept and not _is_summary(unit) else [unit]
+    archived = state.archive.get(chunk_id)
+    if archived is None:
+        return []
+    holder = next((unit for unit in units for chunk in unit.chunks
+                   if any(turn.id == chunk_id for turn in state.originals(chunk))), None)
+    if holder is None:
+        return []
+    return [Unit(holder.index, (archived,), render_chunk(archived), piece_tokens(render_chunk(archived)), holder.lane,
+                 archived.importance)]
+
+
+def _is_summary(unit: Unit) -> bool:
+    return any(chunk.subtype == "compacted" for chunk in unit.chunks)
+
+
+def _unfolded(state: ThreadState, units: list[Unit]) -> list[tuple[float, Unit]]:
+    """``units`` with every summary replaced by the turns it stands for, each with its place in the window."""
+    placed: list[tuple[float, Unit]] = []
+    for unit in units:
+        if not _is_summary(unit):
+            placed.append((float(unit.index), unit))
+            continue
+        turns = units_of([turn for chunk in unit.chunks for turn in state.originals(chunk)])
+        placed.extend((unit.index + (i + 1) / (len(turns) + 1), turn) for i, turn in enumerate(turns))
+    return placed
+
+
 def select(state: ThreadState, units: list[Unit], budget_tokens: int, settings: Settings,
            summary: PageSummary = page_summary) -> Window:
     """The virtual window of ``state`` within ``budget_tokens``."""
     budget = Budget(budget_tokens)
     if budget_tokens <= 0 or not units:
         return assemble("virtual", [])
-    if sum(unit.tokens for unit in units) <= budget_tokens * settings.thread_high_watermark:
-        return assemble("virtual", [Piece.of(unit) for unit in units])
-    pieces = _recent_by_lane(units, settings, budget)
+    fits = sum(unit.tokens for unit in units) <= budget_tokens * settings.thread_high_watermark
+    if fits:
+        pieces = [Piece.of(unit) for unit in units]
+        budget.take(sum(unit.tokens for unit in units))
+    else:
+        pieces = _recent_by_lane(units, settings, budget)
     kept = {int(piece.position) for piece in pieces}
     for unit in reversed(units):  # pinned: important messages stay verbatim
         if unit.index not in kept and unit.importance >= settings.thread_pin_importance and budget.fits(unit.tokens):
@@ -87,19 +136,29 @@ def select(state: ThreadState, units: list[Unit], budget_tokens: int, settings: 
     size = max(settings.thread_page_chunks, 1)
     pages: dict[str, list[Unit]] = {}
     for unit in units:
-        if unit.index not in kept:
+        if unit.index not in kept or _is_summary(unit):  # a summary shown still unfolds when referenced
             pages.setdefault(page_id(unit, size), []).append(unit)
     notes: list[str] = []
-    ref_budget = int(budget_tokens * settings.thread_page_budget)
-    for ref in state.refs:  # referenced pages, verbatim, within the page budget
-        for unit in pages.pop(ref, []):
-            if unit.tokens <= ref_budget and budget.fits(unit.tokens):
-                pieces.append(Piece.of(unit))
-                ref_budget -= unit.tokens
-                budget.take(unit.tokens)
-            else:
-                notes.append(f"page {ref} did not fit its budget in full")
+    ref_budget = Budget(int(budget_tokens * settings.thread_page_budget))
+    for ref in state.refs:  # referenced pages and chunks, verbatim (summaries unfolded), within the page budget
+        wanted = pages.pop(ref, []) if ref.startswith("p") else _chunk_units(state, units, ref, kept)
+        if fits:
+            wanted = [unit for unit in wanted if _is_summary(unit)]
+        shown, unfolded = 0, _unfolded(state, wanted)
+        for position, unit in unfolded:
+            if not (ref_budget.fits(unit.tokens) and budget.fits(unit.tokens)):
                 break
+            pieces.append(replace(Piece.of(unit), position=position))
+            ref_budget.take(unit.tokens)
+            budget.take(unit.tokens)
+            shown += 1
+        if shown < len(unfolded):
+            notes.append(f"{ref}: {shown} of its {len(unfolded)} messages shown, the rest did not fit the "
+                         f"{ref_budget.total:,} tokens referenced pages may take; ask with a larger budget_tokens")
+    if fits:
+        return assemble("virtual", pieces, notes)
+    pages = {page: [unit for unit in held if unit.index not in kept] for page, held in pages.items()}
+    pages = {page: held for page, held in pages.items() if held}
     shown_pages = 0
     left_out: list[str] = []
     for page in sorted(pages, key=lambda p: -int(p[1:])):  # newest pages first, until one does not fit
