@@ -116,7 +116,7 @@ class Settings(BaseSettings):
     )
     hnsw_ef_search: int = _setting(
         300, "hnsw_ef_search",
-        description="PostgreSQL store: candidates pgvector's HNSW scan keeps per search (more: better recall, slower).",
+        description="PostgreSQL store: candidates pgvector's HNSW scan keeps per search up to 100K entries, growing with the square root of the size beyond (more: better recall, slower).",
     )
 
     # --- embeddings

@@ -73,12 +73,9 @@ def list_entries(memory: Memory, folder: str | None = None, page: int = 1, page_
     """Page ``page`` (from 1) of the entries under ``folder`` (all when None), in path order."""
     if page < 1:
         raise InputValidationError(f"page must be 1 or more, got {page}.", "Start at page 1.")
-    everything = memory.list()
-    folders = sorted({info.path.split("/", 1)[0] for info in everything if "/" in info.path})
-    entries = memory.list(folder) if folder else everything
-    pages = max(1, -(-len(entries) // page_size))
-    start = (page - 1) * page_size
-    return Listing(entries[start:start + page_size], len(entries), page, pages, folder, folders)
+    entries, total = memory.numbered_page(folder or None, page, page_size)
+    pages = max(1, -(-total // page_size))
+    return Listing(entries, total, page, pages, folder, memory.top_folders())
 
 
 def read_entry(memory: Memory, path: str) -> EntryPage:

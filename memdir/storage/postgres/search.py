@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memdir.storage.postgres.adapter import like_prefix
+from memdir.storage.postgres.pages import like_prefix
 
 if TYPE_CHECKING:
     from memdir.storage.postgres.index import PostgresIndex
