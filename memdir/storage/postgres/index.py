@@ -464,7 +464,7 @@ class PostgresIndex:
         small indexes of unembedded rows and of vector models (no row of a current entry is read)."""
         query, params = _stale(model_id, "count(*)")
         entries, stale = self._conn().execute(
-            f"SELECT s.entries, (SELECT coalesce(sum(n), 0) FROM ({query}) AS parts(n)) FROM store_state s", params,
+            f"SELECT s.entries, (SELECT coalesce(sum(n), 0)::bigint FROM ({query}) AS parts(n)) FROM store_state s", params,
         ).fetchone()
         return IndexStats(entries=entries, embedded=entries - stale, stale=stale)
 
