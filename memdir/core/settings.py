@@ -169,7 +169,7 @@ class Settings(BaseSettings):
     )
     hnsw_ef_search: int = _setting(
         300, "hnsw_ef_search",
-        description="PostgreSQL store: candidates pgvector's HNSW scan keeps per search (more: better recall, slower).",
+        description="PostgreSQL store: candidates pgvector's HNSW scan keeps per search up to 100K entries, growing with the square root of the size beyond (more: better recall, slower).",
     )
 
     # --- embeddings
@@ -287,8 +287,10 @@ class Settings(BaseSettings):
     workspace: Path = _setting(Path.cwd, "workspace", description="Directory the skill workspace tools act on.")
     allow_bash: bool = _setting(False, "allow_bash", description="Bash is off unless this is true.")
     bash_timeout: float = _setting(60.0, "bash_timeout")
-    read_workers: int = _setting(
-        4, "read_workers", description="Threads that run read-only memory tools beside the one that runs writes."
+    read_workers: int = _setting(4, "read_workers", description="Threads that run read-only memory tools.")
+    write_workers: int = _setting(
+        4, "write_workers",
+        description="Threads that run the tools that change memory: different clients' changes run beside each other up to their commits, which the store takes one at a time.",
     )
     hook_socket: bool = _setting(True, "hook_socket", description="A running server answers the hooks over a local socket under <root>/.memdir/.")
     hook_socket_timeout: float = _setting(HOOK_SOCKET_TIMEOUT, "hook_socket_timeout", description="Seconds a hook waits for the server before answering on its own.")

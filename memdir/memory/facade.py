@@ -108,7 +108,17 @@ class GlobPage:
     many match in all."""
 
     entries: list[EntryInfo]
-    total: int
+    total: int | None
+    """None: more match than are shown, and the store did not count them (a database reads the page alone)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """What `Memory.list_page` found: one page of entries in path order, and what comes after it."""
+
+    entries: list[EntryInfo]
+    next_after: str | None
+    """The path to ask the next page after (None: this is the last page)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -892,12 +902,45 @@ class Memory:
         place since its row was written is shown as its files say (`memdir.storage.directory.root_listing.RootListing.as_files_say`).
         """
         check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
-        listed = self._listed(glob_matcher(pattern), under=glob_folder(pattern))
+        keep = glob_matcher(pattern)
+        if limit is not None and self._listing.paged:
+            page = self._listing.newest(glob_folder(pattern), limit, self._keeping(keep, view))
+            return GlobPage(page.entries, None if page.more else len(page.entries))
+        listed = self._listed(keep, under=glob_folder(pattern))
         if view is not None and len(listed):
             labels = self.index.labels(listed.paths())
             listed = listed.only(lambda path: view.sees(labels.get(path, NO_LABELS)))
         shown = listed.newest(limit)
         return GlobPage(shown if limit is None else self._listing.as_files_say(shown), len(listed))
+
+    def _keeping(self, keep: Callable[[str], bool], view: Actor | None) -> Callable[[list[EntryInfo]], list[EntryInfo]]:
+        """What of a chunk of listed entries a page keeps: those ``keep`` accepts, in ``view``."""
+        return lambda infos: self.in_view([info for info in infos if keep(info.path)], view)
+
+    def list_page(self, after: str | None, limit: int, *, under: str | None = None, view: Actor | None = None) -> ListPage:
+        """The first ``limit`` entries (built-ins included) after the path ``after`` (None: from the
+        first), under the folder ``under``, in ``view``, in path order: a database reads this page
+        alone, the directory store takes it from its whole listing (in memory)."""
+        if self._listing.paged:
+            page = self._listing.in_path_order(under, after, limit, self._keeping(lambda path: True, view))
+            shown, more = page.entries, page.more
+        else:
+            listed = [info for info in self.list(under, view=view) if after is None or info.path > after]
+            shown, more = listed[:limit], len(listed) > limit
+        return ListPage(shown, shown[-1].path if more and shown else None)
+
+    def numbered_page(self, under: str | None, number: int, size: int) -> tuple[list[EntryInfo], int]:
+        """Page ``number`` (from 1) of ``size`` entries under ``under`` in path order, and how many there are."""
+        if self._listing.paged:
+            return self._listing.at_offset(under, (number - 1) * size, size), self._listing.count(under)
+        listed = self.list(under)
+        return listed[(number - 1) * size:number * size], len(listed)
+
+    def top_folders(self) -> list[str]:
+        """The top-level folders that hold entries (built-ins included)."""
+        if self._listing.paged:
+            return self._listing.top_folders()
+        return sorted({info.path.split("/", 1)[0] for info in self.list() if "/" in info.path})
 
     def grep(
         self, pattern: str, *, path: str | None = None, case_insensitive: bool = False, labels: bool = False
@@ -1010,6 +1053,19 @@ class Memory:
         terms = list(dict.fromkeys(porter_stem(word) for word in extract_keywords(query)))
         with self.index.reading():
             return self.searcher.idf(terms)
+
+    def nearest(self, vector: np.ndarray, limit: int) -> builtins.list[tuple[str, float]]:
+        """The ``limit`` entries whose vectors (of the current model) are nearest ``vector``:
+        ``(path, cosine)``, nearest first. The index answers (HNSW on PostgreSQL, the in-memory
+        matrix locally): no vector is read out of the store.
+        """
+        self._refresh()
+        with self.index.reading():
+            hits = self.index.semantic_hits(np.asarray(vector, dtype=np.float32).ravel(), self._model_id(), limit)
+            if hits is None:
+                return []
+            top = hits.top[:limit]
+            return [(path, float(cosine)) for path, cosine in zip(top, hits.cosines(top))]
 
     def vectors(self) -> tuple[builtins.list[str], np.ndarray]:
         """(paths, matrix) of every entry embedded by the current model: one L2-normalised row per path.

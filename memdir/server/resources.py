@@ -5,6 +5,7 @@ match: ``memory://concept/ruby/classes.md``. The listing is added to ``resources
 by a middleware, since entries come and go while the server runs.
 """
 
+import base64
 import dataclasses
 import json
 from collections.abc import Awaitable, Callable
@@ -13,7 +14,8 @@ from typing import Any
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
-from mcp_types import Resource
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, Resource
 from pydantic import BaseModel
 
 from memdir.core.errors import EntryNotFoundError, MemdirError
@@ -24,12 +26,16 @@ from memdir.tools.formatting import memory_uri
 TEMPLATE = "memory://{+path}"
 STATUS_URI = "memdir://status"
 MIME_TYPE = "text/markdown"
-LIST_LIMIT = 5000
+RESOURCES_PAGE = 500
+"""Entries per page of ``resources/list`` (the reply's ``nextCursor`` asks for the next one)."""
+_CURSOR = "entries-after:"
 
 
-def _list_entries(memory: Any) -> list[dict[str, Any]]:
+def _list_entries(memory: Any, after: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of the entries in this actor's view, in path order, and the cursor of the next page."""
+    page = memory.list_page(after, RESOURCES_PAGE, view=view_filter(memory.actor, False))
     listed = []
-    for info in sorted(memory.list(view=view_filter(memory.actor, False)), key=lambda i: i.path)[:LIST_LIMIT]:
+    for info in page.entries:
         resource = Resource(
             uri=memory_uri(info.path),
             name=info.path,
@@ -39,20 +45,38 @@ def _list_entries(memory: Any) -> list[dict[str, Any]]:
             size=info.size,
         )
         listed.append(resource.model_dump(by_alias=True, mode="json", exclude_none=True))
-    return listed
+    cursor = None if page.next_after is None else _CURSOR + base64.urlsafe_b64encode(page.next_after.encode()).decode()
+    return listed, cursor
+
+
+def _after(cursor: Any) -> str | None:
+    """The path a ``resources/list`` cursor of ours continues after (None: the first page)."""
+    if not cursor:
+        return None
+    if not isinstance(cursor, str) or not cursor.startswith(_CURSOR):
+        raise MCPError(INVALID_PARAMS, "This cursor was not given by this server; list again without one.")
+    try:
+        return base64.urlsafe_b64decode(cursor[len(_CURSOR):].encode()).decode()
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MCPError(INVALID_PARAMS, "This cursor is damaged; list again without one.") from exc
 
 
 async def list_entries(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Middleware: append every memory entry to ``resources/list``."""
-    result = await call_next(ctx)
+    """Middleware: add a page of the memory's entries to ``resources/list`` (the server's own
+    resources come on the first page; ``nextCursor`` asks for the next)."""
     if ctx.method != "resources/list" or not isinstance(ctx.lifespan_context, AppState):
-        return result
+        return await call_next(ctx)
+    after = _after((ctx.params or {}).get("cursor"))
+    result = await call_next(ctx)
     if isinstance(result, BaseModel):
         result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     if not isinstance(result, dict):
         return result
-    entries = await ctx.lifespan_context.host.run(_list_entries, read_only=True)
-    return {**result, "resources": [*result.get("resources", []), *entries]}
+    entries, cursor = await ctx.lifespan_context.host.run(_list_entries, after, read_only=True)
+    own = result.get("resources", []) if after is None else []
+    listed = {**result, "resources": [*own, *entries]}
+    listed.pop("nextCursor", None)
+    return {**listed, "nextCursor": cursor} if cursor else listed
 
 
 async def read_entry(path: str, ctx: Context) -> str:

@@ -3,8 +3,8 @@
 Every ``evolution_check_seconds`` the scheduler looks whether the store has been idle — no
 call through the memory host (tool, resource, hook socket) for ``evolution_idle_minutes``
 — and if so runs the jobs that are due (`memdir.evolution.runner.is_due`), one at a time,
-in `memdir.evolution.JOBS` order, each on the memory's writer thread (so in order with
-writes), each with ``evolution_job_timeout`` and ``evolution_batch_size``. A call that
+in `memdir.evolution.JOBS` order, each on one of the memory's writer threads (after the
+writes sent before it), each with ``evolution_job_timeout`` and ``evolution_batch_size``. A call that
 arrives meanwhile stops the running job between two items (``interrupted``); the next idle
 spell goes on from where it stopped. Each job's lock file keeps two servers (or a server and
 ``memdir evolve``) from running the same job: the one that finds it taken skips it.
@@ -47,7 +47,7 @@ class MaintenanceHost(Protocol):
 
 
 def _scheduled_run(memory: Memory, job: Job, **options: Any) -> RunRecord | None:
-    """One scheduled run of ``job`` (on the writer thread); None when not due, or the root is read-only."""
+    """One scheduled run of ``job`` (on a writer thread); None when not due, or the root is read-only."""
     from memdir.evolution.runner import run_job
 
     if memory.read_only:

@@ -1,12 +1,17 @@
 """The server's state: one shared `Memory` (in the lifespan) and per-client-session state.
 
-* `MemoryHost` opens the `Memory` on its own worker thread once the handshake is over
-  (or at the first operation). Tools that change the memory run on that thread, one at a
-  time, in the order they came; read-only tools run on a small pool beside it, so a
-  grep that takes seconds delays neither a MemoryRead sent after it nor a write (one
-  memory thread made a read wait 10-34 s behind such a grep). A read waits only for the
-  writes sent before it, so it sees them. `Memory` is safe to share between threads (its
-  index and the root's lock serialise what must be). Opening never delays ``initialize``
+* `MemoryHost` opens the `Memory` on a worker thread once the handshake is over (or at
+  the first operation). Tools that change the memory run on a pool of writer threads:
+  one client session's changes one at a time, in the order they came, different
+  sessions' beside each other, so that what a change does before its commit (embedding
+  its text, the model's slow part, and checking for near-duplicates) never holds
+  another client's write: the store's own lock, taken for the commit alone
+  (`memdir.memory.Memory.write`), is where writes queue. A change sent without a
+  session waits for every change sent before it. Read-only tools run on a pool of
+  their own, so a grep that takes seconds delays neither a MemoryRead sent after it nor
+  a write. A read waits only for the writes sent before it, so it sees them. `Memory`
+  is safe to share between threads (its index and the store's lock serialise what must
+  be). Opening never delays ``initialize``
   or ``tools/list`` (they do not need it), and a slow call never blocks the event loop.
   The embedding model loads in the background (keyword search until it is ready). An
   opening that failed (another process held the root's lock too long) is tried again by
@@ -57,16 +62,19 @@ log = logging.getLogger(__name__)
 
 
 class MemoryHost:
-    """Owns the server's `Memory`: changes on one thread, in order; read-only calls on a pool beside it."""
+    """Owns the server's `Memory`: each session's changes in order, sessions beside each other;
+    read-only calls on a pool of their own."""
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self._root = settings.store_root
         self._settings, self._embedder = settings, embedder
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-memory")
+        self._writer = ThreadPoolExecutor(max_workers=max(1, settings.write_workers), thread_name_prefix="memdir-memory")
         self._readers = ThreadPoolExecutor(max_workers=max(1, settings.read_workers), thread_name_prefix="memdir-read")
         self._opening: Future[Memory] | None = None
         self._starting = threading.Lock()
-        self._last_write: Future[Any] | None = None
+        self._writes: set[Future[Any]] = set()
+        """Changes sent and not done (a change sent without a session waits for all of them)."""
+        self._writes_guard = threading.Lock()  # (a change leaves the set on the thread that ran it)
         self._last_writes: weakref.WeakKeyDictionary[Any, Future[Any]] = weakref.WeakKeyDictionary()
         self._threads: ThreadManager | None = None
         self.last_used = time.monotonic()
@@ -88,7 +96,7 @@ class MemoryHost:
             return self._opening
 
     def _open_memory(self) -> Memory:
-        """Open the memory (on the writer thread); any failure becomes a `MemdirError`."""
+        """Open the memory (on a writer thread); any failure becomes a `MemdirError`."""
         try:
             return self._open(self._settings, self._embedder)
         except MemdirError:
@@ -116,7 +124,7 @@ class MemoryHost:
         return memory
 
     def memory(self) -> Memory:
-        """The open memory (waits for the opening; never call it on the writer thread).
+        """The open memory (waits for the opening; never call it on a writer thread).
 
         Raises:
             MemdirError: it could not be opened; the next call tries again.
@@ -136,7 +144,7 @@ class MemoryHost:
     def _call(self, opening: Future[Memory], client: HttpClient | None, fn: Callable[..., T], args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> T:
         """``fn`` on the memory ``opening`` gives: the attempt `run` started (or found) for this call,
-        submitted to the writer thread before it, so waiting for it never blocks that thread.
+        submitted to the writer threads before it, so waiting for it never blocks it.
 
         ``client``: the HTTP client the call is for (None: stdio). A plain token's client acts as
         the server itself (`HttpClient.is_server`); a token made with an agent or a role acts as
@@ -155,7 +163,7 @@ class MemoryHost:
             return fn(memory, *args, **kwargs)
 
     async def run(self, fn: Callable[..., T], *args: Any, read_only: bool = False, writer: Any = None, **kwargs: Any) -> T:
-        """``fn(memory, *args, **kwargs)`` off the event loop: on the writer thread, or on the
+        """``fn(memory, *args, **kwargs)`` off the event loop: on a writer thread, or on the
         read pool once the writes it must see are done (``read_only``).
 
         ``writer`` (a client session's state) scopes that wait: a read waits for the writes
@@ -173,40 +181,63 @@ class MemoryHost:
             self.last_used = time.monotonic()
 
     async def run_maintenance(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(memory, *args, **kwargs)`` on the writer thread, in order with the writes, without
+        """``fn(memory, *args, **kwargs)`` on a writer thread, after the writes sent before it, without
         counting as a use of the store (the evolution scheduler's jobs)."""
         return await self._run(fn, args, kwargs, False, None)
 
     async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any], read_only: bool,
                    writer: Any) -> T:
-        opening = self.start()  # queued before any write, which would otherwise wait on the writer thread for it
+        opening = self.start()  # queued before any write, which waits for it on a writer thread
         client = HTTP_CLIENT.get()  # (context variables do not follow a call to the worker threads)
         if not read_only:
-            future = self._last_write = self._writer.submit(self._call, opening, client, fn, args, kwargs)
-            if writer is not None:
-                self._last_writes[writer] = future
-            return await asyncio.wrap_future(future)
-        before = self._last_write if writer is None else self._last_writes.get(writer)
-        if before is not None and not before.done():
-            try:
-                await asyncio.wrap_future(before)
-            except Exception:  # that write's outcome is its own caller's to report
-                pass
+            return await self._write(opening, client, fn, args, kwargs, writer)
+        if writer is None:
+            await _settled(*self._pending_writes())
+        else:
+            await _settled(self._last_writes.get(writer))
         return await asyncio.wrap_future(self._readers.submit(self._call, opening, client, fn, args, kwargs))
 
+    def _pending_writes(self) -> list[Future[Any]]:
+        with self._writes_guard:
+            return list(self._writes)
+
+    def _forget(self, write: Future[Any]) -> None:
+        with self._writes_guard:
+            self._writes.discard(write)
+
+    async def _write(self, opening: Future[Memory], client: HttpClient | None, fn: Callable[..., T],
+                     args: tuple[Any, ...], kwargs: dict[str, Any], writer: Any) -> T:
+        """``fn`` on a writer thread once the changes it must follow are done: its session's last one
+        (without a session: every change sent before it)."""
+        before = [self._last_writes.get(writer)] if writer is not None else self._pending_writes()
+        done: Future[Any] = Future()  # settles when this change does (what later calls wait for)
+        with self._writes_guard:
+            self._writes.add(done)
+        done.add_done_callback(self._forget)
+        if writer is not None:
+            self._last_writes[writer] = done
+        try:
+            await _settled(*before)
+            work = self._writer.submit(self._call, opening, client, fn, args, kwargs)
+        except BaseException:
+            done.set_result(None)
+            raise
+        work.add_done_callback(lambda _: done.set_result(None))
+        return await asyncio.wrap_future(work)
+
     def close(self) -> None:
-        """Close the memory (after pending operations, reads included) and stop the threads."""
+        """Close the memory (after the operations under way, reads included) and stop the threads."""
 
         def close_memory() -> None:
+            self._writer.shutdown(wait=True, cancel_futures=True)
             self._readers.shutdown(wait=True, cancel_futures=True)
             opening = self._opening
             if opening is not None and opening.done() and opening.exception() is None:
                 opening.result().close()
 
-        try:
-            self._writer.submit(close_memory).result(timeout=30)
-        except Exception:  # shutting down: nothing useful to do with a failure here
-            pass
+        closing = threading.Thread(target=close_memory, name="memdir-close", daemon=True)
+        closing.start()
+        closing.join(timeout=30)
         self._readers.shutdown(wait=False, cancel_futures=True)
         self._writer.shutdown(wait=False, cancel_futures=True)
 
@@ -215,6 +246,16 @@ def _say_ready(embedder: Any) -> None:
     """Tell whoever runs the server (its stderr: an editor's log, a terminal) that search now uses meaning."""
     print(f"memdir: the embedding model {embedder.model_id} is ready: search is semantic from now on",
           file=sys.stderr, flush=True)
+
+
+async def _settled(*futures: Future[Any] | None) -> None:
+    """Wait until ``futures`` are done, whatever their outcome (each is its own caller's to report)."""
+    for future in futures:
+        if future is not None and not future.done():
+            try:
+                await asyncio.wrap_future(future)
+            except BaseException:  # noqa: BLE001 - (also a cancelled one: it is done)
+                pass
 
 
 @dataclass(eq=False)

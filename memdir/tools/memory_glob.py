@@ -30,9 +30,10 @@ def memory_glob(memory: Memory, session: Session, pattern: str, view_all: bool =
     lines = [f"Memory entries matching '{pattern}' ({plural(len(shown), 'entry')}):"]
     lines += [f"- {with_title(info.path, info.title)} ({human_size(info.size)})" for info in shown]
     text = "\n".join(lines)
-    if page.total > len(shown):
+    if page.total is None or page.total > len(shown):
+        counted = "matching entries; more match" if page.total is None else f"of {page.total} matching entries"
         text += "\n\n" + system_reminder(
-            f"Results truncated: showing the {len(shown)} newest of {page.total} matching entries.",
+            f"Results truncated: showing the {len(shown)} newest {counted}.",
             "Use a more specific pattern (e.g. a folder such as 'concept/ruby/*') to narrow the results.",
         )
     return text

@@ -198,22 +198,17 @@ def near_duplicates(memory: Memory, entry: Entry, limit: int | None = None) -> l
 
 
 def _by_cosine(memory: Memory, entry: Entry) -> list[tuple[str, float]] | None:
-    import numpy as np  # only once a write has a vector: numpy stays off the server's start-up
-
-    paths, matrix = memory.vectors()
-    vector = np.asarray(entry.embedding, dtype=np.float32).ravel()
-    if not paths or matrix.ndim != 2 or matrix.shape[1] != vector.shape[0]:
+    """The nearest neighbours the index finds for the entry's vector (one more than shown: the
+    entry itself is among them) at or above ``Settings.duplicate_cosine``; None when nothing
+    embedded by the current model is comparable."""
+    limit = memory.settings.duplicates_shown + 1
+    nearest = memory.nearest(entry.embedding, limit)
+    if not nearest:
         return None  # nothing embedded yet, or vectors of another model: fall back to words
-    norm = float(np.linalg.norm(vector))
-    if norm == 0.0:
-        return None
-    scores = matrix @ (vector / norm)
-    found = [
-        (path, min(1.0, float(score)))
-        for path, score in zip(paths, scores)
+    return [
+        (path, min(1.0, score)) for path, score in nearest
         if path != entry.path and score >= memory.settings.duplicate_cosine
     ]
-    return sorted(found, key=lambda item: item[1], reverse=True)
 
 
 def _by_jaccard(memory: Memory, entry: Entry) -> list[tuple[str, float]]:

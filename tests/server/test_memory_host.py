@@ -1,4 +1,4 @@
-"""`MemoryHost`: writes one at a time in order; read-only calls beside them, after the writes sent before."""
+"""`MemoryHost`: each session's writes in order, sessions beside each other; read-only calls after the writes sent before."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import pytest
 
 from memdir.core.settings import Settings
-from memdir.server.state import MemoryHost
+from memdir.server.state import MemoryHost, SessionState
 from tests.fakes import FakeEmbedder
 
 
@@ -65,3 +65,35 @@ def test_a_failed_write_does_not_stop_the_reads_after_it(host):
         return exists
 
     assert asyncio.run(scenario()) is False
+
+
+def test_one_sessions_slow_change_holds_no_other_sessions_write(host):
+    """A change still computing (a slow embedding) delays its own session's next change, not another session's."""
+    release = threading.Event()
+    order = []
+
+    def slow_change(memory):
+        release.wait(30)
+        order.append("a1")
+        return memory.write("fact/a1.md", "first of a", metadata={"type": "fact"}).entry.path
+
+    def change(name):
+        def run(memory):
+            order.append(name)
+            return memory.write(f"fact/{name}.md", f"from {name}", metadata={"type": "fact"}).entry.path
+        return run
+
+    alice, bob = SessionState(), SessionState()
+
+    async def scenario():
+        first = asyncio.ensure_future(host.run(slow_change, writer=alice))
+        second = asyncio.ensure_future(host.run(change("a2"), writer=alice))
+        await asyncio.sleep(0)
+        written = await asyncio.wait_for(host.run(change("b1"), writer=bob), 10)
+        held = not first.done() and not second.done()
+        release.set()
+        return written, held, await first, await second
+
+    written, held, *rest = asyncio.run(scenario())
+    assert (written, held, rest) == ("fact/b1.md", True, ["fact/a1.md", "fact/a2.md"])
+    assert order == ["b1", "a1", "a2"]

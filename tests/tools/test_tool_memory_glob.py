@@ -73,7 +73,8 @@ def test_patterns_are_confined_to_the_root(memory, session, pattern):
         memory_glob(memory, session, pattern)
 
 
-def test_results_are_capped_with_a_reminder(tmp_path, session):
+def test_results_are_capped_with_a_reminder(tmp_path, session, store_kind):
+    """The directory store counts every match; a database reads the page alone and says more match."""
     with open_store(tmp_path, glob_max_results=2) as memory:
         for name in ("a", "b", "c"):
             put(memory, f"fact/{name}.md", 1, name.upper())
@@ -84,7 +85,8 @@ def test_results_are_capped_with_a_reminder(tmp_path, session):
         '- memory://fact/b.md "B" (1B)\n'
         "\n"
         "<system-reminder>\n"
-        "Results truncated: showing the 2 newest of 3 matching entries.\n"
+        + ("Results truncated: showing the 2 newest of 3 matching entries.\n" if store_kind == "directory" else
+           "Results truncated: showing the 2 newest matching entries; more match.\n") +
         "Use a more specific pattern (e.g. a folder such as 'concept/ruby/*') to narrow the results.\n"
         "</system-reminder>"
     )

@@ -38,7 +38,9 @@ from memdir.storage.entry_input import (
     valid_redirect,
 )
 from memdir.storage.postgres.audit import PostgresAudit
+from memdir.storage.postgres import pages
 from memdir.storage.postgres.database import Database
+from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.records import folder_of, Listed, ReconcilePlan
 from memdir.storage.sidecar import embedding_checksum, EMBEDDING_DTYPE, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
@@ -53,11 +55,6 @@ _INFO_COLUMNS = "path, title, size, updated_at, type, hits, version"
 def next_change(conn: psycopg.Connection) -> int:
     """Claim the next change number and record it as the store's last change (committed with the caller's transaction)."""
     return conn.execute("UPDATE store_state SET change = nextval('changes') RETURNING change").fetchone()[0]
-
-
-def like_prefix(prefix: str) -> str:
-    """A LIKE pattern matching paths that start with ``prefix`` literally."""
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def row_stats(size: int, version: int) -> FileStats:
@@ -425,6 +422,24 @@ class RowListing:
 
     def warm(self) -> None:
         """Nothing to read ahead: each listing is one query."""
+
+    # A page is read alone (`memdir.storage.postgres.pages`), never the whole listing.
+    paged = True
+
+    def newest(self, under: str | None, limit: int, keep: pages.Chunk) -> pages.Page:
+        return pages.newest(self.adapter._conn(), info_of, under, limit, keep)
+
+    def in_path_order(self, under: str | None, after: str | None, limit: int, keep: pages.Chunk) -> pages.Page:
+        return pages.in_path_order(self.adapter._conn(), info_of, under, after, limit, keep)
+
+    def at_offset(self, under: str | None, offset: int, limit: int) -> list[EntryInfo]:
+        return pages.at_offset(self.adapter._conn(), info_of, under, offset, limit)
+
+    def count(self, under: str | None) -> int:
+        return pages.count(self.adapter._conn(), under)
+
+    def top_folders(self) -> list[str]:
+        return pages.top_folders(self.adapter._conn())
 
     def plan(self, text_recipe: str, *, in_place_edits: bool) -> ReconcilePlan:
         return ReconcilePlan(files=[], covered=None, known={}, stamps=lambda failed: None)

@@ -57,6 +57,28 @@ EFFECTIVE_IMPORTANCE = (
     " THEN recalibrated ELSE importance END"
 )
 """An entry's importance: the importance job's while the entry states what it stated then (as the directory store)."""
+EF_SEARCH_SIZE = 100_000
+MAX_EF_SEARCH = 1000  # pgvector's upper bound
+EF_SEARCH = (
+    f"least({MAX_EF_SEARCH}, greatest(%s::int, ceil(%s::int * sqrt(entries::float8 / {EF_SEARCH_SIZE})), %s::int))"
+)
+"""The HNSW scan's candidate list for a search of the store (one row of ``store_state``; parameters:
+the configured ``ef_search`` twice, then the search's limit): the setting holds up to 100K entries;
+beyond, a list of fixed length finds fewer of the true nearest entries as the graph grows, so the
+list grows with the square root of the size (about 950 at 1M), up to pgvector's limit; never
+shorter than the search asks for (`bench/bench_postgres.py` measures recall by list length)."""
+
+
+def _stale(model_id: str | None, what: str) -> tuple[str, tuple[Any, ...]]:
+    """``SELECT what`` over the entries `PostgresIndex.needs_embedding` lists, as statements each of
+    which an index answers: the rows without a current vector (``entries_unembedded``), then those
+    whose vector another model made (``entries_vector_model``: for a store of one model, none)."""
+    unembedded = "stub_kind IS NULL AND (embedding IS NULL OR vector_text_hash IS DISTINCT FROM text_hash)"
+    query = f"SELECT {what} FROM entries WHERE {unembedded}"
+    if model_id is None:
+        return query, ()
+    other_model = "stub_kind IS NULL AND (vector_model < %s OR vector_model > %s OR vector_model IS NULL)"
+    return f"{query} UNION ALL SELECT {what} FROM entries WHERE {other_model} AND NOT ({unembedded})", (model_id, model_id)
 
 
 def stored_term(term: str) -> str:
@@ -81,7 +103,7 @@ class PostgresIndex:
 
     Args:
         column_weights: BM25 weights of title, tags, domain and content.
-        hnsw_ef_search: candidates the HNSW scan keeps (at least the search's pool).
+        hnsw_ef_search: candidates the HNSW scan keeps up to 100K entries (more beyond: `EF_SEARCH`).
         context_window: neighbours each side that a search's context coverage reads (0: off);
             `candidates` reads them with the candidates.
     """
@@ -436,15 +458,16 @@ class PostgresIndex:
 
     def needs_embedding(self, model_id: str | None) -> list[str]:
         """Entries without a current vector: none, one made from other text, or (given ``model_id``) by another model."""
-        query = (
-            "SELECT path FROM entries WHERE stub_kind IS NULL AND (embedding IS NULL OR vector_text_hash IS DISTINCT"
-            " FROM text_hash" + (" OR vector_model IS DISTINCT FROM %s)" if model_id is not None else ")") + " ORDER BY path"
-        )
-        return [row[0] for row in self._conn().execute(query, (model_id,) if model_id is not None else ())]
+        query, params = _stale(model_id, "path")
+        return sorted(row[0] for row in self._conn().execute(query, params))
 
     def stats(self, model_id: str | None = None) -> IndexStats:
-        entries = self._conn().execute("SELECT count(*) FROM entries WHERE stub_kind IS NULL").fetchone()[0]
-        stale = len(self.needs_embedding(model_id))
+        """Counts read where they are kept: the entries from ``store_state``, the stale ones from the
+        small indexes of unembedded rows and of vector models (no row of a current entry is read)."""
+        query, params = _stale(model_id, "count(*)")
+        entries, stale = self._conn().execute(
+            f"SELECT s.entries, (SELECT coalesce(sum(n), 0)::bigint FROM ({query}) AS parts(n)) FROM store_state s", params,
+        ).fetchone()
         return IndexStats(entries=entries, embedded=entries - stale, stale=stale)
 
     def __len__(self) -> int:
@@ -560,8 +583,9 @@ class PostgresIndex:
         condition = comparable + (f" AND {where}" if where else "")
         with self.reading():  # the HNSW settings last until the end of this (or the search's) transaction
             rows = self._rows(
-                ("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                 (str(max(self.ef_search, limit)),)),
+                (f"SELECT set_config('hnsw.ef_search', {EF_SEARCH}::text, true),"
+                 " set_config('hnsw.iterative_scan', 'relaxed_order', true) FROM store_state",
+                 (self.ef_search, self.ef_search, limit)),
                 (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                  " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit)),
             )

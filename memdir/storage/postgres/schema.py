@@ -155,6 +155,17 @@ _RECALIBRATED = """
 ALTER TABLE entries ADD COLUMN recalibrated real, ADD COLUMN recalibrated_from real;
 """
 
+# What a call reads in place of every row: the newest entries first (MemoryGlob's page), the built-in
+# entries' rows, the entries whose vector is missing or stale, and the model of each vector (counted for
+# `memdir status`).
+_LISTING_INDEXES = """
+CREATE INDEX entries_newest ON entries (updated_at DESC, path) WHERE stub_kind IS NULL;
+CREATE INDEX entries_builtin ON entries (path) WHERE builtin;
+CREATE INDEX entries_unembedded ON entries (path)
+    WHERE stub_kind IS NULL AND (embedding IS NULL OR vector_text_hash IS DISTINCT FROM text_hash);
+CREATE INDEX entries_vector_model ON entries (vector_model) WHERE stub_kind IS NULL;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_entries_postings_links", _ENTRIES),
     ("0002_hnsw_vector_index", _VECTOR_INDEX),
@@ -162,6 +173,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0004_hnsw_ef_construction_200", _REBUILT_VECTOR_INDEX),
     ("0005_audit", _AUDIT),
     ("0006_recalibrated_importance", _RECALIBRATED),
+    ("0007_listing_indexes", _LISTING_INDEXES),
 ]
 
 

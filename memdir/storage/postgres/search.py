@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memdir.storage.postgres.adapter import like_prefix
+from memdir.storage.postgres.pages import like_prefix
 
 BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 

@@ -1,0 +1,188 @@
+"""What an agent's calls cost on a large team store: every call a user reaches, timed through the HTTP server.
+
+    python bench/bench_team_scale.py [--sizes 2000 100000] [--cluster-dir DIR] [--directory-root DIR] [--calls 40]
+
+For each size, a PostgreSQL store (a throwaway cluster with PostgreSQL's stock configuration,
+kept in ``--cluster-dir`` so a re-run reuses its loaded schemas) is loaded with COPY as
+``bench/bench_postgres.py`` loads it: synthetic entries, synthetic vectors shaped like real
+ones (embedding 100K texts with the model would take over an hour on this machine). With
+``--directory-root``, a directory store of the same entries is written there too (files,
+then ``memdir rebuild``-style indexing) and measured the same way.
+
+A real ``memdir serve --http`` (the real model) then serves the store, and one MCP client
+(the official SDK) times, median and p95 over ``--calls`` calls each:
+
+* MemoryWrite of a new entry (the real model embeds it; the reply lists near-duplicates);
+* MemorySearch, MemoryDiscover, MemoryGlob ``**/*.md`` (its first page);
+* ``resources/list`` and reading ``memdir://status``;
+* the web view's first page (``GET /``).
+
+It also prints recall@10 of the store's default vector search against exact search
+(every cosine, numpy over all vectors) for LoCoMo questions. The machine is shared: the
+load average is printed with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import psycopg  # noqa: E402
+
+from bench_postgres import base_vectors, build_vector_index, exact_top_10, load, prepared  # noqa: E402
+from bench_search import TextGenerator  # noqa: E402
+from corpora import DEFAULT_LOCOMO  # noqa: E402
+from memdir.core.settings import Settings  # noqa: E402
+from memdir.embeddings.text import text_recipe  # noqa: E402
+
+WORDS = (20, 60)
+
+
+def schema_url(base_url: str, n: int) -> str:
+    schema = f"bench_{n}"
+    return base_url + ("&" if "?" in base_url else "?") + f"options=-c%20search_path%3D{schema}%2Cpublic"
+
+
+def ensure_store(base_url: str, n: int, bases: np.ndarray, model_id: str) -> str:
+    """The URL of a schema holding ``n`` loaded entries (loaded now unless a former run left them)."""
+    schema = f"bench_{n}"
+    url = schema_url(base_url, n)
+    reuse = prepared(base_url, schema, url, n, WORDS)
+    if reuse == "nothing":
+        with psycopg.connect(base_url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            conn.execute(f"CREATE SCHEMA {schema}")
+        settings = Settings(root=Path(tempfile.mkdtemp(prefix="memdir-bench-team-")))
+        weights = np.asarray(settings.bm25_column_weights, dtype=np.float32)
+        recipe = text_recipe(settings.embedding_max_chars, settings.embedding_summary)
+        seconds = load(url, n, bases, model_id, recipe, weights, WORDS)
+        print(f"  {n:,} entries loaded with COPY + index builds in {seconds:.0f} s", flush=True)
+    elif reuse == "rows":
+        build_vector_index(url)
+    return url
+
+
+def summary(values: list[float]) -> str:
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    return f"p50 {1000 * statistics.median(ordered):7.1f} ms   p95 {1000 * p95:7.1f} ms"
+
+
+async def timed_calls(url: str, token: str, base: str, calls: int, queries: list[str], size: int) -> dict[str, list[float]]:
+    """Each call a user reaches, ``calls`` times, interleaved (the same load for each)."""
+    import httpx2
+
+    from tests.server.http_process import mcp_client
+
+    gen = TextGenerator(seed=size)
+    took: dict[str, list[float]] = {}
+
+    async def timed(name: str, call) -> object:
+        started = time.perf_counter()
+        result = await call
+        took.setdefault(name, []).append(time.perf_counter() - started)
+        if getattr(result, "is_error", False):
+            raise SystemExit(f"{name} failed: {result.content[0].text}")
+        return result
+
+    async with mcp_client(url, token) as client, httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=120
+    ) as http:
+        for _ in range(60):  # the model loads in the background: writes embed once it is ready
+            status = json.loads((await client.read_resource("memdir://status")).contents[0].text)
+            if status["model_state"] == "ready":
+                break
+            await asyncio.sleep(1)
+        for warm in range(5):
+            await client.call_tool("MemorySearch", {"query": queries[-1 - warm]})
+        for i in range(calls):
+            content = " ".join(gen.sample(60))
+            entry = {"file_path": f"fact/team-bench/run-{time.time_ns()}.md", "content": content,
+                     "title": " ".join(gen.sample(5)), "type": "fact", "tags": [str(tag) for tag in gen.sample(3)], "related": [],
+                     "domain": "bench"}
+            await timed("MemoryWrite (new entry, real model)", client.call_tool("MemoryWrite", entry))
+            await timed("MemorySearch", client.call_tool("MemorySearch", {"query": queries[i]}))
+            await timed("MemoryDiscover", client.call_tool("MemoryDiscover", {"message": queries[-1 - i]}))
+            await timed("MemoryGlob **/*.md (first page)", client.call_tool("MemoryGlob", {"pattern": "**/*.md"}))
+            await timed("resources/list (first page)", client.list_resources())
+            await timed("memdir://status", client.read_resource("memdir://status"))
+            response = await timed("web view, first page", http.get(base + "/"))
+            response.raise_for_status()
+    return took
+
+
+def measure(store: str, label: str, calls: int, queries: list[str], size: int) -> None:
+    """Serve ``store`` (a postgresql:// URL or a directory) with the real model and time the calls."""
+    from memdir.server.tokens import TokenFile
+    from tests.server.http_process import running_server
+
+    with tempfile.TemporaryDirectory(prefix="memdir-bench-team-") as tmp:
+        tokens = TokenFile(Path(tmp) / "tokens.json")
+        token = tokens.create("bench")
+        env = {"MEMDIR_HTTP_TOKENS_FILE": str(tokens.path), "MEMDIR_CONFIG": str(Path(tmp) / "memdir.toml"),
+               "MEMDIR_EMBEDDINGS_ENABLED": "true", "HF_HUB_OFFLINE": "1"}
+        if store.startswith("postgresql://"):
+            env["MEMDIR_ROOT"], args = str(Path(tmp) / "root"), ["--store", store]
+        else:
+            env["MEMDIR_ROOT"], args = store, []
+        with running_server(args, env=env, cwd=Path(tmp), startup_timeout=600) as server:
+            took = asyncio.run(timed_calls(server.url, token, server.base, calls, queries, size))
+    print(f"\n== {label}: {size:,} entries, {calls} calls each (load {os.getloadavg()[0]:.1f})", flush=True)
+    for name, values in took.items():
+        print(f"  {name:<40} {summary(values)}", flush=True)
+
+
+def recall(url: str, questions: list[str], embedder, count: int) -> None:
+    """recall@10 of the store's default vector search against exact search, for ``count`` questions."""
+    settings = Settings(root=Path(tempfile.mkdtemp(prefix="memdir-bench-team-")), store=url)
+    vectors = embedder.embed(questions[:count])
+    exact = exact_top_10(url, vectors, embedder.model_id)
+    from memdir.memory import Memory
+
+    with Memory.open(settings, embedder=embedder.inner) as memory:
+        found = [set(memory.index.semantic_hits(v, embedder.model_id, 10).top) for v in vectors]
+    share = statistics.mean(len(hit & want) / len(want) for hit, want in zip(found, exact))
+    print(f"  recall@10 of the default HNSW search vs exact search, {count} questions: {share:.3f}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2_000, 100_000])
+    parser.add_argument("--calls", type=int, default=40, help="calls of each kind per store")
+    parser.add_argument("--recall-queries", type=int, default=100)
+    parser.add_argument("--cluster-dir", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-team-pg")
+    parser.add_argument("--directory-root", type=Path, help="also measure the directory store at this root (written if empty)")
+    parser.add_argument("--build-only", action="store_true", help="load the stores, measure nothing")
+    parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
+    args = parser.parse_args(argv)
+    bases, questions, embedder = base_vectors(args.cache, args.data)
+    gen = TextGenerator(seed=99)
+    queries = [f"{question} {' '.join(gen.sample(3))}" for question in questions[: 2 * args.calls + 10]]
+    from tests.pg_cluster import Cluster
+
+    cluster = Cluster(args.cluster_dir).start()  # PostgreSQL's stock configuration
+    try:
+        for n in args.sizes:
+            url = ensure_store(cluster.url(), n, bases, embedder.model_id)
+            if not args.build_only:
+                measure(url, "PostgreSQL", args.calls, queries, n)
+                recall(url, questions[2 * args.calls:], embedder, args.recall_queries)
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Pages of the PostgreSQL store's entries, read in index order until the page is full.
+
+A listing an agent or a person asks for shows a page (MemoryGlob's newest 500, the web view's 50,
+``resources/list``'s page), so only that page is read: rows come in the order of an index
+(``entries_newest`` for newest first, the path's own for path order) in chunks, each row is
+tested by what SQL cannot say (a glob, an agent's view), and reading stops once one match more
+than the page holds was found (so the caller knows more match without counting them all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from memdir.storage.base import EntryInfo
+from memdir.storage.entry_input import folder_prefix
+
+Chunk = Callable[[list[EntryInfo]], list[EntryInfo]]
+"""What of a chunk of rows a page keeps (in their order)."""
+
+_INFO = "path, title, size, updated_at, type, hits, version"
+_LISTED = "stub_kind IS NULL"  # (built-in entries included: each has its row once the store was opened for writing)
+_FIRST_CHUNK = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """Entries of one page, and whether more match after them."""
+
+    entries: list[EntryInfo]
+    more: bool
+
+
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching paths that start with ``prefix`` literally."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _under(under: str | None) -> tuple[str, list[Any]]:
+    prefix = folder_prefix(under)
+    return (" AND path LIKE %s", [like_prefix(prefix)]) if prefix else ("", [])
+
+
+def _fill(chunks: Iterator[list[EntryInfo]], limit: int, keep: Chunk) -> Page:
+    found: list[EntryInfo] = []
+    for chunk in chunks:
+        found.extend(keep(chunk))
+        if len(found) > limit:
+            break
+    return Page(found[:limit], len(found) > limit)
+
+
+def newest(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInfo], under: str | None, limit: int,
+           keep: Chunk) -> Page:
+    """The ``limit`` newest entries under ``under`` that ``keep`` keeps (same moment: path order)."""
+    where, params = _under(under)
+
+    def chunks() -> Iterator[list[EntryInfo]]:
+        size = max(_FIRST_CHUNK, limit + 1)
+        rows = conn.execute(
+            f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where} ORDER BY updated_at DESC, path LIMIT %s", (*params, size),
+        ).fetchall()
+        while rows:
+            yield [info_of(row) for row in rows]
+            if len(rows) < size:
+                return
+            size *= 2
+            at, last = rows[-1][3], rows[-1][0]
+            # The rest of the last moment (path order), then the older ones: each an index range.
+            rows = conn.execute(
+                f"(SELECT {_INFO} FROM entries WHERE {_LISTED}{where} AND updated_at = %s AND path > %s ORDER BY path"
+                f" LIMIT %s) UNION ALL (SELECT {_INFO} FROM entries WHERE {_LISTED}{where} AND updated_at < %s"
+                " ORDER BY updated_at DESC, path LIMIT %s)",
+                (*params, at, last, size, *params, at, size),
+            ).fetchall()[:size]
+
+    return _fill(chunks(), limit, keep)
+
+
+def in_path_order(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInfo], under: str | None,
+                  after: str | None, limit: int, keep: Chunk) -> Page:
+    """The first ``limit`` entries under ``under`` after the path ``after`` (None: from the first)
+    that ``keep`` keeps, in path order."""
+    where, params = _under(under)
+
+    def chunks() -> Iterator[list[EntryInfo]]:
+        size, last = max(_FIRST_CHUNK, limit + 1), after
+        while True:
+            rows = conn.execute(
+                f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where}" + (" AND path > %s" if last is not None else "")
+                + " ORDER BY path LIMIT %s", (*params, *([last] if last is not None else []), size),
+            ).fetchall()
+            if rows:
+                yield [info_of(row) for row in rows]
+            if len(rows) < size:
+                return
+            last, size = rows[-1][0], size * 2
+
+    return _fill(chunks(), limit, keep)
+
+
+def at_offset(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInfo], under: str | None,
+              offset: int, limit: int) -> list[EntryInfo]:
+    """Entries ``offset`` to ``offset + limit`` under ``under`` in path order (a numbered page)."""
+    where, params = _under(under)
+    rows = conn.execute(
+        f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where} ORDER BY path LIMIT %s OFFSET %s", (*params, limit, offset),
+    ).fetchall()
+    return [info_of(row) for row in rows]
+
+
+def count(conn: psycopg.Connection, under: str | None) -> int:
+    """How many entries are under ``under`` (the store's own count for the whole store)."""
+    where, params = _under(under)
+    if not where:
+        return conn.execute("SELECT entries FROM store_state").fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM entries WHERE {_LISTED}{where}", params).fetchone()[0]
+
+
+def top_folders(conn: psycopg.Connection) -> list[str]:
+    """The top-level folders holding entries: one probe of the path index per folder (a skip scan)."""
+    rows = conn.execute(
+        "WITH RECURSIVE folder(name) AS ("
+        f" SELECT split_part(min(path), '/', 1) FROM entries WHERE {_LISTED} AND path LIKE '%%/%%'"
+        " UNION ALL SELECT (SELECT split_part(min(e.path), '/', 1) FROM entries e"
+        "  WHERE e.stub_kind IS NULL AND e.path LIKE '%%/%%' AND e.path > f.name || '0')"
+        " FROM folder f WHERE f.name IS NOT NULL)"
+        " SELECT name FROM folder WHERE name IS NOT NULL"
+    ).fetchall()
+    return [row[0] for row in rows]
