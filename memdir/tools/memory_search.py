@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memdir.core.entry import IMPORTANCE_RANGE, check_entry_types
-from memdir.core.errors import EntryNotFoundError, InputValidationError
+from memdir.core.entry import check_entry_types, IMPORTANCE_RANGE
+from memdir.core.errors import InputValidationError
 from memdir.core.identity import view_filter
 from memdir.search.hybrid import SearchResult
 from memdir.search.snippet import best_line
@@ -75,9 +75,10 @@ def memory_search(
     weights = memory.term_weights(text)
     lines = [f"{plural(len(results), 'result')} for '{text}'"
              + (" (keyword search only: no embedding model is ready)" if results[0].mode == "keyword" else "") + ":"]
-    for rank, result in enumerate(results, start=1):
+    contents = memory.contents([result.path for result in results])
+    for rank, (result, content) in enumerate(zip(results, contents), start=1):
         lines.append(_headline(rank, result))
-        snippet = _snippet(memory, result.path, weights)
+        snippet = best_line(content, weights)
         if snippet:
             lines.append(f"   {snippet}")
         if explain:
@@ -89,14 +90,6 @@ def _headline(rank: int, result: SearchResult) -> str:
     title = f' "{result.title}"' if result.title else ""
     kind = f"{result.type}, " if result.type else ""
     return f"{rank}. {memory_uri(result.path)}{title} ({kind}score {result.score:.2f})"
-
-
-def _snippet(memory: Memory, path: str, weights: dict[str, float]) -> str:
-    try:
-        content = memory.read(path).content
-    except EntryNotFoundError:  # deleted by another process since the search
-        return ""
-    return best_line(content, weights)
 
 
 def _explanation(result: SearchResult) -> str:

@@ -809,3 +809,29 @@ def test_reads_through_a_stub_keep_the_shared_total_exact(root: Path) -> None:
     reader = FilesystemAdapter(root)  # another process, which has not scanned the root yet
     reader.read_entry("fact/b", count_hit=True)  # the stub's text grows by its read count
     assert writer.total_size() == reader.total_size() == writer.rescan_total_size()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names flushed files through /proc")
+def test_a_write_flushes_its_files_once_each_and_nothing_derived(root: Path, monkeypatch) -> None:
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+    from tests.fakes import FakeEmbedder
+
+    memory = Memory.open(Settings(root=root), embedder=FakeEmbedder())
+    memory.write("fact/first", "warms the root up", metadata={"type": "fact"})
+    flushed, real_fsync = [], os.fsync
+
+    def fsync(fd: int) -> None:
+        flushed.append(os.path.relpath(os.readlink(f"/proc/self/fd/{fd}"), os.path.realpath(root)))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    memory.write("fact/second", "an embedded entry", metadata={"type": "fact"})
+    monkeypatch.undo()
+    memory.close()
+    staged = [name for name in flushed if name.startswith("fact/.txn-")]  # .md, .yml, .emb
+    journal = [name for name in flushed if name.startswith(".memdir/txn/")]
+    audit = [name for name in flushed if name.startswith("audit/")]
+    folders = sorted(name for name in flushed if name in (".memdir/txn", "fact"))  # the commit, the renames
+    assert len(set(staged)) == 3 and len(journal) == 1 and len(audit) == 1 and folders == [".memdir/txn", "fact"]
+    assert len(flushed) == 7  # not the root's size total (derived) nor the folder it sits in

@@ -35,6 +35,17 @@ def test_results_show_the_line_that_matched_not_the_first(memory):
     assert lines[4] == "   A rollback is not a Ruby idea."
 
 
+def test_snippets_come_from_the_markdown_alone(memory, monkeypatch):
+    """A result's line needs its content only: no sidecar parsed, no vector loaded, no stub walked."""
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("a snippet read the whole entry")
+
+    monkeypatch.setattr(memory.adapter, "read_entry", no_full_read)
+    lines = memory_search(memory, "how do I rollback and page on-call?", top_k=2).splitlines()
+    assert lines[2] == "   Rollback: run `make rollback` and page the on-call engineer."
+    assert lines[4] == "   A rollback is not a Ruby idea."
+
+
 def test_filters_by_type_folder_and_tag(memory):
     assert "concept/ruby" not in memory_search(memory, "rollback", type=["fact"])
     assert "fact/ops" not in memory_search(memory, "rollback", path_prefix="concept/ruby")

@@ -6,13 +6,14 @@ not enough: a kill between two renames would pair new content with old metadata.
 
 1. write a *pending* journal under ``<root>/.memdir/txn/`` naming every temporary
    file it is about to create (so an interrupted staging can be cleaned up);
-2. stage every new file as a temporary file in its target's folder, fsynced (a large
-   batch — an evolution job's — is flushed by one ``sync`` of the filesystem instead, see
-   `_SYNC_EACH_UP_TO`); then run the caller's ``before_commit`` (memdir updates the derived index here: if
-   that fails — a full disk — the staging is undone and nothing has changed);
-3. fsync the journal and rename it to *commit* — the single atomic commit point;
+2. stage every new file as a temporary file in its target's folder; fsync the journal and
+   each of them, all written first (a large batch — an evolution job's — is flushed by one
+   ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`); then run the caller's
+   ``before_commit`` (memdir updates the derived index here: if that fails — a full disk —
+   the staging is undone and nothing has changed);
+3. rename the journal to *commit* — the single atomic commit point;
 4. perform the renames and removals, fsync the folders;
-5. delete the journal.
+5. delete the journal (flushed only when it has removals, see `_finish`).
 
 `recover` (run under the root's exclusive lock) finishes what a killed writer left:
 a committed journal is rolled forward (every step is idempotent), a pending one is
@@ -35,7 +36,7 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 from memdir.core.errors import UnsafeFileError
@@ -64,16 +65,14 @@ def txn_dir(root: Path) -> Path:
     return Path(root) / TXN_DIR
 
 
-def _write_new_file(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Create ``path`` (it must not exist), write ``data`` fully and (``sync``) fsync it."""
+def _write_new_file(path: Path, data: bytes) -> None:
+    """Create ``path`` (it must not exist) and write ``data`` fully (`_fsync_file` makes it durable)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        if sync:
-            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -130,6 +129,7 @@ def commit_files(
     writes: Mapping[Path, bytes],
     removals: Iterable[Path] = (),
     *,
+    derived: Collection[Path] = (),
     before_commit: Callable[[Mapping[Path, Path]], None] | None = None,
     on_commit: Callable[[], None] | None = None,
 ) -> None:
@@ -143,6 +143,9 @@ def commit_files(
         root: the memory root; every path must lie inside it.
         writes: target path -> complete new content.
         removals: paths to delete in the same transaction.
+        derived: targets in ``writes`` that hold derived data every process recomputes after a
+            restart (the root's size total): renamed with the rest, but neither they nor their
+            folder are flushed to disk.
         before_commit: called with {target: its staged temporary file} once everything
             is staged, just before the commit point (a rename keeps a file's size and
             mtime, so the staged files show what the targets will be). If it raises,
@@ -183,9 +186,14 @@ def commit_files(
             one_sync = _ONE_SYNC and len(renames) > _SYNC_EACH_UP_TO
             for (temp, target), data in zip(renames, writes.values()):
                 created += _make_folders(target.parent)
-                _write_new_file(temp, data, sync=not one_sync)
+                _write_new_file(temp, data)
             if one_sync:
                 os.sync()
+            else:
+                # Written first, fsynced after: the first fsync's journal commit takes the others'
+                # data along on ext4 and xfs, so the rest cost little.
+                for path in [pending, *(temp for temp, target in renames if target not in derived)]:
+                    _fsync_file(path)
             if before_commit is not None:
                 before_commit({target: temp for temp, target in renames})
             os.replace(pending, committed)  # the commit point
@@ -204,8 +212,8 @@ def commit_files(
         on_commit()
     try:
         fsync_dir(journal_dir)
-        _roll_forward(root, journal)
-        _finish(committed, journal_dir)
+        _roll_forward(root, journal, derived)
+        _finish(committed, journal_dir, durable=bool(journal["removals"]))
     except OSError as exc:
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
 
@@ -245,12 +253,23 @@ def _remove_empty_folder(folder: Path) -> None:
 
 
 def _write_journal(path: Path, journal: dict) -> None:
-    """Write the journal file; fsynced before it is renamed to commit (see `commit_files`)."""
+    """Write the journal file; the caller fsyncs it (with the staged files) before its rename to commit."""
     _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
 
 
-def _roll_forward(root: Path, journal: dict) -> None:
-    """Apply a committed journal. Idempotent: a rename whose temp file is gone already happened."""
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _roll_forward(root: Path, journal: dict, derived: Collection[Path] = ()) -> None:
+    """Apply a committed journal. Idempotent: a rename whose temp file is gone already happened.
+
+    The folders touched are fsynced, except those only ``derived`` targets were renamed into.
+    """
     touched: set[Path] = set()
     confined: set[Path] = set()
     for temp_rel, target_rel in journal.get("renames", []):
@@ -259,7 +278,8 @@ def _roll_forward(root: Path, journal: dict) -> None:
             os.replace(temp, target)
         except FileNotFoundError:
             continue
-        touched.add(target.parent)
+        if target not in derived:
+            touched.add(target.parent)
     for removal_rel in journal.get("removals", []):
         path = _inside(root, removal_rel, confined)
         if _unlink_quietly(path):
@@ -268,11 +288,16 @@ def _roll_forward(root: Path, journal: dict) -> None:
         fsync_dir(folder)
 
 
-def _finish(journal_path: Path, journal_dir: Path) -> None:
-    # The unlink must be durable before the lock is released: a journal that reappeared
-    # after a power loss would replay its removals over a later transaction's files.
+def _finish(journal_path: Path, journal_dir: Path, *, durable: bool) -> None:
+    """Delete a rolled-forward journal; ``durable``: before the lock is released.
+
+    A journal with removals that reappeared after a power loss would replay them over a later
+    transaction's files; one with renames only replays nothing (its temporary files are gone and
+    their names are never reused), so its deletion need not be flushed.
+    """
     _unlink_quietly(journal_path)
-    fsync_dir(journal_dir)
+    if durable:
+        fsync_dir(journal_dir)
 
 
 def _unlink_quietly(path: Path) -> bool:

@@ -265,7 +265,8 @@ class FilesystemAdapter:
         """Commit a change to entries (under the exclusive lock), raising the change counter."""
         with disk_errors(self.root):
             self.changes.prepare()
-        commit_files(self.root, writes, removals, before_commit=before_commit, on_commit=self.changes.bump)
+        commit_files(self.root, writes, removals, derived={self._total.file}, before_commit=before_commit,
+                     on_commit=self.changes.bump)
 
     # ----------------------------------------------------------------- paths
 
@@ -427,7 +428,8 @@ class FilesystemAdapter:
             writes = {md: data, yml: dump_sidecar(sidecar)}
             removals = []
             if emb_bytes is None:
-                removals.append(emb)
+                if os.path.lexists(emb):
+                    removals.append(emb)
             else:
                 writes[emb] = emb_bytes
             entry = Entry(

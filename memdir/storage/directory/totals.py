@@ -5,10 +5,12 @@ the root per write is too slow on large roots, and a per-process running total m
 what other processes wrote (two servers on one root could each stay under the limit
 and together pass it). So the figure lives in a small file under ``.memdir/``, written
 in the same transaction as the change it follows (`staged`): a killed writer leaves the
-old files and the old figure, or the new ones, and nothing else behind. Each process
-scans the root once, the first time it needs the figure (files may have been edited by
-hand meanwhile), and afterwards reads the file only when another process has replaced
-it since. Like everything under ``.memdir/`` it is derived: deleting it loses nothing.
+old files and the old figure, or the new ones, and nothing else behind. Each process scans
+the root once, the first time it needs the figure (files may have been edited by hand
+meanwhile), and afterwards reads the file only when another process has replaced it since.
+So the file is not flushed to disk with the change (`commit_files`'s ``derived``): after a
+power cut, no process that could read a stale figure is left. Like everything under
+``.memdir/`` it is derived: deleting it loses nothing.
 """
 
 from __future__ import annotations

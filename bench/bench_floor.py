@@ -1,0 +1,341 @@
+"""Each memdir figure beside its floor on this machine, and the ratio, in one run.
+
+Usage::
+
+    python bench/bench_floor.py [--entries 10000] [--runs 15] [--searches 2000] [--bulk 400]
+                                [--sizes 10000 100000] [--only start write bulk search rss]
+
+Every row times memdir and its floor alternately, call by call, in the same run, so a busy
+machine slows both alike: the ratio is the figure to trust. Medians and p95 are printed with
+the load average. The rows and their floors:
+
+* start: ``memdir serve`` spawn -> ``tools/list`` against a bare one-tool server on the same
+  MCP SDK; ``memdir discover`` with no server (cold) against ``memdir --help``; ``memdir
+  discover`` answered by a running server against a stdlib-only script that sends the same
+  request over the same socket (Python's start plus the round trip).
+* write: `Memory.write` of a ~57-word entry against the model embedding its text alone; the
+  MCP MemoryWrite tool (official client, stdio) against `Memory.write` in this process.
+* bulk: ``memdir import`` of a folder of hand-written markdown entries then ``memdir rebuild
+  --missing-only`` (the batched embedding), in entries/s, against 3x mcp-memory-service's
+  store_batch rate measured beside memdir's (12.9/s; the reference, not re-measured here).
+* search: `HybridSearcher.search` with the query vector given against numpy's exact scan
+  (the faster of ``matrix @ q`` and ``einsum``, then the top 10) on the same matrix, on the
+  synthetic roots of `bench_search` (--sizes); the MCP MemorySearch tool against MemoryDiscover
+  on the same server and queries.
+* rss: the served process's resident memory after ``--searches`` MemorySearch calls.
+
+The real root (``--entries`` entries of four types, embedded with the real model) is built
+once under ``--cache`` (`bench_discover_hook.cached_root`), as are the synthetic ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import anyio
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(REPO), str(HERE)]
+
+import bench_discover_hook  # noqa: E402
+import bench_search  # noqa: E402
+from bench_serve_startup import BARE_SERVER  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from memdir.core import hook_socket  # noqa: E402
+
+PROMPT = bench_discover_hook.PROMPT
+REFERENCE_BATCH_RATE = 12.9
+"""mcp-memory-service 12.4.0's store_batch, entries/s, measured beside memdir (see the module docstring)."""
+QUERIES = [
+    "how do I debug a container that keeps restarting", "rollback the postgres schema migration",
+    "profile the react component rendering", "kubernetes cluster monitoring setup", "cache the search ranking",
+    "review the billing invoice token", "index the git branch history", "security review of the deploy fixture",
+]
+FLOOR_CLIENT = """
+import json, socket, sys
+request = sys.stdin.readline()
+with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+    s.connect(sys.argv[1]); s.sendall(request.encode()); chunks = []
+    while not chunks or not chunks[-1].endswith(b"\\n"):
+        chunks.append(s.recv(65536))
+answer = json.loads(b"".join(chunks))
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": answer["text"]}}))
+"""
+rows: list[tuple[str, str, str, str, str]] = []
+
+
+def stats(ms: list[float]) -> tuple[float, float]:
+    ordered = sorted(ms)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def row(what: str, memdir_ms: list[float], floor: str, floor_ms: list[float], target: str, unit: str = "ms") -> None:
+    (m50, m95), (f50, f95) = stats(memdir_ms), stats(floor_ms)
+    rows.append((what, f"{m50:8.1f} / {m95:8.1f} {unit}", floor, f"{f50:8.1f} / {f95:8.1f} {unit}",
+                 f"{m50 / f50:5.2f}x (target {target}), load {os.getloadavg()[0]:.1f}"))
+    print(f"  {what}: {m50:.1f} {unit} vs {floor} {f50:.1f} {unit} = {m50 / f50:.2f}x", flush=True)
+
+
+def interleaved(runs: int, *pairs: Callable[[], object]) -> list[list[float]]:
+    """Milliseconds of each callable, called in turn ``runs`` times (after one warm-up round)."""
+    for fn in pairs:
+        fn()
+    out: list[list[float]] = [[] for _ in pairs]
+    for _ in range(runs):
+        for times, fn in zip(out, pairs):
+            started = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def env_for(root: Path, cache: Path) -> dict[str, str]:
+    return {**os.environ, "MEMDIR_ROOT": str(root), "MEMDIR_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO),
+            "MEMDIR_CONFIG": str(cache / "no-config.toml")}
+
+
+def run(command: list[str], env: dict[str, str], stdin: str = "") -> Callable[[], object]:
+    def call() -> object:
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command[-3:])} failed: {done.stderr[-500:]}")
+        return done.stdout
+    return call
+
+
+# ----------------------------------------------------------------------------- start
+async def handshake(params: StdioServerParameters) -> None:
+    async with Client(params) as client:
+        await client.list_tools()
+
+
+def bench_start(root: Path, cache: Path, runs: int) -> None:
+    env = env_for(root, cache)
+    serve = StdioServerParameters(command=sys.executable, args=["-m", "memdir", "serve"], env=env, cwd=str(root))
+    bare = StdioServerParameters(command=sys.executable, args=["-c", BARE_SERVER], env=env, cwd=str(root))
+    served, floor = interleaved(runs, lambda: anyio.run(handshake, serve), lambda: anyio.run(handshake, bare))
+    row("serve: spawn -> tools/list", served, "bare one-tool SDK server", floor, "<= 1.1x")
+
+    payload = json.dumps({"session_id": "bench", "cwd": str(cache), "hook_event_name": "UserPromptSubmit", "prompt": PROMPT})
+    discover = [sys.executable, "-m", "memdir", "discover", "--root", str(root)]
+    cold, help_ = interleaved(runs, run(discover, env, payload), run([sys.executable, "-m", "memdir", "--help"], env))
+    row("discover hook, cold", cold, "memdir --help", help_, "<= 2.5x")
+
+    with running_server(root, env):
+        request = json.dumps({"v": hook_socket.VERSION, "kind": "discover", "root": hook_socket.canonical_root(root),
+                              "prompt": PROMPT, "include_skills": True}) + "\n"
+        floor_client = [sys.executable, "-c", FLOOR_CLIENT, str(hook_socket.socket_path(root))]
+        hook, socket_floor = interleaved(runs, run(discover, env, payload), run(floor_client, env, request))
+    row("discover hook, server running", hook, "python + the socket round trip", socket_floor, "<= 1.5x")
+
+
+@contextlib.contextmanager
+def running_server(root: Path, env: dict[str, str]) -> Iterator[None]:
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        with bench_discover_hook.running_server(root, env):
+            yield
+
+
+# ----------------------------------------------------------------------------- write
+def entry_text(words: list[str], rng: random.Random) -> str:
+    start = rng.randrange(0, len(words) - 60)
+    return " ".join(words[start:start + 57])
+
+
+def bench_write(cache: Path, runs: int, words: list[str]) -> None:
+    from memdir.core.settings import Settings
+    from memdir.embeddings.text import searchable_text
+    from memdir.memory import Memory
+
+    rng = random.Random(3)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        settings = Settings(root=Path(tmp) / "local", cache_dir=cache / "model")
+        served_root = Path(tmp) / "served"
+        with Memory.open(settings) as memory:
+            embedder = memory.model.get()
+            if embedder is None:
+                raise SystemExit(f"no model: {memory.model.reason}")
+            for i in range(200):  # a root with entries, not an empty one
+                memory.write(f"fact/filler/f{i}", entry_text(words, rng), title=f"Filler {i}", metadata={"type": "fact"})
+            counter = iter(range(10**6))
+            meta = {"type": "fact", "tags": ["bench", "write"], "domain": "bench"}
+
+            def write() -> None:
+                i = next(counter)
+                memory.write(f"fact/bench/w{i}", entry_text(words, rng), title=f"Entry {i}", metadata=meta)
+
+            def embed() -> None:
+                text = searchable_text("Entry", meta, entry_text(words, rng), settings.embedding_max_chars)
+                embedder.embed([text])
+
+            writes, embeds = interleaved(runs * 3, write, embed)
+            row("Memory.write, ~57 words", writes, "the embedding alone", embeds, "<= 1.2x")
+
+            async def mcp_writes() -> list[list[float]]:
+                env = env_for(served_root, cache / "model")
+                params = StdioServerParameters(command=sys.executable, args=["-m", "memdir", "serve"], env=env, cwd=tmp)
+                async with Client(params) as client:
+                    await client.call_tool("MemoryWrite", mcp_args(0))
+                    out: list[list[float]] = [[], []]
+                    for j in range(runs * 3):
+                        started = time.perf_counter()
+                        result = await client.call_tool("MemoryWrite", mcp_args(j + 1))
+                        out[0].append((time.perf_counter() - started) * 1000)
+                        if result.is_error:
+                            raise SystemExit(f"MemoryWrite failed: {result.content}")
+                        started = time.perf_counter()
+                        write()
+                        out[1].append((time.perf_counter() - started) * 1000)
+                    return out
+
+            def mcp_args(j: int) -> dict[str, object]:
+                return {"file_path": f"fact/bench/m{j}", "content": entry_text(words, rng), "title": f"Entry {j}",
+                        "type": "fact", "tags": ["bench", "write"], "related": None, "domain": "bench"}
+
+            served, local = anyio.run(mcp_writes)
+            row("MCP MemoryWrite", served, "Memory.write", local, "<= 2x")
+
+
+# ----------------------------------------------------------------------------- bulk
+def bench_bulk(cache: Path, count: int, words: list[str]) -> None:
+    rng = random.Random(5)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        source = Path(tmp) / "notes"
+        for i in range(count):
+            folder = source / ("concept", "fact", "skill", "experience")[i % 4] / f"topic{i % 20}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"note{i}.md").write_text(entry_text(words, rng) + "\n", encoding="utf-8")
+        target = Path(tmp) / "imported"
+        env = env_for(target, cache / "model")
+        started = time.perf_counter()
+        run([sys.executable, "-m", "memdir", "import", str(source)], env)()
+        run([sys.executable, "-m", "memdir", "rebuild", "--missing-only"], env)()
+        seconds = time.perf_counter() - started
+    rate = count / seconds
+    rows.append((f"bulk: import + rebuild --missing-only, {count} entries", f"{rate:8.1f} entries/s",
+                 "3x mcp-memory-service store_batch", f"{3 * REFERENCE_BATCH_RATE:8.1f} entries/s",
+                 f"{rate / (3 * REFERENCE_BATCH_RATE):5.2f}x of it (target >= 1x), load {os.getloadavg()[0]:.1f}"))
+    print(f"  bulk: {rate:.1f} entries/s", flush=True)
+
+
+# ----------------------------------------------------------------------------- search
+def bench_search_in_process(cache: Path, sizes: list[int], runs: int) -> None:
+    from memdir.core.settings import Settings
+    from memdir.search.hybrid import HybridSearcher
+    from memdir.storage.directory.index import DerivedIndex
+
+    for n in sizes:
+        root = bench_search.cached_root(cache, n)
+        index = DerivedIndex(root)
+        searcher = HybridSearcher(index, Settings())
+        _, matrix = index.vectors.snapshot()
+        gen, rng = bench_search.TextGenerator(seed=99), np.random.default_rng(5)
+        pairs = list(zip(gen.texts(rng.integers(4, 12, runs * 20)), bench_search.unit_vectors(rng, runs * 20)))
+        turn = iter(pairs * 3)
+        current: list[tuple[str, np.ndarray]] = []
+
+        def hybrid() -> None:
+            current[:] = [next(turn)]
+            searcher.search(current[0][0], query_vector=current[0][1], query_model=bench_search.MODEL)
+
+        def top10(scores: np.ndarray) -> np.ndarray:
+            best = np.argpartition(scores, len(scores) - 10)[-10:]
+            return best[np.argsort(-scores[best])]
+
+        matmul = interleaved(runs * 20, hybrid, lambda: top10(matrix @ current[0][1]),
+                             lambda: top10(np.einsum("ij,j->i", matrix, current[0][1])))
+        floor = min(matmul[1:], key=statistics.median)
+        row(f"search in process, vector given, {n:,}", matmul[0], "numpy exact scan + top 10", floor,
+            "<= 1.5x" if n <= 10_000 else "<= 1.1x")
+        index.close()
+
+
+async def served_searches(root: Path, cache: Path, runs: int, searches: int) -> tuple[list[float], list[float], float, float]:
+    """(MemorySearch ms, MemoryDiscover ms, RSS MB after the first round, RSS MB after ``searches`` searches)."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memdir", "serve"], env=env_for(root, cache),
+                                   cwd=str(root))
+    async with Client(params) as client:
+        server = _child_server()
+        while (await client.call_tool("MemorySearch", {"query": "warm up"})).is_error:
+            await anyio.sleep(0.2)
+        search, discover = [], []
+        for i in range(runs * 5):
+            query = QUERIES[i % len(QUERIES)]
+            for name, args, times in (("MemorySearch", {"query": query}, search),
+                                      ("MemoryDiscover", {"message": query}, discover)):
+                started = time.perf_counter()
+                await client.call_tool(name, args)
+                times.append((time.perf_counter() - started) * 1000)
+        first = _rss_mb(server)
+        for i in range(searches):
+            await client.call_tool("MemorySearch", {"query": f"{QUERIES[i % len(QUERIES)]} {i}"})
+        return search, discover, first, _rss_mb(server)
+
+
+def _child_server() -> int:
+    """The pid of the server the MCP client spawned (this process's only Python child)."""
+    children = [int(pid) for task in Path("/proc/self/task").iterdir()
+                for pid in (task / "children").read_text().split()]
+    return children[-1]
+
+
+def _rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) / 1024
+
+
+# ----------------------------------------------------------------------------- main
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=10_000, help="entries of the real root (start, MCP search, rss)")
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--searches", type=int, default=10_000, help="MemorySearch calls before the RSS is read")
+    parser.add_argument("--bulk", type=int, default=400, help="entries imported by the bulk row")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="synthetic roots searched in process")
+    parser.add_argument("--only", nargs="+", default=["start", "write", "bulk", "search", "rss"])
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-floor")
+    args = parser.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    words = bench_discover_hook.TOPICS + bench_discover_hook.VERBS + bench_discover_hook.NOUNS
+    words = [random.Random(i).choice(words) for i in range(5_000)]
+    os.environ["MEMDIR_CACHE_DIR"] = str(args.cache / "model")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at the start", flush=True)
+    root = None
+    if {"start", "rss"} & set(args.only):
+        root = bench_discover_hook.cached_root(args.cache, args.entries)
+    if "start" in args.only:
+        bench_start(root, args.cache / "model", args.runs)
+    if "write" in args.only:
+        bench_write(args.cache, args.runs, words)
+    if "bulk" in args.only:
+        bench_bulk(args.cache, args.bulk, words)
+    if "search" in args.only:
+        bench_search_in_process(args.cache, args.sizes, args.runs)
+    if "rss" in args.only:
+        search, discover, first, after = anyio.run(served_searches, root, args.cache / "model", args.runs, args.searches)
+        (s50, s95), (d50, d95) = stats(search), stats(discover)
+        rows.append(("MCP MemorySearch", f"{s50:8.1f} / {s95:8.1f} ms", "MemoryDiscover, same queries",
+                     f"{d50:8.1f} / {d95:8.1f} ms", f"{s50 - d50:+5.1f} ms (target <= +2 ms), load {os.getloadavg()[0]:.1f}"))
+        rows.append((f"served RSS after {args.searches} MemorySearch", f"{after:8.0f} MB", "target", "     250 MB",
+                     f"{after / 250:5.2f}x ({first:.0f} MB after the first {args.runs * 5}), load {os.getloadavg()[0]:.1f}"))
+    print(f"\n{'what':<44} {'memdir p50 / p95':<24} {'floor':<34} {'floor p50 / p95':<24} ratio")
+    for what, figure, floor, floor_figure, ratio in rows:
+        print(f"{what:<44} {figure:<24} {floor:<34} {floor_figure:<24} {ratio}")
+
+
+if __name__ == "__main__":
+    main()
