@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from memdir.cli import JsonOption, app, console, handle_errors, load_settings
+from memdir.cli.common import JsonOption, app, console, handle_errors, load_settings
 
 token_app = typer.Typer(help="Bearer tokens for `memdir serve --http` (named, stored hashed).", no_args_is_help=True,
                         rich_markup_mode=None)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from memdir.cli import AgentOption, JsonOption, RootOption, app, console, handle_errors, load_settings
+from memdir.cli.common import AgentOption, JsonOption, RootOption, app, console, handle_errors, load_settings
 
 if TYPE_CHECKING:
     from memdir.episodes.ingest import Transcript

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from memdir.cli import (
+from memdir.cli.common import (
     AdminOption,
     AgentOption,
     JsonOption,

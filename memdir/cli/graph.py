@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memdir.cli import AgentOption, RootOption, app, handle_errors, load_settings
+from memdir.cli.common import AgentOption, RootOption, app, handle_errors, load_settings
 from memdir.core.links import LINK_KINDS
 
 KindOption = Annotated[Optional[str], typer.Option("--kind", help=f"Link kind: {', '.join(LINK_KINDS)}.")]
