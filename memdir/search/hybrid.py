@@ -76,10 +76,8 @@ the best unfiltered hits were elsewhere.
 
 Everything a search reads comes through `memdir.storage.base.SearchIndex`. The directory
 store keeps it in memory (`DerivedIndex.vectors`, `DerivedIndex.keywords`): no SQLite query
-per search; PostgreSQL answers it with two queries (`memdir.storage.postgres`). Measured with ``bench/bench_search.py`` (2 shared cores):
-p50 1.7 ms at 10K entries and 7.7 ms at 100K with the query vector given (the cosine scan,
-``einsum`` split over both cores, is 0.6 / 5 ms of it; BM25 0.1 / 0.6 ms),
-where SQLite FTS5 plus the rows of the candidates used to cost ~2 / 8-13 ms.
+per search; PostgreSQL answers it with two queries (`memdir.storage.postgres`). ``bench/bench_search.py``
+measures it (figures in bench/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -4,29 +4,14 @@ It lives in ``<root>/.memdir/index.sqlite3`` and is never the source of truth: e
 row is rebuilt from the ``.md``/``.yml``/``.emb`` files when the file is missing,
 damaged or stale (`DerivedIndex.reconcile`).
 
-Keyword search: SQLite FTS5 was chosen first for BM25 (measured on this machine: 2
-shared cores; synthetic corpora as in ``bench/bench_search.py``; LoCoMo as in
-``bench/bench_recall_locomo.py``, BM25 alone):
-
-=========================  ===============  ====================  ===============
-                           SQLite FTS5      bm25s 0.3             tantivy 0.27
-=========================  ===============  ====================  ===============
-LoCoMo turn R@10           0.602            0.588                 0.608
-one write, 10K / 100K      0.2 / 0.2 ms     full re-index needed: 22 / 63 ms
-                           (insert+commit)  2.7 s / 21.9 s        (add+commit)
-query p50, 10K / 100K      0.9 / 6.7 ms     1.5 / 26 ms           0.03 / 0.16 ms
-several processes          yes (WAL)        no (in-memory)        one writer/dir
-=========================  ===============  ====================  ===============
-
-FTS5's query time (7-12 ms at 100K under load) did not fit the 12 ms search budget, so
-searches now run on an in-memory inverted index (`memdir.storage.directory.postings`, FTS5's BM25
-formula, 0.1 / 0.6 ms at 10K / 100K) that also holds each entry's title, type and tags.
-SQLite remains the shared, persistent source: ``entry_terms`` stores each entry's term
-ids and per-column counts, written in the entry's transaction, so opening builds the
-postings with numpy alone (100K entries: ~1 s of the ~1.5 s open; the vectors come from a
-flat snapshot, `memdir.storage.directory.snapshot`) and `refresh` applies
-other processes' changes to it exactly as to the vector matrix. The FTS5 table itself
-was dropped in schema 4: written on every write, read by nothing.
+Keyword search runs on an in-memory inverted index (`memdir.storage.directory.postings`, FTS5's
+BM25 formula) that also holds each entry's title, type and tags: SQLite FTS5 answers too slowly at
+100K entries for a search's budget, and in-process BM25 libraries keep no index that several
+processes can share and update one write at a time. SQLite remains the shared, persistent source:
+``entry_terms`` stores each entry's term ids and per-column counts, written in the entry's
+transaction, so opening builds the postings with numpy alone (the vectors come from a flat snapshot,
+`memdir.storage.directory.snapshot`) and `refresh` applies other processes' changes to it exactly as
+to the vector matrix.
 
 Multi-process consistency: every change (upsert, remove) takes the next number of a
 counter in ``meta`` and stamps it on the row (or, for removals, on a tombstone). Each
