@@ -92,7 +92,7 @@ from memdir.storage.directory.totals import SharedTotal
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 if TYPE_CHECKING:
-    from memdir.storage.directory.index import DerivedIndex
+    from memdir.storage.base import EntryIndex
     from memdir.storage.directory.root_listing import RootListing
 
 log = logging.getLogger(__name__)
@@ -319,15 +319,25 @@ class FilesystemAdapter:
         """The ``.md`` and ``.yml`` mtimes and sizes of ``path`` (`memdir.storage.directory.index_db.file_stats`)."""
         return file_stats(self.root, path)
 
-    def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
+    def listing(
+        self, under: str | None = None, folders: dict[str, os.stat_result | None] | None = None
+    ) -> Iterator[tuple[str, FileStats]]:
         """(path, stats) of every real entry, or of those in folder ``under`` (`memdir.storage.directory.index.listing`)."""
         from memdir.storage.directory.index import listing  # (the index module is the directory store's, loaded with it)
 
         return listing(self, under, folders)
 
-    def root_listing(self, index: DerivedIndex) -> RootListing:
-        """Listings and reconcile plans from the index's rows plus the folders that changed."""
+    def root_listing(self, index: EntryIndex) -> RootListing:
+        """Listings and reconcile plans from the index's rows plus the folders that changed.
+
+        Raises:
+            TypeError: ``index`` is not a directory store's index (the listing reads its rows).
+        """
+        from memdir.storage.directory.index import DerivedIndex
         from memdir.storage.directory.root_listing import RootListing
+
+        if not isinstance(index, DerivedIndex):
+            raise TypeError(f"a directory store lists over its own index, not {type(index).__name__}")
 
         return RootListing(self, index)
 

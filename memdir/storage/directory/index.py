@@ -53,7 +53,7 @@ from contextlib import contextmanager
 from dataclasses import astuple, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -83,6 +83,9 @@ from memdir.storage.directory.listing_rows import (
 from memdir.storage.directory.postings import KeywordDoc, KeywordIndex
 from memdir.storage.directory.vectors import VectorMatrix
 
+if TYPE_CHECKING:
+    from memdir.storage.directory.filesystem import FilesystemAdapter
+
 log = logging.getLogger(__name__)
 
 # BM25 column weights (FTS5's weighting, kept when the scoring moved into memory) for title,
@@ -99,7 +102,7 @@ _FILES_CHANGE = "files_change"  # the meta key holding the file change counter t
 
 
 def listing(
-    adapter: Any, under: str | None = None, folders: dict[str, int] | None = None
+    adapter: FilesystemAdapter, under: str | None = None, folders: dict[str, os.stat_result | None] | None = None
 ) -> Iterator[tuple[str, FileStats]]:
     """(path, stats) of every real entry of a filesystem adapter (or of its folder ``under``), stubs and built-ins left out.
 

@@ -15,10 +15,11 @@ work unchanged.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg
@@ -37,11 +38,15 @@ from memdir.storage.entry_input import (
     valid_redirect,
 )
 from memdir.storage.postgres.audit import PostgresAudit
-from memdir.storage.postgres.database import Database, redact
+from memdir.storage.postgres.database import Database, redact, scalar
 from memdir.storage.records import Listed, ReconcilePlan
 from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.records import folder_of
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
+
+if TYPE_CHECKING:
+    from memdir.storage.base import EntryIndex
+    from memdir.storage.directory.folder_stamps import Stamp  # the directory's folder stamps: a database has none
 
 _ENTRY_COLUMNS = (
     "path, content, title, metadata, updated_at, size, hits, embedding, embedding_checksum,"
@@ -52,7 +57,7 @@ _INFO_COLUMNS = "path, title, size, updated_at, type, hits, version"
 
 def next_change(conn: psycopg.Connection) -> int:
     """Claim the next change number and record it as the store's last change (committed with the caller's transaction)."""
-    return conn.execute("UPDATE store_state SET change = nextval('changes') RETURNING change").fetchone()[0]
+    return scalar(conn, "UPDATE store_state SET change = nextval('changes') RETURNING change")
 
 
 def like_prefix(prefix: str) -> str:
@@ -146,7 +151,7 @@ class PostgresAdapter:
         return entry
 
     def _check_sizes(self, conn: psycopg.Connection, path: str, new_size: int, old_size: int) -> None:
-        total = conn.execute("SELECT total_size FROM store_state").fetchone()[0] + new_size - old_size
+        total = scalar(conn, "SELECT total_size FROM store_state") + new_size - old_size
         check_sizes(path, new_size, self.max_entry_size, total, self.max_total_size)
 
     def _store(self, conn: psycopg.Connection, entry: Entry, old_size: int, stub: Redirect | None = None) -> int:
@@ -215,7 +220,7 @@ class PostgresAdapter:
 
     def set_metadata(
         self,
-        changes: Mapping[str, Callable[[Entry], Metadata]],
+        changes: Mapping[str, Callable[[Entry], Metadata | None]],
         *,
         before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
     ) -> list[Entry]:
@@ -360,7 +365,7 @@ class PostgresAdapter:
         include_virtual: bool = False,
         with_metadata: bool = True,
         under: str | None = None,
-        folders: dict[str, int] | None = None,
+        folders: dict[str, os.stat_result | None] | None = None,
     ) -> Iterator[EntryInfo]:
         """Every entry in path order (one query; ``with_metadata`` and ``folders`` change nothing here)."""
         prefix = folder_prefix(under)
@@ -387,7 +392,9 @@ class PostgresAdapter:
         found = {row[0]: info_of(row) for row in rows}
         return [found[path] for path in paths if path in found]
 
-    def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
+    def listing(
+        self, under: str | None = None, folders: dict[str, os.stat_result | None] | None = None
+    ) -> Iterator[tuple[str, FileStats]]:
         for info in self.iter_entries(under=under):
             yield info.path, row_stats(info.size, info.mtime_ns)
 
@@ -396,9 +403,9 @@ class PostgresAdapter:
         return FileStats() if row is None else row_stats(*row)
 
     def total_size(self) -> int:
-        return self._conn().execute("SELECT total_size FROM store_state").fetchone()[0]
+        return scalar(self._conn(), "SELECT total_size FROM store_state")
 
-    def root_listing(self, index: object) -> RowListing:
+    def root_listing(self, index: EntryIndex) -> RowListing:
         """What `Memory` lists and plans reconciles with: the rows themselves (no folders to walk)."""
         return RowListing(self)
 
@@ -409,7 +416,7 @@ class RowListing:
 
     def __init__(self, adapter: PostgresAdapter) -> None:
         self.adapter = adapter
-        self.stamps: dict[str, Any] = {}  # (no folders: nothing to stamp)
+        self.stamps: dict[str, Stamp] = {}  # (no folders: nothing to stamp)
 
     def entries(self, keep: Callable[[str], bool], under: str | None = None) -> list[EntryInfo]:
         return [info for info in self.adapter.iter_entries(under=under) if keep(info.path)]

@@ -38,7 +38,7 @@ from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, Inde
 from memdir.storage.evolution_records import ImportanceChange
 from memdir.storage.records import Edge, RankFacts, entry_terms
 from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats
-from memdir.storage.postgres.database import Database
+from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.search import (
     BEGIN, HIDDEN, HiddenCache, Neighbours, RowHits, SearchState, candidates_params, candidates_sql, filters,
     neighbour_ids,
@@ -73,7 +73,7 @@ class _Changes:
         self.db = db
 
     def value(self) -> int:
-        return self.db.connection().execute("SELECT change FROM store_state").fetchone()[0]
+        return scalar(self.db.connection(), "SELECT change FROM store_state")
 
 
 class PostgresIndex:
@@ -118,9 +118,7 @@ class PostgresIndex:
 
     def behind_files(self) -> bool:
         """True if a row changed without its search columns (an adapter write made outside `Memory`)."""
-        return self._conn().execute(
-            "SELECT EXISTS (SELECT 1 FROM entries WHERE indexed IS NULL)"
-        ).fetchone()[0]
+        return scalar(self._conn(), "SELECT EXISTS (SELECT 1 FROM entries WHERE indexed IS NULL)")
 
     def ahead_of_files(self) -> Any:
         """Nothing to anticipate: the entry and its search columns commit in one transaction."""
@@ -310,7 +308,7 @@ class PostgresIndex:
                 self._index(conn, entry, text_hash_of(entry), entry.embedding_model, entry.embedding_text_hash)
                 report.updated += 1
             if text_recipe is not None:
-                recorded = conn.execute("SELECT text_recipe FROM store_state").fetchone()[0]
+                recorded = scalar(conn, "SELECT text_recipe FROM store_state")
                 if recorded != text_recipe:
                     report.rehashed = self._rehash(conn, load, text_hash_of)
                     conn.execute("UPDATE store_state SET text_recipe = %s", (text_recipe,))
@@ -441,12 +439,12 @@ class PostgresIndex:
         return [row[0] for row in self._conn().execute(query, (model_id,) if model_id is not None else ())]
 
     def stats(self, model_id: str | None = None) -> IndexStats:
-        entries = self._conn().execute("SELECT count(*) FROM entries WHERE stub_kind IS NULL").fetchone()[0]
+        entries = scalar(self._conn(), "SELECT count(*) FROM entries WHERE stub_kind IS NULL")
         stale = len(self.needs_embedding(model_id))
         return IndexStats(entries=entries, embedded=entries - stale, stale=stale)
 
     def __len__(self) -> int:
-        return self._conn().execute("SELECT entries FROM store_state").fetchone()[0]
+        return scalar(self._conn(), "SELECT entries FROM store_state")
 
     def vector_snapshot(self, model_id: str | None) -> tuple[list[str], np.ndarray]:
         rows = self._conn().execute(

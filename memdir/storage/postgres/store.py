@@ -10,7 +10,7 @@ from memdir.core.errors import StoreUnavailableError
 from memdir.core.files import disk_errors
 from memdir.core.settings import Settings
 from memdir.storage.postgres.adapter import PostgresAdapter
-from memdir.storage.postgres.database import Database, redact
+from memdir.storage.postgres.database import Database, redact, scalar
 from memdir.storage.postgres.index import PostgresIndex
 from memdir.storage.postgres.schema import migrate
 
@@ -30,7 +30,7 @@ def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> t
     conn = db.connection()
     try:
         if read_only:
-            present = conn.execute("SELECT to_regclass('entries') IS NOT NULL").fetchone()[0]
+            present = scalar(conn, "SELECT to_regclass('entries') IS NOT NULL")
             if not present:
                 raise StoreUnavailableError(redact(url), "it holds no memdir store yet (a first write creates one)")
         else:
