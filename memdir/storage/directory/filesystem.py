@@ -231,7 +231,8 @@ class FilesystemAdapter:
                 before = self.changes.value()
                 if has_pending(self.root, committed_only=True):
                     continue
-                self._attempt.warnings = held = []
+                held: list[tuple[str, tuple[Any, ...]]] = []
+                self._attempt.warnings = held
                 try:
                     result, error = read(), None
                 except Exception as exc:  # noqa: BLE001 — judged once we know whether a change overlapped

@@ -203,7 +203,7 @@ class RootListing:
             files = list(listing(self.adapter, folders=walked))
             return ReconcilePlan(files, None, known, lambda failed: _untrusting(stamps_of_walk(walked), failed))
         files = [(path, stats) for folder in changes.listed.values() for path, stats in folder.entries.items()]
-        if in_place_edits:
+        if in_place_edits and known is not None:  # (folders were compared only when the rows were read)
             files.extend(_edited_in_place(str(self.adapter.root), known, by_folder, changes))
         covered = changes.covers if changes.listed or changes.gone else _covers_nothing  # (asked of every row)
         return ReconcilePlan(

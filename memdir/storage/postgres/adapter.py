@@ -352,7 +352,7 @@ class PostgresAdapter:
         return None if row is None else entry_of(row)
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
-        found = dict(self._conn().execute(
+        found: dict[str, str] = dict(self._conn().execute(
             "SELECT path, content FROM entries WHERE path = ANY(%s) AND NOT builtin", (list(paths),)
         ).fetchall())
         return [load_virtual(path).content if is_virtual(path) else found.get(path, "") for path in paths]

@@ -631,7 +631,7 @@ class PostgresIndex:
             if semantic is not None:
                 semantic.known.setdefault(path, 0.0 if cosine is None else float(cosine))
         found = [(path, by_path[path]) for path in paths if path in by_path]
-        if window:
+        if window and state is not None:  # (a window is asked for only in a search)
             # (owner: the candidate's place among those found, as `memdir.search.context` counts them)
             place = {row[0]: i for i, (_, row) in enumerate(found)}
             state.neighbours = Neighbours(
