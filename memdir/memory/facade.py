@@ -333,7 +333,8 @@ class Memory:
         """The audit record of a change of ``logical`` from ``before`` to ``after`` (None: no entry)."""
         action, labelled = self._label(default)
         details = {**facts, **labelled}
-        owner = (before or after).metadata.labels().created_by if (before or after) is not None else None
+        subject = before or after
+        owner = subject.metadata.labels().created_by if subject is not None else None
         overrode = self.actor.admin and owner is not None and owner != self.actor.name
         return AuditRecord(
             at=utcnow().isoformat(), agent=self.actor.name, role=self.actor.role.value if self.actor.role else None,
@@ -694,12 +695,14 @@ class Memory:
         before: dict[str, tuple[Entry, str, dict[str, Any]]] = {}  # path -> (entry as read, audit action, facts)
 
         def changed(entry: Entry) -> Metadata | None:  # under the lock, from the adapter's one read
-            fields = wanted[entry.path]
-            if callable(fields):
-                fields = fields(entry)
+            change = wanted[entry.path]
+            if callable(change):
+                fields = change(entry)
                 if not fields:
                     return None
                 _check_bulk_fields([fields])
+            else:
+                fields = change
             metadata = _changed_metadata(entry, fields)
             action, facts = _metadata_action(entry.metadata, metadata)
             self._guard(entry.path, entry, action)  # (the index lagged a hand edit)

@@ -396,9 +396,10 @@ class HybridSearcher:
             if admitted:
                 ranked = self._ranked(*rerun, extra=admitted) or ranked
         if hidden:
-            ranked = ranked.without(hidden)
-            if ranked is None:
+            kept = ranked.without(hidden)
+            if kept is None:
                 return None
+            ranked = kept
         paths = ranked.found.paths
         facts = self.index.rank_facts(paths)
         now = datetime.now(timezone.utc)

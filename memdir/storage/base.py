@@ -12,7 +12,7 @@ listings read: keyword statistics, vectors, links, freshness). Two stores implem
 The protocols are what `Memory` calls, no more. The seams where the two differ most:
 
 * ``before_commit``: each adapter write stages its change and calls the hook (which updates
-  the index) before its commit point; if the hook raises, nothing changes. For the
+  the index) before its commit point (what it returns is ignored); if the hook raises, nothing changes. For the
   directory that is "before the renames", for PostgreSQL "before COMMIT".
 * ``adapter.lock``: many readers or one writer. A file lock for the directory; a
   transaction plus advisory lock for PostgreSQL, so that several servers on several machines
@@ -257,20 +257,20 @@ class StorageAdapter(Protocol):
         self, path: str, content: str, *, title: str, metadata: Metadata | Mapping[str, object] | None = None,
         embedding: np.ndarray | None = None, hits: int | None = None, updated_at: datetime | None = None,
         embedding_model: str | None = None, embedding_text_hash: str | None = None,
-        before_commit: Callable[[Entry, FileStats], None] | None = None,
+        before_commit: Callable[[Entry, FileStats], object] | None = None,
     ) -> Entry:
         """Create or replace an entry atomically; ``hits=None`` keeps the existing count."""
 
     def set_embeddings(
         self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, Entry] | None = None,
         model_id: str | None = None, text_hashes: Mapping[str, str] | None = None,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """New vectors for unchanged entries, in one transaction (entries changed since ``expected`` skipped)."""
 
     def set_metadata(
         self, changes: Mapping[str, Callable[[Entry], Metadata | None]], *,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """New metadata (fields not embedded) for existing entries, in one transaction (a change
         that gives None leaves its entry as it is)."""
@@ -284,10 +284,10 @@ class StorageAdapter(Protocol):
     def exists(self, path: str) -> bool:
         """True if a real entry, stub or virtual entry lives at ``path``."""
 
-    def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
+    def delete(self, path: str, *, before_commit: Callable[[], object] | None = None) -> None:
         """Remove the entry (`EntryNotFoundError` if there is none)."""
 
-    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
+    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], object] | None = None) -> None:
         """Replace the entry at ``path`` with a redirect stub."""
 
     def read_redirect(self, path: str) -> Redirect | None:

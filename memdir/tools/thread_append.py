@@ -65,8 +65,10 @@ def thread_append(
     summarize = sampling_summarizer(ask, memory.settings) if ask is not None else None
     result = manager.append(thread, checked, summarize=summarize)
     if result.chunk_id is None:
-        return (f"Queued as #{result.queued_at} in thread {thread} (the thread is "
-                f"{manager.blocked_by(thread).value}): ThreadControl(action='step') or 'resume' processes it.")
+        reason = manager.blocked_by(thread)
+        state = f"the thread is {reason.value}" if reason is not None else "earlier messages are queued"
+        return (f"Queued as #{result.queued_at} in thread {thread} ({state}): "
+                "ThreadControl(action='step') or 'resume' processes it.")
     switched = f"; switched to {result.strategy} by the marker" if result.switched else ""
     return f"Appended {result.chunk_id} to thread {thread} (strategy {result.strategy}{switched}).{describe_compaction(result.compacted)}"
 

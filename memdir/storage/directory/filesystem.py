@@ -113,7 +113,7 @@ def _staged_stats(staged: Mapping[Path, Path], md: Path, yml: Path) -> FileStats
     return FileStats(md_st.st_mtime_ns, md_st.st_size, yml_st.st_mtime_ns, yml_st.st_size)
 
 
-def _ignoring_staged(hook: Callable[[], None] | None) -> Callable[[Mapping[Path, Path]], None] | None:
+def _ignoring_staged(hook: Callable[[], object] | None) -> Callable[[Mapping[Path, Path]], object] | None:
     return None if hook is None else lambda _staged: hook()
 
 
@@ -261,7 +261,7 @@ class FilesystemAdapter:
         writes: Mapping[Path, bytes],
         removals: Sequence[Path] = (),
         *,
-        before_commit: Callable[[Mapping[Path, Path]], None] | None = None,
+        before_commit: Callable[[Mapping[Path, Path]], object] | None = None,
     ) -> None:
         """Commit a change to entries (under the exclusive lock), raising the change counter."""
         with disk_errors(self.root):
@@ -390,7 +390,7 @@ class FilesystemAdapter:
         updated_at: datetime | None = None,
         embedding_model: str | None = None,
         embedding_text_hash: str | None = None,
-        before_commit: Callable[[Entry, FileStats], None] | None = None,
+        before_commit: Callable[[Entry, FileStats], object] | None = None,
     ) -> Entry:
         """Create or replace the entry at ``path`` atomically (all three files or none).
 
@@ -466,7 +466,7 @@ class FilesystemAdapter:
         expected: Mapping[str, Entry] | None = None,
         model_id: str | None = None,
         text_hashes: Mapping[str, str] | None = None,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """Replace the embeddings of existing entries in ONE transaction (re-embedding, rebuilds).
 
@@ -531,7 +531,7 @@ class FilesystemAdapter:
         self,
         changes: Mapping[str, Callable[[Entry], Metadata | None]],
         *,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """Replace the metadata of existing entries in ONE transaction (the evolution jobs' bulk changes).
 
@@ -580,7 +580,7 @@ class FilesystemAdapter:
         sidecar = self._load_sidecar(yml)
         return as_int(sidecar.get("hits")) if sidecar else 0
 
-    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
+    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], object] | None = None) -> None:
         """Replace the entry at ``path`` with a stub pointing at ``redirect.target``.
 
         The stub is a lone ``.md`` file: its ``.yml`` and ``.emb`` are removed in the same
@@ -597,7 +597,7 @@ class FilesystemAdapter:
             self._commit({md: data} | staged, [yml, emb], before_commit=_ignoring_staged(before_commit))
             self._total.committed(total)
 
-    def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
+    def delete(self, path: str, *, before_commit: Callable[[], object] | None = None) -> None:
         """Remove the entry's ``.md``, ``.yml`` and ``.emb`` together; a stub is deleted itself.
 
         ``before_commit`` runs as in `write`.

@@ -125,7 +125,7 @@ class PostgresAdapter:
         updated_at: datetime | None = None,
         embedding_model: str | None = None,
         embedding_text_hash: str | None = None,
-        before_commit: Callable[[Entry, FileStats], None] | None = None,
+        before_commit: Callable[[Entry, FileStats], object] | None = None,
     ) -> Entry:
         """Create or replace the entry at ``path`` in one transaction (see `FilesystemAdapter.write`)."""
         path = normalize_path(path)
@@ -186,7 +186,7 @@ class PostgresAdapter:
         expected: Mapping[str, Entry] | None = None,
         model_id: str | None = None,
         text_hashes: Mapping[str, str] | None = None,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """New vectors for unchanged entries in ONE transaction (see `FilesystemAdapter.set_embeddings`)."""
         updated: list[tuple[Entry, FileStats]] = []
@@ -222,7 +222,7 @@ class PostgresAdapter:
         self,
         changes: Mapping[str, Callable[[Entry], Metadata | None]],
         *,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """New metadata (fields not embedded) for existing entries in ONE transaction (see
         `FilesystemAdapter.set_metadata`); missing entries and stubs are skipped."""
@@ -250,7 +250,7 @@ class PostgresAdapter:
                 before_commit(updated)
         return [entry for entry, _ in updated]
 
-    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], None] | None = None) -> None:
+    def write_stub(self, path: str, redirect: Redirect, *, before_commit: Callable[[], object] | None = None) -> None:
         """Replace the entry at ``path`` with a redirect stub (its vector and search columns go)."""
         path = normalize_path(path)
         refuse_virtual(path)
@@ -267,7 +267,7 @@ class PostgresAdapter:
             if before_commit is not None:
                 before_commit()
 
-    def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
+    def delete(self, path: str, *, before_commit: Callable[[], object] | None = None) -> None:
         """Remove the entry (or stub) at ``path``; its postings and links go with it."""
         path = normalize_path(path)
         refuse_virtual(path)
