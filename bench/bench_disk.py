@@ -15,7 +15,6 @@ bytes on disk while open, and the write latency (p50/p99) including the checkpoi
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile

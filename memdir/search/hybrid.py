@@ -92,7 +92,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import Literal, NamedTuple, Union
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -107,7 +107,7 @@ from memdir.storage.base import Candidates, SearchIndex, SemanticHits
 
 
 Mode = Literal["hybrid", "keyword"]
-EmbedderSource = Union[Embedder, Callable[[], "Embedder | None"], None]
+EmbedderSource = Embedder | Callable[[], Embedder | None] | None
 
 # SwarmMemory: keyword matches are normalised by min(len(keywords), 5), so a long query
 # is not penalised for words no entry could contain.

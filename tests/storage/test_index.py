@@ -15,7 +15,8 @@ from memdir.embeddings.text import searchable_text, text_hash
 from memdir.storage.directory import index as index_module
 from memdir.storage.directory import index_db
 from memdir.storage.directory.filesystem import FilesystemAdapter
-from memdir.storage.directory.index import DerivedIndex, FileStats, file_stats, listing
+from memdir.storage.directory.index import DerivedIndex, FileStats, listing
+from memdir.storage.directory.index_db import file_stats
 from memdir.storage.sidecar import fallback_title
 from memdir.storage.directory.vectors import VectorMatrix
 
@@ -427,7 +428,8 @@ _WRITER = """
 import sys
 import numpy as np
 from memdir.core.entry import Entry, Metadata
-from memdir.storage.directory.index import DerivedIndex, FileStats, file_stats, listing
+from memdir.storage.directory.index import DerivedIndex, FileStats, listing
+from memdir.storage.directory.index_db import file_stats
 index = DerivedIndex(sys.argv[1])
 vector = np.zeros(384, dtype=np.float32)
 vector[7] = 1.0

@@ -66,7 +66,7 @@ from memdir.storage.directory import listing_snapshot as listing_snapshots
 from memdir.storage.directory import snapshot as snapshots
 from memdir.core.keywords import porter_stem, tokenize
 from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
-from memdir.storage.directory.index_db import file_stats, stat_or_zero
+from memdir.storage.directory.index_db import stat_or_zero
 from memdir.storage.records import Edge, RankFacts
 from memdir.storage.directory.changes import ChangeCounter
 from memdir.storage.evolution_records import ImportanceChange, latest_importance

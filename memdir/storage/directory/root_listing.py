@@ -116,14 +116,15 @@ class RootListing:
             stamps = self.stamps
             knows = _RecordedStats(self.index)
             changes = find_changes(
-                str(self.adapter.root), stamps, rows.folders, lambda prefix: self.adapter.list_folder(prefix, knows)
+                str(self.adapter.root), stamps, rows.folders,
+                lambda prefix: self.adapter.list_folder(prefix, knows),  # noqa: B023 — called before the next attempt
             )
             if changes is None:
                 return None
             listed = self._from_rows(rows, changes, keep, knows, under)
             if self.index.changes.value() != change:
                 continue  # a commit overlapped: what was listed may be half of it
-            self.stamps = changes.restamped(stamps, lambda prefix, folder: _agrees(rows, prefix, folder, knows))
+            self.stamps = changes.restamped(stamps, lambda prefix, folder: _agrees(rows, prefix, folder, knows))  # noqa: B023 — called here
             return listed
         return None
 
