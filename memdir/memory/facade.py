@@ -31,7 +31,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -83,7 +83,16 @@ log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
 FieldChanges = dict[str, Any]  # metadata field -> new value (None: removed)
-T = TypeVar("T")
+
+
+class _AboutAnEntry(Protocol):
+    """Anything about one entry (a listing row, a search result): what `Memory.in_view` filters."""
+
+    @property
+    def path(self) -> str: ...
+
+
+T = TypeVar("T", bound=_AboutAnEntry)
 CACHE_FIGURES_EVERY = 50
 """Agent reads between two saves of the cache's figures for `memdir status`."""
 NO_LABELS = Labels()
@@ -821,8 +830,8 @@ class Memory:
         ``view`` (`Actor.sees`, on the labels the derived index keeps), in their order; all for None."""
         if view is None or not items:
             return items
-        labels = self.index.labels([item.path for item in items])  # type: ignore[attr-defined]
-        return [item for item in items if view.sees(labels.get(item.path, NO_LABELS))]  # type: ignore[attr-defined]
+        labels = self.index.labels([item.path for item in items])
+        return [item for item in items if view.sees(labels.get(item.path, NO_LABELS))]
 
     def _entries(
         self, keep: Callable[[str], bool], *, include_virtual: bool = True, under: str | None = None

@@ -101,6 +101,7 @@ class MemdirServer(MCPServer[AppState]):
         def with_tool_changes(notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any) -> Any:
             return create(notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
 
+        # (this server's options only: the SDK offers no hook for them)
         lowlevel.create_initialization_options = with_tool_changes  # type: ignore[method-assign]
 
     async def run_stdio_async(self) -> None:
@@ -186,6 +187,7 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
             kwargs["ask"] = sampling.client_ask(ctx, app_state(ctx).settings.thread_sampling_timeout)
         return await run_memory_tool(ctx, fn, read_only=read_only, **kwargs)
 
+    # (the SDK reads the tool's parameters from it; typeshed declares no __signature__ on functions)
     tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
     tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
     tool.__name__ = spec.name
@@ -260,6 +262,7 @@ def _defrag_tool(fn: Callable[..., str]) -> Callable[..., Any]:
         given = {name: value for name, value in options.items() if value is not None}
         return await run_memory_tool(ctx, fn, action=action, **given)
 
+    # (the SDK reads the tool's parameters from it; typeshed declares no __signature__ on functions)
     tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
     tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
     tool.__name__ = "MemoryDefrag"

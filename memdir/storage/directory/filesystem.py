@@ -233,10 +233,11 @@ class FilesystemAdapter:
                     continue
                 held: list[tuple[str, tuple[Any, ...]]] = []
                 self._attempt.warnings = held
+                error: Exception | None = None
                 try:
-                    result, error = read(), None
+                    result = read()
                 except Exception as exc:  # noqa: BLE001 — judged once we know whether a change overlapped
-                    result, error = None, exc
+                    error = exc
                 finally:
                     self._attempt.warnings = None
                 if self.changes.value() == before:
@@ -244,7 +245,7 @@ class FilesystemAdapter:
                         log.warning(message, *args)
                     if error is not None:
                         raise error
-                    return result  # type: ignore[return-value]
+                    return result
         with self._reading():
             return read()
 

@@ -104,10 +104,13 @@ class ListingRows:
     def infos(self, slots: list[int]) -> list[EntryInfo]:
         """The listing rows at ``slots``, in that order, as `EntryInfo`."""
         built = self.built
+        out: list[EntryInfo] = []
         for slot in slots:
-            if built[slot] is None:
-                built[slot] = self._made(slot)
-        return [built[slot] for slot in slots]  # type: ignore[misc]
+            found = built[slot]
+            if found is None:
+                found = built[slot] = self._made(slot)
+            out.append(found)
+        return out
 
     def _made(self, slot: int) -> EntryInfo:
         table = self.table
