@@ -49,7 +49,7 @@ _ROW_BITS = 40
 _UNKNOWN_ROW = 1 << (_ROW_BITS - 1)
 
 
-def _written_key(folder_code, row_id, slot):
+def _written_key(folder_code: np.ndarray | int, row_id: np.ndarray | int, slot: np.ndarray | int) -> np.ndarray:
     """One number per entry that sorts by folder, then by when it was first written: its row id
     in the index, or (not known, as for an entry added by hand) after every known one, by slot."""
     row = np.where(np.asarray(row_id) >= 0, row_id, _UNKNOWN_ROW + np.asarray(slot))
