@@ -199,7 +199,7 @@ def run_conversation(conv: Conversation, workdir: Path, embedder, ks: list[int])
             out: list[str] = []
             for path in episode_paths:
                 ids = episode_turns[path]
-                out += sorted(ids, key=lambda i: (turn_rank.get(i, len(turn_rank)), ids.index(i)))
+                out += sorted(ids, key=lambda i: (turn_rank.get(i, len(turn_rank)), ids.index(i)))  # noqa: B023 — called here
                 if len(out) >= top_k:
                     break
             return out

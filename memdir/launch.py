@@ -50,11 +50,10 @@ def main() -> None:
 
 def answered_by_server(argv: list[str]) -> bool:
     """True when ``argv`` is a hook that a running server answered (its output is printed)."""
-    for words, (kind, event) in HOOKS.items():
-        if tuple(argv[: len(words)]) == words:
-            break
-    else:
+    hook = next(((words, hook) for words, hook in HOOKS.items() if tuple(argv[: len(words)]) == words), None)
+    if hook is None:
         return False
+    words, (kind, event) = hook
     options = _options(argv[len(words):], OPTIONS[kind])
     if options is None:
         return False

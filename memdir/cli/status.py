@@ -51,7 +51,7 @@ def status(root: RootOption = None, agent: AgentOption = None, store: StoreOptio
     from rich.table import Table
 
     table = Table(title="memdir status", show_header=False)
-    prefetch = data.pop("prefetch")
+    data.pop("prefetch")  # (a line of its own below)
     for key, value in data.items():
         table.add_row(key.replace("_", " "), "" if value is None else str(value))
     table.add_row("prefetch hit rate", prefetch_line(report.prefetch))

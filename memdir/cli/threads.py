@@ -16,6 +16,8 @@ import typer
 from memdir.cli.common import AgentOption, JsonOption, RootOption, app, console, handle_errors, load_settings
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from memdir.episodes.ingest import Transcript
     from memdir.memory import Memory
     from memdir.threads.model import ThreadState
@@ -26,13 +28,13 @@ thread_app = typer.Typer(
 ThreadArgument = Annotated[str, typer.Argument(help="The thread id.")]
 
 
-def _open(root, agent, *, load_model: bool = False) -> Memory:
+def _open(root: Path | None, agent: str | None, *, load_model: bool = False) -> Memory:
     from memdir.memory import Memory
 
     return Memory.open(load_settings(root, agent), load_model=load_model)
 
 
-def _control(root, agent, thread: str, action: str, value: str | None = None) -> None:
+def _control(root: Path | None, agent: str | None, thread: str, action: str, value: str | None = None) -> None:
     """Run one ThreadControl action and print its answer."""
     from memdir.tools.thread_control import thread_control
 

@@ -8,18 +8,21 @@ with its next request.
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from memdir.cli.common import JsonOption, app, console, handle_errors, load_settings
+
+if TYPE_CHECKING:
+    from memdir.server.tokens import TokenFile
 
 token_app = typer.Typer(help="Bearer tokens for `memdir serve --http` (named, stored hashed).", no_args_is_help=True,
                         rich_markup_mode=None)
 NameArgument = Annotated[str, typer.Argument(help="The token's name (e.g. the machine or person it is for).")]
 
 
-def _tokens():
+def _tokens() -> TokenFile:
     from memdir.server.tokens import TokenFile
 
     settings = load_settings()

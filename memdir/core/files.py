@@ -261,7 +261,7 @@ def fsync_dir(path: Path) -> None:
 
 
 def _disk_error(exc: OSError, root: object) -> MemdirError | None:
-    if exc.errno in _NO_SPACE:
+    if exc.errno is not None and exc.errno in _NO_SPACE:
         return DiskFullError(root, os.strerror(exc.errno))
     if exc.errno == errno.EROFS:
         return ReadOnlyRootError(root, "its filesystem is mounted read-only")

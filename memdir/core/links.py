@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, SupportsFloat, SupportsIndex
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -29,10 +29,13 @@ from memdir.core.errors import InputValidationError, InvalidPathError
 from memdir.core.paths import link_target, normalize_path
 from memdir.core.suggest import did_you_mean
 
-LINK_KINDS = ("extends", "contradicts", "implements", "references", "supersedes")
 LinkKind = Literal["extends", "contradicts", "implements", "references", "supersedes"]
-LINK_ORIGINS = ("user", "system")
+LINK_KINDS: tuple[LinkKind, ...] = ("extends", "contradicts", "implements", "references", "supersedes")
 LinkOrigin = Literal["user", "system"]
+LINK_ORIGINS: tuple[LinkOrigin, ...] = ("user", "system")
+_KIND_OF: dict[str, LinkKind] = {kind: kind for kind in LINK_KINDS}
+_ORIGIN_OF: dict[str, LinkOrigin] = {origin: origin for origin in LINK_ORIGINS}
+_FLOAT_LIKE = SupportsFloat | SupportsIndex | str | bytes | bytearray  # what float() takes
 UNREADABLE_LINKS = "links_unreadable"
 """The metadata key under which `memdir.storage.sidecar` keeps ``links`` items that are no link
 (a typo in a kind, a bad path): never lost, and reported by the health analysis."""
@@ -47,19 +50,20 @@ def _now() -> datetime:
 def check_link_kind(kind: object) -> LinkKind:
     """``kind`` if it is a link kind (case and spaces forgiven), else a clear `InputValidationError`."""
     text = str(kind).strip().lower() if kind is not None else ""
-    if text not in LINK_KINDS:
+    found = _KIND_OF.get(text)
+    if found is None:
         raise InputValidationError(
             f"{kind!r} is not a link kind; the kinds are {', '.join(LINK_KINDS)}.{did_you_mean(text, LINK_KINDS)}",
             "Use 'references' for a plain 'see also', 'extends' or 'implements' for one entry building on "
             "another, 'contradicts' for a disagreement and 'supersedes' when the source replaces the target.",
         )
-    return text  # type: ignore[return-value]
+    return found
 
 
 def check_strength(strength: object) -> float:
     """``strength`` as a float in [0, 1], else a clear `InputValidationError`."""
     try:
-        value = float(strength)  # type: ignore[arg-type]
+        value = float(strength) if isinstance(strength, _FLOAT_LIKE) else float("nan")
     except (TypeError, ValueError):
         value = float("nan")
     if not 0.0 <= value <= 1.0:  # (NaN fails too)
@@ -71,12 +75,13 @@ def check_strength(strength: object) -> float:
 
 
 def check_origin(origin: object) -> LinkOrigin:
-    if origin not in LINK_ORIGINS:
+    found = _ORIGIN_OF.get(origin) if isinstance(origin, str) else None
+    if found is None:
         raise InputValidationError(
             f"A link's origin is 'user' or 'system', not {origin!r}.",
             "Links a person or agent asks for are 'user' links; memdir's own (defrag, ingest) are 'system' links.",
         )
-    return origin  # type: ignore[return-value]
+    return found
 
 
 class Link(BaseModel):

@@ -496,8 +496,9 @@ class Settings(BaseSettings):
         """The directory this process's entries live in: the root, or the agent's own store under it
         (an agent alone; one with a role, or ``shared_store``, is on a team that shares the root)."""
         root = self.root.expanduser()
-        own = self.agent and self.role is None and not self.shared_store
-        return root / "agents" / self.agent if own else root
+        if self.agent and self.role is None and not self.shared_store:
+            return root / "agents" / self.agent
+        return root
 
     def threshold_for(self, query: str) -> float:
         """SwarmMemory's adaptive threshold: short queries (< cutoff words) get the lower one."""

@@ -17,11 +17,16 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memdir.core.files import replace_file
 from memdir.embeddings.resolved import ResolvedModel
+
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession
+    from tokenizers import Tokenizer
 
 __all__ = ["OnnxEmbedder"]
 
@@ -84,8 +89,8 @@ class OnnxEmbedder:
         self.build_seconds = 0.0
         self.load_seconds: float | None = None
         self._lock = threading.Lock()
-        self._session = None
-        self._tokenizer = None
+        self._session: InferenceSession | None = None
+        self._tokenizer: Tokenizer | None = None
         self._inputs: tuple[str, ...] = ()
         self._output: str = ""
         self._pooled_in_graph = False
@@ -113,6 +118,7 @@ class OnnxEmbedder:
         if not texts:
             return out
         self._ensure_loaded()
+        assert self._tokenizer is not None  # (set before the session, which says it is loaded)
         encodings = self._tokenizer.encode_batch(texts)
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
         order = np.argsort(-lengths, kind="stable")
@@ -135,6 +141,7 @@ class OnnxEmbedder:
 
     def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         available = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        assert self._session is not None  # (`embed` loaded it)
         result = self._session.run([self._output], {name: available[name] for name in self._inputs})[0]
         if self._pooled_in_graph:
             return result
@@ -166,7 +173,7 @@ class OnnxEmbedder:
             self._session = session  # published last: it is the "loaded" flag
             log.info("embedding model %s loaded from %s in %.2fs", self.model_id, self.source, self.load_seconds)
 
-    def _load_tokenizer(self):
+    def _load_tokenizer(self) -> Tokenizer:
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(self.model.tokenizer_path))
@@ -176,7 +183,7 @@ class OnnxEmbedder:
         tokenizer.enable_truncation(max_length=self.model.max_seq_length)
         return tokenizer
 
-    def _load_session(self):
+    def _load_session(self) -> InferenceSession:
         from memdir.embeddings import onnx_graph
 
         if self.model.onnx_path is not None:
@@ -197,7 +204,7 @@ class OnnxEmbedder:
             self.onnx_file = path
         return self._new_session(data)
 
-    def _new_session(self, model: str | bytes):
+    def _new_session(self, model: str | bytes) -> InferenceSession:
         import onnxruntime as ort
 
         options = ort.SessionOptions()

@@ -29,6 +29,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -103,7 +104,7 @@ class _Graph:
     def f32(self, name: str, value: float) -> str:
         return self.const(name, np.array(value, np.float32))
 
-    def op(self, op_type: str, inputs: list[str], n_out: int = 1, domain: str = "", **attrs) -> list[str]:
+    def op(self, op_type: str, inputs: list[str], n_out: int = 1, domain: str = "", **attrs: Any) -> list[str]:
         self._n += 1
         outs = [f"{op_type}_{self._n}_{i}" for i in range(n_out)]
         self.nodes.append(
@@ -111,7 +112,7 @@ class _Graph:
         )
         return outs
 
-    def op1(self, op_type: str, inputs: list[str], domain: str = "", **attrs) -> str:
+    def op1(self, op_type: str, inputs: list[str], domain: str = "", **attrs: Any) -> str:
         return self.op(op_type, inputs, 1, domain, **attrs)[0]
 
 

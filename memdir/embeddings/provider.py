@@ -87,7 +87,8 @@ class ModelProvider:
             if self.state is not ModelState.READY:
                 self._on_ready.append(callback)
                 return
-        callback(self._embedder)  # type: ignore[arg-type]
+        assert self._embedder is not None  # (ready: it is set)
+        callback(self._embedder)
 
     def get(self, *, wait: bool = True, timeout: float | None = None) -> Embedder | None:
         """The embedder, loading it first if needed; None when unavailable (or still loading and
@@ -140,7 +141,8 @@ class ModelProvider:
                 return
             self.state = ModelState.LOADING
         try:
-            embedder = self._loader()  # type: ignore[misc]
+            assert self._loader is not None  # (without one the model is unavailable: nothing loads)
+            embedder = self._loader()
         except MemdirError as exc:
             self._fail(str(exc))
             return

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from memdir.core.signals import DECISION, DECISION_IMPORTANCE, REMEMBER, REMEMBER_IMPORTANCE
-from memdir.episodes.model import Episode, Message, Outcome
+from memdir.episodes.model import Episode, Message, Outcome, OUTCOMES
 from memdir.episodes.segment import start_marker, without_markers
 
 # ---------------------------------------------------------------- tags
@@ -80,6 +80,7 @@ MAX_TAGS = 12
 # ---------------------------------------------------------------- outcome and importance signals
 OUTCOME_MARKER = re.compile(r"^[ \t>*_#-]*OUTCOME:[ \t]*(?P<outcome>success|failure|blocked|ongoing)\b",
                             re.IGNORECASE | re.MULTILINE)
+_OUTCOME_OF: dict[str, Outcome] = {outcome: outcome for outcome in OUTCOMES}  # the marker's word, case folded
 _SUCCESS_TEXT = re.compile(
     r"\ball (?:\d+ )?(?:the )?(?:tests?|checks?|specs?) (?:now )?(?:pass|passed|passing|are passing|green)\b|"
     r"\b(?:fixed|resolved|solved|works now|working now|now works|it works|that worked|all green|completed|"
@@ -169,7 +170,7 @@ def message_signal(message: Message) -> Outcome | None:
         return "success" if _SUCCESS_OUTPUT.search(text) else None
     explicit = OUTCOME_MARKER.search(text)
     if explicit:
-        return explicit.group("outcome").lower()  # type: ignore[return-value]
+        return _OUTCOME_OF[explicit.group("outcome").casefold()]
     if _BLOCKED_TEXT.search(text):
         return "blocked"
     # People narrate "fixed the failing test": in prose, success wins over failure words.
@@ -185,7 +186,7 @@ def classify_outcome(messages: Sequence[Message]) -> Outcome:
     for message in reversed(messages):
         explicit = OUTCOME_MARKER.search(message.text) if message.conversational else None
         if explicit:
-            return explicit.group("outcome").lower()  # type: ignore[return-value]
+            return _OUTCOME_OF[explicit.group("outcome").casefold()]
     tail = max(6, len(messages) // 3)
     for message in reversed(messages[-tail:]):
         signal = message_signal(message)

@@ -122,19 +122,19 @@ def messages_from_content(role: str, content: Any, **common: Any) -> list[Messag
     for block in content if isinstance(content, list) else []:
         if not isinstance(block, dict):
             continue
-        kind = block.get("type")
-        if kind == "text":
+        block_type = block.get("type")
+        if block_type == "text":
             text = block.get("text") or ""
             text = _REMINDER.sub("", text).strip() if role == "user" else text.strip()
             if text:
                 out.append(Message(role="tool" if role == "tool" else role, text=text,
                                    kind="tool_result" if role == "tool" else "text", **common))
-        elif kind == "tool_use":
+        elif block_type == "tool_use":
             name = str(block.get("name") or "tool")
             arguments = block.get("input")
             out.append(Message(role="assistant", text=_tool_use_text(name, arguments), kind="tool_use", tool=name,
                                tool_input=arguments if isinstance(arguments, dict) else None, **common))
-        elif kind == "tool_result":
+        elif block_type == "tool_result":
             text = _block_text(block.get("content"))[:TOOL_RESULT_CHARS].strip()
             is_error = bool(block.get("is_error"))
             if text or is_error:
@@ -276,7 +276,8 @@ def _apply_agent_record(episode: Episode) -> None:
                 episode.outcome = arguments["outcome"]
             if isinstance(arguments.get("summary"), str) and arguments["summary"].strip():
                 episode.summary = " ".join(arguments["summary"].split())
-            tags = arguments.get("tags") if isinstance(arguments.get("tags"), list) else []
+            given = arguments.get("tags")
+            tags = given if isinstance(given, list) else []
             episode.tags = list(dict.fromkeys([*(str(t) for t in tags), *episode.tags]))
             episode.source = "agent"
             episode.recorded = _recorded_path(episode.messages, message)

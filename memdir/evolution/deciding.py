@@ -135,7 +135,7 @@ def parse_decision(reply: str | None, cluster: Cluster) -> Decision | None:
     if keeper not in cluster.paths:
         return None
     others = tuple(path for path in cluster.paths if path != keeper)
-    return Decision(action, keeper, others, reason, by="model")  # type: ignore[arg-type]
+    return Decision(action, keeper, others, reason, by="model")
 
 
 def model_decider(ask: Ask, *, max_tokens: int = 200) -> Decide:

@@ -31,7 +31,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -89,7 +89,16 @@ log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
 FieldChanges = dict[str, Any]  # metadata field -> new value (None: removed)
-T = TypeVar("T")
+
+
+class _AboutAnEntry(Protocol):
+    """Anything about one entry (a listing row, a search result): what `Memory.in_view` filters."""
+
+    @property
+    def path(self) -> str: ...
+
+
+T = TypeVar("T", bound=_AboutAnEntry)
 CACHE_FIGURES_EVERY = 50
 """Agent reads between two saves of the cache's figures for `memdir status`."""
 NO_LABELS = Labels()
@@ -358,7 +367,8 @@ class Memory:
         """The audit record of a change of ``logical`` from ``before`` to ``after`` (None: no entry)."""
         action, labelled = self._label(default)
         details = {**facts, **labelled}
-        owner = (before or after).metadata.labels().created_by if (before or after) is not None else None
+        subject = before or after
+        owner = subject.metadata.labels().created_by if subject is not None else None
         overrode = self.actor.admin and owner is not None and owner != self.actor.name
         return AuditRecord(
             at=utcnow().isoformat(), agent=self.actor.name, role=self.actor.role.value if self.actor.role else None,
@@ -726,12 +736,14 @@ class Memory:
         before: dict[str, tuple[Entry, str, dict[str, Any]]] = {}  # path -> (entry as read, audit action, facts)
 
         def changed(entry: Entry) -> Metadata | None:  # under the lock, from the adapter's one read
-            fields = wanted[entry.path]
-            if callable(fields):
-                fields = fields(entry)
+            change = wanted[entry.path]
+            if callable(change):
+                fields = change(entry)
                 if not fields:
                     return None
                 _check_bulk_fields([fields])
+            else:
+                fields = change
             metadata = _changed_metadata(entry, fields)
             action, facts = _metadata_action(entry.metadata, metadata)
             self._guard(entry.path, entry, action)  # (the index lagged a hand edit)
@@ -857,8 +869,8 @@ class Memory:
         ``view`` (`Actor.sees`, on the labels the derived index keeps), in their order; all for None."""
         if view is None or not items:
             return items
-        labels = self.index.labels([item.path for item in items])  # type: ignore[attr-defined]
-        return [item for item in items if view.sees(labels.get(item.path, NO_LABELS))]  # type: ignore[attr-defined]
+        labels = self.index.labels([item.path for item in items])
+        return [item for item in items if view.sees(labels.get(item.path, NO_LABELS))]
 
     def _entries(
         self, keep: Callable[[str], bool], *, include_virtual: bool = True, under: str | None = None

@@ -99,9 +99,9 @@ def combine_metadata(keeper: Item, other: Item) -> Metadata:
     data["related"] = related
     between = {keeper.path, other.path}
     typed: dict[tuple[str, str], Link] = {}
-    for link in [*keeper.stored.links, *other.stored.links]:
-        if link.target not in between:
-            typed.setdefault(link.key, link)  # the keeper's link of a (target, kind) wins
+    for typed_link in [*keeper.stored.links, *other.stored.links]:
+        if typed_link.target not in between:
+            typed.setdefault(typed_link.key, typed_link)  # the keeper's link of a (target, kind) wins
     data["links"] = list(typed.values())
     return Metadata.model_validate(data)
 

@@ -115,7 +115,7 @@ class Defragmenter:
             and (confidence_filter is None or (item.confidence or "none") == confidence_filter)
         ]
         found.sort(key=lambda item: (item.quality, item.path))
-        rows = [
+        rows: list[dict[str, Any]] = [
             {"path": item.path, "title": item.title, "quality": item.quality, "confidence": item.confidence,
              "missing": [name for name in QUALITY_POINTS if not item.metadata.get(name)]}
             for item in found
@@ -138,7 +138,9 @@ class Defragmenter:
         now = self.now
         found = [item for item in corpus.items if item.age_days(now) >= age_days and item.hits <= max_hits]
         found.sort(key=lambda item: (item.updated_at, item.path))
-        rows = [{"path": i.path, "title": i.title, "age_days": int(i.age_days(now)), "hits": i.hits} for i in found]
+        rows: list[dict[str, Any]] = [
+            {"path": i.path, "title": i.title, "age_days": int(i.age_days(now)), "hits": i.hits} for i in found
+        ]
         lines = [f"- {memory_uri(row['path'])} — {row['age_days']} days old, {row['hits']} hits" for row in rows]
         intro = [f"{len(rows)} of {plural(len(corpus), 'entry')} not updated for {age_days:g}+ days "
                  f"and read at most {max_hits} times."]
@@ -152,7 +154,9 @@ class Defragmenter:
         """Pairs with ``min_similarity <= cosine < max_similarity`` and whether they already link each other."""
         corpus = self.corpus(reload=True, full=False)
         found = planning.related(corpus, min_similarity, max_similarity)
-        rows = [{"a": p.a.path, "b": p.b.path, "similarity": round(p.similarity, 4), "link": p.link} for p in found]
+        rows: list[dict[str, Any]] = [
+            {"a": p.a.path, "b": p.b.path, "similarity": round(p.similarity, 4), "link": p.link} for p in found
+        ]
         lines = [f"- {memory_uri(r['a'])} ↔ {memory_uri(r['b'])} — {r['similarity']:.2f}, {LINK_WORDS[r['link']]}" for r in rows]
         unlinked = sum(row["link"] != "both" for row in rows)
         intro = [f"{plural(len(rows), 'pair')} with cosine similarity in [{min_similarity:.2f}, {max_similarity:.2f}); "
@@ -192,9 +196,11 @@ class Defragmenter:
                 additions[pair.b.path].append(make_link(pair.a.path, RELATED_KIND, strength, "system"))
 
         def link(changer: Changer | None) -> dict[str, str]:
-            failed = {}
-            for path, links in additions.items() if changer else ():
+            failed: dict[str, str] = {}
+            for path, links in additions.items() if changer is not None else ():
                 item = corpus.get(path)
+                if item is None or changer is None:  # (the pairs' entries are the corpus's)
+                    continue
                 metadata = item.stored.model_copy(update={"links": [*item.stored.links, *links]})
                 outcome = changer.rewrite(item, metadata=metadata)
                 if not outcome.done:
@@ -203,7 +209,7 @@ class Defragmenter:
 
         options = {"min_similarity": min_similarity, "max_similarity": max_similarity}
         failed, journal_id = self._execute("link_related", options, dry, link)
-        rows = [{"a": p.a.path, "b": p.b.path, "similarity": round(p.similarity, 4), "link": p.link,
+        rows: list[dict[str, Any]] = [{"a": p.a.path, "b": p.b.path, "similarity": round(p.similarity, 4), "link": p.link,
                  "done": not dry and p.a.path not in failed and p.b.path not in failed} for p in found]
         lines = [f"- {memory_uri(r['a'])} ↔ {memory_uri(r['b'])} — {r['similarity']:.2f} (was {LINK_WORDS[r['link']]})" for r in rows]
         lines += [f"- skipped {memory_uri(path)}: {reason}" for path, reason in failed.items()]
@@ -216,7 +222,8 @@ class Defragmenter:
         return Report("link_related", dry, markdown, data, journal_id)
 
     def _merge(self, threshold: float, strategy: str, changer: Changer | None) -> tuple[list[str], list[dict[str, Any]]]:
-        rows, lines = [], []
+        rows: list[dict[str, Any]] = []
+        lines: list[str] = []
         plan, left = planning.merge_plan(self.corpus(), threshold, strategy)
         for merge in plan:
             only_other = "\n\n".join(only_in_other(merge.keeper.content, merge.other.content))
@@ -257,7 +264,7 @@ class Defragmenter:
             stubs = [stub for stub in stubs if stub.path not in changer.stubs_created]
         # Links to a deleted stub would dangle: point them at where the stub led.
         relinks, relinked = self._relink({stub.path: stub.final for stub in stubs}, changer)
-        rows = []
+        rows: list[dict[str, Any]] = []
         for stub in stubs:
             outcome = changer.delete_stub(stub.path, stub.target) if changer else None
             rows.append({"path": stub.path, "target": stub.target, "age_days": int(stub.age_days), "hits": stub.hits,
@@ -291,7 +298,8 @@ class Defragmenter:
     ) -> tuple[list[str], dict[str, Any]]:
         now = self.now
         targets = planning.stub_targets(self.memory)
-        rows, kept = [], []
+        rows: list[dict[str, Any]] = []
+        kept: list[str] = []
         for item in planning.compact_candidates(self.corpus(), now, min_quality, min_age_days, max_hits):
             if item.path in targets:  # deleting it would break the redirects
                 kept.append(item.path)
@@ -303,7 +311,7 @@ class Defragmenter:
         lines = [f"- {memory_uri(r['path'])} — quality {r['quality']}/100, {r['age_days']} days old, {r['hits']} hits"
                  + _skipped(r) for r in rows]
         lines += [f"- kept {memory_uri(path)}: redirect stubs point to it" for path in kept]
-        gone = {row["path"]: None for row in rows if row["done"] or not changer}
+        gone: dict[str, str | None] = {row["path"]: None for row in rows if row["done"] or not changer}
         linking, unlinked = self._relink(gone, changer)
         if linking:
             count = len(unlinked) if changer else len(linking)
@@ -386,15 +394,16 @@ class Defragmenter:
             for link in item.stored.related:
                 target = link_target(link)
                 if target in moved:
-                    if moved[target] is None:
+                    new = moved[target]
+                    if new is None:
                         continue
-                    link = memory_uri(moved[target])
+                    link = memory_uri(new)
                 if link not in related:
                     related.append(link)
             links = _moved_links(item.stored.links, moved, item.path)
             metadata = item.stored.model_copy(update={"related": related, "links": links})
             changed = related != list(item.stored.related) or links != list(item.stored.links)
-            if changed and changer.rewrite(item, metadata=metadata).done:
+            if changed and changer is not None and changer.rewrite(item, metadata=metadata).done:
                 rewritten.append(item.path)
         return linking, rewritten
 

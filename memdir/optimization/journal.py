@@ -252,8 +252,9 @@ class Run:
     status: str  # complete | failed | interrupted
     undone: bool
     agent: str | None = None  # who ran it (None: an anonymous caller, or a journal older than the field)
-    before: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> state, in change order
-    after: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> latest summary
+    # path -> state as the journal holds it (JSON, whatever a hand edit left: `_check_run` checks it)
+    before: dict[str, Any] = field(default_factory=dict)  # in change order
+    after: dict[str, Any] = field(default_factory=dict)  # path -> latest summary
 
     @property
     def paths(self) -> list[str]:
@@ -333,7 +334,7 @@ def _check_run(root: Path, run: Run) -> None:
         kind = state.get("state") if isinstance(state, dict) else None
         needed = _STATE_FIELDS.get(kind) if isinstance(kind, str) else None
         try:
-            if needed is None or (restored and any(key not in state for key in needed)):
+            if not isinstance(kind, str) or needed is None or (restored and any(key not in state for key in needed)):
                 raise ValueError("a field is missing")
             if restored:
                 _check_restorable(kind, state)

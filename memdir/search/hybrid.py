@@ -90,7 +90,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import Literal, NamedTuple, Union
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -105,7 +105,7 @@ from memdir.storage.base import Candidates, SearchIndex, SemanticHits
 
 
 Mode = Literal["hybrid", "keyword"]
-EmbedderSource = Union[Embedder, Callable[[], "Embedder | None"], None]
+EmbedderSource = Embedder | Callable[[], Embedder | None] | None
 
 # SwarmMemory: keyword matches are normalised by min(len(keywords), 5), so a long query
 # is not penalised for words no entry could contain.
@@ -394,9 +394,10 @@ class HybridSearcher:
             if admitted:
                 ranked = self._ranked(*rerun, extra=admitted) or ranked
         if hidden:
-            ranked = ranked.without(hidden)
-            if ranked is None:
+            kept = ranked.without(hidden)
+            if kept is None:
                 return None
+            ranked = kept
         paths = ranked.found.paths
         facts = self.index.rank_facts(paths)
         now = datetime.now(timezone.utc)

@@ -39,7 +39,7 @@ from memdir.core.identity import ROLE_KINDS, Role
 from memdir.core.settings import Settings
 
 if TYPE_CHECKING:
-    from memdir.storage.directory.index import DerivedIndex
+    from memdir.storage.base import SearchIndex
     from memdir.storage.records import RankFacts
 
 MAX_GRAPH_HOPS = 2
@@ -118,7 +118,7 @@ def recency(facts: RankFacts, now: datetime, half_life_days: float) -> float:
 
 
 def graph_expansion(
-    index: DerivedIndex, seeds: Sequence[tuple[str, float]], hops: int, hop_decay: float, limit: int = 50
+    index: SearchIndex, seeds: Sequence[tuple[str, float]], hops: int, hop_decay: float, limit: int = 50
 ) -> dict[str, float]:
     """Path -> graph score in [0, 1] of the (at most ``limit``) best entries linked within ``hops`` to a seed.
 
@@ -182,7 +182,7 @@ class RankingSignals:
     def active(self) -> bool:
         return any(weight > 0 for weight in self.weights.values())
 
-    def expand(self, index: DerivedIndex, ranked: Iterable[tuple[str, float]]) -> dict[str, float]:
+    def expand(self, index: SearchIndex, ranked: Iterable[tuple[str, float]]) -> dict[str, float]:
         """Graph scores from the best ``graph_seeds`` of ``ranked`` ((path, text score), any order)."""
         if self.settings.graph_weight <= 0 or self.settings.graph_seeds <= 0:
             return {}

@@ -93,10 +93,10 @@ class MemdirServer(MCPServer[AppState]):
         """The tools, with input schemas lean: a client sends them with every request to its model."""
         return [tool.model_copy(update={"input_schema": lean_schema(tool.input_schema)}) for tool in await super().list_tools()]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None) -> Any:
         schema = await self.input_schema(name)
         unknown = sorted(set(arguments) - set(schema.get("properties", {}))) if schema is not None else []
-        if unknown:
+        if unknown and schema is not None:
             raise ToolError(unknown_arguments_message(name, unknown, schema))
         try:
             return await super().call_tool(name, arguments, context)
@@ -118,6 +118,7 @@ class MemdirServer(MCPServer[AppState]):
         def with_tool_changes(notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any) -> Any:
             return create(notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
 
+        # (this server's options only: the SDK offers no hook for them)
         lowlevel.create_initialization_options = with_tool_changes  # type: ignore[method-assign]
 
     async def run_stdio_async(self) -> None:
@@ -205,7 +206,8 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise TypeError(f"{spec.name}: register tools taking *args/**kwargs by hand")
         base, extra = _schema_for(hints.get(param.name, str), choices.get(param.name))
-        annotation = Annotated[(base, *extra, Field(description=doc.params.get(param.name) or None))]
+        # (a type built at run time from the tool's signature: a checker sees only written ones)
+        annotation = Annotated[(base, *extra, Field(description=doc.params.get(param.name) or None))]  # type: ignore[valid-type]
         parameters.append(inspect.Parameter(param.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=param.default))
     parameters.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context))
 
@@ -220,6 +222,7 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
             kwargs["threads"] = None  # the server's thread manager: MemoryHost fills it in once the memory is open
         return await run_memory_tool(ctx, fn, read_only=read_only, **kwargs)
 
+    # (the SDK reads the tool's parameters from it; typeshed declares no __signature__ on functions)
     tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
     tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
     tool.__name__ = spec.name
@@ -279,7 +282,7 @@ def _defrag_tool(fn: Callable[..., str]) -> Callable[..., Any]:
     for name, kind in kinds.items():
         spec = specs.get(name)
         schema: dict[str, Any] = {"type": kind}
-        if spec is not None and getattr(spec, "choices", ()):
+        if spec is not None and spec.choices:
             schema["enum"] = list(spec.choices)
         # Validation is left to the defragmenter (its messages; "false" strings for dry_run).
         annotation = Annotated[Any, WithJsonSchema(schema), Field(description=getattr(spec, "help", None))]
@@ -289,6 +292,7 @@ def _defrag_tool(fn: Callable[..., str]) -> Callable[..., Any]:
         given = {name: value for name, value in options.items() if value is not None}
         return await run_memory_tool(ctx, fn, action=action, **given)
 
+    # (the SDK reads the tool's parameters from it; typeshed declares no __signature__ on functions)
     tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
     tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
     tool.__name__ = "MemoryDefrag"
@@ -297,6 +301,9 @@ def _defrag_tool(fn: Callable[..., str]) -> Callable[..., Any]:
 
 
 # --------------------------------------------------------------------------- the server
+_SDK_LOGGING = "configure_logging"  # the name `MCPServer.__init__` calls in its module (not exported)
+
+
 @contextmanager
 def _plain_logging() -> Iterator[None]:
     """Construct an `MCPServer` with plain stderr logging instead of the SDK's rich handler.
@@ -307,7 +314,7 @@ def _plain_logging() -> Iterator[None]:
     server is built; an SDK without it is left alone.
     """
     module = sys.modules[MCPServer.__module__]
-    original = getattr(module, "configure_logging", None)
+    original = getattr(module, _SDK_LOGGING, None)
     if original is None:
         yield
         return
@@ -315,11 +322,11 @@ def _plain_logging() -> Iterator[None]:
     def configure_logging(level: str = "INFO") -> None:
         logging.basicConfig(level=level, format="%(message)s", handlers=[logging.StreamHandler()])
 
-    module.configure_logging = configure_logging
+    setattr(module, _SDK_LOGGING, configure_logging)
     try:
         yield
     finally:
-        module.configure_logging = original
+        setattr(module, _SDK_LOGGING, original)
 
 
 def build_server(settings: Settings | None = None, *, embedder: "Embedder | None" = None) -> "MemdirServer":

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import AsyncIterable
+from typing import Protocol
 
 import anyio
 import httpx2
@@ -34,7 +36,13 @@ WATCH_INTERVAL = 5.0
 """Seconds between two checks that the server still answers while the editor is quiet."""
 
 
-async def _relay(source: anyio.abc.ObjectReceiveStream, sink: anyio.abc.ObjectSendStream, side: str) -> None:
+class _Sink(Protocol):
+    """Where `_relay` sends messages: the SDK's write streams."""
+
+    async def send(self, item: SessionMessage, /) -> None: ...
+
+
+async def _relay(source: AsyncIterable[SessionMessage | Exception], sink: _Sink, side: str) -> None:
     """Copy messages from ``source`` to ``sink`` until ``source`` ends; transport errors are logged, not sent."""
     async for message in source:
         if isinstance(message, SessionMessage):

@@ -78,7 +78,7 @@ class Gate:
         return cls(frozenset(names), frozenset(o.rstrip("/") for o in extra_origins), tokens)
 
     def host_ok(self, host: str | None) -> bool:
-        return bool(host) and _hostname(host) in self.hosts
+        return host is not None and bool(host) and _hostname(host) in self.hosts
 
     def origin_ok(self, origin: str | None) -> bool:
         if origin is None:  # not a browser's cross-site request (CLI clients, same-origin navigations)

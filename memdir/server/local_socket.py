@@ -170,7 +170,7 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
             reply: dict[str, Any] = {"ok": True, "root": root, "text": text}
         except (BadRequest, Declined, MemdirError, ValueError) as exc:
             reply = {"ok": False, "error": str(exc)}
-        except asyncio.TimeoutError:
+        except TimeoutError:
             reply = {"ok": False, "error": f"no answer within {timeout} s"}
         writer.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
         await writer.drain()

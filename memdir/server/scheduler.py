@@ -95,7 +95,7 @@ class Scheduler:
             try:
                 record = await self.host.run_maintenance(
                     _scheduled_run, job, batch_size=settings.evolution_batch_size, timeout=settings.evolution_job_timeout,
-                    busy=lambda: self._stopping or self.host.last_used != mark, options=options,
+                    busy=lambda: self._stopping or self.host.last_used != mark, options=options,  # noqa: B023 — asked only during this run
                 )  # fmt: skip
             except JobBusyError:
                 log.info("the %s job is running in another process; skipped", job.name)

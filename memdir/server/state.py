@@ -340,9 +340,9 @@ async def open_after_handshake(ctx: ServerRequestContext[Any, Any], call_next: C
     return result
 
 
-def app_state(ctx: Context) -> AppState:
+def app_state(ctx: Context[Any, Any]) -> AppState:
     """The `AppState` of the server handling ``ctx``."""
-    return ctx.request_context.lifespan_context  # type: ignore[return-value]
+    return ctx.request_context.lifespan_context
 
 
 def session_state(ctx: Context) -> SessionState:

@@ -12,7 +12,7 @@ listings read: keyword statistics, vectors, links, freshness). Two stores implem
 The protocols are what `Memory` calls, no more. The seams where the two differ most:
 
 * ``before_commit``: each adapter write stages its change and calls the hook (which updates
-  the index) before its commit point; if the hook raises, nothing changes. For the
+  the index) before its commit point (what it returns is ignored); if the hook raises, nothing changes. For the
   directory that is "before the renames", for PostgreSQL "before COMMIT".
 * ``adapter.lock``: many readers or one writer. A file lock for the directory; a
   transaction plus advisory lock for PostgreSQL, so that several servers on several machines
@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -38,7 +38,12 @@ from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
 
 if TYPE_CHECKING:
+    import os
+
     from memdir.storage.audit_log import AuditRecord
+    from memdir.storage.records import Stamp
+    from memdir.storage.evolution_records import ImportanceChange
+    from memdir.storage.records import Edge, Listed, RankFacts, ReconcilePlan
 
 
 class EntryInfo(NamedTuple):
@@ -101,7 +106,8 @@ class IndexStats:
 class SemanticHits(Protocol):
     """The semantic side of one search: the best paths by cosine, and the cosine of any candidate."""
 
-    top: list[str]
+    @property
+    def top(self) -> list[str]: ...
 
     def cosines(self, paths: Sequence[str]) -> np.ndarray:
         """Cosine of each path (0.0 for entries without a comparable vector or outside the filters)."""
@@ -125,8 +131,9 @@ class Candidates:
 class SearchIndex(Protocol):
     """What `memdir.search.hybrid.HybridSearcher` reads: candidates by keyword and by vector."""
 
-    def reading(self) -> AbstractContextManager[Any]:
-        """One consistent view of the keyword and vector data for the calls made inside it."""
+    def reading(self) -> AbstractContextManager[object]:
+        """One consistent view of the keyword and vector data for the calls made inside it (what it
+        gives is the store's own business)."""
 
     def keyword_hits(
         self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None,
@@ -147,19 +154,19 @@ class SearchIndex(Protocol):
     def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
         """Title, type, tags and term presence of ``paths``."""
 
-    def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, Any]:
+    def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
         """The entries written just before and after each of ``paths`` (known entries) in its folder,
         up to ``window`` each side: ``(owner, neighbour)``, ``owner`` the position in ``paths``,
         ``neighbour`` a key `holding` understands (`memdir.search.context`)."""
 
-    def holding(self, terms: Sequence[str], keys: Any) -> dict[str, np.ndarray]:
+    def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:
         """Per term, whether each neighbour ``keys`` (from `neighbours`) holds it."""
 
-    def edges(self, paths: Sequence[str], kinds: Sequence[str] | None = None) -> list[Any]:
-        """Every link (`memdir.storage.directory.index_db.Edge`) from or to one of ``paths`` (of ``kinds``)."""
+    def edges(self, paths: Sequence[str], kinds: Sequence[str] | None = None) -> list[Edge]:
+        """Every link from or to one of ``paths`` (of ``kinds``)."""
 
-    def rank_facts(self, paths: Sequence[str]) -> dict[str, Any]:
-        """Importance, reads, last access and hidden state of ``paths`` (`memdir.storage.directory.index_db.RankFacts`)."""
+    def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
+        """Importance, reads, last access and hidden state of ``paths``."""
 
     def hidden(self) -> frozenset[str]:
         """The archived and superseded entries (left out of search unless asked for)."""
@@ -199,32 +206,72 @@ class AuditTrail(Protocol):
         """The records, oldest first: of one entry, by one agent, at or after ``since``."""
 
 
+class StoreListing(Protocol):
+    """How `memdir.memory.Memory` lists a store's entries and plans its reconciles (for the directory
+    `memdir.storage.directory.root_listing.RootListing`: the index's rows plus the folders that changed)."""
+
+    stamps: dict[str, Stamp]  # the folder stamps this process trusts (none for a database)
+
+    def warm(self) -> None:
+        """Load what the first listing needs ahead of it (in a background thread)."""
+
+    def entries(self, keep: Callable[[str], bool], under: str | None = None) -> list[EntryInfo] | None:
+        """Listing rows of the entries ``keep`` accepts (under folder ``under``); None when the rows
+        cannot tell and the caller must read the store."""
+
+    def select(self, keep: Callable[[str], bool], under: str | None = None) -> Listed | None:
+        """The entries ``keep`` accepts, made into `EntryInfo` only when asked for; None as for `entries`."""
+
+    def as_files_say(self, infos: list[EntryInfo]) -> list[EntryInfo]:
+        """``infos`` with those edited in place since their row was written described as stored."""
+
+    def plan(self, text_recipe: str, *, in_place_edits: bool) -> ReconcilePlan:
+        """What a reconcile of the index checks, and the stamps it leaves."""
+
+
+class ReconcileOutcome(Protocol):
+    """What an index's reconcile reports back to `memdir.memory.Memory`."""
+
+    @property
+    def failed(self) -> list[str]:
+        """Entries that could not be read."""
+
+    @property
+    def needs_embedding(self) -> list[str]:
+        """Entries without a current vector."""
+
+
 class StorageAdapter(Protocol):
     """A store of memory entries keyed by normalised logical path (``concept/x.md``): the truth."""
 
     root: Path
     read_only: str | None  # why writes are refused, None when writable
-    lock: StoreLock
-    audit: AuditTrail  # its record of every change (`memdir.memory.Memory` writes it)
+
+    @property
+    def lock(self) -> StoreLock: ...
+
+    @property
+    def audit(self) -> AuditTrail:
+        """Its record of every change (`memdir.memory.Memory` writes it)."""
 
     def write(
-        self, path: str, content: str, *, title: str, metadata: Metadata | Mapping[str, Any] | None = None,
+        self, path: str, content: str, *, title: str, metadata: Metadata | Mapping[str, object] | None = None,
         embedding: np.ndarray | None = None, hits: int | None = None, updated_at: datetime | None = None,
         embedding_model: str | None = None, embedding_text_hash: str | None = None,
-        before_commit: Callable[[Entry, FileStats], None] | None = None,
+        before_commit: Callable[[Entry, FileStats], object] | None = None,
     ) -> Entry:
         """Create or replace an entry atomically; ``hits=None`` keeps the existing count."""
 
     def set_embeddings(
         self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, Entry] | None = None,
         model_id: str | None = None, text_hashes: Mapping[str, str] | None = None,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """New vectors for unchanged entries, in one transaction (entries changed since ``expected`` skipped)."""
 
     def set_metadata(
         self, changes: Mapping[str, Callable[[Entry], Metadata | None]], *,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """New metadata (fields not embedded) for existing entries, in one transaction (a change
         that gives None leaves its entry as it is)."""
@@ -238,11 +285,11 @@ class StorageAdapter(Protocol):
     def exists(self, path: str) -> bool:
         """True if a real entry, stub or virtual entry lives at ``path``."""
 
-    def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
+    def delete(self, path: str, *, before_commit: Callable[[], object] | None = None) -> None:
         """Remove the entry (`EntryNotFoundError` if there is none)."""
 
     def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None,
-                   before_commit: Callable[[], None] | None = None) -> None:
+                   before_commit: Callable[[], object] | None = None) -> None:
         """Replace the entry at ``path`` with a redirect stub, owned by ``owner`` (None: nobody), so
         that only its owner (or an admin) may overwrite, delete or clean it up."""
 
@@ -254,14 +301,16 @@ class StorageAdapter(Protocol):
 
     def iter_entries(
         self, *, include_stubs: bool = False, include_virtual: bool = False, with_metadata: bool = True,
-        under: str | None = None, folders: dict[str, int] | None = None,
+        under: str | None = None, folders: dict[str, os.stat_result | None] | None = None,
     ) -> Iterator[EntryInfo]:
         """Every entry in path order, cheaply (no content, no hit counting)."""
 
     def describe(self, paths: Sequence[str]) -> list[EntryInfo]:
         """Listing rows with metadata of the given real entries (gone ones left out)."""
 
-    def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
+    def listing(
+        self, under: str | None = None, folders: dict[str, os.stat_result | None] | None = None
+    ) -> Iterator[tuple[str, FileStats]]:
         """(path, stats) of every real entry (or of folder ``under``), stubs and built-ins left out;
         ``folders`` receives what `memdir.storage.directory.folder_stamps` checks later (folder mtimes)."""
 
@@ -271,16 +320,17 @@ class StorageAdapter(Protocol):
     def total_size(self) -> int:
         """Bytes of content held (virtual entries excluded)."""
 
-    def root_listing(self, index: Any) -> Any:
-        """How `Memory` lists entries and plans reconciles (`memdir.storage.directory.root_listing.RootListing`
-        for the directory: the index's rows plus the folders that changed)."""
+    def root_listing(self, index: EntryIndex) -> StoreListing:
+        """How `Memory` lists entries and plans reconciles over ``index`` (this store's own)."""
 
 
 class EntryIndex(SearchIndex, Protocol):
     """What search and listings read, kept in step with the adapter by `Memory` (see the module docstring)."""
 
     in_memory: bool  # True when this process keeps the index to itself (a root it cannot write)
-    changes: ChangeSource
+
+    @property
+    def changes(self) -> ChangeSource: ...
 
     @property
     def seq(self) -> int:
@@ -304,7 +354,7 @@ class EntryIndex(SearchIndex, Protocol):
         """The row of ``entry`` as just written (its ``embedding`` made by ``model_id`` from the
         text hashed ``vector_text_hash``, default ``text_hash``)."""
 
-    def restamp_metadata(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> None:
+    def restamp_metadata(self, items: Sequence[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> None:
         """Rows of entries whose metadata alone changed, as (entry, stats, text_hash, model_id,
         vector_text_hash), in one transaction: their words and vectors stay."""
 
@@ -323,12 +373,13 @@ class EntryIndex(SearchIndex, Protocol):
     def reconcile(
         self, files: Iterable[tuple[str, FileStats]], load: Callable[[str], Entry],
         text_hash_of: Callable[[Entry], str], *, model_id: str | None = None, text_recipe: str | None = None,
-        covered: Callable[[str], bool] | None = None, known: Mapping[str, Any] | None = None,
-    ) -> Any:
+        covered: Callable[[str], bool] | None = None,
+        known: Mapping[str, tuple[int, tuple[int, ...]]] | None = None,
+    ) -> ReconcileOutcome:
         """Bring the rows in line with the truth (``files``, ``covered`` and ``known`` from the
         `root_listing`'s plan); the report's ``failed`` lists entries that could not be read."""
 
-    def record_folder_stamps(self, stamps: Mapping[str, Any] | None) -> None:
+    def record_folder_stamps(self, stamps: Mapping[str, Stamp] | None) -> None:
         """Keep the folder stamps a reconcile leaves (`memdir.storage.directory.folder_stamps`)."""
 
     def describe(self, stats: Mapping[str, FileStats]) -> dict[str, EntryInfo]:
@@ -347,8 +398,8 @@ class EntryIndex(SearchIndex, Protocol):
     def most_important(self, at_least: float, limit: int) -> list[str]:
         """The ``limit`` most important entries of at least importance ``at_least``; no hidden ones."""
 
-    def recalibrate(self, changes: Sequence[Any]) -> None:
-        """Keep recalibrated importance (`memdir.storage.evolution_records.ImportanceChange`): it
+    def recalibrate(self, changes: Sequence[ImportanceChange]) -> None:
+        """Keep recalibrated importance: it
         counts in `rank_facts` while the entry states the importance it stated then."""
 
     def linking_to(self, target: str) -> list[str]:

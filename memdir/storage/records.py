@@ -214,5 +214,7 @@ class Listed:
         keyed.sort(key=lambda item: item[1])
         keyed.sort(key=lambda item: item[0], reverse=True)
         shown = keyed if limit is None else keyed[:limit]
-        info = self.rows.info if self.rows is not None else None
-        return [found if isinstance(found, EntryInfo) else info(found) for _, _, found in shown]  # type: ignore[misc]
+        if self.rows is None:  # (every entry was read: no slots)
+            return [found for _, _, found in shown if isinstance(found, EntryInfo)]
+        info = self.rows.info
+        return [found if isinstance(found, EntryInfo) else info(found) for _, _, found in shown]

@@ -14,7 +14,7 @@ Each one is a pair of package files: ``<name>.md`` (the content) and ``<name>.ym
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from types import MappingProxyType
 
@@ -44,7 +44,7 @@ def _resource(stem: str, suffix: str) -> bytes:
     return resources.files("memdir").joinpath("skills", *f"{stem}{suffix}".split("/")).read_bytes()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path: str) -> Entry:
     stem = VIRTUAL_ENTRIES[path]
     content = _resource(stem, ".md").decode("utf-8")

@@ -212,7 +212,7 @@ def _configure(draft: Draft, event: Event) -> None:
 def reduce_into(draft: Draft, event: Event) -> None:
     """Apply one operation to ``draft`` (no version change: `apply`/`replay` count whole events)."""
     op = event.get("op")
-    fn = REDUCERS.get(op)  # type: ignore[arg-type]
+    fn = REDUCERS.get(op) if isinstance(op, str) else None
     if fn is None:
         raise InputValidationError(f"unknown thread operation {op!r}.", f"Operations: {', '.join(REDUCERS)}.")
     try:

@@ -48,8 +48,8 @@ class VectorCache:
             return self._vectors(texts)
 
     def _vectors(self, texts: Sequence[str]) -> np.ndarray:
-        rows = [self._by_text.get(text) for text in texts]
-        unknown = [i for i, row in enumerate(rows) if row is None]
+        rows = [self._by_text.get(text, -1) for text in texts]  # (-1: not embedded yet)
+        unknown = [i for i, row in enumerate(rows) if row < 0]
         if unknown:
             keys = {i: digest(texts[i]) for i in unknown}
             if any(key not in self._rows for key in keys.values()):

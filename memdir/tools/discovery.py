@@ -131,9 +131,9 @@ def render(skills: Sequence[Found], memories: Sequence[Found], token_budget: int
             return ""
         weakest_skill = min(skills, key=lambda f: f.score) if skills else None
         weakest_memory = min(memories, key=lambda f: f.score) if memories else None
-        if weakest_memory is None or (weakest_skill is not None and weakest_skill.score < weakest_memory.score):
-            skills.remove(weakest_skill)  # type: ignore[arg-type]
-        else:
+        if weakest_skill is not None and (weakest_memory is None or weakest_skill.score < weakest_memory.score):
+            skills.remove(weakest_skill)
+        elif weakest_memory is not None:
             memories.remove(weakest_memory)
 
 

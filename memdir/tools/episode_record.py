@@ -71,7 +71,7 @@ def episode_record(
     if outcome in ("failure", "blocked"):
         importance = max(importance, SETBACK_MIN_IMPORTANCE)
     episode = Episode(
-        session_id=owner, name=name, tags=tag_list, outcome=outcome,  # type: ignore[arg-type]
+        session_id=owner, name=name, tags=tag_list, outcome=outcome,
         importance=importance, started=moment, ended=moment, summary=" ".join(summary.split()), source="agent",
     )
     path = episode_path(episode)

@@ -62,8 +62,10 @@ def thread_append(
     result = manager.append(thread, checked, summarize=summarize)
     ignored = "".join(f" Ignored {why}." for why in checked.markers.ignored)
     if result.chunk_id is None:
-        return (f"Queued as #{result.queued_at} in thread {thread} (the thread is "
-                f"{manager.blocked_by(thread).value}): ThreadControl(action='step') or 'resume' processes it.{ignored}")
+        reason = manager.blocked_by(thread)
+        state = f"the thread is {reason.value}" if reason is not None else "earlier messages are queued"
+        return (f"Queued as #{result.queued_at} in thread {thread} ({state}): "
+                f"ThreadControl(action='step') or 'resume' processes it.{ignored}")
     switched = f"; switched to {result.strategy} by the marker" if result.switched else ""
     return (f"Appended {result.chunk_id} to thread {thread} (strategy {result.strategy}{switched})."
             f"{describe_compaction(result.compacted)}{ignored}")

@@ -55,7 +55,7 @@ def iso(days_ago: float) -> str:
 
 
 def strengths(memory, path: str) -> dict[tuple[str, str], float]:
-    return {(l.target, l.kind): l.strength for l in memory.read(path).metadata.links}
+    return {(link.target, link.kind): link.strength for link in memory.read(path).metadata.links}
 
 
 def test_system_links_decay_user_links_never_do(memory):

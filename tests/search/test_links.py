@@ -77,7 +77,7 @@ def test_linking_again_by_the_same_kind_replaces_and_other_kinds_add(linked):
     linked.link("concept/a", "concept/b", "extends", 0.8)
     linked.link("concept/a", "concept/b", "extends", 0.3)
     linked.link("concept/a", "concept/b", "contradicts")
-    assert [(l.kind, l.strength) for l in linked.links("concept/a")] == [("extends", 0.3), ("contradicts", 1.0)]
+    assert [(link.kind, link.strength) for link in linked.links("concept/a")] == [("extends", 0.3), ("contradicts", 1.0)]
 
 
 def test_link_refuses_a_missing_target_and_itself(linked):
@@ -100,8 +100,8 @@ def test_unlink_by_kind_or_all(linked):
     linked.link("concept/a", "concept/b", "implements")
     linked.write("concept/a", "entry a about graphs", title="A",
                  metadata={**linked.read("concept/a").metadata.model_dump(), "related": ["concept/b"]})
-    assert [l.kind for l in linked.unlink("concept/a", "concept/b", "extends")] == ["extends"]
-    assert sorted(l.kind for l in linked.unlink("concept/a", "concept/b")) == ["implements", "references"]
+    assert [link.kind for link in linked.unlink("concept/a", "concept/b", "extends")] == ["extends"]
+    assert sorted(link.kind for link in linked.unlink("concept/a", "concept/b")) == ["implements", "references"]
     assert linked.links("concept/a") == [] and linked.read("concept/a").metadata.related == []
     assert linked.index.edges(["concept/a.md"]) == []
 
@@ -120,7 +120,7 @@ def test_deleting_an_entry_removes_every_link_to_it(linked):
     linked.write("concept/d", "d", title="D", metadata={"related": ["concept/c.md"]})
     deleted, changed = linked.delete_and_unlink("concept/c")
     assert deleted == "concept/c.md" and changed == ["concept/a.md", "concept/b.md", "concept/d.md"]
-    assert linked.links("concept/a") == [] and [l.target for l in linked.links("concept/b")] == ["concept/a.md"]
+    assert linked.links("concept/a") == [] and [link.target for link in linked.links("concept/b")] == ["concept/a.md"]
     assert linked.read("concept/d").metadata.related == []
     assert linked.index.edges(["concept/c.md"]) == []
 

@@ -16,7 +16,7 @@ from tests.server.test_e2e_stdio import call, connect, dirs, refused, write  # n
 pytestmark = pytest.mark.anyio
 
 
-async def test_hostile_files_get_clear_tool_errors_and_the_server_keeps_serving(dirs):
+async def test_hostile_files_get_clear_tool_errors_and_the_server_keeps_serving(dirs):  # noqa: F811 — the fixture
     outside = dirs / "outside"
     outside.mkdir()
     (outside / "secret.yml").write_text("title: OUTSIDE-SECRET\nhits: 77\n", encoding="utf-8")

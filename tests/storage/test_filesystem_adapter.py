@@ -118,7 +118,7 @@ def test_sidecar_has_swarm_memorys_keys(adapter: FilesystemAdapter, root: Path) 
     assert re.search(r"^updated_at: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{9} \+00:00$", text, re.MULTILINE)
     assert isinstance(data["updated_at"], datetime)
     assert before <= data["updated_at"] <= datetime.now(timezone.utc)
-    assert data["size"] == len("Classes ✓".encode("utf-8"))
+    assert data["size"] == len("Classes ✓".encode())
     assert data["hits"] == 0
     assert data["metadata"] == {
         "type": "concept",

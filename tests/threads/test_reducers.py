@@ -41,6 +41,7 @@ def test_each_operation_changes_the_state_as_documented():
     {"op": "BATCH", "events": [add("new"), {"op": "DELETE", "ids": ["missing"]}]},
     {"op": "CONFIGURE", "key": "colour", "value": "red"},
     {"op": "EXPLODE"},
+    {"op": ["ADD"]},
     {"op": "ADD"},
 ])
 def test_a_refused_event_raises_and_leaves_the_state_as_it_was(event):

@@ -28,11 +28,11 @@ from memdir.storage.directory.atomic import FAILED_DIR, txn_dir
 from memdir.tools import memory_delete, memory_edit, memory_glob, memory_grep, memory_read, memory_write
 from memdir.tools.thread_append import thread_append
 from memdir.tools.thread_context import thread_context
-
-pytestmark = pytest.mark.directory_store  # symlinks, special files and journals under the root
 from memdir.tools.thread_control import thread_control
 from memdir.tools.thread_list import thread_list
 from tests.fakes import FakeEmbedder
+
+pytestmark = pytest.mark.directory_store  # symlinks, special files and journals under the root
 
 SECRET = "OUTSIDE-SECRET"
 

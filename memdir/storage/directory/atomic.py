@@ -130,7 +130,7 @@ def commit_files(
     removals: Iterable[Path] = (),
     *,
     derived: Collection[Path] = (),
-    before_commit: Callable[[Mapping[Path, Path]], None] | None = None,
+    before_commit: Callable[[Mapping[Path, Path]], object] | None = None,
     on_commit: Callable[[], None] | None = None,
 ) -> None:
     """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.

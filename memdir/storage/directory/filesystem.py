@@ -92,7 +92,7 @@ from memdir.storage.directory.totals import SharedTotal
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 if TYPE_CHECKING:
-    from memdir.storage.directory.index import DerivedIndex
+    from memdir.storage.base import EntryIndex
     from memdir.storage.directory.root_listing import RootListing
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ def _staged_stats(staged: Mapping[Path, Path], md: Path, yml: Path) -> FileStats
     return FileStats(md_st.st_mtime_ns, md_st.st_size, yml_st.st_mtime_ns, yml_st.st_size)
 
 
-def _ignoring_staged(hook: Callable[[], None] | None) -> Callable[[Mapping[Path, Path]], None] | None:
+def _ignoring_staged(hook: Callable[[], object] | None) -> Callable[[Mapping[Path, Path]], object] | None:
     return None if hook is None else lambda _staged: hook()
 
 
@@ -231,11 +231,13 @@ class FilesystemAdapter:
                 before = self.changes.value()
                 if has_pending(self.root, committed_only=True):
                     continue
-                self._attempt.warnings = held = []
+                held: list[tuple[str, tuple[Any, ...]]] = []
+                self._attempt.warnings = held
+                error: Exception | None = None
                 try:
-                    result, error = read(), None
+                    result = read()
                 except Exception as exc:  # noqa: BLE001 — judged once we know whether a change overlapped
-                    result, error = None, exc
+                    error = exc
                 finally:
                     self._attempt.warnings = None
                 if self.changes.value() == before:
@@ -243,7 +245,7 @@ class FilesystemAdapter:
                         log.warning(message, *args)
                     if error is not None:
                         raise error
-                    return result  # type: ignore[return-value]
+                    return result
         with self._reading():
             return read()
 
@@ -260,7 +262,7 @@ class FilesystemAdapter:
         writes: Mapping[Path, bytes],
         removals: Sequence[Path] = (),
         *,
-        before_commit: Callable[[Mapping[Path, Path]], None] | None = None,
+        before_commit: Callable[[Mapping[Path, Path]], object] | None = None,
     ) -> None:
         """Commit a change to entries (under the exclusive lock), raising the change counter."""
         with disk_errors(self.root):
@@ -320,15 +322,25 @@ class FilesystemAdapter:
         """The ``.md`` and ``.yml`` mtimes and sizes of ``path`` (`memdir.storage.directory.index_db.file_stats`)."""
         return file_stats(self.root, path)
 
-    def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
+    def listing(
+        self, under: str | None = None, folders: dict[str, os.stat_result | None] | None = None
+    ) -> Iterator[tuple[str, FileStats]]:
         """(path, stats) of every real entry, or of those in folder ``under`` (`memdir.storage.directory.index.listing`)."""
         from memdir.storage.directory.index import listing  # (the index module is the directory store's, loaded with it)
 
         return listing(self, under, folders)
 
-    def root_listing(self, index: DerivedIndex) -> RootListing:
-        """Listings and reconcile plans from the index's rows plus the folders that changed."""
+    def root_listing(self, index: EntryIndex) -> RootListing:
+        """Listings and reconcile plans from the index's rows plus the folders that changed.
+
+        Raises:
+            TypeError: ``index`` is not a directory store's index (the listing reads its rows).
+        """
+        from memdir.storage.directory.index import DerivedIndex
         from memdir.storage.directory.root_listing import RootListing
+
+        if not isinstance(index, DerivedIndex):
+            raise TypeError(f"a directory store lists over its own index, not {type(index).__name__}")
 
         return RootListing(self, index)
 
@@ -380,7 +392,7 @@ class FilesystemAdapter:
         updated_at: datetime | None = None,
         embedding_model: str | None = None,
         embedding_text_hash: str | None = None,
-        before_commit: Callable[[Entry, FileStats], None] | None = None,
+        before_commit: Callable[[Entry, FileStats], object] | None = None,
     ) -> Entry:
         """Create or replace the entry at ``path`` atomically (all three files or none).
 
@@ -457,7 +469,7 @@ class FilesystemAdapter:
         expected: Mapping[str, Entry] | None = None,
         model_id: str | None = None,
         text_hashes: Mapping[str, str] | None = None,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """Replace the embeddings of existing entries in ONE transaction (re-embedding, rebuilds).
 
@@ -522,7 +534,7 @@ class FilesystemAdapter:
         self,
         changes: Mapping[str, Callable[[Entry], Metadata | None]],
         *,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """Replace the metadata of existing entries in ONE transaction (the evolution jobs' bulk changes).
 
@@ -572,7 +584,7 @@ class FilesystemAdapter:
         return as_int(sidecar.get("hits")) if sidecar else 0
 
     def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None,
-                   before_commit: Callable[[], None] | None = None) -> None:
+                   before_commit: Callable[[], object] | None = None) -> None:
         """Replace the entry at ``path`` with a stub pointing at ``redirect.target``.
 
         A stub without an owner is a lone ``.md`` file; an owned one has a ``.yml`` that says it
@@ -596,7 +608,7 @@ class FilesystemAdapter:
                          before_commit=_ignoring_staged(before_commit))
             self._total.committed(total)
 
-    def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
+    def delete(self, path: str, *, before_commit: Callable[[], object] | None = None) -> None:
         """Remove the entry's ``.md``, ``.yml`` and ``.emb`` together; a stub is deleted itself.
 
         ``before_commit`` runs as in `write`.

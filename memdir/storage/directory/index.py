@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import astuple, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -68,6 +68,9 @@ from memdir.storage.directory.listing_rows import (
 from memdir.storage.directory.postings import KeywordDoc, KeywordIndex
 from memdir.storage.directory.vectors import VectorMatrix
 
+if TYPE_CHECKING:
+    from memdir.storage.directory.filesystem import FilesystemAdapter
+
 log = logging.getLogger(__name__)
 
 # BM25 column weights (FTS5's weighting, kept when the scoring moved into memory) for title,
@@ -84,7 +87,7 @@ _FILES_CHANGE = "files_change"  # the meta key holding the file change counter t
 
 
 def listing(
-    adapter: Any, under: str | None = None, folders: dict[str, int] | None = None
+    adapter: FilesystemAdapter, under: str | None = None, folders: dict[str, os.stat_result | None] | None = None
 ) -> Iterator[tuple[str, FileStats]]:
     """(path, stats) of every real entry of a filesystem adapter (or of its folder ``under``), stubs and built-ins left out.
 
@@ -559,14 +562,15 @@ class DerivedIndex:
         full: list[tuple[Entry, FileStats, str | None, str | None, str | None]] = []
         with self._writing() as (db, seq):
             for entry, stats, text_hash, model_id in items:
-                row_id = sql.restamp_row(db, entry.path, stats, text_hash, seq) if entry.embedding is not None else None
-                if row_id is None:
+                vector = entry.embedding
+                row_id = sql.restamp_row(db, entry.path, stats, text_hash, seq) if vector is not None else None
+                if row_id is None or vector is None:
                     full.append((entry, stats, text_hash, model_id, text_hash))
                     continue
-                sql.write_vector(db, row_id, model_id, text_hash, entry.embedding)
+                sql.write_vector(db, row_id, model_id, text_hash, vector)
         needs_full = {entry.path for entry, *_ in full}
         for entry, _, _, model_id in items:
-            if entry.path not in needs_full:
+            if entry.path not in needs_full and entry.embedding is not None:  # (restamped: it has one)
                 self.vectors.upsert(entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id)
         if full:
             self._upsert_rows(full)
@@ -578,7 +582,7 @@ class DerivedIndex:
             for entry, stats, text_hash, model_id, vector_hash in items:
                 row_id, doc = sql.write_row(db, entry, stats, text_hash, seq)
                 docs.append(doc)
-                if row_id is not None:
+                if row_id is not None and entry.embedding is not None:  # (a row id comes only with a vector)
                     sql.write_vector(db, row_id, model_id, vector_hash, entry.embedding)
         for (entry, _, _, model_id, _), doc in zip(items, docs):
             self._apply(entry, model_id, doc)
@@ -737,7 +741,7 @@ class DerivedIndex:
     def _reload(
         self,
         batch: list[tuple[str, FileStats]],
-        known: dict[str, tuple[int, tuple[int, ...]]],
+        known: Mapping[str, tuple[int, tuple[int, ...]]],
         load: Callable[[str], Entry],
         text_hash_of: Callable[[Entry], str],
         report: ReconcileReport,
@@ -764,7 +768,7 @@ class DerivedIndex:
                     entry = entry.model_copy(update=kept)
                 row_id, doc = sql.write_row(db, entry, stats, current_hash, seq)
                 vector_model = None
-                if row_id is not None:
+                if row_id is not None and entry.embedding is not None:  # (a row id comes only with a vector)
                     if entry.embedding_model is not None:  # its .yml says which model made it, from what text
                         vector_model, vector_hash = entry.embedding_model, entry.embedding_text_hash
                     elif old is not None and old[0] == sql.vector_bytes(entry.embedding):  # as before: keep our record
@@ -836,7 +840,7 @@ class DerivedIndex:
     def recorded_stats(self, paths: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
         """path -> (md mtime, md size, yml mtime, yml size) the rows of ``paths`` record (no row: left out)."""
         with self.lock:
-            return {row[0]: tuple(row[5:]) for row in sql.listing_rows(self.db, paths)}  # type: ignore[misc]
+            return {row[0]: tuple(row[5:]) for row in sql.listing_rows(self.db, paths)}
 
     def describe(self, stats: Mapping[str, FileStats]) -> dict[str, EntryInfo]:
         """Listing rows (title, type, hits, updated_at) for the entries whose row is as fresh as

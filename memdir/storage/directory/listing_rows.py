@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from memdir.storage.base import EntryInfo
 from memdir.storage.directory import index_db as sql
@@ -58,7 +58,7 @@ class RowTable(NamedTuple):
     def taken(self, slots: Iterable[int]) -> RowTable:
         """The rows at ``slots``, in that order, as new columns."""
         slots = list(slots)
-        return RowTable(*([column[slot] for slot in slots] for column in self))
+        return RowTable._make([column[slot] for slot in slots] for column in self)
 
 
 def moment(updated_at: str | None) -> int:
@@ -104,10 +104,13 @@ class ListingRows:
     def infos(self, slots: list[int]) -> list[EntryInfo]:
         """The listing rows at ``slots``, in that order, as `EntryInfo`."""
         built = self.built
+        out: list[EntryInfo] = []
         for slot in slots:
-            if built[slot] is None:
-                built[slot] = self._made(slot)
-        return [built[slot] for slot in slots]  # type: ignore[misc]
+            found = built[slot]
+            if found is None:
+                found = built[slot] = self._made(slot)
+            out.append(found)
+        return out
 
     def _made(self, slot: int) -> EntryInfo:
         table = self.table
@@ -227,7 +230,8 @@ def _with_change(rows: ListingRows, files_change: int) -> ListingRows:
 def _applied(rows: ListingRows, changes: RowChanges) -> ListingRows:
     """``rows`` with the changed rows appended to copies of its columns and the removed paths dropped;
     the folders the changes touch get new member sets, the others are kept as they are."""
-    table = RowTable(*(list(column) for column in rows.table))
+    table = RowTable._make(list(column) for column in rows.table)
+    columns: tuple[list[Any], ...] = table  # each column takes its field of a changed row
     slots = dict(rows.slots)
     untitled = set(rows.untitled)
     names = {parent_of(row[0]) for row in changes.changed} | {parent_of(path) for path in changes.removed}
@@ -239,7 +243,7 @@ def _applied(rows: ListingRows, changes: RowChanges) -> ListingRows:
             _drop(path, slots, folders, untitled)
             continue
         slots[path] = len(table.paths)
-        for column, value in zip(table, (path, title, size, updated_at, type_, hits, md_mtime, moment(updated_at))):
+        for column, value in zip(columns, (path, title, size, updated_at, type_, hits, md_mtime, moment(updated_at))):
             column.append(value)
         folders[parent_of(path)].add(path)
         if title and updated_at:

@@ -107,8 +107,8 @@ def write_listing_snapshot(path: Path, generation: str, seq: int, columns: Colum
         with replacing(path, durable=False) as file:  # derived: a lost snapshot means one read from SQLite
             file.write(header)
             numbers.tofile(file)
-            for text in texts:
-                file.write(text)
+            for encoded in texts:
+                file.write(encoded)
     except OSError as exc:
         log.warning("could not write the listing snapshot %s: %s", path, exc)
 

@@ -49,7 +49,7 @@ _ROW_BITS = 40
 _UNKNOWN_ROW = 1 << (_ROW_BITS - 1)
 
 
-def _written_key(folder_code, row_id, slot):
+def _written_key(folder_code: np.ndarray | int, row_id: np.ndarray | int, slot: np.ndarray | int) -> np.ndarray:
     """One number per entry that sorts by folder, then by when it was first written: its row id
     in the index, or (not known, as for an entry added by hand) after every known one, by slot."""
     row = np.where(np.asarray(row_id) >= 0, row_id, _UNKNOWN_ROW + np.asarray(slot))
@@ -160,8 +160,8 @@ class KeywordIndex:
         self._folder_code = self._folder_codes.encode([p[: p.rfind("/")] if "/" in p else "" for p in self.paths])
         self._length = np.asarray(lengths, dtype=np.float32).reshape(n)
         self._alive = np.ones(n, dtype=bool)
-        row_ids = np.asarray(row_ids if row_ids is not None else range(n), dtype=np.int64).reshape(n)
-        self._written = _written_key(self._folder_code[:n], row_ids, np.arange(n))
+        ids = np.asarray(row_ids if row_ids is not None else range(n), dtype=np.int64).reshape(n)
+        self._written = _written_key(self._folder_code[:n], ids, np.arange(n))
         self._total_length = float(self._length.sum(dtype=np.float64))
         sizes = np.fromiter(map(len, id_blobs), dtype=np.int64, count=n) // 4
         ids = np.frombuffer(b"".join(id_blobs), dtype="<u4")
@@ -206,9 +206,9 @@ class KeywordIndex:
         self._alive[slot] = True
         self._written[slot] = key = _written_key(self._folder_code[slot], doc.row_id, slot)
         if self._sequence is not None:
-            keys, slots = self._sequence
+            keys, order = self._sequence
             at = int(np.searchsorted(keys, key))
-            self._sequence = np.insert(keys, at, key), np.insert(slots, at, slot)
+            self._sequence = np.insert(keys, at, key), np.insert(order, at, slot)
         self._total_length += doc.length
         tf = np.asarray(doc.counts, dtype=np.float32).reshape(-1, 4) @ self.weights
         for term_id, freq in zip(np.asarray(doc.term_ids).tolist(), tf.tolist()):

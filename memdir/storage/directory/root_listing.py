@@ -122,14 +122,15 @@ class RootListing:
             stamps = self.stamps
             knows = _RecordedStats(self.index)
             changes = find_changes(
-                str(self.adapter.root), stamps, rows.folders, lambda prefix: self.adapter.list_folder(prefix, knows)
+                str(self.adapter.root), stamps, rows.folders,
+                lambda prefix: self.adapter.list_folder(prefix, knows),  # noqa: B023 — called before the next attempt
             )
             if changes is None:
                 return None
             listed = self._from_rows(rows, changes, keep, knows, under)
             if self.index.changes.value() != change:
                 continue  # a commit overlapped: what was listed may be half of it
-            self.stamps = changes.restamped(stamps, lambda prefix, folder: _agrees(rows, prefix, folder, knows))
+            self.stamps = changes.restamped(stamps, lambda prefix, folder: _agrees(rows, prefix, folder, knows))  # noqa: B023 — called here
             return listed
         return None
 
@@ -209,7 +210,7 @@ class RootListing:
             files = list(listing(self.adapter, folders=walked))
             return ReconcilePlan(files, None, known, lambda failed: _untrusting(stamps_of_walk(walked), failed))
         files = [(path, stats) for folder in changes.listed.values() for path, stats in folder.entries.items()]
-        if in_place_edits:
+        if in_place_edits and known is not None:  # (folders were compared only when the rows were read)
             files.extend(_edited_in_place(str(self.adapter.root), known, by_folder, changes))
         covered = changes.covers if changes.listed or changes.gone else _covers_nothing  # (asked of every row)
         return ReconcilePlan(

@@ -343,7 +343,7 @@ class VectorMatrix:
             return part
         folder = path_prefix.strip("/")
         inside = folder + "/"
-        codes = [code for code, name in enumerate(self._folders.names) if name == folder or name.startswith(inside)]
+        codes = [code for code, name in enumerate(self._folders.names) if name is not None and (name == folder or name.startswith(inside))]
         return np.isin(self._folder_code[:n], codes)
 
     def scores(self, query: np.ndarray) -> np.ndarray:

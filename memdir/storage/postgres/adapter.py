@@ -15,10 +15,11 @@ work unchanged.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg
@@ -39,11 +40,15 @@ from memdir.storage.entry_input import (
 )
 from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres import pages
-from memdir.storage.postgres.database import Database
+from memdir.storage.postgres.database import Database, redact, scalar
 from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.records import folder_of, Listed, ReconcilePlan
 from memdir.storage.sidecar import embedding_checksum, EMBEDDING_DTYPE, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
+
+if TYPE_CHECKING:
+    from memdir.storage.base import EntryIndex
+    from memdir.storage.records import Stamp
 
 _ENTRY_COLUMNS = (
     "path, content, title, metadata, updated_at, size, hits, embedding, embedding_checksum,"
@@ -54,7 +59,7 @@ _INFO_COLUMNS = "path, title, size, updated_at, type, hits, version"
 
 def next_change(conn: psycopg.Connection) -> int:
     """Claim the next change number and record it as the store's last change (committed with the caller's transaction)."""
-    return conn.execute("UPDATE store_state SET change = nextval('changes') RETURNING change").fetchone()[0]
+    return scalar(conn, "UPDATE store_state SET change = nextval('changes') RETURNING change")
 
 
 def row_stats(size: int, version: int) -> FileStats:
@@ -117,7 +122,7 @@ class PostgresAdapter:
         updated_at: datetime | None = None,
         embedding_model: str | None = None,
         embedding_text_hash: str | None = None,
-        before_commit: Callable[[Entry, FileStats], None] | None = None,
+        before_commit: Callable[[Entry, FileStats], object] | None = None,
     ) -> Entry:
         """Create or replace the entry at ``path`` in one transaction (see `FilesystemAdapter.write`)."""
         path = normalize_path(path)
@@ -143,7 +148,7 @@ class PostgresAdapter:
         return entry
 
     def _check_sizes(self, conn: psycopg.Connection, path: str, new_size: int, old_size: int) -> None:
-        total = conn.execute("SELECT total_size FROM store_state").fetchone()[0] + new_size - old_size
+        total = scalar(conn, "SELECT total_size FROM store_state") + new_size - old_size
         check_sizes(path, new_size, self.max_entry_size, total, self.max_total_size)
 
     def _store(self, conn: psycopg.Connection, entry: Entry, old_size: int, stub: Redirect | None = None) -> int:
@@ -178,7 +183,7 @@ class PostgresAdapter:
         expected: Mapping[str, Entry] | None = None,
         model_id: str | None = None,
         text_hashes: Mapping[str, str] | None = None,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """New vectors for unchanged entries in ONE transaction (see `FilesystemAdapter.set_embeddings`)."""
         updated: list[tuple[Entry, FileStats]] = []
@@ -212,9 +217,9 @@ class PostgresAdapter:
 
     def set_metadata(
         self,
-        changes: Mapping[str, Callable[[Entry], Metadata]],
+        changes: Mapping[str, Callable[[Entry], Metadata | None]],
         *,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], None] | None = None,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
     ) -> list[Entry]:
         """New metadata (fields not embedded) for existing entries in ONE transaction (see
         `FilesystemAdapter.set_metadata`); missing entries and stubs are skipped."""
@@ -243,7 +248,7 @@ class PostgresAdapter:
         return [entry for entry, _ in updated]
 
     def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None,
-                   before_commit: Callable[[], None] | None = None) -> None:
+                   before_commit: Callable[[], object] | None = None) -> None:
         """Replace the entry at ``path`` with a redirect stub owned by ``owner`` (its vector and search columns go)."""
         path = normalize_path(path)
         refuse_virtual(path)
@@ -261,7 +266,7 @@ class PostgresAdapter:
             if before_commit is not None:
                 before_commit()
 
-    def delete(self, path: str, *, before_commit: Callable[[], None] | None = None) -> None:
+    def delete(self, path: str, *, before_commit: Callable[[], object] | None = None) -> None:
         """Remove the entry (or stub) at ``path``; its postings and links go with it."""
         path = normalize_path(path)
         refuse_virtual(path)
@@ -346,7 +351,7 @@ class PostgresAdapter:
         return None if row is None else entry_of(row)
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
-        found = dict(self._conn().execute(
+        found: dict[str, str] = dict(self._conn().execute(
             "SELECT path, content FROM entries WHERE path = ANY(%s) AND NOT builtin", (list(paths),)
         ).fetchall())
         return [load_virtual(path).content if is_virtual(path) else found.get(path, "") for path in paths]
@@ -359,7 +364,7 @@ class PostgresAdapter:
         include_virtual: bool = False,
         with_metadata: bool = True,
         under: str | None = None,
-        folders: dict[str, int] | None = None,
+        folders: dict[str, os.stat_result | None] | None = None,
     ) -> Iterator[EntryInfo]:
         """Every entry in path order (one query; ``with_metadata`` and ``folders`` change nothing here)."""
         prefix = folder_prefix(under)
@@ -386,7 +391,9 @@ class PostgresAdapter:
         found = {row[0]: info_of(row) for row in rows}
         return [found[path] for path in paths if path in found]
 
-    def listing(self, under: str | None = None, folders: dict[str, int] | None = None) -> Iterator[tuple[str, FileStats]]:
+    def listing(
+        self, under: str | None = None, folders: dict[str, os.stat_result | None] | None = None
+    ) -> Iterator[tuple[str, FileStats]]:
         for info in self.iter_entries(under=under):
             yield info.path, row_stats(info.size, info.mtime_ns)
 
@@ -395,9 +402,9 @@ class PostgresAdapter:
         return FileStats() if row is None else row_stats(*row)
 
     def total_size(self) -> int:
-        return self._conn().execute("SELECT total_size FROM store_state").fetchone()[0]
+        return scalar(self._conn(), "SELECT total_size FROM store_state")
 
-    def root_listing(self, index: object) -> RowListing:
+    def root_listing(self, index: EntryIndex) -> RowListing:
         """What `Memory` lists and plans reconciles with: the rows themselves (no folders to walk)."""
         return RowListing(self)
 
@@ -408,7 +415,7 @@ class RowListing:
 
     def __init__(self, adapter: PostgresAdapter) -> None:
         self.adapter = adapter
-        self.stamps: dict[str, Any] = {}  # (no folders: nothing to stamp)
+        self.stamps: dict[str, Stamp] = {}  # (no folders: nothing to stamp)
 
     def entries(self, keep: Callable[[str], bool], under: str | None = None) -> list[EntryInfo]:
         return [info for info in self.adapter.iter_entries(under=under) if keep(info.path)]

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -34,6 +36,19 @@ STORE_LOCK = 0x6D656D64_6972_0002 & 0x7FFF_FFFF_FFFF_FFFF  # advisory key: chang
 def first_line(exc: BaseException) -> str:
     """The first line of a driver's error message (the rest repeats the connection's details)."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def scalar(conn: psycopg.Connection, query: str, params: Sequence[object] = ()) -> Any:
+    """The value of a query that yields one row of one column (an aggregate, a function call, the
+    single row of ``store_state``).
+
+    Raises:
+        LookupError: the query yielded no row (the store's tables were changed by hand).
+    """
+    row = conn.execute(query, params).fetchone()
+    if row is None:
+        raise LookupError(f"the store's database gave no row for {query!r}: its tables were changed by hand")
+    return row[0]
 
 
 @dataclass
@@ -107,10 +122,10 @@ class AdvisoryLock:
         """The lock the calling thread holds: ``"shared"``, ``"exclusive"`` or None."""
         return self._state().mode
 
-    def exclusive(self, timeout: float | None = None) -> Iterator[None]:
+    def exclusive(self, timeout: float | None = None) -> AbstractContextManager[None]:
         return self._hold("exclusive", self.timeout if timeout is None else timeout)
 
-    def shared(self) -> Iterator[None]:
+    def shared(self) -> AbstractContextManager[None]:
         return self._hold("shared", self.timeout)
 
     @contextmanager
@@ -137,7 +152,7 @@ class AdvisoryLock:
     def _acquire(self, conn: psycopg.Connection, mode: str, timeout: float) -> None:
         suffix = "_shared" if mode == "shared" else ""
         if timeout <= 0:
-            if not conn.execute(f"SELECT pg_try_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,)).fetchone()[0]:
+            if not scalar(conn, f"SELECT pg_try_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,)):
                 raise LockTimeoutError(f"The store {shown(self.db.url)} is being changed by another server.", "Retry.")
             return
         conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(timeout * 1000)}ms",))

@@ -38,7 +38,7 @@ from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, Inde
 from memdir.storage.evolution_records import ImportanceChange
 from memdir.storage.records import Edge, RankFacts, entry_terms
 from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats
-from memdir.storage.postgres.database import Database
+from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.search import (
     BEGIN, HIDDEN, HiddenCache, Neighbours, RowHits, SearchState, candidates_params, candidates_sql, filters,
     neighbour_ids,
@@ -95,7 +95,7 @@ class _Changes:
         self.db = db
 
     def value(self) -> int:
-        return self.db.connection().execute("SELECT change FROM store_state").fetchone()[0]
+        return scalar(self.db.connection(), "SELECT change FROM store_state")
 
 
 class PostgresIndex:
@@ -140,9 +140,7 @@ class PostgresIndex:
 
     def behind_files(self) -> bool:
         """True if a row changed without its search columns (an adapter write made outside `Memory`)."""
-        return self._conn().execute(
-            "SELECT EXISTS (SELECT 1 FROM entries WHERE indexed IS NULL)"
-        ).fetchone()[0]
+        return scalar(self._conn(), "SELECT EXISTS (SELECT 1 FROM entries WHERE indexed IS NULL)")
 
     def ahead_of_files(self) -> Any:
         """Nothing to anticipate: the entry and its search columns commit in one transaction."""
@@ -332,7 +330,7 @@ class PostgresIndex:
                 self._index(conn, entry, text_hash_of(entry), entry.embedding_model, entry.embedding_text_hash)
                 report.updated += 1
             if text_recipe is not None:
-                recorded = conn.execute("SELECT text_recipe FROM store_state").fetchone()[0]
+                recorded = scalar(conn, "SELECT text_recipe FROM store_state")
                 if recorded != text_recipe:
                     report.rehashed = self._rehash(conn, load, text_hash_of)
                     conn.execute("UPDATE store_state SET text_recipe = %s", (text_recipe,))
@@ -467,11 +465,11 @@ class PostgresIndex:
         query, params = _stale(model_id, "count(*)")
         entries, stale = self._conn().execute(
             f"SELECT s.entries, (SELECT coalesce(sum(n), 0)::bigint FROM ({query}) AS parts(n)) FROM store_state s", params,
-        ).fetchone()
+        ).fetchone() or (0, 0)
         return IndexStats(entries=entries, embedded=entries - stale, stale=stale)
 
     def __len__(self) -> int:
-        return self._conn().execute("SELECT entries FROM store_state").fetchone()[0]
+        return scalar(self._conn(), "SELECT entries FROM store_state")
 
     def vector_snapshot(self, model_id: str | None) -> tuple[list[str], np.ndarray]:
         rows = self._conn().execute(
@@ -659,7 +657,7 @@ class PostgresIndex:
             if semantic is not None:
                 semantic.known.setdefault(path, 0.0 if cosine is None else float(cosine))
         found = [(path, by_path[path]) for path in paths if path in by_path]
-        if window:
+        if window and state is not None:  # (a window is asked for only in a search)
             # (owner: the candidate's place among those found, as `memdir.search.context` counts them)
             place = {row[0]: i for i, (_, row) in enumerate(found)}
             state.neighbours = Neighbours(

@@ -17,7 +17,8 @@ Tables (after every migration):
   reflect (NULL from an adapter write until the index has written them: what
   `PostgresIndex.behind_files` looks for); ``importance``, ``hidden`` and ``accessed_at`` are what ranking reads besides the
   text, with ``recalibrated`` / ``recalibrated_from`` (the importance job's value, and the importance stated when it was
-  made: it counts while the entry states that) (`memdir.storage.directory.index_db.RankFacts`); ``counted`` tells whether its words are in ``term_stats``. Built-in entries (package data) have a row for their vector only (``builtin``).
+  made: it counts while the entry states that) (`memdir.storage.directory.index_db.RankFacts`); ``counted`` tells whether its
+  words are in ``term_stats``. Built-in entries (package data) have a row for their vector only (``builtin``).
 * ``postings`` — (term, entry, tf, length): per entry its Porter-stemmed words with their
   field-weighted frequency (title, tags, domain, content; `memdir.storage.directory.index_db.entry_terms`)
   and the entry's length, what BM25 is computed from (an index-only scan per query term).

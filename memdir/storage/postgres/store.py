@@ -11,7 +11,7 @@ from memdir.core.files import disk_errors
 from memdir.core.settings import Settings
 from memdir.storage.credentials import redact, shown
 from memdir.storage.postgres.adapter import PostgresAdapter
-from memdir.storage.postgres.database import Database, first_line
+from memdir.storage.postgres.database import Database, first_line, redact, scalar
 from memdir.storage.postgres.index import PostgresIndex
 from memdir.storage.postgres.schema import migrate
 
@@ -31,7 +31,7 @@ def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> t
     conn = db.connection()
     try:
         if read_only:
-            present = conn.execute("SELECT to_regclass('entries') IS NOT NULL").fetchone()[0]
+            present = scalar(conn, "SELECT to_regclass('entries') IS NOT NULL")
             if not present:
                 raise StoreUnavailableError(shown(url), "it holds no memdir store yet (a first write creates one)")
         else:

@@ -194,4 +194,7 @@ def assemble(strategy: str, pieces: list[Piece], notes: list[str] | None = None)
     return Window(strategy, text, estimate_tokens(text) if text else 0, shown, list(notes or []))
 
 
-__all__ = ["Budget", "Piece", "Unit", "Window", "assemble", "clip", "newest_first", "newest_piece", "piece_tokens", "recent_and_older", "render_chunk", "units_of"]
+__all__ = [
+    "Budget", "Piece", "Unit", "Window", "assemble", "clip", "newest_first", "newest_piece", "piece_tokens",
+    "recent_and_older", "render_chunk", "units_of",
+]
