@@ -40,7 +40,6 @@ from memdir.server.state import HTTP_CLIENT
 from memdir.server.web_forms import FIELD, FormRefused, Forms
 from memdir.server.web_graph import layout
 from memdir.server import web_browse as browse
-from memdir.server import web_browse as browse
 from memdir.tools import curate
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from memdir.storage.entry_input import (
 )
 from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres import pages
-from memdir.storage.postgres.database import Database, redact, scalar
+from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.records import folder_of, Listed, ReconcilePlan
 from memdir.storage.sidecar import embedding_checksum, EMBEDDING_DTYPE, encode_embedding, fallback_title, metadata_from_yaml

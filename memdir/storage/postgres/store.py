@@ -11,7 +11,7 @@ from memdir.core.files import disk_errors
 from memdir.core.settings import Settings
 from memdir.storage.credentials import redact, shown
 from memdir.storage.postgres.adapter import PostgresAdapter
-from memdir.storage.postgres.database import Database, first_line, redact, scalar
+from memdir.storage.postgres.database import Database, first_line, scalar
 from memdir.storage.postgres.index import PostgresIndex
 from memdir.storage.postgres.schema import migrate
 
