@@ -91,7 +91,9 @@ def list_entries(
         page = memory.glob_page(pattern, memory.settings.glob_max_results)
     for info in page.entries:
         typer.echo(f"{info.path}\t{info.title}\t{info.size}\t{info.updated_at:%Y-%m-%d %H:%M}" if long else info.path)
-    if page.total > len(page.entries):
+    if page.total is None:
+        console(stderr=True).print("[dim]… more entries match: narrow the pattern to see them.[/dim]")
+    elif page.total > len(page.entries):
         more = plural(page.total - len(page.entries), "more entry", "more entries")
         console(stderr=True).print(f"[dim]… {more}: narrow the pattern to see them.[/dim]")
     elif not page.entries:

@@ -471,7 +471,7 @@ class Memory:
         self._save_cache_figures(every=CACHE_FIGURES_EVERY)
         return entry
 
-    def contents(self, paths: Sequence[str]) -> list[str]:
+    def contents(self, paths: Sequence[str]) -> builtins.list[str]:
         """The content of each entry at ``paths`` ("" for one gone since), reading only its ``.md``:
         what a result's snippet needs, at a fraction of `read`'s cost (no sidecar, vector or stub walk)."""
         return self.adapter.read_contents([normalize_path(path) for path in paths])
@@ -930,7 +930,7 @@ class Memory:
         shown = listed.newest(limit)
         return GlobPage(shown if limit is None else self._listing.as_files_say(shown), len(listed))
 
-    def _keeping(self, keep: Callable[[str], bool], view: Actor | None) -> Callable[[list[EntryInfo]], list[EntryInfo]]:
+    def _keeping(self, keep: Callable[[str], bool], view: Actor | None) -> Callable[[builtins.list[EntryInfo]], builtins.list[EntryInfo]]:
         """What of a chunk of listed entries a page keeps: those ``keep`` accepts, in ``view``."""
         return lambda infos: self.in_view([info for info in infos if keep(info.path)], view)
 
@@ -946,14 +946,14 @@ class Memory:
             shown, more = listed[:limit], len(listed) > limit
         return ListPage(shown, shown[-1].path if more and shown else None)
 
-    def numbered_page(self, under: str | None, number: int, size: int) -> tuple[list[EntryInfo], int]:
+    def numbered_page(self, under: str | None, number: int, size: int) -> tuple[builtins.list[EntryInfo], int]:
         """Page ``number`` (from 1) of ``size`` entries under ``under`` in path order, and how many there are."""
         if self._listing.paged:
             return self._listing.at_offset(under, (number - 1) * size, size), self._listing.count(under)
         listed = self.list(under)
         return listed[(number - 1) * size:number * size], len(listed)
 
-    def top_folders(self) -> list[str]:
+    def top_folders(self) -> builtins.list[str]:
         """The top-level folders that hold entries (built-ins included)."""
         if self._listing.paged:
             return self._listing.top_folders()
@@ -1054,7 +1054,7 @@ class Memory:
                 return kept[:top_k]
             wanted *= 4
 
-    def _important(self, results: list[SearchResult], least: float) -> list[SearchResult]:
+    def _important(self, results: builtins.list[SearchResult], least: float) -> builtins.list[SearchResult]:
         """The results whose importance (`importance`; built-ins and entries stating none: 5) is at least ``least``."""
         facts = self.index.rank_facts([result.path for result in results])
         return [result for result in results

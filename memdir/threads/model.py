@@ -189,8 +189,9 @@ class ThreadState:
         for chunk in self.chunks:
             turns.extend(self.originals(chunk))
         numbers = [_sequence_number(chunk.id) for chunk in turns]
-        if all(number is not None for number in numbers):  # a summary may skip turns it kept: back in append order
-            return [chunk for _, chunk in sorted(zip(numbers, turns), key=lambda pair: pair[0])]
+        known = [number for number in numbers if number is not None]
+        if len(known) == len(numbers):  # a summary may skip turns it kept: back in append order
+            return [chunk for _, chunk in sorted(zip(known, turns), key=lambda pair: pair[0])]
         return turns
 
 
