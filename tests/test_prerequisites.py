@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
-ONE_POSTGRES_TEST = "tests/test_postgres_search.py::test_candidates_read_ahead_what_the_separate_reads_give"
+ONE_POSTGRES_TEST = "tests/storage/test_postgres_search.py::test_candidates_read_ahead_what_the_separate_reads_give"
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

@@ -148,6 +148,14 @@ class Actor:
         visible = not labels.visible_to or self.role.value in labels.visible_to
         return labels.kind in ROLE_KINDS[self.role] and visible
 
+    def in_audience(self, labels: Labels) -> bool:
+        """Whether something without a kind (a working-memory thread) is for this actor: no role sees
+        everything, its creator sees it, and otherwise the roles its ``visible_to`` names (all, when it
+        names none)."""
+        if self.role is None or (self.name is not None and labels.created_by == self.name):
+            return True
+        return not labels.visible_to or self.role.value in labels.visible_to
+
     def may_change(self, labels: Labels) -> bool:
         """Whether this actor may update or delete an entry with these labels (the ownership rule)."""
         return self.admin or labels.created_by is None or labels.created_by == self.name

@@ -166,7 +166,7 @@ class ThreadManager:
                 raise ThreadNotFoundError(thread)
             self._create(runtime)
         actor, labels = self._actor(), labels_of(runtime.log.state())
-        if not actor.sees(labels):
+        if not actor.in_audience(labels):
             raise ThreadNotFoundError(thread)
         if change is not None and not actor.may_change(labels):
             raise ThreadOwnerError(thread, labels.created_by or "", actor.label, change)

@@ -28,7 +28,7 @@ def test_register_records_path_digest_and_time():
         ("fact/x", "fact/x.md"),
         ("fact/x.md", "fact/x"),
         ("memory://fact/x.md", "fact/x"),
-        ("  fact//x ", "memory://fact/x.md"),
+        ("fact//x", "memory://fact/x.md"),
     ],
 )
 def test_any_spelling_names_the_same_entry(read_as, asked_as):

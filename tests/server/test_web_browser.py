@@ -104,7 +104,9 @@ def archived_entry() -> None:
 @pytest.fixture
 def served(tmp_path):
     tokens = TokenFile(tmp_path / "http-tokens.json")
-    token, other, reviewer = tokens.create("viewer"), tokens.create("other"), tokens.create("rita", role="reviewer")
+    # Tokens made for agents (a plain token would act as the server itself): what each writes is its own.
+    token, other = tokens.create("viewer", agent="viewer"), tokens.create("other", agent="other")
+    reviewer = tokens.create("rita", role="reviewer")
     archived_entry()
     with running_server(["--mode", "researcher"], cwd=tmp_path) as server:
         async def fill():
