@@ -97,6 +97,7 @@ def test_the_users_config_file_grants_privileges_only_owner_only_and_outside_the
     assert f"chmod 600 {config}" in refused_status.stderr
     config.chmod(0o600)
     assert memdir(tmp_path, "token", "list", cwd=project).returncode == 0
+    assert memdir(tmp_path, "token", "list", cwd=Path("/")).returncode == 0  # a desktop app's "/": no workspace tools
     os.environ["XDG_CONFIG_HOME"] = str(tmp_path / "home" / ".config")
     try:
         os.environ.pop("MEMDIR_CONFIG")
