@@ -116,10 +116,10 @@ class MemdirHTTPServer(uvicorn.Server):
         if self.announce and self.servers:
             host, port = self.servers[0].sockets[0].getsockname()[:2]
             shown = f"[{host}]" if ":" in host else host
+            if self.first is not None:  # (before the address line, which tells those waiting for it that all is said)
+                print(first_token_notice(*self.first, f"http://{shown}:{port}"), file=sys.stderr, flush=True)
             print(f"memdir: serving MCP at http://{shown}:{port}{MCP_PATH} and the web view at http://{shown}:{port}/",
                   file=sys.stderr, flush=True)
-            if self.first is not None:
-                print(first_token_notice(*self.first, f"http://{shown}:{port}"), file=sys.stderr, flush=True)
 
     async def shutdown(self, sockets: Any = None) -> None:
         for listener in self.servers:  # no new connections while the calls in flight finish

@@ -40,7 +40,7 @@ def user_config(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
 
 
 def memdir(tmp_path: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "memdir", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "memdir", *args], check=False, capture_output=True, text=True, timeout=120,
                           env=environment(tmp_path), cwd=cwd)
 
 
