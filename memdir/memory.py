@@ -37,11 +37,11 @@ import numpy as np
 from memdir.core.entry import Entry, Metadata, utcnow
 from memdir.core.errors import (
     DiskFullError,
+    MemdirError,
     EntryNotFoundError,
     InputValidationError,
     InvalidPathError,
     LockTimeoutError,
-    MemdirError,
     ReadOnlyEntryError,
     ReadOnlyRootError,
     RedirectError,
@@ -49,14 +49,8 @@ from memdir.core.errors import (
 )
 from memdir.core.files import disk_errors
 from memdir.core.identity import Actor, Labels
+from memdir.core.links import RELATED_KIND, Link, check_link_kind, make_link, related_links
 from memdir.core.keywords import extract_keywords, porter_stem
-from memdir.core.links import (
-    RELATED_KIND,
-    Link,
-    check_link_kind,
-    make_link,
-    related_links,
-)
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length
@@ -76,22 +70,11 @@ from memdir.search.text_search import (
     path_filter,
 )
 from memdir.storage.audit_log import ACTIONS, AuditRecord, change_diff
-from memdir.storage.base import (
-    EntryIndex,
-    EntryInfo,
-    FileStats,
-    Redirect,
-    StorageAdapter,
-)
+from memdir.storage.base import EntryIndex, EntryInfo, FileStats, Redirect, StorageAdapter
 from memdir.storage.credentials import shown
-from memdir.storage.entry_cache import (
-    EntryCache,
-    PrefetchReport,
-    load_report,
-    save_report,
-)
-from memdir.storage.evolution_records import ImportanceChange, record_importance
 from memdir.storage.index_db import Edge
+from memdir.storage.evolution_records import ImportanceChange, record_importance
+from memdir.storage.entry_cache import EntryCache, PrefetchReport, load_report, save_report
 from memdir.storage.root_listing import Listed
 from memdir.storage.stores import open_store
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths

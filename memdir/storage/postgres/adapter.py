@@ -40,13 +40,7 @@ from memdir.storage.entry_input import (
 from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres.database import Database
 from memdir.storage.root_listing import Listed, ReconcilePlan
-from memdir.storage.sidecar import (
-    EMBEDDING_DTYPE,
-    embedding_checksum,
-    encode_embedding,
-    fallback_title,
-    metadata_from_yaml,
-)
+from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.vectors import folder_of
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
