@@ -469,10 +469,16 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _privileges_from_outside(self) -> Settings:
         """Privileged settings only from a config file no agent's tools reach: outside the
-        workspace (the workspace tools write there) and the memory root (the memory tools do)."""
+        workspace (the workspace tools write there) and the memory root (the memory tools do).
+        A workspace at the filesystem root (a desktop app starting memdir in ``/``) does not
+        count: the workspace tools refuse to act there at all."""
         path = config_file()
         privileged = _privileged_in(path) if path.is_file() else []
-        for folder, name in ((self.workspace, "workspace"), (self.root, "memory root")):
+        workspace = self.workspace.expanduser().resolve()
+        folders = [(self.root, "memory root")]
+        if workspace != Path(workspace.anchor):
+            folders.append((workspace, "workspace"))
+        for folder, name in folders:
             if privileged and _inside(path, folder):
                 raise ConfigError(
                     f"{path} sets {', '.join(privileged)}, but it lies inside the {name} {folder}, "

@@ -38,11 +38,11 @@ import numpy as np
 from memdir.core.entry import Entry, Metadata, importance_on_scale, utcnow
 from memdir.core.errors import (
     DiskFullError,
+    MemdirError,
     EntryNotFoundError,
     InputValidationError,
     InvalidPathError,
     LockTimeoutError,
-    MemdirError,
     ReadOnlyEntryError,
     ReadOnlyRootError,
     RedirectError,
@@ -50,14 +50,8 @@ from memdir.core.errors import (
 )
 from memdir.core.files import disk_errors
 from memdir.core.identity import Actor, Labels
+from memdir.core.links import RELATED_KIND, Link, check_link_kind, make_link, related_links
 from memdir.core.keywords import extract_keywords, porter_stem
-from memdir.core.links import (
-    RELATED_KIND,
-    Link,
-    check_link_kind,
-    make_link,
-    related_links,
-)
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length

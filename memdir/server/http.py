@@ -26,8 +26,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
-from mcp.server.transport_security import TransportSecuritySettings
 from sse_starlette.sse import AppStatus
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memdir.core.errors import InputValidationError
@@ -116,7 +116,7 @@ class MemdirHTTPServer(uvicorn.Server):
         if self.announce and self.servers:
             host, port = self.servers[0].sockets[0].getsockname()[:2]
             shown = f"[{host}]" if ":" in host else host
-            if self.first is not None:  # before the line that says the server is up (what a script waits for)
+            if self.first is not None:  # (before the address line, which tells those waiting for it that all is said)
                 print(first_token_notice(*self.first, f"http://{shown}:{port}"), file=sys.stderr, flush=True)
             print(f"memdir: serving MCP at http://{shown}:{port}{MCP_PATH} and the web view at http://{shown}:{port}/",
                   file=sys.stderr, flush=True)

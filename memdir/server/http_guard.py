@@ -33,12 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.datastructures import Headers
-from starlette.responses import (
-    JSONResponse,
-    PlainTextResponse,
-    RedirectResponse,
-    Response,
-)
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memdir.server.state import HTTP_CLIENT

@@ -38,9 +38,7 @@ from memdir.core.locations import CONFIG_NAME, config_file
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length, compile_regex, shown
 from memdir.search.text_search import GrepPattern, grep_content
-from memdir.tools.memory_grep import (
-    OUTPUT_MODES,  # Grep over the workspace has MemoryGrep's modes
-)
+from memdir.tools.memory_grep import OUTPUT_MODES  # Grep over the workspace has MemoryGrep's modes
 from memdir.tools.session import Session
 
 WORKSPACE_TOOLS: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash")

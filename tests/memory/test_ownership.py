@@ -102,6 +102,21 @@ def test_tools_refuse_with_the_owner_named(open_as):
         memory_delete(bob, Session(), "fact/plan.md")
 
 
+def test_a_stub_keeps_the_owner_of_the_entry_it_replaced_in_both_stores(store_kind, open_as):
+    alice, bob = open_as("alice"), open_as("bob")
+    put(alice, "fact/a.md")
+    put(alice, "fact/b.md", content="The plan is to ship on Friday, for sure.")
+    alice.write_stub("fact/b.md", "fact/a.md")
+    with pytest.raises(NotOwnerError, match="belongs to alice"):
+        memory_write(bob, Session(), "fact/b.md", "mine now", "Plan", "fact", [], [], "d")
+    with pytest.raises(NotOwnerError, match="belongs to alice"):
+        bob.delete("fact/b.md")
+    assert alice.redirect_of("fact/b.md").target == "fact/a.md"
+    assert [info.path for info in alice.list_stubs()] == ["fact/b.md"]
+    assert "fact/b.md" not in [info.path for info in alice.list()]
+    open_as("carol", admin=True).delete("fact/b.md")  # an admin may
+
+
 def test_deleting_ones_own_entry_drops_the_links_others_hold_to_it(open_as):
     alice, bob = open_as("alice"), open_as("bob")
     put(alice, "fact/a.md")

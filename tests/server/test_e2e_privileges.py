@@ -40,7 +40,7 @@ def user_config(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
 
 
 def memdir(tmp_path: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "memdir", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "memdir", *args], check=False, capture_output=True, text=True, timeout=120,
                           env=environment(tmp_path), cwd=cwd)
 
 
@@ -97,6 +97,7 @@ def test_the_users_config_file_grants_privileges_only_owner_only_and_outside_the
     assert f"chmod 600 {config}" in refused_status.stderr
     config.chmod(0o600)
     assert memdir(tmp_path, "token", "list", cwd=project).returncode == 0
+    assert memdir(tmp_path, "token", "list", cwd=Path("/")).returncode == 0  # a desktop app's "/": no workspace tools
     os.environ["XDG_CONFIG_HOME"] = str(tmp_path / "home" / ".config")
     try:
         os.environ.pop("MEMDIR_CONFIG")

@@ -468,8 +468,10 @@ def as_array(value: Any) -> np.ndarray:
 def entry_of(row: Sequence[Any]) -> Entry:
     """An `Entry` from the columns `_ENTRY_COLUMNS` names."""
     (path, content, title, metadata, updated_at, size, hits, embedding, checksum, model, text_hash, stub_kind, _) = row
-    if stub_kind:
-        return Entry(path=path, content=content, title=fallback_title(content, path), updated_at=updated_at, size=size)
+    if stub_kind:  # a stub: its text, and of its metadata only the owner it keeps
+        owner = metadata_from_yaml(metadata).created_by
+        return Entry(path=path, content=content, title=fallback_title(content, path), updated_at=updated_at, size=size,
+                     metadata=Metadata(created_by=owner))
     return Entry(
         path=path, content=content, title=title, updated_at=updated_at, size=size, hits=hits,
         metadata=metadata_from_yaml(metadata), embedding=None if embedding is None else as_array(embedding),
