@@ -71,7 +71,8 @@ from memdir.search.text_search import (
     path_filter,
 )
 from memdir.storage.audit_log import ACTIONS, AuditRecord, change_diff
-from memdir.storage.base import EntryIndex, EntryInfo, FileStats, Redirect, StorageAdapter
+from memdir.storage.base import EntryIndex, Redirect, StorageAdapter
+from memdir.storage.records import EntryInfo, FileStats
 from memdir.storage.credentials import shown
 from memdir.storage.entry_cache import EntryCache, load_report, PrefetchReport, save_report
 from memdir.storage.evolution_records import ImportanceChange, record_importance

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from memdir.optimization.analyzer import HealthStats
     from memdir.search.hybrid import SearchResult
     from memdir.storage.audit_log import AuditRecord
-    from memdir.storage.base import EntryInfo
+    from memdir.storage.records import EntryInfo
     from memdir.threads.context.base import Window
     from memdir.threads.model import ThreadState
 

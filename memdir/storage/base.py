@@ -30,37 +30,19 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
+from memdir.storage.records import Edge, EntryInfo, FileStats, Listed, RankFacts, ReconcilePlan, Stamp
 
 if TYPE_CHECKING:
     import os
 
     from memdir.storage.audit_log import AuditRecord
-    from memdir.storage.records import Stamp
     from memdir.storage.evolution_records import ImportanceChange
-    from memdir.storage.records import Edge, Listed, RankFacts, ReconcilePlan
-
-
-class EntryInfo(NamedTuple):
-    """A light listing row: enough for glob output and index freshness checks.
-
-    A named tuple rather than a frozen dataclass: listings of 100K entries build 100K of
-    them, and a frozen dataclass costs ~5x as much to construct (one ``__setattr__`` per field).
-    """
-
-    path: str
-    title: str
-    size: int
-    updated_at: datetime
-    type: str | None
-    hits: int = 0
-    mtime_ns: int = 0
-    virtual: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,17 +51,6 @@ class Redirect:
 
     kind: str  # "merged" | "moved"
     target: str  # normalised logical path
-
-
-@dataclass(frozen=True, slots=True)
-class FileStats:
-    """The stamp of an entry's stored version: modification time and size of its ``.md`` and
-    ``.yml`` (0 when a file is absent); a database store puts its row version in ``yml_mtime_ns``."""
-
-    md_mtime_ns: int = 0
-    md_size: int = 0
-    yml_mtime_ns: int = 0
-    yml_size: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from typing import Any
 from memdir.core.entry import Entry, utcnow
 from memdir.core.errors import MemdirError
 from memdir.core.files import private_folder, read_regular, replace_file
-from memdir.storage.base import FileStats
+from memdir.storage.records import FileStats
 from memdir.storage.directory.index_db import INDEX_DIR
 
 REPORT_FILE = "prefetch.json"

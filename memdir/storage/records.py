@@ -6,15 +6,39 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
-from memdir.storage.base import EntryInfo
 
-if TYPE_CHECKING:
-    from memdir.storage.base import FileStats
+class EntryInfo(NamedTuple):
+    """A light listing row: enough for glob output and index freshness checks.
+
+    A named tuple rather than a frozen dataclass: listings of 100K entries build 100K of
+    them, and a frozen dataclass costs ~5x as much to construct (one ``__setattr__`` per field).
+    """
+
+    path: str
+    title: str
+    size: int
+    updated_at: datetime
+    type: str | None
+    hits: int = 0
+    mtime_ns: int = 0
+    virtual: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FileStats:
+    """The stamp of an entry's stored version: modification time and size of its ``.md`` and
+    ``.yml`` (0 when a file is absent); a database store puts its row version in ``yml_mtime_ns``."""
+
+    md_mtime_ns: int = 0
+    md_size: int = 0
+    yml_mtime_ns: int = 0
+    yml_size: int = 0
+
 
 class Stamp(NamedTuple):
     """A folder's mtime (ns; `memdir.storage.directory.folder_stamps.UNTRUSTED` if it had not settled when

@@ -21,7 +21,7 @@ from types import MappingProxyType
 import yaml
 
 from memdir.core.entry import Entry, Metadata
-from memdir.storage.base import EntryInfo
+from memdir.storage.records import EntryInfo
 
 #: logical path -> resource stem under ``memdir/skills/`` (SwarmMemory's mapping).
 VIRTUAL_ENTRIES = MappingProxyType({"skill/meta/deep-learning.md": "meta/deep-learning"})

@@ -201,8 +201,9 @@ def _by_cosine(memory: Memory, entry: Entry) -> list[tuple[str, float]] | None:
     """The nearest neighbours the index finds for the entry's vector (one more than shown: the
     entry itself is among them) at or above ``Settings.duplicate_cosine``; None when nothing
     embedded by the current model is comparable."""
-    limit = memory.settings.duplicates_shown + 1
-    nearest = memory.nearest(entry.embedding, limit)
+    if entry.embedding is None:
+        return None  # not embedded (no model yet): fall back to words
+    nearest = memory.nearest(entry.embedding, memory.settings.duplicates_shown + 1)
     if not nearest:
         return None  # nothing embedded yet, or vectors of another model: fall back to words
     return [

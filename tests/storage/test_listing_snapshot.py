@@ -14,7 +14,7 @@ import memdir.storage.directory.snapshot as snapshots
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.search.text_search import glob_matcher
-from memdir.storage.base import EntryInfo
+from memdir.storage.records import EntryInfo
 from memdir.storage.directory.listing_rows import RowTable, by_folder, from_table, moment
 from memdir.storage.directory.listing_snapshot import read_listing_snapshot, snapshot_path, write_listing_snapshot
 from memdir.storage.records import Listed

@@ -56,7 +56,8 @@ from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_
 from memdir.storage import stubs
 from memdir.storage.audit_log import AuditLog
 from memdir.storage.directory.atomic import PRIVATE_DIR, commit_files, has_pending, recover, remove_unjournaled
-from memdir.storage.base import EntryInfo, Redirect
+from memdir.storage.base import Redirect
+from memdir.storage.records import EntryInfo
 from memdir.storage.directory.changes import ChangeCounter
 from memdir.storage.entry_input import (
     check_sizes,
@@ -66,7 +67,7 @@ from memdir.storage.entry_input import (
     valid_metadata,
     valid_redirect,
 )
-from memdir.storage.base import FileStats
+from memdir.storage.records import FileStats
 from memdir.storage.directory.index_db import file_stats, stat_or_zero
 from memdir.storage.directory.locking import LOCK_FILE_NAME, RootLock
 from memdir.storage.directory.folder_stamps import ListedFolder, settled_now, stamp_of

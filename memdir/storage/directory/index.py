@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import astuple, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -50,7 +50,8 @@ from memdir.storage.directory import index_db as sql
 from memdir.storage.directory import listing_snapshot as listing_snapshots
 from memdir.storage.directory import snapshot as snapshots
 from memdir.core.keywords import porter_stem, tokenize
-from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
+from memdir.storage.base import Candidates, EntryRow, IndexStats
+from memdir.storage.records import EntryInfo, FileStats
 from memdir.storage.directory.index_db import stat_or_zero
 from memdir.storage.records import Edge, RankFacts
 from memdir.storage.directory.changes import ChangeCounter
@@ -69,7 +70,7 @@ from memdir.storage.directory.postings import KeywordDoc, KeywordIndex
 from memdir.storage.directory.vectors import VectorMatrix
 
 if TYPE_CHECKING:
-    from memdir.storage.directory.filesystem import FilesystemAdapter
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +87,19 @@ _LOAD_CHUNK = 4096
 _FILES_CHANGE = "files_change"  # the meta key holding the file change counter the index reflects
 
 
+class EntryWalk(Protocol):
+    """What `listing` reads of a root's files (`memdir.storage.directory.filesystem.FilesystemAdapter`)."""
+
+    root: Path
+
+    def iter_entries(
+        self, *, include_stubs: bool = False, include_virtual: bool = False, with_metadata: bool = True,
+        under: str | None = None, folders: dict[str, os.stat_result | None] | None = None,
+    ) -> Iterator[EntryInfo]: ...
+
+
 def listing(
-    adapter: FilesystemAdapter, under: str | None = None, folders: dict[str, os.stat_result | None] | None = None
+    adapter: EntryWalk, under: str | None = None, folders: dict[str, os.stat_result | None] | None = None
 ) -> Iterator[tuple[str, FileStats]]:
     """(path, stats) of every real entry of a filesystem adapter (or of its folder ``under``), stubs and built-ins left out.
 

@@ -61,7 +61,8 @@ import numpy as np
 from memdir.core.entry import ENTRY_TYPES, Entry, Metadata
 from memdir.core.identity import Labels
 from memdir.core.paths import disk_stem
-from memdir.storage.base import EntryRow, FileStats
+from memdir.storage.base import EntryRow
+from memdir.storage.records import FileStats
 from memdir.storage.directory.postings import KeywordDoc
 from memdir.storage.evolution_records import ImportanceChange
 from memdir.storage.records import Edge, EntryTerms, RankFacts, entry_terms

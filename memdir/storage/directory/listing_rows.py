@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from memdir.storage.base import EntryInfo
+from memdir.storage.records import EntryInfo
 from memdir.storage.directory import index_db as sql
 from memdir.storage.directory.folder_stamps import parent_of
 from memdir.storage.directory.listing_snapshot import Runs

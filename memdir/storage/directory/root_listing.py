@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from memdir.storage.base import EntryInfo
+from memdir.storage.records import EntryInfo
 from memdir.storage.directory.folder_stamps import UNTRUSTED, FolderChanges, ListedFolder, find_changes, parent_of, stamps_of_walk
 from memdir.storage.records import Stamp
-from memdir.storage.directory.index import listing
+from memdir.storage.directory.index import EntryWalk, listing
 from memdir.storage.directory.index_db import FileStats, file_stats
 from memdir.storage.directory.listing_rows import ListingRows
 from memdir.storage.records import Listed, ReconcilePlan
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class EntryFiles(Protocol):
+class EntryFiles(EntryWalk, Protocol):
     """What a listing reads of the root's files (`memdir.storage.directory.filesystem.FilesystemAdapter`)."""
 
     root: Path

@@ -28,7 +28,8 @@ from memdir.core.entry import Entry, Metadata, entry_type, utcnow
 from memdir.core.errors import EntryNotFoundError, ReadOnlyRootError
 from memdir.core.paths import normalize_path
 from memdir.storage import stubs
-from memdir.storage.base import EntryInfo, FileStats, Redirect
+from memdir.storage.base import Redirect
+from memdir.storage.records import EntryInfo, FileStats
 from memdir.storage.credentials import shown
 from memdir.storage.entry_input import (
     check_sizes,

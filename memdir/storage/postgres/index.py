@@ -34,7 +34,8 @@ import psycopg
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
-from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
+from memdir.storage.base import Candidates, EntryRow, IndexStats
+from memdir.storage.records import EntryInfo, FileStats
 from memdir.storage.evolution_records import ImportanceChange
 from memdir.storage.records import Edge, RankFacts, entry_terms
 from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats

@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 
-from memdir.storage.base import EntryInfo
+from memdir.storage.records import EntryInfo
 from memdir.storage.entry_input import folder_prefix
 
 Chunk = Callable[[list[EntryInfo]], list[EntryInfo]]
