@@ -53,7 +53,7 @@ def status(root: RootOption = None, agent: AgentOption = None, store: StoreOptio
     table = Table(title="memdir status", show_header=False)
     data.pop("prefetch")  # (a line of its own below)
     for key, value in data.items():
-        table.add_row(key.replace("_", " "), "" if value is None else str(value))
+        table.add_row("built-in entries" if key == "builtins" else key.replace("_", " "), "" if value is None else str(value))
     table.add_row("prefetch hit rate", prefetch_line(report.prefetch))
     console().print(table)
     if report.model_state != "ready":  # the reason is in the table (and a failed load logged it): not again
@@ -61,7 +61,7 @@ def status(root: RootOption = None, agent: AgentOption = None, store: StoreOptio
     else:
         console().print("[green]Semantic search is available.[/green]")
         if report.stale:
-            console().print(f"{report.stale} entries need embedding: run `memdir rebuild --missing-only`.")
+            console().print(f"{plural(report.stale, 'entry needs', 'entries need')} embedding: run `memdir rebuild --missing-only`.")
 
 
 def prefetch_line(report: Any) -> str:
@@ -100,9 +100,10 @@ def rebuild(
         raise RootNotFoundError(settings.store_root)
     with Memory.open(settings) as memory, progress_bar() as bar:
         task = bar.add_task("Embedding", total=None)
-        count = memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=not missing_only)
+        done = memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=not missing_only)
     if memory.model.state.value != "ready":  # a missing model was logged with its reason when it failed to load
         why = f" ({memory.model.reason})" if memory.model.state.value == "disabled" else ""
         console().print(f"[yellow]Index rebuilt; no model available{why}, so nothing was embedded.[/yellow]")
     else:
-        console().print(f"[green]Rebuilt: {plural(count, 'entry')} embedded.[/green]")
+        builtins = f" (and {plural(done.builtins, 'built-in entry', 'built-in entries')})" if done.builtins else ""
+        console().print(f"[green]Index rebuilt: {plural(done.entries, 'entry', 'entries')} embedded{builtins}.[/green]")

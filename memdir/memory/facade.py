@@ -143,6 +143,19 @@ class MemoryStatus:
     prefetch: PrefetchReport | None = None
     store: str = ""
     """Where the entries live: "files" (under the root), or the database URL, its password masked."""
+    builtins: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Rebuilt:
+    """What `Memory.rebuild` embedded: the root's entries, and the built-in ones every root has."""
+
+    entries: int
+    builtins: int
+
+    @property
+    def total(self) -> int:
+        return self.entries + self.builtins
 
 
 class Memory:
@@ -1090,21 +1103,27 @@ class Memory:
 
     # ------------------------------------------------------------------ model & index maintenance
     def status(self) -> MemoryStatus:
+        """The root's figures; the built-in entries every root has are counted apart (``builtins``),
+        so a fresh root reports no entries, none waiting for the model, and a fresh index."""
         self._refresh()
         embedder = self.model.peek()
         stats = self.index.stats(embedder.model_id if embedder else None)
+        builtins = len(self.index.rows(list(virtual_paths())))
+        stale = sum(not is_virtual(path) for path in self.index.needs_embedding(embedder.model_id if embedder else None))
+        entries = stats.entries - builtins
         return MemoryStatus(
             root=self.root,
-            entries=stats.entries,
-            embedded=stats.embedded,
+            entries=entries,
+            builtins=builtins,
+            embedded=entries - stale,
             total_size=self.adapter.total_size(),
             model_state=self.model.state.value,
             model_id=embedder.model_id if embedder else None,
             model_source=embedder.source if embedder else None,
             dimensions=embedder.dimensions if embedder else None,
             reason=self.model.reason,
-            index_fresh=stats.stale == 0,
-            stale=stats.stale,
+            index_fresh=stale == 0,
+            stale=stale,
             prefetch=self._prefetch_report(),
             store=shown(self.settings.store) if self.settings.store.strip() else "files",
         )
@@ -1115,22 +1134,27 @@ class Memory:
             return PrefetchReport.of(self.cache.stats(), self.actor.label)
         return load_report(self.root)
 
-    def rebuild(self, *, progress: ProgressCallback | None = None, everything: bool = True) -> int:
-        """Re-embed entries in length-sorted batches; returns how many were embedded.
+    def rebuild(self, *, progress: ProgressCallback | None = None, everything: bool = True) -> Rebuilt:
+        """Re-embed entries in length-sorted batches; says how many were embedded, built-ins apart.
 
         Args:
             everything: True re-embeds every entry (after a model or max-chars change);
                 False only those without a current vector.
         """
-        embedder = self.model.get()
         self.reconcile()
+        waiting = set(self.index.needs_embedding(self._model_id()))  # the model-ready catch-up may take some
+        embedder = self.model.get()
         if embedder is None:
-            return 0
+            return Rebuilt(0, 0)
         if everything:
             paths = [info.path for info in self.adapter.iter_entries(with_metadata=False)]
         else:
             paths = self.index.needs_embedding(embedder.model_id)
-        return self._embed_paths(embedder, paths, progress)
+        self._embed_paths(embedder, paths, progress)
+        left = set(self.index.needs_embedding(embedder.model_id))
+        done = (waiting | set(paths)) - left
+        builtins = sum(map(is_virtual, done))
+        return Rebuilt(len(done) - builtins, builtins)
 
     def reconcile(self, *, in_place_edits: bool = True) -> None:
         """Bring the derived index in line with the files (changed by hand, by a killed writer, ...).

@@ -179,3 +179,17 @@ def test_other_bad_input_is_refused_before_anything_runs(hand_written_root, args
 def test_defrag_suggests_the_closest_choice(hand_written_root, args, suggestion):
     result = runner.invoke(app, ["defrag", "--root", str(hand_written_root), *args])
     assert result.exit_code == 1 and suggestion in result.output, result.output
+
+
+@pytest.mark.model
+def test_a_fresh_root_is_healthy_and_rebuild_says_what_it_did(tmp_path):
+    root = tmp_path / "fresh"
+    root.mkdir()
+    first = json.loads(runner.invoke(app, ["status", "--root", str(root), "--json"]).output)
+    assert (first["entries"], first["builtins"], first["embedded"], first["stale"], first["index_fresh"]) == (0, 1, 0, 0, True)
+    table = runner.invoke(app, ["status", "--root", str(root)]).output
+    assert "built-in entries" in table and "need embedding" not in table
+    rebuilt = runner.invoke(app, ["rebuild", "--missing-only", "--root", str(root)])
+    assert "Index rebuilt: 0 entries embedded (and 1 built-in entry)." in rebuilt.output
+    again = json.loads(runner.invoke(app, ["status", "--root", str(root), "--json"]).output)
+    assert (again["entries"], again["embedded"], again["stale"], again["index_fresh"]) == (0, 0, 0, True)

@@ -76,7 +76,7 @@ def test_without_a_model_writes_succeed_and_search_is_keyword_only(tmp_path):
         assert results[0].path == "fact/paris.md" and results[0].mode == "keyword"
         status = memory.status()
         assert status.model_state == "disabled" and status.embedded == 0
-        assert status.entries == 2  # the entry and the built-in skill
+        assert (status.entries, status.builtins) == (1, 1)  # the entry; the built-in skill apart
 
 
 def test_entries_written_without_a_model_are_embedded_once_it_is_ready(tmp_path):
@@ -86,14 +86,14 @@ def test_entries_written_without_a_model_are_embedded_once_it_is_ready(tmp_path)
     # a command (status, search, the discover hook) leaves a backlog larger than one batch alone...
     with Memory.open(Settings(root=tmp_path / "m", embed_batch_size=1), embedder=FakeEmbedder()) as memory:
         assert not memory.read("fact/paris").embedded
-        assert memory.rebuild(everything=False) == 2  # ...for `memdir rebuild --missing-only` (and the built-in skill)
+        assert memory.rebuild(everything=False).total == 2  # ...for `memdir rebuild --missing-only` (and the built-in skill)
         assert memory.read("fact/paris").embedded
     with Memory.open(settings) as memory:
         write_fact(memory, "rome", "Rome is the capital of Italy.")
     # a server (background model) catches up by itself
     with Memory.open(Settings(root=tmp_path / "m"), embedder=FakeEmbedder(), background=True) as memory:
         assert memory.read("fact/rome").embedded
-        assert memory.status().embedded == 3  # with the built-in skill
+        assert memory.status().embedded == 2  # the built-in skill apart
 
 
 def test_close_waits_for_the_background_model_and_stops_its_backlog(tmp_path):
@@ -154,7 +154,7 @@ def test_rebuild_re_embeds_everything(memory):
     for i in range(5):
         write_fact(memory, f"f{i}", f"fact number {i}")
     calls: list[tuple[int, int]] = []
-    assert memory.rebuild(progress=lambda done, total: calls.append((done, total))) == 5
+    assert memory.rebuild(progress=lambda done, total: calls.append((done, total))).total == 5
     assert calls[-1] == (5, 5)
 
 
@@ -168,7 +168,7 @@ def test_rebuild_in_many_chunks_embeds_each_entry_once(tmp_path):
         calls: list[tuple[int, int]] = []
         # the total is known before the first chunk (a progress bar shows it from the start), and the
         # bar moves with every model batch (one entry here), not with every chunk of four batches
-        assert memory.rebuild(progress=lambda done, total: calls.append((done, total))) == 10
+        assert memory.rebuild(progress=lambda done, total: calls.append((done, total))).total == 10
         assert embedder.texts_embedded == 10 and calls == [(done, 10) for done in range(11)]
         assert memory.index.needs_embedding(embedder.model_id) == []
         assert memory.read("fact/f9").embedded
@@ -201,7 +201,7 @@ def test_processes_writing_at_once_lose_nothing_in_files_or_index(tmp_path):
     with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
         assert len(memory.list(include_virtual=False)) == 250
         status = memory.status()
-        assert status.entries == 251 and status.embedded == 251  # with the built-in skill
+        assert status.entries == 250 and status.embedded == 250 and status.builtins == 1
         assert memory.search("worker 3 entry 49", top_k=1)[0].path == "fact/w3/e49.md"
 
 
@@ -354,7 +354,7 @@ def test_re_embedding_never_overwrites_a_sidecar_it_cannot_read(memory):
     broken = "title: [unclosed\nhits: 3\n"
     yml.write_text(broken)
     (memory.root / "fact" / "paris.emb").unlink()
-    assert memory.rebuild() >= 1
+    assert memory.rebuild().total >= 1
     assert yml.read_text() == broken
     assert memory.read("fact/paris").embedded
 
