@@ -200,7 +200,10 @@ class Settings(BaseSettings):
         description="Share of the cosine in a result's absolute relevance (the rest: idf-weighted keyword share); what discovery thresholds.",
     )
     discovery_threshold: float = _setting(0.35, "discovery_threshold", "DISCOVERY_THRESHOLD")
-    discovery_threshold_short: float = _setting(0.25, "discovery_threshold_short", "DISCOVERY_THRESHOLD_SHORT")
+    discovery_threshold_short: float = _setting(
+        0.25, "discovery_threshold_short", "DISCOVERY_THRESHOLD_SHORT",
+        description="Relevance a discovery hit needs for a message of fewer than adaptive_word_cutoff words.",
+    )
     adaptive_word_cutoff: int = _setting(10, "adaptive_word_cutoff", "ADAPTIVE_WORD_CUTOFF")
     fusion: Literal["weighted", "rrf"] = _setting("weighted", "fusion", description="How hybrid search fuses its signals.")
     bm25_weight: float = _setting(0.1, "bm25_weight", description="Weight of BM25 (normalised by the query's best match).")
@@ -334,14 +337,14 @@ class Settings(BaseSettings):
     )
 
     # --- discovery (per-message reminders)
-    discovery_top_k: int = _setting(3, "discovery_top_k")
+    discovery_top_k: int = _setting(4, "discovery_top_k", description="At most this many skills, and this many memories, per reminder.")
     discovery_token_budget: int = _setting(600, "discovery_token_budget")
     discovery_names_required: bool = _setting(
         True, "discovery_names_required",
         description="A message naming someone the store knows shows only entries that mention them; naming only unknowns, none.",
     )
     discovery_rank_by: Literal["score", "relevance"] = _setting(
-        "score", "discovery_rank_by",
+        "relevance", "discovery_rank_by",
         description="Which hits above the threshold a reminder shows first: the search's ranking (score) or the most relevant.",
     )
     discovery_min_score: float = _setting(0.2, "discovery_min_score", description="Relevance floor below any threshold.")

@@ -33,7 +33,7 @@ from pathlib import PurePosixPath
 
 from memdir.core.signals import DECISION, DECISION_IMPORTANCE, REMEMBER, REMEMBER_IMPORTANCE
 from memdir.episodes.model import Episode, Message, Outcome, OUTCOMES
-from memdir.episodes.segment import start_marker, without_markers
+from memdir.episodes.segment import hinted_tags, start_marker, without_markers
 
 # ---------------------------------------------------------------- tags
 _EXTENSIONS = (
@@ -225,17 +225,22 @@ def _commands_in_prose(text: str) -> list[str]:
 
 
 def extract_tags(messages: Sequence[Message], project: str | None = None, limit: int = MAX_TAGS) -> list[str]:
-    """Tags for an episode: project, repos, file names, error types, errno codes, HTTP codes, commands.
+    """Tags for an episode: project, the tags its ``TAGS:`` markers hint, then repos, file names,
+    error types, errno codes, HTTP codes, commands.
 
     File names and commands are read from what people said and from tool calls (a file's
     *content* read by a tool would drown the list in its imports); error types, errno and
-    HTTP codes also from tool output. Most frequent first, at most ``limit``.
+    HTTP codes also from tool output. Most frequent first, at most ``limit``. Marker lines
+    are read for what they hint, never for words (``memdir:episode`` names no command).
     """
     counter: Counter[str] = Counter()
     order: dict[str, tuple[int, str]] = {}
+    hinted: list[str] = []
     for message in messages:
-        text = message.text
         is_output = message.kind == "tool_result" or message.role == "tool"
+        if not is_output:
+            hinted += hinted_tags(message.text)
+        text = without_markers(message.text)
         for found in ERROR_TYPE.finditer(text):
             _add(counter, order, found.group(0))
         for found in ERRNO.finditer(text):
@@ -259,6 +264,9 @@ def extract_tags(messages: Sequence[Message], project: str | None = None, limit:
                 _add(counter, order, name)
     ranked = sorted(counter, key=lambda key: (-counter[key], order[key][0]))
     tags = [project] if project else []
+    for tag in hinted:
+        if tag.casefold() not in {t.casefold() for t in tags}:
+            tags.append(tag)
     for key in ranked:
         if key not in {t.casefold() for t in tags}:
             tags.append(order[key][1])

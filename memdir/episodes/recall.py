@@ -163,10 +163,11 @@ def episode_reminder(ranked: list[RankedEpisode], now: datetime | None = None) -
     return "\n".join(lines)
 
 
-def discover_episodes(memory: Memory, message: str, *, settings: Settings | None = None,
-                      now: datetime | None = None, must_name: Collection[str] | None = None) -> str:
+def discover_episodes(memory: Memory, message: str, *, settings: Settings | None = None, now: datetime | None = None,
+                      must_name: Collection[str] | None = None, threshold: float | None = None) -> str:
     """Per-message episode reminder for a user's message, or ``""`` when nothing qualifies."""
-    return episode_reminder(rank_episodes(memory, message, settings=settings, now=now, must_name=must_name), now)
+    ranked = rank_episodes(memory, message, settings=settings, now=now, must_name=must_name, threshold=threshold)
+    return episode_reminder(ranked, now)
 
 
 def where_we_left_off(memory: Memory, *, project: str | None = None, settings: Settings | None = None,

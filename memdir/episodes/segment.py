@@ -20,6 +20,8 @@ Three kinds of boundary, checked in this order:
   ======================================  ============================================
 
   The text after ``CLAIM:``/``EPISODE:``/the HTML marker/``next task:`` names the episode.
+  A ``TAGS: a, b`` line (or ``<!-- memdir:tags a, b -->``) starts nothing: it hints the
+  running episode's tags (`memdir.episodes.heuristics.extract_tags`).
 * **topic** — a shift of subject: the mean embedding of the ``window`` conversational
   messages before a position and of the ``window`` after it are compared, and a
   boundary is placed where their cosine *distance* exceeds ``topic_threshold``
@@ -61,8 +63,12 @@ _START_MARKERS = (
     re.compile(r"\bnext task\b[ \t]*(?:[:\-—][ \t]*(?P<name>[^\n]*))?", re.IGNORECASE),
 )
 _END_MARKER = re.compile(r"^[ \t>*_#-]*ENDEX:", re.MULTILINE)
-_MARKER_LINES = re.compile(r"^[ \t>*_#-]*(?:CLAIM|EPISODE|ENDEX):[^\n]*\n?|" + re.escape(EPISODE_MARKER) + r"[^\n]*\n?",
-                           re.MULTILINE)
+TAGS_MARKER = re.compile(r"^[ \t>*_#-]*TAGS:[ \t]*(?P<a>[^\n]*)|<!-- memdir:tags[ \t]+(?P<b>[^\n]*?)[ \t]*-->", re.MULTILINE)
+_MARKER_LINES = re.compile(
+    r"^[ \t>*_#-]*(?:CLAIM|EPISODE|ENDEX|TAGS):[^\n]*\n?|" + re.escape(EPISODE_MARKER) + r"[^\n]*\n?"
+    + r"|<!-- memdir:tags[^\n]*?-->[ \t]*\n?",
+    re.MULTILINE,
+)
 RECORD_TOOL = "EpisodeRecord"
 
 
@@ -118,9 +124,17 @@ def start_marker(message: Message) -> str | None:
 
 
 def without_markers(text: str) -> str:
-    """``text`` without its marker lines (``CLAIM:``, ``EPISODE:``, ``ENDEX:``, the HTML marker):
-    they steer segmentation and name the episode, they are not what the episode quotes."""
+    """``text`` without its marker lines (``CLAIM:``, ``EPISODE:``, ``ENDEX:``, ``TAGS:``, the HTML
+    markers): they steer segmentation, name and tag the episode, they are not what it quotes."""
     return _MARKER_LINES.sub("", text)
+
+
+def hinted_tags(text: str) -> list[str]:
+    """The tags ``TAGS:`` lines and ``<!-- memdir:tags … -->`` markers in ``text`` hint, in order (comma-separated)."""
+    found = []
+    for match in TAGS_MARKER.finditer(text):
+        found += [tag.strip() for tag in (match.group("a") or match.group("b") or "").split(",") if tag.strip()]
+    return found
 
 
 def is_end_marker(message: Message) -> bool:
@@ -239,6 +253,8 @@ __all__ = [
     "TOPIC_MIN_MESSAGES",
     "TOPIC_THRESHOLD",
     "TOPIC_WINDOW",
+    "TAGS_MARKER",
+    "hinted_tags",
     "is_end_marker",
     "segment",
     "start_marker",

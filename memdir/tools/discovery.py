@@ -191,10 +191,14 @@ class Gate:
         must_name: for a message that says fewer than ``discovery_min_content_words``
             words the store could match (a name it has never seen does not count), those
             words: a hit's title, tags or path must name one. None for a longer message.
+        threshold: the relevance a hit needs: the adaptive threshold, never below the
+            floor; a message naming someone or something the store has never seen gets
+            the full (long-message) threshold: its hits must stand on the rest of it.
     """
 
     known: frozenset[str] = frozenset()
     must_name: frozenset[str] | None = None
+    threshold: float = 0.0
 
     @classmethod
     def of(cls, memory: Memory, message: str, settings: Settings) -> Gate:
@@ -202,7 +206,10 @@ class Gate:
         counts = memory.document_frequencies(names) if names else {}
         known = {name for name, count in counts.items() if count}
         short = short_message_terms(message, settings.discovery_min_content_words, names - known)
-        return cls(frozenset(known), None if short is None else frozenset(short))
+        threshold = settings.relevance_needed(message)
+        if names - known:
+            threshold = max(threshold, settings.discovery_threshold)
+        return cls(frozenset(known), None if short is None else frozenset(short), threshold)
 
     def allows(self, result: Any) -> bool:
         if self.known and self.known.isdisjoint(result.matched):
@@ -221,7 +228,7 @@ def search_found(
     memory's actor's role view applies unless ``view_all``.
     """
     gate = gate or Gate.of(memory, message, settings)
-    threshold = settings.relevance_needed(message)
+    threshold = gate.threshold
     pool = settings.discovery_top_k * (8 if exclude_prefix else 4)  # ranked by score, kept by relevance
     results = memory.search(message, top_k=pool, types=list(types), view=view_filter(memory.actor, view_all))
     found = [_found(result) for result in results if gate.allows(result)]
@@ -259,7 +266,7 @@ def discover(
     text = render(skills, memories, settings.discovery_token_budget)
     # Episodes follow the seed's own ranking (importance boost, recency decay, at most N)
     # and get their own reminder, within what is left of the budget.
-    episodes = discover_episodes(memory, message, settings=settings, must_name=gate.must_name)
+    episodes = discover_episodes(memory, message, settings=settings, must_name=gate.must_name, threshold=gate.threshold)
     if episodes and estimate_tokens(text) + estimate_tokens(episodes) <= settings.discovery_token_budget:
         text = f"{text}\n\n{episodes}" if text else episodes
     return text

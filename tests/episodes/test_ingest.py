@@ -208,3 +208,24 @@ def test_a_failing_summarizer_falls_back_to_the_heuristics(memory, tmp_path, rep
 
     report = ingest(memory, write_claude(tmp_path), summarize=sampling_summarizer(ask))
     assert memory.read(report.created[0]).title.startswith("The upload test fails with ValueError")
+
+
+def test_a_tags_marker_hints_the_episodes_tags_and_the_boundary_marker_adds_none(memory, tmp_path):
+    lines = [
+        line("user", "<!-- memdir:episode --> Ledger migration\nMove the ledger table to the new schema.", 0),
+        line("assistant", "TAGS: ledger, migrations\nI will write the migration first.", 1),
+        line("assistant", "Done <!-- memdir:tags postgres -->; the migration ran.", 2),
+    ]
+    report = ingest(memory, write_claude(tmp_path, lines))
+    entry = memory.read(report.created[0])
+    assert entry.metadata.tags[:4] == ["memdir", "ledger", "migrations", "postgres"]  # the project (CWD), then the hints
+    assert "TAGS:" not in entry.content and "memdir:tags" not in entry.content
+
+
+def test_the_boundary_marker_is_no_memdir_tag():
+    from memdir.episodes.heuristics import extract_tags
+    from memdir.episodes.model import Message
+
+    messages = [Message(role="user", text="<!-- memdir:episode --> Fix the flaky upload test"),
+                Message(role="assistant", text="It shared a temp dir; fixed.")]
+    assert extract_tags(messages) == []

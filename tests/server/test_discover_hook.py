@@ -101,7 +101,7 @@ def context_of(result: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.parametrize("prompt", ["Can you ask Bob about the ledger decision?",
-                                    "Should we move the ledger decision to CockroachDB?"])
+                                    "Should we move the ledger database decision to CockroachDB?"])
 def test_a_name_the_store_has_never_seen_does_not_silence_the_reminder(payments, prompt):
     assert "Path: `fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(payments)))
 
