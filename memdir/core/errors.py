@@ -230,6 +230,10 @@ class ModelNotFoundError(MemdirError):
     """No embedding model was found; memdir falls back to keyword search."""
 
 
+class EmbeddingServiceError(MemdirError):
+    """The remote embedding service refused, failed, or answered something that is not embeddings."""
+
+
 class StoreUnavailableError(MemdirError):
     """The configured database store could not be reached or used."""
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator, SecretStr
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -183,6 +183,17 @@ class Settings(BaseSettings):
     embed_batch_size: int = _setting(32, "embed_batch_size")
     embed_threads: int | None = _setting(None, "embed_threads")
     embeddings_enabled: bool = _setting(True, "embeddings_enabled", description="False: keyword search only.")
+    embedding_url: str | None = _setting(
+        None, "embedding_url",
+        description="An OpenAI-compatible embeddings service (http://localhost:11434 for Ollama) to use instead of the local model; its model is `model`.",
+    )
+    embedding_api_key: SecretStr | None = _setting(
+        None, "embedding_api_key", description="The embedding service's API key (sent as a bearer token, never stored).",
+    )
+    embedding_timeout: float = _setting(30.0, "embedding_timeout", gt=0, description="Seconds per request to the embedding service.")
+    embedding_backoff: float = _setting(
+        0.5, "embedding_backoff", ge=0, description="Seconds before the first retry of a failed embedding request (doubled each time, 3 retries).",
+    )
     search_model_wait: float = _setting(
         3.0, "search_model_wait", ge=0.0,
         description="Seconds a search arriving while the model loads waits for it before searching by keywords only.",

@@ -62,7 +62,8 @@ class ModelProvider:
 
     @classmethod
     def from_settings(cls, settings: Settings, *, enabled: bool = True, download: bool = False) -> ModelProvider:
-        """The real model, resolved as DESIGN.md says (explicit dir -> package -> HF cache -> HF hub).
+        """The real model, resolved as DESIGN.md says (explicit dir -> package -> HF cache -> HF hub),
+        or the embedding service ``embedding_url`` names (`memdir.embeddings.remote`).
 
         ``download`` allows the hub step (with ``settings.model_download``): for long-running
         processes that load in the background. A command or a per-prompt hook must never wait
@@ -70,6 +71,12 @@ class ModelProvider:
         """
 
         def load() -> Embedder:
+            if settings.embedding_url:
+                from memdir.embeddings.remote import RemoteEmbedder
+
+                remote = RemoteEmbedder.from_settings(settings)
+                remote.warmup()
+                return remote
             from memdir.embeddings.resolve import load_embedder
 
             embedder = load_embedder(
