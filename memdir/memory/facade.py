@@ -175,6 +175,7 @@ class Memory:
         """Entries agents read (and `prefetch` put there), served to MemoryRead while unchanged."""
         self._labelled = threading.local()  # the action label of `action`, per thread
         self._written_unembedded: set[str] = set()  # written while the model loaded (see `close`)
+        self._serving = False  # opened by a server (`open(background=True)`): its own cache figures from the start
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -230,6 +231,7 @@ class Memory:
             at_most = None if background else settings.embed_batch_size
             model.on_ready(functools.partial(memory._embed_pending, at_most=at_most))
         if background:
+            memory._serving = True
             model.start_background()
             # A server's first listing (MemoryGlob) then finds the index's rows read and built
             # (~0.3 s of CPU at 100K entries), instead of paying for them itself.
@@ -1129,8 +1131,9 @@ class Memory:
         )
 
     def _prefetch_report(self) -> PrefetchReport | None:
-        """This process's cache figures once it has served reads, else the last ones a server saved."""
-        if self.cache is not None and self.cache.hits + self.cache.misses:
+        """This process's cache figures once it has served reads or when it is a server (from its first
+        second: not the previous server's), else the last ones a server saved (`memdir status`)."""
+        if self.cache is not None and (self._serving or self.cache.hits + self.cache.misses):
             return PrefetchReport.of(self.cache.stats(), self.actor.label)
         return load_report(self.root)
 

@@ -6,6 +6,11 @@ last changed; ``prefetch_recent``) and its most important ones (importance at le
 ``prefetch_min_importance``; ``prefetch_important``). An empty store prefetches nothing;
 prefetching an entry twice only refreshes its place. Reads (MemoryRead) are then served from
 the cache while the entry's files are unchanged, and the cache counts hits and misses.
+
+`warm_for_phase` is seed 003's ``on_phase_transition``: when the work changes phase — a skill
+is loaded (LoadSkill), and with it a new toolset — the entries the new phase is likely to
+read (a search of the view for what the skill is about, ``prefetch_phase`` of them) are
+prefetched too.
 """
 
 from __future__ import annotations
@@ -51,4 +56,15 @@ def warm(memory: Memory) -> int:
     log.info("prefetched %d of %d entries for %s", done, len(paths), memory.actor.label)
     return done
 
-__all__ = ["session_paths", "warm"]
+def warm_for_phase(memory: Memory, about: str) -> int:
+    """Prefetch the ``prefetch_phase`` entries of the actor's view that best match ``about`` (what
+    the new phase is about: a loaded skill's title and description); how many were cached."""
+    if memory.cache is None or not about.strip() or memory.settings.prefetch_phase <= 0:
+        return 0
+    results = memory.search(about, top_k=memory.settings.prefetch_phase, view=view_filter(memory.actor, False))
+    done = memory.prefetch(result.path for result in results)
+    log.info("prefetched %d entries for a new phase of %s", done, memory.actor.label)
+    return done
+
+
+__all__ = ["session_paths", "warm", "warm_for_phase"]

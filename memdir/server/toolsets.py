@@ -20,6 +20,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
+from memdir.access.prefetch import warm_for_phase
 from memdir.core.errors import MemdirError
 from memdir.server.modes import parse_docstring
 from memdir.server.state import AppState, app_state, tool_error
@@ -74,6 +75,10 @@ def load_skill_tool() -> Any:
             tools = [name for name in skill.tools if name in state.workspace_tools]
         except MemdirError as exc:
             raise tool_error(exc) from exc
+        try:  # a new phase: warm the cache for what it will read (a guess: it never fails the load)
+            await state.host.run(warm_for_phase, skill.about, read_only=True, writer=current)
+        except Exception:
+            log.warning("prefetching for the loaded skill failed", exc_info=True)
         before = state.visible_tools(current)
         current.session.activate_skill(skill.path, tools, skill.permissions)
         after = state.visible_tools(current)

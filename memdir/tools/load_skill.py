@@ -34,6 +34,8 @@ class SkillLoad:
         content: its content with line numbers.
         tools: the workspace tools it asks for, in its order, without repeats.
         permissions: its tool permissions (``{}`` when none).
+        about: what the skill is about (its title and opening text): what the work it starts
+            is likely to read, for prefetching.
     """
 
     path: str
@@ -41,11 +43,16 @@ class SkillLoad:
     content: str
     tools: list[str] = field(default_factory=list)
     permissions: dict[str, Any] = field(default_factory=dict)
+    about: str = ""
 
     @property
     def text(self) -> str:
         """What the model sees: ``Loaded skill: TITLE``, a blank line, the numbered content."""
         return f"Loaded skill: {self.title}\n\n{self.content}"
+
+
+ABOUT_CHARS = 300
+"""The opening of a skill's text that says what it is about (prefetching searches for it)."""
 
 
 def load_skill(
@@ -91,6 +98,7 @@ def load_skill(
         content=numbered_lines(entry.content),
         tools=tools,
         permissions=dict(entry.metadata.permissions or {}),
+        about=f"{entry.title}\n{entry.content[:ABOUT_CHARS]}",
     )
 
 

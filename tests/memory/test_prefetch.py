@@ -108,3 +108,41 @@ def test_an_entry_changed_between_its_stats_and_its_read_is_never_served(tmp_pat
         put(memory, "fact/a.md", "two")  # lands between the stats and the read
         cache.put(memory.read("fact/a.md"), stats)
         assert cache.get("fact/a.md") is None
+
+
+def test_a_new_servers_hit_rate_is_its_own_from_the_start(open_as, tmp_path):
+    import os
+
+    from memdir.core.settings import Settings
+    from memdir.server.state import MemoryHost
+    from tests.fakes import FakeEmbedder
+
+    first = open_as("alice", "executor")
+    put(first, "fact/a.md")
+    for _ in range(4):
+        first.read("fact/a.md", count_hit=True)
+    first.close()  # saves 3 hits, 1 miss
+    second = MemoryHost._open(Settings(root=tmp_path / "memory", agent="alice", role="executor"), FakeEmbedder())
+    try:
+        report = second.status().prefetch
+        assert (report.hits, report.misses, report.pid) == (0, 0, os.getpid())
+        assert report.prefetched == 1  # its own session-start warming
+    finally:
+        second.close()
+
+
+def test_loading_a_skill_prefetches_what_its_work_will_read(open_as):
+    from memdir.access.prefetch import warm_for_phase
+    from memdir.tools.load_skill import load_skill
+    from memdir.tools.session import Session
+
+    writer = open_as("w")
+    writer.write("skill/ledger/migrate.md", "Migrate the ledger schema: backfill, then add constraints.",
+                 title="Ledger schema migration", metadata={"type": "skill"})
+    put(writer, "fact/ledger-migrations.md", "Ledger schema migrations add nullable columns, backfill, then constrain.")
+    put(writer, "fact/lunch.md", "Lunch is at noon on Fridays.")
+    agent = open_as("eve", prefetch_recent=0, prefetch_important=0)
+    skill = load_skill(agent, Session(), "skill/ledger/migrate.md")
+    assert warm_for_phase(agent, skill.about) >= 1
+    agent.read("fact/ledger-migrations.md", count_hit=True)
+    assert agent.cache.stats().hits == 1

@@ -34,6 +34,7 @@ def test_loads_a_skill(memory, session):
         content="     1 # Debug API errors\n     2 \n     3 1. Read the logs.\n     4 2. Run the failing request.",
         tools=["Read", "Edit", "Bash"],
         permissions={"Bash": {"allowed_commands": ["^curl "]}},
+        about="Debug API errors\n# Debug API errors\n\n1. Read the logs.\n2. Run the failing request.",
     )
     assert load.text == (
         "Loaded skill: Debug API errors\n\n"
