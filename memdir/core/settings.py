@@ -353,7 +353,7 @@ class Settings(BaseSettings):
     discovery_token_budget: int = _setting(600, "discovery_token_budget")
     discovery_names_required: bool = _setting(
         True, "discovery_names_required",
-        description="A message naming someone the store knows shows only entries that mention them; naming only unknowns, none.",
+        description="A message naming someone the store knows shows only entries that mention them; a name it never saw counts for nothing.",
     )
     discovery_rank_by: Literal["score", "relevance"] = _setting(
         "relevance", "discovery_rank_by",

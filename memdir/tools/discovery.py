@@ -9,22 +9,24 @@ those formats and adds guards:
   half the idf-weighted share of the message's keywords found), not to the search score,
   whose BM25 part is relative to the message's best keyword hit and so calls the best of
   any unrelated entries a strong match (see `memdir.search.hybrid`); the hits that pass
-  are shown in the search's order (``discovery_rank_by``: on LoCoMo the reminder held an
-  evidence turn for 60.0% of messages, 56.2% when sorted by relevance);
+  are shown most relevant first (``discovery_rank_by``), at most ``discovery_top_k`` (4);
 * a relevance floor (``Settings.discovery_min_score``): nothing weaker is ever shown,
   whatever the thresholds are configured to;
-* names (``Settings.discovery_names_required``): when the message names someone or
-  something (a capitalised word inside a sentence) that the store knows, a hit must
-  mention one of those names; when it names only things the store has never seen, no
-  entry is relevant: chit-chat about Caroline is not about Gina, whatever common words
-  their conversations share (``bench/bench_discovery.py``: a question asked of another
-  LoCoMo conversation's store got a reminder 26.2% of the time without this rule, 2.5% with it,
-  and the own store's evidence rate did not move);
+* a message's `Gate`: when it names someone or something (a capitalised word inside a
+  sentence, ``Settings.discovery_names_required``) that the store knows, a hit must
+  mention one of those names (chit-chat about Caroline is not about Melanie). A name the
+  store has never seen is a word no entry holds: it counts for nothing, neither for a hit
+  nor against all of them ("ask Bob about the ledger decision" gets the ledger entries),
+  and the rest of the message must carry the match, at the full (long-message) threshold;
+* a message that says fewer than ``discovery_min_content_words`` (3) words the store could
+  match — "thanks!", "hello test", or a question whose only other word is a name it never
+  saw — gets only entries whose title, tags or path name one of them: one or two words
+  match something in any store, a pleasantry most of all;
 * a token budget (``Settings.discovery_token_budget``, ~4 characters per token): the
   weakest results are dropped until the reminders fit.
 
-While the model is not ready (the first seconds of a server, or none installed) search is
-keyword-only, and its relevance is the share of the message's words an entry holds: "100%"
+While the model is not ready (it loads in a server's first seconds: a search waits up to
+``search_model_wait`` for it; or none is installed) search is keyword-only, and its relevance is the share of the message's words an entry holds: "100%"
 there means "has every word", not "means the same". Such hits say "keyword match" instead
 of a percentage, and the reminder says that search was keyword-only.
 
