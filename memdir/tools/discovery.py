@@ -44,7 +44,13 @@ from typing import TYPE_CHECKING, Any
 
 from memdir.core.entry import EPISODES_PREFIX
 from memdir.core.identity import view_filter
-from memdir.core.keywords import STOP_WORDS, names_any, porter_stem, short_message_terms, words
+from memdir.core.keywords import (
+    STOP_WORDS,
+    names_any,
+    porter_stem,
+    short_message_terms,
+    words,
+)
 from memdir.core.settings import Settings
 from memdir.core.units import estimate_tokens
 
@@ -275,12 +281,12 @@ def discover(
 
 
 __all__ = [
-    "Found",
-    "Gate",
     "KEYWORD_ONLY_NOTE",
     "MEMORY_TYPES",
     "SKILL_TYPES",
     "TYPE_ICONS",
+    "Found",
+    "Gate",
     "discover",
     "memory_reminder",
     "names_in",
