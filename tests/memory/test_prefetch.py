@@ -132,7 +132,7 @@ def test_a_new_servers_hit_rate_is_its_own_from_the_start(open_as, tmp_path):
 
 
 def test_loading_a_skill_prefetches_what_its_work_will_read(open_as):
-    from memdir.access.prefetch import warm_for_phase
+    from memdir.server.prefetch import warm_for_phase
     from memdir.tools.load_skill import load_skill
     from memdir.tools.session import Session
 
