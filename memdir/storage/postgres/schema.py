@@ -156,13 +156,19 @@ ALTER TABLE entries ADD COLUMN recalibrated real, ADD COLUMN recalibrated_from r
 """
 
 # What a call reads in place of every row: the newest entries first (MemoryGlob's page), the entries in
-# path order (code points, as the directory store sorts them; a folder's are one range), the built-in
-# entries' rows, the entries whose vector is missing or stale, and the model of each vector (counted for
+# path order (code points, as the directory store sorts them; a folder's are one range), the recently
+# used and the most important (what a server prefetches when it opens), the built-in entries' rows, the entries whose vector is missing or stale, and the model of each vector (counted for
 # `memdir status`).
 _LISTING_INDEXES = """
 CREATE INDEX entries_newest ON entries (updated_at DESC, path COLLATE "C") WHERE stub_kind IS NULL;
 CREATE INDEX entries_path_order ON entries (path COLLATE "C") WHERE stub_kind IS NULL;
 CREATE INDEX entries_builtin ON entries (path) WHERE builtin;
+CREATE INDEX entries_recent ON entries ((coalesce(accessed_at, updated_at)) DESC, path)
+    WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden;
+CREATE INDEX entries_important ON entries (
+    (CASE WHEN recalibrated IS NOT NULL AND recalibrated_from IS NOT DISTINCT FROM importance
+     THEN recalibrated ELSE importance END) DESC, (coalesce(accessed_at, updated_at)) DESC, path
+) WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden;
 CREATE INDEX entries_unembedded ON entries (path)
     WHERE stub_kind IS NULL AND (embedding IS NULL OR vector_text_hash IS DISTINCT FROM text_hash);
 CREATE INDEX entries_vector_model ON entries (vector_model) WHERE stub_kind IS NULL;
