@@ -736,8 +736,9 @@ class Memory:
             return self.adapter.set_metadata(dict.fromkeys(allowed, changed), before_commit=index_first)
 
     def recalibrate_importance(self, changes: Iterable[ImportanceChange]) -> list[ImportanceChange]:
-        """Keep the importance job's recalibrated importance: recorded in ``evolution/importance.jsonl``
-        (with the importance each entry states now), then held by the index, where ranking,
+        """Keep the importance job's recalibrated importance: recorded in the store's importance history
+        (``evolution/importance.jsonl``, or a row each in PostgreSQL; with the importance each entry
+        states now), then held by the index, where ranking,
         archival and prefetch read it. The entries' files are not rewritten: what an entry
         states is what a person or agent set, and a recalibration counts only while the entry
         still states that (one set later, by hand or by a write, wins); a daily recalibration
@@ -760,7 +761,7 @@ class Memory:
             ]  # fmt: skip
             if kept:
                 with disk_errors(self.root):
-                    record_importance(self.root, kept)
+                    record_importance(self.adapter.records, kept)
                 self.index.recalibrate(kept)
         return kept
 

@@ -198,6 +198,17 @@ class AuditTrail(Protocol):
         """The records, oldest first: of one entry, by one agent, at or after ``since``."""
 
 
+class RecordLog(Protocol):
+    """Where a store keeps records that are not entries, by log name (the evolution jobs' runs, the
+    importance history: `memdir.storage.evolution_records`): JSON objects, appended, read oldest first."""
+
+    def append(self, name: str, records: Iterable[dict[str, Any]]) -> None:
+        """Keep ``records`` at the end of the log ``name``, all or none."""
+
+    def read(self, name: str) -> Iterator[dict[str, Any]]:
+        """The records of the log ``name``, oldest first."""
+
+
 class StorageAdapter(Protocol):
     """A store of memory entries keyed by normalised logical path (``concept/x.md``): the truth."""
 
@@ -205,6 +216,7 @@ class StorageAdapter(Protocol):
     read_only: str | None  # why writes are refused, None when writable
     lock: StoreLock
     audit: AuditTrail  # its record of every change (`memdir.memory.Memory` writes it)
+    records: RecordLog  # its records that are not entries (the evolution jobs')
 
     def write(
         self, path: str, content: str, *, title: str, metadata: Metadata | Mapping[str, Any] | None = None,

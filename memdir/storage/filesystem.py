@@ -55,6 +55,7 @@ from memdir.core.hook_socket import SOCKET_DIR
 from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_path, resolve_in_root, unsafe_file
 from memdir.storage import stubs
 from memdir.storage.audit_log import AuditLog
+from memdir.storage.evolution_records import RecordFiles
 from memdir.storage.atomic import PRIVATE_DIR, commit_files, has_pending, recover, remove_unjournaled
 from memdir.storage.base import EntryInfo, Redirect
 from memdir.storage.changes import ChangeCounter
@@ -183,6 +184,7 @@ class FilesystemAdapter:
         self._stub_reads = StubReads(self.root)
         self.changes = ChangeCounter(self.root)
         self.audit = AuditLog(self.root)
+        self.records = RecordFiles(self.root)
         self._attempt = threading.local()  # warnings held back during a lock-free read
         if read_only is None and has_pending(self.root):
             with self.lock.exclusive():  # finishes what a killed writer left

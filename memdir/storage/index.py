@@ -68,7 +68,7 @@ from memdir.core.keywords import porter_stem, tokenize
 from memdir.storage.base import Candidates, EntryInfo, EntryRow, FileStats, IndexStats
 from memdir.storage.index_db import Edge, RankFacts, file_stats, stat_or_zero
 from memdir.storage.changes import ChangeCounter
-from memdir.storage.evolution_records import ImportanceChange, latest_importance
+from memdir.storage.evolution_records import ImportanceChange, RecordFiles, latest_importance
 from memdir.storage.folder_stamps import Stamp
 from memdir.storage.listing_rows import (
     ListingRows,
@@ -1055,7 +1055,7 @@ class DerivedIndex:
         A record memdir will not read (a link planted there, no permission) leaves the stated
         importance in force, and the root opens."""
         try:
-            latest = latest_importance(self.root)
+            latest = latest_importance(RecordFiles(self.root))
         except (OSError, UnsafeFileError) as exc:
             log.warning("Recalibrated importance not restored from the importance history: %s", getattr(exc, "message", exc))
             return

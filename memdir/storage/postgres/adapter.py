@@ -39,6 +39,7 @@ from memdir.storage.entry_input import (
 from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres import pages
 from memdir.storage.postgres.database import Database, redact
+from memdir.storage.postgres.records import PostgresRecords
 from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.root_listing import Listed, ReconcilePlan
 from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
@@ -88,6 +89,7 @@ class PostgresAdapter:
         self.root = root
         self.lock = db.lock
         self.audit = PostgresAudit(db)
+        self.records = PostgresRecords(db)
         self.read_only = read_only
         self.max_entry_size = max_entry_size
         self.max_total_size = max_total_size

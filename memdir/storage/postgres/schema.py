@@ -29,6 +29,8 @@ Tables (after every migration):
   ``change``, the last committed change (what cached listings are checked against).
 * ``changes`` — the sequence change numbers are drawn from.
 * ``audit`` — the audit trail: who changed what, when, with a short diff (`memdir.storage.postgres.audit`).
+* ``records`` — records that are not entries: the evolution jobs' runs and the importance history
+  (`memdir.storage.postgres.records`).
 """
 
 from __future__ import annotations
@@ -174,6 +176,13 @@ CREATE INDEX entries_unembedded ON entries (path)
 CREATE INDEX entries_vector_model ON entries (vector_model) WHERE stub_kind IS NULL;
 """
 
+# Records that are not entries (`memdir.storage.postgres.records`): the evolution jobs' runs and
+# the importance history, one row each, read by log in the order they were kept.
+_RECORDS = """
+CREATE TABLE records (id bigserial PRIMARY KEY, log text NOT NULL, body jsonb NOT NULL);
+CREATE INDEX records_log ON records (log, id);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_entries_postings_links", _ENTRIES),
     ("0002_hnsw_vector_index", _VECTOR_INDEX),
@@ -182,6 +191,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0005_audit", _AUDIT),
     ("0006_recalibrated_importance", _RECALIBRATED),
     ("0007_listing_indexes", _LISTING_INDEXES),
+    ("0008_records", _RECORDS),
 ]
 
 
