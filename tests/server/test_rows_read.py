@@ -76,6 +76,8 @@ CALLS = [
     ("MemoryDiscover", lambda c, n: c.call_tool("MemoryDiscover", {"message": "What does marker7 say about subject7?"})),
     ("MemoryGlob", lambda c, n: c.call_tool("MemoryGlob", {"pattern": "**/*.md"})),
     ("MemoryGlob folder", lambda c, n: c.call_tool("MemoryGlob", {"pattern": "skill/**"})),
+    ("MemoryLink", lambda c, n: c.call_tool("MemoryLink", {"source": f"fact/new/written{n}.md", "target": "fact/topic5/entry5.md"})),
+    ("MemoryGraph", lambda c, n: c.call_tool("MemoryGraph", {"path": f"fact/new/written{n}.md"})),
     ("resources/list", lambda c, n: c.list_resources()),
     ("memdir://status", lambda c, n: c.read_resource("memdir://status")),
 ]
