@@ -876,6 +876,8 @@ class Memory:
         MemoryGlob shows 500, and building all 100K of a root's cost more than finding them.
         With a ``limit``, the entries shown are checked against their files: one rewritten in
         place since its row was written is shown as its files say (`memdir.storage.root_listing.RootListing.as_files_say`).
+        A database reads the page alone, newest first through an index (`memdir.storage.postgres.pages`),
+        and does not count the matches beyond it: its total is None when more match.
         """
         check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
         keep = glob_matcher(pattern)
