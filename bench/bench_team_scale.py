@@ -1,13 +1,11 @@
 """What an agent's calls cost on a large team store: every call a user reaches, timed through the HTTP server.
 
-    python bench/bench_team_scale.py [--sizes 2000 100000] [--cluster-dir DIR] [--directory-root DIR] [--calls 40]
+    python bench/bench_team_scale.py [--sizes 2000 100000] [--cluster-dir DIR] [--calls 40]
 
-For each size, a PostgreSQL store (a throwaway cluster with PostgreSQL's stock configuration,
-kept in ``--cluster-dir`` so a re-run reuses its loaded schemas) is loaded with COPY as
+For each size, a PostgreSQL store (a throwaway cluster with PostgreSQL's stock configuration, durable
+commits included, kept in ``--cluster-dir`` so a re-run reuses its loaded schemas) is loaded with COPY as
 ``bench/bench_postgres.py`` loads it: synthetic entries, synthetic vectors shaped like real
-ones (embedding 100K texts with the model would take over an hour on this machine). With
-``--directory-root``, a directory store of the same entries is written there too (files,
-then ``memdir rebuild``-style indexing) and measured the same way.
+ones (embedding 100K texts with the model would take over an hour on this machine).
 
 A real ``memdir serve --http`` (the real model) then serves the store, and one MCP client
 (the official SDK) times, median and p95 over ``--calls`` calls each:
@@ -48,6 +46,8 @@ from memdir.core.settings import Settings  # noqa: E402
 from memdir.embeddings.text import text_recipe  # noqa: E402
 
 WORDS = (20, 60)
+STOCK = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+"""PostgreSQL's own defaults, in place of the test cluster's speed-ups (`tests.pg_cluster`): a commit waits for its fsync."""
 
 
 def schema_url(base_url: str, n: int) -> str:
@@ -163,7 +163,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=40, help="calls of each kind per store")
     parser.add_argument("--recall-queries", type=int, default=100)
     parser.add_argument("--cluster-dir", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-team-pg")
-    parser.add_argument("--directory-root", type=Path, help="also measure the directory store at this root (written if empty)")
     parser.add_argument("--build-only", action="store_true", help="load the stores, measure nothing")
     parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
@@ -173,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     queries = [f"{question} {' '.join(gen.sample(3))}" for question in questions[: 2 * args.calls + 10]]
     from tests.pg_cluster import Cluster
 
-    cluster = Cluster(args.cluster_dir).start()  # PostgreSQL's stock configuration
+    cluster = Cluster(args.cluster_dir).start(STOCK)  # PostgreSQL's stock configuration
     try:
         for n in args.sizes:
             url = ensure_store(cluster.url(), n, bases, embedder.model_id)

@@ -59,9 +59,11 @@ def _run_line(record: RunRecord) -> str:
 
 def _show_history(root: Path | None, agent: str | None, as_json: bool, limit: int) -> None:
     from memdir.evolution.history import read_runs
+    from memdir.storage.stores import is_postgres, open_records
 
     settings = load_settings(root, agent)
-    runs = read_runs(settings.store_root)[-limit:] if settings.store_root.is_dir() else []
+    kept = is_postgres(settings.store.strip()) or settings.store_root.is_dir()
+    runs = read_runs(open_records(settings))[-limit:] if kept else []
     if as_json:
         typer.echo(json.dumps([run.to_json() for run in runs], indent=2))
         return

@@ -277,6 +277,9 @@ class Settings(BaseSettings):
     index_wal_limit: int = _setting(
         4 << 20, "index_wal_limit", description="Bytes the derived index's write-ahead log is checkpointed and truncated at.",
     )
+    resources_page_size: int = _setting(
+        500, "resources_page_size", description="Entries per page of the server's resources/list (a cursor asks for the next).",
+    )
     duplicate_cosine: float = _setting(0.85, "duplicate_cosine", description="MemoryWrite: cosine to call an entry a near-duplicate.")
     duplicate_jaccard: float = _setting(0.6, "duplicate_jaccard", description="The same by word overlap, when there is no vector.")
     duplicates_shown: int = _setting(3, "duplicates_shown", description="Near-duplicates listed after a write.")

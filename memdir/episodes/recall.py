@@ -113,6 +113,8 @@ def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = Non
     if not query or not query.strip():
         return []
     limit = settings.episode_max_injected if limit is None else limit
+    if not memory.list_page(None, 1, under=EPISODES_PREFIX).entries:
+        return []  # no episode yet: no search (a vector search filtered to an empty folder can walk the whole graph)
     if threshold is None:
         threshold = settings.relevance_needed(query)
     results = memory.search(query, top_k=max(limit, 1) * CANDIDATES_PER_SLOT, path_prefix=EPISODES_PREFIX)

@@ -1,8 +1,8 @@
-"""The evolution jobs' run record: ``<root>/evolution/runs.jsonl``.
+"""The evolution jobs' run record: ``<root>/evolution/runs.jsonl`` (a table row each in a PostgreSQL store).
 
-It cannot be derived from the entries, so it is a file of the root (like ``threads/``),
-append-only and human-readable, one JSON object per line
-(`memdir.storage.evolution_records`, which also holds the importance history):
+It cannot be derived from the entries, so the store keeps it with them (``adapter.records``,
+`memdir.storage.evolution_records`, which also holds the importance history), append-only, one
+JSON object per run:
 
 * ``runs.jsonl`` — every job run, by hand or by the scheduler: ``job``, ``started``,
   ``finished``, ``status`` (``complete``, ``partial`` — stopped at its batch size, ``timeout``,
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memdir.storage.evolution_records import append_records, read_records
+if TYPE_CHECKING:
+    from memdir.storage.base import RecordLog
 
 RUNS_FILE = "runs.jsonl"
 STATUSES = ("complete", "partial", "timeout", "interrupted", "error")
@@ -51,16 +51,16 @@ class RunRecord:
         return datetime.fromisoformat(self.started)
 
 
-def record_run(root: Path, run: RunRecord) -> None:
-    """Append one run to ``runs.jsonl``."""
-    append_records(root, RUNS_FILE, [run.to_json()])
+def record_run(records: RecordLog, run: RunRecord) -> None:
+    """Append one run to the store's run history (``runs.jsonl`` in a directory store)."""
+    records.append(RUNS_FILE, [run.to_json()])
 
 
-def read_runs(root: Path, job: str | None = None) -> list[RunRecord]:
-    """Every recorded run (of ``job``), oldest first; lines that are no run record are skipped."""
+def read_runs(records: RecordLog, job: str | None = None) -> list[RunRecord]:
+    """Every recorded run (of ``job``), oldest first; records that are no run record are skipped."""
     runs = []
     names = set(RunRecord.__dataclass_fields__) - {"details"}
-    for record in read_records(root, RUNS_FILE):
+    for record in records.read(RUNS_FILE):
         if job is not None and record.get("job") != job:
             continue
         try:

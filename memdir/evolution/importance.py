@@ -12,8 +12,8 @@
 An entry never read has no access factor: its score is base, recency and links with
 their weights scaled up to sum to 1 (the seed's "use only base + recency + links").
 The new value is stored only when it moved by at least ``importance_min_change`` (1.0),
-so importance does not thrash; each stored change is appended to
-``<root>/evolution/importance.jsonl`` with the factors that made it, and the derived index
+so importance does not thrash; each stored change is appended to the store's importance
+history (``<root>/evolution/importance.jsonl``, rows in PostgreSQL) with the factors that made it, and the derived index
 holds the latest (`Memory.recalibrate_importance`): the entries' files keep the importance
 they state, which overrides a recalibration when set again later. Weights, ranges and
 the half-life are settings. Episodes keep their own 0-1 importance and are left alone.
@@ -28,7 +28,7 @@ from memdir.core.errors import MemdirError
 from memdir.core.settings import Settings
 from memdir.evolution.facts import EntryFacts, days_between, gather, is_episode
 from memdir.evolution.runner import JobContext, JobOutcome, ScheduledJob
-from memdir.storage.evolution_records import ImportanceChange
+from memdir.storage.records import ImportanceChange
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -201,7 +201,7 @@ def run_job(
     """
     settings = memory.settings
     with job_lock(memory.root, job.name):
-        runs = read_runs(memory.root, job.name)
+        runs = read_runs(memory.adapter.records, job.name)
         started = now or _now()
         if scheduled and not is_due(job, runs, settings, started):
             return None
@@ -229,7 +229,7 @@ def run_job(
             processed=outcome.processed, changed=outcome.changed, error=error, dry_run=dry_run,
             cursor=outcome.cursor if status in UNFINISHED else None, details=outcome.details,
         )  # fmt: skip
-        record_run(memory.root, record)
+        record_run(memory.adapter.records, record)
         return record
 
 

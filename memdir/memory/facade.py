@@ -71,11 +71,12 @@ from memdir.search.text_search import (
     path_filter,
 )
 from memdir.storage.audit_log import ACTIONS, AuditRecord, change_diff
-from memdir.storage.base import EntryIndex, Redirect, StorageAdapter
+from memdir.storage.base import paged_listing, EntryIndex, Redirect, StorageAdapter
 from memdir.storage.records import EntryInfo, FileStats
 from memdir.storage.credentials import shown
 from memdir.storage.entry_cache import EntryCache, load_report, PrefetchReport, save_report
-from memdir.storage.evolution_records import ImportanceChange, record_importance
+from memdir.storage.evolution_records import record_importance
+from memdir.storage.records import ImportanceChange
 from memdir.storage.records import Edge, Listed
 from memdir.storage.stores import open_store
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
@@ -781,8 +782,9 @@ class Memory:
             return self.adapter.set_metadata(dict.fromkeys(allowed, changed), before_commit=index_first)
 
     def recalibrate_importance(self, changes: Iterable[ImportanceChange]) -> builtins.list[ImportanceChange]:
-        """Keep the importance job's recalibrated importance: recorded in ``evolution/importance.jsonl``
-        (with the importance each entry states now), then held by the index, where ranking,
+        """Keep the importance job's recalibrated importance: recorded in the store's importance history
+        (``evolution/importance.jsonl``, or a row each in PostgreSQL; with the importance each entry
+        states now), then held by the index, where ranking,
         archival and prefetch read it. The entries' files are not rewritten: what an entry
         states is what a person or agent set, and a recalibration counts only while the entry
         still states that (one set later, by hand or by a write, wins); a daily recalibration
@@ -805,7 +807,7 @@ class Memory:
             ]  # fmt: skip
             if kept:
                 with disk_errors(self.root):
-                    record_importance(self.root, kept)
+                    record_importance(self.adapter.records, kept)
                 self.index.recalibrate(kept)
         return kept
 
@@ -927,11 +929,14 @@ class Memory:
         MemoryGlob shows 500, and building all 100K of a root's cost more than finding them.
         With a ``limit``, the entries shown are checked against their files: one rewritten in
         place since its row was written is shown as its files say (`memdir.storage.directory.root_listing.RootListing.as_files_say`).
+        A database reads the page alone, newest first through an index (`memdir.storage.postgres.pages`),
+        and does not count the matches beyond it: its total is None when more match.
         """
         check_length(pattern, RegexBudget.from_settings(self.settings), "glob pattern")
         keep = glob_matcher(pattern)
-        if limit is not None and self._listing.paged:
-            page = self._listing.newest(glob_folder(pattern), limit, self._keeping(keep, view))
+        paged = paged_listing(self._listing)
+        if limit is not None and paged is not None:
+            page = paged.newest(glob_folder(pattern), limit, self._keeping(keep, view))
             return GlobPage(page.entries, None if page.more else len(page.entries))
         listed = self._listed(keep, under=glob_folder(pattern))
         if view is not None and len(listed):
@@ -948,8 +953,9 @@ class Memory:
         """The first ``limit`` entries (built-ins included) after the path ``after`` (None: from the
         first), under the folder ``under``, in ``view``, in path order: a database reads this page
         alone, the directory store takes it from its whole listing (in memory)."""
-        if self._listing.paged:
-            page = self._listing.in_path_order(under, after, limit, self._keeping(lambda path: True, view))
+        paged = paged_listing(self._listing)
+        if paged is not None:
+            page = paged.in_path_order(under, after, limit, self._keeping(lambda path: True, view))
             shown, more = page.entries, page.more
         else:
             listed = [info for info in self.list(under, view=view) if after is None or info.path > after]
@@ -958,15 +964,17 @@ class Memory:
 
     def numbered_page(self, under: str | None, number: int, size: int) -> tuple[builtins.list[EntryInfo], int]:
         """Page ``number`` (from 1) of ``size`` entries under ``under`` in path order, and how many there are."""
-        if self._listing.paged:
-            return self._listing.at_offset(under, (number - 1) * size, size), self._listing.count(under)
+        paged = paged_listing(self._listing)
+        if paged is not None:
+            return paged.at_offset(under, (number - 1) * size, size), paged.count(under)
         listed = self.list(under)
         return listed[(number - 1) * size:number * size], len(listed)
 
     def top_folders(self) -> builtins.list[str]:
         """The top-level folders that hold entries (built-ins included)."""
-        if self._listing.paged:
-            return self._listing.top_folders()
+        paged = paged_listing(self._listing)
+        if paged is not None:
+            return paged.top_folders()
         return sorted({info.path.split("/", 1)[0] for info in self.list() if "/" in info.path})
 
     def grep(
@@ -1088,7 +1096,8 @@ class Memory:
         """
         self._refresh()
         with self.index.reading():
-            hits = self.index.semantic_hits(np.asarray(vector, dtype=np.float32).ravel(), self._model_id(), limit)
+            hits = self.index.semantic_hits(np.asarray(vector, dtype=np.float32).ravel(), self._model_id(), limit,
+                                            types=None, path_prefix=None, tags=None)
             if hits is None:
                 return []
             top = hits.top[:limit]

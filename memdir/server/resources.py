@@ -26,14 +26,12 @@ from memdir.tools.formatting import memory_uri
 TEMPLATE = "memory://{+path}"
 STATUS_URI = "memdir://status"
 MIME_TYPE = "text/markdown"
-RESOURCES_PAGE = 500
-"""Entries per page of ``resources/list`` (the reply's ``nextCursor`` asks for the next one)."""
 _CURSOR = "entries-after:"
 
 
 def _list_entries(memory: Any, after: str | None) -> tuple[list[dict[str, Any]], str | None]:
     """One page of the entries in this actor's view, in path order, and the cursor of the next page."""
-    page = memory.list_page(after, RESOURCES_PAGE, view=view_filter(memory.actor, False))
+    page = memory.list_page(after, max(1, memory.settings.resources_page_size), view=view_filter(memory.actor, False))
     listed = []
     for info in page.entries:
         resource = Resource(

@@ -30,19 +30,19 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
-from memdir.storage.records import Edge, EntryInfo, FileStats, Listed, RankFacts, ReconcilePlan, Stamp
+from memdir.storage.records import Chunk, Page, Edge, EntryInfo, FileStats, Listed, RankFacts, ReconcilePlan, Stamp
 
 if TYPE_CHECKING:
     import os
 
     from memdir.storage.audit_log import AuditRecord
-    from memdir.storage.evolution_records import ImportanceChange
+    from memdir.storage.records import ImportanceChange
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +200,32 @@ class StoreListing(Protocol):
         """What a reconcile of the index checks, and the stamps it leaves."""
 
 
+@runtime_checkable
+class PagedListing(Protocol):
+    """A store listing that reads one page at a time (a database: `memdir.storage.postgres.pages`)
+    instead of listing every entry; `paged_listing` tells one from a listing that lists everything."""
+
+    def newest(self, under: str | None, limit: int, keep: Chunk) -> Page:
+        """The ``limit`` newest entries under ``under`` that ``keep`` keeps, and whether more match."""
+
+    def in_path_order(self, under: str | None, after: str | None, limit: int, keep: Chunk) -> Page:
+        """The first ``limit`` entries after the path ``after``, in path order."""
+
+    def at_offset(self, under: str | None, offset: int, limit: int) -> list[EntryInfo]:
+        """``limit`` entries from the ``offset``-th in path order."""
+
+    def count(self, under: str | None) -> int:
+        """How many entries are under ``under``."""
+
+    def top_folders(self) -> list[str]:
+        """The top-level folders that hold entries."""
+
+
+def paged_listing(listing: StoreListing) -> PagedListing | None:
+    """``listing`` as one that reads a page at a time, or None when it lists everything."""
+    return listing if isinstance(listing, PagedListing) else None
+
+
 class ReconcileOutcome(Protocol):
     """What an index's reconcile reports back to `memdir.memory.Memory`."""
 
@@ -210,6 +236,17 @@ class ReconcileOutcome(Protocol):
     @property
     def needs_embedding(self) -> list[str]:
         """Entries without a current vector."""
+
+
+class RecordLog(Protocol):
+    """Where a store keeps records that are not entries, by log name (the evolution jobs' runs, the
+    importance history: `memdir.storage.evolution_records`): JSON objects, appended, read oldest first."""
+
+    def append(self, name: str, records: Iterable[dict[str, Any]]) -> None:
+        """Keep ``records`` at the end of the log ``name``, all or none."""
+
+    def read(self, name: str) -> Iterator[dict[str, Any]]:
+        """The records of the log ``name``, oldest first."""
 
 
 class StorageAdapter(Protocol):
@@ -224,6 +261,10 @@ class StorageAdapter(Protocol):
     @property
     def audit(self) -> AuditTrail:
         """Its record of every change (`memdir.memory.Memory` writes it)."""
+
+    @property
+    def records(self) -> RecordLog:
+        """Its records that are not entries (the evolution jobs')."""
 
     def write(
         self, path: str, content: str, *, title: str, metadata: Metadata | Mapping[str, object] | None = None,

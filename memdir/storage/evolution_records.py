@@ -1,9 +1,12 @@
-"""The evolution jobs' record files under ``<root>/evolution/``, and the importance history.
+"""The evolution jobs' records — their runs and the importance history — kept by the store.
 
-Records that cannot be derived from the entries are files of the root (like ``threads/`` and
-``audit/``), append-only and human-readable, one JSON object per line. Each batch is appended
-with one ``write`` and fsynced (`memdir.core.files.append_bytes`: confined to the root, never
-through a link); a torn last line from a killed process is skipped when reading.
+Records that cannot be derived from the entries live with them: in the directory store, files
+of the root under ``<root>/evolution/`` (`RecordFiles`, like ``threads/`` and ``audit/``),
+append-only and human-readable, one JSON object per line, each batch appended with one
+``write`` and fsynced (`memdir.core.files.append_bytes`: confined to the root, never through a
+link; a torn last line from a killed process is skipped when reading); in the PostgreSQL store,
+rows of its ``records`` table (`memdir.storage.postgres.records`), so that every server on one
+database sees one history. Either is a `memdir.storage.base.RecordLog` (``adapter.records``).
 
 ``importance.jsonl`` — every recalibrated importance (`memdir.evolution.importance`): ``path``,
 ``at``, ``old``, ``new``, the ``reason`` (the factors that made it) and ``stated`` (the
@@ -18,11 +21,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdir.core.files import append_bytes, read_regular
+from memdir.storage.records import ImportanceChange
+
+if TYPE_CHECKING:
+    from memdir.storage.base import RecordLog
 
 EVOLUTION_DIR = "evolution"
 IMPORTANCE_FILE = "importance.jsonl"
@@ -30,6 +37,19 @@ IMPORTANCE_FILE = "importance.jsonl"
 
 def evolution_file(root: Path, name: str) -> Path:
     return Path(root) / EVOLUTION_DIR / name
+
+
+class RecordFiles:
+    """The record logs of a directory store: ``<root>/evolution/<name>`` (`memdir.storage.base.RecordLog`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def append(self, name: str, records: Iterable[dict[str, Any]]) -> None:
+        append_records(self.root, name, records)
+
+    def read(self, name: str) -> Iterator[dict[str, Any]]:
+        return read_records(self.root, name)
 
 
 def append_records(root: Path, name: str, records: Iterable[dict[str, Any]]) -> None:
@@ -55,32 +75,15 @@ def read_records(root: Path, name: str) -> Iterator[dict[str, Any]]:
             yield record
 
 
-@dataclass(frozen=True, slots=True)
-class ImportanceChange:
-    """One recalibrated importance, as ``importance.jsonl`` holds it.
-
-    Attributes:
-        stated: the importance the entry's metadata stated when this was made (None: none);
-            the recalibration holds only while the entry still states it.
-    """
-
-    path: str
-    at: str
-    old: float
-    new: float
-    reason: str
-    stated: float | None = None
+def record_importance(records: RecordLog, changes: Iterable[ImportanceChange]) -> None:
+    """Append importance changes to the importance history (one write for the lot)."""
+    records.append(IMPORTANCE_FILE, (asdict(change) for change in changes))
 
 
-def record_importance(root: Path, changes: Iterable[ImportanceChange]) -> None:
-    """Append importance changes to ``importance.jsonl`` (one write for the lot)."""
-    append_records(root, IMPORTANCE_FILE, (asdict(change) for change in changes))
-
-
-def read_importance(root: Path, path: str | None = None) -> list[ImportanceChange]:
+def read_importance(records: RecordLog, path: str | None = None) -> list[ImportanceChange]:
     """Every recorded importance change (of the entry ``path``), oldest first."""
     found = []
-    for record in read_records(root, IMPORTANCE_FILE):
+    for record in records.read(IMPORTANCE_FILE):
         if path is not None and record.get("path") != path:
             continue
         if "stated" not in record:  # written when the change was stored in the entry's .yml too
@@ -98,13 +101,13 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def latest_importance(root: Path) -> list[ImportanceChange]:
+def latest_importance(records: RecordLog) -> list[ImportanceChange]:
     """The last recorded change of each entry, in path order: what the derived index holds."""
-    latest = {change.path: change for change in read_importance(root)}
+    latest = {change.path: change for change in read_importance(records)}
     return [latest[path] for path in sorted(latest)]
 
 
 __all__ = [
-    "EVOLUTION_DIR", "IMPORTANCE_FILE", "ImportanceChange", "append_records", "evolution_file", "latest_importance",
+    "EVOLUTION_DIR", "IMPORTANCE_FILE", "ImportanceChange", "RecordFiles", "append_records", "evolution_file", "latest_importance",
     "read_importance", "read_records", "record_importance",
 ]

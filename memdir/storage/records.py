@@ -242,3 +242,32 @@ class Listed:
             return [found for _, _, found in shown if isinstance(found, EntryInfo)]
         info = self.rows.info
         return [found if isinstance(found, EntryInfo) else info(found) for _, _, found in shown]
+
+
+Chunk = Callable[[list[EntryInfo]], list[EntryInfo]]
+"""What of a chunk of listed entries a page keeps (in their order): a glob, an agent's view."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """Entries of one page of a listing, and whether more match after them."""
+
+    entries: list[EntryInfo]
+    more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ImportanceChange:
+    """One recalibrated importance, as the importance history (`memdir.storage.evolution_records`) holds it.
+
+    Attributes:
+        stated: the importance the entry's metadata stated when this was made (None: none);
+            the recalibration holds only while the entry still states it.
+    """
+
+    path: str
+    at: str
+    old: float
+    new: float
+    reason: str
+    stated: float | None = None

@@ -14,10 +14,11 @@ from memdir.core.errors import ConfigError
 from memdir.core.settings import Settings
 from memdir.storage import open_mode
 from memdir.storage.audit_log import AuditLog
-from memdir.storage.base import AuditTrail, EntryIndex, StorageAdapter
+from memdir.storage.base import AuditTrail, EntryIndex, RecordLog, StorageAdapter
 from memdir.storage.credentials import shown
 from memdir.storage.directory.filesystem import FilesystemAdapter
 from memdir.storage.directory.index import DerivedIndex
+from memdir.storage.evolution_records import RecordFiles
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,13 @@ def open_audit(settings: Settings) -> AuditTrail:
     if _database_url(settings) is not None:
         return open_store(settings, read_only=True)[0].audit
     return AuditLog(settings.store_root)
+
+
+def open_records(settings: Settings) -> RecordLog:
+    """The configured store's record logs, for reading (`memdir evolve --history`): no index is opened for them."""
+    if _database_url(settings) is not None:
+        return open_store(settings, read_only=True)[0].records
+    return RecordFiles(settings.store_root)
 
 
 def open_directory(settings: Settings, *, read_only: bool = False) -> tuple[FilesystemAdapter, DerivedIndex]:

@@ -89,12 +89,12 @@ def test_the_job_stores_changes_of_at_least_one_and_keeps_their_history(memory):
     old = memory.read("concept/old.md")
     assert old.metadata.importance is None  # what the entry states is left as it is
     assert old.hits == 0 and old.content == "Written once and never read again."
-    history = read_importance(memory.root)
+    history = read_importance(memory.adapter.records)
     assert {change.path for change in history} == {"concept/old.md", "concept/used.md", "concept/fresh.md"}
     used = next(change for change in history if change.path == "concept/used.md")
     assert (used.old, used.new, used.stated) == (5.0, memory.importance("concept/used.md"), None)
     assert "5 reads" in used.reason and used.at == later.isoformat()
-    assert read_runs(memory.root)[-1] == record
+    assert read_runs(memory.adapter.records)[-1] == record
 
 
 @pytest.mark.directory_store
@@ -114,7 +114,7 @@ def test_the_next_run_builds_on_the_recalibrated_value(memory):
     second = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
     assert first.changed == second.changed == 1
     assert memory.importance("concept/old.md") < once - 1  # 0.3 of the lowered base, not of 9 again
-    assert [(change.old, change.stated) for change in read_importance(memory.root)] == [(9.0, 9.0), (once, 9.0)]
+    assert [(change.old, change.stated) for change in read_importance(memory.adapter.records)] == [(9.0, 9.0), (once, 9.0)]
 
 
 def test_an_importance_set_later_overrides_the_recalibration(memory):
@@ -197,7 +197,7 @@ def test_a_change_below_one_is_not_applied(memory):
     record = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=1))
     assert (record.processed, record.changed) == (1, 0)  # 5 -> 5.76: not enough to store
     assert memory.importance("concept/fresh.md") is None
-    assert read_importance(memory.root) == []
+    assert read_importance(memory.adapter.records) == []
 
 
 def test_a_dry_run_changes_nothing_and_says_what_it_would(memory):
@@ -206,7 +206,7 @@ def test_a_dry_run_changes_nothing_and_says_what_it_would(memory):
     assert record.dry_run and record.changed == 1
     assert record.details[0].startswith("memory://concept/old.md: importance 5 → 2.5")
     assert memory.importance("concept/old.md") is None
-    assert read_importance(memory.root) == []
+    assert read_importance(memory.adapter.records) == []
 
 
 def test_episodes_keep_their_own_importance(memory):

@@ -53,7 +53,7 @@ def test_a_run_is_recorded_with_every_field(memory):
     line = (memory.root / "evolution" / "runs.jsonl").read_text().splitlines()[-1]
     assert set(__import__("json").loads(line)) == {
         "job", "started", "finished", "status", "processed", "changed", "error", "dry_run", "cursor"}
-    assert read_runs(memory.root) == [RunRecord(**{**record.to_json(), "details": []})]
+    assert read_runs(memory.adapter.records) == [RunRecord(**{**record.to_json(), "details": []})]
 
 
 def test_a_batch_stops_the_run_and_the_next_scheduled_one_goes_on(memory):
@@ -82,7 +82,7 @@ def test_a_busy_store_interrupts_the_run(memory):
 def test_a_failing_job_is_recorded_and_does_not_raise(memory):
     record = run_job(memory, FailingJob())
     assert (record.status, record.error) == ("error", "RuntimeError: boom")
-    assert read_runs(memory.root, "failing")[-1].status == "error"
+    assert read_runs(memory.adapter.records, "failing")[-1].status == "error"
 
 
 def test_due_after_the_interval_or_after_an_unfinished_run(memory):
@@ -132,7 +132,7 @@ def test_a_second_process_holding_the_lock_keeps_the_job_from_running(memory):
         with pytest.raises(JobBusyError):
             run_job(memory, JOBS["importance"], scheduled=True)
         assert time.monotonic() - started < 1.0  # non-blocking
-        assert read_runs(memory.root, "importance") == []  # not run, so not recorded
+        assert read_runs(memory.adapter.records, "importance") == []  # not run, so not recorded
         assert run_job(memory, JOBS["archival"]).status == "complete"  # other jobs are not held up
     finally:
         holder.stdin.close()
@@ -141,7 +141,7 @@ def test_a_second_process_holding_the_lock_keeps_the_job_from_running(memory):
 
 
 def test_history_skips_torn_and_foreign_lines(memory):
-    record_run(memory.root, RunRecord("counting", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:01+00:00", "complete", 1, 0))
+    record_run(memory.adapter.records, RunRecord("counting", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:01+00:00", "complete", 1, 0))
     with (memory.root / "evolution" / "runs.jsonl").open("a") as handle:
         handle.write('{"job": "x"}\n["not", "a", "record"]\n{"job": "counting", "sta')
-    assert [run.job for run in read_runs(memory.root)] == ["counting"]
+    assert [run.job for run in read_runs(memory.adapter.records)] == ["counting"]

@@ -10,6 +10,7 @@ from datetime import timedelta
 import memdir.evolution
 from memdir.core.settings import Settings
 from memdir.evolution.history import read_runs
+from memdir.storage.evolution_records import RecordFiles
 from memdir.evolution.runner import JobContext, JobOutcome, job_lock
 from memdir.server.scheduler import Scheduler
 from memdir.server.state import MemoryHost
@@ -56,7 +57,7 @@ def go_idle(host: MemoryHost, minutes: float = 2.0) -> None:
 
 
 def runs(host: MemoryHost) -> list:
-    return read_runs(host.memory().root)
+    return read_runs(host.memory().adapter.records)
 
 
 def test_nothing_runs_while_the_store_is_in_use_and_due_jobs_run_once_it_is_idle(tmp_path, monkeypatch):
@@ -169,12 +170,12 @@ def test_an_idle_server_consolidates_with_the_clients_model_through_mcp_sampling
         async with Client(build_server(settings, embedder=FakeEmbedder()), mode="legacy", sampling_callback=sampler) as client:
             await client.call_tool("MemoryRead", {"file_path": "concept/deploy/a.md"})
             with anyio.fail_after(20):
-                while len(read_runs(settings.store_root)) < 4:
+                while len(read_runs(RecordFiles(settings.store_root))) < 4:
                     await anyio.sleep(0.1)
             return (await client.call_tool("MemoryRead", {"file_path": "concept/deploy/b.md"})).content[0].text
 
     anyio.run(scenario)
-    assert [run.job for run in read_runs(settings.store_root)] == ["importance", "links", "archival", "consolidation"]
+    assert [run.job for run in read_runs(RecordFiles(settings.store_root))] == ["importance", "links", "archival", "consolidation"]
     assert len(prompts) == 1 and "## concept/deploy/b.md" in prompts[0]
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         assert memory.read("concept/deploy/b.md").metadata.superseded_by == "concept/deploy/a.md"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 
 from memdir.core.errors import InputValidationError
@@ -118,3 +120,15 @@ def test_a_glob_too_long_to_compile_cheaply_is_refused(memory, session):
     with pytest.raises(InputValidationError, match="The glob pattern '.*' is too costly to search with") as caught:
         memory_glob(memory, session, "*a" * 200_000)
     assert "400,000 characters long" in caught.value.message
+
+
+def test_a_selective_pattern_pages_through_ties_in_path_order(tmp_path, session):
+    """Entries written at the same moments (ties broken by path): a pattern matching one in ten is
+    listed as on either store, however many chunks of rows a database reads to fill the page."""
+    moments = [datetime(2026, 1, day, tzinfo=timezone.utc) for day in (1, 2, 3)]
+    with open_store(tmp_path, glob_max_results=7) as memory:
+        for i in range(90):
+            memory.write(f"fact/a/n{i:03d}.md", "x", title=f"N{i}", metadata={"type": "fact"}, updated_at=moments[i % 3])
+        lines = memory_glob(memory, session, "fact/a/n*7.md").split("\n")
+    matching = sorted((i for i in range(90) if i % 10 == 7), key=lambda i: (-(i % 3), i))
+    assert lines[1:8] == [f'- memory://fact/a/n{i:03d}.md "N{i}" (1B)' for i in matching[:7]]

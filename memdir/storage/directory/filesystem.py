@@ -55,10 +55,11 @@ from memdir.core.hook_socket import SOCKET_DIR
 from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_path, resolve_in_root, unsafe_file
 from memdir.storage import stubs
 from memdir.storage.audit_log import AuditLog
-from memdir.storage.directory.atomic import PRIVATE_DIR, commit_files, has_pending, recover, remove_unjournaled
 from memdir.storage.base import Redirect
-from memdir.storage.records import EntryInfo
+from memdir.storage.directory.atomic import commit_files, has_pending, PRIVATE_DIR, recover, remove_unjournaled
 from memdir.storage.directory.changes import ChangeCounter
+from memdir.storage.evolution_records import RecordFiles
+from memdir.storage.records import EntryInfo
 from memdir.storage.entry_input import (
     check_sizes,
     encode_content,
@@ -184,6 +185,7 @@ class FilesystemAdapter:
         self._stub_reads = StubReads(self.root)
         self.changes = ChangeCounter(self.root)
         self.audit = AuditLog(self.root)
+        self.records = RecordFiles(self.root)
         self._attempt = threading.local()  # warnings held back during a lock-free read
         if read_only is None and has_pending(self.root):
             with self.lock.exclusive():  # finishes what a killed writer left

@@ -55,7 +55,8 @@ from memdir.storage.records import EntryInfo, FileStats
 from memdir.storage.directory.index_db import stat_or_zero
 from memdir.storage.records import Edge, RankFacts
 from memdir.storage.directory.changes import ChangeCounter
-from memdir.storage.evolution_records import ImportanceChange, latest_importance
+from memdir.storage.evolution_records import RecordFiles, latest_importance
+from memdir.storage.records import ImportanceChange
 from memdir.storage.records import Stamp
 from memdir.storage.directory.listing_rows import (
     ListingRows,
@@ -1057,7 +1058,7 @@ class DerivedIndex:
         A record memdir will not read (a link planted there, no permission) leaves the stated
         importance in force, and the root opens."""
         try:
-            latest = latest_importance(self.root)
+            latest = latest_importance(RecordFiles(self.root))
         except (OSError, UnsafeFileError) as exc:
             log.warning("Recalibrated importance not restored from the importance history: %s", getattr(exc, "message", exc))
             return

@@ -64,7 +64,7 @@ from memdir.core.paths import disk_stem
 from memdir.storage.base import EntryRow
 from memdir.storage.records import FileStats
 from memdir.storage.directory.postings import KeywordDoc
-from memdir.storage.evolution_records import ImportanceChange
+from memdir.storage.records import ImportanceChange
 from memdir.storage.records import Edge, EntryTerms, RankFacts, entry_terms
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
 

@@ -92,9 +92,6 @@ class RootListing:
         self.index = index
         self.stamps: dict[str, Stamp] = {}
 
-    paged = False
-    """Listings are whole (from the index's rows in memory); a database's listing reads pages alone."""
-
     def warm(self) -> None:
         """Read and build the index's listing rows now (a server, right after opening); best effort."""
         try:

@@ -29,7 +29,7 @@ from memdir.core.errors import EntryNotFoundError, ReadOnlyRootError
 from memdir.core.paths import normalize_path
 from memdir.storage import stubs
 from memdir.storage.base import Redirect
-from memdir.storage.records import EntryInfo, FileStats
+from memdir.storage.records import Chunk, Page, EntryInfo, FileStats
 from memdir.storage.credentials import shown
 from memdir.storage.entry_input import (
     check_sizes,
@@ -42,6 +42,7 @@ from memdir.storage.entry_input import (
 from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres import pages
 from memdir.storage.postgres.database import Database, scalar
+from memdir.storage.postgres.records import PostgresRecords
 from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.records import folder_of, Listed, ReconcilePlan
 from memdir.storage.sidecar import embedding_checksum, EMBEDDING_DTYPE, encode_embedding, fallback_title, metadata_from_yaml
@@ -94,6 +95,7 @@ class PostgresAdapter:
         self.root = root
         self.lock = db.lock
         self.audit = PostgresAudit(db)
+        self.records = PostgresRecords(db)
         self.read_only = read_only
         self.max_entry_size = max_entry_size
         self.max_total_size = max_total_size
@@ -431,13 +433,10 @@ class RowListing:
     def warm(self) -> None:
         """Nothing to read ahead: each listing is one query."""
 
-    # A page is read alone (`memdir.storage.postgres.pages`), never the whole listing.
-    paged = True
-
-    def newest(self, under: str | None, limit: int, keep: pages.Chunk) -> pages.Page:
+    def newest(self, under: str | None, limit: int, keep: Chunk) -> Page:
         return pages.newest(self.adapter._conn(), info_of, under, limit, keep)
 
-    def in_path_order(self, under: str | None, after: str | None, limit: int, keep: pages.Chunk) -> pages.Page:
+    def in_path_order(self, under: str | None, after: str | None, limit: int, keep: Chunk) -> Page:
         return pages.in_path_order(self.adapter._conn(), info_of, under, after, limit, keep)
 
     def at_offset(self, under: str | None, offset: int, limit: int) -> list[EntryInfo]:

@@ -36,7 +36,7 @@ from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
 from memdir.storage.base import Candidates, EntryRow, IndexStats
 from memdir.storage.records import EntryInfo, FileStats
-from memdir.storage.evolution_records import ImportanceChange
+from memdir.storage.records import ImportanceChange
 from memdir.storage.records import Edge, RankFacts, entry_terms
 from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats
 from memdir.storage.postgres.database import Database, scalar
@@ -72,14 +72,16 @@ shorter than the search asks for (`bench/bench_postgres.py` measures recall by l
 
 def _stale(model_id: str | None, what: str) -> tuple[str, tuple[Any, ...]]:
     """``SELECT what`` over the entries `PostgresIndex.needs_embedding` lists, as statements each of
-    which an index answers: the rows without a current vector (``entries_unembedded``), then those
-    whose vector another model made (``entries_vector_model``: for a store of one model, none)."""
+    which an index answers with those rows alone: the rows without a current vector
+    (``entries_unembedded``), then those whose vector another model made, below and above the
+    current model's name and without one (``entries_vector_model``: none, in a store of one model)."""
     unembedded = "stub_kind IS NULL AND (embedding IS NULL OR vector_text_hash IS DISTINCT FROM text_hash)"
     query = f"SELECT {what} FROM entries WHERE {unembedded}"
     if model_id is None:
         return query, ()
-    other_model = "stub_kind IS NULL AND (vector_model < %s OR vector_model > %s OR vector_model IS NULL)"
-    return f"{query} UNION ALL SELECT {what} FROM entries WHERE {other_model} AND NOT ({unembedded})", (model_id, model_id)
+    others = [f"SELECT {what} FROM entries WHERE stub_kind IS NULL AND vector_model {test} AND NOT ({unembedded})"
+              for test in ("< %s", "> %s", "IS NULL")]
+    return " UNION ALL ".join([query, *others]), (model_id, model_id)
 
 
 def stored_term(term: str) -> str:

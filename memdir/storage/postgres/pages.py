@@ -2,7 +2,7 @@
 
 A listing an agent or a person asks for shows a page (MemoryGlob's newest 500, the web view's 50,
 ``resources/list``'s page), so only that page is read: rows come in the order of an index
-(``entries_newest`` for newest first, the path's own for path order) in chunks, each row is
+(``entries_newest`` for newest first, ``entries_path_order`` for path order) in chunks, each row is
 tested by what SQL cannot say (a glob, an agent's view), and reading stops once one match more
 than the page holds was found (so the caller knows more match without counting them all).
 """
@@ -10,28 +10,20 @@ than the page holds was found (so the caller knows more match without counting t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
-from memdir.storage.records import EntryInfo
+from memdir.storage.postgres.database import scalar
+
+from memdir.storage.records import Chunk, EntryInfo, Page
 from memdir.storage.entry_input import folder_prefix
 
-Chunk = Callable[[list[EntryInfo]], list[EntryInfo]]
-"""What of a chunk of rows a page keeps (in their order)."""
 
 _INFO = "path, title, size, updated_at, type, hits, version"
+_PATH = 'path COLLATE "C"'  # code point order, as the directory store sorts; its own index (``entries_path_order``)
 _LISTED = "stub_kind IS NULL"  # (built-in entries included: each has its row once the store was opened for writing)
 _FIRST_CHUNK = 64
-
-
-@dataclass(frozen=True, slots=True)
-class Page:
-    """Entries of one page, and whether more match after them."""
-
-    entries: list[EntryInfo]
-    more: bool
 
 
 def like_prefix(prefix: str) -> str:
@@ -41,7 +33,7 @@ def like_prefix(prefix: str) -> str:
 
 def _under(under: str | None) -> tuple[str, list[Any]]:
     prefix = folder_prefix(under)
-    return (" AND path LIKE %s", [like_prefix(prefix)]) if prefix else ("", [])
+    return (f" AND {_PATH} LIKE %s", [like_prefix(prefix)]) if prefix else ("", [])
 
 
 def _fill(chunks: Iterator[list[EntryInfo]], limit: int, keep: Chunk) -> Page:
@@ -61,7 +53,7 @@ def newest(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInf
     def chunks() -> Iterator[list[EntryInfo]]:
         size = max(_FIRST_CHUNK, limit + 1)
         rows = conn.execute(
-            f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where} ORDER BY updated_at DESC, path LIMIT %s", (*params, size),
+            f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where} ORDER BY updated_at DESC, {_PATH} LIMIT %s", (*params, size),
         ).fetchall()
         while rows:
             yield [info_of(row) for row in rows]
@@ -71,9 +63,9 @@ def newest(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInf
             at, last = rows[-1][3], rows[-1][0]
             # The rest of the last moment (path order), then the older ones: each an index range.
             rows = conn.execute(
-                f"(SELECT {_INFO} FROM entries WHERE {_LISTED}{where} AND updated_at = %s AND path > %s ORDER BY path"
-                f" LIMIT %s) UNION ALL (SELECT {_INFO} FROM entries WHERE {_LISTED}{where} AND updated_at < %s"
-                " ORDER BY updated_at DESC, path LIMIT %s)",
+                f"(SELECT {_INFO} FROM entries WHERE {_LISTED}{where} AND updated_at = %s AND {_PATH} > %s"
+                f" ORDER BY {_PATH} LIMIT %s) UNION ALL (SELECT {_INFO} FROM entries WHERE {_LISTED}{where}"
+                f" AND updated_at < %s ORDER BY updated_at DESC, {_PATH} LIMIT %s)",
                 (*params, at, last, size, *params, at, size),
             ).fetchall()[:size]
 
@@ -90,8 +82,8 @@ def in_path_order(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], E
         size, last = max(_FIRST_CHUNK, limit + 1), after
         while True:
             rows = conn.execute(
-                f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where}" + (" AND path > %s" if last is not None else "")
-                + " ORDER BY path LIMIT %s", (*params, *([last] if last is not None else []), size),
+                f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where}" + (f" AND {_PATH} > %s" if last is not None else "")
+                + f" ORDER BY {_PATH} LIMIT %s", (*params, *([last] if last is not None else []), size),
             ).fetchall()
             if rows:
                 yield [info_of(row) for row in rows]
@@ -107,7 +99,7 @@ def at_offset(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], Entry
     """Entries ``offset`` to ``offset + limit`` under ``under`` in path order (a numbered page)."""
     where, params = _under(under)
     rows = conn.execute(
-        f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where} ORDER BY path LIMIT %s OFFSET %s", (*params, limit, offset),
+        f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where} ORDER BY {_PATH} LIMIT %s OFFSET %s", (*params, limit, offset),
     ).fetchall()
     return [info_of(row) for row in rows]
 
@@ -116,17 +108,17 @@ def count(conn: psycopg.Connection, under: str | None) -> int:
     """How many entries are under ``under`` (the store's own count for the whole store)."""
     where, params = _under(under)
     if not where:
-        return conn.execute("SELECT entries FROM store_state").fetchone()[0]
-    return conn.execute(f"SELECT count(*) FROM entries WHERE {_LISTED}{where}", params).fetchone()[0]
+        return int(scalar(conn, "SELECT entries FROM store_state"))
+    return int(scalar(conn, f"SELECT count(*) FROM entries WHERE {_LISTED}{where}", params))
 
 
 def top_folders(conn: psycopg.Connection) -> list[str]:
     """The top-level folders holding entries: one probe of the path index per folder (a skip scan)."""
     rows = conn.execute(
         "WITH RECURSIVE folder(name) AS ("
-        f" SELECT split_part(min(path), '/', 1) FROM entries WHERE {_LISTED} AND path LIKE '%%/%%'"
-        " UNION ALL SELECT (SELECT split_part(min(e.path), '/', 1) FROM entries e"
-        "  WHERE e.stub_kind IS NULL AND e.path LIKE '%%/%%' AND e.path > f.name || '0')"
+        f" SELECT split_part(min({_PATH}), '/', 1) FROM entries WHERE {_LISTED} AND path LIKE '%%/%%'"
+        f" UNION ALL SELECT (SELECT split_part(min({_PATH}), '/', 1) FROM entries"
+        f"  WHERE {_LISTED} AND path LIKE '%%/%%' AND {_PATH} > f.name || '0')"
         " FROM folder f WHERE f.name IS NOT NULL)"
         " SELECT name FROM folder WHERE name IS NOT NULL"
     ).fetchall()

@@ -30,6 +30,8 @@ Tables (after every migration):
   ``change``, the last committed change (what cached listings are checked against).
 * ``changes`` — the sequence change numbers are drawn from.
 * ``audit`` — the audit trail: who changed what, when, with a short diff (`memdir.storage.postgres.audit`).
+* ``records`` — records that are not entries: the evolution jobs' runs and the importance history
+  (`memdir.storage.postgres.records`).
 """
 
 from __future__ import annotations
@@ -156,15 +158,30 @@ _RECALIBRATED = """
 ALTER TABLE entries ADD COLUMN recalibrated real, ADD COLUMN recalibrated_from real;
 """
 
-# What a call reads in place of every row: the newest entries first (MemoryGlob's page), the built-in
-# entries' rows, the entries whose vector is missing or stale, and the model of each vector (counted for
+# What a call reads in place of every row: the newest entries first (MemoryGlob's page), the entries in
+# path order (code points, as the directory store sorts them; a folder's are one range), the recently
+# used and the most important (what a server prefetches when it opens), the built-in entries' rows, the entries whose vector is missing or stale, and the model of each vector (counted for
 # `memdir status`).
 _LISTING_INDEXES = """
-CREATE INDEX entries_newest ON entries (updated_at DESC, path) WHERE stub_kind IS NULL;
+CREATE INDEX entries_newest ON entries (updated_at DESC, path COLLATE "C") WHERE stub_kind IS NULL;
+CREATE INDEX entries_path_order ON entries (path COLLATE "C") WHERE stub_kind IS NULL;
 CREATE INDEX entries_builtin ON entries (path) WHERE builtin;
+CREATE INDEX entries_recent ON entries ((coalesce(accessed_at, updated_at)) DESC, path)
+    WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden;
+CREATE INDEX entries_important ON entries (
+    (CASE WHEN recalibrated IS NOT NULL AND recalibrated_from IS NOT DISTINCT FROM importance
+     THEN recalibrated ELSE importance END) DESC, (coalesce(accessed_at, updated_at)) DESC, path
+) WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden;
 CREATE INDEX entries_unembedded ON entries (path)
     WHERE stub_kind IS NULL AND (embedding IS NULL OR vector_text_hash IS DISTINCT FROM text_hash);
 CREATE INDEX entries_vector_model ON entries (vector_model) WHERE stub_kind IS NULL;
+"""
+
+# Records that are not entries (`memdir.storage.postgres.records`): the evolution jobs' runs and
+# the importance history, one row each, read by log in the order they were kept.
+_RECORDS = """
+CREATE TABLE records (id bigserial PRIMARY KEY, log text NOT NULL, body jsonb NOT NULL);
+CREATE INDEX records_log ON records (log, id);
 """
 
 MIGRATIONS: list[tuple[str, str]] = [
@@ -175,6 +192,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0005_audit", _AUDIT),
     ("0006_recalibrated_importance", _RECALIBRATED),
     ("0007_listing_indexes", _LISTING_INDEXES),
+    ("0008_records", _RECORDS),
 ]
 
 

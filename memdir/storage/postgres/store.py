@@ -22,7 +22,7 @@ def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> t
     """The store in the database at ``url``, its schema brought up to date (unless ``read_only``).
 
     The local root (``settings.store_root``) still holds what each machine keeps for itself:
-    thread logs and defrag journals.
+    thread logs and defrag journals (the evolution jobs' history is in the database).
     """
     if not read_only:
         with disk_errors(settings.store_root):
