@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from memdir.core.errors import EntryNotFoundError, InputValidationError
 from memdir.core.links import check_link_kind
 from memdir.core.paths import memory_uri, normalize_path
-from memdir.storage.index_db import Edge
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
+    from memdir.storage.index_db import Edge
 
 MAX_HOPS = 3
 

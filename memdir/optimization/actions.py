@@ -25,7 +25,6 @@ from memdir.optimization.journal import Journal
 if TYPE_CHECKING:
     from memdir.memory import Memory
 
-MERGE_STRATEGIES = ("keep_newer", "keep_larger", "combine")
 MERGED_FROM = "<!-- merged from memory://{path} -->"
 
 
@@ -258,4 +257,4 @@ class Changer:
         return Outcome(True)
 
 
-__all__ = ["Changer", "MERGE_STRATEGIES", "Outcome", "choose_keeper", "combine_content", "combine_metadata"]
+__all__ = ["Changer", "Outcome", "choose_keeper", "combine_content", "combine_metadata"]

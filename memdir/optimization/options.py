@@ -17,9 +17,9 @@ from typing import Any
 from memdir.core.entry import CONFIDENCE_LEVELS
 from memdir.core.errors import InputValidationError
 from memdir.core.suggest import did_you_mean
-from memdir.optimization.actions import MERGE_STRATEGIES
 
 DEFAULT_LIMIT = 50
+MERGE_STRATEGIES = ("keep_newer", "keep_larger", "combine")
 CONFIDENCE_FILTERS = (*CONFIDENCE_LEVELS, "none")
 
 

@@ -41,7 +41,6 @@ from memdir.core.errors import MemdirError
 from memdir.core.files import disk_errors
 from memdir.core.identity import Actor, parse_role
 from memdir.core.settings import Settings
-from memdir.server.tokens import HttpClient
 from memdir.tools.session import Session
 from memdir.tools.workspace import FileReads, Workspace
 
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
     from memdir.embeddings.base import Embedder
     from memdir.memory import Memory
     from memdir.server.scheduler import Scheduler
+    from memdir.server.tokens import HttpClient
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

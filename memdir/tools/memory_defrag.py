@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memdir.optimization.defragmenter import Defragmenter
 from memdir.optimization.options import ACTIONS, OPTION_SPECS
 
 if TYPE_CHECKING:
@@ -48,6 +47,8 @@ def memory_defrag(memory: Memory, action: str, **options: Any) -> str:
     Returns:
         A markdown report of what was found, or what was (or would be) changed.
     """
+    from memdir.optimization.defragmenter import Defragmenter  # loads with the first run, not the server's start
+
     return Defragmenter(memory).run(str(action).strip(), **options).markdown
 
 

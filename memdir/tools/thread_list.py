@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memdir.threads.manager import manager_for
 from memdir.tools.formatting import plural
 
 if TYPE_CHECKING:
@@ -18,6 +17,8 @@ def thread_list(memory: Memory) -> str:
         `Threads (N):` then one line per thread: id, chunks, events, strategy, mode and
         when it last changed.
     """
+    from memdir.threads.manager import manager_for  # the threads machinery loads with the first thread call
+
     manager = manager_for(memory)
     ids = manager.ids()
     if not ids:
