@@ -39,6 +39,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from memdir.core.errors import MemdirError
 from memdir.core.files import disk_errors
+from memdir.core.heap import release_freed_memory
 from memdir.core.identity import Actor, parse_role
 from memdir.core.settings import Settings
 from memdir.tools.session import Session
@@ -109,6 +110,7 @@ class MemoryHost:
             warm(memory)
         except Exception:  # a guess that failed must not keep the memory from opening
             log.warning("prefetching at session start failed", exc_info=True)
+        release_freed_memory()  # what reading the index freed
         return memory
 
     def memory(self) -> Memory:
