@@ -47,7 +47,8 @@ def memory_defrag(memory: Memory, action: str, **options: Any) -> str:
     Returns:
         A markdown report of what was found, or what was (or would be) changed.
     """
-    from memdir.optimization.defragmenter import Defragmenter  # loads with the first run, not the server's start
+    # Loads with the first run, not the server's start.
+    from memdir.optimization.defragmenter import Defragmenter
 
     return Defragmenter(memory).run(str(action).strip(), **options).markdown
 

@@ -59,7 +59,8 @@ def thread_append(
         `Appended c12 to thread T (strategy virtual).`, or where it was queued (stepping or
         paused), plus a note when the marker switched the strategy or compaction ran.
     """
-    from memdir.threads.manager import manager_for  # the threads machinery loads with the first thread call
+    # The threads machinery loads with the first thread call.
+    from memdir.threads.manager import manager_for
 
     manager = manager_for(memory)
     checked = message(role, content, chunk_type=chunk_type, retention=retention, importance=importance,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 if TYPE_CHECKING:
     from memdir.memory import Memory
 
@@ -27,7 +26,8 @@ def thread_context(memory: Memory, thread: str, budget_tokens: int, query: str |
         A header `Thread T · strategy S · N of B tokens · K of M chunks shown`, notes, then
         the context, one `[c12 role] text` line per message in thread order.
     """
-    from memdir.threads.manager import manager_for  # the threads machinery loads with the first thread call
+    # The threads machinery loads with the first thread call.
+    from memdir.threads.manager import manager_for
 
     manager = manager_for(memory)
     window = manager.context(thread, budget_tokens, query)

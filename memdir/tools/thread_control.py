@@ -139,7 +139,8 @@ def thread_control(memory: Memory, thread: str, action: str, value: str | None =
     if act is None:
         raise InputValidationError(f"unknown action {action!r}.", f"Use one of {', '.join(ACTIONS)}.")
     summarize = sampling_summarizer(ask, memory.settings) if ask is not None else None
-    from memdir.threads.manager import manager_for  # the threads machinery loads with the first thread call
+    # The threads machinery loads with the first thread call.
+    from memdir.threads.manager import manager_for
 
     return act(manager_for(memory), thread, value, summarize)
 

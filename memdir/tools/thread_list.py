@@ -17,7 +17,8 @@ def thread_list(memory: Memory) -> str:
         `Threads (N):` then one line per thread: id, chunks, events, strategy, mode and
         when it last changed.
     """
-    from memdir.threads.manager import manager_for  # the threads machinery loads with the first thread call
+    # The threads machinery loads with the first thread call.
+    from memdir.threads.manager import manager_for
 
     manager = manager_for(memory)
     ids = manager.ids()
