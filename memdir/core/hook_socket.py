@@ -24,18 +24,13 @@ Standard library only, and nothing heavy: the hook's fast path imports this firs
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import os
 import socket
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 VERSION = 1
 KINDS = ("discover", "session-start")
@@ -55,7 +50,11 @@ class BadRequest(ValueError):
 def runtime_dir() -> Path:
     """The user's own directory for sockets of stores whose own path is too long."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    return Path(xdg) / "memdir" if xdg else Path(tempfile.gettempdir()) / f"memdir-{os.getuid()}"
+    if xdg:
+        return Path(xdg) / "memdir"
+    import tempfile  # (here, not at the top: a hook that asks a server imports as little as it can)
+
+    return Path(tempfile.gettempdir()) / f"memdir-{os.getuid()}"
 
 
 def socket_path(store_root: Path) -> Path | None:
@@ -66,6 +65,8 @@ def socket_path(store_root: Path) -> Path | None:
     local = store_root / ".memdir" / SOCKET_DIR / SOCKET_NAME
     if len(os.fsencode(local)) <= MAX_SOCKET_PATH:
         return local
+    import hashlib  # only for a long store path (see `runtime_dir`)
+
     digest = hashlib.sha256(os.fsencode(store_root)).hexdigest()[:16]
     path = runtime_dir() / f"{digest}.sock"
     return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
@@ -104,14 +105,14 @@ def ask(store_root: Path, request: dict[str, Any], timeout: float) -> str | None
             client.sendall(line)
             answer = _read_line(client)
     except OSError as exc:  # no server, a stale socket, or too slow
-        log.debug("no answer from the server at %s: %s", path, exc)
+        _debug("no answer from the server at %s: %s", path, exc)
         return None
     try:
         reply = json.loads(answer)
     except ValueError:
         return None
     if not isinstance(reply, dict) or reply.get("ok") is not True or reply.get("root") != root:
-        log.debug("the server at %s did not answer: %s", path, reply)
+        _debug("the server at %s did not answer: %s", path, reply)
         return None
     text = reply.get("text")
     return text if isinstance(text, str) else None
@@ -129,6 +130,13 @@ def answer(settings: Any, request: dict[str, Any], cold: Callable[[], str]) -> s
         if text is not None:
             return text
     return cold()
+
+
+def _debug(message: str, *args: object) -> None:
+    """Log why no server answered; `logging` loads only then (the full command line follows and needs it anyway)."""
+    import logging
+
+    logging.getLogger(__name__).debug(message, *args)
 
 
 def _read_line(connection: socket.socket) -> bytes:

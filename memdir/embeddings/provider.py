@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from enum import Enum
 from memdir.core.errors import MemdirError
+from memdir.core.heap import release_freed_memory
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 
@@ -84,6 +85,7 @@ class ModelProvider:
                 threads=settings.embed_threads, model_id=settings.model_wanted, download=download and settings.model_download,
             )
             embedder.warmup()
+            release_freed_memory()  # what building the session freed
             return embedder
 
         return cls(load, enabled=enabled)
@@ -173,3 +175,4 @@ class ModelProvider:
             self._on_ready = []
         self._ready.set()
         log.warning("semantic search unavailable: %s", reason)
+

@@ -35,7 +35,7 @@ from memdir.episodes.heuristics import clip_words, describe
 from memdir.episodes.model import OUTCOMES, Episode, Message
 from memdir.episodes.segment import RECORD_TOOL, SegmentConfig, segment
 from memdir.core.entry import EPISODES_PREFIX
-from memdir.episodes.store import Summarize, save
+from memdir.episodes.store import Summarize, save_many
 
 if TYPE_CHECKING:
     from memdir.embeddings.base import Embedder
@@ -306,9 +306,9 @@ def ingest_transcript_object(memory: Memory, transcript: Transcript, *, config: 
     if embedder is None and use_model and config.topic_threshold is not None:
         embedder = memory.model.get()
     report = IngestReport()
-    for episode in episodes_from(transcript, config=config, embedder=embedder, project=project):
-        recorded = episode.recorded if episode.recorded and memory.exists(episode.recorded) else None
-        result = save(memory, episode, path=recorded, summarize=summarize)
+    episodes = list(episodes_from(transcript, config=config, embedder=embedder, project=project))
+    recorded = [episode.recorded if episode.recorded and memory.exists(episode.recorded) else None for episode in episodes]
+    for episode, result in zip(episodes, save_many(memory, list(zip(episodes, recorded)), summarize=summarize)):
         getattr(report, result.status).append(result.path)
         report.episodes.append((result.path, episode))
     return report

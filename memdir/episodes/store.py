@@ -32,7 +32,7 @@ import hashlib
 import logging
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Literal
@@ -197,7 +197,7 @@ def metadata(episode: Episode) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- writing
 def save(memory: Memory, episode: Episode, *, path: str | None = None, summarize: Summarize | None = None) -> SaveResult:
-    """Write an episode unless the same one is already stored.
+    """Write an episode unless the same one is already stored (see `save_many`).
 
     Args:
         memory: the open memory root.
@@ -208,21 +208,43 @@ def save(memory: Memory, episode: Episode, *, path: str | None = None, summarize
     Returns:
         The entry's path and whether it was created, updated or left unchanged.
     """
-    target = path or find_existing(memory, episode)
-    fingerprint = digest(episode)
-    if target is not None:
-        try:
-            stored = memory.read(target)
-        except EntryNotFoundError:
-            stored = None
-        if stored is not None and _extra(stored, "digest") == fingerprint:
-            return SaveResult(target, "unchanged")
-    if summarize is not None:
-        _apply_summary(episode, summarize)
-    target = target or episode_path(episode)
-    result = memory.write(target, render(episode, memory.settings.word_limit), title=episode.name,
-                          metadata=metadata(episode))
-    return SaveResult(result.entry.path, "updated" if result.overwritten else "created")
+    return save_many(memory, [(episode, path)], summarize=summarize)[0]
+
+
+def save_many(memory: Memory, episodes: Sequence[tuple[Episode, str | None]], *,
+              summarize: Summarize | None = None) -> list[SaveResult]:
+    """Write each episode (with the path to write it to, or None for its own) unless the same one is
+    already stored, embedding the new and changed ones together in batches (`Memory.write_many`)."""
+    from memdir.memory import NewEntry
+
+    plans: list[tuple[str, NewEntry | None]] = []
+    for episode, path in episodes:
+        target = path or find_existing(memory, episode)
+        if target is not None and _stored_digest(memory, target) == digest(episode):
+            plans.append((target, None))
+            continue
+        if summarize is not None:
+            _apply_summary(episode, summarize)
+        target = target or episode_path(episode)
+        plans.append((target, NewEntry(target, render(episode, memory.settings.word_limit), episode.name,
+                                       metadata(episode))))
+    written = iter(memory.write_many([write for _, write in plans if write is not None]))
+    results = []
+    for target, write in plans:
+        if write is None:
+            results.append(SaveResult(target, "unchanged"))
+        else:
+            result = next(written)
+            results.append(SaveResult(result.entry.path, "updated" if result.overwritten else "created"))
+    return results
+
+
+def _stored_digest(memory: Memory, path: str) -> Any:
+    """The digest of the episode stored at ``path`` (None: none stored there)."""
+    try:
+        return _extra(memory.read(path), "digest")
+    except EntryNotFoundError:
+        return None
 
 
 def _apply_summary(episode: Episode, summarize: Summarize) -> None:
@@ -391,6 +413,7 @@ __all__ = [
     "read_episode",
     "render",
     "save",
+    "save_many",
     "slugify",
     "stored_episode",
 ]

@@ -108,6 +108,16 @@ class WriteResult:
 
 
 @dataclass(frozen=True, slots=True)
+class NewEntry:
+    """One entry for `Memory.write_many`: what `Memory.write` takes."""
+
+    path: str
+    content: str
+    title: str = ""
+    metadata: Metadata | dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class GlobPage:
     """What `Memory.glob_page` found: the newest entries matching a glob, newest first, and how
     many match in all."""
@@ -425,11 +435,46 @@ class Memory:
                 change what an entry says (links, restores) keeps its age this way.
             hits: the read count to store (None: keep the current one).
         """
+        logical, meta, text = self._prepared(path, title, metadata, content)
+        vector = self._embed([text])
+        return self._stored(logical, content, title, meta, text, None if vector is None else vector[0],
+                            expected_content=expected_content, updated_at=updated_at, hits=hits)
+
+    def write_many(self, writes: Sequence[NewEntry]) -> builtins.list[WriteResult]:
+        """Create or replace several entries, their embeddings computed together in batches (what
+        bulk paths — transcript ingestion — write): each entry is still its own atomic change.
+
+        Raises:
+            What `write` raises; the entries before the failing one are written.
+        """
+        prepared = [self._prepared(w.path, w.title, w.metadata, w.content) for w in writes]
+        vectors = self._embed([text for _, _, text in prepared]) if prepared else None
+        return [
+            self._stored(logical, w.content, w.title, meta, text, None if vectors is None else vectors[i])
+            for i, (w, (logical, meta, text)) in enumerate(zip(writes, prepared))
+        ]
+
+    def _prepared(self, path: str, title: str, metadata: Metadata | dict[str, Any] | None, content: str) -> tuple[str, Metadata, str]:
+        """A write's checked path and metadata, and the searchable text its embedding is made from."""
         logical = normalize_path(path)
         self._check_writable()
         meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
-        text = self._card(title, meta, content)  # before the entry exists
-        vector = self._embed([text])
+        return logical, meta, self._card(title, meta, content)  # before the entry exists
+
+    def _stored(
+        self,
+        logical: str,
+        content: str,
+        title: str,
+        meta: Metadata,
+        text: str,
+        vector: np.ndarray | None,
+        *,
+        expected_content: str | None = None,
+        updated_at: datetime | None = None,
+        hits: int | None = None,
+    ) -> WriteResult:
+        """Store a prepared write (see `write`) under the lock, with its vector (None: not embedded)."""
         model_id = self._model_id() if vector is not None else None
         if vector is None and self.model.state is ModelState.LOADING:
             self._written_unembedded.add(logical)  # embedded once the model is ready, at the latest on close
@@ -448,7 +493,7 @@ class Memory:
 
             entry = self.adapter.write(
                 logical, content, title=title, metadata=self._stamped(meta, before),
-                embedding=vector[0] if vector is not None else None, hits=hits, updated_at=updated_at,
+                embedding=vector, hits=hits, updated_at=updated_at,
                 embedding_model=model_id, embedding_text_hash=text_hash(text), before_commit=before_commit,
             )
         return WriteResult(entry, overwritten)
@@ -1417,4 +1462,4 @@ def _unasked_builtins(types: builtins.list[str] | None, path_prefix: str | None)
     return tuple(path for path in virtual_paths() if prefix is None or not path.startswith(prefix))
 
 
-__all__ = ["Memory", "MemoryStatus", "WriteResult"]
+__all__ = ["Memory", "MemoryStatus", "NewEntry", "WriteResult"]

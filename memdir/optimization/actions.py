@@ -24,13 +24,11 @@ from memdir.core.paths import link_target
 from memdir.core.quality import parse_frontmatter
 from memdir.optimization.corpus import Corpus, Item, fingerprint
 from memdir.optimization.journal import Journal
+from memdir.optimization.options import DEFAULT_MERGE_STRATEGY, MERGE_STRATEGIES
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
 
-MERGE_STRATEGIES = ("keep_newer", "keep_larger", "combine")
-DEFAULT_MERGE_STRATEGY = "combine"
-"""Keeps every fact: the richer entry, plus what only the other holds."""
 MERGED_FROM = "<!-- merged from memory://{path} -->"
 
 

@@ -26,7 +26,8 @@ from memdir.core.paths import link_target, memory_uri
 from memdir.core.quality import QUALITY_POINTS
 from memdir.core.units import plural
 from memdir.optimization import planning
-from memdir.optimization.actions import DEFAULT_MERGE_STRATEGY, Changer, only_in_other
+from memdir.optimization.actions import Changer, only_in_other
+from memdir.optimization.options import DEFAULT_MERGE_STRATEGY
 from memdir.optimization.analyzer import analyze, format_health_report
 from memdir.optimization.corpus import Corpus, Item
 from memdir.optimization.journal import Journal

@@ -17,9 +17,11 @@ from typing import Any
 from memdir.core.entry import CONFIDENCE_LEVELS
 from memdir.core.errors import InputValidationError
 from memdir.core.suggest import did_you_mean
-from memdir.optimization.actions import DEFAULT_MERGE_STRATEGY, MERGE_STRATEGIES
 
 DEFAULT_LIMIT = 50
+MERGE_STRATEGIES = ("keep_newer", "keep_larger", "combine")
+DEFAULT_MERGE_STRATEGY = "combine"
+"""Keeps every fact: the richer entry, plus what only the other holds."""
 CONFIDENCE_FILTERS = (*CONFIDENCE_LEVELS, "none")
 
 

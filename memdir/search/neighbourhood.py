@@ -19,6 +19,7 @@ from memdir.storage.records import Edge
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
+    from memdir.storage.records import Edge
 
 MAX_HOPS = 3
 

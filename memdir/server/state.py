@@ -45,9 +45,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from memdir.core.errors import MemdirError
 from memdir.core.files import disk_errors
+from memdir.core.heap import release_freed_memory
 from memdir.core.identity import Actor, parse_role
 from memdir.core.settings import Settings
-from memdir.server.tokens import HttpClient
 from memdir.tools.session import Session
 from memdir.workspace.tools import FileReads, Workspace
 
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from memdir.embeddings.base import Embedder
     from memdir.memory import Memory
     from memdir.server.scheduler import Scheduler
+    from memdir.server.tokens import HttpClient
     from memdir.threads.manager import ThreadManager
 
 T = TypeVar("T")
@@ -121,6 +122,7 @@ class MemoryHost:
             warm(memory)
         except Exception:  # a guess that failed must not keep the memory from opening
             log.warning("prefetching at session start failed", exc_info=True)
+        release_freed_memory()  # what reading the index freed
         return memory
 
     def memory(self) -> Memory:

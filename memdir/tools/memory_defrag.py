@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memdir.optimization.defragmenter import Defragmenter
 from memdir.optimization.options import ACTIONS, OPTION_SPECS
 
 if TYPE_CHECKING:
@@ -35,6 +34,9 @@ def memory_defrag(memory: Memory, action: str, **options: Any) -> str:
     Returns:
         A markdown report of what was found, or what was (or would be) changed.
     """
+    # Loads with the first run, not the server's start.
+    from memdir.optimization.defragmenter import Defragmenter
+
     return Defragmenter(memory).run(str(action).strip(), **options).markdown
 
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 from memdir.core.entry import check_entry_types, IMPORTANCE_RANGE
 from memdir.core.errors import InputValidationError
 from memdir.core.identity import view_filter
-from memdir.search.hybrid import SearchResult
 from memdir.search.snippet import best_line
 from memdir.tools.formatting import memory_uri, plural
 from memdir.tools.params import coerce_str_list
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
+    from memdir.search.hybrid import SearchResult
 
 
 def memory_search(

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memdir.threads.compaction import Ask, sampling_summarizer
-from memdir.threads.manager import Compacted, ThreadManager, manager_for
 from memdir.threads.messages import message
 from memdir.threads.model import RETENTIONS, ROLES
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
+    from memdir.threads.manager import Compacted, ThreadManager
 
 CHOICES = {"role": ROLES, "retention": RETENTIONS}
 """Parameters with a fixed set of values: the server lists them in the tool's input schema."""
@@ -55,6 +55,9 @@ def thread_append(
         `Appended c12 to thread T (strategy virtual).`, or where it was queued (stepping or
         paused), plus a note when the marker switched the strategy or compaction ran.
     """
+    # The threads machinery loads with the first thread call.
+    from memdir.threads.manager import manager_for
+
     manager = threads or manager_for(memory)
     checked = message(role, content, chunk_type=chunk_type, retention=retention, importance=importance,
                       call_id=call_id, max_bytes=memory.settings.max_entry_size)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memdir.threads.manager import ThreadManager, manager_for
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
+    from memdir.threads.manager import ThreadManager
 
 
 def thread_context(memory: Memory, thread: str, budget_tokens: int, query: str | None = None,
@@ -24,6 +24,9 @@ def thread_context(memory: Memory, thread: str, budget_tokens: int, query: str |
         A header `Thread T · strategy S · N of B tokens · K of M messages shown`, notes, then
         the context, one `[c12 role] text` line per message in thread order.
     """
+    # The threads machinery loads with the first thread call.
+    from memdir.threads.manager import manager_for
+
     manager = threads or manager_for(memory)
     window = manager.context(thread, budget_tokens, query)
     total = manager.state(thread).turns

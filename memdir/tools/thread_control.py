@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from memdir.core.errors import InputValidationError
 from memdir.threads.compaction import Ask, Summarize, sampling_summarizer
-from memdir.threads.manager import ThreadManager, manager_for
 from memdir.tools.formatting import plural
 from memdir.tools.thread_append import describe_compaction
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
+    from memdir.threads.manager import ThreadManager
 
 STATE_CHUNKS_SHOWN = 20
 
@@ -140,6 +140,9 @@ def thread_control(memory: Memory, thread: str, action: str, value: str | None =
     if act is None:
         raise InputValidationError(f"unknown action {action!r}.", f"Use one of {', '.join(ACTIONS)}.")
     summarize = sampling_summarizer(ask, memory.settings) if ask is not None else None
+    # The threads machinery loads with the first thread call.
+    from memdir.threads.manager import manager_for
+
     return act(threads or manager_for(memory), thread, value, summarize)
 
 

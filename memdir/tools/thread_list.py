@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import MemdirError
-from memdir.threads.manager import ThreadManager, manager_for
 from memdir.tools.formatting import plural
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
+    from memdir.threads.manager import ThreadManager
 
 
 def thread_list(memory: Memory, threads: ThreadManager | None = None) -> str:
@@ -19,6 +19,9 @@ def thread_list(memory: Memory, threads: ThreadManager | None = None) -> str:
         `Threads (N):` then one line per thread: id, chunks, events, strategy, mode and
         when it last changed.
     """
+    # The threads machinery loads with the first thread call.
+    from memdir.threads.manager import manager_for
+
     manager = threads or manager_for(memory)
     ids = manager.ids()
     if not ids:

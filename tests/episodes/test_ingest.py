@@ -86,6 +86,15 @@ def test_ingest_stores_one_entry_per_episode(memory, tmp_path):
     assert second["outcome"] == "ongoing" and "README.md" in second["tags"]
 
 
+def test_a_transcripts_episodes_are_embedded_in_one_batch(memory, tmp_path, monkeypatch):
+    embedder, calls = memory.model.peek(), []
+    embed = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts: calls.append(len(texts)) or embed(texts))
+    report = ingest(memory, write_claude(tmp_path), use_model=False)  # (no topic-shift embeddings)
+    assert len(report.created) == 2 and calls == [2]
+    assert all(memory.read(path).embedding is not None for path in report.created)
+
+
 def test_reingesting_adds_and_rewrites_nothing(memory, tmp_path):
     path = write_claude(tmp_path)
     ingest(memory, path)

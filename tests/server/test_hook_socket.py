@@ -302,3 +302,12 @@ def test_real_server_and_hook_processes(settings):
     server.stdin.close()
     server.wait(timeout=60)
     assert not path.exists()
+
+
+def test_the_hooks_fast_path_imports_only_what_asking_needs():
+    """The entry point a hook process starts with loads the socket client and the few settings it
+    reads: no logging, temporary-file or hashing machinery (a long store path loads them when used)."""
+    probe = ("import json, sys; import memdir.launch; "
+             "print(json.dumps([name for name in ('logging', 'tempfile', 'hashlib', 'pydantic', 'typer') if name in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == []

@@ -5,7 +5,8 @@ not enough: a kill between two renames would pair new content with old metadata.
 `commit_files` therefore runs a tiny redo-log protocol:
 
 1. write a *pending* journal under ``<root>/.memdir/txn/`` naming every temporary
-   file it is about to create (so an interrupted staging can be cleaned up);
+   file it is about to create (so an interrupted staging can be cleaned up; after a power
+   cut in the middle of staging, a hidden temporary file may outlive its journal);
 2. stage every new file as a temporary file in its target's folder; fsync the journal and
    each of them, all written first (a large batch — an evolution job's — is flushed by one
    ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`); then run the caller's

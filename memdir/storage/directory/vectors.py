@@ -27,31 +27,20 @@ from memdir.storage.records import folder_of
 
 _MIN_CAPACITY = 256
 
-PARALLEL_MIN_ROWS = 4_096
-"""From this many rows a cosine scan is split over the CPUs (below it, thread hand-offs cost more than they save)."""
-
-
-def _usable_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+PARALLEL_MIN_ROWS = 50_000
+"""From this many rows a cosine scan is split over the CPUs. A smaller scan takes about a millisecond, less than
+a helper thread may take to wake on a busy machine: measured on 2 shared cores, splitting helped at 100K rows
+whatever the load, but at 10K only when a core was idle, and cost several times the scan when none was."""
 
 
 @functools.cache
 def _scan_pool() -> ThreadPoolExecutor | None:
     """Helper threads for the cosine scan: one per usable CPU beyond the caller's (None on one CPU)."""
-    helpers = min(_usable_cpus(), 4) - 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    helpers = min(cpus, 4) - 1
     return ThreadPoolExecutor(helpers, thread_name_prefix="memdir-scan") if helpers > 0 else None
 
 
-def _idle_cpu() -> bool:
-    """Whether a CPU is likely free for a helper thread (the 1-minute load average leaves one).
-
-    On a busy machine a helper waits for a core and wakes late, and splitting the scan costs
-    more than it saves.
-    """
-    try:
-        return os.getloadavg()[0] < _usable_cpus() - 1
-    except OSError:  # no load average on this platform
-        return True
 
 
 class _Codes:
@@ -353,14 +342,14 @@ class VectorMatrix:
         shared cores), beat OpenBLAS sgemv (8 ms against 15 ms on one thread; 10 ms wall and
         17 ms CPU on two, whose threads also sleep between searches and wake late on a busy
         machine). The product is bound by memory bandwidth (154 MB at 100K), which one core
-        does not saturate: from `PARALLEL_MIN_ROWS` rows, when a CPU is idle (`_idle_cpu`), the rows
-        are split over the CPUs (einsum releases the GIL).
+        does not saturate: from `PARALLEL_MIN_ROWS` rows the rows are split over the CPUs (einsum
+        releases the GIL).
         """
         q = np.asarray(query, dtype=np.float32).ravel()
         if self.dim is None or q.shape[0] != self.dim or not self._n:
             return np.zeros(0, dtype=np.float32)  # nothing comparable: another model's dimension
         data = self._data[: self._n]
-        pool = _scan_pool() if self._n >= PARALLEL_MIN_ROWS and _idle_cpu() else None
+        pool = _scan_pool() if self._n >= PARALLEL_MIN_ROWS else None
         if pool is None:
             return np.einsum("ij,j->i", data, q)
         out = np.empty(self._n, dtype=np.float32)
