@@ -24,7 +24,6 @@ from memdir.core.paths import link_target
 from memdir.core.quality import parse_frontmatter
 from memdir.optimization.corpus import Corpus, Item, fingerprint
 from memdir.optimization.journal import Journal
-from memdir.optimization.options import DEFAULT_MERGE_STRATEGY, MERGE_STRATEGIES
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -277,5 +276,5 @@ class Changer:
 
 
 __all__ = [
-    "Changer", "DEFAULT_MERGE_STRATEGY", "MERGE_STRATEGIES", "Outcome", "choose_keeper", "combine_content", "combine_metadata", "only_in_other",
+    "Changer", "Outcome", "choose_keeper", "combine_content", "combine_metadata", "only_in_other",
 ]
