@@ -5,16 +5,18 @@
 * append: ``--appends`` messages through `ThreadManager.append` (checked, locked, one
   fsynced line each) into a fresh thread; median and p90 per append, and appends/s.
 * ThreadContext: the tool function (`memdir.tools.thread_context`, what the MCP tool runs)
-  with a 2,000-token budget on a thread of ``--events`` messages, for each strategy;
+  with a 2,000-token budget on a thread of ``--events`` events (messages, and the
+  compactions the default settings run), for each strategy;
   ``--repeats`` calls with different queries, after one warm-up call (which reads the log
   and, for semantic, embeds the thread once: cached on disk under ``.memdir/``). The
   semantic figure includes embedding the query with the real model. Targets: p50 <= 20 ms
   (virtual, fragment), <= 40 ms (semantic). Then the same on a fork of the thread with one
   message appended before each call (a live conversation: the new message is embedded then).
 
-The 10K-event thread is written once under ``--root`` (default: a folder in the system
-temp dir) in the log's own format, event by event through the same builder the manager
-uses, so reruns skip building it and its embeddings.
+Default settings throughout (compaction on). The 10K-event thread is written once under
+``--root`` (default: a folder in the system temp dir) in the log's own format, event by
+event through the same builders the manager uses, so reruns skip building it and its
+embeddings.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 
 from memdir.core.settings import Settings
 from memdir.memory import Memory
+from memdir.threads import compaction
 from memdir.threads.log import encode, now_iso
 from memdir.threads.manager import manager_for
 from memdir.threads.messages import message
@@ -47,19 +50,28 @@ def sentence(rng: random.Random, turn: int) -> str:
 
 
 def write_thread(manager, thread: str, events: int) -> None:
-    """``events`` messages in the log format, built by the manager's own message builder (no fsync per line)."""
+    """``events`` events in the log format, built by the manager's own message builder and compacted as the manager
+    compacts with the default settings (extractive summaries), without an fsync per line."""
     log = manager.folder / thread / "events.jsonl"
     if log.exists():
         return
     rng = random.Random(7)
     state = ThreadState()
     lines = []
-    for turn in range(events):
+    turn = -1
+    while len(lines) < events:  # messages and the compactions they set off
+        turn += 1
         role = "user" if turn % 2 == 0 else "assistant"
         checked = message(role, sentence(rng, turn), max_bytes=manager.settings.max_entry_size)
-        event = checked.event(state.version + 1, now_iso(), state)
+        event = checked.event(state.seq + 1, now_iso(), state)
         state = apply(state, event)
         lines.append(encode(event))
+        plan = compaction.plan(state, manager.settings)
+        if compaction.due(plan, manager.settings):
+            summary, source = compaction.summary_for(plan.chunks, manager.settings, None)
+            event = compaction.compaction_event(plan, summary, source)(state.seq + 1, now_iso(), state)
+            state = apply(state, event)
+            lines.append(encode(event))
     log.parent.mkdir(parents=True, exist_ok=True)
     partial = log.with_suffix(".partial")
     partial.write_bytes(b"".join(lines))
@@ -80,7 +92,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-threads")
     args = parser.parse_args()
 
-    settings = Settings(root=args.root, thread_compact_chunks=0, thread_compact_tokens=0)
+    settings = Settings(root=args.root)
     with Memory.open(settings) as memory:
         manager = manager_for(memory)
         rng = random.Random(1)

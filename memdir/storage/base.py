@@ -198,6 +198,31 @@ class AuditTrail(Protocol):
         """The records, oldest first: of one entry, by one agent, at or after ``since``."""
 
 
+class ThreadLogs(Protocol):
+    """Where a store keeps its working-memory threads' event logs: per thread, an append-only sequence of
+    JSON lines (`memdir.threads.log` gives them meaning). Files of the root (`memdir.storage.thread_files`),
+    or rows of the database (`memdir.storage.postgres.threads`). A *cursor* marks how far a reader got:
+    lines are read after it and appended after it, in one order every reader sees."""
+
+    lock: StoreLock  # held (exclusive) around each append, so that appends are ordered across processes and servers
+
+    def ids(self) -> list[str]:
+        """Every thread that has a log."""
+
+    def exists(self, thread: str) -> bool:
+        """Whether ``thread`` has a log."""
+
+    def read(self, thread: str, cursor: int) -> list[tuple[int, bytes]] | None:
+        """The complete lines after ``cursor`` (each ending in a newline), each with the cursor after it; None when
+        the log no longer reaches ``cursor`` (read it again from 0)."""
+
+    def append(self, thread: str, line: bytes, cursor: int) -> int:
+        """Append one line after ``cursor`` (the caller holds the lock); the cursor after it."""
+
+    def create(self, thread: str, lines: Iterable[bytes]) -> None:
+        """A new thread's log holding ``lines``, all or none (the caller holds the lock)."""
+
+
 class StorageAdapter(Protocol):
     """A store of memory entries keyed by normalised logical path (``concept/x.md``): the truth."""
 
@@ -205,6 +230,7 @@ class StorageAdapter(Protocol):
     read_only: str | None  # why writes are refused, None when writable
     lock: StoreLock
     audit: AuditTrail  # its record of every change (`memdir.memory.Memory` writes it)
+    threads: ThreadLogs  # its working-memory threads' event logs
 
     def write(
         self, path: str, content: str, *, title: str, metadata: Metadata | Mapping[str, Any] | None = None,

@@ -88,6 +88,7 @@ from memdir.storage.sidecar import (
     set_embedding_fields,
 )
 from memdir.storage.stub_reads import StubReads
+from memdir.storage.thread_files import ThreadFiles
 from memdir.storage.totals import SharedTotal
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
@@ -183,6 +184,7 @@ class FilesystemAdapter:
         self._stub_reads = StubReads(self.root)
         self.changes = ChangeCounter(self.root)
         self.audit = AuditLog(self.root)
+        self.threads = ThreadFiles(self.root, self.lock)
         self._attempt = threading.local()  # warnings held back during a lock-free read
         if read_only is None and has_pending(self.root):
             with self.lock.exclusive():  # finishes what a killed writer left

@@ -48,22 +48,26 @@ class Draft:
     ids: set[str] = field(default_factory=set)
     archive: Mapping[str, Chunk] = field(default_factory=dict)
     seq: int = 0
+    archived_turns: int = 0
 
     @classmethod
     def of(cls, state: ThreadState) -> Draft:
         settings = {key: getattr(state, key) for key in SETTINGS}
-        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive, state.seq)
+        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive, state.seq,
+                   state.archived_turns)
 
     def freeze(self) -> ThreadState:
         chunks = tuple(self.chunks)
         archive = self.archive if isinstance(self.archive, MappingProxyType) else MappingProxyType(self.archive)
         return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version,
-                           archive=archive, seq=self.seq, **self.settings)
+                           archive=archive, seq=self.seq, archived_turns=self.archived_turns, **self.settings)
 
     def archived(self, chunks: Iterable[Chunk]) -> None:
         """Keep ``chunks`` (replaced by a summary) in the archive (a new mapping: states share the old one)."""
         archive = dict(self.archive)
-        archive.update((chunk.id, chunk) for chunk in chunks)
+        for chunk in chunks:
+            archive[chunk.id] = chunk
+            self.archived_turns += not chunk.is_summary
         self.archive = archive
 
     def check_known(self, chunk_ids: Iterable[str]) -> None:

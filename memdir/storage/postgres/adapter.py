@@ -38,6 +38,7 @@ from memdir.storage.entry_input import (
 )
 from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres.database import Database, redact
+from memdir.storage.postgres.threads import PostgresThreads
 from memdir.storage.root_listing import Listed, ReconcilePlan
 from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.vectors import folder_of
@@ -73,7 +74,7 @@ class PostgresAdapter:
     """Entries in PostgreSQL (see the module docstring); arguments as `FilesystemAdapter`'s.
 
     Args:
-        root: a local directory for what stays on each machine (thread logs, defrag journals).
+        root: a local directory for what stays on each machine (defrag journals, derived caches).
         read_only: None for a writable store, else why it is read-only.
     """
 
@@ -91,6 +92,7 @@ class PostgresAdapter:
         self.root = root
         self.lock = db.lock
         self.audit = PostgresAudit(db)
+        self.threads = PostgresThreads(db, db.lock)
         self.read_only = read_only
         self.max_entry_size = max_entry_size
         self.max_total_size = max_total_size

@@ -29,6 +29,7 @@ Tables (after every migration):
   ``change``, the last committed change (what cached listings are checked against).
 * ``changes`` — the sequence change numbers are drawn from.
 * ``audit`` — the audit trail: who changed what, when, with a short diff (`memdir.storage.postgres.audit`).
+* ``thread_events`` — working-memory threads: one row per event line (`memdir.storage.postgres.threads`).
 """
 
 from __future__ import annotations
@@ -155,6 +156,16 @@ _RECALIBRATED = """
 ALTER TABLE entries ADD COLUMN recalibrated real, ADD COLUMN recalibrated_from real;
 """
 
+# Working-memory threads (`memdir.storage.postgres.threads`): one row per event line, a thread's log in id order.
+_THREAD_EVENTS = """
+CREATE TABLE thread_events (
+    id bigserial PRIMARY KEY,
+    thread text NOT NULL,
+    line text NOT NULL
+);
+CREATE INDEX thread_events_thread ON thread_events (thread, id);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_entries_postings_links", _ENTRIES),
     ("0002_hnsw_vector_index", _VECTOR_INDEX),
@@ -162,6 +173,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0004_hnsw_ef_construction_200", _REBUILT_VECTOR_INDEX),
     ("0005_audit", _AUDIT),
     ("0006_recalibrated_importance", _RECALIBRATED),
+    ("0007_thread_events", _THREAD_EVENTS),
 ]
 
 
