@@ -58,6 +58,26 @@ class ContextBuilder:
         self._draws = np.zeros(0)
         self._timeline_of: ThreadState | None = None
         self._timeline = UnitCache()
+        self._turn_vectors = np.zeros((0, 0), dtype=np.float32)  # rows: the timeline's units, as far as embedded
+        self._embedded = 0
+
+    def _vectors_of_turns(self, units: list[Unit], vectors: Vectors) -> np.ndarray:
+        """The vectors of ``units`` (the timeline's), embedding only units not embedded before; the buffer grows by
+        doubling, so a live thread's append costs one new row, not a copy of them all."""
+        with self._lock:
+            start = self._embedded
+            if start < len(units):
+                fresh = vectors([unit.text for unit in units[start:]])
+                if start and fresh.shape[1] != self._turn_vectors.shape[1]:  # another model: embed them all again
+                    start, fresh = 0, vectors([unit.text for unit in units])
+                if len(self._turn_vectors) < len(units) or self._turn_vectors.shape[1] != fresh.shape[1]:
+                    grown = np.zeros((max(len(units), 2 * len(self._turn_vectors)), fresh.shape[1]), dtype=np.float32)
+                    if start:
+                        grown[:start] = self._turn_vectors[:start]
+                    self._turn_vectors = grown
+                self._turn_vectors[start:len(units)] = fresh
+                self._embedded = len(units)
+            return self._turn_vectors[:len(units)]
 
     def units(self, state: ThreadState) -> list[Unit]:
         """The units of the thread as compaction left it."""
@@ -71,7 +91,9 @@ class ContextBuilder:
     def turns(self, state: ThreadState) -> list[Unit]:
         """The units of every original turn (summaries unfolded)."""
         if state is not self._timeline_of:
-            self._timeline.update(state.timeline() if state.archive else state.chunks)
+            _, rebuilt = self._timeline.update(state.timeline() if state.archive else state.chunks)
+            if rebuilt:
+                self._embedded = 0
             self._timeline_of = state
         return self._timeline.units
 
@@ -87,7 +109,8 @@ class ContextBuilder:
         if state.strategy == "fragment":
             return fragment.select(self.thread, units, draws, budget_tokens, self.settings)
         if state.strategy == "semantic":
-            return semantic.select(units, budget_tokens, self.settings, query, vectors)
+            cached = (lambda: self._vectors_of_turns(units, vectors)) if vectors is not None else None
+            return semantic.select(units, budget_tokens, self.settings, query, vectors, cached)
         return virtual.select(state, units, budget_tokens, self.settings)
 
 

@@ -1,9 +1,11 @@
 """The semantic strategy (gro's "hnsw" memory, with a real embedder instead of its SHA-256 placeholder).
 
 The most recent turns keep ``thread_recent_share`` of the budget. The rest is filled with
-the older units (messages, tool exchanges, compacted summaries) most similar to the query
-— by cosine between the embedder's vectors, highest first, skipping any unit too big for
-what is left. Without a query, the last user message is the query. When no embedding model
+the older units (messages and tool exchanges) most similar to the query — by cosine
+between the embedder's vectors, highest first, skipping any unit too big for what is left
+(until `MAX_MISSES` in a row were). Compaction hides nothing here: the units are every
+original turn, compacted ones included, shown verbatim; summaries are not ranked (their
+turns are). Without a query, the last user message is the query. When no embedding model
 is available (none installed, disabled, or still loading in a server), units are ranked by
 the share of the query's words they contain instead, and the window says so.
 """
@@ -18,6 +20,8 @@ from memdir.core.keywords import extract_keywords
 from memdir.core.settings import Settings
 from memdir.threads.context.base import Budget, Piece, Unit, Window, assemble, recent_and_older
 
+MAX_MISSES = 64
+"""Filling stops once this many candidates in a row were too big for what is left (the window is as full as it gets)."""
 Vectors = Callable[[list[str]], np.ndarray]
 """Unit vectors for texts (cached by the caller); None when no model is available."""
 
@@ -37,8 +41,9 @@ def keyword_scores(query: str, units: list[Unit]) -> np.ndarray:
 
 
 def select(units: list[Unit], budget_tokens: int, settings: Settings, query: str | None,
-           vectors: Vectors | None) -> Window:
-    """The semantic window for ``query`` within ``budget_tokens``."""
+           vectors: Vectors | None, unit_vectors: Callable[[], np.ndarray] | None = None) -> Window:
+    """The semantic window for ``query`` within ``budget_tokens``; ``unit_vectors()`` gives the units' vectors in
+    order, as a caller caches them (default: ``vectors`` of their texts)."""
     budget = Budget(budget_tokens)
     if budget_tokens <= 0 or not units:
         return assemble("semantic", [])
@@ -46,17 +51,21 @@ def select(units: list[Unit], budget_tokens: int, settings: Settings, query: str
     question = query if query and query.strip() else default_query(units)
     notes = []
     if vectors is not None:
-        matrix = vectors([unit.text for unit in older] + [question])
-        scores = matrix[:-1] @ matrix[-1] if older else np.zeros(0)
+        known = unit_vectors() if unit_vectors is not None else vectors([unit.text for unit in units])
+        scores = known[:len(older)] @ vectors([question])[0] if older else np.zeros(0)
     else:
         scores = keyword_scores(question, older)
         notes.append("no embedding model available: ranked by shared keywords")
+    missed = 0
     for position in np.argsort(-scores, kind="stable"):
         unit = older[int(position)]
-        if budget.fits(unit.tokens):
+        if unit.tokens <= budget.left:
             pieces.append(Piece.of(unit))
             budget.take(unit.tokens)
-        if budget.left < 8:
+            missed = 0
+        else:
+            missed += 1
+        if budget.left < 8 or missed >= MAX_MISSES:
             break
     return assemble("semantic", pieces, notes)
 
