@@ -195,9 +195,10 @@ class ThreadState:
         for chunk in self.chunks:
             turns.extend(self.originals(chunk))
         numbers = [_sequence_number(chunk.id) for chunk in turns]
-        if all(number is not None for number in numbers):  # a summary may skip turns it kept: back in append order
-            return [chunk for _, chunk in sorted(zip(numbers, turns), key=lambda pair: pair[0])]
-        return turns
+        if None in numbers:  # ids the log did not give: the order the summaries give
+            return turns
+        order = sorted(range(len(turns)), key=lambda i: numbers[i] or 0)  # a summary may skip turns it kept
+        return [turns[i] for i in order]
 
 
 __all__ = [

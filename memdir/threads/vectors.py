@@ -19,7 +19,7 @@ import numpy as np
 
 from memdir.core.files import append_bytes, open_regular
 from memdir.embeddings.base import Embedder
-from memdir.storage.locking import RootLock
+from memdir.storage.base import StoreLock
 
 DIGEST_BYTES = 16
 
@@ -31,7 +31,7 @@ def digest(text: str) -> bytes:
 class VectorCache:
     """Text → vector for one embedder, in memory and in one append-only file."""
 
-    def __init__(self, root: Path, folder: Path, embedder: Embedder, lock: RootLock) -> None:
+    def __init__(self, root: Path, folder: Path, embedder: Embedder, lock: StoreLock) -> None:
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", embedder.model_id)
         self.root, self.path = root, folder / f"vectors-{slug}.bin"
         self.embedder, self.lock = embedder, lock

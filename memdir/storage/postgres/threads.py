@@ -36,10 +36,10 @@ class PostgresThreads:
 
     def append(self, thread: str, line: bytes, cursor: int) -> int:
         with self.lock.exclusive():  # the caller holds it: this only joins its transaction
-            row = self.db.connection().execute(
+            (row_id,) = self.db.connection().execute(
                 "INSERT INTO thread_events (thread, line) VALUES (%s, %s) RETURNING id",
-                (thread, line.decode("utf-8").rstrip("\n"))).fetchone()
-        return int(row[0])
+                (thread, line.decode("utf-8").rstrip("\n"))).fetchall()[0]
+        return int(row_id)
 
     def create(self, thread: str, lines: Iterable[bytes]) -> None:
         rows = [(thread, line.decode("utf-8").rstrip("\n")) for line in lines]
