@@ -29,7 +29,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 
 from memdir.core.entry import utcnow
 from memdir.core.errors import (
@@ -469,10 +468,13 @@ class ThreadManager:
                                        "Pass the tokens you can spend on this thread's context, e.g. 2000.")
         runtime = self._thread(thread, read=True)
         state = runtime.log.state()
-        vectors = self._vector_fn() if state.strategy == "semantic" else None
-        return runtime.builder.window(state, budget_tokens, query, vectors)
+        cache = self._vector_cache() if state.strategy == "semantic" else None
+        if cache is None:
+            return runtime.builder.window(state, budget_tokens, query)
+        return runtime.builder.window(state, budget_tokens, query, cache.vectors, cache.query)
 
-    def _vector_fn(self) -> Callable[[list[str]], np.ndarray] | None:
+    def _vector_cache(self) -> VectorCache | None:
+        """The embeddings cache of the current embedder; None when there is no model (yet)."""
         embedder = self._embedder()
         if embedder is None:
             return None
@@ -480,9 +482,7 @@ class ThreadManager:
             cache = self._vectors.get(embedder.model_id)
             if cache is None:
                 cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self.lock)
-        return cache.vectors
-
-
+        return cache
 
 
 def labels_of(state: ThreadState) -> Labels:

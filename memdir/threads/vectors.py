@@ -47,6 +47,15 @@ class VectorCache:
         with self._guard:
             return self._vectors(texts)
 
+    def query(self, text: str) -> np.ndarray:
+        """The vector of a query: from the cache when the text is a known one, else embedded and not kept (a
+        query is asked once; keeping it would cost a locked, fsynced write per question)."""
+        with self._guard:
+            row = self._by_text.get(text)
+            if row is None:
+                row = self._rows.get(digest(text))
+        return self._matrix[row] if row is not None else self.embedder.embed([text])[0]
+
     def _vectors(self, texts: Sequence[str]) -> np.ndarray:
         rows = [self._by_text.get(text) for text in texts]
         unknown = [i for i, row in enumerate(rows) if row is None]

@@ -24,6 +24,7 @@ from memdir.threads.context.base import Unit, Window, units_of
 from memdir.threads.model import Chunk, ThreadState
 
 Vectors = Callable[[list[str]], np.ndarray]
+Query = Callable[[str], np.ndarray]
 
 
 class UnitCache:
@@ -98,8 +99,9 @@ class ContextBuilder:
         return self._timeline.units
 
     def window(self, state: ThreadState, budget_tokens: int, query: str | None = None,
-               vectors: Vectors | None = None) -> Window:
-        """The window of ``state`` by its strategy; ``vectors`` embeds texts for the semantic one (None: keywords)."""
+               vectors: Vectors | None = None, embed_query: Query | None = None) -> Window:
+        """The window of ``state`` by its strategy; ``vectors`` embeds texts for the semantic one (None: keywords),
+        ``embed_query`` its query (default: ``vectors``)."""
         with self._lock:
             if state.strategy == "semantic":
                 units = self.turns(state)
@@ -109,8 +111,10 @@ class ContextBuilder:
         if state.strategy == "fragment":
             return fragment.select(self.thread, units, draws, budget_tokens, self.settings)
         if state.strategy == "semantic":
-            cached = (lambda: self._vectors_of_turns(units, vectors)) if vectors is not None else None
-            return semantic.select(units, budget_tokens, self.settings, query, vectors, cached)
+            if vectors is None:
+                return semantic.select(units, budget_tokens, self.settings, query, None)
+            return semantic.select(units, budget_tokens, self.settings, query, vectors,
+                                   lambda: self._vectors_of_turns(units, vectors), embed_query)
         return virtual.select(state, units, budget_tokens, self.settings)
 
 

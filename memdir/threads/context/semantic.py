@@ -12,7 +12,7 @@ the share of the query's words they contain instead, and the window says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -40,10 +40,24 @@ def keyword_scores(query: str, units: list[Unit]) -> np.ndarray:
     return np.array([len(words & set(extract_keywords(unit.text))) / len(words) for unit in units])
 
 
+def best_first(scores: np.ndarray, head: int = 512) -> Iterator[int]:
+    """Positions by descending score: the best ``head`` sorted first (a partition, not a sort of them all), then,
+    if the caller wants more, the rest."""
+    if len(scores) <= head:
+        yield from np.argsort(-scores, kind="stable").tolist()
+        return
+    top = np.argpartition(-scores, head - 1)[:head]
+    yield from top[np.argsort(-scores[top], kind="stable")].tolist()
+    rest = np.setdiff1d(np.arange(len(scores)), top, assume_unique=True)
+    yield from rest[np.argsort(-scores[rest], kind="stable")].tolist()
+
+
 def select(units: list[Unit], budget_tokens: int, settings: Settings, query: str | None,
-           vectors: Vectors | None, unit_vectors: Callable[[], np.ndarray] | None = None) -> Window:
+           vectors: Vectors | None, unit_vectors: Callable[[], np.ndarray] | None = None,
+           embed_query: Callable[[str], np.ndarray] | None = None) -> Window:
     """The semantic window for ``query`` within ``budget_tokens``; ``unit_vectors()`` gives the units' vectors in
-    order, as a caller caches them (default: ``vectors`` of their texts)."""
+    order, as a caller caches them (default: ``vectors`` of their texts), ``embed_query`` the query's (default:
+    ``vectors`` of it)."""
     budget = Budget(budget_tokens)
     if budget_tokens <= 0 or not units:
         return assemble("semantic", [])
@@ -52,12 +66,13 @@ def select(units: list[Unit], budget_tokens: int, settings: Settings, query: str
     notes = []
     if vectors is not None:
         known = unit_vectors() if unit_vectors is not None else vectors([unit.text for unit in units])
-        scores = known[:len(older)] @ vectors([question])[0] if older else np.zeros(0)
+        asked = embed_query(question) if embed_query is not None else vectors([question])[0]
+        scores = known[:len(older)] @ asked if older else np.zeros(0)
     else:
         scores = keyword_scores(question, older)
         notes.append("no embedding model available: ranked by shared keywords")
     missed = 0
-    for position in np.argsort(-scores, kind="stable"):
+    for position in best_first(scores):
         unit = older[int(position)]
         if unit.tokens <= budget.left:
             pieces.append(Piece.of(unit))
