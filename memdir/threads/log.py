@@ -60,7 +60,8 @@ class EventLog:
         self.queued_ids: set[str] = set()  # ids of waiting messages already written (see memdir.threads.pending)
 
     def exists(self) -> bool:
-        return self.logs.exists(self.thread)
+        """Whether the log exists: known without asking the store once something was read from it."""
+        return self._offset > 0 or self.logs.exists(self.thread)
 
     def state(self) -> ThreadState:
         """The current state (reads only the bytes appended since the last call)."""

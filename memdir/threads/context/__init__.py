@@ -109,13 +109,16 @@ class ContextBuilder:
                 units = self.units(state)
                 draws = self._draws
         if state.strategy == "fragment":
-            return fragment.select(self.thread, units, draws, budget_tokens, self.settings)
-        if state.strategy == "semantic":
-            if vectors is None:
-                return semantic.select(units, budget_tokens, self.settings, query, None)
-            return semantic.select(units, budget_tokens, self.settings, query, vectors,
-                                   lambda: self._vectors_of_turns(units, vectors), embed_query)
-        return virtual.select(state, units, budget_tokens, self.settings)
+            window = fragment.select(self.thread, units, draws, budget_tokens, self.settings)
+        elif state.strategy != "semantic":
+            window = virtual.select(state, units, budget_tokens, self.settings)
+        elif vectors is None:
+            window = semantic.select(units, budget_tokens, self.settings, query, None)
+        else:
+            window = semantic.select(units, budget_tokens, self.settings, query, vectors,
+                                     lambda: self._vectors_of_turns(units, vectors), embed_query)
+        window.total = state.turns
+        return window
 
 
 __all__ = ["ContextBuilder", "UnitCache", "Window"]

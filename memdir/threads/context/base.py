@@ -143,6 +143,7 @@ class Window:
         tokens: its token estimate (never above the budget).
         shown: ids of chunks shown verbatim.
         notes: what the strategy wants the caller to know (pages summarised, fallbacks).
+        total: how many messages the thread holds, compacted ones included.
     """
 
     strategy: str
@@ -150,6 +151,7 @@ class Window:
     tokens: int
     shown: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    total: int = 0
 
 
 def newest_piece(units: list[Unit], budget: Budget, limit: int) -> Piece | None:
