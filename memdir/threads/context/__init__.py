@@ -27,6 +27,11 @@ Vectors = Callable[[list[str]], np.ndarray]
 Query = Callable[[str], np.ndarray]
 
 
+def _extends(chunks: Sequence[Chunk], before: Sequence[Chunk]) -> bool:
+    """Whether ``chunks`` are ``before`` (the very objects) with more after them."""
+    return len(chunks) >= len(before) and all(a is b for a, b in zip(before, chunks))
+
+
 class UnitCache:
     """The units of a chunk sequence that mostly grows: only the new chunks are built when it just grew."""
 
@@ -38,7 +43,7 @@ class UnitCache:
         """The units added since the last call, and whether the units were rebuilt instead (then all are new)."""
         old = self.chunks
         added = chunks[len(old):]
-        grows = len(chunks) >= len(old) and all(a is b for a, b in zip(old, chunks))
+        grows = _extends(chunks, old)
         self.chunks = chunks
         if grows and not any(chunk.call_id for chunk in added):
             fresh = units_of(added, len(self.units))
@@ -92,7 +97,13 @@ class ContextBuilder:
     def turns(self, state: ThreadState) -> list[Unit]:
         """The units of every original turn (summaries unfolded)."""
         if state is not self._timeline_of:
-            _, rebuilt = self._timeline.update(state.timeline() if state.archive else state.chunks)
+            before = self._timeline_of
+            if before is not None and state.archive is before.archive and _extends(state.chunks, before.chunks):
+                added = state.chunks[len(before.chunks):]  # no compaction since: the new turns follow the old ones
+                turns = [*self._timeline.chunks, *(turn for chunk in added for turn in state.originals(chunk))]
+            else:
+                turns = state.timeline() if state.archive else list(state.chunks)
+            _, rebuilt = self._timeline.update(turns)
             if rebuilt:
                 self._embedded = 0
             self._timeline_of = state
