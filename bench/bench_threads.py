@@ -1,27 +1,32 @@
-"""Working-memory threads: append throughput, and ThreadContext latency on a 10,000-event thread.
+"""Working-memory threads: append latency, and ThreadContext latency on long threads, on either store.
 
     python bench/bench_threads.py [--events 10000] [--appends 500] [--repeats 40] [--root DIR]
+                                  [--postgres | --store postgresql://...]
 
-* append: ``--appends`` messages through `ThreadManager.append` (checked, locked, one
-  fsynced line each) into a fresh thread; median and p90 per append, and appends/s.
+* append: ``--appends`` messages through `ThreadManager.append` (checked, locked, written:
+  one fsynced line in a directory, one committed row in PostgreSQL) into a fresh thread;
+  median and p90 per append, and appends/s.
 * ThreadContext: the tool function (`memdir.tools.thread_context`, what the MCP tool runs)
-  with a 2,000-token budget on a thread of ``--events`` messages, for each strategy;
-  ``--repeats`` calls with different queries, after one warm-up call (which reads the log
-  and, for semantic, embeds the thread once: cached on disk under ``.memdir/``). The
-  semantic figure includes embedding the query with the real model. Targets: p50 <= 20 ms
-  (virtual, fragment), <= 40 ms (semantic). Then the same on a fork of the thread with one
-  message appended before each call (a live conversation: the new message is embedded then).
+  with a 2,000-token budget on a thread of each ``--events`` size (messages, and the
+  compactions the default settings run), for each strategy; ``--repeats`` calls with
+  different queries, after one warm-up call (which reads the log and, for semantic, embeds
+  the turns: cached on disk under ``.memdir/``). The semantic figure includes embedding the
+  query with the real model. Targets: p50 <= 20 ms (virtual, fragment), <= 40 ms (semantic).
+  Then the same on a fork of the thread with one message appended before each call (a live
+  conversation: the new message is embedded then).
 
-The 10K-event thread is written once under ``--root`` (default: a folder in the system
-temp dir) in the log's own format, event by event through the same builder the manager
-uses, so reruns skip building it and its embeddings.
+Default settings throughout (compaction on). ``--postgres`` starts a throwaway PostgreSQL +
+pgvector cluster (`tests.pg_cluster`); ``--store`` uses a database of yours (an empty one:
+the bench writes threads into it). Each long thread is written once, event by event through
+the builders the manager uses, and stored in one step (`ThreadLogs.create`), so reruns on
+the same ``--root`` skip building it. Messages past the 10,000th repeat earlier texts (but a
+turn is embedded with its chunk id, so semantic on a 100K thread embeds 100K texts once).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import statistics
 import tempfile
 import time
@@ -29,8 +34,9 @@ from pathlib import Path
 
 from memdir.core.settings import Settings
 from memdir.memory import Memory
+from memdir.threads import compaction
 from memdir.threads.log import encode, now_iso
-from memdir.threads.manager import manager_for
+from memdir.threads.manager import ThreadManager, manager_for
 from memdir.threads.messages import message
 from memdir.threads.model import ThreadState
 from memdir.threads.reducers import apply, replay
@@ -40,30 +46,37 @@ WORDS = ("garden roses invoice flight Lisbon laptop battery birthday cake tax re
          "database index migration sister Paris museum recipe pasta budget meeting Monday report bug fix release "
          "dentist appointment running shoes marathon training guitar lesson camera lens hiking trail weather").split()
 STRATEGIES = ("virtual", "fragment", "semantic")
+DISTINCT_TEXTS = 10_000
 
 
 def sentence(rng: random.Random, turn: int) -> str:
     return f"Turn {turn}: " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 30))) + "."
 
 
-def write_thread(manager, thread: str, events: int) -> None:
-    """``events`` messages in the log format, built by the manager's own message builder (no fsync per line)."""
-    log = manager.folder / thread / "events.jsonl"
-    if log.exists():
+def write_thread(manager: ThreadManager, thread: str, events: int) -> None:
+    """``events`` events built by the manager's own message builder and compacted as the manager compacts with
+    the default settings (extractive summaries), stored in one step."""
+    if manager.exists(thread):
         return
-    rng = random.Random(7)
+    texts = [sentence(random.Random(turn), turn) for turn in range(min(events, DISTINCT_TEXTS))]
     state = ThreadState()
     lines = []
-    for turn in range(events):
+    turn = -1
+    while len(lines) < events:  # messages and the compactions they set off
+        turn += 1
         role = "user" if turn % 2 == 0 else "assistant"
-        checked = message(role, sentence(rng, turn), max_bytes=manager.settings.max_entry_size)
-        event = checked.event(state.version + 1, now_iso(), state)
+        checked = message(role, texts[turn % len(texts)], max_bytes=manager.settings.max_entry_size)
+        event = checked.event(state.seq + 1, now_iso(), state)
         state = apply(state, event)
         lines.append(encode(event))
-    log.parent.mkdir(parents=True, exist_ok=True)
-    partial = log.with_suffix(".partial")
-    partial.write_bytes(b"".join(lines))
-    partial.replace(log)
+        plan = compaction.plan(state, manager.settings)
+        if compaction.due(plan, manager.settings):
+            summary, source = compaction.summary_for(plan.chunks, manager.settings, None)
+            event = compaction.compaction_event(plan, summary, source)(state.seq + 1, now_iso(), state)
+            state = apply(state, event)
+            lines.append(encode(event))
+    with manager.lock.exclusive():
+        manager.logs.create(thread, lines)
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -71,71 +84,95 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+def ms(values: list[float]) -> str:
+    return f"p50 {statistics.median(values) * 1000:.1f} ms, p90 {percentile(values, 0.9) * 1000:.1f} ms"
+
+
+def bench_appends(memory: Memory, count: int) -> None:
+    manager = manager_for(memory)
+    rng = random.Random(1)
+    thread = f"append-bench-{time.time_ns()}"
+    times = []
+    for turn in range(count):
+        checked = message("user", sentence(rng, turn), max_bytes=memory.settings.max_entry_size)
+        start = time.perf_counter()
+        manager.append(thread, checked)
+        times.append(time.perf_counter() - start)
+    print(f"append ({count} messages into a new thread): {ms(times)}, {len(times) / sum(times):,.0f} appends/s",
+          flush=True)
+
+
+def bench_context(memory: Memory, events: int, repeats: int, budget: int, strategies: list[str]) -> None:
+    manager = manager_for(memory)
+    thread = f"bench-{events}"
+    write_thread(manager, thread, events)
+    start = time.perf_counter()
+    replay(manager.events(thread))
+    print(f"replay of the {events:,}-event log (a new process's first read): {time.perf_counter() - start:.2f} s",
+          flush=True)
+    queries = [" ".join(random.Random(q).choice(WORDS) for _ in range(6)) for q in range(repeats)]
+    for strategy in strategies:
+        manager.set_strategy(thread, strategy)
+        start = time.perf_counter()
+        thread_context(memory, thread, budget, "warm up")
+        warm = time.perf_counter() - start
+        times = []
+        for query in queries:
+            start = time.perf_counter()
+            thread_context(memory, thread, budget, query)
+            times.append(time.perf_counter() - start)
+        target = 40 if strategy == "semantic" else 20
+        print(f"ThreadContext {strategy:9s} on {events:,} events, {budget}-token budget: {ms(times)} "
+              f"(target p50 <= {target} ms; first call {warm:.2f} s)", flush=True)
+    live = f"{thread}-live-{time.time_ns()}"
+    manager.fork(thread, live)
+    rng = random.Random(2)
+    appends: list[float] = []
+    for strategy in strategies:
+        manager.set_strategy(live, strategy)
+        thread_context(memory, live, budget, "warm up")
+        times = []
+        for turn, query in enumerate(queries[:20]):
+            start = time.perf_counter()
+            manager.append(live, message("user", sentence(rng, turn), max_bytes=memory.settings.max_entry_size))
+            appends.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            thread_context(memory, live, budget, query)
+            times.append(time.perf_counter() - start)
+        print(f"ThreadContext {strategy:9s} right after each append (live thread of {events:,}): {ms(times)}", flush=True)
+    print(f"append to the live thread of {events:,} events: {ms(appends)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=10_000)
+    parser.add_argument("--events", type=int, nargs="+", default=[10_000])
     parser.add_argument("--appends", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument("--budget", type=int, default=2000)
+    parser.add_argument("--strategies", nargs="+", choices=STRATEGIES, default=list(STRATEGIES),
+                        help="semantic embeds every turn once (a 100K thread: 100K texts, each with its chunk id)")
     parser.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-threads")
+    parser.add_argument("--store", help="a postgresql:// URL of an empty database")
+    parser.add_argument("--postgres", action="store_true", help="start a throwaway PostgreSQL cluster")
     args = parser.parse_args()
 
-    settings = Settings(root=args.root, thread_compact_chunks=0, thread_compact_tokens=0)
-    with Memory.open(settings) as memory:
-        manager = manager_for(memory)
-        rng = random.Random(1)
-        with tempfile.TemporaryDirectory(prefix="memdir-append-") as tmp:
-            fresh = manager_for(stack := Memory.open(Settings(root=tmp), load_model=False))
-            times = []
-            for turn in range(args.appends):
-                checked = message("user", sentence(rng, turn), max_bytes=settings.max_entry_size)
-                start = time.perf_counter()
-                fresh.append("append-bench", checked)
-                times.append(time.perf_counter() - start)
-            stack.close()
-        print(f"append ({args.appends} messages, one fsynced line each): median {statistics.median(times) * 1000:.2f} ms, "
-              f"p90 {percentile(times, 0.9) * 1000:.2f} ms, {len(times) / sum(times):,.0f} appends/s")
+    cluster = None
+    store = args.store or ""
+    if args.postgres:
+        from tests.pg_cluster import Cluster
 
-        thread = f"bench-{args.events}"
-        write_thread(manager, thread, args.events)
-        times = []
-        for _ in range(5):  # what a new process pays on its first read of the thread
-            start = time.perf_counter()
-            replay(manager.events(thread))
-            times.append(time.perf_counter() - start)
-        print(f"replay of the {args.events:,}-event log (a new process's first read): median {statistics.median(times) * 1000:.0f} ms")
-        memory.model.get()  # load the model before timing (a server loads it at start)
-        queries = [" ".join(random.Random(q).choice(WORDS) for _ in range(6)) for q in range(args.repeats)]
-        for strategy in STRATEGIES:
-            manager.set_strategy(thread, strategy)
-            start = time.perf_counter()
-            thread_context(memory, thread, args.budget, "warm up")
-            warm = time.perf_counter() - start
-            times = []
-            for query in queries:
-                start = time.perf_counter()
-                thread_context(memory, thread, args.budget, query)
-                times.append(time.perf_counter() - start)
-            target = 40 if strategy == "semantic" else 20
-            print(f"ThreadContext {strategy:9s} on {args.events:,} events, {args.budget}-token budget: "
-                  f"p50 {statistics.median(times) * 1000:.1f} ms, p90 {percentile(times, 0.9) * 1000:.1f} ms "
-                  f"(target p50 <= {target} ms; first call {warm:.2f} s)")
-        live = f"{thread}-live"
-        manager.fork(thread, live)
-        try:
-            for strategy in STRATEGIES:
-                manager.set_strategy(live, strategy)
-                thread_context(memory, live, args.budget, "warm up")
-                times = []
-                for turn, query in enumerate(queries[:20]):
-                    manager.append(live, message("user", sentence(rng, turn), max_bytes=settings.max_entry_size))
-                    start = time.perf_counter()
-                    thread_context(memory, live, args.budget, query)
-                    times.append(time.perf_counter() - start)
-                print(f"ThreadContext {strategy:9s} right after each append (live thread): "
-                      f"p50 {statistics.median(times) * 1000:.1f} ms, p90 {percentile(times, 0.9) * 1000:.1f} ms")
-        finally:
-            shutil.rmtree(manager.folder / live, ignore_errors=True)
+        cluster = Cluster().start()
+        store = cluster.url()
+    try:
+        with Memory.open(Settings(root=args.root, store=store)) as memory:
+            print(f"store: {memory.adapter if store else memory.root}", flush=True)
+            bench_appends(memory, args.appends)
+            memory.model.get()  # load the model before timing (a server loads it at start)
+            for events in args.events:
+                bench_context(memory, events, args.repeats, args.budget, args.strategies)
+    finally:
+        if cluster is not None:
+            cluster.stop()
 
 
 if __name__ == "__main__":

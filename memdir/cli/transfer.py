@@ -33,8 +33,8 @@ def _copy_store(source: Settings, target: Settings) -> None:
             task = bar.add_task("Copying", total=None)
             report = copy_entries(origin.adapter, copy.adapter, progress=lambda done, total: bar.update(task, completed=done, total=total))
         copy.reconcile()  # the target's search data, from what was copied
-    console().print(f"[green]Copied {plural(report.entries, 'entry')}, {plural(report.stubs, 'stub')} and "
-                    f"{plural(report.audit_records, 'audit record')}.[/green]")
+    console().print(f"[green]Copied {plural(report.entries, 'entry')}, {plural(report.stubs, 'stub')}, "
+                    f"{plural(report.threads, 'thread')} and {plural(report.audit_records, 'audit record')}.[/green]")
 
 
 @app.command("export")

@@ -249,6 +249,33 @@ class RecordLog(Protocol):
         """The records of the log ``name``, oldest first."""
 
 
+class ThreadLogs(Protocol):
+    """Where a store keeps its working-memory threads' event logs: per thread, an append-only sequence of
+    JSON lines (`memdir.threads.log` gives them meaning). Files of the root (`memdir.storage.directory.thread_files`),
+    or rows of the database (`memdir.storage.postgres.threads`). A *cursor* marks how far a reader got:
+    lines are read after it and appended after it, in one order every reader sees."""
+
+    @property
+    def lock(self) -> StoreLock:
+        """Held (exclusive) around each append, so that appends are ordered across processes and servers."""
+
+    def ids(self) -> list[str]:
+        """Every thread that has a log."""
+
+    def exists(self, thread: str) -> bool:
+        """Whether ``thread`` has a log."""
+
+    def read(self, thread: str, cursor: int) -> list[tuple[int, bytes]] | None:
+        """The complete lines after ``cursor`` (each ending in a newline), each with the cursor after it; None when
+        the log no longer reaches ``cursor`` (read it again from 0)."""
+
+    def append(self, thread: str, line: bytes, cursor: int) -> int:
+        """Append one line after ``cursor`` (the caller holds the lock); the cursor after it."""
+
+    def create(self, thread: str, lines: Iterable[bytes]) -> None:
+        """A new thread's log holding ``lines``, all or none (the caller holds the lock)."""
+
+
 class StorageAdapter(Protocol):
     """A store of memory entries keyed by normalised logical path (``concept/x.md``): the truth."""
 
@@ -265,6 +292,10 @@ class StorageAdapter(Protocol):
     @property
     def records(self) -> RecordLog:
         """Its records that are not entries (the evolution jobs')."""
+
+    @property
+    def threads(self) -> ThreadLogs:
+        """Its working-memory threads' event logs."""
 
     def write(
         self, path: str, content: str, *, title: str, metadata: Metadata | Mapping[str, object] | None = None,

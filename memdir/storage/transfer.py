@@ -7,7 +7,8 @@ and ``.emb`` bytes (tests/test_transfer.py). Built-in entries are package data a
 not copied. The target's search data is rebuilt by the caller opening it (`Memory.reconcile`).
 Entries are copied in batches, each under the target's write lock (one transaction each
 in PostgreSQL). The audit trail goes across too, record for record (appended to the
-target's, oldest first): the history of who changed what moves with the store.
+target's, oldest first): the history of who changed what moves with the store. So do the
+working-memory threads, each log line for line (`memdir.storage.base.ThreadLogs`).
 """
 
 from __future__ import annotations
@@ -56,20 +57,23 @@ class TransferReport:
     entries: int
     stubs: int
     audit_records: int
+    threads: int = 0
 
 
 def copy_entries(
     source: StorageAdapter, target: StorageAdapter, *, progress: Callable[[int, int], None] | None = None
 ) -> TransferReport:
-    """Copy every entry and stub of ``source`` into the empty store ``target``.
+    """Copy every entry, stub and thread of ``source`` into the empty store ``target``.
 
     Raises:
-        InputValidationError: ``target`` already holds entries (nothing is copied then).
+        InputValidationError: ``target`` already holds entries or threads (nothing is copied then).
     """
-    held = sum(1 for _ in target.iter_entries(include_stubs=True, with_metadata=False))
-    if held:
+    entries = sum(1 for _ in target.iter_entries(include_stubs=True, with_metadata=False))
+    threads = len(target.threads.ids())
+    if entries or threads:
+        held = " and ".join(text for count, text in ((entries, f"{entries} entries"), (threads, f"{threads} threads")) if count)
         raise InputValidationError(
-            f"The target store already holds {held} entries; nothing was copied.",
+            f"The target store already holds {held}; nothing was copied.",
             "Copy into a new, empty directory or database (a whole store is moved, not merged).",
         )
     paths = [info.path for info in source.iter_entries(include_stubs=True, with_metadata=False)]
@@ -91,7 +95,18 @@ def copy_entries(
                 entries += 1
         if progress:
             progress(min(start + BATCH, len(paths)), len(paths))
-    return TransferReport(entries, stubs, copy_audit(source, target))
+    return TransferReport(entries, stubs, copy_audit(source, target), copy_threads(source, target))
+
+
+def copy_threads(source: StorageAdapter, target: StorageAdapter) -> int:
+    """Copy every thread's event log of ``source`` into ``target`` (which holds none: `copy_entries` checks); how
+    many."""
+    threads = source.threads.ids()
+    for thread in threads:
+        lines = [line for _, line in source.threads.read(thread, 0) or []]
+        with target.lock.exclusive():
+            target.threads.create(thread, lines)
+    return len(threads)
 
 
 def copy_audit(source: StorageAdapter, target: StorageAdapter) -> int:

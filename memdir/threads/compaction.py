@@ -83,7 +83,7 @@ def due(candidates: Plan, settings: Settings) -> bool:
 
 def first_sentence(text: str, max_words: int = SUMMARY_LINE_WORDS) -> str:
     """The first sentence of ``text``, at most ``max_words`` words, on one line."""
-    flat = " ".join(text.split())
+    flat = " ".join(text[: max_words * 40].split())  # a sentence of max_words words fits: no need to split it all
     sentence = _SENTENCE_END.split(flat, maxsplit=1)[0]
     words = sentence.split()
     return " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")

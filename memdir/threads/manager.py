@@ -20,7 +20,6 @@ paused (a new process in auto mode processes what waited).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -30,23 +29,34 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 
-from memdir.core.errors import InputValidationError, MemdirError, ThreadNotFoundError, ThreadOwnerError, UnsafeFileError
-from memdir.core.identity import Actor, Labels
-from memdir.core.files import private_folder, replacing, stat_regular
-from memdir.core.settings import Settings
 from memdir.core.entry import utcnow
+from memdir.core.errors import (
+    InputValidationError,
+    MemdirError,
+    ThreadNotFoundError,
+    ThreadOwnerError,
+)
+from memdir.core.identity import Actor, Labels
+from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.storage.audit_log import AuditRecord
+from memdir.storage.base import ThreadLogs
 from memdir.storage.directory.locking import LOCK_FILE_NAME, RootLock
+from memdir.storage.directory.thread_files import ThreadFiles, THREADS_FOLDER
 from memdir.threads import compaction
 from memdir.threads.compaction import Summarize
 from memdir.threads.context import ContextBuilder, Window
-from memdir.threads.log import LOG_NAME, EventLog, encode
+from memdir.threads.log import EventLog, encode
 from memdir.threads.markers import check_reference
 from memdir.threads.messages import Message
-from memdir.threads.model import MODES, ThreadState, check_thread_id, is_thread_id, strategy_name
+from memdir.threads.model import (
+    MODES,
+    ThreadState,
+    check_thread_id,
+    is_thread_id,
+    strategy_name,
+)
 from memdir.threads.pending import PENDING_NAME, PendingQueue
 from memdir.threads.queue import BlockingReason, EventQueue, QueueItemGoneError
 from memdir.threads.reducers import Event, replay
@@ -57,7 +67,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-THREADS_FOLDER = "threads"
 
 
 @dataclass(frozen=True)
@@ -102,9 +111,9 @@ class _Item:
 class _Thread:
     """One thread's runtime in this process."""
 
-    def __init__(self, thread: str, log: EventLog, settings: Settings, handler: Callable[[_Thread, _Item], Appended]) -> None:
-        self.id, self.log = thread, log
-        self.pending = PendingQueue(log.root, log.path.with_name(PENDING_NAME), log.lock)
+    def __init__(self, thread: str, log: EventLog, pending: PendingQueue, settings: Settings,
+                 handler: Callable[[_Thread, _Item], Appended]) -> None:
+        self.id, self.log, self.pending = thread, log, pending
         self.builder = ContextBuilder(thread, settings)
         self.queue: EventQueue[_Item, Appended] = EventQueue(lambda item: handler(self, item))
 
@@ -128,14 +137,18 @@ class ThreadManager:
         embedder: returns the embedder for the semantic strategy, or None when there is none yet.
         actor: returns who is acting now (default: an anonymous agent with no role).
         audit: records creations, forks, strategy and mode changes and compactions.
+        logs: where the event logs live (default: files under ``<root>/threads/``); queued
+            messages and the embeddings cache stay under ``root`` either way.
     """
 
     def __init__(self, root: Path, settings: Settings, embedder: Callable[[], Embedder | None] | None = None,
-                 actor: Callable[[], Actor] | None = None, audit: Audit | None = None) -> None:
+                 actor: Callable[[], Actor] | None = None, audit: Audit | None = None,
+                 logs: ThreadLogs | None = None) -> None:
         self.root, self.settings = Path(root), settings
         self.folder = self.root / THREADS_FOLDER
         self.derived = self.root / ".memdir" / THREADS_FOLDER
-        self.lock = RootLock(self.root / LOCK_FILE_NAME, timeout=settings.lock_timeout)
+        self.logs = logs or ThreadFiles(self.root, RootLock(self.root / LOCK_FILE_NAME, timeout=settings.lock_timeout))
+        self.lock = self.logs.lock  # one lock for the logs, the queued messages and the vector cache
         self._embedder = embedder or (lambda: None)
         self._actor = actor or Actor
         self._audit = audit or (lambda *_: None)
@@ -150,8 +163,9 @@ class ThreadManager:
         with self._runtimes:
             runtime = self._threads.get(thread)
             if runtime is None:
-                log = EventLog(self.root, self._log_path(thread), self.lock, lambda: self._actor().name)
-                runtime = self._threads[thread] = _Thread(thread, log, self.settings, self._process)
+                log = EventLog(self.logs, thread, lambda: self._actor().name)
+                pending = PendingQueue(self.root, self.folder / thread / PENDING_NAME, self.lock)
+                runtime = self._threads[thread] = _Thread(thread, log, pending, self.settings, self._process)
             return runtime
 
     def _thread(self, thread: str, *, create: bool = False, change: str | None = None, read: bool = False) -> _Thread:
@@ -220,24 +234,16 @@ class ThreadManager:
             queue.unblock()
             queue.drain()
 
-    def _log_path(self, thread: str) -> Path:
-        return self.folder / check_thread_id(thread) / LOG_NAME
-
     def exists(self, thread: str) -> bool:
-        return stat_regular(self.root, self._log_path(thread)) is not None
+        return self.logs.exists(check_thread_id(thread))
 
     def ids(self) -> list[str]:
-        """Every thread of the root, by id: folders of ``threads/`` named like a thread and holding a log.
+        """Every thread of the store in the acting agent's view, by id.
 
-        A folder that is no thread (a name no thread may have, a log that is a link out of the root
-        or a named pipe) is skipped here; a tool naming it gets the clear error. Threads outside
-        the acting agent's view are left out.
+        A log that is no thread (a name no thread may have; in a directory, a log that is a link
+        out of the root or a named pipe) is skipped here; a tool naming it gets the clear error.
         """
-        try:
-            names = os.listdir(private_folder(self.root, THREADS_FOLDER, create=False))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        return sorted(name for name in names if is_thread_id(name) and self._has_log(name) and self._visible(name))
+        return [name for name in self.logs.ids() if is_thread_id(name) and self._visible(name)]
 
     def _visible(self, thread: str) -> bool:
         try:
@@ -247,12 +253,6 @@ class ThreadManager:
         except MemdirError:  # it is there, but cannot be read: the caller says so
             return True
         return True
-
-    def _has_log(self, thread: str) -> bool:
-        try:
-            return self.exists(thread)
-        except UnsafeFileError:
-            return False
 
     def state(self, thread: str) -> ThreadState:
         return self._thread(thread, read=True).log.state()
@@ -449,17 +449,11 @@ class ThreadManager:
         """A new thread with a copy of ``thread``'s events (its state, strategy and mode) and its origin recorded;
         the agent that forks it owns the fork."""
         source = self._thread(thread)
-        target = self._log_path(new_thread)
         with self.lock.exclusive():
             if self.exists(new_thread):
                 raise InputValidationError(f"thread {new_thread!r} already exists.", "Fork into a new thread id.")
             state = source.log.state()
-            private_folder(self.root, target.parent.relative_to(self.root))
-            with replacing(target, root=self.root) as out:
-                for event in source.log.events():
-                    if event.get("seq", 0) > state.seq:
-                        break
-                    out.write(encode(event))
+            self.logs.create(new_thread, [encode(event) for event in source.log.events() if event["seq"] <= state.seq])
             operations = [{"op": "CONFIGURE", "key": "forked_from", "value": thread}, *self._ownership()]
             forked = self._runtime(new_thread)
             state = forked.log.append(lambda seq, at, _: {"seq": seq, "at": at, "op": "BATCH", "events": operations})[1]
@@ -474,10 +468,13 @@ class ThreadManager:
                                        "Pass the tokens you can spend on this thread's context, e.g. 2000.")
         runtime = self._thread(thread, read=True)
         state = runtime.log.state()
-        vectors = self._vector_fn() if state.strategy == "semantic" else None
-        return runtime.builder.window(state, budget_tokens, query, vectors)
+        cache = self._vector_cache() if state.strategy == "semantic" else None
+        if cache is None:
+            return runtime.builder.window(state, budget_tokens, query)
+        return runtime.builder.window(state, budget_tokens, query, cache.vectors, cache.query)
 
-    def _vector_fn(self) -> Callable[[list[str]], np.ndarray] | None:
+    def _vector_cache(self) -> VectorCache | None:
+        """The embeddings cache of the current embedder; None when there is no model (yet)."""
         embedder = self._embedder()
         if embedder is None:
             return None
@@ -485,9 +482,7 @@ class ThreadManager:
             cache = self._vectors.get(embedder.model_id)
             if cache is None:
                 cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self.lock)
-        return cache.vectors
-
-
+        return cache
 
 
 def labels_of(state: ThreadState) -> Labels:
@@ -500,7 +495,8 @@ def threads_of(memory: Memory) -> ThreadManager:
     auditing into its audit trail. The server keeps one in its state; one process must use one per memory (the
     queues, pauses and steps it holds are the process's)."""
     return ThreadManager(memory.root, memory.settings, lambda: memory.model.get(wait=False), lambda: memory.actor,
-                         lambda action, thread, state, details: _audit(memory, action, thread, state, details))
+                         lambda action, thread, state, details: _audit(memory, action, thread, state, details),
+                         memory.adapter.threads)
 
 
 _MANAGERS: weakref.WeakKeyDictionary[Memory, ThreadManager] = weakref.WeakKeyDictionary()

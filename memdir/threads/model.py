@@ -97,6 +97,11 @@ class Chunk:
         return estimate_tokens(self.content)
 
     @property
+    def is_summary(self) -> bool:
+        """A compaction's summary of other chunks."""
+        return self.subtype == "compacted" and bool(self.parents)
+
+    @property
     def compressible(self) -> bool:
         """Compaction may fold it into a summary: a working-flow chunk of a compressible class, not a summary itself."""
         return self.chunk_type == WORKING_FLOW and self.retention in COMPRESSIBLE and self.subtype != "compacted"
@@ -140,6 +145,7 @@ class ThreadState:
         forked_from: the thread this one was forked from, if any.
         archive: the chunks compaction replaced, by id: a summary's parents stay findable.
         seq: the highest event sequence number applied (0: none).
+        archived_turns: how many of the archived chunks are turns (not summaries).
         owner: the agent that created the thread (None: anyone may change it).
         visible_to: the roles that see it (empty: every role), as for entries.
     """
@@ -153,6 +159,7 @@ class ThreadState:
     forked_from: str | None = None
     archive: Mapping[str, Chunk] = field(default_factory=lambda: MappingProxyType({}))
     seq: int = 0
+    archived_turns: int = 0
     owner: str | None = None
     visible_to: tuple[str, ...] = ()
 
@@ -166,7 +173,7 @@ class ThreadState:
     def originals(self, chunk: Chunk) -> list[Chunk]:
         """The turns ``chunk`` stands for: itself, or for a summary the chunks it replaced (summaries of
         summaries unfolded), in thread order."""
-        if chunk.subtype != "compacted" or not chunk.parents:
+        if not chunk.is_summary:
             return [chunk]
         found: list[Chunk] = []
         for parent_id in chunk.parents:
@@ -178,8 +185,7 @@ class ThreadState:
     @property
     def turns(self) -> int:
         """How many chunks were appended and are still in the thread, compacted ones included (summaries not)."""
-        held = sum(1 for chunk in self.chunks if chunk.subtype != "compacted" or not chunk.parents)
-        return held + sum(1 for chunk in self.archive.values() if chunk.subtype != "compacted" or not chunk.parents)
+        return sum(1 for chunk in self.chunks if not chunk.is_summary) + self.archived_turns
 
     def timeline(self) -> list[Chunk]:
         """Every turn of the thread in order, as appended: compaction's summaries unfolded into their originals."""

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 from memdir.core.files import append_bytes, read_regular, replace_file
-from memdir.storage.directory.locking import RootLock
+from memdir.storage.base import StoreLock
 from memdir.threads.log import encode, now_iso
 from memdir.threads.messages import Message
 
@@ -26,7 +26,7 @@ PENDING_NAME = "queue.jsonl"
 class PendingQueue:
     """One thread's waiting messages on disk."""
 
-    def __init__(self, root: Path, path: Path, lock: RootLock) -> None:
+    def __init__(self, root: Path, path: Path, lock: StoreLock) -> None:
         self.root, self.path, self.lock = root, path, lock
 
     def add(self, message: Message) -> str:

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from memdir.core.errors import InputValidationError
 from memdir.threads.model import MODES, STRATEGIES, Chunk, ThreadState, is_thread_id
@@ -48,23 +48,31 @@ class Draft:
     ids: set[str] = field(default_factory=set)
     archive: Mapping[str, Chunk] = field(default_factory=dict)
     seq: int = 0
+    archived_turns: int = 0
+    owns_archive: bool = False
 
     @classmethod
     def of(cls, state: ThreadState) -> Draft:
         settings = {key: getattr(state, key) for key in SETTINGS}
-        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive, state.seq)
+        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive, state.seq,
+                   state.archived_turns)
 
     def freeze(self) -> ThreadState:
         chunks = tuple(self.chunks)
         archive = self.archive if isinstance(self.archive, MappingProxyType) else MappingProxyType(self.archive)
+        self.owns_archive = False  # the state now shares it: a later change copies it first
         return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version,
-                           archive=archive, seq=self.seq, **self.settings)
+                           archive=archive, seq=self.seq, archived_turns=self.archived_turns, **self.settings)
 
     def archived(self, chunks: Iterable[Chunk]) -> None:
-        """Keep ``chunks`` (replaced by a summary) in the archive (a new mapping: states share the old one)."""
-        archive = dict(self.archive)
-        archive.update((chunk.id, chunk) for chunk in chunks)
-        self.archive = archive
+        """Keep ``chunks`` (replaced by a summary) in the archive; the first time, in a copy of its own (states
+        share the one they were made from), so a replay copies it once, not once per compaction."""
+        if not self.owns_archive:
+            self.archive, self.owns_archive = dict(self.archive), True
+        archive = cast("dict[str, Chunk]", self.archive)
+        for chunk in chunks:
+            archive[chunk.id] = chunk
+            self.archived_turns += not chunk.is_summary
 
     def check_known(self, chunk_ids: Iterable[str]) -> None:
         missing = [chunk_id for chunk_id in chunk_ids if chunk_id not in self.ids]

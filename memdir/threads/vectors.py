@@ -19,7 +19,7 @@ import numpy as np
 
 from memdir.core.files import append_bytes, open_regular
 from memdir.embeddings.base import Embedder
-from memdir.storage.directory.locking import RootLock
+from memdir.storage.base import StoreLock
 
 DIGEST_BYTES = 16
 
@@ -31,7 +31,7 @@ def digest(text: str) -> bytes:
 class VectorCache:
     """Text → vector for one embedder, in memory and in one append-only file."""
 
-    def __init__(self, root: Path, folder: Path, embedder: Embedder, lock: RootLock) -> None:
+    def __init__(self, root: Path, folder: Path, embedder: Embedder, lock: StoreLock) -> None:
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", embedder.model_id)
         self.root, self.path = root, folder / f"vectors-{slug}.bin"
         self.embedder, self.lock = embedder, lock
@@ -46,6 +46,15 @@ class VectorCache:
         """One unit vector per text, embedding (in batches) only the texts never seen before."""
         with self._guard:
             return self._vectors(texts)
+
+    def query(self, text: str) -> np.ndarray:
+        """The vector of a query: from the cache when the text is a known one, else embedded and not kept (a
+        query is asked once; keeping it would cost a locked, fsynced write per question)."""
+        with self._guard:
+            row = self._by_text.get(text)
+            if row is None:
+                row = self._rows.get(digest(text))
+        return self._matrix[row] if row is not None else self.embedder.embed([text])[0]
 
     def _vectors(self, texts: Sequence[str]) -> np.ndarray:
         rows = [self._by_text.get(text, -1) for text in texts]  # (-1: not embedded yet)

@@ -29,9 +29,8 @@ def thread_context(memory: Memory, thread: str, budget_tokens: int, query: str |
 
     manager = threads or manager_for(memory)
     window = manager.context(thread, budget_tokens, query)
-    total = manager.state(thread).turns
     head = (f"Thread {thread} · strategy {window.strategy} · {window.tokens:,} of {budget_tokens:,} tokens · "
-            f"{len(window.shown)} of {total} messages shown verbatim")
+            f"{len(window.shown)} of {window.total} messages shown verbatim")
     notes = "".join(f"\n({note})" for note in window.notes)
     if query and query.strip() and window.strategy != "semantic":
         notes += (f"\n(the {window.strategy} strategy does not use query; ThreadControl(action='strategy', "

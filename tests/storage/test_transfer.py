@@ -12,6 +12,8 @@ from memdir.cli import app
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.storage.audit_log import AuditLog
+from memdir.tools.thread_append import thread_append
+from memdir.tools.thread_context import thread_context
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.postgres
@@ -43,6 +45,8 @@ def _fill(root: Path) -> None:
         memory.read("fact/paris.md", count_hit=True)
     with Memory.open(Settings(root=root, embeddings_enabled=False)) as memory:  # an entry without a vector
         memory.write("experience/unembedded.md", "Written while no model was loaded.", title="No vector")
+        thread_append(memory, "trip", "user", "Remember: the ferry leaves at 7:10. ✓")
+        thread_append(memory, "trip", "assistant", "Noted. @@memory('semantic')@@")
 
 
 def test_a_directory_exported_to_postgresql_and_imported_back_is_byte_identical(tmp_path, pg_url):
@@ -51,13 +55,15 @@ def test_a_directory_exported_to_postgresql_and_imported_back_is_byte_identical(
     exported = runner.invoke(app, ["export", pg_url, "--root", str(original)])
     assert exported.exit_code == 0, exported.output
     trail = list(AuditLog(original).records())
-    assert "Copied 4 entries, 1 stub and " in exported.output and f"{len(trail)} audit records" in exported.output
+    assert "Copied 4 entries, 1 stub, 1 thread and " in exported.output and f"{len(trail)} audit records" in exported.output
     with Memory.open(Settings(root=tmp_path / "local", store=pg_url, embeddings_enabled=False)) as memory:
         assert memory.read("fact/old.md").path == "fact/paris.md"  # the stub still redirects
         assert memory.search("reopen ruby classes", top_k=1)[0].path == "concept/ruby/classes.md"
         unembedded = memory.index.needs_embedding("fake/bow-384")  # vectors kept with their model
         assert "experience/unembedded.md" in unembedded and "fact/paris.md" not in unembedded
         assert sorted(edge.kind for edge in memory.index.edges(["fact/paris.md"])) == ["extends", "references"]
+        assert "[c2 user] Remember: the ferry leaves at 7:10. ✓" in thread_context(memory, "trip", 200, "ferry")
+        assert "strategy semantic" in thread_context(memory, "trip", 200)
     imported = runner.invoke(app, ["import", pg_url, "--root", str(copy)])
     assert imported.exit_code == 0, imported.output
     before, after = _files(original), _files(copy)
@@ -67,6 +73,8 @@ def test_a_directory_exported_to_postgresql_and_imported_back_is_byte_identical(
     for path, data in before.items():
         assert after[path] == data, path
     assert list(AuditLog(copy).records()) == trail  # the history went there and back, record for record
+    log = Path("threads", "trip", "events.jsonl")
+    assert (copy / log).read_bytes() == (original / log).read_bytes()  # and each thread, line for line
 
 
 def test_export_refuses_a_store_that_is_not_empty_and_changes_nothing(tmp_path, pg_url):

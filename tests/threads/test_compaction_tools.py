@@ -125,3 +125,4 @@ def test_a_query_the_strategy_does_not_use_is_reported(tmp_path):
 
     context = _run(_server(tmp_path), steps)
     assert "(the virtual strategy does not use query; ThreadControl(action='strategy', value='semantic')" in context
+

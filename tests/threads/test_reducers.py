@@ -90,15 +90,16 @@ def test_a_log_written_event_by_event_replays_to_the_same_state_in_a_fresh_reade
     from pathlib import Path
 
     from memdir.storage.directory.locking import RootLock
+    from memdir.storage.directory.thread_files import ThreadFiles
     from memdir.threads.log import EventLog
 
     with tempfile.TemporaryDirectory() as tmp:
-        lock = RootLock(Path(tmp) / ".lock")
-        writer = EventLog(Path(tmp), Path(tmp) / "t" / "events.jsonl", lock)
+        logs = ThreadFiles(Path(tmp), RootLock(Path(tmp) / ".lock"))
+        writer = EventLog(logs, "t")
         for event in events:
             try:
                 writer.append(lambda seq, at, _state, event=event: {"seq": seq, "at": at, **event})
             except InputValidationError:
                 continue  # refused: nothing written
-        reader = EventLog(writer.root, writer.path, lock)
+        reader = EventLog(logs, "t")
         assert reader.state() == writer.state() == replay(reader.events())

@@ -83,6 +83,7 @@ def test_thread_logs_are_never_memory_entries(memory, session):
     assert [info.path for info in memory.list(include_virtual=False)] == []
     with pytest.raises(InvalidPathError, match="reserved for working-memory threads"):
         memory_write(memory, session, "threads/chat/notes.md", "x", "T", "fact", [], [], "d")
+    (memory.root / "threads").mkdir(exist_ok=True)  # the PostgreSQL store keeps its logs in the database
     (memory.root / "threads" / "stray.md").write_text("a hand-made file")
     assert [info.path for info in memory.list(include_virtual=False)] == []
 

@@ -91,6 +91,7 @@ from memdir.storage.sidecar import (
 )
 from memdir.storage.directory.stub_reads import StubReads
 from memdir.storage.directory.totals import SharedTotal
+from memdir.storage.directory.thread_files import ThreadFiles
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 if TYPE_CHECKING:
@@ -186,6 +187,7 @@ class FilesystemAdapter:
         self.changes = ChangeCounter(self.root)
         self.audit = AuditLog(self.root)
         self.records = RecordFiles(self.root)
+        self.threads = ThreadFiles(self.root, self.lock)
         self._attempt = threading.local()  # warnings held back during a lock-free read
         if read_only is None and has_pending(self.root):
             with self.lock.exclusive():  # finishes what a killed writer left

@@ -42,8 +42,9 @@ from memdir.storage.entry_input import (
 from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres import pages
 from memdir.storage.postgres.database import Database, scalar
-from memdir.storage.postgres.records import PostgresRecords
 from memdir.storage.postgres.pages import like_prefix
+from memdir.storage.postgres.records import PostgresRecords
+from memdir.storage.postgres.threads import PostgresThreads
 from memdir.storage.records import folder_of, Listed, ReconcilePlan
 from memdir.storage.sidecar import embedding_checksum, EMBEDDING_DTYPE, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
@@ -77,7 +78,7 @@ class PostgresAdapter:
     """Entries in PostgreSQL (see the module docstring); arguments as `FilesystemAdapter`'s.
 
     Args:
-        root: a local directory for what stays on each machine (thread logs, defrag journals).
+        root: a local directory for what stays on each machine (defrag journals, derived caches).
         read_only: None for a writable store, else why it is read-only.
     """
 
@@ -96,6 +97,7 @@ class PostgresAdapter:
         self.lock = db.lock
         self.audit = PostgresAudit(db)
         self.records = PostgresRecords(db)
+        self.threads = PostgresThreads(db, db.lock)
         self.read_only = read_only
         self.max_entry_size = max_entry_size
         self.max_total_size = max_total_size

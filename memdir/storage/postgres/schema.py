@@ -32,6 +32,7 @@ Tables (after every migration):
 * ``audit`` — the audit trail: who changed what, when, with a short diff (`memdir.storage.postgres.audit`).
 * ``records`` — records that are not entries: the evolution jobs' runs and the importance history
   (`memdir.storage.postgres.records`).
+* ``thread_events`` — working-memory threads: one row per event line (`memdir.storage.postgres.threads`).
 """
 
 from __future__ import annotations
@@ -184,6 +185,16 @@ CREATE TABLE records (id bigserial PRIMARY KEY, log text NOT NULL, body jsonb NO
 CREATE INDEX records_log ON records (log, id);
 """
 
+# Working-memory threads (`memdir.storage.postgres.threads`): one row per event line, a thread's log in id order.
+_THREAD_EVENTS = """
+CREATE TABLE thread_events (
+    id bigserial PRIMARY KEY,
+    thread text NOT NULL,
+    line text NOT NULL
+);
+CREATE INDEX thread_events_thread ON thread_events (thread, id);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_entries_postings_links", _ENTRIES),
     ("0002_hnsw_vector_index", _VECTOR_INDEX),
@@ -193,6 +204,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0006_recalibrated_importance", _RECALIBRATED),
     ("0007_listing_indexes", _LISTING_INDEXES),
     ("0008_records", _RECORDS),
+    ("0009_thread_events", _THREAD_EVENTS),
 ]
 
 

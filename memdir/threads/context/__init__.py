@@ -24,6 +24,12 @@ from memdir.threads.context.base import Unit, Window, units_of
 from memdir.threads.model import Chunk, ThreadState
 
 Vectors = Callable[[list[str]], np.ndarray]
+Query = Callable[[str], np.ndarray]
+
+
+def _extends(chunks: Sequence[Chunk], before: Sequence[Chunk]) -> bool:
+    """Whether ``chunks`` are ``before`` (the very objects) with more after them."""
+    return len(chunks) >= len(before) and all(a is b for a, b in zip(before, chunks))
 
 
 class UnitCache:
@@ -37,7 +43,7 @@ class UnitCache:
         """The units added since the last call, and whether the units were rebuilt instead (then all are new)."""
         old = self.chunks
         added = chunks[len(old):]
-        grows = len(chunks) >= len(old) and all(a is b for a, b in zip(old, chunks))
+        grows = _extends(chunks, old)
         self.chunks = chunks
         if grows and not any(chunk.call_id for chunk in added):
             fresh = units_of(added, len(self.units))
@@ -58,6 +64,26 @@ class ContextBuilder:
         self._draws = np.zeros(0)
         self._timeline_of: ThreadState | None = None
         self._timeline = UnitCache()
+        self._turn_vectors = np.zeros((0, 0), dtype=np.float32)  # rows: the timeline's units, as far as embedded
+        self._embedded = 0
+
+    def _vectors_of_turns(self, units: list[Unit], vectors: Vectors) -> np.ndarray:
+        """The vectors of ``units`` (the timeline's), embedding only units not embedded before; the buffer grows by
+        doubling, so a live thread's append costs one new row, not a copy of them all."""
+        with self._lock:
+            start = self._embedded
+            if start < len(units):
+                fresh = vectors([unit.text for unit in units[start:]])
+                if start and fresh.shape[1] != self._turn_vectors.shape[1]:  # another model: embed them all again
+                    start, fresh = 0, vectors([unit.text for unit in units])
+                if len(self._turn_vectors) < len(units) or self._turn_vectors.shape[1] != fresh.shape[1]:
+                    grown = np.zeros((max(len(units), 2 * len(self._turn_vectors)), fresh.shape[1]), dtype=np.float32)
+                    if start:
+                        grown[:start] = self._turn_vectors[:start]
+                    self._turn_vectors = grown
+                self._turn_vectors[start:len(units)] = fresh
+                self._embedded = len(units)
+            return self._turn_vectors[:len(units)]
 
     def units(self, state: ThreadState) -> list[Unit]:
         """The units of the thread as compaction left it."""
@@ -71,13 +97,22 @@ class ContextBuilder:
     def turns(self, state: ThreadState) -> list[Unit]:
         """The units of every original turn (summaries unfolded)."""
         if state is not self._timeline_of:
-            self._timeline.update(state.timeline() if state.archive else state.chunks)
+            before = self._timeline_of
+            if before is not None and state.archive is before.archive and _extends(state.chunks, before.chunks):
+                added = state.chunks[len(before.chunks):]  # no compaction since: the new turns follow the old ones
+                turns = [*self._timeline.chunks, *(turn for chunk in added for turn in state.originals(chunk))]
+            else:
+                turns = state.timeline() if state.archive else list(state.chunks)
+            _, rebuilt = self._timeline.update(turns)
+            if rebuilt:
+                self._embedded = 0
             self._timeline_of = state
         return self._timeline.units
 
     def window(self, state: ThreadState, budget_tokens: int, query: str | None = None,
-               vectors: Vectors | None = None) -> Window:
-        """The window of ``state`` by its strategy; ``vectors`` embeds texts for the semantic one (None: keywords)."""
+               vectors: Vectors | None = None, embed_query: Query | None = None) -> Window:
+        """The window of ``state`` by its strategy; ``vectors`` embeds texts for the semantic one (None: keywords),
+        ``embed_query`` its query (default: ``vectors``)."""
         with self._lock:
             if state.strategy == "semantic":
                 units = self.turns(state)
@@ -85,10 +120,16 @@ class ContextBuilder:
                 units = self.units(state)
                 draws = self._draws
         if state.strategy == "fragment":
-            return fragment.select(self.thread, units, draws, budget_tokens, self.settings)
-        if state.strategy == "semantic":
-            return semantic.select(units, budget_tokens, self.settings, query, vectors)
-        return virtual.select(state, units, budget_tokens, self.settings)
+            window = fragment.select(self.thread, units, draws, budget_tokens, self.settings)
+        elif state.strategy != "semantic":
+            window = virtual.select(state, units, budget_tokens, self.settings)
+        elif vectors is None:
+            window = semantic.select(units, budget_tokens, self.settings, query, None)
+        else:
+            window = semantic.select(units, budget_tokens, self.settings, query, vectors,
+                                     lambda: self._vectors_of_turns(units, vectors), embed_query)
+        window.total = state.turns
+        return window
 
 
 __all__ = ["ContextBuilder", "UnitCache", "Window"]

@@ -21,7 +21,7 @@ CLIP_NOTE = " …[clipped]"
 
 def render_chunk(chunk: Chunk) -> str:
     """One chunk as a line of the context: ``[c12 user] text``; tool calls and summaries say what they are."""
-    if chunk.subtype == "compacted" and chunk.parents:
+    if chunk.is_summary:
         span = f"{chunk.parents[0]}–{chunk.parents[-1]}" if len(chunk.parents) > 1 else chunk.parents[0]
         label = f"{chunk.id} summary of {len(chunk.parents)} messages {span}; ref {chunk.id} brings them back"
     elif chunk.call_id and chunk.role == "tool":
@@ -101,7 +101,7 @@ class Piece:
     @classmethod
     def of(cls, unit: Unit, text: str | None = None) -> Piece:
         """A unit shown verbatim (or clipped to ``text``); its chunk ids name the messages shown, not summaries."""
-        ids = tuple(chunk.id for chunk in unit.chunks if chunk.subtype != "compacted")
+        ids = tuple(chunk.id for chunk in unit.chunks if not chunk.is_summary)
         return cls(unit.index, unit.text if text is None else text, chunk_ids=ids)
 
 
@@ -143,6 +143,7 @@ class Window:
         tokens: its token estimate (never above the budget).
         shown: ids of chunks shown verbatim.
         notes: what the strategy wants the caller to know (pages summarised, fallbacks).
+        total: how many messages the thread holds, compacted ones included.
     """
 
     strategy: str
@@ -150,6 +151,7 @@ class Window:
     tokens: int
     shown: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    total: int = 0
 
 
 def newest_piece(units: list[Unit], budget: Budget, limit: int) -> Piece | None:

@@ -1,16 +1,18 @@
 """The semantic strategy (gro's "hnsw" memory, with a real embedder instead of its SHA-256 placeholder).
 
 The most recent turns keep ``thread_recent_share`` of the budget. The rest is filled with
-the older units (messages, tool exchanges, compacted summaries) most similar to the query
-— by cosine between the embedder's vectors, highest first, skipping any unit too big for
-what is left. Without a query, the last user message is the query. When no embedding model
+the older units (messages and tool exchanges) most similar to the query — by cosine
+between the embedder's vectors, highest first, skipping any unit too big for what is left
+(until `MAX_MISSES` in a row were). Compaction hides nothing here: the units are every
+original turn, compacted ones included, shown verbatim; summaries are not ranked (their
+turns are). Without a query, the last user message is the query. When no embedding model
 is available (none installed, disabled, or still loading in a server), units are ranked by
 the share of the query's words they contain instead, and the window says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -18,6 +20,8 @@ from memdir.core.keywords import extract_keywords
 from memdir.core.settings import Settings
 from memdir.threads.context.base import Budget, Piece, Unit, Window, assemble, recent_and_older
 
+MAX_MISSES = 64
+"""Filling stops once this many candidates in a row were too big for what is left (the window is as full as it gets)."""
 Vectors = Callable[[list[str]], np.ndarray]
 """Unit vectors for texts (cached by the caller); None when no model is available."""
 
@@ -36,9 +40,24 @@ def keyword_scores(query: str, units: list[Unit]) -> np.ndarray:
     return np.array([len(words & set(extract_keywords(unit.text))) / len(words) for unit in units])
 
 
+def best_first(scores: np.ndarray, head: int = 512) -> Iterator[int]:
+    """Positions by descending score: the best ``head`` sorted first (a partition, not a sort of them all), then,
+    if the caller wants more, the rest."""
+    if len(scores) <= head:
+        yield from np.argsort(-scores, kind="stable").tolist()
+        return
+    top = np.argpartition(-scores, head - 1)[:head]
+    yield from top[np.argsort(-scores[top], kind="stable")].tolist()
+    rest = np.setdiff1d(np.arange(len(scores)), top, assume_unique=True)
+    yield from rest[np.argsort(-scores[rest], kind="stable")].tolist()
+
+
 def select(units: list[Unit], budget_tokens: int, settings: Settings, query: str | None,
-           vectors: Vectors | None) -> Window:
-    """The semantic window for ``query`` within ``budget_tokens``."""
+           vectors: Vectors | None, unit_vectors: Callable[[], np.ndarray] | None = None,
+           embed_query: Callable[[str], np.ndarray] | None = None) -> Window:
+    """The semantic window for ``query`` within ``budget_tokens``; ``unit_vectors()`` gives the units' vectors in
+    order, as a caller caches them (default: ``vectors`` of their texts), ``embed_query`` the query's (default:
+    ``vectors`` of it)."""
     budget = Budget(budget_tokens)
     if budget_tokens <= 0 or not units:
         return assemble("semantic", [])
@@ -46,17 +65,22 @@ def select(units: list[Unit], budget_tokens: int, settings: Settings, query: str
     question = query if query and query.strip() else default_query(units)
     notes = []
     if vectors is not None:
-        matrix = vectors([unit.text for unit in older] + [question])
-        scores = matrix[:-1] @ matrix[-1] if older else np.zeros(0)
+        known = unit_vectors() if unit_vectors is not None else vectors([unit.text for unit in units])
+        asked = embed_query(question) if embed_query is not None else vectors([question])[0]
+        scores = known[:len(older)] @ asked if older else np.zeros(0)
     else:
         scores = keyword_scores(question, older)
         notes.append("no embedding model available: ranked by shared keywords")
-    for position in np.argsort(-scores, kind="stable"):
+    missed = 0
+    for position in best_first(scores):
         unit = older[int(position)]
-        if budget.fits(unit.tokens):
+        if unit.tokens <= budget.left:
             pieces.append(Piece.of(unit))
             budget.take(unit.tokens)
-        if budget.left < 8:
+            missed = 0
+        else:
+            missed += 1
+        if budget.left < 8 or missed >= MAX_MISSES:
             break
     return assemble("semantic", pieces, notes)
 

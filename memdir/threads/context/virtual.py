@@ -100,7 +100,7 @@ def _chunk_units(state: ThreadState, units: list[Unit], chunk_id: str, kept: set
 
 
 def _is_summary(unit: Unit) -> bool:
-    return any(chunk.subtype == "compacted" for chunk in unit.chunks)
+    return any(chunk.is_summary for chunk in unit.chunks)
 
 
 def _unfolded(state: ThreadState, units: list[Unit]) -> list[tuple[float, Unit]]:
