@@ -161,7 +161,7 @@ def _schema_for(hint: Any, enum: tuple[str, ...] | None) -> tuple[Any, list[Any]
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     """The function's evaluated annotations (names only imported for type checking count as Any)."""
-    localns = {"Memory": Any, "Session": Any, "Settings": Settings, "Embedder": Any}
+    localns = {"Memory": Any, "Session": Any, "Settings": Settings, "Embedder": Any, "ThreadManager": Any}
     try:
         return typing.get_type_hints(fn, localns=localns)
     except Exception:  # an annotation that cannot be evaluated: declare it as a plain string

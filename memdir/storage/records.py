@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import NamedTuple, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from memdir.core.keywords import STOP_WORDS, porter_stem, words
+
+if TYPE_CHECKING:
+    import numpy as np
 
 class EntryInfo(NamedTuple):
     """A light listing row: enough for glob output and index freshness checks.
@@ -135,6 +136,8 @@ def entry_terms(title: str, tags: Sequence[str], domain: str, content: str) -> E
 
     Content words as `memdir.core.keywords.tokenize` keeps them: at least 2 letters, no stop word.
     """
+    import numpy as np  # (here: the shared records load without numpy)
+
     counts: dict[str, list[int]] = {}
     length = 0
     for column, text in enumerate((title, " ".join(tags), domain, content)):
@@ -220,6 +223,8 @@ class Listed:
         """The ``limit`` newest entries (all for None), newest first — entries updated at the same
         moment in path order: what sorting every entry by path and then, stably, by updated_at
         (newest first) gives, without making each row an `EntryInfo`."""
+        import numpy as np  # (here: the shared records load without numpy)
+
         keyed: list[tuple[int, str, int | EntryInfo]] = [
             (moment_of(info.updated_at), info.path, info) for info in self.read
         ]
