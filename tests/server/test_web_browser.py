@@ -220,6 +220,7 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     assert len(picture.find_elements(By.CSS_SELECTOR, "line.edge")) == 5
     assert picture.size["width"] > 300 and picture.size["height"] > 200  # drawn, not collapsed
     shot("entry-with-links")
+    browser.execute_script("arguments[0].scrollIntoView()", picture)
     assert picture.screenshot(str(artifacts / "link-neighbourhood.png"))
 
     # Edit: the form shows the entry; saving changes it, as this token's agent, into the audit trail.
@@ -309,6 +310,7 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     preview = browser.find_element(By.ID, "preview-merge_duplicates")
     preview.find_element(By.TAG_NAME, "summary").click()
     assert "fact/deploy/freeze-1.md" in preview.text and "nothing was changed" in preview.text
+    browser.execute_script("arguments[0].scrollIntoView()", preview)
     shot("health")
     old = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(By.ID, "run-merge_duplicates").click()
