@@ -59,7 +59,9 @@ DONE = {"edited": "Saved.", "deleted": "Deleted.", "unarchived": "Back in search
 """What a change that redirects says on the page it lands on (``?done=``)."""
 STATUS = {EntryNotFoundError: 404, ThreadNotFoundError: 404, InputValidationError: 400, NotOwnerError: 403,
           ReadOnlyEntryError: 403, StaleEditError: 409}
-WEB_HINTS = {StaleEditError: "Someone changed it after you opened the page: open it again, then make your change."}
+WEB_HINTS = {StaleEditError: "Someone changed it after you opened the page: open it again, then make your change.",
+             EntryNotFoundError: "Search for it, or browse the entries.",
+             ThreadNotFoundError: "The threads page lists the threads there are."}
 """Hints said in the web view's words where the error's own speaks to an MCP client."""
 
 
