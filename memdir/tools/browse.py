@@ -178,7 +178,7 @@ def read_entry(memory: Memory, path: str) -> EntryPage:
     """The entry at ``path`` (redirect stubs followed) and its links, out and in, with the titles at the other end."""
     entry = memory.read(path)
     edges = memory.index.edges([entry.path])
-    outgoing = {(link.target, link.kind): link.strength for link in entry.metadata.all_links}
+    outgoing: dict[tuple[str, str], float] = {(link.target, link.kind): link.strength for link in entry.metadata.all_links}
     incoming = {(edge.source, edge.kind): edge.strength for edge in edges if edge.target == entry.path}
     titles = memory.titles({other for other, _ in (*outgoing, *incoming)})
 
