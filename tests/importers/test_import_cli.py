@@ -239,6 +239,13 @@ def test_a_basic_memory_folder_comes_in_with_its_relations(tmp_path):
     assert snapshot(root) == before
     (folder / "Grinding.md").write_text("# Grinding\n\nBurr grinders give an even grind. Blades do not.\n")
     assert "0 imported, 1 updated, 2 unchanged" in run_import("basic-memory", folder, root)
+    with Memory.open(Settings(root=root), load_model=False) as memory:  # a change made in memdir since
+        memory.write("concept/grinding.md", "Hand grinders too.", title="Grinding",
+                     metadata=memory.read("concept/grinding.md").metadata)
+    (folder / "Grinding.md").write_text("# Grinding\n\nBurr grinders, the source says now.\n")
+    output = run_import("basic-memory", folder, root)
+    assert "0 imported, 0 updated, 2 unchanged, 3 skipped" in output
+    assert "memory://concept/grinding.md was changed in memdir since it was imported; it is left as it is" in output
 
 
 # --------------------------------------------------------------------------- conversation exports
