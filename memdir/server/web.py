@@ -3,8 +3,8 @@
 Pages: the entries (by folder, type and tag, by path or most recently changed), one entry (its
 markdown rendered, its metadata, its links both ways as a list and a picture), its audit trail,
 its edit form, search (each result with the line that matched best, results below a relevance
-floor left out, the score breakdown folded away), health (with what each defrag action would
-do), the working-memory threads (each with its strategy and the context window it assembles)
+floor left out, the score breakdown folded away), health (and, one page per defrag action, what
+it would do, with a button that does it), the working-memory threads (each with its strategy and the context window it assembles)
 and the recent episodes. Reads run on the memory's read pool (`MemoryHost.run(read_only=True)`)
 through `memdir.tools.browse`; changes (edit, delete, unarchive, a defrag action) on its writer
 thread through `memdir.tools.curate`, acting as the client whose token the browser holds, so
@@ -171,8 +171,15 @@ class WebView:
 
     async def health(self, request: Request) -> Response:
         stats, report = await self.read(browse.health)
-        previews = {action: self.markdown_html(await self.read(browse.defrag_preview, action)) for action in ACTIVE_ACTIONS}
-        return self.render("health.html", stats=stats, report_html=self.markdown_html(report), previews=previews)
+        return self.render("health.html", stats=stats, report_html=self.markdown_html(report))
+
+    async def defrag_preview(self, request: Request) -> Response:
+        action = request.path_params["action"]
+        if action not in ACTIVE_ACTIONS:
+            raise InputValidationError(f"{action!r} is not a defrag action that changes memory; they are "
+                                       f"{', '.join(ACTIVE_ACTIONS)}.", "Follow a link on the health page.")
+        preview = await self.read(browse.defrag_preview, action)
+        return self.render("defrag.html", action=action, report_html=self.markdown_html(preview), preview=True)
 
     async def threads(self, request: Request) -> Response:
         return self.render("threads.html", threads=await self.read(browse.threads))
@@ -210,7 +217,7 @@ class WebView:
         fields = await self.form(request)
         action = fields.get("action", "")
         report = await self.change(curate.run_defrag, action)
-        return self.render("defrag.html", action=action, report_html=self.markdown_html(report))
+        return self.render("defrag.html", action=action, report_html=self.markdown_html(report), preview=False)
 
 
 def _number(request: Request, name: str, default: int = 1) -> int:
@@ -235,7 +242,7 @@ def register(server: MemdirServer, settings: Settings) -> None:
     view = WebView(server, settings)
     for path, handler in (("/", view.entries), ("/entry/{path:path}", view.entry), ("/edit/{path:path}", view.edit_form),
                           ("/audit/{path:path}", view.audit), ("/search", view.search), ("/health", view.health),
-                          ("/threads", view.threads), ("/threads/{thread}", view.thread), ("/episodes", view.episodes)):
+                          ("/defrag/{action}", view.defrag_preview), ("/threads", view.threads), ("/threads/{thread}", view.thread), ("/episodes", view.episodes)):
         server.custom_route(path, methods=["GET"])(view.page(handler))
     for path, handler in (("/edit/{path:path}", view.edit), ("/delete/{path:path}", view.delete),
                           ("/unarchive/{path:path}", view.unarchive), ("/defrag", view.defrag)):

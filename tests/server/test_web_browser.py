@@ -153,7 +153,7 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     def submit(form_id: str) -> None:
         old = browser.find_element(By.TAG_NAME, "html")
         browser.find_element(By.CSS_SELECTOR, f"#{form_id} button[type=submit]").click()
-        WebDriverWait(browser, 20).until(lambda driver: old.id != driver.find_element(By.TAG_NAME, "html").id)
+        WebDriverWait(browser, 60).until(lambda driver: old.id != driver.find_element(By.TAG_NAME, "html").id)
 
     browser.get(server.base + "/")  # no token yet
     assert "needs a token" in body()
@@ -307,14 +307,13 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     report = browser.find_element(By.ID, "report").text
     assert "Dangling Links" in report  # fact/deploy/gone.md
     assert f"Total entries: {listed}" in report  # health and the listing count the same entries
-    preview = browser.find_element(By.ID, "preview-merge_duplicates")
-    preview.find_element(By.TAG_NAME, "summary").click()
-    assert "fact/deploy/freeze-1.md" in preview.text and "nothing was changed" in preview.text
-    browser.execute_script("arguments[0].scrollIntoView()", preview)
     shot("health")
-    old = browser.find_element(By.TAG_NAME, "html")
-    browser.find_element(By.ID, "run-merge_duplicates").click()
-    WebDriverWait(browser, 60).until(lambda driver: old.id != driver.find_element(By.TAG_NAME, "html").id)
+    browser.find_element(By.ID, "preview-merge_duplicates").click()
+    WebDriverWait(browser, 60).until(lambda driver: "/defrag/merge_duplicates" in driver.current_url)
+    preview = browser.find_element(By.ID, "report").text
+    assert "fact/deploy/freeze-1.md" in preview and "nothing was changed" in preview
+    shot("defrag-preview")
+    submit("run")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Defrag: merge duplicates"
     assert "merge memory://fact/deploy/freeze-1.md into it" in browser.find_element(By.ID, "report").text
     shot("defrag-run")
@@ -347,6 +346,7 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     shot("reviewer-view")
 
     for name in ("entries", "entries-recent", "search", "entry-with-links", "link-neighbourhood", "edit", "history",
-                 "stale-edit-refused", "not-owner-refused", "archived-entry", "hostile-entry", "health", "defrag-run",
+                 "stale-edit-refused", "not-owner-refused", "archived-entry", "hostile-entry", "health", "defrag-preview",
+                 "defrag-run",
                  "thread", "episodes", "reviewer-view"):
         assert (artifacts / f"{name}.png").stat().st_size > 5_000
