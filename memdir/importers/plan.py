@@ -95,10 +95,11 @@ class ImportReport:
 
 
 def slug(text: str, limit: int = 60) -> str:
-    """A path segment from any name: ``Acme Corp. (EU)`` -> ``acme-corp-eu``."""
+    """A path segment from any name: ``Acme Corp. (EU)`` -> ``acme-corp-eu``; a name with no
+    latin letter or digit (``東京``) -> ``n-`` and a hash of it, the same for the same name."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     cut = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:limit].strip("-")
-    return cut or "untitled"
+    return cut or f"n-{short_hash(text)}"
 
 
 def short_hash(text: str) -> str:
