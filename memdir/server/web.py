@@ -35,7 +35,6 @@ from memdir.core.errors import (
     EntryNotFoundError, InputValidationError, MemdirError, NotOwnerError, ReadOnlyEntryError, StaleEditError,
     ThreadNotFoundError,
 )
-from memdir.optimization.options import ACTIVE_ACTIONS
 from memdir.server.state import HTTP_CLIENT
 from memdir.server.web_forms import FIELD, FormRefused, Forms
 from memdir.server.web_graph import layout
@@ -93,7 +92,7 @@ class WebView:
     def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         client = HTTP_CLIENT.get()
         html = self.templates.get_template(template).render(
-            read_only=self.read_only, csrf_field=FIELD, csrf=self.forms.token(), actions=ACTIVE_ACTIONS,
+            read_only=self.read_only, csrf_field=FIELD, csrf=self.forms.token(),
             who=None if client is None else client.name, role=(client.role if client else None) or self.settings.role,
             **values)
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
@@ -171,13 +170,13 @@ class WebView:
 
     async def health(self, request: Request) -> Response:
         stats, report = await self.read(browse.health)
-        return self.render("health.html", stats=stats, report_html=self.markdown_html(report))
+        return self.render("health.html", stats=stats, report_html=self.markdown_html(report), actions=_defrag_actions())
 
     async def defrag_preview(self, request: Request) -> Response:
         action = request.path_params["action"]
-        if action not in ACTIVE_ACTIONS:
+        if action not in _defrag_actions():
             raise InputValidationError(f"{action!r} is not a defrag action that changes memory; they are "
-                                       f"{', '.join(ACTIVE_ACTIONS)}.", "Follow a link on the health page.")
+                                       f"{', '.join(_defrag_actions())}.", "Follow a link on the health page.")
         preview = await self.read(browse.defrag_preview, action)
         return self.render("defrag.html", action=action, report_html=self.markdown_html(preview), preview=True)
 
@@ -218,6 +217,13 @@ class WebView:
         action = fields.get("action", "")
         report = await self.change(curate.run_defrag, action)
         return self.render("defrag.html", action=action, report_html=self.markdown_html(report), preview=False)
+
+
+def _defrag_actions() -> tuple[str, ...]:
+    """Defrag's actions that change memory (imported on first use: defrag's modules load numpy)."""
+    from memdir.optimization.options import ACTIVE_ACTIONS
+
+    return ACTIVE_ACTIONS
 
 
 def _number(request: Request, name: str, default: int = 1) -> int:
