@@ -74,7 +74,7 @@ def main() -> None:
     middle = f"experience/locomo/{entries[len(entries) // 2]['dia_id'].replace(':', '-')}.md"
     pages = {"entries": "/", "recent": "/?sort=recent", "by tag": "/?tag=caroline", "entry": f"/entry/{middle}",
              "edit": f"/edit/{middle}", "history": f"/audit/{middle}", "search": "/search?q=support+group+adoption",
-             "health": "/health", "threads": "/threads", "thread": "/threads/chat", "episodes": "/episodes"}
+             "health": "/health", "defrag preview": "/defrag/merge_duplicates", "threads": "/threads", "thread": "/threads/chat", "episodes": "/episodes"}
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         env = {"MEMDIR_ROOT": str(home / "memory"), "MEMDIR_CONFIG": str(home / "memdir.toml"),
@@ -96,9 +96,9 @@ def main() -> None:
                         times[name].append(time.perf_counter() - began)
                         assert response.status_code == 200, (address, response.status_code, response.text[:300])
                         weight[name] = len(response.content)
-    print(f"{'page':10} {'weight':>9} {'median':>8} {'slowest':>8}   (load {os.getloadavg()[0]:.2f})")
+    print(f"{'page':15} {'weight':>9} {'median':>8} {'slowest':>8}   (load {os.getloadavg()[0]:.2f})")
     for name in pages:
-        print(f"{name:10} {weight[name] / 1024:7.1f} kB {statistics.median(times[name]) * 1000:6.0f} ms "
+        print(f"{name:15} {weight[name] / 1024:7.1f} kB {statistics.median(times[name]) * 1000:6.0f} ms "
               f"{max(times[name]) * 1000:6.0f} ms")
 
 

@@ -88,5 +88,6 @@ def import_store(
                              progress=lambda done, total: bar.update(task, completed=done, total=total))
     typer.echo(report.describe())
     if report.changed:
-        with Memory.open(settings) as memory:  # the new entries' vectors, in batches
-            memory.rebuild(everything=False)
+        with Memory.open(settings) as memory, progress_bar() as bar:  # the new entries' vectors, in batches
+            task = bar.add_task("Embedding", total=None)
+            memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=False)

@@ -9,8 +9,9 @@ imported entries, and writes each entry unless the same record is already stored
 Idempotent: each entry keeps under ``imported`` the source format, the record's id, its
 timestamps and a digest of what the import wrote; an entry holding the same digest is left
 alone, so a second run of the same import changes nothing, and a record changed at the source
-is written again. An entry at the path that came from elsewhere (another record, another
-format, or written by an agent) is never overwritten: the record is skipped and says why.
+is written again, unless its entry was changed in memdir since (a hash of the content the
+import wrote is kept too). An entry at the path that came from elsewhere (another record,
+another format, or written by an agent) is never overwritten: the record is skipped and says why.
 """
 
 from __future__ import annotations
@@ -94,10 +95,11 @@ class ImportReport:
 
 
 def slug(text: str, limit: int = 60) -> str:
-    """A path segment from any name: ``Acme Corp. (EU)`` -> ``acme-corp-eu``."""
+    """A path segment from any name: ``Acme Corp. (EU)`` -> ``acme-corp-eu``; a name with no
+    latin letter or digit (``東京``) -> ``n-`` and a hash of it, the same for the same name."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     cut = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:limit].strip("-")
-    return cut or "untitled"
+    return cut or f"n-{short_hash(text)}"
 
 
 def short_hash(text: str) -> str:
@@ -160,6 +162,7 @@ def _check(record: Incoming, source_format: str, paths: dict[str, str], report: 
         origin["relations"] = relations
     origin = {key: value for key, value in origin.items() if value not in (None, [], {})}
     origin["digest"] = _digest(record, links)
+    origin["written"] = short_hash(record.content)
     try:
         metadata = Metadata.model_validate({**record.metadata, "links": links, IMPORTED: origin})
     except (ValidationError, MemdirError) as exc:
@@ -205,14 +208,19 @@ def apply(memory: Memory, source_format: str, records: list[Incoming], skipped: 
 
 def _write(memory: Memory, item: _Checked, source_format: str, report: ImportReport) -> None:
     record = item.record
-    existing = _existing_origin(memory, record.path)
+    existing = _existing(memory, record.path)
     if existing is not None:
-        if existing.get("format") != source_format or existing.get("id") != record.source_id:
+        content, origin = existing
+        if origin.get("format") != source_format or origin.get("id") != record.source_id:
             report.skipped.append(Skipped(f"record {record.source_id!r}",
                                           f"memory://{record.path} already holds another entry; it is left as it is"))
             return
-        if existing.get("digest") == item.digest:
+        if origin.get("digest") == item.digest:
             report.unchanged.append(record.path)
+            return
+        if origin.get("written") != short_hash(content):
+            report.skipped.append(Skipped(f"record {record.source_id!r}", f"memory://{record.path} was changed in "
+                                          "memdir since it was imported; it is left as it is"))
             return
     try:
         result = memory.write(record.path, record.content, title=record.title, metadata=item.metadata,
@@ -224,13 +232,13 @@ def _write(memory: Memory, item: _Checked, source_format: str, report: ImportRep
     report.links += len(item.metadata.links)
 
 
-def _existing_origin(memory: Memory, path: str) -> dict[str, Any] | None:
-    """What the entry at ``path`` says it was imported from ({} for an entry not imported), None for no entry."""
+def _existing(memory: Memory, path: str) -> tuple[str, dict[str, Any]] | None:
+    """The content of the entry at ``path`` and what it says it was imported from ({}: not imported); None for no entry."""
     if not memory.exists(path):
         return None
-    extra = memory.read(path).metadata.model_extra or {}
-    origin = extra.get(IMPORTED)
-    return origin if isinstance(origin, dict) else {}
+    entry = memory.read(path)
+    origin = (entry.metadata.model_extra or {}).get(IMPORTED)
+    return entry.content, origin if isinstance(origin, dict) else {}
 
 
 __all__ = ["IMPORTED", "ImportReport", "Incoming", "Skipped", "apply", "iso", "link_kind", "short_hash", "slug"]

@@ -3,8 +3,8 @@
 Pages: the entries (by folder, type and tag, by path or most recently changed), one entry (its
 markdown rendered, its metadata, its links both ways as a list and a picture), its audit trail,
 its edit form, search (each result with the line that matched best, results below a relevance
-floor left out, the score breakdown folded away), health (with what each defrag action would
-do), the working-memory threads (each with its strategy and the context window it assembles)
+floor left out, the score breakdown folded away), health (and, one page per defrag action, what
+it would do, with a button that does it), the working-memory threads (each with its strategy and the context window it assembles)
 and the recent episodes. Reads run on the memory's read pool (`MemoryHost.run(read_only=True)`)
 through `memdir.server.web_browse`; changes (edit, delete, unarchive, a defrag action) on its writer
 thread through `memdir.tools.curate`, acting as the client whose token the browser holds, so
@@ -35,7 +35,6 @@ from memdir.core.errors import (
     EntryNotFoundError, InputValidationError, MemdirError, NotOwnerError, ReadOnlyEntryError, StaleEditError,
     ThreadNotFoundError,
 )
-from memdir.optimization.options import ACTIVE_ACTIONS
 from memdir.server.state import HTTP_CLIENT
 from memdir.server.web_forms import FIELD, FormRefused, Forms
 from memdir.server.web_graph import layout
@@ -60,7 +59,9 @@ DONE = {"edited": "Saved.", "deleted": "Deleted.", "unarchived": "Back in search
 """What a change that redirects says on the page it lands on (``?done=``)."""
 STATUS = {EntryNotFoundError: 404, ThreadNotFoundError: 404, InputValidationError: 400, NotOwnerError: 403,
           ReadOnlyEntryError: 403, StaleEditError: 409}
-WEB_HINTS: dict[type[MemdirError], str] = {StaleEditError: "Someone changed it after you opened the page: open it again, then make your change."}
+WEB_HINTS: dict[type[MemdirError], str] = {StaleEditError: "Someone changed it after you opened the page: open it again, then make your change.",
+                                              EntryNotFoundError: "Search for it, or browse the entries.",
+                                              ThreadNotFoundError: "The threads page lists the threads there are."}
 """Hints said in the web view's words where the error's own speaks to an MCP client."""
 
 
@@ -92,7 +93,7 @@ class WebView:
     def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         client = HTTP_CLIENT.get()
         html = self.templates.get_template(template).render(
-            read_only=self.read_only, csrf_field=FIELD, csrf=self.forms.token(), actions=ACTIVE_ACTIONS,
+            read_only=self.read_only, csrf_field=FIELD, csrf=self.forms.token(),
             who=None if client is None else client.name, role=(client.role if client else None) or self.settings.role,
             **values)
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
@@ -170,8 +171,15 @@ class WebView:
 
     async def health(self, request: Request) -> Response:
         stats, report = await self.read(browse.health)
-        previews = {action: self.markdown_html(await self.read(browse.defrag_preview, action)) for action in ACTIVE_ACTIONS}
-        return self.render("health.html", stats=stats, report_html=self.markdown_html(report), previews=previews)
+        return self.render("health.html", stats=stats, report_html=self.markdown_html(report), actions=_defrag_actions())
+
+    async def defrag_preview(self, request: Request) -> Response:
+        action = request.path_params["action"]
+        if action not in _defrag_actions():
+            raise InputValidationError(f"{action!r} is not a defrag action that changes memory; they are "
+                                       f"{', '.join(_defrag_actions())}.", "Follow a link on the health page.")
+        preview = await self.read(browse.defrag_preview, action)
+        return self.render("defrag.html", action=action, report_html=self.markdown_html(preview), preview=True)
 
     async def threads(self, request: Request) -> Response:
         return self.render("threads.html", threads=await self.read(browse.threads))
@@ -209,7 +217,14 @@ class WebView:
         fields = await self.form(request)
         action = fields.get("action", "")
         report = await self.change(curate.run_defrag, action)
-        return self.render("defrag.html", action=action, report_html=self.markdown_html(report))
+        return self.render("defrag.html", action=action, report_html=self.markdown_html(report), preview=False)
+
+
+def _defrag_actions() -> tuple[str, ...]:
+    """Defrag's actions that change memory (imported on first use: defrag's modules load numpy)."""
+    from memdir.optimization.options import ACTIVE_ACTIONS
+
+    return ACTIVE_ACTIONS
 
 
 def _number(request: Request, name: str, default: int = 1) -> int:
@@ -234,7 +249,7 @@ def register(server: MemdirServer, settings: Settings) -> None:
     view = WebView(server, settings)
     for path, handler in (("/", view.entries), ("/entry/{path:path}", view.entry), ("/edit/{path:path}", view.edit_form),
                           ("/audit/{path:path}", view.audit), ("/search", view.search), ("/health", view.health),
-                          ("/threads", view.threads), ("/threads/{thread}", view.thread), ("/episodes", view.episodes)):
+                          ("/defrag/{action}", view.defrag_preview), ("/threads", view.threads), ("/threads/{thread}", view.thread), ("/episodes", view.episodes)):
         server.custom_route(path, methods=["GET"])(view.page(handler))
     for path, handler in (("/edit/{path:path}", view.edit), ("/delete/{path:path}", view.delete),
                           ("/unarchive/{path:path}", view.unarchive), ("/defrag", view.defrag)):

@@ -2,7 +2,7 @@
 
 Radial and deterministic: the entry in the middle, the entries one link away on a ring
 around it, two links away on an outer ring, each ring in path order so the same links
-always give the same picture. The template (``templates/graph.svg``) draws the result
+always give the same picture. The canvas is as large as the rings drawn need. The template (``templates/graph.svg``) draws the result
 with every label escaped.
 """
 
@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from memdir.server.web_browse import Neighbourhood
 
 WIDTH, HEIGHT = 760, 520
+"""The canvas of a picture two links deep; one link deep draws on a smaller one (`RING_X`, `RING_Y` per ring)."""
 MARGIN_X, MARGIN_Y = 110, 40
+RING_X, RING_Y = (WIDTH / 2 - MARGIN_X) / 2, (HEIGHT / 2 - MARGIN_Y) / 2
 LABEL_CHARS = 28
 NODE_RADIUS = 9
 KIND_COLOURS = {"references": "#9aa7b4", "extends": "#2f8f4e", "implements": "#7a4fb0", "contradicts": "#c0392b",
@@ -70,8 +72,10 @@ def layout(graph: Neighbourhood) -> Picture:
     rings: dict[int, list[str]] = {}
     for path, distance in graph.distance.items():
         rings.setdefault(distance, []).append(path)
-    cx, cy = WIDTH / 2, HEIGHT / 2
     rings_out = max(rings, default=0) or 1
+    width = round(min(WIDTH, 2 * (MARGIN_X + RING_X * rings_out)))  # no empty space around the rings drawn
+    height = round(min(HEIGHT, 2 * (MARGIN_Y + RING_Y * rings_out)))
+    cx, cy = width / 2, height / 2
     step_x, step_y = (cx - MARGIN_X) / rings_out, (cy - MARGIN_Y) / rings_out  # the outer ring fits, labels too
     places: dict[str, tuple[float, float]] = {}
     for distance, paths in sorted(rings.items()):
@@ -94,7 +98,7 @@ def layout(graph: Neighbourhood) -> Picture:
             length = math.hypot(x2 - x1, y2 - y1) or 1.0
             shorten = (NODE_RADIUS + 3) / length  # the arrow ends at the node's rim, not its centre
             edges.append(Edge(x1, y1, x2 - (x2 - x1) * shorten, y2 - (y2 - y1) * shorten, kind, source, target))
-    return Picture(WIDTH, HEIGHT, nodes, edges, graph.truncated)
+    return Picture(width, height, nodes, edges, graph.truncated)
 
 
 __all__ = ["Edge", "Node", "Picture", "layout"]

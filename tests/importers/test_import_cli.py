@@ -124,6 +124,19 @@ def test_bad_lines_are_skipped_by_name_and_the_rest_comes_in(tmp_path):
         assert line in output, output
 
 
+def test_names_in_any_script_get_paths_of_their_own(tmp_path):
+    source, root = tmp_path / "memory.jsonl", tmp_path / "memory"
+    source.write_text("".join(json.dumps({"type": "entity", "name": name, "entityType": "city", "observations": [name]}) + "\n"
+                              for name in ("東京", "大阪", "Zürich")))
+    assert "3 imported" in run_import("mcp-memory", source, root)
+    source.write_text(source.read_text() + json.dumps({"type": "entity", "name": "京都", "entityType": "city",
+                                                       "observations": []}) + "\n")
+    assert "1 imported, 0 updated, 3 unchanged, 0 skipped" in run_import("mcp-memory", source, root)
+    with open_memory(root) as memory:
+        assert memory.exists("concept/city/zurich.md")
+        assert sorted(memory.read(info.path).title for info in memory.list("concept/city/")) == ["Zürich", "京都", "大阪", "東京"]
+
+
 def test_an_entry_an_agent_wrote_at_the_same_path_is_never_overwritten(tmp_path):
     source, root = tmp_path / "memory.jsonl", tmp_path / "memory"
     source.write_text(json.dumps({"type": "entity", "name": "Bob", "entityType": "person", "observations": ["x"]}) + "\n")
@@ -239,6 +252,13 @@ def test_a_basic_memory_folder_comes_in_with_its_relations(tmp_path):
     assert snapshot(root) == before
     (folder / "Grinding.md").write_text("# Grinding\n\nBurr grinders give an even grind. Blades do not.\n")
     assert "0 imported, 1 updated, 2 unchanged" in run_import("basic-memory", folder, root)
+    with Memory.open(Settings(root=root), load_model=False) as memory:  # a change made in memdir since
+        memory.write("concept/grinding.md", "Hand grinders too.", title="Grinding",
+                     metadata=memory.read("concept/grinding.md").metadata)
+    (folder / "Grinding.md").write_text("# Grinding\n\nBurr grinders, the source says now.\n")
+    output = run_import("basic-memory", folder, root)
+    assert "0 imported, 0 updated, 2 unchanged, 3 skipped" in output
+    assert "memory://concept/grinding.md was changed in memdir since it was imported; it is left as it is" in output
 
 
 # --------------------------------------------------------------------------- conversation exports

@@ -104,3 +104,10 @@ def test_the_picture_fits_the_canvas_and_draws_every_link(linked):
     assert ("extends", "#2f8f4e") in picture.kinds
     centre = next(node for node in picture.nodes if node.distance == 0)
     assert (centre.x, centre.y) == (WIDTH / 2, HEIGHT / 2)
+
+
+def test_a_picture_one_link_deep_draws_on_a_smaller_canvas(linked):
+    near, far = layout(browse.neighbourhood(linked, "concept/a.md")), layout(browse.neighbourhood(linked, "concept/a.md", depth=2))
+    assert (far.width, far.height) == (WIDTH, HEIGHT) and near.width < WIDTH and near.height < HEIGHT
+    for node in near.nodes:
+        assert 0 < node.x < near.width and 0 < node.y + 26 < near.height  # labels inside too
