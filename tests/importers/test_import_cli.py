@@ -23,6 +23,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+
+from tests.prerequisites import missing_prerequisite
 from typer.testing import CliRunner
 
 from memdir.cli import app
@@ -63,9 +65,9 @@ def imported(entry) -> dict:
 
 # --------------------------------------------------------------------------- the reference server
 async def write_through_reference_server(memory_file: Path) -> None:
-    if not REFERENCE_SERVER.exists():
-        pytest.fail(f"The MCP reference memory server is not installed at {REFERENCE_SERVER}: "
-                    "npm ci --prefix .ci/npm (as .ci/run does)")
+    if not REFERENCE_SERVER.exists() or shutil.which("node") is None:
+        missing_prerequisite("The MCP reference memory server (Node.js) is not installed: "
+                             "apt-get install nodejs npm && npm ci --prefix .ci/npm")
     params = StdioServerParameters(command=shutil.which("node") or "node", args=[str(REFERENCE_SERVER)],
                                    env={"MEMORY_FILE_PATH": str(memory_file), "PATH": os.environ["PATH"]})
     async with Client(params, mode="legacy") as client:
