@@ -23,13 +23,12 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-
-from tests.prerequisites import missing_prerequisite
 from typer.testing import CliRunner
 
 from memdir.cli import app
 from memdir.core.settings import Settings
 from memdir.memory import Memory
+from tests.prerequisites import missing_prerequisite
 
 PROJECT = Path(__file__).resolve().parents[2]
 FIXTURES = PROJECT / "tests" / "fixtures" / "importers"
