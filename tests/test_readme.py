@@ -149,7 +149,7 @@ def test_every_link_between_pages_leads_somewhere():
 
 def test_the_readme_is_a_short_guide_and_ci_runs_its_test_command():
     lines = text(README).splitlines()
-    assert len(lines) <= 230
+    assert len(lines) <= 230 and max(map(len, lines)) <= 160
     (install,) = [line for line in shell_lines(README) if "pip install ." in line]
     assert "[test]" not in install and "--no-deps" not in install
     (development,) = code_blocks(PROJECT / "README.md", "bash")[-1:]
