@@ -14,7 +14,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from memdir.cli import AgentOption, RootOption, StoreOption, app, console, handle_errors, load_settings
+from memdir.cli import (
+    AgentOption,
+    RootOption,
+    StoreOption,
+    app,
+    console,
+    handle_errors,
+    load_settings,
+)
 from memdir.core.entry import ENTRY_TYPES, Metadata
 from memdir.core.paths import has_control_char, normalize_path
 from memdir.core.units import plural
