@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.server.test_tool_definitions import tool_definitions  # noqa: E402 - the test counts the same JSON
+from tests.server.test_tool_definitions import tool_definitions
 
 MODES = ("retrieval", "assistant", "researcher")
 

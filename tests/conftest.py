@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
+from memdir.core.settings import Settings
+from memdir.embeddings.model_package import fetched_model_dir
 from tests.prerequisites import missing_prerequisite
 
 
 @pytest.fixture(scope="session")
 def model_cache_dir(tmp_path_factory):
-    """One cache for the built ONNX model per test run (building it is the slow part)."""
-    return tmp_path_factory.mktemp("memdir-cache")
+    """One cache for the built ONNX model per test run (building it is the slow part), holding
+    the model's files that `memdir setup` fetched into the user's cache (linked, not copied)."""
+    cache = tmp_path_factory.mktemp("memdir-cache")
+    users = Path(os.environ.get("MEMDIR_CACHE_DIR") or Settings.model_fields["cache_dir"].default)
+    fetched = fetched_model_dir(users)
+    if fetched.is_dir():
+        fetched_model_dir(cache).parent.mkdir(parents=True)
+        fetched_model_dir(cache).symlink_to(fetched, target_is_directory=True)
+    return cache
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 README = PROJECT / "README.md"
 DOCS = sorted((PROJECT / "docs").glob("*.md"))
 PAGES = [README, *DOCS]
+CLIENT_CONFIGS = [PROJECT / "plugin" / ".mcp.json", PROJECT / "plugin" / "hooks" / "hooks.json", PROJECT / "desktop" / "manifest.json"]
 INTERNAL_WORDS = re.compile(r"\bseeds?\b|SwarmMemory|LoCoMo|SemanticMemory|\bissue \d+|\bschema \d+", re.IGNORECASE)
 
 
@@ -42,7 +43,7 @@ def shell_lines(page: Path) -> list[str]:
 
 
 def memdir_command_lines() -> list[tuple[Path, list[str]]]:
-    """Every `memdir ...` a page tells a user or a client to run, as argument lists."""
+    """Every `memdir ...` a page tells a user or a client to run, or a client configuration starts, as argument lists."""
     found: list[tuple[Path, list[str]]] = []
     for page in PAGES:
         for line in shell_lines(page):
@@ -52,17 +53,23 @@ def memdir_command_lines() -> list[tuple[Path, list[str]]]:
             if words and Path(words[0]).name == "memdir":
                 found.append((page, words[1:]))
         for block in code_blocks(page, "json"):
-            data = json.loads(block)
-            for server in data.get("mcpServers", {}).values():
-                if Path(server["command"]).name == "memdir":
-                    found.append((page, server["args"]))
-            for groups in data.get("hooks", {}).values():
-                for group in groups:
-                    for hook in group["hooks"]:
-                        words = shlex.split(hook["command"])
-                        assert Path(words[0]).name == "memdir", hook
-                        found.append((page, words[1:]))
+            found += [(page, args) for args in configured_commands(json.loads(block))]
+    for config in CLIENT_CONFIGS:
+        found += [(config, args) for args in configured_commands(json.loads(config.read_text()))]
     return found
+
+
+def configured_commands(data: dict) -> list[list[str]]:
+    """The memdir argument lists a client configuration starts: MCP servers, hooks, a bundle's server."""
+    servers = [*data.get("mcpServers", {}).values(), *([data["server"]["mcp_config"]] if "server" in data else [])]
+    commands = [server["args"] for server in servers if Path(server["command"]).name == "memdir"]
+    for groups in data.get("hooks", {}).values():
+        for group in groups:
+            for hook in group["hooks"]:
+                words = shlex.split(hook["command"])
+                assert Path(words[0]).name == "memdir", hook
+                commands.append(words[1:])
+    return commands
 
 
 def is_group(command: object) -> bool:
@@ -142,7 +149,7 @@ def test_every_link_between_pages_leads_somewhere():
 
 def test_the_readme_is_a_short_guide_and_ci_runs_its_test_command():
     lines = text(README).splitlines()
-    assert len(lines) <= 230
+    assert len(lines) <= 230 and max(map(len, lines)) <= 160
     (install,) = [line for line in shell_lines(README) if "pip install ." in line]
     assert "[test]" not in install and "--no-deps" not in install
     (development,) = code_blocks(PROJECT / "README.md", "bash")[-1:]

@@ -69,7 +69,7 @@ def serve(
     if sys.stdin.isatty():  # started by hand: say why nothing happens, and how to stop
         print(
             "memdir serve: waiting for an MCP client on stdin (an MCP client starts this command itself; "
-            "see the README's \"Connecting a client\"). Ctrl-C stops it.",
+            "`claude mcp add memdir -- memdir serve` sets one up; docs/clients.md says more). Ctrl-C stops it.",
             file=sys.stderr,
         )
     run_server(settings)

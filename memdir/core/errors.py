@@ -158,8 +158,8 @@ class RootNotFoundError(MemdirError):
 class RedirectError(MemdirError):
     """A stub entry whose redirect is circular, too deep, broken or malformed."""
 
-    def __init__(self, path: str, message: str, hint: str = "") -> None:
-        super().__init__(message, hint)
+    def __init__(self, path: str, message: str, hint: str = "", cli_hint: str = "") -> None:
+        super().__init__(message, hint, cli_hint)
         self.path = path
 
 

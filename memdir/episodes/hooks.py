@@ -3,7 +3,7 @@
 Both read the hook's JSON payload from stdin and never fail the session: any problem is
 one line on stderr and exit code 0.
 
-* ``memdir hook session-end`` (``SessionEnd`` or ``Stop``) — payload
+* ``memdir hook session-end`` (``SessionEnd``, ``PreCompact`` or ``Stop``) — payload
   ``{session_id, transcript_path, cwd, hook_event_name}``: ingests the transcript
   (idempotent, so a ``Stop`` hook after every reply only updates the last episode).
 * ``memdir hook session-start`` (``SessionStart``) — payload ``{session_id, cwd,

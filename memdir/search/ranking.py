@@ -22,7 +22,7 @@ weighted mean, each with its own weight (a setting; 0 turns it off):
 * **recency** — ``exp(-ln 2 * days / recency_half_life_days)`` since the entry was last
   read by an agent (the derived index's ``accessed_at``), else since it was written.
 
-The defaults were chosen by measurement (``bench/bench_ranking_signals.py``; the README's
+The defaults were chosen by measurement (``bench/bench_ranking_signals.py``; bench/RESULTS.md's
 figures): a signal stays on by default only where it did not lower LoCoMo recall.
 """
 

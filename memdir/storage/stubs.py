@@ -41,6 +41,7 @@ _KIND_LINE = re.compile(r"# (merged|moved)(?!\w|-(?!>))")
 _FULL_LINE = re.compile(r"# (merged|moved)\s*(?:→|->)\s*(.*?)\s*")
 
 _FIX_HINT = "Rewrite the stub as '# merged → concept/example.md' (or '# moved → …'), or delete it with MemoryDelete."
+_CLI_FIX_HINT = "Rewrite the stub as '# merged → concept/example.md' (or '# moved → …'), or delete it (`memdir delete PATH`)."
 
 
 def looks_like_stub(head: bytes) -> bool:
@@ -104,6 +105,7 @@ def parse_stub(text: str, path: str = "") -> Redirect | None:
             path,
             f"{where} is a malformed redirect stub: its first line {first_line!r} names no target.",
             _FIX_HINT,
+            _CLI_FIX_HINT,
         )
     raw_target = full.group(2)
     try:
@@ -114,6 +116,7 @@ def parse_stub(text: str, path: str = "") -> Redirect | None:
             f"{where} is a malformed redirect stub: its target {raw_target!r} is not a valid memory path "
             f"({exc.message})",
             _FIX_HINT,
+            _CLI_FIX_HINT,
         ) from exc
     return Redirect(kind=full.group(1), target=target)
 
@@ -152,6 +155,8 @@ def follow(
                 "which does not exist.",
                 f"Delete the stub memory://{chain[-2]} or write it again pointing at an existing entry "
                 "(use MemoryGlob to find it).",
+                f"Delete the stub (`memdir delete {chain[-2]}`) or write it again pointing at an existing entry "
+                "(`memdir list` finds it).",
             ) from None
         if redirect is None:
             return current
@@ -162,6 +167,7 @@ def follow(
                 path,
                 f"Circular redirect: {cycle}.",
                 "Replace one stub in the cycle with real content (MemoryWrite) or delete it (MemoryDelete).",
+                "Replace one stub in the cycle with real content (`memdir add PATH`) or delete it (`memdir delete PATH`).",
             )
         if len(chain) > max_hops:
             raise RedirectError(
@@ -169,6 +175,8 @@ def follow(
                 f"memory://{path} redirects more than {max_hops} times "
                 f"({' → '.join(f'memory://{p}' for p in chain)} → …).",
                 f"Point memory://{path} directly at the final entry, e.g. with MemoryDefrag, "
+                "so that readers reach it in fewer hops.",
+                f"Point memory://{path} directly at the final entry (rewrite the stub, or `memdir defrag`), "
                 "so that readers reach it in fewer hops.",
             )
         chain.append(target)

@@ -89,3 +89,12 @@ def test_rebuild_refuses_a_mistyped_directory_and_creates_nothing(tmp_path):
     result = runner.invoke(app, ["rebuild", str(missing)])
     assert result.exit_code == 1 and f"There is no memory root at {missing}; nothing was created." in result.output
     assert not missing.exists()
+
+
+def test_a_broken_redirect_read_from_the_shell_names_shell_commands(root):
+    (root / "fact").mkdir(parents=True)  # two stubs written by hand, each redirecting to the other
+    (root / "fact" / "a.md").write_text("# merged → fact/b.md\n")
+    (root / "fact" / "b.md").write_text("# merged → fact/a.md\n")
+    result = memdir(root, "read", "fact/a.md")
+    assert result.exit_code == 1 and "Circular redirect" in result.output
+    assert "`memdir delete PATH`" in result.output and "MemoryDelete" not in result.output

@@ -137,7 +137,8 @@ def test_a_missing_model_is_explained_once(hand_written_root, tmp_path):
 
 def test_a_new_user_without_the_model_package_hears_once_that_semantic_search_is_unavailable(hand_written_root, tmp_path):
     no_package = "import memdir.embeddings.resolve as r; r.find_package_model = lambda: None; from memdir.cli import app; app()"
-    env = {**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "true", "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "true", "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1",
+           "MEMDIR_CACHE_DIR": str(tmp_path / "cache")}  # nor the files `memdir setup` fetches
     done = subprocess.run([sys.executable, "-c", no_package, "status", "--root", str(hand_written_root)], env=env,
                           capture_output=True, text=True, timeout=120)
     said = (done.stdout + done.stderr).lower()

