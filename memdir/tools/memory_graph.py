@@ -20,7 +20,7 @@ def memory_graph(
     kinds: list[str] | None = None,
     mermaid: bool = False,
 ) -> str:
-    """Show the entries linked to an entry: check what builds on, contradicts or replaces it before relying on it.
+    """Show the entries linked to an entry: what builds on, contradicts or replaces it, before you rely on it.
 
     Args:
         path: the entry at the centre.

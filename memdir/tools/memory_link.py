@@ -12,9 +12,7 @@ if TYPE_CHECKING:
 
 
 def memory_link(memory: Memory, source: str, target: str, kind: str = "references", strength: float = 1.0) -> str:
-    """Link one entry to another: it extends, implements, contradicts, supersedes or references it.
-
-    The same kind again replaces the link.
+    """Link one entry to another: it extends, implements, contradicts, supersedes or references it (again: replaced).
 
     Args:
         source: the entry the link starts from.

@@ -39,12 +39,12 @@ def memory_search(
         top_k: how many results.
         type: only these entry types.
         path_prefix: only under this folder.
-        tags: only entries with one of these tags.
-        threshold: only results scoring at least this (0-1).
+        tags: only entries with any of these tags.
+        threshold: least score (0-1).
         explain: add each result's score breakdown.
         include_archived: also archived and superseded entries.
         view_all: also entries outside your role's view.
-        min_importance: only entries at least this important (1-10; an entry stating none counts as 5).
+        min_importance: least importance (1-10).
 
     Returns:
         ``N results for 'QUERY':`` then per result ``1. memory://path "Title" (type, score 0.62)``

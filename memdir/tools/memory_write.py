@@ -57,7 +57,7 @@ def memory_write(
         related: paths of related entries.
         domain: a category, e.g. ``programming/ruby``.
         confidence: how sure you are.
-        source: where it came from, e.g. ``user`` or ``documentation``.
+        source: where it came from, e.g. ``user``.
         tools: skills only: the tools it needs.
         permissions: skills only, e.g. ``{"Bash": {"allowed_commands": ["^pytest"]}}``.
         kind: for agent roles (optional).

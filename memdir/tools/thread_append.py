@@ -38,9 +38,7 @@ def thread_append(
     """Append a message to a working-memory thread (created on first use); ThreadContext gives it back.
 
     ``@@memory('semantic')@@`` in a message switches strategy (or virtual, fragment);
-    ``@@ref('p3')@@`` / ``@@unref('p3')@@`` page a page (or one chunk, ``c41``) in or out. A marker naming
-    nothing known is ignored, the message kept, and the reply says so. "Remember: ..." and "we decided ..."
-    messages stay verbatim.
+    ``@@ref('p3')@@`` / ``@@unref('p3')@@`` page in or out (a chunk too).
 
     Args:
         thread: the thread id, e.g. ``support-chat-42``.
@@ -48,8 +46,8 @@ def thread_append(
         content: the message text.
         chunk_type: default from the role; ``agent-action`` for a tool call, ``action-response`` for its result.
         retention: ``critical`` is never compacted.
-        importance: 0-1 (default 0.5, or 0.9 / 0.75 for a remember / decided phrase); 0.7+ stays verbatim.
-        call_id: pairs a tool call and its result (never separated).
+        importance: 0-1 (default 0.5, more for "remember"); 0.7+ stays verbatim.
+        call_id: pairs a tool call and its result.
 
     Returns:
         `Appended c12 to thread T (strategy virtual).`, or where it was queued (stepping or

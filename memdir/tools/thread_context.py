@@ -17,8 +17,7 @@ def thread_context(memory: Memory, thread: str, budget_tokens: int, query: str |
     Args:
         thread: the thread id.
         budget_tokens: the most tokens the context may take.
-        query: what you are working on: the semantic strategy brings back the turns nearest to it,
-            compacted ones included (default: the last user message).
+        query: what you are working on (semantic).
 
     Returns:
         A header `Thread T · strategy S · N of B tokens · K of M messages shown`, notes, then

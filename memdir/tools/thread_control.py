@@ -128,8 +128,7 @@ def thread_control(memory: Memory, thread: str, action: str, value: str | None =
 
     Args:
         thread: the thread id.
-        action: with a value: ``strategy`` (virtual, fragment, semantic), ``mode`` (auto, stepping), ``fork`` (new id),
-            ``ref``/``unref`` (a page id such as p3, or a chunk id such as c41: a summary brings back what it replaced).
+        action: with a value: ``strategy`` (virtual, fragment, semantic), ``mode`` (auto, stepping), ``fork`` (new id), ``ref``/``unref`` (page or chunk id).
         value: the action's argument.
 
     Returns:
