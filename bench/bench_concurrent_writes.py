@@ -31,10 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench_write import words_source  # noqa: E402  (the same LoCoMo words as the write bench)
+
 from memdir.core.errors import LockTimeoutError  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
-from bench_write import words_source  # noqa: E402  (the same LoCoMo words as the write bench)
 
 SPAWN = multiprocessing.get_context("spawn")
 QUERIES = ["what did she research", "camping trip with the kids", "painting a sunrise", "adoption agency"]

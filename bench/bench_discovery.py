@@ -33,9 +33,10 @@ from pathlib import Path
 
 from bench_recall_locomo import parse_overrides
 from corpora import DEFAULT_LOCOMO, docs_corpus, locomo_corpora, real_embedder, write_store
+from stores import CHECK_PROMPTS, STORES, TUNING_PROMPTS, store_docs
+
 from memdir.core.settings import Settings
 from memdir.tools.discovery import discover
-from stores import CHECK_PROMPTS, STORES, TUNING_PROMPTS, store_docs
 
 SHORT_MESSAGES = ["thanks!", "hello test", "ok", "great, thanks", "lgtm", "sounds good", "yes please", "hi there",
                   "good morning", "cool", "thank you so much", "perfect", "nice work", "go ahead"]

@@ -58,7 +58,7 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -66,12 +66,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from memdir.core.entry import EPISODES_PREFIX  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.episodes.ingest import ingest  # noqa: E402
 from memdir.episodes.model import Message  # noqa: E402
 from memdir.episodes.recall import rank  # noqa: E402
 from memdir.episodes.segment import SegmentConfig, segment  # noqa: E402
-from memdir.core.entry import EPISODES_PREFIX  # noqa: E402
 from memdir.episodes.store import read_episode  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
 
@@ -98,7 +98,7 @@ def parse_evidence(raw: list[str]) -> set[str]:
 
 def session_time(text: str) -> datetime:
     """``1:56 pm on 8 May, 2023`` → an aware datetime."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def load(path: Path) -> list[Conversation]:

@@ -37,7 +37,7 @@ import shutil
 import statistics
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +63,7 @@ def build(root: Path, n: int, seed: int, data: Path) -> None:
     convs = conversations(data) if data.is_file() else synthetic_conversations(rng)
     centroids = np_rng.normal(size=(len(convs), DIM)).astype(np.float32)
     adapter = FilesystemAdapter(root)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     paths = [f"fact/topic-{k % 40:02d}/entry-{k:05d}.md" for k in range(n)]
     written: list[tuple[str, np.ndarray]] = []
     started = time.perf_counter()

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -90,7 +90,7 @@ memory.close()
 
 def write_root(root: Path, entries: int) -> None:
     """``entries`` entries in SwarmMemory's on-disk format, written directly (no index, no model)."""
-    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
     for i in range(entries):
         kind = TYPES[i % 4]
         path = f"{kind}/folder-{i % 200}/entry-{i}.md"

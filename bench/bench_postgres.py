@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -51,19 +51,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psycopg  # noqa: E402
-from pgvector.psycopg import register_vector  # noqa: E402
-
 from bench_search import TextGenerator, summary, timed  # noqa: E402
 from corpora import DEFAULT_LOCOMO, locomo_corpora, real_embedder  # noqa: E402
+from pgvector.psycopg import register_vector  # noqa: E402
+
 from memdir.core.entry import Metadata, entry_type  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.embeddings.text import text_recipe  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
-from memdir.storage.records import entry_terms
 from memdir.storage.postgres.adapter import as_array, metadata_json  # noqa: E402
 from memdir.storage.postgres.index import stored_term  # noqa: E402
 from memdir.storage.postgres.schema import HNSW_OPTIONS, VECTOR_INDEX, migrate  # noqa: E402
-from memdir.storage.records import folder_of
+from memdir.storage.records import entry_terms, folder_of
 
 TYPES = ("concept", "fact", "skill", "experience")
 BASES = 1024
@@ -112,7 +111,7 @@ def load(url: str, n: int, bases: np.ndarray, model_id: str, recipe: str, weight
         conn.execute("DROP INDEX postings_entry")
         stats: Counter[str] = Counter()
         total_length = total_size = 0
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         batch = 20_000
         for start in range(0, n, batch):
             count = min(batch, n - start)

@@ -26,9 +26,10 @@ import time
 from pathlib import Path
 
 from corpora import DEFAULT_LOCOMO, locomo_corpora, real_embedder, write_store
-from memdir.server.prefetch import warm
+
 from memdir.core.settings import Settings
 from memdir.memory import Memory
+from memdir.server.prefetch import warm
 
 
 def replay(root: Path, questions: list[str], embedder, *, warmed: bool, top_k: int, reads: int) -> dict:

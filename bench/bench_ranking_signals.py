@@ -32,17 +32,17 @@ import dataclasses
 import re
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-
 from bench_recall_locomo import evaluate
 from corpora import DEFAULT_LOCOMO, Doc, locomo_corpora, real_embedder, write_store
+from link_sequence import link_sequence
+
 from memdir.core.settings import Settings
 from memdir.episodes.heuristics import message_importance
 from memdir.episodes.model import Message
-from link_sequence import link_sequence
 from memdir.optimization.defragmenter import Defragmenter
 
 _DATE = re.compile(r", (\d{1,2} \w+, \d{4})$")
@@ -51,7 +51,7 @@ _DATE = re.compile(r", (\d{1,2} \w+, \d{4})$")
 def turn_date(title: str) -> datetime | None:
     """``"Caroline, 8 May, 2023"`` -> 2023-05-08 (UTC)."""
     found = _DATE.search(title)
-    return datetime.strptime(found.group(1), "%d %B, %Y").replace(tzinfo=timezone.utc) if found else None
+    return datetime.strptime(found.group(1), "%d %B, %Y").replace(tzinfo=UTC) if found else None
 
 
 def as_recorded(docs: list[Doc], now: datetime) -> list[Doc]:
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     base = Settings(graph_weight=0.0, importance_weight=0.0, recency_weight=0.0)
     embedder = real_embedder(args.cache, "locomo")
     corpora = locomo_corpora(args.data)[: args.conversations]
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="memdir-ranking-") as tmp:
         started = time.perf_counter()
         stores = [(c, write_store(Path(tmp) / c.name, as_recorded(c.docs, now), base, embedder)) for c in corpora]

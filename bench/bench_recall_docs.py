@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from bench_recall_locomo import parse_overrides
 from corpora import docs_corpus, real_embedder, recall_at, write_store
+
 from memdir.core.settings import Settings
 from memdir.search.hybrid import HybridSearcher
 

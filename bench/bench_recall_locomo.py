@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from corpora import CATEGORIES, DEFAULT_LOCOMO, locomo_corpora, real_embedder, recall_at, write_store
+
 from memdir.core.settings import Settings
 from memdir.search.hybrid import HybridSearcher
 

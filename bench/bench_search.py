@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
+from memdir.core.keywords import STOP_WORDS
 from memdir.core.settings import Settings
 from memdir.search.hybrid import HybridSearcher
-from memdir.core.keywords import STOP_WORDS
 from memdir.storage.directory.index import DerivedIndex, FileStats
 
 DIM = 384

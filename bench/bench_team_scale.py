@@ -38,10 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psycopg  # noqa: E402
-
 from bench_postgres import base_vectors, build_vector_index, exact_top_10, load, prepared  # noqa: E402
 from bench_search import TextGenerator  # noqa: E402
 from corpora import DEFAULT_LOCOMO  # noqa: E402
+
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.embeddings.text import text_recipe  # noqa: E402
 

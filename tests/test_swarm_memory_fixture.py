@@ -8,14 +8,14 @@ out independently, so a mistake in either shows up here.
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-
 from fakes import FakeEmbedder
+
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.storage.base import Redirect
@@ -23,7 +23,7 @@ from memdir.storage.directory.filesystem import FilesystemAdapter
 from memdir.storage.directory.index import listing
 
 FIXTURE = Path(__file__).parent / "fixtures" / "swarm_memory"
-UTC = timezone.utc
+UTC = UTC
 
 
 def fixture_vector(seed: int) -> np.ndarray:

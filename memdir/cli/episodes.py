@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Annotated, Optional
+
 import typer
 
-from memdir.cli.common import app, console, RootOption, AgentOption, StoreOption, JsonOption, load_settings, handle_errors
-
+from memdir.cli.common import AgentOption, JsonOption, RootOption, StoreOption, app, console, handle_errors, load_settings
 
 episode_hooks = typer.Typer(
     help="Claude Code hook commands: read the hook's JSON payload on stdin; never fail the session.",

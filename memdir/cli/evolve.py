@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -154,5 +154,5 @@ def unarchive(
     from memdir.memory import Memory
 
     with Memory.open(load_settings(root, agent, **identity(role, admin, shared)), load_model=False) as memory:
-        entry = restore(memory, path, now=datetime.now(timezone.utc))
+        entry = restore(memory, path, now=datetime.now(UTC))
     console().print(f"[green]memory://{entry.path} is back in search and discovery.[/green]")

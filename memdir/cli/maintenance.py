@@ -5,9 +5,25 @@ from __future__ import annotations
 import dataclasses
 import json
 from typing import Annotated, Optional
+
 import typer
 
-from memdir.cli.common import app, console, RootOption, AgentOption, StoreOption, JsonOption, RoleOption, AdminOption, SharedOption, DirArgument, root_of, load_settings, identity, handle_errors
+from memdir.cli.common import (
+    AdminOption,
+    AgentOption,
+    DirArgument,
+    JsonOption,
+    RoleOption,
+    RootOption,
+    SharedOption,
+    StoreOption,
+    app,
+    console,
+    handle_errors,
+    identity,
+    load_settings,
+    root_of,
+)
 
 
 @app.command()

@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from typing import Annotated, Optional
-import typer
-from memdir.core.entry import ENTRY_TYPES
 
-from memdir.cli.common import app, RootOption, AgentOption, StoreOption, JsonOption, entry_types, non_empty, load_settings, handle_errors
+import typer
+
+from memdir.cli.common import AgentOption, JsonOption, RootOption, StoreOption, app, entry_types, handle_errors, load_settings, non_empty
+from memdir.core.entry import ENTRY_TYPES
 
 
 @app.command()

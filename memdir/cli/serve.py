@@ -6,9 +6,22 @@ import json
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
+
 import typer
 
-from memdir.cli.common import app, RootOption, ServeRootOption, AgentOption, StoreOption, RoleOption, AdminOption, SharedOption, load_settings, identity, handle_errors
+from memdir.cli.common import (
+    AdminOption,
+    AgentOption,
+    RoleOption,
+    RootOption,
+    ServeRootOption,
+    SharedOption,
+    StoreOption,
+    app,
+    handle_errors,
+    identity,
+    load_settings,
+)
 
 
 class ServeMode(str, Enum):

@@ -6,11 +6,12 @@ import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated, Any
+
 import typer
+
+from memdir.cli.common import AgentOption, DirArgument, JsonOption, RootOption, StoreOption, app, console, handle_errors, load_settings, progress_bar, root_of
 from memdir.core.errors import RootNotFoundError
 from memdir.core.units import plural
-
-from memdir.cli.common import app, console, RootOption, AgentOption, StoreOption, JsonOption, DirArgument, root_of, load_settings, handle_errors, progress_bar
 
 
 @app.command()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Optional
+
 import typer
+
+from memdir.cli.common import AgentOption, RootOption, StoreOption, app, console, handle_errors, load_settings, progress_bar
 from memdir.core.settings import Settings
 from memdir.core.units import plural
-
-from memdir.cli.common import app, console, RootOption, AgentOption, StoreOption, load_settings, handle_errors, progress_bar
-
 
 StoreArgument = Annotated[str, typer.Argument(metavar="DIR_OR_URL", help="A directory, or a postgresql:// URL.")]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -50,7 +50,7 @@ def check_entry_types(values: Iterable[str] | None) -> None:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 IMPORTANCE_RANGE = (1.0, 10.0)
@@ -123,7 +123,7 @@ class Metadata(BaseModel):
     @field_validator("archived_at", mode="after")
     @classmethod
     def _aware_time(cls, value: datetime | None) -> datetime | None:
-        return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
     @property
     def all_links(self) -> list[Link]:

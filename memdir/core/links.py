@@ -20,7 +20,7 @@ it from here (the graph operations are in `memdir.graph`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal, SupportsFloat, SupportsIndex
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -44,7 +44,7 @@ RELATED_KIND: LinkKind = "references"
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def check_link_kind(kind: object) -> LinkKind:
@@ -121,7 +121,7 @@ class Link(BaseModel):
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
         """Naive times (a hand edit) are UTC."""
-        return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
     @property
     def key(self) -> tuple[str, str]:
@@ -179,7 +179,7 @@ def parse_links(raw: Any) -> tuple[list[Link], list[Any]]:
 
 def related_links(related: Iterable[str]) -> list[Link]:
     """SwarmMemory's ``related`` paths as links (references, user, 1.0); unusable paths are skipped."""
-    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)  # unknown: the ``related`` list records no time
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)  # unknown: the ``related`` list records no time
     found = []
     for value in related:
         target = link_target(value)

@@ -117,4 +117,7 @@ def is_unset(value: Any) -> bool:
     return value is _UNSET
 
 
-__all__ = ["AGENT_NAME", "APP_NAME", "CONFIG_NAME", "HOOK_SOCKET_TIMEOUT", "PRIVILEGED", "config_file", "default_root", "is_unset", "project_config_file", "quick_setting"]
+__all__ = [
+    "AGENT_NAME", "APP_NAME", "CONFIG_NAME", "HOOK_SOCKET_TIMEOUT", "PRIVILEGED",
+    "config_file", "default_root", "is_unset", "project_config_file", "quick_setting",
+]

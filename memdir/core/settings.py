@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, field_validator, model_validator, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -31,7 +31,7 @@ from pydantic_settings import (
 )
 
 from memdir.core.errors import ConfigError
-from memdir.core.locations import AGENT_NAME, APP_NAME, config_file, default_root, HOOK_SOCKET_TIMEOUT, PRIVILEGED, project_config_file
+from memdir.core.locations import AGENT_NAME, APP_NAME, HOOK_SOCKET_TIMEOUT, PRIVILEGED, config_file, default_root, project_config_file
 from memdir.core.suggest import did_you_mean
 
 Mode = Literal["assistant", "retrieval", "researcher"]

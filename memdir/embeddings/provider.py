@@ -12,6 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 from enum import Enum
+
 from memdir.core.errors import MemdirError
 from memdir.core.heap import release_freed_memory
 from memdir.core.settings import Settings

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from memdir.core.signals import DECISION, DECISION_IMPORTANCE, REMEMBER, REMEMBER_IMPORTANCE
-from memdir.episodes.model import Episode, Message, Outcome, OUTCOMES
+from memdir.episodes.model import OUTCOMES, Episode, Message, Outcome
 from memdir.episodes.segment import hinted_tags, start_marker, without_markers
 
 # ---------------------------------------------------------------- tags

@@ -25,16 +25,16 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memdir.core.entry import EPISODES_PREFIX
 from memdir.core.errors import InputValidationError
 from memdir.core.units import plural
 from memdir.episodes.heuristics import clip_words, describe
 from memdir.episodes.model import OUTCOMES, Episode, Message
 from memdir.episodes.segment import RECORD_TOOL, SegmentConfig, segment
-from memdir.core.entry import EPISODES_PREFIX
 from memdir.episodes.store import Summarize, save_many
 
 if TYPE_CHECKING:
@@ -87,12 +87,12 @@ def parse_time(value: Any) -> datetime | None:
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = value / 1000 if value > 1e11 else value
-        return datetime.fromtimestamp(seconds, tz=timezone.utc)
+        return datetime.fromtimestamp(seconds, tz=UTC)
     try:
         moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _tool_use_text(name: str, arguments: Any) -> str:

@@ -27,15 +27,15 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from memdir.core.entry import EPISODES_PREFIX
 from memdir.core.errors import EntryNotFoundError
 from memdir.core.keywords import names_any
 from memdir.core.settings import Settings
-from memdir.episodes.heuristics import clip_words
 from memdir.core.units import estimate_tokens
-from memdir.core.entry import EPISODES_PREFIX
+from memdir.episodes.heuristics import clip_words
 from memdir.episodes.store import OUTCOME_ICONS, StoredEpisode, list_episodes, read_episode
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def rank(candidates: list[tuple[StoredEpisode, float]], settings: Settings, *, n
     """Rank (episode, relevance) pairs by adjusted score, at most ``limit``, of those whose relevance
     (with its recency decay, without the importance boost) reaches ``threshold``: the boost
     reorders what is relevant, it does not make an unrelated episode relevant."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     ranked = []
     for episode, relevance in candidates:
         age = age_in_days(episode, now)
@@ -156,7 +156,7 @@ def episode_reminder(ranked: list[RankedEpisode], now: datetime | None = None) -
     """The discovery block for episodes (empty string when there are none)."""
     if not ranked:
         return ""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     lines = ["<system-reminder>", f"🧭 Found {len(ranked)} past episode(s) that may help with this:", ""]
     for item in ranked:
         strength = "keyword match" if item.keyword_only else f"{round(item.score * 100)}% match"
@@ -184,7 +184,7 @@ def where_we_left_off(memory: Memory, *, project: str | None = None, settings: S
         token_budget: default ``episode_session_start_budget``.
     """
     settings = settings or memory.settings
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     budget = settings.episode_session_start_budget if token_budget is None else token_budget
     where = f" in {project}" if project else ""
     header = ["<system-reminder>", f"🧭 Where we left off{where} — the most recent episodes, newest first:"]

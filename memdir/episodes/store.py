@@ -34,7 +34,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from memdir.core.entry import EPISODES_PREFIX
@@ -91,7 +91,7 @@ class StoredEpisode:
 # ---------------------------------------------------------------- paths and fingerprints
 def episode_key(session_id: str, started: datetime | None, index: int = 0) -> str:
     """8 hex digits identifying an episode by (session, start); undated episodes by position."""
-    moment = started.astimezone(timezone.utc).isoformat() if started else f"#{index}"
+    moment = started.astimezone(UTC).isoformat() if started else f"#{index}"
     return hashlib.sha256(f"{session_id}|{moment}".encode()).hexdigest()[:8]
 
 
@@ -105,7 +105,7 @@ def slugify(text: str, max_length: int = 48) -> str:
 
 
 def date_folder(started: datetime | None) -> str:
-    return started.astimezone(timezone.utc).strftime("%Y-%m-%d") if started else UNDATED
+    return started.astimezone(UTC).strftime("%Y-%m-%d") if started else UNDATED
 
 
 def episode_path(episode: Episode) -> str:
@@ -137,14 +137,14 @@ def find_existing(memory: Memory, episode: Episode) -> str | None:
 
 # ---------------------------------------------------------------- rendering
 def _iso(moment: datetime | None) -> str | None:
-    return moment.astimezone(timezone.utc).isoformat() if moment else None
+    return moment.astimezone(UTC).isoformat() if moment else None
 
 
 def _span(episode: Episode) -> str:
     if not episode.started:
         return "undated"
-    start = episode.started.astimezone(timezone.utc)
-    end = (episode.ended or episode.started).astimezone(timezone.utc)
+    start = episode.started.astimezone(UTC)
+    end = (episode.ended or episode.started).astimezone(UTC)
     tail = end.strftime("%H:%M") if end.date() == start.date() else end.strftime("%Y-%m-%d %H:%M")
     return f"{start:%Y-%m-%d %H:%M}–{tail} UTC"
 
@@ -163,7 +163,7 @@ def render(episode: Episode, word_limit: int = 250) -> str:
     head = [f"# {episode.name}", "", " ".join(episode.summary.split()) or "(no summary)", "", facts, *context]
     quotes = []
     for message in key_messages(episode.messages):
-        stamp = f" {message.timestamp.astimezone(timezone.utc):%H:%M}" if message.timestamp else ""
+        stamp = f" {message.timestamp.astimezone(UTC):%H:%M}" if message.timestamp else ""
         text = clip_words(" ".join(quoted_text(message).split()), KEY_MESSAGE_WORDS)
         quotes.append(f"- **{message.who}**{stamp}: {text}")
     while True:
@@ -268,14 +268,14 @@ def _extra(entry: Entry, key: str) -> Any:
 
 def _parse_time(value: Any) -> datetime | None:
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if not value:
         return None
     try:
         moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def stored_episode(entry: Entry) -> StoredEpisode:
@@ -329,7 +329,7 @@ def iter_recent(memory: Memory) -> Iterator[StoredEpisode]:
                 batch.append(read_episode(memory, path))
             except EntryNotFoundError:  # deleted meanwhile
                 continue
-        epoch = datetime.min.replace(tzinfo=timezone.utc)
+        epoch = datetime.min.replace(tzinfo=UTC)
         yield from sorted(batch, key=lambda episode: episode.when or epoch, reverse=True)
 
 
@@ -340,14 +340,14 @@ def parse_since(value: str | datetime | None, now: datetime | None = None) -> da
     text = value.strip().lower()
     if not text:
         return None
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     relative = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(m|min|h|d|w)", text)
     if relative:
         amount, unit = float(relative.group(1)), relative.group(2)
         minutes = {"m": 1, "min": 1, "h": 60, "d": 1440, "w": 10080}[unit]
         return now - timedelta(minutes=amount * minutes)
     if text in ("today", "yesterday"):
-        midnight = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+        midnight = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         return midnight - timedelta(days=1 if text == "yesterday" else 0)
     moment = _parse_time(value.strip())
     if moment is None:
@@ -385,7 +385,7 @@ def list_episodes(
         found.append(episode)
         if limit is not None and len(found) >= limit:
             break
-    epoch = datetime.min.replace(tzinfo=timezone.utc)
+    epoch = datetime.min.replace(tzinfo=UTC)
     return sorted(found, key=lambda episode: episode.when or epoch, reverse=True)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memdir.core.entry import EPISODES_PREFIX, importance_on_scale
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 def aware(moment: datetime) -> datetime:
     """Naive times (hand-edited files) are UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def days_between(earlier: datetime, later: datetime) -> float:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +88,8 @@ def _note(file: Path, relative: Path) -> tuple[Incoming, list[str], list[tuple[s
     named = {target for _, target in mentions}
     mentions += [("links_to", target) for target in _WIKI.findall(text) if target not in named]
     stat = file.stat()
-    created = parse_time(front.get("created")) or datetime.fromtimestamp(stat.st_ctime, tz=timezone.utc)
-    modified = parse_time(front.get("modified") or front.get("updated")) or datetime.fromtimestamp(stat.st_mtime, tz=timezone.utc)
+    created = parse_time(front.get("created")) or datetime.fromtimestamp(stat.st_ctime, tz=UTC)
+    modified = parse_time(front.get("modified") or front.get("updated")) or datetime.fromtimestamp(stat.st_mtime, tz=UTC)
     extra = {key: value for key, value in front.items() if key not in STANDARD_FIELDS}
     origin: dict[str, Any] = {"entity_type": str(front.get("type") or "note"), "file": relative.as_posix()}
     if extra:

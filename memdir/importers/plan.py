@@ -22,7 +22,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -127,7 +127,7 @@ def link_kind(relation: str) -> str:
 
 
 def iso(moment: datetime | None) -> str | None:
-    return moment.astimezone(timezone.utc).isoformat() if moment else None
+    return moment.astimezone(UTC).isoformat() if moment else None
 
 
 def _digest(record: Incoming, links: list[dict[str, Any]]) -> str:

@@ -38,11 +38,11 @@ import numpy as np
 from memdir.core.entry import Entry, Metadata, importance_on_scale, utcnow
 from memdir.core.errors import (
     DiskFullError,
-    MemdirError,
     EntryNotFoundError,
     InputValidationError,
     InvalidPathError,
     LockTimeoutError,
+    MemdirError,
     ReadOnlyEntryError,
     ReadOnlyRootError,
     RedirectError,
@@ -50,8 +50,8 @@ from memdir.core.errors import (
 )
 from memdir.core.files import disk_errors
 from memdir.core.identity import Actor, Labels
-from memdir.core.links import RELATED_KIND, Link, check_link_kind, make_link, related_links
 from memdir.core.keywords import extract_keywords, porter_stem
+from memdir.core.links import RELATED_KIND, Link, check_link_kind, make_link, related_links
 from memdir.core.paths import normalize_path
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget, check_length
@@ -71,13 +71,11 @@ from memdir.search.text_search import (
     path_filter,
 )
 from memdir.storage.audit_log import ACTIONS, AuditRecord, change_diff
-from memdir.storage.base import paged_listing, EntryIndex, Redirect, StorageAdapter
-from memdir.storage.records import EntryInfo, FileStats
+from memdir.storage.base import EntryIndex, Redirect, StorageAdapter, paged_listing
 from memdir.storage.credentials import shown
-from memdir.storage.entry_cache import EntryCache, load_report, PrefetchReport, save_report
+from memdir.storage.entry_cache import EntryCache, PrefetchReport, load_report, save_report
 from memdir.storage.evolution_records import record_importance
-from memdir.storage.records import ImportanceChange
-from memdir.storage.records import Edge, Listed
+from memdir.storage.records import Edge, EntryInfo, FileStats, ImportanceChange, Listed
 from memdir.storage.stores import open_store
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +102,7 @@ class Item:
         return {link.target for link in self.links}
 
     def age_days(self, now: datetime) -> float:
-        updated = self.updated_at if self.updated_at.tzinfo else self.updated_at.replace(tzinfo=timezone.utc)
+        updated = self.updated_at if self.updated_at.tzinfo else self.updated_at.replace(tzinfo=UTC)
         return (now - updated).total_seconds() / SECONDS_PER_DAY
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memdir.core.links import RELATED_KIND, Link, make_link
@@ -27,11 +27,10 @@ from memdir.core.quality import QUALITY_POINTS
 from memdir.core.units import plural
 from memdir.optimization import planning
 from memdir.optimization.actions import Changer, only_in_other
-from memdir.optimization.options import DEFAULT_MERGE_STRATEGY
 from memdir.optimization.analyzer import analyze, format_health_report
 from memdir.optimization.corpus import Corpus, Item
 from memdir.optimization.journal import Journal
-from memdir.optimization.options import ACTIONS, DEFAULT_LIMIT, parse_dry_run, resolve_options
+from memdir.optimization.options import ACTIONS, DEFAULT_LIMIT, DEFAULT_MERGE_STRATEGY, parse_dry_run, resolve_options
 from memdir.optimization.pairs import Similar
 from memdir.optimization.planning import LINK_WORDS
 from memdir.optimization.reports import DRY_RUN_NOTE, UNDO_NOTE, Report, bullet_list, demote, document, next_step
@@ -57,7 +56,7 @@ class Defragmenter:
 
     @property
     def now(self) -> datetime:
-        return self._fixed_now or datetime.now(timezone.utc)
+        return self._fixed_now or datetime.now(UTC)
 
     def corpus(self, *, reload: bool = False, full: bool = True) -> Corpus:
         """The snapshot actions work on (re-read after live changes); ``full=False`` only lists entries."""

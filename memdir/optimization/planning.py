@@ -7,7 +7,7 @@ reports, and, for live runs, into changes through `memdir.optimization.actions.C
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memdir.core.entry import EPISODES_PREFIX
@@ -141,7 +141,7 @@ def stale_stubs(memory: Memory, now: datetime, age_days: float, max_hits: int) -
             continue
         if redirect is None:
             continue
-        updated = info.updated_at if info.updated_at.tzinfo else info.updated_at.replace(tzinfo=timezone.utc)
+        updated = info.updated_at if info.updated_at.tzinfo else info.updated_at.replace(tzinfo=UTC)
         age = (now - updated).total_seconds() / SECONDS_PER_DAY
         if age >= age_days and info.hits <= max_hits:
             final = final_target(memory, redirect.target)

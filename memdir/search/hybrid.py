@@ -88,7 +88,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
@@ -102,7 +102,6 @@ from memdir.embeddings.base import Embedder
 from memdir.search.context import context_coverage
 from memdir.search.ranking import RankingSignals
 from memdir.storage.base import Candidates, SearchIndex, SemanticHits
-
 
 Mode = Literal["hybrid", "keyword"]
 EmbedderSource = Embedder | Callable[[], Embedder | None] | None
@@ -400,7 +399,7 @@ class HybridSearcher:
             ranked = kept
         paths = ranked.found.paths
         facts = self.index.rank_facts(paths)
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         text_total = sum(self._text_weights(rerun.mode).values()) or 1.0
         extras = [signals.extras(facts.get(path), graph.get(path, 0.0), now) for path in paths]
         scores = [signals.combine(score, text_total, extra) for score, extra in zip(ranked.scores, extras)]

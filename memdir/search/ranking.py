@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from memdir.core.entry import IMPORTANCE_RANGE, importance_on_scale
@@ -105,7 +105,7 @@ def days_since(when: str | None, now: datetime) -> float | None:
     except ValueError:
         return None
     if then.tzinfo is None:
-        then = then.replace(tzinfo=timezone.utc)
+        then = then.replace(tzinfo=UTC)
     return max((now - then).total_seconds() / SECONDS_PER_DAY, 0.0)
 
 

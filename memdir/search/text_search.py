@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from memdir.core.errors import InputValidationError, InvalidPathError
 from memdir.core.globbing import glob_matcher as path_glob

@@ -37,6 +37,7 @@ from memdir.core.settings import Settings
 from memdir.server import local_socket, prompts, resources, sampling, toolsets, workspace
 from memdir.server.arguments import invalid_arguments_message, unknown_arguments_message
 from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
+from memdir.server.scheduler import Scheduler, note_clients
 from memdir.server.state import (
     AppState,
     MemoryHost,
@@ -46,7 +47,6 @@ from memdir.server.state import (
     run_memory_tool,
     session_state,
 )
-from memdir.server.scheduler import Scheduler, note_clients
 from memdir.server.stopping import exit_for, run_until_signalled
 from memdir.tools.discovery import discover
 from memdir.workspace.tools import WORKSPACE_TOOLS, Workspace

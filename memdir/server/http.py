@@ -26,8 +26,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
-from sse_starlette.sse import AppStatus
 from mcp.server.transport_security import TransportSecuritySettings
+from sse_starlette.sse import AppStatus
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memdir.core.errors import InputValidationError

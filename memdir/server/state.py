@@ -28,9 +28,9 @@
 from __future__ import annotations
 
 import asyncio
-import sys
-import logging
 import contextvars
+import logging
+import sys
 import threading
 import time
 import weakref
@@ -113,8 +113,8 @@ class MemoryHost:
     def _open(settings: Settings, embedder: Embedder | None) -> Memory:
         """Open the memory, then prefetch what this agent's role is likely to read first
         (`memdir.server.prefetch`: the session starts with the server)."""
-        from memdir.server.prefetch import warm
         from memdir.memory import Memory  # heavy imports stay off the start-up path
+        from memdir.server.prefetch import warm
 
         memory = Memory.open(settings, embedder=embedder, background=True)
         memory.model.on_ready(_say_ready)

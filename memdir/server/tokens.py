@@ -37,7 +37,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import portalocker
@@ -90,7 +90,7 @@ def new_token(name: str, role: str | None = None, agent: str | None = None) -> t
     """(the token to show once, what the file keeps of it)."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     salt = secrets.token_hex(16)
-    created = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    created = datetime.now(UTC).replace(microsecond=0).isoformat()
     return token, StoredToken(name=name, salt=salt, digest=_digest(salt, token), created=created, role=role, agent=agent)
 
 

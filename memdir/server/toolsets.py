@@ -20,9 +20,9 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
-from memdir.server.prefetch import warm_for_phase
 from memdir.core.errors import MemdirError
 from memdir.server.modes import parse_docstring
+from memdir.server.prefetch import warm_for_phase
 from memdir.server.state import AppState, app_state, tool_error
 from memdir.tools.formatting import system_reminder
 from memdir.tools.load_skill import load_skill, toolset_reminder

@@ -32,13 +32,18 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from memdir.core.errors import (
-    EntryNotFoundError, InputValidationError, MemdirError, NotOwnerError, ReadOnlyEntryError, StaleEditError,
+    EntryNotFoundError,
+    InputValidationError,
+    MemdirError,
+    NotOwnerError,
+    ReadOnlyEntryError,
+    StaleEditError,
     ThreadNotFoundError,
 )
+from memdir.server import web_browse as browse
 from memdir.server.state import HTTP_CLIENT
 from memdir.server.web_forms import FIELD, FormRefused, Forms
 from memdir.server.web_graph import layout
-from memdir.server import web_browse as browse
 from memdir.tools import curate
 
 if TYPE_CHECKING:
@@ -249,7 +254,8 @@ def register(server: MemdirServer, settings: Settings) -> None:
     view = WebView(server, settings)
     for path, handler in (("/", view.entries), ("/entry/{path:path}", view.entry), ("/edit/{path:path}", view.edit_form),
                           ("/audit/{path:path}", view.audit), ("/search", view.search), ("/health", view.health),
-                          ("/defrag/{action}", view.defrag_preview), ("/threads", view.threads), ("/threads/{thread}", view.thread), ("/episodes", view.episodes)):
+                          ("/defrag/{action}", view.defrag_preview), ("/threads", view.threads),
+                          ("/threads/{thread}", view.thread), ("/episodes", view.episodes)):
         server.custom_route(path, methods=["GET"])(view.page(handler))
     for path, handler in (("/edit/{path:path}", view.edit), ("/delete/{path:path}", view.delete),
                           ("/unarchive/{path:path}", view.unarchive), ("/defrag", view.defrag)):

@@ -20,8 +20,8 @@ from pydantic import Field, WithJsonSchema
 from memdir.core.errors import MemdirError
 from memdir.server.modes import WORKSPACE_SPECS
 from memdir.server.state import app_state, tool_error
-from memdir.workspace import tools as ws
 from memdir.workspace import bash as workspace_bash
+from memdir.workspace import tools as ws
 
 T = TypeVar("T")
 

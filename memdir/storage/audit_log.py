@@ -28,7 +28,7 @@ import json
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +115,7 @@ class AuditLog:
         self.folder = self.root / AUDIT_DIR
 
     def file_for(self, when: datetime) -> Path:
-        return self.folder / f"{when.astimezone(timezone.utc):%Y-%m}.jsonl"
+        return self.folder / f"{when.astimezone(UTC):%Y-%m}.jsonl"
 
     def append(self, record: AuditRecord) -> None:
         """Append one record (caller holds the root's write lock).
@@ -150,7 +150,7 @@ class AuditLog:
             folder = private_folder(self.root, AUDIT_DIR, create=False)
         except FileNotFoundError:
             return
-        first_month = f"{since.astimezone(timezone.utc):%Y-%m}" if since else ""
+        first_month = f"{since.astimezone(UTC):%Y-%m}" if since else ""
         for file in sorted(folder.glob("*.jsonl")):
             if file.stem < first_month:
                 continue

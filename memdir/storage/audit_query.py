@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from memdir.core.errors import InputValidationError
 from memdir.core.paths import normalize_path
@@ -24,7 +24,7 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     value = text.strip()
     age = _RELATIVE.fullmatch(value)
     if age:
-        return (now or datetime.now(timezone.utc)) - timedelta(**{_UNITS[age.group(2)]: float(age.group(1))})
+        return (now or datetime.now(UTC)) - timedelta(**{_UNITS[age.group(2)]: float(age.group(1))})
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
@@ -32,7 +32,7 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
             f"--since {text!r} is neither a date nor an age.",
             "Give an ISO date or time (2026-11-01, 2026-11-01T08:00) or an age (30m, 12h, 7d, 2w).",
         ) from None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def audit_records(

@@ -36,7 +36,7 @@ import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
-from memdir.storage.records import Chunk, Page, Edge, EntryInfo, FileStats, Listed, RankFacts, ReconcilePlan, Stamp
+from memdir.storage.records import Chunk, Edge, EntryInfo, FileStats, Listed, Page, RankFacts, ReconcilePlan, Stamp
 
 if TYPE_CHECKING:
     import os

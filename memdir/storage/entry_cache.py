@@ -21,16 +21,16 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from memdir.core.entry import Entry, utcnow
 from memdir.core.errors import MemdirError
 from memdir.core.files import private_folder, read_regular, replace_file
-from memdir.storage.records import FileStats
 from memdir.storage.directory.index_db import INDEX_DIR
+from memdir.storage.records import FileStats
 
 REPORT_FILE = "prefetch.json"
 """Under ``.memdir/``: the figures of the last process that served reads from its cache (for `memdir status`)."""

@@ -21,7 +21,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 import numpy as np
@@ -29,8 +29,8 @@ import yaml
 from pydantic import ValidationError
 
 from memdir.core.entry import UNREADABLE_PERMISSIONS, Metadata
-from memdir.core.links import UNREADABLE_LINKS, parse_links
 from memdir.core.errors import InputValidationError
+from memdir.core.links import UNREADABLE_LINKS, parse_links
 from memdir.core.paths import disk_stem
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ class _SidecarDumper(SafeDumper):  # type: ignore[misc, valid-type]
 
 
 def _represent_time(dumper: yaml.BaseDumper, value: datetime) -> yaml.ScalarNode:
-    moment = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    moment = value if value.tzinfo else value.replace(tzinfo=UTC)
     offset = moment.strftime("%z")  # "+0000"
     text = f"{moment:%Y-%m-%d %H:%M:%S}.{moment.microsecond:06d}000 {offset[:3]}:{offset[3:]}"
     return dumper.represent_scalar("tag:yaml.org,2002:timestamp", text)
@@ -201,9 +201,9 @@ def as_datetime(value: Any) -> datetime | None:
     Accepts what any writer left: ISO-8601 text, YAML timestamps and Ruby's ``Time`` dumps.
     """
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.strip())

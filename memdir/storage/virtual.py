@@ -13,7 +13,7 @@ Each one is a pair of package files: ``<name>.md`` (the content) and ``<name>.ym
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
@@ -27,7 +27,7 @@ from memdir.storage.records import EntryInfo
 VIRTUAL_ENTRIES = MappingProxyType({"skill/meta/deep-learning.md": "meta/deep-learning"})
 
 #: A fixed date, so built-ins look the same in every root and every test run.
-BUILTIN_UPDATED_AT = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BUILTIN_UPDATED_AT = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def is_virtual(path: str) -> bool:

@@ -20,7 +20,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from memdir.core.errors import InputValidationError
@@ -36,7 +36,7 @@ the sequence number)."""
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def encode(event: Event) -> bytes:

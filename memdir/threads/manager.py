@@ -29,7 +29,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-
 from memdir.core.entry import utcnow
 from memdir.core.errors import (
     InputValidationError,
@@ -43,7 +42,7 @@ from memdir.embeddings.base import Embedder
 from memdir.storage.audit_log import AuditRecord
 from memdir.storage.base import ThreadLogs
 from memdir.storage.directory.locking import LOCK_FILE_NAME, RootLock
-from memdir.storage.directory.thread_files import ThreadFiles, THREADS_FOLDER
+from memdir.storage.directory.thread_files import THREADS_FOLDER, ThreadFiles
 from memdir.threads import compaction
 from memdir.threads.compaction import Summarize
 from memdir.threads.context import ContextBuilder, Window

@@ -11,7 +11,7 @@ itself is a compare-and-swap on that content under the root's lock.
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import InputValidationError, StaleEditError
@@ -57,7 +57,7 @@ def unarchive_entry(memory: Memory, path: str) -> Entry:
     """Bring an archived entry back into search and discovery (`memdir unarchive`)."""
     from memdir.evolution.archival import unarchive
 
-    return unarchive(memory, path, now=datetime.now(timezone.utc))
+    return unarchive(memory, path, now=datetime.now(UTC))
 
 
 def run_defrag(memory: Memory, action: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import InputValidationError
@@ -51,7 +51,7 @@ def episode_list(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InputValidationError(f"limit must be a whole number from 1 to {MAX_LIMIT}; got {limit!r}.",
                                    "Use e.g. limit=20.")
-    moment = now or datetime.now(timezone.utc)
+    moment = now or datetime.now(UTC)
     cutoff = parse_since(since, moment) if since else None
     episodes = list_episodes(memory, outcome=outcome, tag=tag or None, since=cutoff, limit=limit)
     filters = ", ".join(f"{key}={value}" for key, value in (("outcome", outcome), ("tag", tag), ("since", since)) if value)
@@ -61,7 +61,7 @@ def episode_list(
                 "SessionEnd hook) and from EpisodeRecord.")
     lines = [f"Episodes ({plural(len(episodes), 'episode')}, most recent first{'; ' + filters if filters else ''}):"]
     for episode in episodes:
-        when = episode.when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M") if episode.when else "undated"
+        when = episode.when.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if episode.when else "undated"
         line = (f"- {when} {OUTCOME_ICONS.get(episode.outcome, '')} {episode.outcome} · \"{episode.name}\" · "
                 f"importance {episode.importance:.2f}")
         if episode.tags:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
 from memdir.episodes.heuristics import message_importance
 from memdir.episodes.model import OUTCOMES, Episode, Message
-from memdir.episodes.store import OUTCOME_ICONS, episode_path, render, metadata
+from memdir.episodes.store import OUTCOME_ICONS, episode_path, metadata, render
 from memdir.tools.params import coerce_str_list
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def episode_record(
             "Keep the summary to the request, the key finding or fix, and the result.",
         )
     tag_list = coerce_str_list(tags, "tags")
-    moment = now or datetime.now(timezone.utc)
+    moment = now or datetime.now(UTC)
     owner = session_id or (session.session_id if session is not None else AGENT_SESSION)
     importance = max(RECORDED_MIN_IMPORTANCE, message_importance(Message(role="assistant", text=summary)))
     if outcome in ("failure", "blocked"):

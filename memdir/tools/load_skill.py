@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
-from memdir.core.user_regex import RegexBudget
 from memdir.core.paths import normalize_path
+from memdir.core.user_regex import RegexBudget
 from memdir.tools.formatting import memory_uri, numbered_lines
 from memdir.tools.session import Session
 from memdir.workspace.tools import check_skill_permissions

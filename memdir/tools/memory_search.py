@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memdir.core.entry import check_entry_types, IMPORTANCE_RANGE
+from memdir.core.entry import IMPORTANCE_RANGE, check_entry_types
 from memdir.core.errors import InputValidationError
 from memdir.core.identity import view_filter
 from memdir.search.snippet import best_line

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 from memdir.core.entry import CONFIDENCE_LEVELS, ENTRY_TYPES, Entry, Metadata
 from memdir.core.errors import InputValidationError, InvalidPathError
 from memdir.core.identity import KINDS, check_kind
-from memdir.core.user_regex import RegexBudget
 from memdir.core.paths import has_control_char, normalize_path
 from memdir.core.units import count_words
+from memdir.core.user_regex import RegexBudget
 from memdir.search.similarity import jaccard, word_set
 from memdir.tools.formatting import human_size, memory_uri, system_reminder, with_title
 from memdir.tools.params import coerce_dict, coerce_str_list

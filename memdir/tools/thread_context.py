@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 if TYPE_CHECKING:
     from memdir.memory import Memory
     from memdir.threads.manager import ThreadManager

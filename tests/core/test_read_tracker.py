@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -11,7 +11,7 @@ from memdir.core.entry import Entry
 from memdir.core.errors import InvalidPathError, StaleEditError
 from memdir.core.read_tracker import ReadRecord, ReadTracker, content_digest
 
-WHEN = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
+WHEN = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def test_register_records_path_digest_and_time():

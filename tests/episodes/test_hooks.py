@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from memdir.cli import app
-from memdir.core.settings import Settings
 from memdir.core.entry import EPISODES_PREFIX
+from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.server.modes import MODES, tools_for_mode
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from memdir.core.entry import EPISODES_PREFIX
 from memdir.core.errors import InputValidationError
 from memdir.episodes.ingest import ingest, read_transcript
-from memdir.core.entry import EPISODES_PREFIX
 
 SESSION = "5f0c2a1e-0000-4000-8000-000000000001"
 CWD = "/home/me/projects/memdir"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -19,7 +19,7 @@ from memdir.episodes.store import StoredEpisode, save
 from memdir.memory import Memory
 from tests.fakes import FakeEmbedder
 
-NOW = datetime(2025, 6, 30, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 6, 30, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture

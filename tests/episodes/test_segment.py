@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from memdir.episodes.model import Message
-from memdir.episodes.segment import EPISODE_MARKER, SegmentConfig, Segment, segment, window_distances
+from memdir.episodes.segment import EPISODE_MARKER, Segment, SegmentConfig, segment, window_distances
 from tests.fakes import FakeEmbedder
 
-T0 = datetime(2025, 6, 1, 10, 0, tzinfo=timezone.utc)
+T0 = datetime(2025, 6, 1, 10, 0, tzinfo=UTC)
 NO_TOPIC = SegmentConfig(topic_threshold=None)
 
 

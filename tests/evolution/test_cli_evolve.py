@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
@@ -20,7 +20,7 @@ runner = CliRunner()
 @pytest.fixture
 def root(tmp_path):
     root = tmp_path / "memory"
-    long_ago = datetime.now(timezone.utc) - timedelta(days=400)
+    long_ago = datetime.now(UTC) - timedelta(days=400)
     with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
         memory.write("concept/forgotten.md", "Nobody reads this note about quasars.", title="Quasars", updated_at=long_ago)
         memory.write("concept/vital.md", "Key rotation happens every quarter.", title="Keys", metadata={"importance": 9})
@@ -111,7 +111,7 @@ def test_the_history_of_a_store_without_runs(root):
 
 def test_what_a_person_stated_as_important_is_never_archived_whatever_the_importance_job_computes(tmp_path):
     root = tmp_path / "memory"
-    long_ago = datetime.now(timezone.utc) - timedelta(days=400)
+    long_ago = datetime.now(UTC) - timedelta(days=400)
     with Memory.open(Settings(root=root), embedder=FakeEmbedder()) as memory:
         memory.write("fact/ledger.md", "The ledger stays on Postgres until 2027.", title="Ledger",
                      metadata={"importance": 9}, updated_at=long_ago)

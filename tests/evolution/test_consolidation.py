@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -35,7 +35,7 @@ def test_components_are_clusters_when_every_pair_is_close():
 
 
 def write_copies(memory, *, gap_days: float = 0.0) -> None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     memory.write("concept/deploy/a.md", BASE, title="Deploying billing", updated_at=now - timedelta(days=gap_days + 2))
     memory.write("concept/deploy/b.md", BASE + " now", title="Deploying billing", updated_at=now - timedelta(days=1))
     memory.write("concept/deploy/c.md", BASE + " today", title="Deploying billing", updated_at=now)
@@ -138,7 +138,7 @@ def test_superseded_and_archived_entries_take_no_part(memory):
 def test_parse_decision_reads_a_supersede():
     from memdir.evolution.deciding import Member
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     members = tuple(Member(path, "t", "c", now) for path in ("a.md", "b.md"))
     found = parse_decision("ACTION: Supersede\nKEEP: memory://b.md\nREASON: newer", cluster=_cluster(members))
     assert found == Decision("supersede", "b.md", ("a.md",), "newer", by="model")

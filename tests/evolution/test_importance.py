@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from memdir.core.settings import Settings
 from memdir.evolution.history import read_runs
-from memdir.storage.evolution_records import read_importance
 from memdir.evolution.importance import ImportanceJob, recalibrated
 from memdir.evolution.runner import run_job
+from memdir.storage.evolution_records import read_importance
 from tests.evolution.builders import NOW, facts
 
 SETTINGS = Settings()
@@ -80,7 +80,7 @@ def test_the_job_stores_changes_of_at_least_one_and_keeps_their_history(memory):
     for _ in range(5):
         memory.read("concept/used.md", count_hit=True)
     memory.write("concept/fresh.md", "Just written.", title="Fresh")
-    later = datetime.now(timezone.utc) + timedelta(days=200)
+    later = datetime.now(UTC) + timedelta(days=200)
 
     record = run_job(memory, ImportanceJob(), now=later)
 
@@ -102,16 +102,16 @@ def test_the_entries_files_are_not_rewritten(memory):
     memory.write("concept/old.md", "Written once and never read again.", title="Old", metadata={"importance": 8})
     sidecar = memory.root / "concept" / "old.yml"
     before = (sidecar.read_bytes(), sidecar.stat().st_mtime_ns)
-    assert run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300)).changed == 1
+    assert run_job(memory, ImportanceJob(), now=datetime.now(UTC) + timedelta(days=300)).changed == 1
     assert (sidecar.read_bytes(), sidecar.stat().st_mtime_ns) == before
     assert memory.importance("concept/old.md") < 7
 
 
 def test_the_next_run_builds_on_the_recalibrated_value(memory):
     memory.write("concept/old.md", "Written once and never read again.", title="Old", metadata={"importance": 9})
-    first = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
+    first = run_job(memory, ImportanceJob(), now=datetime.now(UTC) + timedelta(days=300))
     once = memory.importance("concept/old.md")
-    second = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
+    second = run_job(memory, ImportanceJob(), now=datetime.now(UTC) + timedelta(days=300))
     assert first.changed == second.changed == 1
     assert memory.importance("concept/old.md") < once - 1  # 0.3 of the lowered base, not of 9 again
     assert [(change.old, change.stated) for change in read_importance(memory.adapter.records)] == [(9.0, 9.0), (once, 9.0)]
@@ -119,7 +119,7 @@ def test_the_next_run_builds_on_the_recalibrated_value(memory):
 
 def test_an_importance_set_later_overrides_the_recalibration(memory):
     memory.write("concept/old.md", "Written once and never read again.", title="Old", metadata={"importance": 6})
-    run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
+    run_job(memory, ImportanceJob(), now=datetime.now(UTC) + timedelta(days=300))
     assert memory.importance("concept/old.md") < 5
     memory.update_metadata("concept/old.md", {"importance": 9})  # a person says it matters
     assert memory.importance("concept/old.md") == 9
@@ -130,7 +130,7 @@ def test_an_importance_set_later_overrides_the_recalibration(memory):
 
 def test_a_rewritten_entry_keeps_it_and_a_deleted_one_drops_it(memory):
     memory.write("concept/old.md", "Written once and never read again.", title="Old")
-    run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
+    run_job(memory, ImportanceJob(), now=datetime.now(UTC) + timedelta(days=300))
     lowered = memory.importance("concept/old.md")
     memory.write("concept/old.md", "Written again.", title="Old")
     assert memory.importance("concept/old.md") == lowered  # it states what it stated: nothing new said
@@ -148,7 +148,7 @@ def test_a_rebuilt_index_replays_the_history(tmp_path):
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         memory.write("concept/old.md", "Written once and never read again.", title="Old")
         memory.write("concept/vital.md", "Set by hand afterwards.", title="Vital")
-        run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=300))
+        run_job(memory, ImportanceJob(), now=datetime.now(UTC) + timedelta(days=300))
         lowered = memory.importance("concept/old.md")
         memory.update_metadata("concept/vital.md", {"importance": 10})
     shutil.rmtree(settings.root / ".memdir")  # deleting .memdir/ loses nothing
@@ -194,7 +194,7 @@ def test_torn_and_hand_edited_history_lines_are_skipped_in_a_replay(tmp_path):
 
 def test_a_change_below_one_is_not_applied(memory):
     memory.write("concept/fresh.md", "Just written.", title="Fresh")
-    record = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=1))
+    record = run_job(memory, ImportanceJob(), now=datetime.now(UTC) + timedelta(days=1))
     assert (record.processed, record.changed) == (1, 0)  # 5 -> 5.76: not enough to store
     assert memory.importance("concept/fresh.md") is None
     assert read_importance(memory.adapter.records) == []
@@ -202,7 +202,7 @@ def test_a_change_below_one_is_not_applied(memory):
 
 def test_a_dry_run_changes_nothing_and_says_what_it_would(memory):
     memory.write("concept/old.md", "Written once and never read again.", title="Old")
-    record = run_job(memory, ImportanceJob(), dry_run=True, now=datetime.now(timezone.utc) + timedelta(days=300))
+    record = run_job(memory, ImportanceJob(), dry_run=True, now=datetime.now(UTC) + timedelta(days=300))
     assert record.dry_run and record.changed == 1
     assert record.details[0].startswith("memory://concept/old.md: importance 5 → 2.5")
     assert memory.importance("concept/old.md") is None
@@ -212,7 +212,7 @@ def test_a_dry_run_changes_nothing_and_says_what_it_would(memory):
 def test_episodes_keep_their_own_importance(memory):
     memory.write("experience/episodes/2026-01-01/fix-1234abcd.md", "An episode.", title="Fix",
                  metadata={"type": "experience", "episode": "Fix", "importance": 0.8})
-    record = run_job(memory, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=400))
+    record = run_job(memory, ImportanceJob(), now=datetime.now(UTC) + timedelta(days=400))
     assert record.changed == 0
     assert memory.importance("experience/episodes/2026-01-01/fix-1234abcd.md") == 0.8
 

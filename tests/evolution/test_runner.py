@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -87,7 +87,7 @@ def test_a_failing_job_is_recorded_and_does_not_raise(memory):
 
 def test_due_after_the_interval_or_after_an_unfinished_run(memory):
     job, settings = CountingJob(), memory.settings
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
 
     def run(status: str, days_ago: float, dry_run: bool = False) -> RunRecord:
         at = (now - timedelta(days=days_ago)).isoformat()

@@ -4,7 +4,7 @@ are rows of the store, so either server (and `memdir evolve --history`) sees wha
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from typer.testing import CliRunner
@@ -26,7 +26,7 @@ def test_a_second_server_sees_the_first_ones_runs_and_importance_history(pg_url,
     second = Memory.open(Settings(root=tmp_path / "second", store=pg_url), embedder=FakeEmbedder())
     try:
         first.write("concept/old.md", "Written once and never read again.", title="Old")
-        record = run_job(first, ImportanceJob(), now=datetime.now(timezone.utc) + timedelta(days=200))
+        record = run_job(first, ImportanceJob(), now=datetime.now(UTC) + timedelta(days=200))
         assert read_runs(second.adapter.records) == [record.__class__(**{**record.to_json(), "details": []})]
         history = read_importance(second.adapter.records)
         assert [(change.path, change.new) for change in history] == [("concept/old.md", second.importance("concept/old.md"))]

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from typer.testing import CliRunner
 
-from memdir.storage.audit_query import parse_since
 from memdir.cli import app
 from memdir.core.errors import InputValidationError
+from memdir.storage.audit_query import parse_since
 
 runner = CliRunner()
 
@@ -94,9 +94,9 @@ def test_merges_by_defrag_and_their_undo_are_recorded(open_as):
 
 
 def test_since_takes_dates_times_and_ages():
-    now = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
-    assert parse_since("2026-11-01") == datetime(2026, 11, 1, tzinfo=timezone.utc)
-    assert parse_since("2026-11-01T08:00+02:00") == datetime(2026, 11, 1, 6, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    assert parse_since("2026-11-01") == datetime(2026, 11, 1, tzinfo=UTC)
+    assert parse_since("2026-11-01T08:00+02:00") == datetime(2026, 11, 1, 6, tzinfo=UTC)
     assert parse_since("7d", now) == now - timedelta(days=7)
     assert parse_since("30m", now) == now - timedelta(minutes=30)
     with pytest.raises(InputValidationError, match="neither a date nor an age"):
@@ -187,7 +187,7 @@ def test_evolutions_metadata_changes_are_audited_as_what_they_are(open_as):
     put(alice, "fact/b.md", "Ship on Friday, confirmed.")
     alice.update_metadata_many({"fact/a.md": {"importance": 8}})
     alice.update_metadata("fact/a.md", {"archived_at": "2026-11-26T00:00:00+00:00"})
-    unarchive(alice, "fact/a.md", now=datetime(2026, 11, 27, tzinfo=timezone.utc))
+    unarchive(alice, "fact/a.md", now=datetime(2026, 11, 27, tzinfo=UTC))
     alice.update_metadata_many({"fact/a.md": {"superseded_by": "fact/b.md"}})
     records = [(r.action, r.details) for r in alice.audit.records()][2:]
     assert [action for action, _ in records] == ["update", "archive", "unarchive", "supersede"]

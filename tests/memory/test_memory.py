@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import time
+from datetime import UTC
 
 import pytest
 
@@ -290,9 +291,9 @@ def test_built_in_skills_are_searchable(memory):
 
 
 def test_maintenance_writes_can_keep_age_and_hits(memory):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    old = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    old = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
     write_fact(memory, "paris", "Paris is the capital of France.")
     memory.write("fact/paris", "Paris is the capital of France.", title="Paris",
                  metadata={"type": "fact", "related": ["memory://fact/lyon.md"]}, updated_at=old, hits=7)
@@ -314,7 +315,7 @@ def test_reads_through_a_stub_are_counted_on_the_stub(memory):
 
 
 def test_cleanup_keeps_stubs_that_are_still_read(memory):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from memdir.optimization.defragmenter import Defragmenter
 
@@ -324,7 +325,7 @@ def test_cleanup_keeps_stubs_that_are_still_read(memory):
     memory.write_stub("fact/drop", "fact/b", "merged")
     for _ in range(5):
         memory.read("fact/keep", count_hit=True)
-    later = datetime.now(timezone.utc) + timedelta(days=60)
+    later = datetime.now(UTC) + timedelta(days=60)
     report = Defragmenter(memory, now=later).run("cleanup_stubs", dry_run=False)
     assert [info.path for info in memory.list_stubs()] == ["fact/keep.md"], report.markdown
 

@@ -6,8 +6,8 @@ import json
 
 from typer.testing import CliRunner
 
-from memdir.server.prefetch import session_paths, warm
 from memdir.cli import app
+from memdir.server.prefetch import session_paths, warm
 from memdir.storage.entry_cache import EntryCache
 
 

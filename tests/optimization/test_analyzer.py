@@ -15,7 +15,6 @@ from memdir.optimization.analyzer import (
 )
 from memdir.optimization.defragmenter import Defragmenter
 
-
 # --------------------------------------------------------------------------- quality
 
 

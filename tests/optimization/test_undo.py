@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ from memdir.optimization.defragmenter import Defragmenter
 from memdir.optimization.journal import journal_dir, list_runs, undo_last
 from tests.fakes import FakeEmbedder
 
-LATER = datetime.now(timezone.utc) + timedelta(days=45)
+LATER = datetime.now(UTC) + timedelta(days=45)
 
 
 @pytest.fixture

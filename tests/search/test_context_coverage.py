@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_hybrid_search import EMBEDDER, add
 
 from memdir.core.settings import Settings
 from memdir.search.hybrid import HybridSearcher
 from memdir.storage.directory.index import DerivedIndex
 from memdir.storage.directory.postings import KeywordDoc, KeywordIndex
-from test_hybrid_search import EMBEDDER, add
 
 
 def neighbours(index: DerivedIndex, path: str, window: int) -> list[str]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from fakes import FakeEmbedder
+
 from memdir.core.entry import Entry, Metadata
 from memdir.core.settings import Settings
 from memdir.embeddings.text import searchable_text, text_hash

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -104,7 +104,7 @@ def test_without_weights_nothing_beyond_the_text_is_computed(memory):
 
 
 def test_recency_prefers_the_entry_read_lately(tmp_path):
-    old = datetime.now(timezone.utc) - timedelta(days=60)
+    old = datetime.now(UTC) - timedelta(days=60)
     with open_with(tmp_path, recency_weight=0.2, recency_half_life_days=30) as memory:
         memory.write("fact/a", "the release checklist", title="Checklist", updated_at=old)
         memory.write("fact/b", "the release checklist", title="Checklist", updated_at=old)
@@ -129,7 +129,7 @@ def test_a_role_ranks_with_its_own_importance(tmp_path):
 
 
 def test_role_importance_follows_the_seed():
-    now = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 6, 1, tzinfo=UTC)
     reviewer = RoleImportance.of(Settings(), Role.REVIEWER)
     assert reviewer.weights == (0.5, 0.1, 0.2, 0.2)
     assert RoleImportance.of(Settings(), None) is None
@@ -152,7 +152,7 @@ def test_explain_shows_the_signals_in_use(tmp_path):
 
 
 def test_signal_functions():
-    now = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 6, 1, tzinfo=UTC)
     facts = RankFacts("fact/a.md", "fact", None, 0, (now - timedelta(days=10)).isoformat(), False)
     assert metadata_importance(facts, now) == pytest.approx(4 / 9)
     assert metadata_importance(dataclasses.replace(facts, importance=30.0), now) == 1.0  # held to 1-10
@@ -171,12 +171,12 @@ def test_archived_entries_leave_discovery(memory):
     assert "fact/deploy.md" in discover(memory, message)
     entry = memory.read("fact/deploy")
     memory.write("fact/deploy", entry.content, title=entry.title,
-                 metadata=entry.metadata.model_copy(update={"archived_at": datetime(2026, 1, 1, tzinfo=timezone.utc)}))
+                 metadata=entry.metadata.model_copy(update={"archived_at": datetime(2026, 1, 1, tzinfo=UTC)}))
     assert "fact/deploy.md" not in discover(memory, message)
 
 
 def test_an_episodes_importance_is_put_on_the_entries_scale():
-    now = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 6, 1, tzinfo=UTC)
     episode = RankFacts("experience/episodes/2026-05/launch.md", "experience", 0.9, 0, now.isoformat(), False)
     entry = dataclasses.replace(episode, path="fact/launch.md", importance=0.9)
     assert metadata_importance(episode, now) == pytest.approx(0.9)  # 0-1 episode importance -> 1 + 9 x = 9.1

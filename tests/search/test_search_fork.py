@@ -7,6 +7,7 @@ import os
 import select
 
 from fakes import FakeEmbedder
+
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 

@@ -10,10 +10,10 @@ from datetime import timedelta
 import memdir.evolution
 from memdir.core.settings import Settings
 from memdir.evolution.history import read_runs
-from memdir.storage.evolution_records import RecordFiles
 from memdir.evolution.runner import JobContext, JobOutcome, job_lock
 from memdir.server.scheduler import Scheduler
 from memdir.server.state import MemoryHost
+from memdir.storage.evolution_records import RecordFiles
 from tests.fakes import FakeEmbedder
 
 

@@ -11,11 +11,11 @@ import pytest
 
 from memdir.core.settings import Settings
 from memdir.memory import Memory
+from memdir.server import web_browse as browse
 from memdir.server.http_guard import Gate
 from memdir.server.tokens import TokenFile
 from memdir.server.web import WebView
 from memdir.server.web_graph import layout
-from memdir.server import web_browse as browse
 from tests.server.http_process import running_server
 
 HOSTILE = "# Title\n\n<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[x](javascript:alert(3))\n\n**bold**"

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from memdir.core.errors import InputValidationError
 from memdir.core.identity import Actor, Role
-from memdir.server.web_graph import HEIGHT, WIDTH, layout
 from memdir.server import web_browse as browse
+from memdir.server.web_graph import HEIGHT, WIDTH, layout
 
 pytestmark = pytest.mark.usefixtures("store_kind")  # against both stores, as the tools' tests
 
@@ -44,7 +44,7 @@ def test_entries_are_browsed_by_type_tag_and_recency(memory):
     for number, (path, tags) in enumerate([("fact/old.md", ["ops"]), ("fact/new.md", ["ops", "db"]),
                                            ("concept/mid.md", ["db"])]):
         memory.write(path, path, title=path, metadata={"tags": tags},
-                     updated_at=datetime(2026, 1, 1 + (number * 5) % 7, tzinfo=timezone.utc))
+                     updated_at=datetime(2026, 1, 1 + (number * 5) % 7, tzinfo=UTC))
     assert paths(browse.list_entries(memory, type="fact")) == ["fact/new.md", "fact/old.md"]
     tagged = browse.list_entries(memory, tag="db")
     assert paths(tagged) == ["concept/mid.md", "fact/new.md"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from datetime import UTC
 from pathlib import Path
 
 import anyio
@@ -90,7 +91,7 @@ def browser():
 
 def archived_entry() -> None:
     """An archived entry, written before the server starts (archival is the evolution jobs' to do)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from memdir.core.settings import Settings
     from memdir.memory import Memory
@@ -98,7 +99,7 @@ def archived_entry() -> None:
     with Memory.open(Settings(), load_model=False) as memory:
         memory.write("fact/deploy/old-targets.md", "Deploy targets were staging, qa and production.",
                      title="Old deploy targets", metadata={"type": "fact", "tags": ["deploy"],
-                                                            "archived_at": datetime(2026, 1, 2, tzinfo=timezone.utc)})
+                                                            "archived_at": datetime(2026, 1, 2, tzinfo=UTC)})
 
 
 @pytest.fixture

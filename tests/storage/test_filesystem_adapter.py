@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 import unicodedata
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +26,8 @@ from memdir.core.errors import (
     StorageFullError,
 )
 from memdir.core.files import replace_file, replacing
-from memdir.storage.directory import atomic
 from memdir.storage.base import Redirect, StorageAdapter
+from memdir.storage.directory import atomic
 from memdir.storage.directory.filesystem import FilesystemAdapter
 from memdir.storage.sidecar import EMBEDDING_BYTES, embedding_checksum
 
@@ -105,7 +105,7 @@ def test_content_written_by_other_tools_reads_unchanged(adapter: FilesystemAdapt
 
 def test_sidecar_has_swarm_memorys_keys(adapter: FilesystemAdapter, root: Path) -> None:
     meta = Metadata(type="concept", confidence="high", tags=["ruby", "oop"], domain="programming/ruby")
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     adapter.write("concept/ruby/classes", "Classes ✓", title="Ruby Classes", metadata=meta, embedding=vector())
     text = (root / "concept/ruby/classes.yml").read_text(encoding="utf-8")
     assert text.startswith("---\n")
@@ -117,7 +117,7 @@ def test_sidecar_has_swarm_memorys_keys(adapter: FilesystemAdapter, root: Path) 
     # a YAML timestamp in Ruby's Time layout (SwarmMemory reads a Time back), not a quoted string
     assert re.search(r"^updated_at: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{9} \+00:00$", text, re.MULTILINE)
     assert isinstance(data["updated_at"], datetime)
-    assert before <= data["updated_at"] <= datetime.now(timezone.utc)
+    assert before <= data["updated_at"] <= datetime.now(UTC)
     assert data["size"] == len("Classes ✓".encode())
     assert data["hits"] == 0
     assert data["metadata"] == {
@@ -324,7 +324,7 @@ def test_ruby_symbol_keys_and_time_dumps_are_read(adapter: FilesystemAdapter, ro
     entry = adapter.read_entry("concept/ruby")
     assert entry.title == "Ruby Classes"
     assert entry.hits == 4
-    assert entry.updated_at == datetime(2025, 1, 15, 9, 30, 0, 123456, tzinfo=timezone.utc)
+    assert entry.updated_at == datetime(2025, 1, 15, 9, 30, 0, 123456, tzinfo=UTC)
     assert entry.metadata.type == "concept" and entry.metadata.tags == ["ruby"]
     assert entry.metadata.permissions == {"Bash": {"allowed_commands": ["^npm "]}}
     assert np.array_equal(entry.embedding, vector(3))

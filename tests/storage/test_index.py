@@ -8,8 +8,8 @@ import sqlite3
 
 import numpy as np
 import pytest
-
 from fakes import FakeEmbedder
+
 from memdir.core.entry import Entry, Metadata
 from memdir.embeddings.text import searchable_text, text_hash
 from memdir.storage.directory import index as index_module
@@ -17,8 +17,8 @@ from memdir.storage.directory import index_db
 from memdir.storage.directory.filesystem import FilesystemAdapter
 from memdir.storage.directory.index import DerivedIndex, FileStats, listing
 from memdir.storage.directory.index_db import file_stats
-from memdir.storage.sidecar import fallback_title
 from memdir.storage.directory.vectors import VectorMatrix
+from memdir.storage.sidecar import fallback_title
 
 EMBEDDER = FakeEmbedder()
 MODEL = EMBEDDER.model_id

@@ -5,7 +5,7 @@ entries are what sorting every entry gives."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -14,10 +14,9 @@ import memdir.storage.directory.snapshot as snapshots
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.search.text_search import glob_matcher
-from memdir.storage.records import EntryInfo
 from memdir.storage.directory.listing_rows import RowTable, by_folder, from_table, moment
 from memdir.storage.directory.listing_snapshot import read_listing_snapshot, snapshot_path, write_listing_snapshot
-from memdir.storage.records import Listed
+from memdir.storage.records import EntryInfo, Listed
 from memdir.tools.memory_glob import memory_glob
 from memdir.tools.session import Session
 from tests.fakes import FakeEmbedder
@@ -145,7 +144,7 @@ def test_a_small_root_gets_no_snapshot_and_loses_one_it_had(written, monkeypatch
 
 def _listed(moments: dict[str, int], read: list[EntryInfo] = ()) -> Listed:
     paths = list(moments)
-    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
     updated = [(start + timedelta(microseconds=value)).isoformat() for value in moments.values()]
     table = RowTable(paths, ["T"] * len(paths), [1] * len(paths), updated, [None] * len(paths), [0] * len(paths),
                      [0] * len(paths), [moment(text) for text in updated])  # fmt: skip
@@ -161,7 +160,7 @@ def sorted_the_old_way(infos: list[EntryInfo]) -> list[str]:
 @pytest.mark.parametrize("limit", [None, 1, 2, 3, 4, 5, 6, 10])
 def test_the_newest_entries_are_those_a_full_sort_gives_ties_included(limit):
     # Ties across the cut (c, a, e share a moment), a read entry among the rows, rows out of path order.
-    read = [EntryInfo("d.md", "D", 1, datetime(2025, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=5), None)]
+    read = [EntryInfo("d.md", "D", 1, datetime(2025, 1, 1, tzinfo=UTC) + timedelta(microseconds=5), None)]
     listed = _listed({"e.md": 5, "b.md": 9, "c.md": 5, "a.md": 5, "f.md": 1}, read)
     expected = sorted_the_old_way(listed.infos())
     assert [info.path for info in listed.newest(limit)] == expected[:limit]
@@ -169,7 +168,7 @@ def test_the_newest_entries_are_those_a_full_sort_gives_ties_included(limit):
 
 
 def test_only_keeps_the_paths_asked_for():
-    listed = _listed({"a.md": 1, "b.md": 2}, [EntryInfo("c.md", "C", 1, datetime(2025, 1, 1, tzinfo=timezone.utc), None)])
+    listed = _listed({"a.md": 1, "b.md": 2}, [EntryInfo("c.md", "C", 1, datetime(2025, 1, 1, tzinfo=UTC), None)])
     kept = listed.only(lambda path: path != "b.md")
     assert sorted(kept.paths()) == ["a.md", "c.md"] and len(kept) == 2
 

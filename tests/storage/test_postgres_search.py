@@ -3,12 +3,12 @@ what `candidates` reads ahead (cosines, neighbours and their words) is what the 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
-
 from fakes import FakeEmbedder
+
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 
@@ -35,7 +35,7 @@ def test_an_entry_archived_by_another_server_leaves_this_servers_next_search(two
     first.write("concept/beavers.md", "Beavers build dams of wood.", title="Beavers")
     assert "concept/otters.md" in paths(first.search("otters sleep"))  # (the hidden set is cached now)
 
-    second.update_metadata("concept/otters.md", {"archived_at": datetime.now(timezone.utc).isoformat()})
+    second.update_metadata("concept/otters.md", {"archived_at": datetime.now(UTC).isoformat()})
     assert "concept/otters.md" not in paths(first.search("otters sleep"))
     assert "concept/otters.md" in paths(first.search("otters sleep", include_archived=True))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -36,7 +36,7 @@ def _fill(root: Path) -> None:
                                                      "confidence": "high", "source": "book", "importance": 7})
         memory.write("fact/paris.md", "Paris is the capital of France.", title="Paris",
                      metadata={"type": "fact", "related": ["memory://concept/ruby/classes.md"], "custom": {"a": [1, 2]}},
-                     updated_at=datetime(2021, 3, 4, 5, 6, 7, 891011, tzinfo=timezone.utc), hits=12)
+                     updated_at=datetime(2021, 3, 4, 5, 6, 7, 891011, tzinfo=UTC), hits=12)
         memory.link("concept/ruby/classes.md", "fact/paris.md", "extends", 0.6)
         memory.write("skill/deploy.md", "Run the deploy script.", title="Deploy",
                      metadata={"tools": ["Bash"], "permissions": {"allowed_commands": ["make deploy"]}})

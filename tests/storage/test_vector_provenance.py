@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from fakes import FakeEmbedder
 from typer.testing import CliRunner
 
-from fakes import FakeEmbedder
 from memdir.cli import app
 from memdir.core.settings import Settings
 from memdir.embeddings.text import searchable_text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,7 +11,7 @@ from memdir.tools.episode_list import episode_list
 from memdir.tools.episode_record import episode_record
 from memdir.tools.session import Session
 
-NOW = datetime(2025, 6, 30, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 6, 30, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -125,7 +125,7 @@ def test_a_glob_too_long_to_compile_cheaply_is_refused(memory, session):
 def test_a_selective_pattern_pages_through_ties_in_path_order(tmp_path, session):
     """Entries written at the same moments (ties broken by path): a pattern matching one in ten is
     listed as on either store, however many chunks of rows a database reads to fill the page."""
-    moments = [datetime(2026, 1, day, tzinfo=timezone.utc) for day in (1, 2, 3)]
+    moments = [datetime(2026, 1, day, tzinfo=UTC) for day in (1, 2, 3)]
     with open_store(tmp_path, glob_max_results=7) as memory:
         for i in range(90):
             memory.write(f"fact/a/n{i:03d}.md", "x", title=f"N{i}", metadata={"type": "fact"}, updated_at=moments[i % 3])

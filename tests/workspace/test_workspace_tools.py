@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from memdir.core.errors import InputValidationError
 from memdir.core.settings import Settings
 from memdir.core.user_regex import RegexBudget
+from memdir.workspace.bash import check_command, command_parts, run_bash
 from memdir.workspace.tools import (
     FileReads,
     ToolPermissions,
@@ -26,7 +26,6 @@ from memdir.workspace.tools import (
     read_file,
     write_file,
 )
-from memdir.workspace.bash import check_command, command_parts, run_bash
 
 NONE = ToolPermissions()
 

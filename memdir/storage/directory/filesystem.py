@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -56,10 +56,15 @@ from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_
 from memdir.storage import stubs
 from memdir.storage.audit_log import AuditLog
 from memdir.storage.base import Redirect
-from memdir.storage.directory.atomic import commit_files, has_pending, PRIVATE_DIR, recover, remove_unjournaled
+from memdir.storage.directory.atomic import PRIVATE_DIR, commit_files, has_pending, recover, remove_unjournaled
 from memdir.storage.directory.changes import ChangeCounter
-from memdir.storage.evolution_records import RecordFiles
-from memdir.storage.records import EntryInfo
+from memdir.storage.directory.folder_stamps import ListedFolder, settled_now, stamp_of
+from memdir.storage.directory.index_db import file_stats, stat_or_zero
+from memdir.storage.directory.locking import LOCK_FILE_NAME, RootLock
+from memdir.storage.directory.scan import scan_entries, scan_folder, sniff_stub
+from memdir.storage.directory.stub_reads import StubReads
+from memdir.storage.directory.thread_files import ThreadFiles
+from memdir.storage.directory.totals import SharedTotal
 from memdir.storage.entry_input import (
     check_sizes,
     encode_content,
@@ -68,11 +73,8 @@ from memdir.storage.entry_input import (
     valid_metadata,
     valid_redirect,
 )
-from memdir.storage.records import FileStats
-from memdir.storage.directory.index_db import file_stats, stat_or_zero
-from memdir.storage.directory.locking import LOCK_FILE_NAME, RootLock
-from memdir.storage.directory.folder_stamps import ListedFolder, settled_now, stamp_of
-from memdir.storage.directory.scan import scan_entries, scan_folder, sniff_stub
+from memdir.storage.evolution_records import RecordFiles
+from memdir.storage.records import EntryInfo, FileStats
 from memdir.storage.sidecar import (
     EMBEDDING_DTYPE,
     EMBEDDING_SUFFIX,
@@ -89,9 +91,6 @@ from memdir.storage.sidecar import (
     parse_sidecar,
     set_embedding_fields,
 )
-from memdir.storage.directory.stub_reads import StubReads
-from memdir.storage.directory.totals import SharedTotal
-from memdir.storage.directory.thread_files import ThreadFiles
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 if TYPE_CHECKING:
@@ -121,7 +120,7 @@ def _ignoring_staged(hook: Callable[[], object] | None) -> Callable[[Mapping[Pat
 
 
 def _mtime(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC)
 
 
 class FilesystemAdapter:

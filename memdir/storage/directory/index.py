@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import astuple, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -45,19 +45,14 @@ import numpy as np
 from memdir.core.entry import Entry
 from memdir.core.errors import DiskFullError, ReadOnlyRootError, UnsafeFileError
 from memdir.core.identity import Labels
+from memdir.core.keywords import porter_stem, tokenize
 from memdir.core.paths import disk_stem
+from memdir.storage.base import Candidates, EntryRow, IndexStats
 from memdir.storage.directory import index_db as sql
 from memdir.storage.directory import listing_snapshot as listing_snapshots
 from memdir.storage.directory import snapshot as snapshots
-from memdir.core.keywords import porter_stem, tokenize
-from memdir.storage.base import Candidates, EntryRow, IndexStats
-from memdir.storage.records import EntryInfo, FileStats
-from memdir.storage.directory.index_db import stat_or_zero
-from memdir.storage.records import Edge, RankFacts
 from memdir.storage.directory.changes import ChangeCounter
-from memdir.storage.evolution_records import RecordFiles, latest_importance
-from memdir.storage.records import ImportanceChange
-from memdir.storage.records import Stamp
+from memdir.storage.directory.index_db import stat_or_zero
 from memdir.storage.directory.listing_rows import (
     ListingRows,
     RowChanges,
@@ -69,6 +64,8 @@ from memdir.storage.directory.listing_rows import (
 )
 from memdir.storage.directory.postings import KeywordDoc, KeywordIndex
 from memdir.storage.directory.vectors import VectorMatrix
+from memdir.storage.evolution_records import RecordFiles, latest_importance
+from memdir.storage.records import Edge, EntryInfo, FileStats, ImportanceChange, RankFacts, Stamp
 
 if TYPE_CHECKING:
     pass
@@ -621,7 +618,7 @@ class DerivedIndex:
         """A counted read rewrote the ``.yml`` of ``path`` (its files' stats went from ``before`` to
         ``after``): a row that was fresh before takes the new count and stats; any other stays stale.
         Either way the row records ``at`` (now) as its last access, for ranking's recency."""
-        at = at or datetime.now(timezone.utc)
+        at = at or datetime.now(UTC)
         with self._writing() as (db, seq):
             db.execute(
                 "UPDATE entries SET hits = ?, yml_mtime_ns = ?, yml_size = ?, seq = ? WHERE path = ?"

@@ -62,10 +62,8 @@ from memdir.core.entry import ENTRY_TYPES, Entry, Metadata
 from memdir.core.identity import Labels
 from memdir.core.paths import disk_stem
 from memdir.storage.base import EntryRow
-from memdir.storage.records import FileStats
 from memdir.storage.directory.postings import KeywordDoc
-from memdir.storage.records import ImportanceChange
-from memdir.storage.records import Edge, EntryTerms, RankFacts, entry_terms
+from memdir.storage.records import Edge, EntryTerms, FileStats, ImportanceChange, RankFacts, entry_terms
 from memdir.storage.stubs import SNIFF_BYTES, looks_like_stub, marks_stub
 
 log = logging.getLogger(__name__)

@@ -25,11 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from memdir.storage.records import EntryInfo
 from memdir.storage.directory import index_db as sql
 from memdir.storage.directory.folder_stamps import parent_of
 from memdir.storage.directory.listing_snapshot import Runs
-from memdir.storage.records import EPOCH, moment_of
+from memdir.storage.records import EPOCH, EntryInfo, moment_of
 from memdir.storage.virtual import is_virtual
 
 _COLUMNS = "path, title, md_size, updated_at, type, hits, md_mtime_ns, is_stub"

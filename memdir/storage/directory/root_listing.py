@@ -29,13 +29,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from memdir.storage.records import EntryInfo
 from memdir.storage.directory.folder_stamps import UNTRUSTED, FolderChanges, ListedFolder, find_changes, parent_of, stamps_of_walk
-from memdir.storage.records import Stamp
 from memdir.storage.directory.index import EntryWalk, listing
 from memdir.storage.directory.index_db import FileStats, file_stats
 from memdir.storage.directory.listing_rows import ListingRows
-from memdir.storage.records import Listed, ReconcilePlan
+from memdir.storage.records import EntryInfo, Listed, ReconcilePlan, Stamp
 from memdir.storage.virtual import is_virtual
 
 if TYPE_CHECKING:

@@ -29,7 +29,6 @@ from memdir.core.errors import EntryNotFoundError, ReadOnlyRootError
 from memdir.core.paths import normalize_path
 from memdir.storage import stubs
 from memdir.storage.base import Redirect
-from memdir.storage.records import Chunk, Page, EntryInfo, FileStats
 from memdir.storage.credentials import shown
 from memdir.storage.entry_input import (
     check_sizes,
@@ -39,14 +38,14 @@ from memdir.storage.entry_input import (
     valid_metadata,
     valid_redirect,
 )
-from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres import pages
+from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.postgres.records import PostgresRecords
 from memdir.storage.postgres.threads import PostgresThreads
-from memdir.storage.records import folder_of, Listed, ReconcilePlan
-from memdir.storage.sidecar import embedding_checksum, EMBEDDING_DTYPE, encode_embedding, fallback_title, metadata_from_yaml
+from memdir.storage.records import Chunk, EntryInfo, FileStats, Listed, Page, ReconcilePlan, folder_of
+from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 if TYPE_CHECKING:

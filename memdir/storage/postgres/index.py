@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -35,18 +35,23 @@ import psycopg
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
 from memdir.storage.base import Candidates, EntryRow, IndexStats
-from memdir.storage.records import EntryInfo, FileStats
-from memdir.storage.records import ImportanceChange
-from memdir.storage.records import Edge, RankFacts, entry_terms
+from memdir.storage.bm25 import K1, B, bm25_idf
 from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats
 from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.search import (
-    BEGIN, HIDDEN, HiddenCache, Neighbours, RowHits, SearchState, candidates_params, candidates_sql, filters,
+    BEGIN,
+    HIDDEN,
+    HiddenCache,
+    Neighbours,
+    RowHits,
+    SearchState,
+    candidates_params,
+    candidates_sql,
+    filters,
     neighbour_ids,
 )
-from memdir.storage.bm25 import B, K1, bm25_idf
+from memdir.storage.records import Edge, EntryInfo, FileStats, ImportanceChange, RankFacts, entry_terms, folder_of
 from memdir.storage.sidecar import EMBEDDING_DIM
-from memdir.storage.records import folder_of
 from memdir.storage.virtual import is_virtual, virtual_paths
 
 log = logging.getLogger(__name__)
@@ -195,7 +200,7 @@ class PostgresIndex:
     ) -> None:
         """The read's time, for ranking's recency (the adapter's read already counted the hit in the row)."""
         self._conn().execute(
-            "UPDATE entries SET accessed_at = %s WHERE path = %s", (at or datetime.now(timezone.utc), path)
+            "UPDATE entries SET accessed_at = %s WHERE path = %s", (at or datetime.now(UTC), path)
         )
 
     def remove(self, path: str) -> bool:

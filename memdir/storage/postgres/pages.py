@@ -14,11 +14,9 @@ from typing import Any
 
 import psycopg
 
-from memdir.storage.postgres.database import scalar
-
-from memdir.storage.records import Chunk, EntryInfo, Page
 from memdir.storage.entry_input import folder_prefix
-
+from memdir.storage.postgres.database import scalar
+from memdir.storage.records import Chunk, EntryInfo, Page
 
 _INFO = "path, title, size, updated_at, type, hits, version"
 _PATH = 'path COLLATE "C"'  # code point order, as the directory store sorts; its own index (``entries_path_order``)

@@ -161,8 +161,8 @@ ALTER TABLE entries ADD COLUMN recalibrated real, ADD COLUMN recalibrated_from r
 
 # What a call reads in place of every row: the newest entries first (MemoryGlob's page), the entries in
 # path order (code points, as the directory store sorts them; a folder's are one range), the recently
-# used and the most important (what a server prefetches when it opens), the built-in entries' rows, the entries whose vector is missing or stale, and the model of each vector (counted for
-# `memdir status`).
+# used and the most important (what a server prefetches when it opens), the built-in entries' rows,
+# the entries whose vector is missing or stale, and the model of each vector (counted for `memdir status`).
 _LISTING_INDEXES = """
 CREATE INDEX entries_newest ON entries (updated_at DESC, path COLLATE "C") WHERE stub_kind IS NULL;
 CREATE INDEX entries_path_order ON entries (path COLLATE "C") WHERE stub_kind IS NULL;
