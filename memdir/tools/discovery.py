@@ -225,6 +225,10 @@ class Gate:
         return self.must_name is None or names_any(set(self.must_name), result.title, result.path, *result.tags)
 
 
+MAX_POOL = 24
+"""Most search results one discovery search looks at."""
+
+
 def search_found(
     memory: Memory, message: str, types: Sequence[str], settings: Settings, *, exclude_prefix: str | None = None,
     view_all: bool = False, gate: Gate | None = None,
@@ -237,7 +241,9 @@ def search_found(
     """
     gate = gate or Gate.of(memory, message, settings)
     threshold = gate.threshold
-    pool = settings.discovery_top_k * (8 if exclude_prefix else 4)  # ranked by score, kept by relevance
+    # Ranked by score, kept by relevance. The pool stays at most 24: a larger one made the PostgreSQL
+    # store's search read rows in proportion to the store (tests/server/test_rows_read.py).
+    pool = min(settings.discovery_top_k * (8 if exclude_prefix else 4), MAX_POOL)
     results = memory.search(message, top_k=pool, types=list(types), view=view_filter(memory.actor, view_all))
     found = [_found(result) for result in results if gate.allows(result)]
     relevant = [

@@ -147,7 +147,7 @@ def test_searches_skills_and_memories_with_swarm_memorys_filters():
     assert memory.calls == [
         {"query": "how do I rebase?", "top_k": 16, "threshold": None, "types": ["skill"]},
         # twice the pool: episodes are left out here, they get their own reminder
-        {"query": "how do I rebase?", "top_k": 32, "threshold": None, "types": ["concept", "fact", "experience"]},
+        {"query": "how do I rebase?", "top_k": 24, "threshold": None, "types": ["concept", "fact", "experience"]},
     ]  # (no episode is stored: no search for episodes; `tests/episodes/test_recall.py` finds stored ones)
 
 

@@ -320,7 +320,7 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     shot("defrag-preview")
     submit("run")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Defrag: merge duplicates"
-    assert "merge memory://fact/deploy/freeze-1.md into it" in browser.find_element(By.ID, "report").text
+    assert "memory://fact/deploy/freeze-1.md's text is replaced by a redirect" in browser.find_element(By.ID, "report").text
     shot("defrag-run")
     browser.get(server.base + "/")
     assert int(browser.find_element(By.ID, "count").text.split()[0]) == listed - 1  # one of the pair is a stub now
