@@ -83,6 +83,9 @@ CALLS = [
 ]
 
 
+READS = {"MemoryRead", "MemorySearch", "MemoryDiscover", "MemoryGlob", "MemoryGlob folder", "MemoryGraph", "resources/list", "memdir://status"}
+
+
 async def reads_per_call(url: str, root, count: int) -> dict[str, int]:
     fill(url, root, count)
     # Pages and the HNSW scan's list (read whole on the small store) far below the store's size.
@@ -94,12 +97,17 @@ async def reads_per_call(url: str, root, count: int) -> dict[str, int]:
         assert status["entries"] >= count and status["stale"] == 0  # opened, embedded: nothing left to catch up on
         time.sleep(0.5)  # (what the server does once open: prefetching for the session)
         for name, call in CALLS:
-            flush_statistics(server)
-            before = rows_read(url)
-            result = await call(client, count)
-            assert not getattr(result, "is_error", False), result
-            flush_statistics(server)
-            found[name] = rows_read(url) - before
+            # A call that only reads runs twice and keeps the smaller count: what the server does in the
+            # background meanwhile (its session's prefetch) is not charged to it, while a scan shows in both.
+            counts = []
+            for _ in range(2 if name in READS else 1):
+                flush_statistics(server)
+                before = rows_read(url)
+                result = await call(client, count)
+                assert not getattr(result, "is_error", False), result
+                flush_statistics(server)
+                counts.append(rows_read(url) - before)
+            found[name] = min(counts)
     return found
 
 
