@@ -47,10 +47,6 @@ def wait_for_exit(pid: int, timeout: float) -> int | None:
 def test_ctrl_c_on_a_terminal_stops_the_server_after_it_said_it_is_waiting(serve_env):
     pid, fd = pty.fork()
     if pid == 0:  # the child: the server with a terminal as stdin, stdout and stderr
-        # As a shell starts it: Ctrl-C's signal handled by default and not blocked (a signal ignored or
-        # blocked in this test process would stay so across exec).
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         os.execve(sys.executable, [sys.executable, "-m", "memdir", "serve"], serve_env)
     code = None
     try:
