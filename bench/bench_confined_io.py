@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))  # after PYTHONPATH, so another version can be measured the same way
 
+from memdir.storage.base import committed
 from memdir.storage.directory.filesystem import FilesystemAdapter  # noqa: E402
 
 
@@ -48,8 +49,8 @@ def main() -> None:
         adapter = FilesystemAdapter(Path(tmp) / "memory")
         paths = [f"concept/t{i % 20}/e{i}.md" for i in range(args.entries)]
         for i, path in enumerate(paths):
-            adapter.write(path, f"# Entry {i}\n\nsome content {i}\n", title=f"Entry {i}",
-                          metadata={"type": "concept", "tags": ["x"]}, embedding=[0.1] * 384)
+            committed(adapter.write(path, f"# Entry {i}\n\nsome content {i}\n", title=f"Entry {i}",
+                          metadata={"type": "concept", "tags": ["x"]}, embedding=[0.1] * 384))
         print(f"memdir from {sys.modules['memdir'].__file__}; {args.entries} entries, median CPU time of {args.runs} runs")
         print(f"  listing with metadata: {median_ms(lambda: list(adapter.iter_entries()), args.runs):8.1f} ms")
         print(f"  fast listing:          {median_ms(lambda: list(adapter.iter_entries(with_metadata=False)), args.runs):8.1f} ms")

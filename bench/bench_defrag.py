@@ -47,6 +47,7 @@ from memdir.memory import Memory  # noqa: E402
 from memdir.optimization.corpus import Corpus  # noqa: E402
 from memdir.optimization.defragmenter import Defragmenter  # noqa: E402
 from memdir.optimization.pairs import WordSets, cosine_pairs, duplicate_pairs  # noqa: E402
+from memdir.storage.base import committed
 from memdir.storage.directory.filesystem import FilesystemAdapter  # noqa: E402
 
 DIM = 384
@@ -118,10 +119,10 @@ def build(root: Path, n: int, seed: int, data: Path) -> None:
             vector = 0.7 * centroids[topic] + np_rng.normal(size=DIM).astype(np.float32)
         vector = (vector / np.linalg.norm(vector)).astype(np.float32)
         written.append((content, topic, vector))
-        adapter.write(
+        committed(adapter.write(
             f"fact/topic-{topic:02d}/entry-{k:05d}.md", content, title=f"Entry {k}",
             metadata={"type": "fact", "tags": [f"topic-{topic}"]}, embedding=vector,
-        )
+        ))
         if k % 1000 == 999:
             print(f"  wrote {k + 1} entries ({time.perf_counter() - started:.0f} s)", flush=True)
 

@@ -69,9 +69,9 @@ def main(argv: list[str] | None = None) -> None:
         unrelated[docs.name] = write_store(Path(tmp) / "docs", docs.docs, settings, real_embedder(args.cache, "docs"))
         built = time.perf_counter() - started
         halves = {"tuned on": range(0, len(conversations) // 2), "checked on": range(len(conversations) // 2, len(conversations))}
-        print(f"discovery, '{args.recipe}' entries; setup {built:.0f} s; thresholds {settings.discovery_threshold} / "
-              f"short {settings.discovery_threshold_short} (< {settings.adaptive_word_cutoff} words), "
-              f"floor {settings.discovery_min_score}")
+        print(f"discovery, '{args.recipe}' entries; setup {built:.0f} s; thresholds {settings.discovery.threshold} / "
+              f"short {settings.discovery.threshold_short} (< {settings.discovery.adaptive_word_cutoff} words), "
+              f"floor {settings.discovery.min_score}")
         for half, numbers in halves.items():
             messages = evidence = own = other = 0
             domain = dict.fromkeys(unrelated, 0)

@@ -60,7 +60,7 @@ def main() -> None:
             on_disk = sum(f.stat().st_size for f in (Path(tmp) / "root").rglob("*") if f.is_file())
     latencies.sort()
     first = min(20, args.writes)
-    print(f"writes: {args.writes} into a root of {args.entries}; index_wal_limit {settings.index_wal_limit / 1024:.0f} KiB")
+    print(f"writes: {args.writes} into a root of {args.entries}; index_wal_limit {settings.storage.index_wal_limit / 1024:.0f} KiB")
     print(f"WAL growth over the first {first} writes: {sizes[first - 1] / first / 1024:.1f} KiB per write")
     print(f"WAL size: largest {max(sizes) / 1024:.0f} KiB, at the end {sizes[-1] / 1024:.0f} KiB")
     print(f"root on disk at the end (open, WAL included): {on_disk / 1024:.0f} KiB")

@@ -146,7 +146,7 @@ def load_model(settings: Settings):
     from memdir.embeddings import load_embedder
 
     try:
-        return CachingEmbedder(load_embedder(model_dir=settings.model_dir, cache_dir=settings.cache_dir))
+        return CachingEmbedder(load_embedder(model_dir=settings.embeddings.model_dir, cache_dir=settings.storage.cache_dir))
     except Exception as exc:  # no model: keyword-only, and the table says so
         print(f"(no embedding model: {exc}; keyword-only)", file=sys.stderr)
         return None

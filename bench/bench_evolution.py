@@ -52,6 +52,7 @@ from memdir.core.settings import Settings  # noqa: E402
 from memdir.evolution import JOBS  # noqa: E402
 from memdir.evolution.runner import run_job  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
+from memdir.storage.base import committed
 from memdir.storage.directory.filesystem import FilesystemAdapter  # noqa: E402
 
 TARGETS = {"importance": 5.0, "links": 5.0, "archival": 5.0, "consolidation": 10.0}
@@ -88,8 +89,8 @@ def build(root: Path, n: int, seed: int, data: Path) -> None:
         if rng.random() < 1 / 3:
             metadata["links"] = [_link(rng, now, paths, n) for _ in range(rng.randint(1, 3))]
         hits = 0 if rng.random() < 0.2 else int(rng.paretovariate(1.2))
-        adapter.write(path, content, title=f"Entry {k}", metadata=metadata, embedding=vector, hits=hits,
-                      updated_at=now - timedelta(days=rng.uniform(0, 730)), embedding_model=BagOfWordsEmbedder.model_id)
+        committed(adapter.write(path, content, title=f"Entry {k}", metadata=metadata, embedding=vector, hits=hits,
+                      updated_at=now - timedelta(days=rng.uniform(0, 730)), embedding_model=BagOfWordsEmbedder.model_id))
         if k % 1000 == 999:
             print(f"  wrote {k + 1} entries ({time.perf_counter() - started:.0f} s)", flush=True)
 

@@ -194,7 +194,7 @@ def bench_write(cache: Path, runs: int, words: list[str]) -> None:
                 memory.write(f"fact/bench/w{i}", entry_text(words, rng), title=f"Entry {i}", metadata=meta)
 
             def embed() -> None:
-                text = searchable_text("Entry", meta, entry_text(words, rng), settings.embedding_max_chars)
+                text = searchable_text("Entry", meta, entry_text(words, rng), settings.embeddings.max_chars)
                 embedder.embed([text])
 
             writes, embeds = interleaved(runs * 3, write, embed)

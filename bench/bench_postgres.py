@@ -257,8 +257,8 @@ def bench_size(base_url: str, n: int, args, bases, questions, embedder) -> None:
         with psycopg.connect(base_url, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
             conn.execute(f"CREATE SCHEMA {schema}")
-        weights = np.asarray(settings.bm25_column_weights, dtype=np.float32)
-        recipe = text_recipe(settings.embedding_max_chars, settings.embedding_summary)
+        weights = np.asarray(settings.search.bm25_column_weights, dtype=np.float32)
+        recipe = text_recipe(settings.embeddings.max_chars, settings.embeddings.summary)
         seconds = load(url, n, bases, embedder.model_id, recipe, weights, words)
         print(f"  loaded with COPY + index builds in {seconds:.0f} s", flush=True)
     elif reuse == "rows":
@@ -290,14 +290,14 @@ def bench_size(base_url: str, n: int, args, bases, questions, embedder) -> None:
         print(f"    BM25 query alone (50 best)           {summary(bm25)}")
         sample = np.asarray(vectors[: args.recall_queries])
         exact = exact_top_10(url, sample, model.model_id)
-        for ef in sorted({100, 150, 200, 300, 400, 800, settings.hnsw_ef_search}):
+        for ef in sorted({100, 150, 200, 300, 400, 800, settings.storage.hnsw_ef_search}):
             memory.index.ef_search = ef
             recall = recall_at_10(memory, exact, sample, model.model_id)
             took = timed(lambda v: memory.index.semantic_hits(v, model.model_id, 10), sample)
-            default = " (the default)" if ef == settings.hnsw_ef_search else ""
+            default = " (the default)" if ef == settings.storage.hnsw_ef_search else ""
             print(f"  recall@10 of HNSW vs exact search, ef_search {ef:>3}{default}: {recall:.3f}"
                   f"   HNSW query {summary(took)}", flush=True)
-        memory.index.ef_search = settings.hnsw_ef_search
+        memory.index.ef_search = settings.storage.hnsw_ef_search
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
 
         started = time.perf_counter()
         made = sum(link_sequence(memory, turns) for corpus, memory in stores for turns in sessions(corpus.docs))
-        print(f"\nsequence: {made} links (strength {base.sequence_link_strength}) in {time.perf_counter() - started:.0f} s")
+        print(f"\nsequence: {made} links (strength {base.search.sequence_link_strength}) in {time.perf_counter() - started:.0f} s")
         results, _, _ = evaluate(stores, {"text only": base, **graph_variants(base)}, embedder, ks=(10,))
         report("Links from the sequence of turns (each to the one before it in its session):", results, categories)
 

@@ -114,10 +114,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"LoCoMo turn-level recall, {len(categories)} questions (categories 1-4), "
               f"{sum(len(c.docs) for c in corpora)} turns written as '{args.recipe}' entries in {len(corpora)} "
               f"stores; model {embedder.model_id}; setup {built:.1f} s")
-        print(f"settings: fusion={base.fusion} semantic={base.semantic_weight} bm25={base.bm25_weight} "
-              f"keyword={base.keyword_weight} tag={base.tag_weight} keyword_idf={base.keyword_idf} "
-              f"embedding_summary={base.embedding_summary} context={base.context_weight}"
-              f" (window {base.context_window})")
+        print(f"settings: fusion={base.search.fusion} semantic={base.search.semantic_weight} bm25={base.search.bm25_weight} "
+              f"keyword={base.search.keyword_weight} tag={base.search.tag_weight} keyword_idf={base.search.keyword_idf} "
+              f"embedding_summary={base.embeddings.summary} context={base.search.context_weight}"
+              f" (window {base.search.context_window})")
         header = f"{'method':26s}" + "".join(f"  R@{k:<3d}" for k in ks)
         header += "".join(f"  c{c}@{max(ks)}" for c in CATEGORIES) + "  tune R@5/R@10  held-out R@5/R@10"
         print(header)

@@ -65,8 +65,8 @@ def ensure_store(base_url: str, n: int, bases: np.ndarray, model_id: str) -> str
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
             conn.execute(f"CREATE SCHEMA {schema}")
         settings = Settings(root=Path(tempfile.mkdtemp(prefix="memdir-bench-team-")))
-        weights = np.asarray(settings.bm25_column_weights, dtype=np.float32)
-        recipe = text_recipe(settings.embedding_max_chars, settings.embedding_summary)
+        weights = np.asarray(settings.search.bm25_column_weights, dtype=np.float32)
+        recipe = text_recipe(settings.embeddings.max_chars, settings.embeddings.summary)
         seconds = load(url, n, bases, model_id, recipe, weights, WORDS)
         print(f"  {n:,} entries loaded with COPY + index builds in {seconds:.0f} s", flush=True)
     elif reuse == "rows":

@@ -65,7 +65,7 @@ def write_thread(manager: ThreadManager, thread: str, events: int) -> None:
     while len(lines) < events:  # messages and the compactions they set off
         turn += 1
         role = "user" if turn % 2 == 0 else "assistant"
-        checked = message(role, texts[turn % len(texts)], max_bytes=manager.settings.max_entry_size)
+        checked = message(role, texts[turn % len(texts)], max_bytes=manager.settings.storage.max_entry_size)
         event = checked.event(state.seq + 1, now_iso(), state)
         state = apply(state, event)
         lines.append(encode(event))
@@ -94,7 +94,7 @@ def bench_appends(memory: Memory, count: int) -> None:
     thread = f"append-bench-{time.time_ns()}"
     times = []
     for turn in range(count):
-        checked = message("user", sentence(rng, turn), max_bytes=memory.settings.max_entry_size)
+        checked = message("user", sentence(rng, turn), max_bytes=memory.settings.storage.max_entry_size)
         start = time.perf_counter()
         manager.append(thread, checked)
         times.append(time.perf_counter() - start)
@@ -134,7 +134,7 @@ def bench_context(memory: Memory, events: int, repeats: int, budget: int, strate
         times = []
         for turn, query in enumerate(queries[:20]):
             start = time.perf_counter()
-            manager.append(live, message("user", sentence(rng, turn), max_bytes=memory.settings.max_entry_size))
+            manager.append(live, message("user", sentence(rng, turn), max_bytes=memory.settings.storage.max_entry_size))
             appends.append(time.perf_counter() - start)
             start = time.perf_counter()
             thread_context(memory, live, budget, query)

@@ -47,7 +47,7 @@ def build_thread(manager: ThreadManager, thread: str, turn_texts: list[str]) -> 
         first = turn_texts[0].split(":", 1)[0]
         for text in turn_texts:
             role = "user" if text.split(":", 1)[0] == first else "assistant"
-            manager.append(thread, message(role, text, max_bytes=manager.settings.max_entry_size))
+            manager.append(thread, message(role, text, max_bytes=manager.settings.storage.max_entry_size))
     return [chunk.id for chunk in manager.state(thread).timeline()]
 
 
@@ -67,7 +67,7 @@ def main() -> None:
     from memdir.embeddings import load_embedder
 
     base = Settings(root=args.root)
-    embedder = load_embedder(model_dir=base.model_dir, cache_dir=base.cache_dir)
+    embedder = load_embedder(model_dir=base.embeddings.model_dir, cache_dir=base.storage.cache_dir)
     settings_of = {"default": Settings(root=args.root),
                    "compaction off": Settings(root=args.root, thread_compact_chunks=0, thread_compact_tokens=0)}
     managers = {name: ThreadManager(settings.store_root, settings, lambda: embedder) for name, settings in settings_of.items()}

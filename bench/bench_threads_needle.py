@@ -105,7 +105,7 @@ def main() -> None:
     from memdir.embeddings import load_embedder
 
     settings = Settings(root=args.root)
-    embedder = load_embedder(model_dir=settings.model_dir, cache_dir=settings.cache_dir)
+    embedder = load_embedder(model_dir=settings.embeddings.model_dir, cache_dir=settings.storage.cache_dir)
     memory = Memory.open(settings, embedder=embedder)
     filler = [text for dialogue in locomo_dialogues(args.data) for text in dialogue.turn_texts]
     found: dict[tuple[int, int], int] = {}

@@ -77,7 +77,7 @@ def main() -> None:
             for i in range(args.runs):
                 path, content, meta = entry(words, rng, i)
                 title = f"Entry {i}"
-                text = searchable_text(title, meta, content, settings.embedding_max_chars)
+                text = searchable_text(title, meta, content, settings.embeddings.max_chars)
                 started = time.perf_counter()
                 embed([text])
                 model_only.append((time.perf_counter() - started) * 1000)
@@ -86,7 +86,7 @@ def main() -> None:
                 memory.write(path, content, title=title, metadata=meta)
                 writes.append((time.perf_counter() - started) * 1000)
                 embedder.embed = embed
-            texts = [searchable_text(e.title, e.metadata, e.content, settings.embedding_max_chars)
+            texts = [searchable_text(e.title, e.metadata, e.content, settings.embeddings.max_chars)
                      for e in (memory.read(info.path) for info in memory.list(include_virtual=False))]
             started = time.perf_counter()
             embedder.embed(texts)

@@ -123,7 +123,7 @@ def write_store(root: Path, docs: Iterable[Doc], settings: Settings, embedder: C
     memory = Memory.open(settings.model_copy(update={"root": root, "agent": None}), embedder=embedder)
     docs = list(docs)
     # One batched model run for the texts the writes will embed one at a time (5-10x faster).
-    embedder.embed([memory._card(doc.title, Metadata.model_validate(doc.metadata), doc.content) for doc in docs])
+    embedder.embed([memory._keeper.card(doc.title, Metadata.model_validate(doc.metadata), doc.content) for doc in docs])
     for doc in docs:
         memory.write(doc.path, doc.content, title=doc.title, metadata=doc.metadata, updated_at=doc.updated_at)
     embedder.save()

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def link_sequence(memory: Memory, paths: Iterable[str], strength: float | None = None) -> int:
     """Link each of ``paths`` (existing entries, in order) to the one before it; returns the links made."""
-    value = memory.settings.sequence_link_strength if strength is None else strength
+    value = memory.settings.search.sequence_link_strength if strength is None else strength
     made = 0
     previous: str | None = None
     for path in paths:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memdir.core.settings import Settings
+from memdir.core.settings import setting_info
 from memdir.embeddings.model_package import fetched_model_dir
 from tests.prerequisites import missing_prerequisite
 
@@ -17,7 +17,7 @@ def model_cache_dir(tmp_path_factory):
     """One cache for the built ONNX model per test run (building it is the slow part), holding
     the model's files that `memdir setup` fetched into the user's cache (linked, not copied)."""
     cache = tmp_path_factory.mktemp("memdir-cache")
-    users = Path(os.environ.get("MEMDIR_CACHE_DIR") or Settings.model_fields["cache_dir"].default)
+    users = Path(os.environ.get("MEMDIR_CACHE_DIR") or setting_info("cache_dir").default)
     fetched = fetched_model_dir(users)
     if fetched.is_dir():
         fetched_model_dir(cache).parent.mkdir(parents=True)

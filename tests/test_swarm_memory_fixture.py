@@ -18,7 +18,7 @@ from fakes import FakeEmbedder
 
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.storage.base import Redirect
+from memdir.storage.base import Redirect, committed
 from memdir.storage.directory.filesystem import FilesystemAdapter
 from memdir.storage.directory.index import listing
 
@@ -209,9 +209,9 @@ def test_a_hit_on_a_ruby_entry_keeps_its_other_fields(adapter: FilesystemAdapter
 
 def test_rewriting_a_ruby_entry_keeps_the_layout(adapter: FilesystemAdapter, root: Path) -> None:
     old = adapter.read_entry("concept/ruby/modules")
-    adapter.write(
+    committed(adapter.write(
         old.path, old.content + "More.\n", title=old.title, metadata=old.metadata, embedding=old.embedding
-    )
+    ))
     assert sorted(p.name for p in (root / "concept/ruby").iterdir()) == [
         "class-basics.md", "classes.emb", "classes.md", "classes.yml", "modules.emb", "modules.md", "modules.yml",
     ]

@@ -49,7 +49,7 @@ def add(
         if has_control_char(value):
             raise typer.BadParameter(f"{value!r:.80} holds a line break or control character; write it on one line.", param_hint=label)
     with Memory.open(load_settings(root, agent, store=store)) as memory:
-        check_content(content, memory.settings.word_limit)
+        check_content(content, memory.settings.limits.word_limit)
         result = memory.write(logical, content, title=name, metadata=Metadata(type=folder, tags=tag or [], source="user"))
         duplicates = near_duplicates(memory, result.entry)
     typer.echo(f"{'Replaced' if result.overwritten else 'Added'} {result.entry.path} ({name})")
@@ -88,7 +88,7 @@ def list_entries(
     from memdir.memory import Memory
 
     with Memory.open(load_settings(root, agent, store=store), read_only=True, load_model=False) as memory:
-        page = memory.glob_page(pattern, memory.settings.glob_max_results)
+        page = memory.glob_page(pattern, memory.settings.limits.glob_max_results)
     for info in page.entries:
         typer.echo(f"{info.path}\t{info.title}\t{info.size}\t{info.updated_at:%Y-%m-%d %H:%M}" if long else info.path)
     if page.total is None:

@@ -62,7 +62,7 @@ def _show_history(root: Path | None, agent: str | None, as_json: bool, limit: in
     from memdir.storage.stores import is_postgres, open_records
 
     settings = load_settings(root, agent)
-    kept = is_postgres(settings.store.strip()) or settings.store_root.is_dir()
+    kept = is_postgres(settings.storage.store.strip()) or settings.store_root.is_dir()
     runs = read_runs(open_records(settings))[-limit:] if kept else []
     if as_json:
         typer.echo(json.dumps([run.to_json() for run in runs], indent=2))

@@ -72,7 +72,7 @@ def serve(
     if connect:
         from memdir.server.connect import forward_stdio
 
-        forward_stdio(connect, token or settings.http_token)
+        forward_stdio(connect, token or settings.server.http_token)
         return
     if http:
         from memdir.server.http import serve_http
@@ -118,7 +118,7 @@ def discover_hook(
         from memdir.core import hook_socket
 
         settings = load_settings(root, agent, mode=mode.value if mode else None)
-        include_skills = settings.mode != "retrieval"
+        include_skills = settings.server.mode != "retrieval"
 
         def cold() -> str:
             from memdir.memory import Memory

@@ -22,14 +22,14 @@ def setup(root: RootOption = None) -> None:
 
     settings = load_settings(root)
     with console().status("Looking for the model (fetching it the first time takes a minute)..."):
-        resolved = resolve_model(settings.model_dir, settings.model_wanted, download=settings.model_download,
-                                 cache_dir=settings.cache_dir, fetch=True)
+        resolved = resolve_model(settings.embeddings.model_dir, settings.model_wanted, download=settings.embeddings.model_download,
+                                 cache_dir=settings.storage.cache_dir, fetch=True)
     console().print(f"Model: [bold]{resolved.model_id}[/bold]")
     console().print(f"From: {resolved.source}")
     with console().status("Loading the model with onnxruntime..."):
         embedder = load_embedder(
-            model_dir=settings.model_dir, cache_dir=settings.cache_dir, batch_size=settings.embed_batch_size,
-            threads=settings.embed_threads, model_id=settings.model_wanted,
+            model_dir=settings.embeddings.model_dir, cache_dir=settings.storage.cache_dir, batch_size=settings.embeddings.batch_size,
+            threads=settings.embeddings.threads, model_id=settings.model_wanted,
         )
         vector = embedder.embed(["memdir setup check"])[0]
     console().print(f"Dimensions: {vector.shape[0]}, norm {float((vector ** 2).sum()) ** 0.5:.3f}")
@@ -81,7 +81,7 @@ def model_path() -> None:
     from memdir.embeddings.resolve import resolve_model
 
     settings = load_settings()
-    print(resolve_model(settings.model_dir, settings.model_wanted, cache_dir=settings.cache_dir).directory)
+    print(resolve_model(settings.embeddings.model_dir, settings.model_wanted, cache_dir=settings.storage.cache_dir).directory)
 
 
 @app.command()
@@ -97,7 +97,7 @@ def rebuild(
     from memdir.memory import Memory
 
     settings = load_settings(root_of(directory, root), agent, store=store)
-    if not settings.store and not settings.store_root.is_dir():  # a mistyped DIR would become an empty root
+    if not settings.storage.store and not settings.store_root.is_dir():  # a mistyped DIR would become an empty root
         raise RootNotFoundError(settings.store_root)
     with Memory.open(settings) as memory, progress_bar() as bar:
         task = bar.add_task("Embedding", total=None)

@@ -26,7 +26,7 @@ def _tokens() -> TokenFile:
     from memdir.server.tokens import TokenFile
 
     settings = load_settings()
-    return TokenFile(settings.http_tokens_file, settings.http_token)
+    return TokenFile(settings.server.http_tokens_file, settings.server.http_token)
 
 
 @token_app.command("create")
@@ -41,7 +41,7 @@ def create(
     token = tokens.create(name, role, agent)
     stored = next(stored for stored in tokens.tokens() if stored.name == name)
     if stored.agent is None:
-        server = load_settings().agent
+        server = load_settings().roles.agent
         owner = ("the server's own agent, as what you write over stdio and the CLI" if server is None else
                  f"the agent the server runs as (with these settings: {server!r})")
     else:
@@ -60,7 +60,7 @@ def list_tokens(as_json: JsonOption = False) -> None:
     tokens = _tokens()
     rows = [{"name": stored.name, "created": stored.created, "role": stored.role, "agent": stored.agent}
             for stored in tokens.tokens()]
-    if load_settings().http_token:
+    if load_settings().server.http_token:
         rows.append({"name": SETTINGS_TOKEN_NAME, "created": "(http_token setting)", "role": None, "agent": None})
     if as_json:
         typer.echo(json.dumps(rows, indent=2))

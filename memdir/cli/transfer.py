@@ -19,8 +19,8 @@ def _other_store(settings: Settings, where: str) -> Settings:
     from memdir.storage.stores import is_postgres
 
     if is_postgres(where):
-        return settings.model_copy(update={"store": where})
-    return settings.model_copy(update={"store": "", "root": Path(where), "agent": None})
+        return settings.with_values(store=where)
+    return settings.with_values(store="", root=Path(where), agent=None)
 
 
 def _copy_store(source: Settings, target: Settings) -> None:
@@ -51,7 +51,7 @@ def export_store(
 
     settings = load_settings(root, agent, store=store)
     if not is_postgres(target):
-        check_target_folder(Path(target), None if is_postgres(settings.store) else settings.root)
+        check_target_folder(Path(target), None if is_postgres(settings.storage.store) else settings.storage.root)
     _copy_store(settings, _other_store(settings, target))
 
 

@@ -55,7 +55,7 @@ def utcnow() -> datetime:
 
 IMPORTANCE_RANGE = (1.0, 10.0)
 DEFAULT_IMPORTANCE = 5.0
-"""An entry's importance when its metadata gives none (seed 003)."""
+"""An entry's importance when its metadata gives none."""
 EPISODES_PREFIX = "experience/episodes/"
 """Where episodes live (`memdir.episodes.store`): their ``importance`` is their own, 0-1."""
 
@@ -78,7 +78,7 @@ def importance_on_scale(path: str, stated: float | None) -> float:
 class Metadata(BaseModel):
     """Structured metadata; unknown keys are kept (``extra="allow"``) so nothing a user wrote is lost.
 
-    Seed 003's fields (issue 12's shared data model): ``links`` (typed links, `memdir.core.links`;
+    fields : ``links`` (typed links, `memdir.core.links`;
     ``related`` still means ``references`` links), ``importance`` (1-10, absent = 5),
     ``archived_at`` / ``superseded_by`` (such entries leave search and discovery, stay readable),
     ``kind`` (the memory kind: decision, architecture, pattern, bug, ...), ``created_by`` /

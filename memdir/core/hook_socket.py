@@ -125,8 +125,8 @@ def answer(settings: Any, request: dict[str, Any], cold: Callable[[], str]) -> s
 
     ``settings`` is a `memdir.core.settings.Settings` (not imported: this module stays light).
     """
-    if settings.hook_socket:
-        text = ask(settings.store_root, request, settings.hook_socket_timeout)
+    if settings.server.hook_socket:
+        text = ask(settings.store_root, request, settings.server.hook_socket_timeout)
         if text is not None:
             return text
     return cold()

@@ -1,15 +1,15 @@
-"""Who is acting on a memory, with which role, and what that lets them see and change (seed 003).
+"""Who is acting on a memory, with which role, and what that lets them see and change.
 
 An `Actor` is the identity of one connection or command: an agent name (``--agent``), an
 optional role (``--role``) and whether it is an admin (``--admin`` or ``admin = true`` in
 memdir.toml, never from the environment: a variable any child process inherits would make
 every agent an admin). `Memory` carries one and checks it in every change it makes.
 
-Roles and memory kinds are seed 003's (Components 3.1 and 3.2): each role sees some kinds
+Roles and memory kinds: each role sees some kinds
 by default (`ROLE_KINDS`), and what a role creates is visible to its own role and one other
 (`ROLE_VISIBILITY`).
 
-Ownership (`check_change`), the rule memdir documents for every case the seed left open:
+Ownership (`check_change`), the rule memdir documents for every case the design left open:
 
 * an entry with an owner (``created_by``) is updated or deleted only by that agent, or by
   an admin; an anonymous caller (no ``--agent``) is nobody's owner, so it needs admin too;
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 class Role(str, Enum):
-    """Seed 003's agent roles (typed hole #6)."""
+    """The agent roles."""
 
     ORCHESTRATOR = "orchestrator"
     OPTIMIZER = "optimizer"
@@ -48,7 +48,7 @@ class Role(str, Enum):
 ROLES = tuple(role.value for role in Role)
 
 KINDS = ("decision", "architecture", "coordination", "pattern", "skill", "bug", "test", "implementation")
-"""Seed 003's memory kinds (metadata ``kind``, beside SwarmMemory's four types)."""
+"""The memory kinds (metadata ``kind``, beside SwarmMemory's four types)."""
 
 ROLE_KINDS: dict[Role, tuple[str, ...]] = {
     Role.ORCHESTRATOR: ("decision", "architecture", "coordination"),
@@ -56,7 +56,7 @@ ROLE_KINDS: dict[Role, tuple[str, ...]] = {
     Role.REVIEWER: ("bug", "test", "decision"),
     Role.EXECUTOR: ("implementation", "pattern", "bug"),
 }
-"""The kinds each role sees by default (seed 003, `AgentRole::memory_types`)."""
+"""The kinds each role sees by default."""
 
 ROLE_VISIBILITY: dict[Role, tuple[str, ...]] = {
     Role.ORCHESTRATOR: ("orchestrator", "optimizer"),
@@ -64,7 +64,7 @@ ROLE_VISIBILITY: dict[Role, tuple[str, ...]] = {
     Role.REVIEWER: ("reviewer", "executor"),
     Role.EXECUTOR: ("executor", "reviewer"),
 }
-"""Who sees what a role creates, by default (seed 003, `default_visibility`)."""
+"""Who sees what a role creates, by default."""
 
 
 def parse_role(value: str | Role | None) -> Role | None:
@@ -122,7 +122,7 @@ class Actor:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Actor:
-        return cls(settings.agent, parse_role(settings.role), settings.admin)
+        return cls(settings.roles.agent, parse_role(settings.roles.role), settings.roles.admin)
 
     @property
     def label(self) -> str:
@@ -138,7 +138,7 @@ class Actor:
         """Whether an entry is in this actor's view (its role's kinds, visible to its role).
 
         No role sees everything. An entry without a kind is in every view, whatever roles its
-        ``visible_to`` names (seed 003's open question, answered: an untyped memory is visible
+        ``visible_to`` names (an untyped memory is visible
         to all; ``visible_to`` narrows which roles see a kind); an entry of a kind is in the
         views of the roles that see that kind and that its ``visible_to`` names (all, when it
         names none); an agent always sees what it created.

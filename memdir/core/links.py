@@ -1,4 +1,4 @@
-"""Typed links between entries (seed 003): the data model, as kept in an entry's ``.yml`` metadata.
+"""Typed links between entries: the data model, as kept in an entry's ``.yml`` metadata.
 
 An entry's ``links`` metadata is a list of mappings::
 

@@ -15,7 +15,7 @@ not invalidate what the session saw, and edits keep the entry's current metadata
 
 It also remembers which entries the session was *offered* through a link (MemoryGraph's
 neighbours, MemoryRead's related reminder) and from where, so that reading one of them
-counts as following that link (`offer`, `take_offers`; seed 003's link traversal).
+counts as following that link (`offer`, `take_offers`; link traversal).
 """
 
 from __future__ import annotations

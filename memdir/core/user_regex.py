@@ -70,12 +70,12 @@ class RegexBudget:
     @classmethod
     def from_settings(cls, settings: Settings) -> RegexBudget:
         return cls(
-            max_chars=settings.regex_max_chars,
-            max_repeat=settings.regex_max_repeat,
-            max_size=settings.regex_max_size,
-            max_depth=settings.regex_max_depth,
-            time_limit=settings.grep_time_limit,
-            max_line_chars=settings.grep_max_line_chars,
+            max_chars=settings.limits.regex_max_chars,
+            max_repeat=settings.limits.regex_max_repeat,
+            max_size=settings.limits.regex_max_size,
+            max_depth=settings.limits.regex_max_depth,
+            time_limit=settings.limits.grep_time_limit,
+            max_line_chars=settings.limits.grep_max_line_chars,
         )
 
 

@@ -73,7 +73,7 @@ class ModelProvider:
         """
 
         def load() -> Embedder:
-            if settings.embedding_url:
+            if settings.embeddings.url:
                 from memdir.embeddings.remote import RemoteEmbedder
 
                 remote = RemoteEmbedder.from_settings(settings)
@@ -82,8 +82,8 @@ class ModelProvider:
             from memdir.embeddings.resolve import load_embedder
 
             embedder = load_embedder(
-                model_dir=settings.model_dir, cache_dir=settings.cache_dir, batch_size=settings.embed_batch_size,
-                threads=settings.embed_threads, model_id=settings.model_wanted, download=download and settings.model_download,
+                model_dir=settings.embeddings.model_dir, cache_dir=settings.storage.cache_dir, batch_size=settings.embeddings.batch_size,
+                threads=settings.embeddings.threads, model_id=settings.model_wanted, download=download and settings.embeddings.model_download,
             )
             embedder.warmup()
             release_freed_memory()  # what building the session freed

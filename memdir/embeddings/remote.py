@@ -62,9 +62,9 @@ class RemoteEmbedder:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RemoteEmbedder:
-        key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
-        return cls(str(settings.embedding_url), settings.model, api_key=key, batch_size=settings.embed_batch_size,
-                   timeout=settings.embedding_timeout, backoff=settings.embedding_backoff)
+        key = settings.embeddings.api_key.get_secret_value() if settings.embeddings.api_key else None
+        return cls(str(settings.embeddings.url), settings.embeddings.model, api_key=key, batch_size=settings.embeddings.batch_size,
+                   timeout=settings.embeddings.timeout, backoff=settings.embeddings.backoff)
 
     def warmup(self) -> None:
         """One request, so a wrong URL, key, model or vector length shows at start, not at the first write."""

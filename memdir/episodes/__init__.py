@@ -1,4 +1,4 @@
-"""Episodic memory (seed 001, SemanticMemory): conversations cut into task episodes, stored as entries.
+"""Episodic memory: conversations cut into task episodes, stored as entries.
 
     transcript ──ingest──▶ messages ──segment──▶ episodes ──heuristics──▶ described ──store──▶ experience/episodes/…
                                                                                      recall ◀── search / list

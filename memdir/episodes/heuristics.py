@@ -5,7 +5,7 @@ always gives the same episodes (idempotent ingest depends on it) and nothing nee
 model. When the MCP client supports sampling, `memdir.episodes.sampling` may replace the
 name and summary; outcome, tags and importance always come from here.
 
-Importance signals (the max wins; seed 001 boosts episodes at 0.7 and above):
+Importance signals (the max wins; episodes are boosted episodes at 0.7 and above):
 
 =============================================================  =====
 signal                                                         value

@@ -302,7 +302,7 @@ def ingest_transcript_object(memory: Memory, transcript: Transcript, *, config: 
                              summarize: Summarize | None = None, project: str | None = None,
                              embedder: Embedder | None = None, use_model: bool = True) -> IngestReport:
     """Segment, describe and store one transcript's episodes (see `ingest`)."""
-    config = config or SegmentConfig.from_settings(memory.settings)
+    config = config or SegmentConfig.from_settings(memory.settings.episodes)
     if embedder is None and use_model and config.topic_threshold is not None:
         embedder = memory.model.get()
     report = IngestReport()

@@ -1,7 +1,7 @@
 """The episode data model: messages read from a transcript, and the episodes cut from them.
 
 An *episode* is a stretch of one session about one task ("fix the flaky pytest run",
-"plan the trip to Paris"). It carries what seed 001 (SemanticMemory) asks of a page:
+"plan the trip to Paris"). It carries what the episode design asks of a page:
 session id, a name, tags, an outcome, an importance (the max over its messages), start
 and end times, a token count and a short summary. `memdir.episodes.store` turns it into
 a normal ``experience/`` memory entry.

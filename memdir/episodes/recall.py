@@ -1,6 +1,6 @@
 """Recall of episodes: the per-message ranking (discovery) and the session-start reminder.
 
-Ranking follows seed 001 (SemanticMemory):
+Ranking:
 
 * **importance boost** — an episode whose importance is at least
   ``episode_importance_threshold`` (0.7) gets ``episode_importance_boost`` (0.1) added
@@ -37,6 +37,7 @@ from memdir.core.settings import Settings
 from memdir.core.units import estimate_tokens
 from memdir.episodes.heuristics import clip_words
 from memdir.episodes.store import OUTCOME_ICONS, StoredEpisode, list_episodes, read_episode
+from memdir.search.thresholds import relevance_needed
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -71,9 +72,9 @@ def recency_factor(age_days: float, half_life_days: float, floor: float = 0.0) -
 
 def adjusted_score(relevance: float, importance: float, age_days: float, settings: Settings) -> tuple[float, bool]:
     """(score, boosted): relevance plus the importance boost, times the recency factor."""
-    boosted = importance >= settings.episode_importance_threshold
-    boost = settings.episode_importance_boost if boosted else 0.0
-    factor = recency_factor(age_days, settings.episode_half_life_days, settings.episode_recency_floor)
+    boosted = importance >= settings.episodes.importance_threshold
+    boost = settings.episodes.importance_boost if boosted else 0.0
+    factor = recency_factor(age_days, settings.episodes.half_life_days, settings.episodes.recency_floor)
     return (relevance + boost) * factor, boosted
 
 
@@ -87,11 +88,11 @@ def rank(candidates: list[tuple[StoredEpisode, float]], settings: Settings, *, n
     for episode, relevance in candidates:
         age = age_in_days(episode, now)
         score, boosted = adjusted_score(relevance, episode.importance, age, settings)
-        decayed = relevance * recency_factor(age, settings.episode_half_life_days, settings.episode_recency_floor)
+        decayed = relevance * recency_factor(age, settings.episodes.half_life_days, settings.episodes.recency_floor)
         if decayed >= threshold:
             ranked.append(RankedEpisode(episode, relevance, score, age, boosted))
     ranked.sort(key=lambda item: (-item.score, item.age_days, item.episode.path))
-    return ranked[: settings.episode_max_injected if limit is None else limit]
+    return ranked[: settings.episodes.max_injected if limit is None else limit]
 
 
 def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = None, now: datetime | None = None,
@@ -112,11 +113,11 @@ def rank_episodes(memory: Memory, query: str, *, settings: Settings | None = Non
     settings = settings or memory.settings
     if not query or not query.strip():
         return []
-    limit = settings.episode_max_injected if limit is None else limit
+    limit = settings.episodes.max_injected if limit is None else limit
     if not memory.list_page(None, 1, under=EPISODES_PREFIX).entries:
         return []  # no episode yet: no search (a vector search filtered to an empty folder can walk the whole graph)
     if threshold is None:
-        threshold = settings.relevance_needed(query)
+        threshold = relevance_needed(settings.discovery, query)
     results = memory.search(query, top_k=max(limit, 1) * CANDIDATES_PER_SLOT, path_prefix=EPISODES_PREFIX)
     if must_name is not None:
         results = [result for result in results if names_any(set(must_name), result.title, *result.tags)]
@@ -185,7 +186,7 @@ def where_we_left_off(memory: Memory, *, project: str | None = None, settings: S
     """
     settings = settings or memory.settings
     now = now or datetime.now(UTC)
-    budget = settings.episode_session_start_budget if token_budget is None else token_budget
+    budget = settings.episodes.session_start_budget if token_budget is None else token_budget
     where = f" in {project}" if project else ""
     header = ["<system-reminder>", f"🧭 Where we left off{where} — the most recent episodes, newest first:"]
     # MemoryRead and MemoryGlob are offered in every mode (EpisodeList only to researchers)

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from memdir.episodes.model import Message
 
 if TYPE_CHECKING:
+    from memdir.core.sections import EpisodesSettings
     from memdir.embeddings.base import Embedder
 
 EPISODE_MARKER = "<!-- memdir:episode -->"
@@ -91,14 +92,14 @@ class SegmentConfig:
     min_messages: int = TOPIC_MIN_MESSAGES
 
     @classmethod
-    def from_settings(cls, settings: object) -> SegmentConfig:
-        """Read the ``episode_*`` fields of a `memdir.core.settings.Settings` (defaults when absent)."""
-        threshold = getattr(settings, "episode_topic_threshold", TOPIC_THRESHOLD)
+    def from_settings(cls, episodes: EpisodesSettings) -> SegmentConfig:
+        """The boundaries the episode settings ask for (a topic threshold of 0 turns topic cuts off)."""
+        threshold = episodes.topic_threshold
         return cls(
-            pause=timedelta(minutes=float(getattr(settings, "episode_pause_minutes", 5.0))),
-            topic_threshold=None if threshold is None or threshold <= 0 else float(threshold),
-            window=int(getattr(settings, "episode_topic_window", TOPIC_WINDOW)),
-            min_messages=int(getattr(settings, "episode_topic_min_messages", TOPIC_MIN_MESSAGES)),
+            pause=timedelta(minutes=episodes.pause_minutes),
+            topic_threshold=None if threshold <= 0 else threshold,
+            window=episodes.topic_window,
+            min_messages=episodes.topic_min_messages,
         )
 
 

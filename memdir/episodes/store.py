@@ -226,7 +226,7 @@ def save_many(memory: Memory, episodes: Sequence[tuple[Episode, str | None]], *,
         if summarize is not None:
             _apply_summary(episode, summarize)
         target = target or episode_path(episode)
-        plans.append((target, NewEntry(target, render(episode, memory.settings.word_limit), episode.name,
+        plans.append((target, NewEntry(target, render(episode, memory.settings.limits.word_limit), episode.name,
                                        metadata(episode))))
     written = iter(memory.write_many([write for _, write in plans if write is not None]))
     results = []

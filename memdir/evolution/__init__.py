@@ -1,4 +1,4 @@
-"""Memory that evolves (seed 003, Part 2): background jobs over a memory root.
+"""Memory that evolves: background jobs over a memory root.
 
 * `memdir.evolution.importance` — importance recalibration from use;
 * `memdir.evolution.decay` — link strength decay and removal;

@@ -1,4 +1,4 @@
-"""Automatic archival (seed 003, Component 2.4): unused entries step aside, nothing is deleted.
+"""Automatic archival: unused entries step aside, nothing is deleted.
 
 An entry is archived — ``archived_at`` set in its metadata — when any of these holds:
 
@@ -44,13 +44,13 @@ WRITE_BATCH = 256
 
 def archival_reason(facts: EntryFacts, settings: Settings, now: datetime, restored: datetime | None = None) -> str | None:
     """Why the entry should be archived now, or None to keep it (``restored``: when it was last unarchived)."""
-    protected = settings.archival_protected_importance
+    protected = settings.evolution.archival_protected_importance
     if facts.hidden or facts.importance >= protected or (facts.stated is not None and facts.stated >= protected):
         return None
     unread = facts.days_unread(now, restored)
-    if facts.reads == 0 and unread > settings.archival_unread_days:
+    if facts.reads == 0 and unread > settings.evolution.archival_unread_days:
         return f"never read in {unread:.0f} days"
-    for below, days in (settings.archival_very_low_importance, settings.archival_low_importance):
+    for below, days in (settings.evolution.archival_very_low_importance, settings.evolution.archival_low_importance):
         if facts.importance < below and unread > days:
             return f"importance {facts.importance:g} < {below:g}, unread for {unread:.0f} days"
     return None

@@ -1,4 +1,4 @@
-"""Periodic consolidation (seed 003, Component 2.5): clusters of near-duplicates, merged,
+"""Periodic consolidation: clusters of near-duplicates, merged,
 superseded or kept, never deleted, every decision journaled and undoable.
 
 Finding clusters (`find_clusters`) — a real clustering, not a list of pairs:
@@ -6,7 +6,7 @@ Finding clusters (`find_clusters`) — a real clustering, not a list of pairs:
 1. the similarity graph: an edge joins two entries whose vectors are close (cosine >=
    ``consolidation_cosine``, found by blocked matrix products over the vector index,
    `memdir.optimization.pairs.cosine_pairs`) *and* whose words overlap (Jaccard >=
-   ``consolidation_jaccard``), in the same top-level folder (the seed's "different namespace:
+   ``consolidation_jaccard``), in the same top-level folder (the design's "different namespace:
    keep separate"); archived and superseded entries take no part;
 2. its connected components (scipy's ``connected_components``);
 3. each component of more than two entries is cut by complete-linkage agglomerative
@@ -70,7 +70,7 @@ class NearDuplicates:
         hidden = {path for path, fact in facts.items() if fact.hidden}
         rows = np.array([row for row, position in enumerate(corpus.rows) if corpus.paths[position] not in hidden], np.int64)
         positions = corpus.rows[rows] if len(rows) else rows
-        found = cosine_pairs(corpus.matrix[rows], settings.consolidation_cosine) if len(rows) > 1 else None
+        found = cosine_pairs(corpus.matrix[rows], settings.evolution.consolidation_cosine) if len(rows) > 1 else None
         a = positions[found.i] if found is not None else np.zeros(0, np.int64)
         b = positions[found.j] if found is not None else np.zeros(0, np.int64)
         same = np.fromiter((_namespace(corpus.paths[x]) == _namespace(corpus.paths[y]) for x, y in zip(a, b)), bool, len(a))
@@ -78,7 +78,7 @@ class NearDuplicates:
         involved = np.unique(np.concatenate((a, b)))
         self.local = {int(position): index for index, position in enumerate(involved)}
         self.words = WordSets.from_texts(memory.adapter.read_contents([corpus.paths[p] for p in involved]))
-        close = self.jaccard(a, b) >= settings.consolidation_jaccard
+        close = self.jaccard(a, b) >= settings.evolution.consolidation_jaccard
         self.a, self.b = a[close], b[close]
 
     def jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -94,14 +94,14 @@ class NearDuplicates:
 
     def clusters(self) -> list[list[int]]:
         """Clusters of near-duplicates (corpus positions, two or more each), in path order."""
-        found = cluster(self.a, self.b, len(self.corpus), self._distances, 1.0 - self.settings.consolidation_cosine)
+        found = cluster(self.a, self.b, len(self.corpus), self._distances, 1.0 - self.settings.evolution.consolidation_cosine)
         return sorted(found, key=lambda members: self.corpus.paths[members[0]])
 
     def _distances(self, members: np.ndarray) -> np.ndarray:
         """Condensed pairwise distances: 1 - cosine where the words overlap enough, else 2 (never joined)."""
         i, j = np.triu_indices(len(members), k=1)
         a, b = members[i], members[j]
-        return np.where(self.jaccard(a, b) >= self.settings.consolidation_jaccard, 1.0 - self.cosine(a, b), 2.0)
+        return np.where(self.jaccard(a, b) >= self.settings.evolution.consolidation_jaccard, 1.0 - self.cosine(a, b), 2.0)
 
     def describe(self, positions: list[int]) -> Cluster:
         """A cluster as the decider sees it: members newest first, with their pairwise similarities."""

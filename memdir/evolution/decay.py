@@ -1,4 +1,4 @@
-"""Link strength decay (seed 003, Component 2.3): links nobody follows weaken, then go.
+"""Link strength decay: links nobody follows weaken, then go.
 
 Each run multiplies the strength of every *system* link (made by memdir: defrag's
 ``link_related``, ingest) by
@@ -40,14 +40,14 @@ WRITE_BATCH = 256
 
 def decay_factor(created_at: datetime, traversed_at: datetime | None, settings: Settings, now: datetime) -> float:
     """The factor a system link's strength is multiplied by in this run (1.0: none)."""
-    stale, idle, old_idle = settings.link_decay_days
-    long_factor, mid_factor, old_factor = settings.link_decay_factors
+    stale, idle, old_idle = settings.evolution.link_decay_days
+    long_factor, mid_factor, old_factor = settings.evolution.link_decay_factors
     unused = days_between(traversed_at or created_at, now)
     if unused > stale:
         return long_factor
     if unused > idle:
         return mid_factor
-    if days_between(created_at, now) > settings.link_decay_old_days and unused > old_idle:
+    if days_between(created_at, now) > settings.evolution.link_decay_old_days and unused > old_idle:
         return old_factor
     return 1.0
 
@@ -133,7 +133,7 @@ def _judged(links: list[Link], existing: set[str], memory: Memory, settings: Set
             continue
         factor = 1.0 if link.origin == "user" else decay_factor(link.created_at, link.traversed_at, settings, now)
         strength = round(link.strength * factor, 4)
-        if strength < settings.link_remove_below:
+        if strength < settings.evolution.link_remove_below:
             notes.append(f"removed the {link.kind} link to memory://{link.target} ({link.strength:g} → {strength:g})")
             continue
         if strength != link.strength:

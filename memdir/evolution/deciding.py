@@ -10,7 +10,7 @@ sampling, so this layer never imports MCP). The model answers::
     REASON: <one sentence>
 
 A reply that cannot be read, a refusal, a timeout or an error is no decision (None): the
-cluster is kept as it is this run, as the seed wants when its LLM service is down.
+cluster is kept as it is this run, as the design wants when its LLM service is down.
 Without a model, `rule_decision` decides: only *supersede*, and only members that are
 near-identical to the newest one (cosine >= 0.95 and word overlap >= 0.8 by default) and
 written within ``consolidation_max_gap_days`` of it (an entry written much later may be an
@@ -88,9 +88,9 @@ def rule_decision(cluster: Cluster, settings: Settings) -> Decision:
     newest = cluster.members[0]
     others = tuple(
         member.path for index, member in enumerate(cluster.members[1:], start=1)
-        if cluster.cosine[0][index] >= settings.consolidation_supersede_cosine
-        and cluster.jaccard[0][index] >= settings.consolidation_supersede_jaccard
-        and days_between(member.updated_at, newest.updated_at) <= settings.consolidation_max_gap_days
+        if cluster.cosine[0][index] >= settings.evolution.consolidation_supersede_cosine
+        and cluster.jaccard[0][index] >= settings.evolution.consolidation_supersede_jaccard
+        and days_between(member.updated_at, newest.updated_at) <= settings.evolution.consolidation_max_gap_days
     )  # fmt: skip
     if not others:
         return Decision("keep", reason="not near-identical to the newest, or written long apart")

@@ -1,4 +1,4 @@
-"""Importance recalibration (seed 003, Component 2.2): importance follows use.
+"""Importance recalibration: importance follows use.
 
     new = 0.3 base + 0.4 access + 0.2 recency + 0.1 links, held to [1, 10]
 
@@ -10,7 +10,7 @@
 * links — ``(2 x inbound + outbound) / 3``, at most 10 (no links: 0).
 
 An entry never read has no access factor: its score is base, recency and links with
-their weights scaled up to sum to 1 (the seed's "use only base + recency + links").
+their weights scaled up to sum to 1 (the design's "use only base + recency + links").
 The new value is stored only when it moved by at least ``importance_min_change`` (1.0),
 so importance does not thrash; each stored change is appended to the store's importance
 history (``<root>/evolution/importance.jsonl``, rows in PostgreSQL) with the factors that made it, and the derived index
@@ -45,15 +45,15 @@ def _clamp(value: float, low: float, high: float) -> float:
 
 def recalibrated(facts: EntryFacts, settings: Settings, now: datetime) -> tuple[float, str]:
     """(the new importance, rounded to 0.01, and the factors that made it, for the history)."""
-    w_base, w_access, w_recency, w_links = settings.importance_weights
+    w_base, w_access, w_recency, w_links = settings.evolution.importance_weights
     age = max(days_between(facts.written, now), 1.0)
     unread = facts.days_unread(now)
-    recency = 10.0 * 0.5 ** (unread / settings.importance_recency_half_life_days)
+    recency = 10.0 * 0.5 ** (unread / settings.evolution.importance_recency_half_life_days)
     links = min((2 * facts.inbound + facts.outbound) / 3.0, 10.0)
     parts = [(w_base, facts.importance), (w_recency, recency), (w_links, links)]
     reason = f"base {facts.importance:g}, recency {recency:.2f} ({unread:.0f} d unread), links {links:.2f}"
     if facts.reads > 0:
-        access = _clamp(facts.reads / age * 10.0, *settings.importance_access_range)
+        access = _clamp(facts.reads / age * 10.0, *settings.evolution.importance_access_range)
         parts.append((w_access, access))
         reason += f", access {access:.2f} ({facts.reads} reads in {age:.0f} d)"
     else:
@@ -77,7 +77,7 @@ class ImportanceJob(ScheduledJob):
             if is_episode(facts.path):
                 continue
             new, reason = recalibrated(facts, settings, context.now)
-            if abs(new - facts.importance) < settings.importance_min_change:
+            if abs(new - facts.importance) < settings.evolution.importance_min_change:
                 continue
             pending[facts.path] = ImportanceChange(facts.path, context.now.isoformat(), facts.importance, new, reason)
             if len(pending) >= WRITE_BATCH:

@@ -123,14 +123,14 @@ class Job(Protocol):
 
 
 class ScheduledJob:
-    """A job whose interval is a setting of days (``interval_setting``); the four jobs' base."""
+    """A job whose interval is an evolution setting of days (``interval_setting``); the four jobs' base."""
 
     name: str
     title: str
     interval_setting: str
 
     def interval(self, settings: Settings) -> timedelta:
-        return timedelta(days=getattr(settings, self.interval_setting))
+        return timedelta(days=getattr(settings.evolution, self.interval_setting))
 
 
 # --------------------------------------------------------------------------- the lock

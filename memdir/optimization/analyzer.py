@@ -22,7 +22,7 @@ linked when it has either kind of link.
 
 An entry "has frontmatter" when it carries any metadata, in its ``.yml`` sidecar (memdir's
 frontmatter) or as YAML frontmatter in its content. "By Type" lists concept, fact, skill
-and experience in that order (as the seed's example does), then any other types by
+and experience in that order (as the design's example does), then any other types by
 count; "By Confidence" lists high, medium, low.
 """
 
@@ -155,7 +155,7 @@ def analyze_items(
 
 
 def _type_rank(name: str) -> int:
-    """memdir's four types in their usual order (as in the seed's report), any others after them."""
+    """memdir's four types in their usual order (as in the design's report), any others after them."""
     return ENTRY_TYPES.index(name) if name in ENTRY_TYPES else len(ENTRY_TYPES)
 
 

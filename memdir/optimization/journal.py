@@ -46,6 +46,7 @@ from memdir.core.files import append_regular, private_folder, quarantine, read_r
 from memdir.core.paths import normalize_path, resolve_in_root
 from memdir.core.units import plural
 from memdir.optimization.corpus import fingerprint
+from memdir.storage.base import committed
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -148,8 +149,8 @@ def restore(memory: Memory, path: str, state: dict[str, Any], extra_hits: int = 
     result = memory.write(path, content, title=title, metadata=metadata, updated_at=updated_at, hits=hits)
     if result.entry.embedding is None and state.get("embedding"):  # no model right now: keep the recorded vector
         vector = np.frombuffer(base64.b64decode(state["embedding"]), dtype="<f4").astype(np.float32)
-        memory.adapter.write(path, content, title=title, metadata=metadata, embedding=vector, hits=hits,
-                             updated_at=result.entry.updated_at)
+        committed(memory.adapter.write(path, content, title=title, metadata=metadata, embedding=vector, hits=hits,
+                                       updated_at=result.entry.updated_at))
 
 
 # --------------------------------------------------------------------------- writing a journal

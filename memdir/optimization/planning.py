@@ -120,7 +120,7 @@ class StubInfo:
 
 def final_target(memory: Memory, path: str) -> str | None:
     """Where a chain of stubs starting at ``path`` ends, or None if it is broken or too long."""
-    for _ in range(memory.settings.max_redirect_hops + 1):
+    for _ in range(memory.settings.storage.max_redirect_hops + 1):
         try:
             redirect = memory.redirect_of(path)
         except (EntryNotFoundError, RedirectError):

@@ -220,7 +220,7 @@ class HybridSearcher:
     ) -> None:
         self.index = index
         self.settings = settings or Settings()
-        self._role = role or (lambda: parse_role(self.settings.role))
+        self._role = role or (lambda: parse_role(self.settings.roles.role))
         self._signals: dict[Role | None, RankingSignals] = {}
         self._embedder = embedder
         self._recent_queries: dict[tuple[str, str], np.ndarray] = {}
@@ -292,7 +292,7 @@ class HybridSearcher:
         elif query_model is None:
             embedder = self.embedder()
             query_model = embedder.model_id if embedder is not None else None
-        pool = max(self.settings.search_candidates, top_k * 3)
+        pool = max(self.settings.search.candidates, top_k * 3)
 
         stems = [stem(word) for word in keywords]  # light stems: the tag match
         terms = list(dict.fromkeys(porter_stem(word) for word in keywords))  # the keyword index's terms
@@ -350,12 +350,12 @@ class HybridSearcher:
         candidates = found.paths
         if not candidates:
             return None
-        term_weights = idf if self.settings.keyword_idf else dict.fromkeys(idf, 1.0)
+        term_weights = idf if self.settings.search.keyword_idf else dict.fromkeys(idf, 1.0)
         contains = found.contains
         covered = sum((weight * contains[term] for term, weight in term_weights.items()), np.zeros(len(candidates)))
         covered_idf = sum((weight * contains[term] for term, weight in idf.items()), np.zeros(len(candidates)))
         matched = [tuple(term for term, hit in contains.items() if hit[i]) for i in range(len(candidates))]
-        window = self.settings.context_window if self.settings.context_weight else 0
+        window = self.settings.search.context_window if self.settings.search.context_weight else 0
         signals = _Signals.of(
             bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
             cosines=semantic.cosines(candidates) if semantic else None,
@@ -415,13 +415,13 @@ class HybridSearcher:
         """
         if cosines is None:
             return idf_coverage
-        w = self.settings.relevance_semantic_weight
+        w = self.settings.search.relevance_semantic_weight
         return w * cosines + (1.0 - w) * idf_coverage
 
     # ------------------------------------------------------------------ signals
     def _text_weights(self, mode: Mode) -> dict[str, float]:
-        s = self.settings
-        if s.swarm_formula:  # SwarmMemory's keyword score is the tag share
+        s = self.settings.search
+        if self.settings.swarm_formula:  # SwarmMemory's keyword score is the tag share
             semantic = s.semantic_weight if mode == "hybrid" else 0.0
             return {"semantic": semantic, "bm25": 0.0, "keyword": 0.0, "tag": s.keyword_weight, "context": 0.0}
         return {
@@ -434,10 +434,9 @@ class HybridSearcher:
 
     def _fuse(self, signals: _Signals, mode: Mode) -> np.ndarray:
         """One score per candidate: the weighted mean of its signals (or weighted RRF)."""
-        s = self.settings
         weights = self._text_weights(mode)
         total = sum(weights.values()) or 1.0
-        if s.fusion == "rrf":
+        if self.settings.search.fusion == "rrf":
             return self._rrf(signals, weights, total)
         fused = np.zeros(len(signals.bm25))
         for name, weight in weights.items():
@@ -448,7 +447,7 @@ class HybridSearcher:
 
     def _rrf(self, signals: _Signals, weights: dict[str, float], total: float) -> np.ndarray:
         """Weighted reciprocal-rank fusion, scaled so first place in every signal scores 1.0."""
-        k = self.settings.rrf_k
+        k = self.settings.search.rrf_k
         fused = np.zeros(len(signals.bm25))
         for name, weight in weights.items():
             values = getattr(signals, name)

@@ -76,7 +76,7 @@ def neighbourhood(
     wanted = sorted({check_link_kind(kind) for kind in kinds}) if kinds else None
     if not memory.exists(centre):
         raise EntryNotFoundError(centre)
-    limit = max_nodes or memory.settings.graph_max_nodes
+    limit = max_nodes or memory.settings.search.graph_max_nodes
     distance = {centre: 0}
     edges: dict[tuple[str, str, str], Edge] = {}
     frontier = [centre]

@@ -1,4 +1,4 @@
-"""Ranking signals beyond the text (seed 003): graph expansion, importance and recency.
+"""Ranking signals beyond the text: graph expansion, importance and recency.
 
 The hybrid searcher (`memdir.search.hybrid`) first fuses the text signals (semantic, BM25,
 keyword coverage, tags) into one score per candidate. These three are then added to that
@@ -59,14 +59,14 @@ def metadata_importance(facts: RankFacts, now: datetime) -> float:
 
 
 IN_ROLE_RELEVANCE = 0.8
-OUT_OF_ROLE_RELEVANCE = 0.3  # the seed: an entry of another kind is less relevant to the role, never irrelevant
-ACCESS_SATURATION = 10.0  # reads at which the access term reaches 1 (the seed's ``count / 10``, clamped)
+OUT_OF_ROLE_RELEVANCE = 0.3  # the design: an entry of another kind is less relevant to the role, never irrelevant
+ACCESS_SATURATION = 10.0  # reads at which the access term reaches 1 (the design's ``count / 10``, clamped)
 ROLE_RECENCY_DAYS = 30.0  # days since the last read at which the recency term is 1/2 (``1 / (1 + days / 30)``)
 
 
 @dataclass(frozen=True)
 class RoleImportance:
-    """A role's importance (seed 003, Component 3.3, ``CustomImportanceScorer``), in [0, 1]:
+    """A role's importance, in [0, 1]:
 
         w_base * importance / 10 + w_access * min(reads / 10, 1)
         + w_recency / (1 + days since the last read / 30) + w_relevance * (0.8 in the role's kinds, else 0.3)
@@ -84,7 +84,7 @@ class RoleImportance:
         """The scorer of ``role`` with the settings' weights, None without a role."""
         if role is None:
             return None
-        return cls(role, getattr(settings, f"role_weights_{role.value}"))
+        return cls(role, getattr(settings.roles, f"role_weights_{role.value}"))
 
     def __call__(self, facts: RankFacts, now: datetime) -> float:
         w_base, w_access, w_recency, w_relevance = self.weights
@@ -169,13 +169,13 @@ class RankingSignals:
         self.settings = settings
         scorer = RoleImportance.of(settings, role)
         self.importance: ImportanceScorer = scorer or metadata_importance
-        self.importance_weight = settings.importance_weight if scorer is None else settings.role_importance_weight
+        self.importance_weight = settings.search.importance_weight if scorer is None else settings.roles.role_importance_weight
         if settings.swarm_formula:
             self.importance_weight = 0.0
 
     @property
     def weights(self) -> dict[str, float]:
-        s = self.settings
+        s = self.settings.search
         return {"graph": s.graph_weight, "importance": self.importance_weight, "recency": s.recency_weight}
 
     @property
@@ -184,11 +184,11 @@ class RankingSignals:
 
     def expand(self, index: SearchIndex, ranked: Iterable[tuple[str, float]]) -> dict[str, float]:
         """Graph scores from the best ``graph_seeds`` of ``ranked`` ((path, text score), any order)."""
-        if self.settings.graph_weight <= 0 or self.settings.graph_seeds <= 0:
+        if self.settings.search.graph_weight <= 0 or self.settings.search.graph_seeds <= 0:
             return {}
-        seeds = sorted(ranked, key=lambda item: -item[1])[: self.settings.graph_seeds]
-        s = self.settings
-        return graph_expansion(index, seeds, s.graph_hops, s.graph_hop_decay, limit=s.search_candidates)
+        seeds = sorted(ranked, key=lambda item: -item[1])[: self.settings.search.graph_seeds]
+        s = self.settings.search
+        return graph_expansion(index, seeds, s.graph_hops, s.graph_hop_decay, limit=s.candidates)
 
     def extras(self, facts: RankFacts | None, graph: float, now: datetime) -> dict[str, float | None]:
         """One candidate's signals (importance and recency None when the index has no facts of it)."""
@@ -197,7 +197,7 @@ class RankingSignals:
         return {
             "graph": graph,
             "importance": float(self.importance(facts, now)),
-            "recency": recency(facts, now, self.settings.recency_half_life_days),
+            "recency": recency(facts, now, self.settings.search.recency_half_life_days),
         }
 
     def combine(self, text_score: float, text_total: float, extras: dict[str, float | None]) -> float:

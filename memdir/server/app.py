@@ -204,7 +204,7 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
         if "settings" in wanted:
             kwargs["settings"] = app_state(ctx).settings
         if "ask" in wanted:
-            kwargs["ask"] = sampling.client_ask(ctx, app_state(ctx).settings.thread_sampling_timeout)
+            kwargs["ask"] = sampling.client_ask(ctx, app_state(ctx).settings.threads.sampling_timeout)
         if "threads" in wanted:
             kwargs["threads"] = None  # the server's thread manager: MemoryHost fills it in once the memory is open
         return await run_memory_tool(ctx, fn, read_only=read_only, **kwargs)
@@ -324,7 +324,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
         embedder: use this embedder instead of the real model (tests).
     """
     settings = settings or Settings()
-    mode = settings.mode
+    mode = settings.server.mode
     functions: dict[str, Callable[..., Any]] = {}
     for name in tools_for_mode(mode):
         spec = TOOLS[name]
@@ -346,7 +346,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
     @asynccontextmanager
     async def lifespan(_: "MCPServer[AppState]") -> AsyncIterator[AppState]:
         host = MemoryHost(settings, embedder)
-        evolution = Scheduler(settings, host) if settings.evolution_enabled else None
+        evolution = Scheduler(settings, host) if settings.evolution.enabled else None
         try:
             async with local_socket.serving(settings, host), anyio.create_task_group() as background:
                 if evolution is not None:

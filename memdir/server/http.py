@@ -61,7 +61,7 @@ class InFlight:
 
 
 def tokens_for(settings: Settings) -> TokenFile:
-    return TokenFile(settings.http_tokens_file, settings.http_token)
+    return TokenFile(settings.server.http_tokens_file, settings.server.http_token)
 
 
 FIRST_TOKEN_NAME = "first"
@@ -94,11 +94,11 @@ def http_app(server: MemdirServer, settings: Settings, host: str, tokens: TokenF
         streamable_http_path=MCP_PATH,
         # Host and Origin are checked by the guard for every route (the web view too).
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        session_idle_timeout=settings.http_session_idle_timeout,
+        session_idle_timeout=settings.server.http_session_idle_timeout,
         host=host,
     )
     inflight = InFlight(inner)
-    gate = Gate.for_address(host, tokens, settings.http_allowed_hosts, settings.http_allowed_origins)
+    gate = Gate.for_address(host, tokens, settings.server.http_allowed_hosts, settings.server.http_allowed_origins)
     guard = GuardMiddleware(inflight, gate)
     return guard, inflight
 
@@ -141,15 +141,15 @@ def serve_http(settings: Settings, *, host: str | None = None, port: int | None 
     from memdir.server.app import build_server
     from memdir.storage.stores import check_store
 
-    host = host or settings.http_host
-    port = settings.http_port if port is None else port
+    host = host or settings.server.http_host
+    port = settings.server.http_port if port is None else port
     check_store(settings)
     tokens = tokens_for(settings)
     created = first_token(tokens)
     server = build_server(settings, embedder=embedder)
     app, inflight = http_app(server, settings, host, tokens)
-    limits = ConnectionLimits(settings.http_header_timeout, settings.http_body_timeout,
-                              settings.http_max_connections_per_client)
+    limits = ConnectionLimits(settings.server.http_header_timeout, settings.server.http_body_timeout,
+                              settings.server.http_max_connections_per_client)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", http=limited_protocol(limits),
                             timeout_graceful_shutdown=1)  # what remains after the drain: clients' idle event streams
     # sse-starlette ends every event stream as soon as the signal arrives, the answers to calls in
@@ -157,7 +157,7 @@ def serve_http(settings: Settings, *, host: str | None = None, port: int | None 
     AppStatus.disable_automatic_graceful_drain()
     gc.freeze()  # as in `memdir.server.app.serve`: the SDK's objects live as long as the process
     first = None if created is None else (created, tokens)
-    MemdirHTTPServer(config, inflight, settings.http_shutdown_timeout, announce=True, first=first).run()
+    MemdirHTTPServer(config, inflight, settings.server.http_shutdown_timeout, announce=True, first=first).run()
 
 
 __all__ = ["InFlight", "MemdirHTTPServer", "first_token", "http_app", "serve_http", "tokens_for"]

@@ -51,7 +51,7 @@ class Declined(Exception):
 @asynccontextmanager
 async def serving(settings: Settings, host: MemoryHost) -> AsyncIterator[Path | None]:
     """Serve the hooks' socket of ``settings.store_root`` while the context is open; yields its path (None: not serving)."""
-    claimed = _claim(canonical_root(settings.store_root)) if settings.hook_socket else None
+    claimed = _claim(canonical_root(settings.store_root)) if settings.server.hook_socket else None
     if claimed is None:
         yield None
         return
@@ -157,7 +157,7 @@ def _same_user(connection: Any) -> bool:
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, settings: Settings,
                   host: MemoryHost, root: str) -> None:
     """Answer one request line on one connection, then close it."""
-    timeout = settings.hook_socket_timeout
+    timeout = settings.server.hook_socket_timeout
     try:
         if not _same_user(writer.get_extra_info("socket")):
             return

@@ -26,7 +26,7 @@ from typing import Any
 
 from mcp_types import ToolAnnotations
 
-from memdir.core.settings import Mode
+from memdir.core.sections import Mode
 
 
 @dataclass(frozen=True)

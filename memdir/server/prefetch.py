@@ -1,4 +1,4 @@
-"""Prefetching at session start (seed 003, Component 3.4, with a real cache behind it).
+"""Prefetching at session start.
 
 `warm` fills the memory's entry cache (`memdir.storage.entry_cache`) with what an agent of
 this role is likely to read first: its view's most recently used entries (last read, else
@@ -7,7 +7,7 @@ last changed; ``prefetch_recent``) and its most important ones (importance at le
 prefetching an entry twice only refreshes its place. Reads (MemoryRead) are then served from
 the cache while the entry's files are unchanged, and the cache counts hits and misses.
 
-`warm_for_phase` is seed 003's ``on_phase_transition``: when the work changes phase — a skill
+`warm_for_phase` is ``on_phase_transition``: when the work changes phase — a skill
 is loaded (LoadSkill), and with it a new toolset — the entries the new phase is likely to
 read (a search of the view for what the skill is about, ``prefetch_phase`` of them) are
 prefetched too.
@@ -35,9 +35,9 @@ def session_paths(memory: Memory) -> list[str]:
     view = view_filter(memory.actor, False)
     chosen: list[str] = []
     for limit, candidates in (
-        (settings.prefetch_recent, memory.index.recently_used(settings.prefetch_recent * CANDIDATES_PER_SLOT)),
-        (settings.prefetch_important, memory.index.most_important(
-            settings.prefetch_min_importance, settings.prefetch_important * CANDIDATES_PER_SLOT)),
+        (settings.discovery.prefetch_recent, memory.index.recently_used(settings.discovery.prefetch_recent * CANDIDATES_PER_SLOT)),
+        (settings.discovery.prefetch_important, memory.index.most_important(
+            settings.discovery.prefetch_min_importance, settings.discovery.prefetch_important * CANDIDATES_PER_SLOT)),
     ):
         visible = [path for path in candidates if path not in chosen]
         if view is not None:
@@ -59,9 +59,9 @@ def warm(memory: Memory) -> int:
 def warm_for_phase(memory: Memory, about: str) -> int:
     """Prefetch the ``prefetch_phase`` entries of the actor's view that best match ``about`` (what
     the new phase is about: a loaded skill's title and description); how many were cached."""
-    if memory.cache is None or not about.strip() or memory.settings.prefetch_phase <= 0:
+    if memory.cache is None or not about.strip() or memory.settings.discovery.prefetch_phase <= 0:
         return 0
-    results = memory.search(about, top_k=memory.settings.prefetch_phase, view=view_filter(memory.actor, False))
+    results = memory.search(about, top_k=memory.settings.discovery.prefetch_phase, view=view_filter(memory.actor, False))
     done = memory.prefetch(result.path for result in results)
     log.info("prefetched %d entries for a new phase of %s", done, memory.actor.label)
     return done

@@ -51,7 +51,7 @@ async def discover_prompt(
     """The user's message with the discovery reminders (relevant skills and memories) in front of it."""
     state = app_state(ctx)
     reminders = await run_memory_tool(
-        ctx, discover, message=message, settings=state.settings, include_skills=offers_skills(state.settings.mode)
+        ctx, discover, message=message, settings=state.settings, include_skills=offers_skills(state.settings.server.mode)
     )
     return f"{reminders}\n\n{message}" if reminders else message
 

@@ -31,7 +31,7 @@ _CURSOR = "entries-after:"
 
 def _list_entries(memory: Any, after: str | None) -> tuple[list[dict[str, Any]], str | None]:
     """One page of the entries in this actor's view, in path order, and the cursor of the next page."""
-    page = memory.list_page(after, max(1, memory.settings.resources_page_size), view=view_filter(memory.actor, False))
+    page = memory.list_page(after, max(1, memory.settings.server.resources_page_size), view=view_filter(memory.actor, False))
     listed = []
     for info in page.entries:
         resource = Resource(

@@ -71,7 +71,7 @@ class Scheduler:
 
     def idle(self) -> bool:
         """True when nothing has used the store for ``evolution_idle_minutes``."""
-        return time.monotonic() - self.host.last_used >= self.settings.evolution_idle_minutes * 60
+        return time.monotonic() - self.host.last_used >= self.settings.evolution.idle_minutes * 60
 
     def stop(self) -> None:
         """Stop: a running job ends at its next item, and no other starts."""
@@ -88,13 +88,13 @@ class Scheduler:
                 break
             mark = self.host.last_used
             options: dict[str, Any] = {}
-            ask = session_ask(self._sampling_session, settings.consolidation_sampling_timeout) if (
+            ask = session_ask(self._sampling_session, settings.evolution.consolidation_sampling_timeout) if (
                 job.name == "consolidation" and self._sampling_session is not None) else None
             if ask is not None:
                 options["decide"] = model_decider(ask)
             try:
                 record = await self.host.run_maintenance(
-                    _scheduled_run, job, batch_size=settings.evolution_batch_size, timeout=settings.evolution_job_timeout,
+                    _scheduled_run, job, batch_size=settings.evolution.batch_size, timeout=settings.evolution.job_timeout,
                     busy=lambda: self._stopping or self.host.last_used != mark, options=options,  # noqa: B023 — asked only during this run
                 )  # fmt: skip
             except JobBusyError:
@@ -111,7 +111,7 @@ class Scheduler:
     async def serve(self) -> None:
         """Look for idleness every ``evolution_check_seconds`` and run due jobs, until cancelled."""
         while not self._stopping:
-            await anyio.sleep(self.settings.evolution_check_seconds)
+            await anyio.sleep(self.settings.evolution.check_seconds)
             if not self.idle():
                 continue
             try:

@@ -69,8 +69,8 @@ class MemoryHost:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         self._root = settings.store_root
         self._settings, self._embedder = settings, embedder
-        self._writer = ThreadPoolExecutor(max_workers=max(1, settings.write_workers), thread_name_prefix="memdir-memory")
-        self._readers = ThreadPoolExecutor(max_workers=max(1, settings.read_workers), thread_name_prefix="memdir-read")
+        self._writer = ThreadPoolExecutor(max_workers=max(1, settings.server.write_workers), thread_name_prefix="memdir-memory")
+        self._readers = ThreadPoolExecutor(max_workers=max(1, settings.server.read_workers), thread_name_prefix="memdir-read")
         self._opening: Future[Memory] | None = None
         self._starting = threading.Lock()
         self._writes: set[Future[Any]] = set()
@@ -159,8 +159,8 @@ class MemoryHost:
             kwargs = {**kwargs, "threads": self.threads(memory)}
         actor = None
         if client is not None and not client.is_server:
-            actor = Actor(client.agent or self._settings.agent, parse_role(client.role or self._settings.role),
-                          self._settings.admin)
+            actor = Actor(client.agent or self._settings.roles.agent, parse_role(client.role or self._settings.roles.role),
+                          self._settings.roles.admin)
         with disk_errors(self._root), memory.acting_as(actor):  # a tool's own files (defrag journal, episodes, ...) too
             return fn(memory, *args, **kwargs)
 

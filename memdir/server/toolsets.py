@@ -85,7 +85,7 @@ def load_skill_tool() -> Any:
         if after != before:
             await notify_tools_changed(ctx)
         text = f"{skill.text}\n\n{toolset_reminder(tools, after)}"
-        if "Bash" in tools and not state.settings.allow_bash:
+        if "Bash" in tools and not state.settings.server.allow_bash:
             text += "\n\n" + system_reminder(
                 "Bash is listed by this skill but disabled on this memdir server: its calls will be refused.",
                 "Do the steps that need a shell another way, or ask the user to start memdir with --allow-bash.",

@@ -93,13 +93,13 @@ class WebView:
         self.server, self.settings = server, settings
         self.templates, self.markdown = _templates(), _markdown()
         self.forms = Forms()
-        self.read_only = settings.web_read_only or settings.mode == "retrieval"
+        self.read_only = settings.server.web_read_only or settings.server.mode == "retrieval"
 
     def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         client = HTTP_CLIENT.get()
         html = self.templates.get_template(template).render(
             read_only=self.read_only, csrf_field=FIELD, csrf=self.forms.token(),
-            who=None if client is None else client.name, role=(client.role if client else None) or self.settings.role,
+            who=None if client is None else client.name, role=(client.role if client else None) or self.settings.roles.role,
             **values)
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
@@ -124,7 +124,7 @@ class WebView:
         if self.read_only:
             raise FormRefused("This web view is read-only.", "It was started with --read-only (or in the retrieval "
                               "mode); change memory through an agent, or restart `memdir serve --http` without it.", 403)
-        limit = self.settings.max_entry_size * 3 + 65_536  # percent-encoding triples a byte at most (ASCII)
+        limit = self.settings.storage.max_entry_size * 3 + 65_536  # percent-encoding triples a byte at most (ASCII)
         return await self.forms.read(request, limit)
 
     def page(self, handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
@@ -146,7 +146,7 @@ class WebView:
     async def entries(self, request: Request) -> Response:
         query = request.query_params
         listing = await self.read(browse.list_entries, query.get("folder") or None, _number(request, "page"),
-                                  self.settings.web_page_size, type=query.get("type") or None,
+                                  self.settings.server.web_page_size, type=query.get("type") or None,
                                   tag=query.get("tag") or None, sort=query.get("sort") or "path")
         return self.render("entries.html", listing=listing, done=DONE.get(query.get("done", "")))
 

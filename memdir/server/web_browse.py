@@ -201,10 +201,10 @@ def search_entries(memory: Memory, query: str, floor: float | None = None, top_k
     text = (query or "").strip()
     if not text:
         raise InputValidationError("The query is empty.", "Type what to look for.")
-    floor = memory.settings.discovery_threshold_short if floor is None else floor
+    floor = memory.settings.discovery.threshold_short if floor is None else floor
     if not 0.0 <= floor <= 1.0:
         raise InputValidationError(f"The relevance floor must lie between 0 and 1, got {floor}.", "Use e.g. ?floor=0.25.")
-    results = memory.search(text, top_k=min(top_k, memory.settings.search_max_top_k),
+    results = memory.search(text, top_k=min(top_k, memory.settings.search.max_top_k),
                             view=view_filter(memory.actor, False))
     kept = [result for result in results if result.relevance >= floor]
     weights = memory.term_weights(text)

@@ -11,9 +11,11 @@ listings read: keyword statistics, vectors, links, freshness). Two stores implem
 
 The protocols are what `Memory` calls, no more. The seams where the two differ most:
 
-* ``before_commit``: each adapter write stages its change and calls the hook (which updates
-  the index) before its commit point (what it returns is ignored); if the hook raises, nothing changes. For the
-  directory that is "before the renames", for PostgreSQL "before COMMIT".
+* changes as ``with`` blocks: each adapter change (`StorageAdapter.write`, ``delete``, ...) is a
+  context manager that stages the change on entering and commits it on leaving; the caller
+  updates the index inside the block, and if the block raises, nothing changes. For the
+  directory the block runs "before the renames", for PostgreSQL "before COMMIT". The store
+  never calls back into its caller; `committed` makes a change with nothing to add.
 * ``adapter.lock``: many readers or one writer. A file lock for the directory; a
   transaction plus advisory lock for PostgreSQL, so that several servers on several machines
   serialise their changes the same way several processes on one machine do.
@@ -30,13 +32,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
-from memdir.storage.records import Chunk, Edge, EntryInfo, FileStats, Listed, Page, RankFacts, ReconcilePlan, Stamp
+from memdir.storage.records import Chunk, Edge, EntryInfo, FileStats, Listed, Page, RankFacts, ReconcilePlan, Staged, Stamp
 
 if TYPE_CHECKING:
     import os
@@ -301,23 +303,19 @@ class StorageAdapter(Protocol):
         self, path: str, content: str, *, title: str, metadata: Metadata | Mapping[str, object] | None = None,
         embedding: np.ndarray | None = None, hits: int | None = None, updated_at: datetime | None = None,
         embedding_model: str | None = None, embedding_text_hash: str | None = None,
-        before_commit: Callable[[Entry, FileStats], object] | None = None,
-    ) -> Entry:
-        """Create or replace an entry atomically; ``hits=None`` keeps the existing count."""
+    ) -> AbstractContextManager[Staged]:
+        """Create or replace an entry atomically; ``hits=None`` keeps the existing count. The block
+        gets the entry as staged (see the module docstring)."""
 
     def set_embeddings(
         self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, Entry] | None = None,
         model_id: str | None = None, text_hashes: Mapping[str, str] | None = None,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
-    ) -> list[Entry]:
+    ) -> AbstractContextManager[list[Staged]]:
         """New vectors for unchanged entries, in one transaction (entries changed since ``expected`` skipped)."""
 
-    def set_metadata(
-        self, changes: Mapping[str, Callable[[Entry], Metadata | None]], *,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
-    ) -> list[Entry]:
-        """New metadata (fields not embedded) for existing entries, in one transaction (a change
-        that gives None leaves its entry as it is)."""
+    def set_metadata(self, changes: Mapping[str, Metadata]) -> AbstractContextManager[list[Staged]]:
+        """New metadata (fields not embedded) for existing entries, in one transaction (missing entries and
+        stubs skipped)."""
 
     def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
         """Read an entry (following stubs when ``follow``); ``count_hit`` for agent reads only."""
@@ -328,11 +326,10 @@ class StorageAdapter(Protocol):
     def exists(self, path: str) -> bool:
         """True if a real entry, stub or virtual entry lives at ``path``."""
 
-    def delete(self, path: str, *, before_commit: Callable[[], object] | None = None) -> None:
+    def delete(self, path: str) -> AbstractContextManager[None]:
         """Remove the entry (`EntryNotFoundError` if there is none)."""
 
-    def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None,
-                   before_commit: Callable[[], object] | None = None) -> None:
+    def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None) -> AbstractContextManager[None]:
         """Replace the entry at ``path`` with a redirect stub, owned by ``owner`` (None: nobody), so
         that only its owner (or an admin) may overwrite, delete or clean it up."""
 
@@ -388,7 +385,7 @@ class EntryIndex(SearchIndex, Protocol):
         """True if the truth changed in a way no index change has recorded (a writer died mid-change)."""
 
     def ahead_of_files(self) -> AbstractContextManager[None]:
-        """Around index changes made inside an adapter's ``before_commit``."""
+        """Around index changes made inside an adapter change's ``with`` block."""
 
     def upsert(
         self, entry: Entry, stats: FileStats, text_hash: str | None, model_id: str | None = None, *,
@@ -458,3 +455,12 @@ class EntryIndex(SearchIndex, Protocol):
 
     def vector_snapshot(self, model_id: str | None) -> tuple[list[str], np.ndarray]:
         """(paths, matrix) of the entries embedded by ``model_id``, one L2-normalised row each."""
+
+
+Made = TypeVar("Made")
+
+
+def committed(change: AbstractContextManager[Made]) -> Made:
+    """Make an adapter change with nothing to add inside it: what it staged, now committed."""
+    with change as staged:
+        return staged

@@ -1,4 +1,4 @@
-"""A least-recently-used cache of entries as agents read them (seed 003's prefetch cache).
+"""A least-recently-used cache of entries as agents read them (prefetch cache).
 
 `Memory.read` serves an agent's read (MemoryRead) from here when the entry's files are as they
 were when it was cached, and counts hits and misses; `memdir.server.prefetch` fills it at
@@ -48,7 +48,7 @@ class CacheStats:
 
     @property
     def hit_rate(self) -> float:
-        """Hits over lookups (0.0 before the first lookup), as seed 003's ``PrefetchMetrics`` defines it."""
+        """Hits over lookups (0.0 before the first lookup), as ``PrefetchMetrics`` defines it."""
         lookups = self.hits + self.misses
         return self.hits / lookups if lookups else 0.0
 
@@ -124,7 +124,7 @@ class EntryCache:
     def put(self, entry: Entry, stats: FileStats, *, prefetch: bool = False) -> None:
         """Keep ``entry`` (read after ``stats`` were taken), evicting the least recently used beyond capacity.
 
-        Putting an entry again refreshes it and its place (seed 003: prefetching twice is idempotent).
+        Putting an entry again refreshes it and its place (prefetching twice is idempotent).
         """
         if not self.capacity or entry.virtual:
             return

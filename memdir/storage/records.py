@@ -13,6 +13,8 @@ from memdir.core.keywords import STOP_WORDS, porter_stem, words
 if TYPE_CHECKING:
     import numpy as np
 
+    from memdir.core.entry import Entry
+
 class EntryInfo(NamedTuple):
     """A light listing row: enough for glob output and index freshness checks.
 
@@ -39,6 +41,14 @@ class FileStats:
     md_size: int = 0
     yml_mtime_ns: int = 0
     yml_size: int = 0
+
+
+class Staged(NamedTuple):
+    """An entry's new version as a store has staged it (not yet committed), with the stamp
+    (`FileStats`) its stored version will have once the change commits."""
+
+    entry: Entry
+    stats: FileStats
 
 
 class Stamp(NamedTuple):

@@ -36,7 +36,7 @@ def _database_url(settings: Settings) -> str | None:
     Raises:
         ConfigError: the setting is neither.
     """
-    store = settings.store.strip()
+    store = settings.storage.store.strip()
     if store and not is_postgres(store):
         raise ConfigError(
             f"the store setting {shown(store)!r} is neither empty (the directory at the root) nor a postgresql:// URL.",
@@ -68,7 +68,7 @@ def check_store(settings: Settings) -> None:
         return
     from memdir.storage.postgres.database import Database
 
-    database = Database(url, lock_timeout=settings.lock_timeout)
+    database = Database(url, lock_timeout=settings.storage.lock_timeout)
     try:
         database.connection()
     finally:
@@ -95,20 +95,20 @@ def open_directory(settings: Settings, *, read_only: bool = False) -> tuple[File
     reason = open_mode.read_only_reason(root, read_only)
     adapter = FilesystemAdapter(
         root,
-        max_entry_size=settings.max_entry_size,
-        max_total_size=settings.max_total_size,
-        lock_timeout=settings.lock_timeout,
-        max_redirect_hops=settings.max_redirect_hops,
-        min_free_disk=settings.min_free_disk,
+        max_entry_size=settings.storage.max_entry_size,
+        max_total_size=settings.storage.max_total_size,
+        lock_timeout=settings.storage.lock_timeout,
+        max_redirect_hops=settings.storage.max_redirect_hops,
+        min_free_disk=settings.storage.min_free_disk,
         read_only=reason,
     )
     if reason is not None and not read_only:
         log.warning("the memory root %s is %s: opened read-only, writes are refused", root, reason)
     index = DerivedIndex(
         adapter.root,
-        column_weights=settings.bm25_column_weights,
+        column_weights=settings.search.bm25_column_weights,
         in_memory=reason is not None and not open_mode.can_update_index(adapter.root),
-        wal_limit=settings.index_wal_limit,
+        wal_limit=settings.storage.index_wal_limit,
     )
     return adapter, index
 

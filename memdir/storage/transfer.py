@@ -19,7 +19,7 @@ from itertools import islice
 from pathlib import Path
 
 from memdir.core.errors import InputValidationError
-from memdir.storage.base import StorageAdapter
+from memdir.storage.base import StorageAdapter, committed
 
 BATCH = 500
 FRESH_ROOT = frozenset({".memdir", ".lock"})
@@ -83,15 +83,15 @@ def copy_entries(
             for path in paths[start : start + BATCH]:
                 redirect = source.read_redirect(path)
                 if redirect is not None:
-                    target.write_stub(path, redirect, owner=source.read_entry(path, follow=False).metadata.labels().created_by)
+                    committed(target.write_stub(path, redirect, owner=source.read_entry(path, follow=False).metadata.labels().created_by))
                     stubs += 1
                     continue
                 entry = source.read_entry(path, follow=False)
-                target.write(
+                committed(target.write(
                     path, entry.content, title=entry.title, metadata=entry.metadata, embedding=entry.embedding,
                     hits=entry.hits, updated_at=entry.updated_at, embedding_model=entry.embedding_model,
                     embedding_text_hash=entry.embedding_text_hash,
-                )
+                ))
                 entries += 1
         if progress:
             progress(min(start + BATCH, len(paths)), len(paths))

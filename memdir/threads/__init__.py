@@ -1,4 +1,4 @@
-"""Working memory (seeds 000 and 002): a thread's events, reduced to state, compacted, assembled into a context.
+"""Working memory: a thread's events, reduced to state, compacted, assembled into a context.
 
     ThreadAppend ─▶ queue ─▶ log (threads/<id>/events.jsonl) ─▶ reducers ─▶ ThreadState ─▶ strategy ─▶ context
                              ▲ compaction writes one BATCH_REPLACE event (a summary that records its parents)

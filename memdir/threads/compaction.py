@@ -57,9 +57,9 @@ class Plan:
 
 def plan(state: ThreadState, settings: Settings) -> Plan:
     """The chunks compaction may replace now (possibly none)."""
-    keep = max(settings.thread_compact_keep_recent, 0)
+    keep = max(settings.threads.compact_keep_recent, 0)
     older = state.chunks[: max(len(state.chunks) - keep, 0)]
-    eligible = {chunk.id for chunk in older if chunk.compressible and chunk.importance < settings.thread_pin_importance}
+    eligible = {chunk.id for chunk in older if chunk.compressible and chunk.importance < settings.threads.pin_importance}
     partners: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in state.chunks:
         if chunk.call_id:
@@ -76,8 +76,8 @@ def due(candidates: Plan, settings: Settings) -> bool:
     """True when the compressible chunks pass the count or token threshold."""
     if len(candidates.chunks) < 2:
         return False
-    by_count = settings.thread_compact_chunks > 0 and len(candidates.chunks) >= settings.thread_compact_chunks
-    by_tokens = settings.thread_compact_tokens > 0 and candidates.tokens >= settings.thread_compact_tokens
+    by_count = settings.threads.compact_chunks > 0 and len(candidates.chunks) >= settings.threads.compact_chunks
+    by_tokens = settings.threads.compact_tokens > 0 and candidates.tokens >= settings.threads.compact_tokens
     return by_count or by_tokens
 
 
@@ -116,10 +116,10 @@ def summary_for(chunks: Sequence[Chunk], settings: Settings, summarize: Summariz
             log.info("the client's model could not summarise; writing an extractive summary", exc_info=True)
             text = None
         if text and text.strip():
-            limit = settings.thread_summary_tokens * CHARS_PER_TOKEN
+            limit = settings.threads.summary_tokens * CHARS_PER_TOKEN
             return text.strip()[:limit], "model"
     # An extract as long as its sources would save nothing: at most a third of them.
-    limit = min(settings.thread_summary_tokens, max(sum(chunk.tokens for chunk in chunks) // 3, MIN_SUMMARY_TOKENS))
+    limit = min(settings.threads.summary_tokens, max(sum(chunk.tokens for chunk in chunks) // 3, MIN_SUMMARY_TOKENS))
     return extractive_summary(chunks, limit), "extractive"
 
 
@@ -160,7 +160,7 @@ def sampling_summarizer(ask: Ask, settings: Settings) -> Summarize:
     """A `Summarize` that asks the client's model (``ask``) for the summary."""
 
     def summarize(chunks: Sequence[Chunk]) -> str | None:
-        return ask(sampling_prompt(chunks, settings.thread_summary_tokens), settings.thread_summary_tokens)
+        return ask(sampling_prompt(chunks, settings.threads.summary_tokens), settings.threads.summary_tokens)
 
     return summarize
 

@@ -1,4 +1,4 @@
-"""`ThreadManager`: the working-memory API that the tools and the CLI use (seed 002's MemoryManager).
+"""`ThreadManager`: the working-memory API that the tools and the CLI use (MemoryManager).
 
 Per thread, a process keeps its log (`EventLog`), its context builder and its event queue.
 Messages go through the queue; controls (strategy, mode, compaction, fork) act directly.
@@ -146,7 +146,7 @@ class ThreadManager:
         self.root, self.settings = Path(root), settings
         self.folder = self.root / THREADS_FOLDER
         self.derived = self.root / ".memdir" / THREADS_FOLDER
-        self.logs = logs or ThreadFiles(self.root, RootLock(self.root / LOCK_FILE_NAME, timeout=settings.lock_timeout))
+        self.logs = logs or ThreadFiles(self.root, RootLock(self.root / LOCK_FILE_NAME, timeout=settings.storage.lock_timeout))
         self.lock = self.logs.lock  # one lock for the logs, the queued messages and the vector cache
         self._embedder = embedder or (lambda: None)
         self._actor = actor or Actor
@@ -197,7 +197,7 @@ class ThreadManager:
 
     def _create(self, runtime: _Thread) -> None:
         """Write a new thread's first event: its strategy, owner and visibility."""
-        operations = [{"op": "CONFIGURE", "key": "strategy", "value": self.settings.thread_strategy}, *self._ownership()]
+        operations = [{"op": "CONFIGURE", "key": "strategy", "value": self.settings.threads.strategy}, *self._ownership()]
         with self.lock.exclusive():
             if runtime.log.exists():  # another process created it meanwhile
                 return
@@ -274,7 +274,7 @@ class ThreadManager:
         return len(self._thread(thread).queue)
 
     def next_queued(self, thread: str) -> Message | None:
-        """The message the next step would process (seed 002's ``peekNextEvent``)."""
+        """The message the next step would process (``peekNextEvent``)."""
         item = self._thread(thread).queue.peek()
         return item.message if item is not None else None
 

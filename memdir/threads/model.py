@@ -1,7 +1,7 @@
 """What a thread holds: chunks with a type, a retention class and an importance, and the state they form.
 
 A *chunk* is one message, tool call or tool result (or a compacted summary of several).
-Its type says where it came from (seed 002's chunk types); its retention class says what
+Its type says where it came from (chunk types); its retention class says what
 compaction may do with it; its importance (0-1) says what the virtual strategy keeps
 verbatim. `ThreadState` is immutable: reducers build a new one for every event.
 """
@@ -26,7 +26,7 @@ COMPRESSIBLE = ("compressible", "batch-compressible")
 ROLES = ("user", "assistant", "system", "tool")
 STRATEGIES = ("virtual", "fragment", "semantic")
 STRATEGY_ALIASES = {"hnsw": "semantic"}
-"""gro's name for the semantic strategy (seed 000), accepted wherever a strategy is named."""
+"""gro's name for the semantic strategy, accepted wherever a strategy is named."""
 MODES = ("auto", "stepping")
 
 _THREAD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
@@ -137,7 +137,7 @@ class ThreadState:
 
     Attributes:
         chunks: the chunks, in conversation order.
-        chunk_ids: their ids, same order (seed 002's ``chunk_ids``).
+        chunk_ids: their ids, same order (``chunk_ids``).
         version: how many events produced it.
         strategy: the context strategy in force.
         mode: ``auto`` or ``stepping``.

@@ -1,4 +1,4 @@
-"""The event queue of seed 002: events wait in order while processing is blocked, and callers get their results.
+"""The event queue: events wait in order while processing is blocked, and callers get their results.
 
 Processing is blocked for one reason at a time — COMPACTING (a compaction is running),
 PAUSED (a person paused the thread) or STEPPING (stepping mode: one event per ``step``).

@@ -1,6 +1,6 @@
 """Events to state: a registry of reducers, one per operation, and replay.
 
-An event is a JSON object ``{"seq", "at", "op", ...}``. The operations (seed 002):
+An event is a JSON object ``{"seq", "at", "op", ...}``. The operations:
 
 =============  ====================================================================
 ADD            ``chunk``: append it (its id must be new)

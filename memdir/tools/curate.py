@@ -40,7 +40,7 @@ def edit_entry(memory: Memory, path: str, *, seen: str, content: str, title: str
     """Replace the entry's content, title and tags (comma-separated), keeping the rest of its metadata."""
     entry = _current(memory, path, seen)
     content = content.replace("\r\n", "\n")  # as browsers send a textarea
-    check_content(content, memory.settings.word_limit, before=entry.content)
+    check_content(content, memory.settings.limits.word_limit, before=entry.content)
     tag_list = list(dict.fromkeys(tag.strip() for tag in tags.split(",") if tag.strip()))
     metadata = entry.metadata.model_copy(update={"tags": tag_list})
     return memory.write(entry.path, content, title=title.strip(), metadata=metadata,

@@ -53,6 +53,7 @@ from memdir.core.keywords import (
 )
 from memdir.core.settings import Settings
 from memdir.core.units import estimate_tokens
+from memdir.search.thresholds import relevance_needed
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -210,13 +211,13 @@ class Gate:
 
     @classmethod
     def of(cls, memory: Memory, message: str, settings: Settings) -> Gate:
-        names = names_in(message) if settings.discovery_names_required else set()
+        names = names_in(message) if settings.discovery.names_required else set()
         counts = memory.document_frequencies(names) if names else {}
         known = {name for name, count in counts.items() if count}
-        short = short_message_terms(message, settings.discovery_min_content_words, names - known)
-        threshold = settings.relevance_needed(message)
+        short = short_message_terms(message, settings.discovery.min_content_words, names - known)
+        threshold = relevance_needed(settings.discovery, message)
         if names - known:
-            threshold = max(threshold, settings.discovery_threshold)
+            threshold = max(threshold, settings.discovery.threshold)
         return cls(frozenset(known), None if short is None else frozenset(short), threshold)
 
     def allows(self, result: Any) -> bool:
@@ -243,16 +244,16 @@ def search_found(
     threshold = gate.threshold
     # Ranked by score, kept by relevance. The pool stays at most 24: a larger one made the PostgreSQL
     # store's search read rows in proportion to the store (tests/server/test_rows_read.py).
-    pool = min(settings.discovery_top_k * (8 if exclude_prefix else 4), MAX_POOL)
+    pool = min(settings.discovery.top_k * (8 if exclude_prefix else 4), MAX_POOL)
     results = memory.search(message, top_k=pool, types=list(types), view=view_filter(memory.actor, view_all))
     found = [_found(result) for result in results if gate.allows(result)]
     relevant = [
         item for item in found
         if item.score >= threshold and item.type in types and not (exclude_prefix and item.path.startswith(exclude_prefix))
     ]
-    if settings.discovery_rank_by == "relevance":
+    if settings.discovery.rank_by == "relevance":
         relevant.sort(key=lambda item: -item.score)  # stable: equal relevance keeps the search order
-    return relevant[: settings.discovery_top_k]
+    return relevant[: settings.discovery.top_k]
 
 
 def discover(
@@ -277,11 +278,11 @@ def discover(
     skills = search_found(memory, message, SKILL_TYPES, settings, view_all=view_all, gate=gate) if include_skills else []
     memories = search_found(memory, message, MEMORY_TYPES, settings, exclude_prefix=EPISODES_PREFIX, view_all=view_all,
                             gate=gate)
-    text = render(skills, memories, settings.discovery_token_budget)
-    # Episodes follow the seed's own ranking (importance boost, recency decay, at most N)
+    text = render(skills, memories, settings.discovery.token_budget)
+    # Episodes follow the design's own ranking (importance boost, recency decay, at most N)
     # and get their own reminder, within what is left of the budget.
     episodes = discover_episodes(memory, message, settings=settings, must_name=gate.must_name, threshold=gate.threshold)
-    if episodes and estimate_tokens(text) + estimate_tokens(episodes) <= settings.discovery_token_budget:
+    if episodes and estimate_tokens(text) + estimate_tokens(episodes) <= settings.discovery.token_budget:
         text = f"{text}\n\n{episodes}" if text else episodes
     return text
 

@@ -58,7 +58,7 @@ def episode_record(
     summary = (summary or "").strip()
     if not summary:
         raise InputValidationError("summary is required.", "Say what was asked, what you did or found, and how it ended.")
-    limit = memory.settings.word_limit
+    limit = memory.settings.limits.word_limit
     if len(summary.split()) > limit:
         raise InputValidationError(
             f"summary exceeds the {limit}-word limit ({len(summary.split())} words).",

@@ -63,7 +63,7 @@ def memory_edit(
             "or use replace_all: true to replace all occurrences.",
         )
     new_content = content.replace(old_string, new_string, -1 if replace_all else 1)
-    check_content(new_content, memory.settings.word_limit, before=content)
+    check_content(new_content, memory.settings.limits.word_limit, before=content)
     result = memory.write(
         entry.path, new_content, title=entry.title, metadata=entry.metadata, expected_content=content
     )

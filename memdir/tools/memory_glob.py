@@ -23,7 +23,7 @@ def memory_glob(memory: Memory, session: Session, pattern: str, view_all: bool =
         ``Memory entries matching 'PATTERN' (N entries):`` then one
         ``- memory://path "Title" (SIZE)`` line per entry; at most 500 are listed.
     """
-    page = memory.glob_page(pattern, max(1, memory.settings.glob_max_results), view=view_filter(memory.actor, view_all))
+    page = memory.glob_page(pattern, max(1, memory.settings.limits.glob_max_results), view=view_filter(memory.actor, view_all))
     shown = page.entries
     if not shown:
         return f"No entries found matching pattern '{pattern}'."

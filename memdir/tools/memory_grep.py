@@ -51,7 +51,7 @@ def memory_grep(
     if not hits:
         where = f" under '{path}'" if path and path.strip() else ""
         return f"No matches found for pattern '{pattern}'{where}."
-    cap = max(1, memory.settings.grep_max_results)
+    cap = max(1, memory.settings.limits.grep_max_results)
     if mode == "content":
         return _content(hits, cap)
     if mode == "count":

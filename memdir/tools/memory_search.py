@@ -53,7 +53,7 @@ def memory_search(
     text = (query or "").strip()
     if not text:
         raise InputValidationError("The query is empty.", "Pass what to look for, e.g. query: 'deployment checklist'.")
-    limit = memory.settings.search_max_top_k
+    limit = memory.settings.search.max_top_k
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= limit:
         raise InputValidationError(f"top_k must be a whole number from 1 to {limit}, got {top_k!r}.",
                                    f"Pass e.g. top_k: 10 (at most {limit}).")

@@ -66,7 +66,7 @@ def memory_write(
         ``Stored at memory://PATH (SIZE)``, plus a note when an entry was replaced and a
         reminder listing up to three near-duplicates.
     """
-    check_content(content, memory.settings.word_limit)
+    check_content(content, memory.settings.limits.word_limit)
     logical = normalize_path(file_path)
     entry_type = _check_type(type, logical)
     if not title or not title.strip():
@@ -185,7 +185,7 @@ def near_duplicates(memory: Memory, entry: Entry, limit: int | None = None) -> l
     (``Settings.duplicates_shown``). Failures here never fail the write.
     """
     if limit is None:
-        limit = memory.settings.duplicates_shown
+        limit = memory.settings.search.duplicates_shown
     try:
         found = _by_cosine(memory, entry) if entry.embedding is not None else None
         if found is None:
@@ -203,12 +203,12 @@ def _by_cosine(memory: Memory, entry: Entry) -> list[tuple[str, float]] | None:
     embedded by the current model is comparable."""
     if entry.embedding is None:
         return None  # not embedded (no model yet): fall back to words
-    nearest = memory.nearest(entry.embedding, memory.settings.duplicates_shown + 1)
+    nearest = memory.nearest(entry.embedding, memory.settings.search.duplicates_shown + 1)
     if not nearest:
         return None  # nothing embedded yet, or vectors of another model: fall back to words
     return [
         (path, min(1.0, score)) for path, score in nearest
-        if path != entry.path and score >= memory.settings.duplicate_cosine
+        if path != entry.path and score >= memory.settings.search.duplicate_cosine
     ]
 
 
@@ -228,7 +228,7 @@ def _by_jaccard(memory: Memory, entry: Entry) -> list[tuple[str, float]]:
         if other.path == entry.path:
             continue
         score = jaccard(words, word_set(other.content))
-        if score >= memory.settings.duplicate_jaccard:
+        if score >= memory.settings.search.duplicate_jaccard:
             found.append((other.path, score))
     return sorted(found, key=lambda item: item[1], reverse=True)
 

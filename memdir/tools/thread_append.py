@@ -58,7 +58,7 @@ def thread_append(
 
     manager = threads or manager_for(memory)
     checked = message(role, content, chunk_type=chunk_type, retention=retention, importance=importance,
-                      call_id=call_id, max_bytes=memory.settings.max_entry_size)
+                      call_id=call_id, max_bytes=memory.settings.storage.max_entry_size)
     summarize = sampling_summarizer(ask, memory.settings) if ask is not None else None
     result = manager.append(thread, checked, summarize=summarize)
     ignored = "".join(f" Ignored {why}." for why in checked.markers.ignored)

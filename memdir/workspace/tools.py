@@ -310,11 +310,11 @@ class Workspace:
     def from_settings(cls, settings: Settings) -> Workspace:
         """The server's workspace: ``settings.workspace`` with its limits, memdir's own files off limits
         (the memory root, the config file, the token file and its lock, the cache)."""
-        tokens = settings.http_tokens_file.expanduser()
+        tokens = settings.server.http_tokens_file.expanduser()
         return cls.create(
-            settings.workspace, allow_bash=settings.allow_bash, bash_timeout=settings.bash_timeout,
+            settings.server.workspace, allow_bash=settings.server.allow_bash, bash_timeout=settings.server.bash_timeout,
             regex_budget=RegexBudget.from_settings(settings),
-            memdirs_own=(settings.root, config_file(), tokens, tokens.with_name(tokens.name + ".lock"), settings.cache_dir),
+            memdirs_own=(settings.storage.root, config_file(), tokens, tokens.with_name(tokens.name + ".lock"), settings.storage.cache_dir),
         )
 
     def owns(self, resolved: Path) -> bool:

@@ -31,7 +31,7 @@ def test_quick_settings_agree_with_settings(tmp_path, monkeypatch, env, toml, op
     full = Settings(root=options.get("--root"), agent=options.get("--agent"), mode=options.get("--mode")) if options \
         else Settings()
     store_root, mode, timeout = _settings(options)
-    assert (store_root, mode, timeout) == (full.store_root, full.mode, full.hook_socket_timeout)
+    assert (store_root, mode, timeout) == (full.store_root, full.server.mode, full.server.hook_socket_timeout)
 
 
 def test_the_working_directorys_file_is_read_over_the_users_for_plain_settings(tmp_path, monkeypatch):
@@ -46,9 +46,9 @@ def test_the_working_directorys_file_is_read_over_the_users_for_plain_settings(t
     monkeypatch.delenv("MEMDIR_CONFIG")
     monkeypatch.setattr("platformdirs.user_config_dir", lambda name: str(config.parent))
     full = Settings()
-    assert (full.agent, full.mode, str(full.root)) == ("bob", "researcher", "/from/user")
+    assert (full.roles.agent, full.server.mode, str(full.storage.root)) == ("bob", "researcher", "/from/user")
     store_root, mode, _ = _settings({})
-    assert (store_root, mode) == (full.store_root, full.mode)
+    assert (store_root, mode) == (full.store_root, full.server.mode)
 
 
 @pytest.mark.parametrize(("env", "toml"), [

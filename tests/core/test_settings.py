@@ -9,25 +9,26 @@ import pytest
 from typer.testing import CliRunner
 
 from memdir.cli import app
-from memdir.core.settings import Settings
+from memdir.core.settings import SETTING_FIELDS, Settings, environment_names, setting_info
+from memdir.search.thresholds import threshold_for
 
 
 def test_defaults_match_swarm_memory():
     settings = Settings()
-    assert settings.relevance_semantic_weight == 0.5  # the fusion weights: tuned on LoCoMo, see hybrid.py
-    assert (settings.discovery_threshold, settings.discovery_threshold_short) == (0.35, 0.25)
-    assert settings.adaptive_word_cutoff == 10
-    assert settings.embedding_max_chars == 1200
-    assert settings.max_entry_size == 3_000_000
-    assert settings.word_limit == 250
+    assert settings.search.relevance_semantic_weight == 0.5  # the fusion weights: tuned on LoCoMo, see hybrid.py
+    assert (settings.discovery.threshold, settings.discovery.threshold_short) == (0.35, 0.25)
+    assert settings.discovery.adaptive_word_cutoff == 10
+    assert settings.embeddings.max_chars == 1200
+    assert settings.storage.max_entry_size == 3_000_000
+    assert settings.limits.word_limit == 250
 
 
 def test_memdir_env_variables(monkeypatch):
     monkeypatch.setenv("MEMDIR_SEMANTIC_WEIGHT", "0.7")
     monkeypatch.setenv("MEMDIR_ROOT", "/tmp/somewhere")
     settings = Settings()
-    assert settings.semantic_weight == 0.7
-    assert settings.root == Path("/tmp/somewhere")
+    assert settings.search.semantic_weight == 0.7
+    assert settings.storage.root == Path("/tmp/somewhere")
 
 
 @pytest.mark.parametrize(
@@ -41,7 +42,8 @@ def test_memdir_env_variables(monkeypatch):
 )
 def test_swarm_memory_aliases(monkeypatch, swarm_name, field, value, expected):
     monkeypatch.setenv(swarm_name, value)
-    assert getattr(Settings(), field) == expected
+    section, name = SETTING_FIELDS[field]
+    assert getattr(getattr(Settings(), section), name) == expected
 
 
 def test_unprefixed_environment_variables_are_not_memdirs(monkeypatch, tmp_path):
@@ -50,10 +52,10 @@ def test_unprefixed_environment_variables_are_not_memdirs(monkeypatch, tmp_path)
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("MEMDIR_ROOT", str(tmp_path))
     settings = Settings()
-    assert (settings.model, settings.mode, settings.root, settings.agent) == (
+    assert (settings.embeddings.model, settings.server.mode, settings.storage.root, settings.roles.agent) == (
         "sentence-transformers/all-MiniLM-L6-v2", "assistant", tmp_path, None,
     )
-    assert settings.workspace != Path("/etc")
+    assert settings.server.workspace != Path("/etc")
 
 
 @pytest.mark.parametrize(
@@ -88,14 +90,14 @@ def test_toml_file_is_read_and_env_wins(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMDIR_CONFIG", str(config))
     monkeypatch.setenv("MEMDIR_KEYWORD_WEIGHT", "0.4")
     settings = Settings()
-    assert settings.semantic_weight == 0.9
-    assert settings.keyword_weight == 0.4
-    assert settings.word_limit == 100
+    assert settings.search.semantic_weight == 0.9
+    assert settings.search.keyword_weight == 0.4
+    assert settings.limits.word_limit == 100
 
 
 def test_keyword_arguments_win(monkeypatch):
     monkeypatch.setenv("MEMDIR_WORD_LIMIT", "99")
-    assert Settings(word_limit=10).word_limit == 10
+    assert Settings(word_limit=10).limits.word_limit == 10
 
 
 def test_agent_gets_its_own_store(tmp_path):
@@ -104,9 +106,9 @@ def test_agent_gets_its_own_store(tmp_path):
 
 
 def test_adaptive_threshold_for_short_and_long_queries():
-    settings = Settings()
-    assert settings.threshold_for("debug api errors") == 0.25
-    assert settings.threshold_for("how do I debug the api errors that happen after the deploy today") == 0.35
+    discovery = Settings().discovery
+    assert threshold_for(discovery, "debug api errors") == 0.25
+    assert threshold_for(discovery, "how do I debug the api errors that happen after the deploy today") == 0.35
 
 
 @pytest.mark.parametrize("name", ["../x", ".hidden", "a/b", "", "a b"])
@@ -157,14 +159,13 @@ def _documented_value(text: str) -> object:
 @pytest.mark.parametrize(("names", "env", "default"), _settings_table(), ids=lambda value: str(value)[:40])
 def test_the_documented_settings_table_matches_the_code(names, env, default):
     """Every row names real settings, environment variables that set them, and their actual defaults."""
-    fields = Settings.model_fields
-    assert all(name in fields for name in names), f"docs/configuration.md names an unknown setting in {names}"
-    aliases = {alias for name in names for alias in fields[name].validation_alias.choices}
-    assert set(env) <= aliases, f"{sorted(set(env) - aliases)} do not set {names}"
+    assert all(name in SETTING_FIELDS for name in names), f"docs/configuration.md names an unknown setting in {names}"
+    variables = {variable for name in names for variable in environment_names(name)}
+    assert set(env) <= variables, f"{sorted(set(env) - variables)} do not set {names}"
     parts = default.split(" / ") if len(names) > 1 else [default]
     assert len(parts) == len(names)
     for name, part in zip(names, parts):
-        actual = fields[name].default
+        actual = setting_info(name).default
         if isinstance(actual, bool):
             assert _documented_value(part) is actual, name
         elif isinstance(actual, (int, float)):

@@ -206,9 +206,9 @@ def test_an_unreachable_hub_is_reported_with_the_fix(hub, monkeypatch):
 def test_model_download_setting(monkeypatch):
     from memdir.core.settings import Settings
 
-    assert Settings().model_download is True
+    assert Settings().embeddings.model_download is True
     monkeypatch.setenv("MEMDIR_MODEL_DOWNLOAD", "false")
-    assert Settings().model_download is False
+    assert Settings().embeddings.model_download is False
 
 
 def test_model_id_from_hf_snapshot_path(hf_home):

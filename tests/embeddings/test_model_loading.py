@@ -24,8 +24,7 @@ def loading(tmp_path, release: threading.Event, **settings) -> Memory:
         release.wait(30)
         return FakeEmbedder()
 
-    memory = Memory.open(Settings(root=root, **settings), load_model=False)
-    memory.model = ModelProvider(loader)
+    memory = Memory.open(Settings(root=root, **settings), model=ModelProvider(loader))
     memory.model.start_background()
     return memory
 

@@ -81,7 +81,7 @@ def test_ingest_stores_one_entry_per_episode(memory, tmp_path):
     assert meta["tokens"] > 0 and meta["episode"] == first.title
     assert first.title == "The upload test fails with ValueError in src/upload.py, please fix …"
     assert "## Key messages" in first.content and "root cause" in first.content
-    assert len(first.content.split()) <= memory.settings.word_limit
+    assert len(first.content.split()) <= memory.settings.limits.word_limit
     second = memory.read(report.created[1]).metadata.model_dump()
     assert second["outcome"] == "ongoing" and "README.md" in second["tags"]
 

@@ -151,7 +151,7 @@ def test_a_rebuilt_index_replays_the_history(tmp_path):
         run_job(memory, ImportanceJob(), now=datetime.now(UTC) + timedelta(days=300))
         lowered = memory.importance("concept/old.md")
         memory.update_metadata("concept/vital.md", {"importance": 10})
-    shutil.rmtree(settings.root / ".memdir")  # deleting .memdir/ loses nothing
+    shutil.rmtree(settings.storage.root / ".memdir")  # deleting .memdir/ loses nothing
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         assert memory.importance("concept/old.md") == lowered
         assert memory.importance("concept/vital.md") == 10
@@ -165,8 +165,8 @@ def test_a_history_memdir_cannot_read_is_not_replayed_and_the_root_opens(tmp_pat
     settings = Settings(root=tmp_path / "memory")
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         memory.write("concept/old.md", "Written once.", title="Old")
-    shutil.rmtree(settings.root / ".memdir")
-    (settings.root / "evolution" / "importance.jsonl").mkdir(parents=True)  # no regular file
+    shutil.rmtree(settings.storage.root / ".memdir")
+    (settings.storage.root / "evolution" / "importance.jsonl").mkdir(parents=True)  # no regular file
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         assert memory.importance("concept/old.md") is None
     assert "not restored from the importance history" in caplog.text
@@ -180,9 +180,9 @@ def test_torn_and_hand_edited_history_lines_are_skipped_in_a_replay(tmp_path):
     settings = Settings(root=tmp_path / "memory")
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         memory.write("concept/old.md", "Written once.", title="Old")
-    shutil.rmtree(settings.root / ".memdir")
-    (settings.root / "evolution").mkdir()
-    (settings.root / "evolution" / "importance.jsonl").write_text(
+    shutil.rmtree(settings.storage.root / ".memdir")
+    (settings.storage.root / "evolution").mkdir()
+    (settings.storage.root / "evolution" / "importance.jsonl").write_text(
         '{"path": "concept/old.md", "at": "2026-01-01", "old": 5, "new": 2.5, "reason": "r", "stated": null}\n'
         '{"path": "concept/old.md", "new": 9}\n'  # no 'at', 'old' or 'reason': no record
         '{"path": "concept/old.md", "at": "2026-01-02", "old": 2.5, "new": "high", "reason": "", "stated": null}\n'

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from memdir.core.entry import Entry
+from memdir.storage.base import committed
 from memdir.storage.directory import atomic
 from memdir.storage.directory.filesystem import FilesystemAdapter
 from memdir.storage.sidecar import embedding_checksum
@@ -31,13 +32,13 @@ def version_content(version: int, size: int) -> str:
 
 def write_version(adapter: FilesystemAdapter, path: str, version: int, size: int = 200) -> None:
     """An entry whose .md, .yml and .emb all name ``version``."""
-    adapter.write(
+    committed(adapter.write(
         path,
         version_content(version, size),
         title=f"v{version}",
         metadata={"source": f"version-{version}", "tags": ["concurrency"]},
         embedding=np.full(384, version, dtype=np.float32),
-    )
+    ))
 
 
 def check_entry(entry: Entry) -> int:

@@ -110,9 +110,7 @@ def test_close_waits_for_the_background_model_and_stops_its_backlog(tmp_path):
         loaded.append(True)
         return FakeEmbedder()
 
-    memory = Memory.open(Settings(root=root, embed_batch_size=1), load_model=False)
-    memory.model = ModelProvider(slow_loader)
-    memory.model.on_ready(memory._embed_pending)
+    memory = Memory.open(Settings(root=root, embed_batch_size=1), model=ModelProvider(slow_loader))
     memory.model.start_background()
     memory.close()
     assert loaded and not memory.model._thread.is_alive()

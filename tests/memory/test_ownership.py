@@ -87,10 +87,10 @@ def test_entries_without_an_owner_may_be_changed_by_anyone_and_are_never_claimed
 def test_the_admin_flag_is_never_taken_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("MEMDIR_ADMIN", "true")
     monkeypatch.setenv("ADMIN", "1")
-    assert Settings().admin is False
+    assert Settings().roles.admin is False
     (tmp_path / "memdir.toml").write_text("admin = true\n")  # the conftest points MEMDIR_CONFIG here
     (tmp_path / "memdir.toml").chmod(0o600)  # a privileged setting needs an owner-only file
-    assert Settings().admin is True
+    assert Settings().roles.admin is True
 
 
 def test_tools_refuse_with_the_owner_named(open_as):

@@ -9,6 +9,7 @@ from memdir.core.entry import Entry, Metadata
 from memdir.core.settings import Settings
 from memdir.embeddings.text import searchable_text, text_hash
 from memdir.search.hybrid import HybridSearcher, normalize_prefix
+from memdir.search.thresholds import relevance_needed, threshold_for
 from memdir.storage.directory.index import DerivedIndex, FileStats
 
 EMBEDDER = FakeEmbedder()
@@ -36,8 +37,8 @@ def add(index, path: str, content: str, *, title: str = "", tags=(), type: str =
         entry = Entry(path=path, content=content, title=title, metadata=meta, embedding=vector)
         index.upsert(entry, FileStats(), text_hash(text), model)
     else:  # as `Memory` writes: the entry's row, then its search columns, in one transaction
-        adapter.write(path, content, title=title, metadata=meta, embedding=vector, embedding_model=model,
-                      before_commit=lambda entry, stats: index.upsert(entry, stats, text_hash(text), model))
+        with adapter.write(path, content, title=title, metadata=meta, embedding=vector, embedding_model=model) as (entry, stats):
+            index.upsert(entry, stats, text_hash(text), model)
 
 
 @pytest.fixture
@@ -69,9 +70,9 @@ def test_best_match_first_with_breakdown(index):
     assert b.keyword == pytest.approx(1.0)  # all three keywords are in the entry
     assert b.tag == pytest.approx(2 / 3)  # "debugging" and "api" are tags, "errors" is not
     s = Settings()
-    expected = (s.semantic_weight * b.semantic + s.bm25_weight * b.bm25 + s.keyword_weight * b.keyword
-                + s.tag_weight * b.tag + s.context_weight * b.context) / (
-        s.semantic_weight + s.bm25_weight + s.keyword_weight + s.tag_weight + s.context_weight)
+    expected = (s.search.semantic_weight * b.semantic + s.search.bm25_weight * b.bm25 + s.search.keyword_weight * b.keyword
+                + s.search.tag_weight * b.tag + s.search.context_weight * b.context) / (
+        s.search.semantic_weight + s.search.bm25_weight + s.search.keyword_weight + s.search.tag_weight + s.search.context_weight)
     assert top.score == pytest.approx(expected, abs=1e-6)
     assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
 
@@ -104,8 +105,8 @@ def test_keyword_only_without_embedder(index):
     b = results[0].breakdown
     s = Settings()
     assert results[0].score == pytest.approx(
-        (s.bm25_weight * b.bm25 + s.keyword_weight * b.keyword + s.tag_weight * b.tag + s.context_weight * b.context)
-        / (s.bm25_weight + s.keyword_weight + s.tag_weight + s.context_weight), abs=1e-6)
+        (s.search.bm25_weight * b.bm25 + s.search.keyword_weight * b.keyword + s.search.tag_weight * b.tag + s.search.context_weight * b.context)
+        / (s.search.bm25_weight + s.search.keyword_weight + s.search.tag_weight + s.search.context_weight), abs=1e-6)
 
 
 def test_embedder_not_ready_means_keyword_mode(index):
@@ -138,9 +139,10 @@ def test_short_queries_get_the_lower_adaptive_threshold(index):
     s = searcher(index, discovery_threshold_short=0.0, discovery_threshold=0.99, adaptive_word_cutoff=10)
     short = "api errors"
     long = "how should I go about debugging these api errors we keep getting today"
-    assert s.settings.threshold_for(short) == 0.0 and s.settings.threshold_for(long) == 0.99
-    assert s.settings.relevance_needed(short) == s.settings.discovery_min_score  # the floor still holds
-    assert s.settings.relevance_needed(long) == 0.99
+    discovery = s.settings.discovery
+    assert threshold_for(discovery, short) == 0.0 and threshold_for(discovery, long) == 0.99
+    assert relevance_needed(discovery, short) == discovery.min_score  # the floor still holds
+    assert relevance_needed(discovery, long) == 0.99
 
 
 def test_rrf_fusion_is_available(index):

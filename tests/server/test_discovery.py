@@ -252,8 +252,7 @@ def test_while_the_model_loads_hits_say_keyword_match_not_a_semantic_percentage(
         release.wait(10)
         return FakeEmbedder()
 
-    memory = Memory.open(settings, load_model=False)
-    memory.model = ModelProvider(loader)
+    memory = Memory.open(settings, model=ModelProvider(loader))
     memory.model.start_background()
     try:
         loading = discover(memory, "git rebase")

@@ -101,7 +101,7 @@ def test_the_users_config_file_grants_privileges_only_owner_only_and_outside_the
     os.environ["XDG_CONFIG_HOME"] = str(tmp_path / "home" / ".config")
     try:
         os.environ.pop("MEMDIR_CONFIG")
-        assert Settings(workspace=project).admin is True
+        assert Settings(workspace=project).roles.admin is True
         inside = memdir(tmp_path, "token", "list", cwd=tmp_path / "home")  # the workspace is the home folder now
         assert inside.returncode == 1 and "lies inside the workspace" in inside.stderr
     finally:

@@ -99,7 +99,7 @@ def test_the_hook_entry_point_prints_the_servers_answer(settings, monkeypatch):
     out = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
     with running_server(settings):
-        assert answered_by_server(["discover", "--root", str(settings.root)])
+        assert answered_by_server(["discover", "--root", str(settings.storage.root)])
     context = json.loads(out.getvalue())["hookSpecificOutput"]
     assert context["hookEventName"] == "UserPromptSubmit"
     assert 'LoadSkill(file_path: "skill/git/rebase.md")' in context["additionalContext"]
@@ -109,7 +109,7 @@ def test_session_start_is_answered_too(settings, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"cwd": "/src/nothing-here"})))
     with running_server(settings):
         assert hook_socket.ask(settings.store_root, {"kind": "session-start", "cwd": "/src/x"}, timeout=5) == ""
-        assert answered_by_server(["hook", "session-start", f"--root={settings.root}"])
+        assert answered_by_server(["hook", "session-start", f"--root={settings.storage.root}"])
 
 
 @pytest.mark.parametrize("argv", [
@@ -133,7 +133,7 @@ def test_a_hook_answers_from_the_server_when_one_runs_and_it_may_ask(settings):
     assert hook_socket.answer(settings, discover_request(), cold) == "cold"  # no server running
     with running_server(settings):
         assert "skill/git/rebase.md" in hook_socket.answer(settings, discover_request(), cold)
-        not_asking = Settings(root=settings.root, hook_socket=False)
+        not_asking = Settings(root=settings.storage.root, hook_socket=False)
         assert hook_socket.answer(not_asking, discover_request(), cold) == "cold"
 
 
@@ -143,7 +143,7 @@ def test_without_a_server_the_hook_falls_back_to_the_cold_path(settings):
     assert hook_socket.ask(settings.store_root, discover_request(), timeout=5) is None
     assert time.perf_counter() - started < 1
     result = subprocess.run(
-        [sys.executable, "-m", "memdir", "discover", "--root", str(settings.root)],
+        [sys.executable, "-m", "memdir", "discover", "--root", str(settings.storage.root)],
         input=json.dumps({"prompt": PROMPT}), capture_output=True, text=True, timeout=120,
         env={**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "false"},
     )
@@ -283,7 +283,7 @@ def test_real_server_and_hook_processes(settings):
     env = {**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "false"}
 
     def hook() -> str:
-        result = subprocess.run([sys.executable, "-m", "memdir", "discover", "--root", str(settings.root)],
+        result = subprocess.run([sys.executable, "-m", "memdir", "discover", "--root", str(settings.storage.root)],
                                 input=json.dumps({"prompt": PROMPT}), capture_output=True, text=True, env=env, timeout=120)
         assert result.returncode == 0 and not result.stderr, result.stderr
         return result.stdout
@@ -291,13 +291,13 @@ def test_real_server_and_hook_processes(settings):
     cold = hook()
     assert "rebase.md" in cold
     path = hook_socket.socket_path(Path(hook_socket.canonical_root(settings.store_root)))
-    server = spawn_server(settings.root, env)
+    server = spawn_server(settings.storage.root, env)
     assert hook() == cold
     server.kill()
     server.wait()
     assert path.is_socket()                      # what a killed server leaves
     assert hook() == cold                        # ... costs the hook nothing but the cold path
-    server = spawn_server(settings.root, env)    # ... and the next server takes over
+    server = spawn_server(settings.storage.root, env)    # ... and the next server takes over
     assert hook() == cold
     server.stdin.close()
     server.wait(timeout=60)

@@ -103,7 +103,7 @@ def test_the_timeout_and_batch_size_bound_each_run_and_the_next_goes_on(tmp_path
     try:
         first = asyncio.run(scheduler.run_due())[0]
         assert first.status == "timeout" and 1 <= first.processed < 20
-        scheduler.settings = scheduler.settings.model_copy(update={"evolution_job_timeout": 60.0, "evolution_batch_size": 5})
+        scheduler.settings = scheduler.settings.with_values(evolution_job_timeout=60.0, evolution_batch_size=5)
         second = asyncio.run(scheduler.run_due())[0]
         assert (second.status, second.processed) == ("partial", 5)
         assert int(second.cursor[-2:]) == int(first.cursor[-2:]) + 5  # it went on from where the timeout stopped it

@@ -26,7 +26,7 @@ from memdir.core.errors import (
     StorageFullError,
 )
 from memdir.core.files import replace_file, replacing
-from memdir.storage.base import Redirect, StorageAdapter
+from memdir.storage.base import Redirect, StorageAdapter, committed
 from memdir.storage.directory import atomic
 from memdir.storage.directory.filesystem import FilesystemAdapter
 from memdir.storage.sidecar import EMBEDDING_BYTES, embedding_checksum
@@ -52,7 +52,7 @@ def put(adapter: FilesystemAdapter, path: str, content: str = "body", **kwargs) 
     kwargs.setdefault("title", path)
     kwargs.setdefault("metadata", None)
     kwargs.setdefault("embedding", None)
-    adapter.write(path, content, **kwargs)
+    committed(adapter.write(path, content, **kwargs))
 
 
 def sidecar(root: Path, stem: str) -> dict:
@@ -85,7 +85,7 @@ def test_implements_the_storage_adapter_protocol(adapter: FilesystemAdapter) -> 
     ],
 )
 def test_content_round_trips_byte_for_byte(adapter: FilesystemAdapter, root: Path, content: str) -> None:
-    adapter.write("concept/x", content, title="X", metadata=None, embedding=None)
+    committed(adapter.write("concept/x", content, title="X", metadata=None, embedding=None))
     assert (root / "concept/x.md").read_bytes() == content.encode("utf-8")
     entry = adapter.read_entry("concept/x")
     assert entry.content == content
@@ -106,7 +106,7 @@ def test_content_written_by_other_tools_reads_unchanged(adapter: FilesystemAdapt
 def test_sidecar_has_swarm_memorys_keys(adapter: FilesystemAdapter, root: Path) -> None:
     meta = Metadata(type="concept", confidence="high", tags=["ruby", "oop"], domain="programming/ruby")
     before = datetime.now(UTC)
-    adapter.write("concept/ruby/classes", "Classes ✓", title="Ruby Classes", metadata=meta, embedding=vector())
+    committed(adapter.write("concept/ruby/classes", "Classes ✓", title="Ruby Classes", metadata=meta, embedding=vector()))
     text = (root / "concept/ruby/classes.yml").read_text(encoding="utf-8")
     assert text.startswith("---\n")
     assert "✓" not in text and "Ruby Classes" in text  # content is not duplicated into metadata
@@ -130,13 +130,13 @@ def test_sidecar_has_swarm_memorys_keys(adapter: FilesystemAdapter, root: Path) 
 
 
 def test_sidecar_keeps_unicode_readable_and_extra_metadata(adapter: FilesystemAdapter, root: Path) -> None:
-    adapter.write(
+    committed(adapter.write(
         "concept/café",
         "x",
         title="Café → notes",
         metadata={"type": "concept", "tags": [], "custom": {"a": 1}},
         embedding=None,
-    )
+    ))
     text = (root / "concept/café.yml").read_text(encoding="utf-8")
     assert "Café → notes" in text  # allow_unicode: no \u escapes
     data = yaml.safe_load(text)
@@ -147,7 +147,7 @@ def test_sidecar_keeps_unicode_readable_and_extra_metadata(adapter: FilesystemAd
 
 def test_embedding_file_is_raw_little_endian_float32(adapter: FilesystemAdapter, root: Path) -> None:
     v = vector(7)
-    entry = adapter.write("fact/api", "x", title="API", metadata=None, embedding=v)
+    entry = committed(adapter.write("fact/api", "x", title="API", metadata=None, embedding=v)).entry
     raw = (root / "fact/api.emb").read_bytes()
     assert len(raw) == 1536 == EMBEDDING_BYTES
     assert raw == np.asarray(v, "<f4").tobytes()
@@ -160,8 +160,8 @@ def test_embedding_file_is_raw_little_endian_float32(adapter: FilesystemAdapter,
 
 
 def test_embedding_accepts_lists_and_float64(adapter: FilesystemAdapter, root: Path) -> None:
-    adapter.write("fact/a", "x", title="A", metadata=None, embedding=[0.25] * 384)
-    adapter.write("fact/b", "x", title="B", metadata=None, embedding=np.full(384, 0.5, dtype=np.float64))
+    committed(adapter.write("fact/a", "x", title="A", metadata=None, embedding=[0.25] * 384))
+    committed(adapter.write("fact/b", "x", title="B", metadata=None, embedding=np.full(384, 0.5, dtype=np.float64)))
     assert np.all(adapter.read_entry("fact/a").embedding == 0.25)
     assert np.all(adapter.read_entry("fact/b").embedding == 0.5)
 
@@ -172,7 +172,7 @@ def test_embedding_accepts_lists_and_float64(adapter: FilesystemAdapter, root: P
 )
 def test_bad_embeddings_are_refused(adapter: FilesystemAdapter, root: Path, bad, detail: str) -> None:
     with pytest.raises(InputValidationError) as excinfo:
-        adapter.write("fact/a", "x", title="A", metadata=None, embedding=bad)
+        committed(adapter.write("fact/a", "x", title="A", metadata=None, embedding=bad))
     assert detail in excinfo.value.message and excinfo.value.hint
     assert not (root / "fact").exists() or not any((root / "fact").iterdir())
 
@@ -185,12 +185,12 @@ def test_no_emb_file_without_embedding(adapter: FilesystemAdapter, root: Path) -
 
 
 def test_overwrite_replaces_all_three_files(adapter: FilesystemAdapter, root: Path) -> None:
-    adapter.write("fact/a", "one", title="One", metadata={"tags": ["x"]}, embedding=vector(1))
-    adapter.write("fact/a", "two", title="Two", metadata={"tags": ["y"]}, embedding=vector(2))
+    committed(adapter.write("fact/a", "one", title="One", metadata={"tags": ["x"]}, embedding=vector(1)))
+    committed(adapter.write("fact/a", "two", title="Two", metadata={"tags": ["y"]}, embedding=vector(2)))
     entry = adapter.read_entry("fact/a")
     assert (entry.content, entry.title, entry.metadata.tags) == ("two", "Two", ["y"])
     assert np.array_equal(entry.embedding, vector(2))
-    adapter.write("fact/a", "three", title="Three", metadata=None, embedding=None)
+    committed(adapter.write("fact/a", "three", title="Three", metadata=None, embedding=None))
     assert not (root / "fact/a.emb").exists()
     assert adapter.read_entry("fact/a").embedding is None
     assert sorted(p.name for p in (root / "fact").iterdir()) == ["a.md", "a.yml"]
@@ -231,7 +231,7 @@ def test_invalid_metadata_is_refused_clearly(adapter: FilesystemAdapter) -> None
 def test_delete_removes_all_three_files_and_empty_folders(adapter: FilesystemAdapter, root: Path) -> None:
     put(adapter, "concept/deep/nested/x", embedding=vector())
     put(adapter, "concept/keep")
-    adapter.delete("concept/deep/nested/x")
+    committed(adapter.delete("concept/deep/nested/x"))
     assert not (root / "concept/deep").exists()
     assert (root / "concept/keep.md").is_file()
     assert not adapter.exists("concept/deep/nested/x")
@@ -241,14 +241,14 @@ def test_delete_removes_all_three_files_and_empty_folders(adapter: FilesystemAda
 
 def test_delete_never_removes_the_root(adapter: FilesystemAdapter, root: Path) -> None:
     put(adapter, "top")
-    adapter.delete("top")
+    committed(adapter.delete("top"))
     assert root.is_dir()
     assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == []
 
 
 def test_delete_of_a_missing_entry_is_not_found(adapter: FilesystemAdapter) -> None:
     with pytest.raises(EntryNotFoundError) as excinfo:
-        adapter.delete("concept/none")
+        committed(adapter.delete("concept/none"))
     assert excinfo.value.message == "memory://concept/none.md not found."
 
 
@@ -398,7 +398,7 @@ def test_total_size_limit_counts_overwrites_and_deletes(root: Path) -> None:
     put(adapter, "a", "x" * 20)  # overwrite frees 40
     put(adapter, "b", "x" * 80)
     assert adapter.total_size() == 100
-    adapter.delete("a")
+    committed(adapter.delete("a"))
     assert adapter.total_size() == 80
     put(adapter, "c", "x" * 20)
     assert not adapter.exists("nonexistent") and adapter.total_size() == 100
@@ -412,7 +412,7 @@ def test_the_total_size_limit_holds_across_processes(root: Path) -> None:
     with pytest.raises(StorageFullError):
         put(second, "fact/b", "y" * 3000)
     put(second, "fact/b", "y" * 2000)
-    second.delete("fact/a")
+    committed(second.delete("fact/a"))
     assert first.total_size() == 2000 and first.rescan_total_size() == 2000
 
 
@@ -442,7 +442,7 @@ def test_symlinked_folder_leading_out_is_refused(adapter: FilesystemAdapter, roo
     for action in (
         lambda: adapter.read_entry("escape/secret"),
         lambda: put(adapter, "escape/new"),
-        lambda: adapter.delete("escape/secret"),
+        lambda: committed(adapter.delete("escape/secret")),
         lambda: adapter.exists("escape/secret"),
     ):
         with pytest.raises(InvalidPathError, match="outside the memory root"):
@@ -496,7 +496,7 @@ def test_listing_skips_everything_that_is_not_an_entry(adapter: FilesystemAdapte
 
 
 def test_listing_rows(adapter: FilesystemAdapter, root: Path) -> None:
-    adapter.write("fact/b", "12345", title="B", metadata={"type": "fact"}, embedding=vector(), hits=3)
+    committed(adapter.write("fact/b", "12345", title="B", metadata={"type": "fact"}, embedding=vector(), hits=3))
     put(adapter, "concept/a", "1")
     rows = list(adapter.iter_entries())
     assert [r.path for r in rows] == ["concept/a.md", "fact/b.md"]
@@ -538,7 +538,7 @@ def test_listing_can_be_consumed_while_writing(adapter: FilesystemAdapter) -> No
     for i in range(3):
         put(adapter, f"fact/{i}")
     for info in adapter.iter_entries():
-        adapter.delete(info.path)  # would need a lock upgrade if the listing held the shared lock
+        committed(adapter.delete(info.path))  # would need a lock upgrade if the listing held the shared lock
     assert list(adapter.iter_entries()) == []
 
 
@@ -550,7 +550,7 @@ def test_callers_can_hold_the_exclusive_lock_across_calls(adapter: FilesystemAda
         put(adapter, "fact/a", embedding=vector())
         assert adapter.read_entry("fact/a", count_hit=True).hits == 1
         assert [i.path for i in adapter.iter_entries()] == ["fact/a.md"]
-        adapter.delete("fact/a")
+        committed(adapter.delete("fact/a"))
     assert (root / ".lock").is_file()
 
 
@@ -633,7 +633,7 @@ def test_a_large_batch_is_made_durable_by_one_sync_not_one_fsync_per_file(root: 
     syncs, fsyncs, real_fsync = [], [], os.fsync
     monkeypatch.setattr(atomic.os, "sync", lambda: syncs.append(1))
     monkeypatch.setattr(atomic.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
-    updated = adapter.set_metadata({path: lambda entry: entry.metadata.model_copy(update={"importance": 8.0}) for path in paths})
+    updated = committed(adapter.set_metadata({path: adapter.read_entry(path).metadata.model_copy(update={"importance": 8.0}) for path in paths}))
     monkeypatch.undo()
     assert len(updated) == len(paths) and len(syncs) == 1
     assert len(fsyncs) < len(paths)  # the journal and the folders; no staged .yml fsynced one by one
@@ -655,7 +655,7 @@ def test_a_large_batch_that_fails_while_staging_changes_nothing(root: Path, monk
 
     monkeypatch.setattr(atomic, "_write_new_file", failing)
     with pytest.raises(DiskFullError):
-        adapter.set_metadata({path: lambda entry: entry.metadata.model_copy(update={"importance": 8.0}) for path in paths})
+        committed(adapter.set_metadata({path: adapter.read_entry(path).metadata.model_copy(update={"importance": 8.0}) for path in paths}))
     monkeypatch.undo()
     assert all(adapter.read_entry(path).metadata.importance != 8.0 for path in paths)
     assert [p for p in root.rglob("*.tmp")] == [] and list(atomic.txn_dir(root).iterdir()) == []
@@ -779,10 +779,10 @@ def test_set_embeddings_skips_entries_changed_since_they_were_read(adapter: File
     read_a, read_b = adapter.read_entry("concept/a.md"), adapter.read_entry("concept/b.md")
     put(adapter, "concept/a.md", "alpha", metadata={"type": "concept", "tags": ["new"]}, embedding=vector(3))
     adapter.read_entry("concept/b.md", count_hit=True)  # a hit is not a change of text
-    stored = adapter.set_embeddings(
+    stored = committed(adapter.set_embeddings(
         {"concept/a.md": vector(4), "concept/b.md": vector(5)}, expected={"concept/a.md": read_a, "concept/b.md": read_b}
-    )
-    assert [entry.path for entry in stored] == ["concept/b.md"]
+    ))
+    assert [staged.entry.path for staged in stored] == ["concept/b.md"]
     assert np.allclose(adapter.read_entry("concept/a.md").embedding, vector(3))
     assert np.allclose(adapter.read_entry("concept/b.md").embedding, vector(5))
 
@@ -805,7 +805,7 @@ def test_a_hand_made_file_with_a_decomposed_name_is_reported_not_lost_silently(
 def test_reads_through_a_stub_keep_the_shared_total_exact(root: Path) -> None:
     writer = FilesystemAdapter(root)
     put(writer, "fact/a", "target")
-    writer.write_stub("fact/b", Redirect("merged", "fact/a.md"))
+    committed(writer.write_stub("fact/b", Redirect("merged", "fact/a.md")))
     reader = FilesystemAdapter(root)  # another process, which has not scanned the root yet
     reader.read_entry("fact/b", count_hit=True)  # the stub's text grows by its read count
     assert writer.total_size() == reader.total_size() == writer.rescan_total_size()

@@ -282,7 +282,7 @@ def test_a_writer_dying_between_its_index_update_and_its_commit_is_noticed_by_ot
             return real_replace(source, target)
 
         monkeypatch.setattr(os, "replace", die_at_the_commit_point)
-        monkeypatch.setattr(writer, "_reindex", lambda path: None)  # a dead process repairs nothing
+        monkeypatch.setattr(writer._keeper, "reindex", lambda path: None)  # a dead process repairs nothing
         with pytest.raises(KeyboardInterrupt):
             writer.write("fact/old", "now about a zebra", title="Changed")
         monkeypatch.undo()

@@ -12,6 +12,7 @@ from fakes import FakeEmbedder
 
 from memdir.core.entry import Entry, Metadata
 from memdir.embeddings.text import searchable_text, text_hash
+from memdir.storage.base import committed
 from memdir.storage.directory import index as index_module
 from memdir.storage.directory import index_db
 from memdir.storage.directory.filesystem import FilesystemAdapter
@@ -204,8 +205,8 @@ def write_entry(adapter: FilesystemAdapter, path: str, content: str, *, title: s
     meta = Metadata(type="concept", tags=list(tags))
     text = searchable_text(title or fallback_title(content, path), meta, content)  # the title it reads back with
     vector = EMBEDDER.embed([text])[0] if embed else None
-    return adapter.write(path, content, title=title, metadata=meta, embedding=vector,
-                         embedding_model=MODEL, embedding_text_hash=text_hash(text))  # as Memory.write records them
+    return committed(adapter.write(path, content, title=title, metadata=meta, embedding=vector,
+                         embedding_model=MODEL, embedding_text_hash=text_hash(text))).entry  # as Memory.write records them
 
 
 def reconcile(index: DerivedIndex, adapter: FilesystemAdapter, model: str | None = MODEL):
@@ -610,7 +611,7 @@ def test_schema_4_index_learns_the_links_at_the_next_open(tmp_path):
         memory.write("fact/a.md", "A.", title="A")
         memory.write("fact/b.md", "B links to A.", title="B", metadata={"related": ["memory://fact/a.md"]})
         assert memory.index.linking_to("fact/a.md") == ["fact/b.md"]
-    db = sqlite3.connect(index_db.index_path(settings.root), isolation_level=None)
+    db = sqlite3.connect(index_db.index_path(settings.storage.root), isolation_level=None)
     db.execute("DROP TABLE links")
     db.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     db.close()

@@ -32,11 +32,11 @@ def settle(memory: Memory) -> None:
 
 def walked(memory: Memory, pattern: str = "**/*"):
     """The listing a walk of every file gives."""
-    return memory._walked_entries(glob_matcher(pattern), None)
+    return memory._listings.walked_entries(glob_matcher(pattern), None)
 
 
 def from_index(memory: Memory, pattern: str = "**/*"):
-    rows = memory._listing.entries(glob_matcher(pattern), glob_folder(pattern))
+    rows = memory.listing.entries(glob_matcher(pattern), glob_folder(pattern))
     assert rows is not None, "the listing should have come from the index"
     return rows
 
@@ -85,7 +85,7 @@ def test_a_reconcile_of_settled_folders_stamps_them_all(filled):
     stamps = filled.index.folder_stamps()
     assert {"", "concept/", "concept/ruby/", "concept/ruby/deep/", "fact/people/", "skill/"} <= set(stamps)
     assert all(stamp.mtime_ns != UNTRUSTED for stamp in stamps.values())
-    assert filled._listing.stamps == stamps
+    assert filled.listing.stamps == stamps
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ def test_an_unchanged_root_is_listed_without_listing_any_folder(filled, relisted
 def test_glob_tool_answers_the_same_from_the_index(filled):
     session = Session()
     first = memory_glob(filled, session, "**/*")
-    filled._listing.stamps = {}  # no stamps: a walk
+    filled.listing.stamps = {}  # no stamps: a walk
     assert memory_glob(filled, session, "**/*") == first
     assert "experience/old.md" not in first and "concept/by-hand.md" in first
     assert '"A heading"' in first  # an entry written without a title shows its first heading
@@ -123,14 +123,14 @@ def test_a_write_by_this_process_lists_only_its_folder_again(filled, relisted):
     filled.write("concept/ruby/procs.md", "Procs are closures.", title="Procs")
     assert "concept/ruby/procs.md" in paths(filled)
     assert relisted == ["concept/ruby/"]
-    assert filled._listing.stamps["concept/ruby/"].mtime_ns == UNTRUSTED  # changed just now: not trusted yet
+    assert filled.listing.stamps["concept/ruby/"].mtime_ns == UNTRUSTED  # changed just now: not trusted yet
     assert by_path(from_index(filled)) == by_path(walked(filled))
     settle(filled)
     relisted.clear()
     filled.list()
     filled.list()
     assert relisted == ["concept/ruby/"]  # listed once more, found settled and as the rows say: stamped
-    assert filled._listing.stamps["concept/ruby/"].mtime_ns != UNTRUSTED
+    assert filled.listing.stamps["concept/ruby/"].mtime_ns != UNTRUSTED
 
 
 def test_a_write_into_a_new_folder_lists_its_parent_and_the_new_folder(filled, relisted):
@@ -176,10 +176,10 @@ def test_a_file_added_by_hand_is_listed(filled, relisted):
     assert relisted == ["concept/ruby/"]
     settle(filled)
     filled.list()
-    assert filled._listing.stamps["concept/ruby/"].mtime_ns == UNTRUSTED  # the index lacks it: listed every time
+    assert filled.listing.stamps["concept/ruby/"].mtime_ns == UNTRUSTED  # the index lacks it: listed every time
     filled.reconcile()
     filled.list()
-    assert filled._listing.stamps["concept/ruby/"].mtime_ns != UNTRUSTED
+    assert filled.listing.stamps["concept/ruby/"].mtime_ns != UNTRUSTED
 
 
 def test_a_file_removed_by_hand_is_not_listed(filled):
@@ -265,7 +265,7 @@ def test_recently_changed_folders_are_not_trusted(memory):
 
 def test_a_folder_holding_a_link_to_a_folder_is_walked(filled):
     (filled.root / "concept" / "alias").symlink_to(filled.root / "fact" / "people", target_is_directory=True)
-    assert filled._listing.entries(glob_matcher("**/*")) is None  # only a walk lists a linked folder once
+    assert filled.listing.entries(glob_matcher("**/*")) is None  # only a walk lists a linked folder once
     listed = paths(filled)
     assert "fact/people/ada.md" in listed and "concept/alias/ada.md" not in listed
 

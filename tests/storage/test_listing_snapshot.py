@@ -36,7 +36,7 @@ def by_path(infos):
 
 
 def walked(memory: Memory):
-    return by_path(memory._walked_entries(glob_matcher("**/*"), None))
+    return by_path(memory._listings.walked_entries(glob_matcher("**/*"), None))
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_a_fresh_process_lists_from_the_snapshot_the_same_as_a_walk(written, mon
         read = []
         original = listing_snapshot.read_listing_snapshot
         monkeypatch.setattr(listing_snapshot, "read_listing_snapshot", lambda path: read.append(path) or original(path))
-        assert by_path(again._listing.entries(glob_matcher("**/*"))) == walked(again)
+        assert by_path(again.listing.entries(glob_matcher("**/*"))) == walked(again)
         assert read, "the first listing should have read the snapshot"
         assert memory_glob(again, Session(), "**/*") == memory_glob(written, Session(), "**/*")
 
@@ -105,7 +105,7 @@ def test_a_damaged_snapshot_is_ignored(written, damage):
     data = path.read_bytes()
     path.write_bytes(data[:-7] if damage == "truncate" else data + b"\0" if damage == "extra" else damage)
     with open_again(written) as again:
-        assert by_path(again._listing.entries(glob_matcher("**/*"))) == walked(again)
+        assert by_path(again.listing.entries(glob_matcher("**/*"))) == walked(again)
 
 
 def test_a_snapshot_of_another_index_generation_or_a_later_change_is_ignored(written):

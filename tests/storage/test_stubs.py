@@ -8,7 +8,7 @@ import pytest
 
 from memdir.core.errors import EntryNotFoundError, InputValidationError, RedirectError
 from memdir.storage import stubs
-from memdir.storage.base import Redirect
+from memdir.storage.base import Redirect, committed
 from memdir.storage.directory.filesystem import FilesystemAdapter
 
 # --------------------------------------------------------------------------- format / parse
@@ -151,13 +151,13 @@ def adapter(tmp_path: Path) -> FilesystemAdapter:
 
 
 def write(adapter: FilesystemAdapter, path: str, content: str = "body") -> None:
-    adapter.write(path, content, title=path, metadata=None, embedding=None)
+    committed(adapter.write(path, content, title=path, metadata=None, embedding=None))
 
 
 def test_write_stub_replaces_the_entry_with_a_lone_md(adapter: FilesystemAdapter) -> None:
     write(adapter, "concept/new")
-    adapter.write("concept/old", "old", title="Old", metadata={"type": "concept"}, embedding=[0.5] * 384)
-    adapter.write_stub("concept/old", Redirect("merged", "memory://concept/new"))
+    committed(adapter.write("concept/old", "old", title="Old", metadata={"type": "concept"}, embedding=[0.5] * 384))
+    committed(adapter.write_stub("concept/old", Redirect("merged", "memory://concept/new")))
     root = adapter.root
     assert (root / "concept/old.md").read_text(encoding="utf-8") == stubs.format_stub(
         Redirect("merged", "concept/new.md")
@@ -168,7 +168,7 @@ def test_write_stub_replaces_the_entry_with_a_lone_md(adapter: FilesystemAdapter
 
 def test_reading_a_stub_follows_it(adapter: FilesystemAdapter) -> None:
     write(adapter, "concept/new", "the content")
-    adapter.write_stub("concept/old", Redirect("moved", "concept/new.md"))
+    committed(adapter.write_stub("concept/old", Redirect("moved", "concept/new.md")))
     entry = adapter.read_entry("concept/old")
     assert entry.path == "concept/new.md"
     assert entry.content == "the content"
@@ -178,7 +178,7 @@ def test_reading_a_stub_follows_it(adapter: FilesystemAdapter) -> None:
 
 def test_follow_false_returns_the_stub_itself(adapter: FilesystemAdapter) -> None:
     write(adapter, "concept/new")
-    adapter.write_stub("concept/old", Redirect("merged", "concept/new.md"))
+    committed(adapter.write_stub("concept/old", Redirect("merged", "concept/new.md")))
     stub = adapter.read_entry("concept/old", follow=False)
     assert stub.path == "concept/old.md"
     assert stub.content.startswith("# merged → concept/new.md")
@@ -186,7 +186,7 @@ def test_follow_false_returns_the_stub_itself(adapter: FilesystemAdapter) -> Non
 
 def test_hits_count_on_the_target_not_the_stub(adapter: FilesystemAdapter) -> None:
     write(adapter, "concept/new")
-    adapter.write_stub("concept/old", Redirect("merged", "concept/new.md"))
+    committed(adapter.write_stub("concept/old", Redirect("merged", "concept/new.md")))
     assert adapter.read_entry("concept/old", count_hit=True).hits == 1
     assert adapter.read_entry("concept/new").hits == 1
     adapter.read_entry("concept/old", count_hit=True, follow=False)
@@ -197,7 +197,7 @@ def test_chains_of_five_are_followed_six_are_not(adapter: FilesystemAdapter) -> 
     write(adapter, "fact/end")
     previous = "fact/end.md"
     for i in range(6):
-        adapter.write_stub(f"fact/s{i}", Redirect("moved", previous))
+        committed(adapter.write_stub(f"fact/s{i}", Redirect("moved", previous)))
         previous = f"fact/s{i}.md"
     assert adapter.read_entry("fact/s4").path == "fact/end.md"  # five hops
     with pytest.raises(RedirectError, match="more than 5 times"):
@@ -205,11 +205,11 @@ def test_chains_of_five_are_followed_six_are_not(adapter: FilesystemAdapter) -> 
 
 
 def test_adapter_reports_cycles_missing_targets_and_malformed_stubs(adapter: FilesystemAdapter) -> None:
-    adapter.write_stub("a", Redirect("merged", "b"))
-    adapter.write_stub("b", Redirect("merged", "a"))
+    committed(adapter.write_stub("a", Redirect("merged", "b")))
+    committed(adapter.write_stub("b", Redirect("merged", "a")))
     with pytest.raises(RedirectError, match="Circular redirect: memory://a.md → memory://b.md → memory://a.md"):
         adapter.read_entry("a")
-    adapter.write_stub("c", Redirect("moved", "nowhere"))
+    committed(adapter.write_stub("c", Redirect("moved", "nowhere")))
     with pytest.raises(RedirectError, match="memory://c.md was moved to memory://nowhere.md, which does not exist"):
         adapter.read_entry("c")
     (adapter.root / "broken.md").write_text("# merged → \n\nbody\n", encoding="utf-8")
@@ -220,17 +220,17 @@ def test_adapter_reports_cycles_missing_targets_and_malformed_stubs(adapter: Fil
 
 def test_stub_to_itself_is_refused(adapter: FilesystemAdapter) -> None:
     with pytest.raises(InputValidationError, match="itself"):
-        adapter.write_stub("concept/x", Redirect("merged", "concept/x.md"))
+        committed(adapter.write_stub("concept/x", Redirect("merged", "concept/x.md")))
 
 
 def test_stub_kind_is_validated(adapter: FilesystemAdapter) -> None:
     with pytest.raises(InputValidationError, match="redirect kind"):
-        adapter.write_stub("concept/x", Redirect("copied", "concept/y.md"))
+        committed(adapter.write_stub("concept/x", Redirect("copied", "concept/y.md")))
 
 
 def test_stubs_are_listed_only_on_request(adapter: FilesystemAdapter) -> None:
     write(adapter, "concept/new")
-    adapter.write_stub("concept/old", Redirect("merged", "concept/new.md"))
+    committed(adapter.write_stub("concept/old", Redirect("merged", "concept/new.md")))
     (adapter.root / "concept/hand.md").write_text("# moved -> concept/new.md\n", encoding="utf-8")
     assert [i.path for i in adapter.iter_entries()] == ["concept/new.md"]
     assert [i.path for i in adapter.iter_entries(with_metadata=False)] == ["concept/new.md"]
@@ -241,11 +241,11 @@ def test_stubs_are_listed_only_on_request(adapter: FilesystemAdapter) -> None:
 
 def test_a_stub_can_be_deleted_and_overwritten(adapter: FilesystemAdapter) -> None:
     write(adapter, "concept/new")
-    adapter.write_stub("concept/old", Redirect("merged", "concept/new.md"))
+    committed(adapter.write_stub("concept/old", Redirect("merged", "concept/new.md")))
     write(adapter, "concept/old", "real again")
     assert adapter.read_entry("concept/old").content == "real again"
-    adapter.write_stub("concept/old", Redirect("merged", "concept/new.md"))
-    adapter.delete("concept/old")
+    committed(adapter.write_stub("concept/old", Redirect("merged", "concept/new.md")))
+    committed(adapter.delete("concept/old"))
     assert not adapter.exists("concept/old")
     assert adapter.exists("concept/new")
 

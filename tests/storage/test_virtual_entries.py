@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memdir.core.errors import ReadOnlyEntryError
-from memdir.storage.base import Redirect
+from memdir.storage.base import Redirect, committed
 from memdir.storage.directory.filesystem import FilesystemAdapter
 from memdir.storage.virtual import VIRTUAL_ENTRIES, is_virtual, load_virtual, virtual_paths
 
@@ -81,10 +81,10 @@ def test_hits_are_not_counted_and_nothing_is_written(adapter: FilesystemAdapter)
 @pytest.mark.parametrize(
     "change",
     [
-        lambda a: a.write(DEEP, "mine", title="Mine", metadata=None, embedding=None),
-        lambda a: a.write("skill/meta/deep-learning", "x", title="x", metadata=None, embedding=np.zeros(384)),
-        lambda a: a.delete(DEEP),
-        lambda a: a.write_stub(DEEP, Redirect("merged", "skill/mine.md")),
+        lambda a: committed(a.write(DEEP, "mine", title="Mine", metadata=None, embedding=None)),
+        lambda a: committed(a.write("skill/meta/deep-learning", "x", title="x", metadata=None, embedding=np.zeros(384))),
+        lambda a: committed(a.delete(DEEP)),
+        lambda a: committed(a.write_stub(DEEP, Redirect("merged", "skill/mine.md"))),
     ],
 )
 def test_never_overwritable_or_deletable(adapter: FilesystemAdapter, change) -> None:
@@ -97,7 +97,7 @@ def test_never_overwritable_or_deletable(adapter: FilesystemAdapter, change) -> 
 
 
 def test_listed_only_on_request_and_filtered_by_folder(adapter: FilesystemAdapter) -> None:
-    adapter.write("skill/mine", "steps", title="Mine", metadata={"type": "skill"}, embedding=None)
+    committed(adapter.write("skill/mine", "steps", title="Mine", metadata={"type": "skill"}, embedding=None))
     assert [i.path for i in adapter.iter_entries()] == ["skill/mine.md"]
     listed = {i.path: i for i in adapter.iter_entries(include_virtual=True)}
     assert sorted(listed) == [DEEP, "skill/mine.md"]
@@ -110,7 +110,7 @@ def test_listed_only_on_request_and_filtered_by_folder(adapter: FilesystemAdapte
 def test_not_counted_in_total_size(adapter: FilesystemAdapter) -> None:
     assert adapter.total_size() == 0
     adapter.read_entry(DEEP)
-    adapter.write("fact/a", "12345", title="A", metadata=None, embedding=None)
+    committed(adapter.write("fact/a", "12345", title="A", metadata=None, embedding=None))
     assert adapter.total_size() == 5
 
 
@@ -124,7 +124,7 @@ def test_a_file_on_disk_cannot_shadow_a_built_in(adapter: FilesystemAdapter) -> 
 
 
 def test_a_stub_may_point_at_a_built_in(adapter: FilesystemAdapter) -> None:
-    adapter.write_stub("skill/learning", Redirect("moved", DEEP))
+    committed(adapter.write_stub("skill/learning", Redirect("moved", DEEP)))
     entry = adapter.read_entry("skill/learning", count_hit=True)
     assert entry.virtual and entry.path == DEEP and entry.hits == 0
 

@@ -29,4 +29,4 @@ def manager(make_manager):
 
 def say(manager: ThreadManager, thread: str, role: str, content: str, **fields):
     """Append one message (checked as the tools check it)."""
-    return manager.append(thread, message(role, content, max_bytes=manager.settings.max_entry_size, **fields))
+    return manager.append(thread, message(role, content, max_bytes=manager.settings.storage.max_entry_size, **fields))

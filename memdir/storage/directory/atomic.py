@@ -2,16 +2,16 @@
 
 An entry is three files (``.md``, ``.yml``, ``.emb``). Replacing each atomically is
 not enough: a kill between two renames would pair new content with old metadata.
-`commit_files` therefore runs a tiny redo-log protocol:
+`file_transaction` therefore runs a tiny redo-log protocol:
 
 1. write a *pending* journal under ``<root>/.memdir/txn/`` naming every temporary
    file it is about to create (so an interrupted staging can be cleaned up; after a power
    cut in the middle of staging, a hidden temporary file may outlive its journal);
 2. stage every new file as a temporary file in its target's folder; fsync the journal and
    each of them, all written first (a large batch — an evolution job's — is flushed by one
-   ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`); then run the caller's
-   ``before_commit`` (memdir updates the derived index here: if that fails — a full disk —
-   the staging is undone and nothing has changed);
+   ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`); then hand over to the
+   caller's ``with`` block (memdir updates the derived index there: if that fails — a full
+   disk — the staging is undone and nothing has changed);
 3. rename the journal to *commit* — the single atomic commit point;
 4. perform the renames and removals, fsync the folders;
 5. delete the journal (flushed only when it has removals, see `_finish`).
@@ -37,8 +37,10 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from memdir.core.errors import UnsafeFileError
 from memdir.core.files import disk_errors, fsync_dir, private_folder, quarantine, read_regular
@@ -125,18 +127,23 @@ def _check_journal(root: Path, journal: dict) -> None:
         _inside(root, relative)
 
 
-def commit_files(
+@contextmanager
+def file_transaction(
     root: Path,
     writes: Mapping[Path, bytes],
     removals: Iterable[Path] = (),
     *,
     derived: Collection[Path] = (),
-    before_commit: Callable[[Mapping[Path, Path]], object] | None = None,
     on_commit: Callable[[], None] | None = None,
-) -> None:
+) -> Iterator[Mapping[Path, Path]]:
     """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
 
-    Call it under the root's exclusive lock (a concurrent `recover` would otherwise
+    A context manager: entering stages the change and gives {target: its staged temporary
+    file} (a rename keeps a file's size and mtime, so the staged files show what the targets
+    will be); leaving the block commits it, unless the block raised: then the staging is
+    undone and the error propagates, and nothing was changed.
+
+    Use it under the root's exclusive lock (a concurrent `recover` would otherwise
     treat this transaction's staging files as orphans). Missing files in
     ``removals`` are fine. Folders for new files are created.
 
@@ -147,10 +154,6 @@ def commit_files(
         derived: targets in ``writes`` that hold derived data every process recomputes after a
             restart (the root's size total): renamed with the rest, but neither they nor their
             folder are flushed to disk.
-        before_commit: called with {target: its staged temporary file} once everything
-            is staged, just before the commit point (a rename keeps a file's size and
-            mtime, so the staged files show what the targets will be). If it raises,
-            the staging is undone and its error propagates: nothing was changed.
         on_commit: called right after the commit point, before any file is renamed (the
             root's change counter is raised there, see `memdir.storage.directory.changes`); it must
             not raise, since the transaction cannot be undone any more.
@@ -195,8 +198,7 @@ def commit_files(
                 # data along on ext4 and xfs, so the rest cost little.
                 for path in [pending, *(temp for temp, target in renames if target not in derived)]:
                     _fsync_file(path)
-            if before_commit is not None:
-                before_commit({target: temp for temp, target in renames})
+            yield {target: temp for temp, target in renames}
             os.replace(pending, committed)  # the commit point
         except BaseException:
             for temp, _ in renames:
@@ -217,6 +219,12 @@ def commit_files(
         _finish(committed, journal_dir, durable=bool(journal["removals"]))
     except OSError as exc:
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
+
+
+def commit_files(root: Path, writes: Mapping[Path, bytes], removals: Iterable[Path] = (), **options: Any) -> None:
+    """A `file_transaction` with nothing to do between staging and commit."""
+    with file_transaction(root, writes, removals, **options):
+        pass
 
 
 def remove_unjournaled(removals: Iterable[Path]) -> None:

@@ -16,7 +16,7 @@ valid entry, and a damaged ``.yml`` or ``.emb`` degrades the entry (default titl
 not embedded) instead of making it unreadable. The encodings of the ``.yml`` and
 ``.emb`` files are in `memdir.storage.sidecar`; the listing walk is in `memdir.storage.directory.scan`.
 
-Concurrency: every change goes through `memdir.storage.directory.atomic.commit_files` under
+Concurrency: every change goes through `memdir.storage.directory.atomic.file_transaction` under
 the root's exclusive lock, and a killed writer is repaired (`memdir.storage.directory.atomic.recover`)
 by the next process that takes the lock. Reads take no lock while they can: each file is
 replaced by rename, so it reads whole, and a read of several files is kept only if the
@@ -35,7 +35,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -56,7 +56,7 @@ from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_
 from memdir.storage import stubs
 from memdir.storage.audit_log import AuditLog
 from memdir.storage.base import Redirect
-from memdir.storage.directory.atomic import PRIVATE_DIR, commit_files, has_pending, recover, remove_unjournaled
+from memdir.storage.directory.atomic import PRIVATE_DIR, commit_files, file_transaction, has_pending, recover, remove_unjournaled
 from memdir.storage.directory.changes import ChangeCounter
 from memdir.storage.directory.folder_stamps import ListedFolder, settled_now, stamp_of
 from memdir.storage.directory.index_db import file_stats, stat_or_zero
@@ -74,7 +74,7 @@ from memdir.storage.entry_input import (
     valid_redirect,
 )
 from memdir.storage.evolution_records import RecordFiles
-from memdir.storage.records import EntryInfo, FileStats
+from memdir.storage.records import EntryInfo, FileStats, Staged
 from memdir.storage.sidecar import (
     EMBEDDING_DTYPE,
     EMBEDDING_SUFFIX,
@@ -115,10 +115,6 @@ def _staged_stats(staged: Mapping[Path, Path], md: Path, yml: Path) -> FileStats
     return FileStats(md_st.st_mtime_ns, md_st.st_size, yml_st.st_mtime_ns, yml_st.st_size)
 
 
-def _ignoring_staged(hook: Callable[[], object] | None) -> Callable[[Mapping[Path, Path]], object] | None:
-    return None if hook is None else lambda _staged: hook()
-
-
 def _mtime(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, tz=UTC)
 
@@ -143,9 +139,8 @@ class FilesystemAdapter:
     ``lock`` is the root's `RootLock`. Callers that must update derived data together
     with an entry hold it around both (it is re-entrant)::
 
-        with adapter.lock.exclusive():
-            entry = adapter.write(...)
-            index.update(entry)
+        with adapter.lock.exclusive(), adapter.write(...) as (entry, stats):
+            index.update(entry, stats)
 
     The total size is scanned once per process (lazily) and then kept, for every process
     writing to the root, in one shared figure (`memdir.storage.directory.totals`) that each write
@@ -261,18 +256,14 @@ class FilesystemAdapter:
         else:
             held.append((message, args))
 
-    def _commit(
-        self,
-        writes: Mapping[Path, bytes],
-        removals: Sequence[Path] = (),
-        *,
-        before_commit: Callable[[Mapping[Path, Path]], object] | None = None,
-    ) -> None:
-        """Commit a change to entries (under the exclusive lock), raising the change counter."""
+    @contextmanager
+    def _transaction(self, writes: Mapping[Path, bytes], removals: Sequence[Path] = ()) -> Iterator[Mapping[Path, Path]]:
+        """A change to entries (under the exclusive lock), staged on entering and committed on leaving,
+        raising the change counter (`file_transaction`)."""
         with disk_errors(self.root):
             self.changes.prepare()
-        commit_files(self.root, writes, removals, derived={self._total.file}, before_commit=before_commit,
-                     on_commit=self.changes.bump)
+        with file_transaction(self.root, writes, removals, derived={self._total.file}, on_commit=self.changes.bump) as staged:
+            yield staged
 
     # ----------------------------------------------------------------- paths
 
@@ -384,6 +375,7 @@ class FilesystemAdapter:
 
     # ----------------------------------------------------------------- writing
 
+    @contextmanager
     def write(
         self,
         path: str,
@@ -396,9 +388,12 @@ class FilesystemAdapter:
         updated_at: datetime | None = None,
         embedding_model: str | None = None,
         embedding_text_hash: str | None = None,
-        before_commit: Callable[[Entry, FileStats], object] | None = None,
-    ) -> Entry:
+    ) -> Iterator[Staged]:
         """Create or replace the entry at ``path`` atomically (all three files or none).
+
+        A context manager: the ``with`` block gets the entry and its files' stats once the files
+        are staged, before they replace the old ones (`file_transaction`): derived data updated
+        there changes only if the files do. If the block raises, nothing changes.
 
         Args:
             path: any accepted spelling of the logical path.
@@ -411,9 +406,6 @@ class FilesystemAdapter:
                 does not change what the entry says (re-embedding) keeps the old time.
             embedding_model: the model that made ``embedding`` (None: unknown, re-embedded later).
             embedding_text_hash: the hash of the searchable text it was made from.
-            before_commit: called with the entry and its files' stats once the files are
-                staged, before they replace the old ones (`commit_files`): derived data
-                updated there changes only if the files do. If it raises, nothing changes.
 
         Raises:
             InvalidPathError, ReadOnlyEntryError, InputValidationError, EntryTooLargeError,
@@ -461,11 +453,11 @@ class FilesystemAdapter:
                 embedding_model=embedding_model if checksum else None,
                 embedding_text_hash=embedding_text_hash if checksum else None,
             )
-            hook = None if before_commit is None else lambda staged: before_commit(entry, _staged_stats(staged, md, yml))
-            self._commit(writes | self._total.staged(total), removals, before_commit=hook)
+            with self._transaction(writes | self._total.staged(total), removals) as staged:
+                yield Staged(entry, _staged_stats(staged, md, yml))
             self._total.committed(total)
-        return entry
 
+    @contextmanager
     def set_embeddings(
         self,
         vectors: Mapping[str, np.ndarray],
@@ -473,8 +465,7 @@ class FilesystemAdapter:
         expected: Mapping[str, Entry] | None = None,
         model_id: str | None = None,
         text_hashes: Mapping[str, str] | None = None,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
-    ) -> list[Entry]:
+    ) -> Iterator[list[Staged]]:
         """Replace the embeddings of existing entries in ONE transaction (re-embedding, rebuilds).
 
         Only the ``.emb`` files and the embedding fields of the sidecars change:
@@ -489,11 +480,9 @@ class FilesystemAdapter:
                 is skipped: the write that changed it embedded it.
             model_id: the model that made the vectors.
             text_hashes: path -> hash of the searchable text its vector was made from.
-            before_commit: called with each updated entry and its files' stats once the files
-                are staged, as in `write` (not at all when every entry was skipped).
 
-        Returns:
-            The updated entries, in the order given (skipped ones left out).
+        A context manager as `write` is: its block gets each updated entry and its files' stats
+        once staged, in the order given (skipped ones left out; none when all were skipped).
         """
         writes: dict[Path, bytes] = {}
         updated: list[Entry] = []
@@ -527,40 +516,34 @@ class FilesystemAdapter:
                     "embedding": np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
                     "embedding_checksum": checksum, "embedding_model": model_id, "embedding_text_hash": text_hash,
                 }))
-            if writes:
-                hook = None if before_commit is None else lambda staged: before_commit(
-                    [(entry, _staged_stats(staged, md, yml)) for entry, (md, yml) in zip(updated, files)]
-                )
-                self._commit(writes, before_commit=hook)
-        return updated
+            if not writes:
+                yield []
+                return
+            with self._transaction(writes) as staged:
+                yield [Staged(entry, _staged_stats(staged, md, yml)) for entry, (md, yml) in zip(updated, files)]
 
+    @contextmanager
     def set_metadata(
         self,
-        changes: Mapping[str, Callable[[Entry], Metadata | None]],
-        *,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
-    ) -> list[Entry]:
+        changes: Mapping[str, Metadata],
+    ) -> Iterator[list[Staged]]:
         """Replace the metadata of existing entries in ONE transaction (the evolution jobs' bulk changes).
 
         Only the ``.yml`` files change: content, vector, hits and ``updated_at`` stay. One
         journal and one commit for the whole batch instead of one per entry.
 
         Args:
-            changes: path -> a function from the entry as it is now to its new metadata (fields
-                that are not embedded: the vector stays valid), or None to leave it as it is; it
-                may raise to refuse the batch.
-                Entries that do not exist, and those whose ``.yml`` memdir cannot read (never
-                overwritten), are skipped.
-            before_commit: called with each updated entry and its files' stats once staged, as in `write`.
+            changes: path -> its new metadata (fields that are not embedded: the vector stays
+                valid). Entries that do not exist, and those whose ``.yml`` memdir cannot read
+                (never overwritten), are skipped.
 
-        Returns:
-            The updated entries (skipped ones left out).
+        A context manager as `set_embeddings` is.
         """
         writes: dict[Path, bytes] = {}
         updated: list[Entry] = []
         files: list[tuple[Path, Path]] = []
         with self._writing():
-            for path, change in changes.items():
+            for path, metadata in changes.items():
                 path = normalize_path(path)
                 refuse_virtual(path)
                 md, yml, emb = self._files(path)
@@ -570,31 +553,27 @@ class FilesystemAdapter:
                     continue
                 if sidecar is None:
                     continue
-                metadata = change(entry)
-                if metadata is None:
-                    continue
                 writes[yml] = dump_sidecar({**sidecar, "metadata": metadata.to_yaml_dict()})
                 files.append((md, yml))
                 updated.append(entry.model_copy(update={"metadata": metadata}))
-            if writes:
-                hook = None if before_commit is None else lambda staged: before_commit(
-                    [(entry, _staged_stats(staged, md, yml)) for entry, (md, yml) in zip(updated, files)]
-                )
-                self._commit(writes, before_commit=hook)
-        return updated
+            if not writes:
+                yield []
+                return
+            with self._transaction(writes) as staged:
+                yield [Staged(entry, _staged_stats(staged, md, yml)) for entry, (md, yml) in zip(updated, files)]
 
     def _stored_hits(self, yml: Path) -> int:
         sidecar = self._load_sidecar(yml)
         return as_int(sidecar.get("hits")) if sidecar else 0
 
-    def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None,
-                   before_commit: Callable[[], object] | None = None) -> None:
+    @contextmanager
+    def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None) -> Iterator[None]:
         """Replace the entry at ``path`` with a stub pointing at ``redirect.target``.
 
         A stub without an owner is a lone ``.md`` file; an owned one has a ``.yml`` that says it
         is a stub (``stub: true``, ``redirect_to``, as SwarmMemory's were) and names its
         ``created_by``. The entry's other files go in the same transaction, so the old entry
-        stops appearing in listings and searches. ``before_commit`` runs as in `write`.
+        stops appearing in listings and searches. A context manager as `write` is.
         """
         path = normalize_path(path)
         refuse_virtual(path)
@@ -608,14 +587,16 @@ class FilesystemAdapter:
         with self._writing():
             total = self._check_limits(path, md, len(data))
             staged = self._total.staged(total) | self._stub_reads.staged_forget([path])  # a new stub starts unread
-            self._commit(writes | staged, [emb] if owner is not None else [yml, emb],
-                         before_commit=_ignoring_staged(before_commit))
+            with self._transaction(writes | staged, [emb] if owner is not None else [yml, emb]):
+                yield
             self._total.committed(total)
 
-    def delete(self, path: str, *, before_commit: Callable[[], object] | None = None) -> None:
+    @contextmanager
+    def delete(self, path: str) -> Iterator[None]:
         """Remove the entry's ``.md``, ``.yml`` and ``.emb`` together; a stub is deleted itself.
 
-        ``before_commit`` runs as in `write`.
+        A context manager as `write` is. On a disk with no room even for the journal, the files
+        are removed one by one after the block (deleting is how a full disk is cleaned up).
 
         Raises:
             EntryNotFoundError: nothing is stored at ``path``.
@@ -628,20 +609,22 @@ class FilesystemAdapter:
             if stat_regular(self.root, md) is None:
                 raise EntryNotFoundError(path)
             total = self._current_total() - self._content_size(md)
-            try:
-                self._commit(
-                    self._total.staged(total) | self._stub_reads.staged_forget([path]), [md, yml, emb],
-                    before_commit=_ignoring_staged(before_commit),
-                )
-            except DiskFullError:
-                log.warning("Deleting %s without a journal: the disk has no room even for one", path)
-                if before_commit is not None:
-                    before_commit()  # (if the derived index cannot shrink either, nothing is deleted)
+            with ExitStack() as transaction:
+                try:
+                    transaction.enter_context(
+                        self._transaction(self._total.staged(total) | self._stub_reads.staged_forget([path]), [md, yml, emb])
+                    )
+                    journaled = True
+                except DiskFullError:
+                    log.warning("Deleting %s without a journal: the disk has no room even for one", path)
+                    journaled = False
+                yield  # (if the derived index cannot shrink either, nothing is deleted)
+            if journaled:
+                self._total.committed(total)
+            else:
                 remove_unjournaled([md, yml, emb])
                 self.changes.bump()
                 self._total.invalidate()
-            else:
-                self._total.committed(total)
             self._prune_empty_folders(md.parent)
 
     def _prune_empty_folders(self, folder: Path) -> None:

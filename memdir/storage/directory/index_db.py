@@ -190,7 +190,7 @@ def _migration_links(db: sqlite3.Connection) -> None:
 
 
 def _migration_typed_links(db: sqlite3.Connection) -> None:
-    """Typed links (seed 003): kind, strength, origin and times beside each (id, target); a
+    """Typed links: kind, strength, origin and times beside each (id, target); a
     source may link one target by several kinds. Rows of schema 6 were ``related`` links, which
     are ``references``; the recipe is forgotten so the next reconcile reads the typed ones."""
     _run_script(

@@ -4,7 +4,7 @@ The truth the directory store keeps in ``.md``/``.yml``/``.emb`` files is one ro
 content (text), title, metadata (JSON, in the sidecar's key order), ``updated_at``, hits,
 the vector with its checksum, model and text hash, or a stub's redirect. Each change runs
 under the store's lock (`memdir.storage.postgres.database.AdvisoryLock`): one transaction
-in which the entry's row, the search columns its ``before_commit`` writes, the store's
+in which the entry's row, the search columns the caller's ``with`` block writes, the store's
 totals and the change counter commit together, or nothing does.
 
 A row's ``version`` (the change that wrote it) is what `FileStats` carries here (as
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +45,7 @@ from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.postgres.records import PostgresRecords
 from memdir.storage.postgres.threads import PostgresThreads
-from memdir.storage.records import Chunk, EntryInfo, FileStats, Listed, Page, ReconcilePlan, folder_of
+from memdir.storage.records import Chunk, EntryInfo, FileStats, Listed, Page, ReconcilePlan, Staged, folder_of
 from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
@@ -114,6 +115,7 @@ class PostgresAdapter:
         return self.db.connection()
 
     # ----------------------------------------------------------------- writing
+    @contextmanager
     def write(
         self,
         path: str,
@@ -126,8 +128,7 @@ class PostgresAdapter:
         updated_at: datetime | None = None,
         embedding_model: str | None = None,
         embedding_text_hash: str | None = None,
-        before_commit: Callable[[Entry, FileStats], object] | None = None,
-    ) -> Entry:
+    ) -> Iterator[Staged]:
         """Create or replace the entry at ``path`` in one transaction (see `FilesystemAdapter.write`)."""
         path = normalize_path(path)
         refuse_virtual(path)
@@ -147,9 +148,7 @@ class PostgresAdapter:
                 embedding_text_hash=embedding_text_hash if checksum else None,
             )
             version = self._store(conn, entry, old_size)
-            if before_commit is not None:
-                before_commit(entry, row_stats(len(data), version))
-        return entry
+            yield Staged(entry, row_stats(len(data), version))
 
     def _check_sizes(self, conn: psycopg.Connection, path: str, new_size: int, old_size: int) -> None:
         total = scalar(conn, "SELECT total_size FROM store_state") + new_size - old_size
@@ -180,6 +179,7 @@ class PostgresAdapter:
         conn.execute("UPDATE store_state SET total_size = total_size + %s", (entry.size - old_size,))
         return version
 
+    @contextmanager
     def set_embeddings(
         self,
         vectors: Mapping[str, np.ndarray],
@@ -187,10 +187,9 @@ class PostgresAdapter:
         expected: Mapping[str, Entry] | None = None,
         model_id: str | None = None,
         text_hashes: Mapping[str, str] | None = None,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
-    ) -> list[Entry]:
+    ) -> Iterator[list[Staged]]:
         """New vectors for unchanged entries in ONE transaction (see `FilesystemAdapter.set_embeddings`)."""
-        updated: list[tuple[Entry, FileStats]] = []
+        updated: list[Staged] = []
         with self._writing():
             conn = self._conn()
             for path, embedding in vectors.items():
@@ -214,30 +213,21 @@ class PostgresAdapter:
                     "embedding": vector, "embedding_checksum": checksum, "embedding_model": model_id,
                     "embedding_text_hash": text_hash,
                 })
-                updated.append((new, row_stats(entry.size, version)))
-            if updated and before_commit is not None:
-                before_commit(updated)
-        return [entry for entry, _ in updated]
+                updated.append(Staged(new, row_stats(entry.size, version)))
+            yield updated
 
-    def set_metadata(
-        self,
-        changes: Mapping[str, Callable[[Entry], Metadata | None]],
-        *,
-        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
-    ) -> list[Entry]:
+    @contextmanager
+    def set_metadata(self, changes: Mapping[str, Metadata]) -> Iterator[list[Staged]]:
         """New metadata (fields not embedded) for existing entries in ONE transaction (see
         `FilesystemAdapter.set_metadata`); missing entries and stubs are skipped."""
-        updated: list[tuple[Entry, FileStats]] = []
+        updated: list[Staged] = []
         with self._writing():
             conn = self._conn()
-            for path, change in changes.items():
+            for path, metadata in changes.items():
                 path = normalize_path(path)
                 refuse_virtual(path)
                 entry = self._load(conn, path)
                 if entry is None or self.read_redirect(path) is not None:
-                    continue
-                metadata = change(entry)
-                if metadata is None:
                     continue
                 version = next_change(conn)
                 conn.execute(
@@ -246,13 +236,11 @@ class PostgresAdapter:
                     (metadata_json(metadata), entry_type(metadata.type, path), [str(t).casefold() for t in metadata.tags],
                      version, path),
                 )
-                updated.append((entry.model_copy(update={"metadata": metadata}), row_stats(entry.size, version)))
-            if updated and before_commit is not None:
-                before_commit(updated)
-        return [entry for entry, _ in updated]
+                updated.append(Staged(entry.model_copy(update={"metadata": metadata}), row_stats(entry.size, version)))
+            yield updated
 
-    def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None,
-                   before_commit: Callable[[], object] | None = None) -> None:
+    @contextmanager
+    def write_stub(self, path: str, redirect: Redirect, *, owner: str | None = None) -> Iterator[None]:
         """Replace the entry at ``path`` with a redirect stub owned by ``owner`` (its vector and search columns go)."""
         path = normalize_path(path)
         refuse_virtual(path)
@@ -267,10 +255,10 @@ class PostgresAdapter:
             stub = Entry(path=path, content=text, title="", size=size, hits=0,  # a new stub starts unread
                          metadata=Metadata(created_by=owner))
             self._store(conn, stub, old_size, redirect)
-            if before_commit is not None:
-                before_commit()
+            yield
 
-    def delete(self, path: str, *, before_commit: Callable[[], object] | None = None) -> None:
+    @contextmanager
+    def delete(self, path: str) -> Iterator[None]:
         """Remove the entry (or stub) at ``path``; its postings and links go with it."""
         path = normalize_path(path)
         refuse_virtual(path)
@@ -279,8 +267,7 @@ class PostgresAdapter:
             row = conn.execute("SELECT size FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
             if row is None:
                 raise EntryNotFoundError(path)
-            if before_commit is not None:
-                before_commit()
+            yield
             conn.execute("DELETE FROM entries WHERE path = %s", (path,))
             conn.execute("UPDATE store_state SET total_size = total_size - %s", (row[0],))
             next_change(conn)

@@ -27,7 +27,7 @@ def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> t
     if not read_only:
         with disk_errors(settings.store_root):
             settings.store_root.mkdir(parents=True, exist_ok=True)
-    db = Database(url, lock_timeout=settings.lock_timeout)
+    db = Database(url, lock_timeout=settings.storage.lock_timeout)
     conn = db.connection()
     try:
         if read_only:
@@ -47,13 +47,13 @@ def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> t
     adapter = PostgresAdapter(
         db,
         settings.store_root,
-        max_entry_size=settings.max_entry_size,
-        max_total_size=settings.max_total_size,
-        max_redirect_hops=settings.max_redirect_hops,
+        max_entry_size=settings.storage.max_entry_size,
+        max_total_size=settings.storage.max_total_size,
+        max_redirect_hops=settings.storage.max_redirect_hops,
         read_only="opened for reading only" if read_only else None,
     )
     index = PostgresIndex(
-        db, column_weights=settings.bm25_column_weights, hnsw_ef_search=settings.hnsw_ef_search,
-        context_window=settings.context_window if settings.context_weight else 0, read_only=read_only,
+        db, column_weights=settings.search.bm25_column_weights, hnsw_ef_search=settings.storage.hnsw_ef_search,
+        context_window=settings.search.context_window if settings.search.context_weight else 0, read_only=read_only,
     )
     return adapter, index

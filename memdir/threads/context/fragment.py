@@ -3,7 +3,7 @@
 The most recent turns keep ``thread_recent_share`` of the budget. Older units are sampled:
 unit ``j`` of ``n`` older ones (0 = oldest) is kept with probability
 ``rate · w_j · n / Σw`` where ``w_j = ((j + 1) / n) ** age_exponent`` — about ``rate · n``
-units in all, newer ones more likely (seed: rate 0.2, exponent 1.5). The draw for a unit
+units in all, newer ones more likely (by default rate 0.2, exponent 1.5). The draw for a unit
 is seeded by the thread id and the unit's first chunk id, so the same thread always gives
 the same context, and a unit's draw does not change as the thread grows. Sampled units
 form fragments (runs of consecutive ones); they fill the rest of the budget newest first.
@@ -30,8 +30,8 @@ def sampled(older: list[Unit], draws: np.ndarray, settings: Settings) -> list[Un
     n = len(older)
     if n == 0:
         return []
-    weights = (np.arange(1, n + 1, dtype=np.float64) / n) ** settings.thread_fragment_age_exponent
-    chance = np.minimum(1.0, settings.thread_fragment_rate * weights * n / weights.sum())
+    weights = (np.arange(1, n + 1, dtype=np.float64) / n) ** settings.threads.fragment_age_exponent
+    chance = np.minimum(1.0, settings.threads.fragment_rate * weights * n / weights.sum())
     return [unit for unit, keep in zip(older, draws < chance) if keep]
 
 
@@ -40,7 +40,7 @@ def select(thread: str, units: list[Unit], draws: np.ndarray, budget_tokens: int
     budget = Budget(budget_tokens)
     if budget_tokens <= 0 or not units:
         return assemble("fragment", [])
-    pieces, older = recent_and_older(units, budget, settings.thread_recent_share)
+    pieces, older = recent_and_older(units, budget, settings.threads.recent_share)
     chosen = sampled(older, draws[:len(older)], settings)
     shown = 0
     for unit in reversed(chosen):

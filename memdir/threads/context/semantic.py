@@ -61,7 +61,7 @@ def select(units: list[Unit], budget_tokens: int, settings: Settings, query: str
     budget = Budget(budget_tokens)
     if budget_tokens <= 0 or not units:
         return assemble("semantic", [])
-    pieces, older = recent_and_older(units, budget, settings.thread_recent_share)
+    pieces, older = recent_and_older(units, budget, settings.threads.recent_share)
     question = query if query and query.strip() else default_query(units)
     notes = []
     if vectors is not None:

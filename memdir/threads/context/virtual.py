@@ -48,7 +48,7 @@ def page_summary(page: str, units: list[Unit], words_per_line: int = 12) -> str:
 
 
 def _lane_shares(units: list[Unit], settings: Settings, total: float) -> dict[str, float]:
-    weights = dict(zip(LANES, settings.thread_lane_weights))
+    weights = dict(zip(LANES, settings.threads.lane_weights))
     present = {unit.lane for unit in units}
     weight_sum = sum(weights.get(lane, min(weights.values())) for lane in present) or 1.0
     return {lane: total * weights.get(lane, min(weights.values())) / weight_sum for lane in present}
@@ -56,7 +56,7 @@ def _lane_shares(units: list[Unit], settings: Settings, total: float) -> dict[st
 
 def _recent_by_lane(units: list[Unit], settings: Settings, budget: Budget) -> list[Piece]:
     """The recent working set: the newest unit, each lane's minimum, then each lane up to its share."""
-    recent_total = int(budget.total * settings.thread_low_watermark)
+    recent_total = int(budget.total * settings.threads.low_watermark)
     shares = _lane_shares(units, settings, recent_total)
     newest = newest_piece(units, budget, recent_total)
     pieces = [newest] if newest else []
@@ -73,7 +73,7 @@ def _recent_by_lane(units: list[Unit], settings: Settings, budget: Budget) -> li
             count[lane] += 1
             if unit.index in kept:
                 continue
-            wanted = spent[lane] + unit.tokens <= shares[lane] if fill_to_share else count[lane] <= settings.thread_lane_min_recent
+            wanted = spent[lane] + unit.tokens <= shares[lane] if fill_to_share else count[lane] <= settings.threads.lane_min_recent
             if wanted and budget.used + unit.tokens <= recent_total:
                 pieces.append(Piece.of(unit))
                 kept.add(unit.index)
@@ -121,7 +121,7 @@ def select(state: ThreadState, units: list[Unit], budget_tokens: int, settings: 
     budget = Budget(budget_tokens)
     if budget_tokens <= 0 or not units:
         return assemble("virtual", [])
-    fits = sum(unit.tokens for unit in units) <= budget_tokens * settings.thread_high_watermark
+    fits = sum(unit.tokens for unit in units) <= budget_tokens * settings.threads.high_watermark
     if fits:
         pieces = [Piece.of(unit) for unit in units]
         budget.take(sum(unit.tokens for unit in units))
@@ -129,17 +129,17 @@ def select(state: ThreadState, units: list[Unit], budget_tokens: int, settings: 
         pieces = _recent_by_lane(units, settings, budget)
     kept = {int(piece.position) for piece in pieces}
     for unit in reversed(units):  # pinned: important messages stay verbatim
-        if unit.index not in kept and unit.importance >= settings.thread_pin_importance and budget.fits(unit.tokens):
+        if unit.index not in kept and unit.importance >= settings.threads.pin_importance and budget.fits(unit.tokens):
             pieces.append(Piece.of(unit))
             kept.add(unit.index)
             budget.take(unit.tokens)
-    size = max(settings.thread_page_chunks, 1)
+    size = max(settings.threads.page_chunks, 1)
     pages: dict[str, list[Unit]] = {}
     for unit in units:
         if unit.index not in kept or _is_summary(unit):  # a summary shown still unfolds when referenced
             pages.setdefault(page_id(unit, size), []).append(unit)
     notes: list[str] = []
-    ref_budget = Budget(int(budget_tokens * settings.thread_page_budget))
+    ref_budget = Budget(int(budget_tokens * settings.threads.page_budget))
     for ref in state.refs:  # referenced pages and chunks, verbatim (summaries unfolded), within the page budget
         wanted = pages.pop(ref, []) if ref.startswith("p") else _chunk_units(state, units, ref, kept)
         if fits:

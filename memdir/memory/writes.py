@@ -1,0 +1,171 @@
+"""Writing and deleting a memory's entries: each change atomic, checked, indexed and audited."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from memdir.core.entry import Metadata
+from memdir.core.errors import DiskFullError, StaleEditError
+from memdir.core.paths import normalize_path
+from memdir.embeddings.provider import ModelProvider, ModelState
+from memdir.embeddings.text import text_hash
+from memdir.memory.embedding import Embedding
+from memdir.memory.keeper import IndexKeeper
+from memdir.memory.ownership import Ownership
+from memdir.memory.results import NewEntry, WriteResult
+from memdir.storage.base import EntryIndex, Redirect, StorageAdapter
+
+log = logging.getLogger(__name__)
+
+
+class Writes:
+    """Creates, replaces, stubs and deletes entries: the vector is made before the lock, the index
+    row and audit record are written before the store's commit point."""
+
+    def __init__(self, adapter: StorageAdapter, index: EntryIndex, model: ModelProvider, keeper: IndexKeeper,
+                 owners: Ownership, embedding: Embedding) -> None:
+        self.adapter = adapter
+        self.index = index
+        self.model = model
+        self.keeper = keeper
+        self.owners = owners
+        self.embedding = embedding
+
+    def write(
+        self,
+        path: str,
+        content: str,
+        *,
+        title: str = "",
+        metadata: Metadata | dict[str, Any] | None = None,
+        expected_content: str | None = None,
+        updated_at: datetime | None = None,
+        hits: int | None = None,
+    ) -> WriteResult:
+        """Create or replace an entry; embeds it when the model is ready.
+
+        Args:
+            expected_content: compare-and-swap for edits: the write happens only if the
+                entry still holds exactly this content, checked under the lock (else
+                `StaleEditError`), so a change made between reading and writing is never lost.
+            updated_at: the modification time to record (None: now). Maintenance that does not
+                change what an entry says (links, restores) keeps its age this way.
+            hits: the read count to store (None: keep the current one).
+        """
+        logical, meta, text = self.prepared(path, title, metadata, content)
+        vector = self.embedding.embed([text])
+        return self.stored(logical, content, title, meta, text, None if vector is None else vector[0],
+                            expected_content=expected_content, updated_at=updated_at, hits=hits)
+
+    def write_many(self, writes: Sequence[NewEntry]) -> list[WriteResult]:
+        """Create or replace several entries, their embeddings computed together in batches (what
+        bulk paths — transcript ingestion — write): each entry is still its own atomic change.
+
+        Raises:
+            What `write` raises; the entries before the failing one are written.
+        """
+        prepared = [self.prepared(w.path, w.title, w.metadata, w.content) for w in writes]
+        vectors = self.embedding.embed([text for _, _, text in prepared]) if prepared else None
+        return [
+            self.stored(logical, w.content, w.title, meta, text, None if vectors is None else vectors[i])
+            for i, (w, (logical, meta, text)) in enumerate(zip(writes, prepared))
+        ]
+
+    def prepared(self, path: str, title: str, metadata: Metadata | dict[str, Any] | None, content: str) -> tuple[str, Metadata, str]:
+        """A write's checked path and metadata, and the searchable text its embedding is made from."""
+        logical = normalize_path(path)
+        self.keeper.check_writable()
+        meta = metadata if isinstance(metadata, Metadata) else Metadata.model_validate(metadata or {})
+        return logical, meta, self.keeper.card(title, meta, content)  # before the entry exists
+
+    def stored(
+        self,
+        logical: str,
+        content: str,
+        title: str,
+        meta: Metadata,
+        text: str,
+        vector: np.ndarray | None,
+        *,
+        expected_content: str | None = None,
+        updated_at: datetime | None = None,
+        hits: int | None = None,
+    ) -> WriteResult:
+        """Store a prepared write (see `write`) under the lock, with its vector (None: not embedded)."""
+        model_id = self.keeper.model_id() if vector is not None else None
+        if vector is None and self.model.state is ModelState.LOADING:
+            self.embedding.written_unembedded.add(logical)  # embedded once the model is ready, at the latest on close
+        with self.keeper.exclusive(), self.keeper.index_first(logical):
+            overwritten = self.adapter.exists(logical)
+            if expected_content is not None and (
+                not overwritten or self.adapter.read_contents([logical])[0] != expected_content
+            ):
+                raise StaleEditError(logical)
+            before = self.owners.existing(logical) if overwritten else None
+            self.owners.guard(logical, before, "update")
+
+            with self.adapter.write(
+                logical, content, title=title, metadata=self.owners.stamped(meta, before),
+                embedding=vector, hits=hits, updated_at=updated_at,
+                embedding_model=model_id, embedding_text_hash=text_hash(text),
+            ) as (entry, stats):  # staged: the index row and audit record go before the commit point
+                self.keeper.index_entry(entry, text, model_id, stats)
+                self.owners.record(logical, before, entry, "update" if before is not None else "create")
+        return WriteResult(entry, overwritten)
+
+    def delete(self, path: str) -> str:
+        """Delete an entry (all its files and index rows); returns the normalised path."""
+        logical = normalize_path(path)
+        try:
+            self.delete_now(logical)
+        except DiskFullError:
+            if self.index.in_memory:
+                raise
+            # Deleting is how a full disk is cleaned up: if the index file cannot take even
+            # that, this process goes on with the index in memory (the files stay the truth).
+            log.warning("the derived index cannot grow: it is kept in memory by this process")
+            self.index.keep_in_memory()
+            self.delete_now(logical)
+        return logical
+
+    def delete_now(self, logical: str) -> None:
+        with self.keeper.exclusive(), self.keeper.index_first(logical):  # (the adapter raises EntryNotFoundError)
+            before = self.owners.existing(logical)
+            self.owners.guard(logical, before, "delete")
+            with self.adapter.delete(logical):
+                self.index.remove(logical)
+            # Recorded after the commit point, unlike other changes: a delete is how a full disk
+            # is cleaned up, and the room the audit line needs is what the delete just freed.
+            try:
+                self.owners.record(logical, before, None, "delete")
+            except DiskFullError:
+                log.warning("the deletion of %s is not in the audit log: the disk is full", logical)
+
+    def write_stub(self, path: str, target: str, kind: str = "merged", *, owner: str | None = None) -> None:
+        """Turn ``path`` into a stub redirecting to ``target`` (used by merges and moves).
+
+        The stub keeps the owner of what it replaces (``owner`` when nothing is there: an undo
+        putting back a stub it recorded), so no other agent may overwrite or delete it and take
+        over the path its readers are redirected through.
+        """
+        logical, goal = normalize_path(path), normalize_path(target)
+        action = "merge" if kind == "merged" else "stub"
+        with self.keeper.exclusive(), self.keeper.index_first(logical):
+            before = self.owners.existing(logical)
+            self.owners.guard(logical, before, action)
+            if before is not None:
+                owner = before.metadata.labels().created_by
+            with self.adapter.write_stub(logical, Redirect(kind, goal), owner=owner):
+                self.index.remove(logical)
+                self.owners.record(logical, before, None, action, into=goal)
+
+    def exists(self, path: str) -> bool:
+        return self.adapter.exists(normalize_path(path))
+
+    def redirect_of(self, path: str) -> Redirect | None:
+        return self.adapter.read_redirect(normalize_path(path))
