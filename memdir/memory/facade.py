@@ -71,7 +71,7 @@ from memdir.search.text_search import (
     path_filter,
 )
 from memdir.storage.audit_log import ACTIONS, AuditRecord, change_diff
-from memdir.storage.base import EntryIndex, Redirect, StorageAdapter, paged_listing
+from memdir.storage.base import EntryIndex, EntryWrite, Redirect, StorageAdapter, paged_listing
 from memdir.storage.credentials import shown
 from memdir.storage.entry_cache import EntryCache, PrefetchReport, load_report, save_report
 from memdir.storage.evolution_records import record_importance
@@ -439,18 +439,42 @@ class Memory:
                             expected_content=expected_content, updated_at=updated_at, hits=hits)
 
     def write_many(self, writes: Sequence[NewEntry]) -> builtins.list[WriteResult]:
-        """Create or replace several entries, their embeddings computed together in batches (what
-        bulk paths — transcript ingestion — write): each entry is still its own atomic change.
+        """Create or replace several entries as ONE change (what bulk paths write): their
+        embeddings made in one model call, then, in one turn of the lock, their files committed
+        together (one journal, one round of flushes) with their index rows and audit records.
 
         Raises:
-            What `write` raises; the entries before the failing one are written.
+            InputValidationError: a path appears twice (write it in a later batch).
+            What `write` raises. Nothing of the batch is written then.
         """
         prepared = [self._prepared(w.path, w.title, w.metadata, w.content) for w in writes]
-        vectors = self._embed([text for _, _, text in prepared]) if prepared else None
-        return [
-            self._stored(logical, w.content, w.title, meta, text, None if vectors is None else vectors[i])
-            for i, (w, (logical, meta, text)) in enumerate(zip(writes, prepared))
-        ]
+        if not prepared:
+            return []
+        vectors = self._embed([text for _, _, text in prepared])
+        model_id = self._model_id() if vectors is not None else None
+        if vectors is None and self.model.state is ModelState.LOADING:
+            self._written_unembedded.update(logical for logical, _, _ in prepared)
+        hashes = {logical: text_hash(text) for logical, _, text in prepared}
+        with self._exclusive(), self._index_first(*hashes):
+            overwritten = {logical: self.adapter.exists(logical) for logical in hashes}
+            before = {logical: self._existing(logical) if there else None for logical, there in overwritten.items()}
+            for logical, entry in before.items():
+                self._guard(logical, entry, "update")
+            batch = [
+                EntryWrite(logical, w.content, w.title, self._stamped(meta, before[logical]),
+                           None if vectors is None else vectors[i], model_id, hashes[logical])
+                for i, (w, (logical, meta, _)) in enumerate(zip(writes, prepared))
+            ]
+
+            def before_commit(stored: builtins.list[tuple[Entry, FileStats]]) -> None:
+                self.index.upsert_many((entry, stats, hashes[entry.path], model_id) for entry, stats in stored)
+                records = [self._audit_record(e.path, before[e.path], e, "update" if before[e.path] else "create")
+                           for e, _ in stored]
+                with disk_errors(self.root):
+                    self.audit.append_many(records)
+
+            entries = self.adapter.write_many(batch, before_commit=before_commit)
+        return [WriteResult(entry, overwritten[entry.path]) for entry in entries]
 
     def _prepared(self, path: str, title: str, metadata: Metadata | dict[str, Any] | None, content: str) -> tuple[str, Metadata, str]:
         """A write's checked path and metadata, and the searchable text its embedding is made from."""

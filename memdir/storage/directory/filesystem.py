@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -55,7 +56,7 @@ from memdir.core.hook_socket import SOCKET_DIR
 from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_path, resolve_in_root, unsafe_file
 from memdir.storage import stubs
 from memdir.storage.audit_log import AuditLog
-from memdir.storage.base import Redirect
+from memdir.storage.base import EntryWrite, Redirect
 from memdir.storage.directory.atomic import PRIVATE_DIR, commit_files, has_pending, recover, remove_unjournaled
 from memdir.storage.directory.changes import ChangeCounter
 from memdir.storage.directory.folder_stamps import ListedFolder, settled_now, stamp_of
@@ -67,6 +68,7 @@ from memdir.storage.directory.thread_files import ThreadFiles
 from memdir.storage.directory.totals import SharedTotal
 from memdir.storage.entry_input import (
     check_sizes,
+    checked_writes,
     encode_content,
     folder_prefix,
     refuse_virtual,
@@ -117,6 +119,21 @@ def _staged_stats(staged: Mapping[Path, Path], md: Path, yml: Path) -> FileStats
 
 def _ignoring_staged(hook: Callable[[], object] | None) -> Callable[[Mapping[Path, Path]], object] | None:
     return None if hook is None else lambda _staged: hook()
+
+
+@dataclass(frozen=True, slots=True)
+class _StagedEntry:
+    """One entry's new version as files to commit, and the root's content total after it."""
+
+    entry: Entry
+    writes: dict[Path, bytes]
+    removals: list[Path]
+    md: Path
+    yml: Path
+    total: int
+
+    def stats(self, staged: Mapping[Path, Path]) -> FileStats:
+        return _staged_stats(staged, self.md, self.yml)
 
 
 def _mtime(ns: int) -> datetime:
@@ -359,10 +376,10 @@ class FilesystemAdapter:
             self._total.invalidate()
             return self._current_total()
 
-    def _check_limits(self, path: str, md: Path, new_size: int) -> int:
-        """The root's total after replacing ``md`` with ``new_size`` bytes, if within limits."""
+    def _check_limits(self, path: str, md: Path, new_size: int, total: int) -> int:
+        """The root's content ``total`` after replacing ``md`` with ``new_size`` bytes, if within limits."""
         grows = new_size - self._content_size(md)
-        total = self._current_total() + grows
+        total += grows
         check_sizes(path, new_size, self.max_entry_size, total, self.max_total_size)
         self._check_free_disk(max(grows, 0))
         return total
@@ -420,51 +437,98 @@ class FilesystemAdapter:
             StorageFullError, DiskFullError, ReadOnlyRootError, LockTimeoutError.
         """
         path = normalize_path(path)
+        write = EntryWrite(path, content, str(title), valid_metadata(path, metadata), embedding, embedding_model,
+                           embedding_text_hash)
+        with self._writing():
+            staged = self._staged(write, self._current_total(), hits, updated_at)
+            hook = None if before_commit is None else lambda files: before_commit(staged.entry, staged.stats(files))
+            self._commit(staged.writes | self._total.staged(staged.total), staged.removals, before_commit=hook)
+            self._total.committed(staged.total)
+        return staged.entry
+
+    def write_many(
+        self,
+        writes: Sequence[EntryWrite],
+        *,
+        before_commit: Callable[[list[tuple[Entry, FileStats]]], object] | None = None,
+    ) -> list[Entry]:
+        """Create or replace several entries in ONE transaction: all of them or none.
+
+        Each is written as `write` writes it (hit count kept, modification time now); one
+        journal and one round of flushes for the batch is what lets a bulk load go at the
+        model's pace.
+
+        Args:
+            writes: the entries, at distinct paths.
+            before_commit: called with each entry and its files' stats once all are staged, as in `write`.
+
+        Raises:
+            InputValidationError: a path appears twice.
+            What `write` raises; nothing is written then.
+        """
+        checked = checked_writes(writes)
+        if not checked:
+            return []
+        with self._writing():
+            total = self._current_total()
+            batch: list[_StagedEntry] = []
+            for write in checked:
+                batch.append(self._staged(write, total))
+                total = batch[-1].total
+            files: dict[Path, bytes] = {}
+            for staged in batch:
+                files |= staged.writes
+            hook = None if before_commit is None else lambda temps: before_commit(
+                [(staged.entry, staged.stats(temps)) for staged in batch]
+            )
+            self._commit(files | self._total.staged(total), [path for s in batch for path in s.removals], before_commit=hook)
+            self._total.committed(total)
+        return [staged.entry for staged in batch]
+
+    def _staged(self, write: EntryWrite, total: int, hits: int | None = None, updated_at: datetime | None = None) -> _StagedEntry:
+        """The files of one entry's new version, checked against the limits with the root's content
+        at ``total`` bytes (caller holds the write lock)."""
+        path = write.path
         refuse_virtual(path)
-        data = encode_content(path, content)
-        meta = valid_metadata(path, metadata)
-        emb_bytes = None if embedding is None else encode_embedding(path, embedding)
+        data = encode_content(path, write.content)
+        emb_bytes = None if write.embedding is None else encode_embedding(path, write.embedding)
         checksum = None if emb_bytes is None else embedding_checksum(emb_bytes)
         md, yml, emb = self._files(path)
-        with self._writing():
-            total = self._check_limits(path, md, len(data))
-            if hits is None:
-                hits = self._stored_hits(yml)
-            updated_at = updated_at or utcnow()
-            sidecar: dict[str, Any] = {
-                "title": str(title),
-                "file_path": path,
-                "updated_at": updated_at,
-                "size": len(data),
-                "hits": int(hits),
-                "metadata": meta.to_yaml_dict(),
-            }
-            if checksum is not None:
-                set_embedding_fields(sidecar, checksum, embedding_model, embedding_text_hash)
-            writes = {md: data, yml: dump_sidecar(sidecar)}
-            removals = []
-            if emb_bytes is None:
-                if os.path.lexists(emb):
-                    removals.append(emb)
-            else:
-                writes[emb] = emb_bytes
-            entry = Entry(
-                path=path,
-                content=content,
-                title=str(title),
-                updated_at=updated_at,
-                size=len(data),
-                hits=int(hits),
-                metadata=meta.model_copy(deep=True),
-                embedding=None if emb_bytes is None else np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
-                embedding_checksum=checksum,
-                embedding_model=embedding_model if checksum else None,
-                embedding_text_hash=embedding_text_hash if checksum else None,
-            )
-            hook = None if before_commit is None else lambda staged: before_commit(entry, _staged_stats(staged, md, yml))
-            self._commit(writes | self._total.staged(total), removals, before_commit=hook)
-            self._total.committed(total)
-        return entry
+        total = self._check_limits(path, md, len(data), total)
+        if hits is None:
+            hits = self._stored_hits(yml)
+        updated_at = updated_at or utcnow()
+        sidecar: dict[str, Any] = {
+            "title": write.title,
+            "file_path": path,
+            "updated_at": updated_at,
+            "size": len(data),
+            "hits": int(hits),
+            "metadata": write.metadata.to_yaml_dict(),
+        }
+        if checksum is not None:
+            set_embedding_fields(sidecar, checksum, write.embedding_model, write.embedding_text_hash)
+        files = {md: data, yml: dump_sidecar(sidecar)}
+        removals = []
+        if emb_bytes is None:
+            if os.path.lexists(emb):
+                removals.append(emb)
+        else:
+            files[emb] = emb_bytes
+        entry = Entry(
+            path=path,
+            content=write.content,
+            title=write.title,
+            updated_at=updated_at,
+            size=len(data),
+            hits=int(hits),
+            metadata=write.metadata.model_copy(deep=True),
+            embedding=None if emb_bytes is None else np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
+            embedding_checksum=checksum,
+            embedding_model=write.embedding_model if checksum else None,
+            embedding_text_hash=write.embedding_text_hash if checksum else None,
+        )
+        return _StagedEntry(entry, files, removals, md, yml, total)
 
     def set_embeddings(
         self,
@@ -606,7 +670,7 @@ class FilesystemAdapter:
             marks = Metadata.model_validate({"stub": True, "redirect_to": redirect.target, "created_by": owner})
             writes[yml] = dump_sidecar({"file_path": path, "size": len(data), "hits": 0, "metadata": marks.to_yaml_dict()})
         with self._writing():
-            total = self._check_limits(path, md, len(data))
+            total = self._check_limits(path, md, len(data), self._current_total())
             staged = self._total.staged(total) | self._stub_reads.staged_forget([path])  # a new stub starts unread
             self._commit(writes | staged, [emb] if owner is not None else [yml, emb],
                          before_commit=_ignoring_staged(before_commit))

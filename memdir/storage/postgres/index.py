@@ -167,6 +167,16 @@ class PostgresIndex:
         with self.db.lock.exclusive():
             self._index(self._conn(), entry, text_hash, model_id, vector_text_hash or text_hash)
 
+    def upsert_many(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
+        """`upsert` of many (entry, stats, text_hash, model_id) in the caller's transaction."""
+        count = 0
+        with self.db.lock.exclusive():
+            conn = self._conn()
+            for entry, _, text_hash, model_id in items:
+                self._index(conn, entry, text_hash, model_id, text_hash)
+                count += 1
+        return count
+
     def restamp_metadata(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> None:
         """Search columns of entries whose metadata alone changed (importance, archival, links), as
         (entry, stats, text_hash, model_id, vector_text_hash), in the caller's transaction. (Their
