@@ -8,10 +8,11 @@ not enough: a kill between two renames would pair new content with old metadata.
    file it is about to create (so an interrupted staging can be cleaned up; after a power
    cut in the middle of staging, a hidden temporary file may outlive its journal);
 2. stage every new file as a temporary file in its target's folder; fsync the journal and
-   each of them, all written first (a large batch — an evolution job's — is flushed by one
-   ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`); then run the caller's
-   ``before_commit`` (memdir updates the derived index here: if that fails — a full disk —
-   the staging is undone and nothing has changed);
+   each of them, all written first and flushed together (`memdir.core.files.start_flushes`; a
+   large batch — an evolution job's — is flushed by one ``sync`` of the filesystem instead,
+   see `_SYNC_EACH_UP_TO`); meanwhile run the caller's ``before_commit`` (memdir updates the
+   derived index and appends the audit record here: if that fails — a full disk — the
+   staging is undone and nothing has changed);
 3. rename the journal to *commit* — the single atomic commit point;
 4. perform the renames and removals, fsync the folders;
 5. delete the journal (flushed only when it has removals, see `_finish`).
@@ -32,6 +33,7 @@ Temporary files are hidden (``.txn-….tmp``), so listings never show them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -41,7 +43,15 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 from memdir.core.errors import UnsafeFileError
-from memdir.core.files import disk_errors, fsync_dir, private_folder, quarantine, read_regular
+from memdir.core.files import (
+    disk_errors,
+    fsync_dir,
+    fsync_each,
+    private_folder,
+    quarantine,
+    read_regular,
+    start_flushes,
+)
 from memdir.core.paths import confine, unsafe_file
 
 log = logging.getLogger(__name__)
@@ -67,7 +77,7 @@ def txn_dir(root: Path) -> Path:
 
 
 def _write_new_file(path: Path, data: bytes) -> None:
-    """Create ``path`` (it must not exist) and write ``data`` fully (`_fsync_file` makes it durable)."""
+    """Create ``path`` (it must not exist) and write ``data`` fully (`fsync_each` makes it durable)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         view = memoryview(data)
@@ -148,8 +158,9 @@ def commit_files(
             restart (the root's size total): renamed with the rest, but neither they nor their
             folder are flushed to disk.
         before_commit: called with {target: its staged temporary file} once everything
-            is staged, just before the commit point (a rename keeps a file's size and
-            mtime, so the staged files show what the targets will be). If it raises,
+            is staged, while the staged files are flushed, before the commit point (a rename
+            keeps a file's size and mtime, so the staged files show what the targets will be;
+            a flush it makes joins theirs). If it raises,
             the staging is undone and its error propagates: nothing was changed.
         on_commit: called right after the commit point, before any file is renamed (the
             root's change counter is raised there, see `memdir.storage.directory.changes`); it must
@@ -190,13 +201,17 @@ def commit_files(
                 _write_new_file(temp, data)
             if one_sync:
                 os.sync()
-            else:
-                # Written first, fsynced after: the first fsync's journal commit takes the others'
-                # data along on ext4 and xfs, so the rest cost little.
-                for path in [pending, *(temp for temp, target in renames if target not in derived)]:
-                    _fsync_file(path)
-            if before_commit is not None:
-                before_commit({target: temp for temp, target in renames})
+                flushed: Callable[[], None] = lambda: None  # noqa: E731
+            else:  # written first, then flushed together, with whatever ``before_commit`` flushes
+                flushed = start_flushes([pending, *(temp for temp, target in renames if target not in derived)])
+            try:
+                if before_commit is not None:
+                    before_commit({target: temp for temp, target in renames})
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    flushed()  # before the staged files are removed
+                raise
+            flushed()
             os.replace(pending, committed)  # the commit point
         except BaseException:
             for temp, _ in renames:
@@ -258,14 +273,6 @@ def _write_journal(path: Path, journal: dict) -> None:
     _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_BINARY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _roll_forward(root: Path, journal: dict, derived: Collection[Path] = ()) -> None:
     """Apply a committed journal. Idempotent: a rename whose temp file is gone already happened.
 
@@ -285,8 +292,7 @@ def _roll_forward(root: Path, journal: dict, derived: Collection[Path] = ()) -> 
         path = _inside(root, removal_rel, confined)
         if _unlink_quietly(path):
             touched.add(path.parent)
-    for folder in touched:
-        fsync_dir(folder)
+    fsync_each(touched, fsync_dir)
 
 
 def _finish(journal_path: Path, journal_dir: Path, *, durable: bool) -> None:
