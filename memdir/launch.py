@@ -1,4 +1,4 @@
-"""The `memdir` command: the hooks' fast path first, then the full command line.
+"""The `memdir` command: the fast paths of the hooks and of `memdir serve`, then the full command line.
 
 Claude Code runs `memdir discover` on every prompt and `memdir hook session-start` on
 every session start, each as a fresh process. When a memdir server for the same store is
@@ -8,6 +8,7 @@ hook's time. So this entry point reads the few settings the fast path needs with
 `memdir.core.locations` (no pydantic), asks the server, and prints its answer. Anything
 it is not sure about — other options, an odd payload, a setting it cannot read plainly, no
 server, a slow one — goes to the full CLI (`memdir.cli`), which behaves as before.
+`memdir serve` as an MCP client runs it skips the command line too (`served_plainly`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from memdir.core.locations import AGENT_NAME, HOOK_SOCKET_TIMEOUT, default_root,
 
 HOOKS = {("discover",): ("discover", "UserPromptSubmit"), ("hook", "session-start"): ("session-start", "SessionStart")}
 OPTIONS = {"discover": ("--root", "--agent", "--mode"), "session-start": ("--root", "--agent")}
+SERVE_OPTIONS = ("--root", "--agent", "--mode")
 MODES = ("assistant", "retrieval", "researcher")
 TRUE, FALSE = ("1", "on", "t", "true", "y", "yes"), ("0", "off", "f", "false", "n", "no")
 
@@ -40,7 +42,7 @@ def main() -> None:
             answered = answered_by_server(sys.argv[1:])
         except Exception:  # the fast path must never cost the hook its answer: the CLI does it the long way
             answered = False
-        if not answered:
+        if not answered and not served_plainly(sys.argv[1:]):
             from memdir.cli import app
 
             app()
@@ -74,6 +76,34 @@ def answered_by_server(argv: list[str]) -> bool:
     if text is None:
         return False
     sys.stdout.write(hook_socket.hook_output(event, text))
+    return True
+
+
+def served_plainly(argv: list[str]) -> bool:
+    """Run `memdir serve` as an MCP client starts it — stdio, at most ``--root``, ``--agent`` and
+    ``--mode`` — without the command line (typer and every command's module), whose import the
+    client would wait for before its first ``tools/list``. False, having done nothing, for
+    anything else: a terminal on stdin, another option, settings that do not validate; the full
+    CLI then serves, or says what is wrong, as before.
+    """
+    if argv[:1] != ["serve"] or sys.stdin is None or sys.stdin.isatty():
+        return False
+    options = _options(argv[1:], SERVE_OPTIONS)
+    if options is None:
+        return False
+    from pydantic import ValidationError
+
+    from memdir.core.errors import MemdirError
+    from memdir.core.settings import Settings
+
+    values: dict[str, Any] = {name.removeprefix("--"): value for name, value in options.items()}
+    try:
+        settings = Settings(**values)
+    except (ValidationError, MemdirError):
+        return False
+    from memdir.server.app import serve
+
+    serve(settings)
     return True
 
 
