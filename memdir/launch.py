@@ -8,7 +8,8 @@ hook's time. So this entry point reads the few settings the fast path needs with
 `memdir.core.locations` (no pydantic), asks the server, and prints its answer. Anything
 it is not sure about — other options, an odd payload, a setting it cannot read plainly, no
 server, a slow one — goes to the full CLI (`memdir.cli`), which behaves as before.
-`memdir serve` as an MCP client runs it skips the command line too (`served_plainly`).
+A discover hook no server answers is worked out here, without it too, and `memdir serve`
+as an MCP client runs it skips the command line as well (`served_plainly`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdir.core import hook_socket
 from memdir.core.locations import AGENT_NAME, HOOK_SOCKET_TIMEOUT, default_root, is_unset, quick_setting
+
+if TYPE_CHECKING:
+    from memdir.core.settings import Settings
 
 HOOKS = {("discover",): ("discover", "UserPromptSubmit"), ("hook", "session-start"): ("session-start", "SessionStart")}
 OPTIONS = {"discover": ("--root", "--agent", "--mode"), "session-start": ("--root", "--agent")}
@@ -51,7 +55,8 @@ def main() -> None:
 
 
 def answered_by_server(argv: list[str]) -> bool:
-    """True when ``argv`` is a hook that a running server answered (its output is printed)."""
+    """True when ``argv`` is a hook that a running server answered, or a discover hook that no
+    server answered and this process did, without the CLI (the output is printed either way)."""
     hook = next(((words, hook) for words, hook in HOOKS.items() if tuple(argv[: len(words)]) == words), None)
     if hook is None:
         return False
@@ -73,6 +78,13 @@ def answered_by_server(argv: list[str]) -> bool:
     if kind == "discover":
         fields["include_skills"] = mode != "retrieval"
     text = hook_socket.ask(store_root, {"kind": kind, **fields}, timeout)
+    if text is None and kind == "discover":  # no server: the hook does the work itself, still without the CLI
+        settings = _validated(options)
+        if settings is None:
+            return False
+        from memdir.tools.discovery import discover_in_store
+
+        text = discover_in_store(settings, fields["prompt"])
     if text is None:
         return False
     sys.stdout.write(hook_socket.hook_output(event, text))
@@ -91,6 +103,17 @@ def served_plainly(argv: list[str]) -> bool:
     options = _options(argv[1:], SERVE_OPTIONS)
     if options is None:
         return False
+    settings = _validated(options)
+    if settings is None:
+        return False
+    from memdir.server.app import serve
+
+    serve(settings)
+    return True
+
+
+def _validated(options: dict[str, str]) -> Settings | None:
+    """The settings with ``options`` (``--root`` ...) on top; None when they do not validate (the CLI says why)."""
     from pydantic import ValidationError
 
     from memdir.core.errors import MemdirError
@@ -98,13 +121,9 @@ def served_plainly(argv: list[str]) -> bool:
 
     values: dict[str, Any] = {name.removeprefix("--"): value for name, value in options.items()}
     try:
-        settings = Settings(**values)
+        return Settings(**values)
     except (ValidationError, MemdirError):
-        return False
-    from memdir.server.app import serve
-
-    serve(settings)
-    return True
+        return None
 
 
 def _options(args: list[str], allowed: tuple[str, ...]) -> dict[str, str] | None:

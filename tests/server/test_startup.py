@@ -11,6 +11,8 @@ import sys
 import pytest
 from mcp import Client, StdioServerParameters
 
+from tests.server.launch_report import LAUNCH_AND_REPORT
+
 FIRST_ANSWERS = """
 import json, sys
 import anyio
@@ -32,25 +34,13 @@ def test_tools_are_listed_before_the_store_and_the_model_are_imported(tmp_path):
         assert answer["tools"] > 10 and answer["loaded"] == [], (mode, answer)
 
 
-SERVE_AND_REPORT = """
-import json, sys
-from memdir import launch
-out, sys.argv = sys.argv[1], ["memdir", *sys.argv[2:]]
-try:
-    launch.main()
-finally:
-    with open(out, "w") as file:
-        json.dump(sorted(sys.modules), file)
-"""
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("options", [[], ["--mode", "researcher", "--agent", "ada"]], ids=["plain", "with-options"])
 async def test_a_client_starting_memdir_serve_never_waits_for_the_command_line(tmp_path, options):
     report = tmp_path / "modules.json"
     env = {"MEMDIR_ROOT": str(tmp_path / "memory"), "MEMDIR_CONFIG": str(tmp_path / "memdir.toml"),
            "MEMDIR_EMBEDDINGS_ENABLED": "false", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    params = StdioServerParameters(command=sys.executable, args=["-c", SERVE_AND_REPORT, str(report), "serve", *options],
+    params = StdioServerParameters(command=sys.executable, args=["-c", LAUNCH_AND_REPORT, str(report), "serve", *options],
                                    env=env, cwd=str(tmp_path))
     async with Client(params) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
