@@ -15,7 +15,8 @@ the load average. The rows and their floors:
   request over the same socket (Python's start plus the round trip).
 * write: `Memory.write` of a ~57-word entry against the model embedding its text alone; the
   MCP MemoryWrite tool (official client, stdio) against `Memory.write` in this process.
-* bulk: ``memdir import`` of a folder of hand-written markdown entries then ``memdir rebuild
+* bulk: `Memory.write_many` of new entries in chunks of 100 against the model embedding the
+  same texts alone, in entries/s; ``memdir import`` of a folder of hand-written markdown entries then ``memdir rebuild
   --missing-only`` (the batched embedding), in entries/s, against 3x mcp-memory-service's
   store_batch rate measured beside memdir's (12.9/s; the reference, not re-measured here).
 * search: `HybridSearcher.search` with the query vector given against numpy's exact scan
@@ -247,6 +248,37 @@ def bench_bulk(cache: Path, count: int, words: list[str]) -> None:
     print(f"  bulk: {rate:.1f} entries/s", flush=True)
 
 
+def bench_write_many(cache: Path, count: int, words: list[str], chunk: int = 100) -> None:
+    """`Memory.write_many` of ``count`` new entries in chunks of ``chunk``, interleaved chunk by chunk
+    with the model embedding the same kind of texts alone (what an importer's batch costs)."""
+    from memdir.core.settings import Settings
+    from memdir.embeddings.text import searchable_text
+    from memdir.memory import Memory, NewEntry
+
+    rng = random.Random(7)
+    meta = {"type": "fact", "tags": ["bench", "bulk"], "domain": "bench"}
+    with tempfile.TemporaryDirectory(dir=cache) as tmp, \
+            Memory.open(Settings(root=Path(tmp) / "bulk", cache_dir=cache / "model")) as memory:
+        embedder = memory.model.get()
+        if embedder is None:
+            raise SystemExit(f"no model: {memory.model.reason}")
+        counter = iter(range(10**6))
+
+        def batch() -> list[NewEntry]:
+            return [NewEntry(f"fact/bulk/t{i % 20}/n{i}", entry_text(words, rng), f"Note {i}", meta)
+                    for i in (next(counter) for _ in range(chunk))]
+
+        def embed() -> None:
+            embedder.embed([searchable_text(w.title, meta, w.content, memory.settings.embeddings.max_chars) for w in batch()])
+
+        writes, embeds = interleaved(max(1, count // chunk), lambda: memory.write_many(batch()), embed)
+    rate, floor = chunk * 1000 / statistics.median(writes), chunk * 1000 / statistics.median(embeds)
+    rows.append((f"Memory.write_many, chunks of {chunk}", f"{rate:8.1f} entries/s", "the batched embedding alone",
+                 f"{floor:8.1f} entries/s", f"{floor / rate:5.2f}x its time; {rate / (3 * REFERENCE_BATCH_RATE):.2f}x "
+                 f"3x mcp-memory-service (target >= 1x), load {os.getloadavg()[0]:.1f}"))
+    print(f"  write_many: {rate:.1f} entries/s vs the embedding alone {floor:.1f}/s", flush=True)
+
+
 # ----------------------------------------------------------------------------- search
 def bench_search_in_process(cache: Path, sizes: list[int], runs: int) -> None:
     from memdir.core.settings import Settings
@@ -341,6 +373,7 @@ def main() -> None:
     if "write" in args.only:
         bench_write(args.cache, args.runs, words)
     if "bulk" in args.only:
+        bench_write_many(args.cache, args.bulk, words)
         bench_bulk(args.cache, args.bulk, words)
     if "search" in args.only:
         bench_search_in_process(args.cache, args.sizes, args.runs)

@@ -1,4 +1,4 @@
-"""The `memdir` command: the hooks' fast path first, then the full command line.
+"""The `memdir` command: the fast paths of the hooks and of `memdir serve`, then the full command line.
 
 Claude Code runs `memdir discover` on every prompt and `memdir hook session-start` on
 every session start, each as a fresh process. When a memdir server for the same store is
@@ -8,6 +8,8 @@ hook's time. So this entry point reads the few settings the fast path needs with
 `memdir.core.locations` (no pydantic), asks the server, and prints its answer. Anything
 it is not sure about — other options, an odd payload, a setting it cannot read plainly, no
 server, a slow one — goes to the full CLI (`memdir.cli`), which behaves as before.
+A discover hook no server answers is worked out here, without it too, and `memdir serve`
+as an MCP client runs it skips the command line as well (`served_plainly`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memdir.core import hook_socket
 from memdir.core.locations import AGENT_NAME, HOOK_SOCKET_TIMEOUT, default_root, is_unset, quick_setting
 
+if TYPE_CHECKING:
+    from memdir.core.settings import Settings
+
 HOOKS = {("discover",): ("discover", "UserPromptSubmit"), ("hook", "session-start"): ("session-start", "SessionStart")}
 OPTIONS = {"discover": ("--root", "--agent", "--mode"), "session-start": ("--root", "--agent")}
+SERVE_OPTIONS = ("--root", "--agent", "--mode")
 MODES = ("assistant", "retrieval", "researcher")
 TRUE, FALSE = ("1", "on", "t", "true", "y", "yes"), ("0", "off", "f", "false", "n", "no")
 
@@ -40,7 +46,7 @@ def main() -> None:
             answered = answered_by_server(sys.argv[1:])
         except Exception:  # the fast path must never cost the hook its answer: the CLI does it the long way
             answered = False
-        if not answered:
+        if not answered and not served_plainly(sys.argv[1:]):
             from memdir.cli import app
 
             app()
@@ -49,7 +55,8 @@ def main() -> None:
 
 
 def answered_by_server(argv: list[str]) -> bool:
-    """True when ``argv`` is a hook that a running server answered (its output is printed)."""
+    """True when ``argv`` is a hook that a running server answered, or a discover hook that no
+    server answered and this process did, without the CLI (the output is printed either way)."""
     hook = next(((words, hook) for words, hook in HOOKS.items() if tuple(argv[: len(words)]) == words), None)
     if hook is None:
         return False
@@ -71,10 +78,52 @@ def answered_by_server(argv: list[str]) -> bool:
     if kind == "discover":
         fields["include_skills"] = mode != "retrieval"
     text = hook_socket.ask(store_root, {"kind": kind, **fields}, timeout)
+    if text is None and kind == "discover":  # no server: the hook does the work itself, still without the CLI
+        settings = _validated(options)
+        if settings is None:
+            return False
+        from memdir.tools.discovery import discover_in_store
+
+        text = discover_in_store(settings, fields["prompt"])
     if text is None:
         return False
     sys.stdout.write(hook_socket.hook_output(event, text))
     return True
+
+
+def served_plainly(argv: list[str]) -> bool:
+    """Run `memdir serve` as an MCP client starts it — stdio, at most ``--root``, ``--agent`` and
+    ``--mode`` — without the command line (typer and every command's module), whose import the
+    client would wait for before its first ``tools/list``. False, having done nothing, for
+    anything else: a terminal on stdin, another option, settings that do not validate; the full
+    CLI then serves, or says what is wrong, as before.
+    """
+    if argv[:1] != ["serve"] or sys.stdin is None or sys.stdin.isatty():
+        return False
+    options = _options(argv[1:], SERVE_OPTIONS)
+    if options is None:
+        return False
+    settings = _validated(options)
+    if settings is None:
+        return False
+    from memdir.server.app import serve
+
+    serve(settings)
+    return True
+
+
+def _validated(options: dict[str, str]) -> Settings | None:
+    """The settings with ``options`` (``--root`` ...) on top; None when they do not validate (the CLI says why)."""
+    from pydantic import ValidationError
+
+    from memdir.core.errors import MemdirError
+    from memdir.core.settings import Settings
+
+    values: dict[str, Any] = {name.removeprefix("--"): value for name, value in options.items()}
+    try:
+        return Settings(**values)
+    except (ValidationError, MemdirError):
+        return None
 
 
 def _options(args: list[str], allowed: tuple[str, ...]) -> dict[str, str] | None:

@@ -116,19 +116,12 @@ def discover_hook(
         if not isinstance(prompt, str) or not prompt.strip():
             return
         from memdir.core import hook_socket
+        from memdir.tools.discovery import discover_in_store
 
         settings = load_settings(root, agent, mode=mode.value if mode else None)
-        include_skills = settings.server.mode != "retrieval"
-
-        def cold() -> str:
-            from memdir.memory import Memory
-            from memdir.tools.discovery import discover
-
-            with Memory.open(settings, read_only=True) as memory:  # looking changes nothing
-                return discover(memory, prompt, settings, include_skills=include_skills)
-
         # A running server has the store open and the model loaded.
-        request = {"kind": "discover", "prompt": prompt, "include_skills": include_skills}
-        sys.stdout.write(hook_socket.hook_output("UserPromptSubmit", hook_socket.answer(settings, request, cold)))
+        request = {"kind": "discover", "prompt": prompt, "include_skills": settings.server.mode != "retrieval"}
+        text = hook_socket.answer(settings, request, lambda: discover_in_store(settings, prompt))
+        sys.stdout.write(hook_socket.hook_output("UserPromptSubmit", text))
     except Exception as exc:  # a hook must never block the user's prompt
         print(f"memdir discover: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -23,7 +23,10 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Collection, Iterator
+from concurrent import futures
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -40,6 +43,8 @@ _SAFE_FLAGS = (
 _READ_FLAGS = os.O_RDONLY | _SAFE_FLAGS
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _SAFE_FLAGS
 _OPEN_FILES_KNOWN = os.path.isdir("/proc/self/fd")  # Linux: where each open file really is
+_FLUSH_THREADS = 8
+"""Files `fsync_each` flushes at the same time."""
 _NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 _KINDS = (
@@ -244,6 +249,62 @@ def private_folder(root: Path, relative: Path | str, *, create: bool = True) -> 
         if not stat.S_ISDIR(st.st_mode):
             raise unsafe_file(root, folder, "special", _kind(st.st_mode))
     return folder
+
+
+def fsync_file(path: Path) -> None:
+    """Make the data written to the file ``path`` durable."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_each(paths: Collection[Path], flush: Callable[[Path], None] = fsync_file) -> None:
+    """``flush`` (`fsync_file`, `fsync_dir`) every path in ``paths``, all at once (see `start_flushes`).
+
+    Raises:
+        OSError: a flush failed (the first such error; the others were still attempted).
+    """
+    start_flushes(paths, flush)()
+
+
+def start_flushes(paths: Collection[Path], flush: Callable[[Path], None] = fsync_file) -> Callable[[], None]:
+    """Start ``flush`` of every path in ``paths`` at once; the function returned waits for them all.
+
+    Requests that wait on the disk together are served together: the filesystem's journal
+    commits them as one and the disk flushes its cache once, where one after the other
+    each would wait for a flush of its own (~1 ms on a virtual disk; four files flushed
+    together take about the time of one). A caller's own flush made meanwhile joins them.
+
+    The function returned raises the first flush's error (OSError), once all have ended.
+    """
+    if len(paths) <= 1:
+        for path in paths:
+            flush(path)
+        return lambda: None
+    pool = _flushers()
+    started = [pool.submit(flush, path) for path in paths]
+
+    def wait() -> None:
+        futures.wait(started)
+        for flushed in started:
+            flushed.result()
+
+    return wait
+
+
+_FLUSHERS: tuple[int, ThreadPoolExecutor] | None = None
+_FLUSHERS_LOCK = threading.Lock()
+
+
+def _flushers() -> ThreadPoolExecutor:
+    """This process's threads for `fsync_each` (a forked child makes its own: threads do not survive a fork)."""
+    global _FLUSHERS
+    with _FLUSHERS_LOCK:
+        if _FLUSHERS is None or _FLUSHERS[0] != os.getpid():
+            _FLUSHERS = (os.getpid(), ThreadPoolExecutor(_FLUSH_THREADS, thread_name_prefix="memdir-fsync"))
+        return _FLUSHERS[1]
 
 
 def fsync_dir(path: Path) -> None:

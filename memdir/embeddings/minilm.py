@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memdir.core.files import replace_file
+from memdir.embeddings.graph_format import GRAPH_VERSION, OUTPUT_EMBEDDING
 from memdir.embeddings.resolved import ResolvedModel
 
 if TYPE_CHECKING:
@@ -155,8 +156,6 @@ class OnnxEmbedder:
         with self._lock:
             if self._session is not None:
                 return
-            from memdir.embeddings import onnx_graph  # imports onnx: keep it off the import path
-
             started = time.perf_counter()
             tokenizer = self._load_tokenizer()
             session = self._load_session()
@@ -165,8 +164,8 @@ class OnnxEmbedder:
             if unknown:
                 raise ValueError(f"{self.model.weights_path}: unsupported model inputs {unknown}")
             outputs = [o.name for o in session.get_outputs()]
-            self._pooled_in_graph = onnx_graph.OUTPUT_EMBEDDING in outputs
-            self._output = onnx_graph.OUTPUT_EMBEDDING if self._pooled_in_graph else outputs[0]
+            self._pooled_in_graph = OUTPUT_EMBEDDING in outputs
+            self._output = OUTPUT_EMBEDDING if self._pooled_in_graph else outputs[0]
             self._inputs = inputs
             self._tokenizer = tokenizer
             self.load_seconds = time.perf_counter() - started
@@ -184,8 +183,6 @@ class OnnxEmbedder:
         return tokenizer
 
     def _load_session(self) -> InferenceSession:
-        from memdir.embeddings import onnx_graph
-
         if self.model.onnx_path is not None:
             self.onnx_file = self.model.onnx_path
             return self._new_session(str(self.model.onnx_path))
@@ -197,6 +194,8 @@ class OnnxEmbedder:
                 return session
             except Exception:  # noqa: BLE001 - a damaged cache file is rebuilt, never fatal
                 log.warning("cached ONNX file %s is unreadable; rebuilding", path, exc_info=True)
+        from memdir.embeddings import onnx_graph  # imports onnx: only to build a graph not cached yet
+
         started = time.perf_counter()
         data = onnx_graph.build_from_directory(self.model.directory, fused=self.fused).SerializeToString()
         self.build_seconds = time.perf_counter() - started
@@ -217,12 +216,11 @@ class OnnxEmbedder:
         return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
     def cached_onnx_path(self) -> Path:
-        """Where the built graph for these weights and this builder version is cached."""
-        from memdir.embeddings import onnx_graph
-
-        digest = _sha256(self.model.directory / "model.safetensors")[:16]
+        """Where the built graph for these weights and this builder version is cached (the weights'
+        digest is remembered there, see `_weights_digest`)."""
+        digest = _weights_digest(self.model.directory / "model.safetensors", self.cache_dir / "onnx")[:16]
         flavour = "fused" if self.fused else "plain"
-        name = f"{_slug(self.model_id)}-{digest}-g{onnx_graph.GRAPH_VERSION}-{flavour}.onnx"
+        name = f"{_slug(self.model_id)}-{digest}-g{GRAPH_VERSION}-{flavour}.onnx"
         return self.cache_dir / "onnx" / name
 
 
@@ -244,6 +242,28 @@ def _sha256(path: Path) -> str:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def _weights_digest(path: Path, folder: Path) -> str:
+    """The sha256 of the weights file ``path``, remembered in ``folder`` by the file's identity
+    (device, inode, size, modification time): hashing ~90 MB took ~0.2 s of every start, for
+    the name of a graph cached long ago. A file replaced or rewritten is hashed again."""
+    st = path.stat()
+    identity = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+    remembered = folder / f"weights-{hashlib.sha256(os.fsencode(path)).hexdigest()[:16]}.sha256"
+    try:
+        known, digest = remembered.read_text(encoding="utf-8").split()
+        if known == identity and len(digest) == 64:
+            return digest
+    except (OSError, ValueError):
+        pass
+    digest = _sha256(path)
+    try:
+        remembered.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(remembered, f"{identity} {digest}\n".encode(), durable=False)  # derived: lost, it is hashed again
+    except OSError:
+        pass  # an unwritable cache: hashed at every start, as before
+    return digest
 
 
 def _slug(model_id: str) -> str:

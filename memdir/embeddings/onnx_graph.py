@@ -35,14 +35,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-#: Bump whenever the emitted graph changes, so cached ``.onnx`` files rebuild.
-GRAPH_VERSION = 1
+from memdir.embeddings.graph_format import GRAPH_VERSION, OUTPUT_EMBEDDING, OUTPUT_HIDDEN
 
 OPSET = 17
 _MS_DOMAIN = "com.microsoft"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-OUTPUT_HIDDEN = "last_hidden_state"
-OUTPUT_EMBEDDING = "sentence_embedding"
 
 #: Added to attention scores of padding keys (plain graph). HF uses finfo.min;
 #: any value this negative makes exp() exactly 0 in fp32, so results agree.

@@ -11,6 +11,7 @@ import numpy as np
 
 from memdir.core.entry import Metadata
 from memdir.core.errors import DiskFullError, StaleEditError
+from memdir.core.files import disk_errors
 from memdir.core.paths import normalize_path
 from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.text import text_hash
@@ -18,7 +19,7 @@ from memdir.memory.embedding import Embedding
 from memdir.memory.keeper import IndexKeeper
 from memdir.memory.ownership import Ownership
 from memdir.memory.results import NewEntry, WriteResult
-from memdir.storage.base import EntryIndex, Redirect, StorageAdapter
+from memdir.storage.base import EntryIndex, EntryWrite, Redirect, StorageAdapter
 
 log = logging.getLogger(__name__)
 
@@ -63,18 +64,39 @@ class Writes:
                             expected_content=expected_content, updated_at=updated_at, hits=hits)
 
     def write_many(self, writes: Sequence[NewEntry]) -> list[WriteResult]:
-        """Create or replace several entries, their embeddings computed together in batches (what
-        bulk paths — transcript ingestion — write): each entry is still its own atomic change.
+        """Create or replace several entries as ONE change (what bulk paths write): their
+        embeddings made in one model call, then, in one turn of the lock, their files committed
+        together (one journal, one round of flushes) with their index rows and audit records.
 
         Raises:
-            What `write` raises; the entries before the failing one are written.
+            InputValidationError: a path appears twice (write it in a later batch).
+            What `write` raises. Nothing of the batch is written then.
         """
         prepared = [self.prepared(w.path, w.title, w.metadata, w.content) for w in writes]
-        vectors = self.embedding.embed([text for _, _, text in prepared]) if prepared else None
-        return [
-            self.stored(logical, w.content, w.title, meta, text, None if vectors is None else vectors[i])
-            for i, (w, (logical, meta, text)) in enumerate(zip(writes, prepared))
-        ]
+        if not prepared:
+            return []
+        vectors = self.embedding.embed([text for _, _, text in prepared])
+        model_id = self.keeper.model_id() if vectors is not None else None
+        if vectors is None and self.model.state is ModelState.LOADING:
+            self.embedding.written_unembedded.update(logical for logical, _, _ in prepared)
+        hashes = {logical: text_hash(text) for logical, _, text in prepared}
+        with self.keeper.exclusive(), self.keeper.index_first(*hashes):
+            overwritten = {logical: self.adapter.exists(logical) for logical in hashes}
+            before = {logical: self.owners.existing(logical) if there else None for logical, there in overwritten.items()}
+            for logical, entry in before.items():
+                self.owners.guard(logical, entry, "update")
+            batch = [
+                EntryWrite(logical, w.content, w.title, self.owners.stamped(meta, before[logical]),
+                           None if vectors is None else vectors[i], model_id, hashes[logical])
+                for i, (w, (logical, meta, _)) in enumerate(zip(writes, prepared))
+            ]
+            with self.adapter.write_many(batch) as stored:  # staged: index rows and audit records go first
+                self.index.upsert_many((entry, stats, hashes[entry.path], model_id) for entry, stats in stored)
+                records = [self.owners.audit_record(e.path, before[e.path], e, "update" if before[e.path] else "create")
+                           for e, _ in stored]
+                with disk_errors(self.adapter.root):
+                    self.owners.audit.append_many(records)
+        return [WriteResult(entry, overwritten[entry.path]) for entry, _ in stored]
 
     def prepared(self, path: str, title: str, metadata: Metadata | dict[str, Any] | None, content: str) -> tuple[str, Metadata, str]:
         """A write's checked path and metadata, and the searchable text its embedding is made from."""

@@ -56,6 +56,20 @@ class Redirect:
 
 
 @dataclass(frozen=True, slots=True)
+class EntryWrite:
+    """One entry of `StorageAdapter.write_many`: what `StorageAdapter.write` takes for a new version
+    (the hit count is kept, the modification time is now)."""
+
+    path: str
+    content: str
+    title: str
+    metadata: Metadata
+    embedding: np.ndarray | None = None
+    embedding_model: str | None = None
+    embedding_text_hash: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class EntryRow:
     """What search results show about an entry, read from the index (no file access)."""
 
@@ -307,6 +321,10 @@ class StorageAdapter(Protocol):
         """Create or replace an entry atomically; ``hits=None`` keeps the existing count. The block
         gets the entry as staged (see the module docstring)."""
 
+    def write_many(self, writes: Sequence[EntryWrite]) -> AbstractContextManager[list[Staged]]:
+        """Create or replace several entries (distinct paths) in ONE transaction, all or none:
+        one journal and one round of flushes for the batch (bulk loads). The block gets them as staged."""
+
     def set_embeddings(
         self, vectors: Mapping[str, np.ndarray], *, expected: Mapping[str, Entry] | None = None,
         model_id: str | None = None, text_hashes: Mapping[str, str] | None = None,
@@ -393,6 +411,9 @@ class EntryIndex(SearchIndex, Protocol):
     ) -> None:
         """The row of ``entry`` as just written (its ``embedding`` made by ``model_id`` from the
         text hashed ``vector_text_hash``, default ``text_hash``)."""
+
+    def upsert_many(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
+        """`upsert` of many (entry, stats, text_hash, model_id) in one transaction; how many."""
 
     def restamp_metadata(self, items: Sequence[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> None:
         """Rows of entries whose metadata alone changed, as (entry, stats, text_hash, model_id,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memdir.core.entry import Metadata
 from memdir.core.errors import EntryTooLargeError, InputValidationError, ReadOnlyEntryError, StorageFullError
 from memdir.core.paths import disk_stem, normalize_path
-from memdir.storage.base import Redirect
+from memdir.storage.base import EntryWrite, Redirect
 from memdir.storage.stubs import KINDS
 from memdir.storage.virtual import is_virtual
 
@@ -30,6 +30,27 @@ def valid_metadata(path: str, metadata: Metadata | Mapping[str, Any] | None) -> 
             f"The metadata for memory://{path} is invalid: {exc}",
             "Pass tags, related and tools as lists of strings and permissions as a mapping.",
         ) from exc
+
+
+def checked_writes(writes: Sequence[EntryWrite]) -> list[EntryWrite]:
+    """The entries of a batch write with their paths normalised and metadata validated.
+
+    Raises:
+        InputValidationError: a path appears twice (which version would the batch keep?).
+    """
+    checked = [
+        EntryWrite(path, w.content, str(w.title), valid_metadata(path, w.metadata), w.embedding, w.embedding_model,
+                   w.embedding_text_hash)
+        for w in writes for path in [normalize_path(w.path)]
+    ]
+    seen: set[str] = set()
+    for write in checked:
+        if write.path in seen:
+            raise InputValidationError(
+                f"memory://{write.path} is written twice in one batch.", "Write each path once per batch."
+            )
+        seen.add(write.path)
+    return checked
 
 
 def encode_content(path: str, content: str) -> bytes:

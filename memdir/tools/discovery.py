@@ -287,6 +287,15 @@ def discover(
     return text
 
 
+def discover_in_store(settings: Settings, message: str) -> str:
+    """`discover` over the store of ``settings``, opened read-only for this one message: a hook's
+    answer when no server has the store open (looking changes nothing)."""
+    from memdir.memory import Memory
+
+    with Memory.open(settings, read_only=True) as memory:
+        return discover(memory, message, settings, include_skills=settings.server.mode != "retrieval")
+
+
 __all__ = [
     "KEYWORD_ONLY_NOTE",
     "MEMORY_TYPES",
@@ -295,6 +304,7 @@ __all__ = [
     "Found",
     "Gate",
     "discover",
+    "discover_in_store",
     "memory_reminder",
     "names_in",
     "render",

@@ -246,6 +246,24 @@ def test_cache_file_name_tracks_weights_and_graph_version(tmp_path):
     assert load_embedder(model_dir, tmp_path / "cache").cached_onnx_path() != first
 
 
+def test_the_weights_are_hashed_once_not_at_every_start(tmp_path, monkeypatch):
+    import os
+
+    from memdir.embeddings import minilm
+
+    model_dir = _fake_model_dir(tmp_path / "m")
+    hashed = []
+    real = minilm._sha256
+    monkeypatch.setattr(minilm, "_sha256", lambda path: (hashed.append(path), real(path))[1])
+    first = load_embedder(model_dir, tmp_path / "cache").cached_onnx_path()
+    assert load_embedder(model_dir, tmp_path / "cache").cached_onnx_path() == first and len(hashed) == 1
+
+    weights = model_dir / "model.safetensors"
+    weights.write_bytes(bytes(len(weights.read_bytes())))  # the same size, other bytes, a later time
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 1_000_000))
+    assert load_embedder(model_dir, tmp_path / "cache").cached_onnx_path() != first and len(hashed) == 2
+
+
 def test_invalid_batch_size(tmp_path):
     with pytest.raises(ValueError):
         load_embedder(_fake_model_dir(tmp_path / "m"), tmp_path, batch_size=0)
@@ -322,7 +340,7 @@ def test_damaged_cache_is_rebuilt(real_embedder, tmp_path):
     cache_dir = tmp_path / "cache"
     fresh = OnnxEmbedder(real_embedder.model, cache_dir, threads=1)
     path = fresh.cached_onnx_path()
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)  # (where the weights' digest is remembered)
     path.write_bytes(b"truncated")
     fresh.warmup()
     assert fresh.build_seconds > 0 and path.stat().st_size > 1_000_000

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from memdir.core.settings import Settings
+from tests.server.launch_report import LAUNCH_AND_REPORT
 
 
 def run_hook(stdin: str, *args: str, env_overrides: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -55,6 +56,19 @@ def test_retrieval_mode_shows_no_skills(root):
     result = run_hook(payload("rebase git branch remotes"), "--root", str(root), "--mode", "retrieval")
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "🎯" not in context and "📋 **Git remotes** (fact," in context
+
+
+def test_with_no_server_running_the_hook_answers_without_loading_the_command_line(root, tmp_path):
+    report = tmp_path / "modules.json"
+    result = subprocess.run(
+        [sys.executable, "-c", LAUNCH_AND_REPORT, str(report), "discover", "--root", str(root), "--mode", "retrieval"],
+        input=payload("rebase git branch remotes"), capture_output=True, text=True, timeout=120,
+        env={**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "false"},
+    )
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "🎯" not in context and "📋 **Git remotes** (fact," in context
+    loaded = set(json.loads(report.read_text()))
+    assert "memdir.memory" in loaded and not loaded & {"typer", "memdir.cli"}
 
 
 @pytest.mark.parametrize("prompt", ["", "   ", "what is the capital of Mongolia"])

@@ -97,9 +97,9 @@ def test_sigterm_stops_a_connected_server_with_its_memory_open(serve_env):
 INTERRUPTED_WHILE_IMPORTING = """
 import sys
 
-class CtrlC:  # Ctrl-C pressed while the command line is still being imported
+class CtrlC:  # Ctrl-C pressed while the command line (or the server, started without it) is still being imported
     def find_spec(self, name, path=None, target=None):
-        if name == "memdir.cli":
+        if name in ("memdir.cli", "memdir.server.app"):
             raise KeyboardInterrupt
 
 sys.meta_path.insert(0, CtrlC())

@@ -835,3 +835,44 @@ def test_a_write_flushes_its_files_once_each_and_nothing_derived(root: Path, mon
     folders = sorted(name for name in flushed if name in (".memdir/txn", "fact"))  # the commit, the renames
     assert len(set(staged)) == 3 and len(journal) == 1 and len(audit) == 1 and folders == [".memdir/txn", "fact"]
     assert len(flushed) == 7  # not the root's size total (derived) nor the folder it sits in
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names flushed files through /proc")
+def test_a_write_flushes_its_staged_files_and_audit_record_together_before_the_commit(root: Path, monkeypatch) -> None:
+    import threading
+    import time
+
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+    from tests.fakes import FakeEmbedder
+
+    memory = Memory.open(Settings(root=root), embedder=FakeEmbedder())
+    memory.write("fact/first", "warms the root up", metadata={"type": "fact"})
+    flushing: set[str] = set()
+    together: list[set[str]] = []
+    guard, real_fsync, real_replace = threading.Lock(), os.fsync, atomic.os.replace
+
+    def fsync(fd: int) -> None:  # a disk whose every flush takes a while, as a loaded one does
+        name = os.path.relpath(os.readlink(f"/proc/self/fd/{fd}"), os.path.realpath(root))
+        with guard:
+            flushing.add(name)
+            together.append(set(flushing))
+        time.sleep(0.05)
+        real_fsync(fd)
+        with guard:
+            flushing.discard(name)
+
+    def replace(source, target) -> None:
+        if str(source).endswith(atomic.PENDING_SUFFIX):  # the commit point: every flush before it is done
+            assert not flushing
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(atomic.os, "replace", replace)
+    memory.write("fact/second", "an embedded entry", metadata={"type": "fact"})
+    monkeypatch.undo()
+    assert memory.read("fact/second").content == "an embedded entry"
+    memory.close()
+    widest = max(together, key=len)
+    assert sum(name.startswith("fact/.txn-") for name in widest) == 3  # .md, .yml and .emb at once
+    assert any(name.startswith(".memdir/txn/") for name in widest) and any(name.startswith("audit/") for name in widest)

@@ -8,9 +8,10 @@ not enough: a kill between two renames would pair new content with old metadata.
    file it is about to create (so an interrupted staging can be cleaned up; after a power
    cut in the middle of staging, a hidden temporary file may outlive its journal);
 2. stage every new file as a temporary file in its target's folder; fsync the journal and
-   each of them, all written first (a large batch — an evolution job's — is flushed by one
-   ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`); then hand over to the
-   caller's ``with`` block (memdir updates the derived index there: if that fails — a full
+   each of them, all written first and flushed together (`memdir.core.files.start_flushes`; a
+   large batch — an evolution job's — is flushed by one ``sync`` of the filesystem instead,
+   see `_SYNC_EACH_UP_TO`); meanwhile hand over to the caller's ``with`` block (memdir
+   updates the derived index and appends the audit record there: if that fails — a full
    disk — the staging is undone and nothing has changed);
 3. rename the journal to *commit* — the single atomic commit point;
 4. perform the renames and removals, fsync the folders;
@@ -32,6 +33,7 @@ Temporary files are hidden (``.txn-….tmp``), so listings never show them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -43,7 +45,15 @@ from pathlib import Path
 from typing import Any
 
 from memdir.core.errors import UnsafeFileError
-from memdir.core.files import disk_errors, fsync_dir, private_folder, quarantine, read_regular
+from memdir.core.files import (
+    disk_errors,
+    fsync_dir,
+    fsync_each,
+    private_folder,
+    quarantine,
+    read_regular,
+    start_flushes,
+)
 from memdir.core.paths import confine, unsafe_file
 
 log = logging.getLogger(__name__)
@@ -69,7 +79,7 @@ def txn_dir(root: Path) -> Path:
 
 
 def _write_new_file(path: Path, data: bytes) -> None:
-    """Create ``path`` (it must not exist) and write ``data`` fully (`_fsync_file` makes it durable)."""
+    """Create ``path`` (it must not exist) and write ``data`` fully (`fsync_each` makes it durable)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         view = memoryview(data)
@@ -140,7 +150,8 @@ def file_transaction(
 
     A context manager: entering stages the change and gives {target: its staged temporary
     file} (a rename keeps a file's size and mtime, so the staged files show what the targets
-    will be); leaving the block commits it, unless the block raised: then the staging is
+    will be); the block runs while the staged files are flushed (a flush it makes joins
+    theirs); leaving it commits the change, unless the block raised: then the staging is
     undone and the error propagates, and nothing was changed.
 
     Use it under the root's exclusive lock (a concurrent `recover` would otherwise
@@ -193,12 +204,16 @@ def file_transaction(
                 _write_new_file(temp, data)
             if one_sync:
                 os.sync()
-            else:
-                # Written first, fsynced after: the first fsync's journal commit takes the others'
-                # data along on ext4 and xfs, so the rest cost little.
-                for path in [pending, *(temp for temp, target in renames if target not in derived)]:
-                    _fsync_file(path)
-            yield {target: temp for temp, target in renames}
+                flushed: Callable[[], None] = lambda: None  # noqa: E731
+            else:  # written first, then flushed together, with whatever the caller's block flushes
+                flushed = start_flushes([pending, *(temp for temp, target in renames if target not in derived)])
+            try:
+                yield {target: temp for temp, target in renames}
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    flushed()  # before the staged files are removed
+                raise
+            flushed()
             os.replace(pending, committed)  # the commit point
         except BaseException:
             for temp, _ in renames:
@@ -266,14 +281,6 @@ def _write_journal(path: Path, journal: dict) -> None:
     _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_BINARY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _roll_forward(root: Path, journal: dict, derived: Collection[Path] = ()) -> None:
     """Apply a committed journal. Idempotent: a rename whose temp file is gone already happened.
 
@@ -293,8 +300,7 @@ def _roll_forward(root: Path, journal: dict, derived: Collection[Path] = ()) -> 
         path = _inside(root, removal_rel, confined)
         if _unlink_quietly(path):
             touched.add(path.parent)
-    for folder in touched:
-        fsync_dir(folder)
+    fsync_each(touched, fsync_dir)
 
 
 def _finish(journal_path: Path, journal_dir: Path, *, durable: bool) -> None:

@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -55,7 +56,7 @@ from memdir.core.hook_socket import SOCKET_DIR
 from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_path, resolve_in_root, unsafe_file
 from memdir.storage import stubs
 from memdir.storage.audit_log import AuditLog
-from memdir.storage.base import Redirect
+from memdir.storage.base import EntryWrite, Redirect
 from memdir.storage.directory.atomic import PRIVATE_DIR, commit_files, file_transaction, has_pending, recover, remove_unjournaled
 from memdir.storage.directory.changes import ChangeCounter
 from memdir.storage.directory.folder_stamps import ListedFolder, settled_now, stamp_of
@@ -67,6 +68,7 @@ from memdir.storage.directory.thread_files import ThreadFiles
 from memdir.storage.directory.totals import SharedTotal
 from memdir.storage.entry_input import (
     check_sizes,
+    checked_writes,
     encode_content,
     folder_prefix,
     refuse_virtual,
@@ -113,6 +115,21 @@ def _staged_stats(staged: Mapping[Path, Path], md: Path, yml: Path) -> FileStats
     """The stats ``md`` and ``yml`` will have once the staged files are renamed into place."""
     md_st, yml_st = os.stat(staged.get(md, md)), os.stat(staged.get(yml, yml))
     return FileStats(md_st.st_mtime_ns, md_st.st_size, yml_st.st_mtime_ns, yml_st.st_size)
+
+
+@dataclass(frozen=True, slots=True)
+class _StagedEntry:
+    """One entry's new version as files to commit, and the root's content total after it."""
+
+    entry: Entry
+    writes: dict[Path, bytes]
+    removals: list[Path]
+    md: Path
+    yml: Path
+    total: int
+
+    def stats(self, staged: Mapping[Path, Path]) -> FileStats:
+        return _staged_stats(staged, self.md, self.yml)
 
 
 def _mtime(ns: int) -> datetime:
@@ -350,10 +367,10 @@ class FilesystemAdapter:
             self._total.invalidate()
             return self._current_total()
 
-    def _check_limits(self, path: str, md: Path, new_size: int) -> int:
-        """The root's total after replacing ``md`` with ``new_size`` bytes, if within limits."""
+    def _check_limits(self, path: str, md: Path, new_size: int, total: int) -> int:
+        """The root's content ``total`` after replacing ``md`` with ``new_size`` bytes, if within limits."""
         grows = new_size - self._content_size(md)
-        total = self._current_total() + grows
+        total += grows
         check_sizes(path, new_size, self.max_entry_size, total, self.max_total_size)
         self._check_free_disk(max(grows, 0))
         return total
@@ -412,50 +429,90 @@ class FilesystemAdapter:
             StorageFullError, DiskFullError, ReadOnlyRootError, LockTimeoutError.
         """
         path = normalize_path(path)
+        write = EntryWrite(path, content, str(title), valid_metadata(path, metadata), embedding, embedding_model,
+                           embedding_text_hash)
+        with self._writing():
+            staged = self._staged(write, self._current_total(), hits, updated_at)
+            with self._transaction(staged.writes | self._total.staged(staged.total), staged.removals) as files:
+                yield Staged(staged.entry, staged.stats(files))
+            self._total.committed(staged.total)
+
+    @contextmanager
+    def write_many(self, writes: Sequence[EntryWrite]) -> Iterator[list[Staged]]:
+        """Create or replace several entries in ONE transaction: all of them or none.
+
+        Each is written as `write` writes it (hit count kept, modification time now); one
+        journal and one round of flushes for the batch is what lets a bulk load go at the
+        model's pace.
+
+        Args:
+            writes: the entries, at distinct paths.
+
+        Raises:
+            InputValidationError: a path appears twice.
+            What `write` raises; nothing is written then.
+        """
+        checked = checked_writes(writes)
+        if not checked:
+            yield []
+            return
+        with self._writing():
+            total = self._current_total()
+            batch: list[_StagedEntry] = []
+            for write in checked:
+                batch.append(self._staged(write, total))
+                total = batch[-1].total
+            files: dict[Path, bytes] = {}
+            for staged in batch:
+                files |= staged.writes
+            with self._transaction(files | self._total.staged(total), [path for s in batch for path in s.removals]) as temps:
+                yield [Staged(staged.entry, staged.stats(temps)) for staged in batch]
+            self._total.committed(total)
+
+    def _staged(self, write: EntryWrite, total: int, hits: int | None = None, updated_at: datetime | None = None) -> _StagedEntry:
+        """The files of one entry's new version, checked against the limits with the root's content
+        at ``total`` bytes (caller holds the write lock)."""
+        path = write.path
         refuse_virtual(path)
-        data = encode_content(path, content)
-        meta = valid_metadata(path, metadata)
-        emb_bytes = None if embedding is None else encode_embedding(path, embedding)
+        data = encode_content(path, write.content)
+        emb_bytes = None if write.embedding is None else encode_embedding(path, write.embedding)
         checksum = None if emb_bytes is None else embedding_checksum(emb_bytes)
         md, yml, emb = self._files(path)
-        with self._writing():
-            total = self._check_limits(path, md, len(data))
-            if hits is None:
-                hits = self._stored_hits(yml)
-            updated_at = updated_at or utcnow()
-            sidecar: dict[str, Any] = {
-                "title": str(title),
-                "file_path": path,
-                "updated_at": updated_at,
-                "size": len(data),
-                "hits": int(hits),
-                "metadata": meta.to_yaml_dict(),
-            }
-            if checksum is not None:
-                set_embedding_fields(sidecar, checksum, embedding_model, embedding_text_hash)
-            writes = {md: data, yml: dump_sidecar(sidecar)}
-            removals = []
-            if emb_bytes is None:
-                if os.path.lexists(emb):
-                    removals.append(emb)
-            else:
-                writes[emb] = emb_bytes
-            entry = Entry(
-                path=path,
-                content=content,
-                title=str(title),
-                updated_at=updated_at,
-                size=len(data),
-                hits=int(hits),
-                metadata=meta.model_copy(deep=True),
-                embedding=None if emb_bytes is None else np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
-                embedding_checksum=checksum,
-                embedding_model=embedding_model if checksum else None,
-                embedding_text_hash=embedding_text_hash if checksum else None,
-            )
-            with self._transaction(writes | self._total.staged(total), removals) as staged:
-                yield Staged(entry, _staged_stats(staged, md, yml))
-            self._total.committed(total)
+        total = self._check_limits(path, md, len(data), total)
+        if hits is None:
+            hits = self._stored_hits(yml)
+        updated_at = updated_at or utcnow()
+        sidecar: dict[str, Any] = {
+            "title": write.title,
+            "file_path": path,
+            "updated_at": updated_at,
+            "size": len(data),
+            "hits": int(hits),
+            "metadata": write.metadata.to_yaml_dict(),
+        }
+        if checksum is not None:
+            set_embedding_fields(sidecar, checksum, write.embedding_model, write.embedding_text_hash)
+        files = {md: data, yml: dump_sidecar(sidecar)}
+        removals = []
+        if emb_bytes is None:
+            if os.path.lexists(emb):
+                removals.append(emb)
+        else:
+            files[emb] = emb_bytes
+        entry = Entry(
+            path=path,
+            content=write.content,
+            title=write.title,
+            updated_at=updated_at,
+            size=len(data),
+            hits=int(hits),
+            metadata=write.metadata.model_copy(deep=True),
+            embedding=None if emb_bytes is None else np.frombuffer(emb_bytes, EMBEDDING_DTYPE).astype(np.float32),
+            embedding_checksum=checksum,
+            embedding_model=write.embedding_model if checksum else None,
+            embedding_text_hash=write.embedding_text_hash if checksum else None,
+        )
+        return _StagedEntry(entry, files, removals, md, yml, total)
 
     @contextmanager
     def set_embeddings(
@@ -585,7 +642,7 @@ class FilesystemAdapter:
             marks = Metadata.model_validate({"stub": True, "redirect_to": redirect.target, "created_by": owner})
             writes[yml] = dump_sidecar({"file_path": path, "size": len(data), "hits": 0, "metadata": marks.to_yaml_dict()})
         with self._writing():
-            total = self._check_limits(path, md, len(data))
+            total = self._check_limits(path, md, len(data), self._current_total())
             staged = self._total.staged(total) | self._stub_reads.staged_forget([path])  # a new stub starts unread
             with self._transaction(writes | staged, [emb] if owner is not None else [yml, emb]):
                 yield

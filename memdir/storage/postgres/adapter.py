@@ -29,10 +29,11 @@ from memdir.core.entry import Entry, Metadata, entry_type, utcnow
 from memdir.core.errors import EntryNotFoundError, ReadOnlyRootError
 from memdir.core.paths import normalize_path
 from memdir.storage import stubs
-from memdir.storage.base import Redirect
+from memdir.storage.base import EntryWrite, Redirect
 from memdir.storage.credentials import shown
 from memdir.storage.entry_input import (
     check_sizes,
+    checked_writes,
     encode_content,
     folder_prefix,
     refuse_virtual,
@@ -131,24 +132,42 @@ class PostgresAdapter:
     ) -> Iterator[Staged]:
         """Create or replace the entry at ``path`` in one transaction (see `FilesystemAdapter.write`)."""
         path = normalize_path(path)
-        refuse_virtual(path)
-        data = encode_content(path, content)
-        meta = valid_metadata(path, metadata)
-        vector, checksum = _vector(path, embedding)
+        write = EntryWrite(path, content, str(title), valid_metadata(path, metadata), embedding, embedding_model,
+                           embedding_text_hash)
+        with self._writing():
+            yield self._write(self._conn(), write, hits, updated_at)
+
+    @contextmanager
+    def write_many(self, writes: Sequence[EntryWrite]) -> Iterator[list[Staged]]:
+        """Create or replace several entries in ONE transaction (see `FilesystemAdapter.write_many`)."""
+        checked = checked_writes(writes)
+        if not checked:
+            yield []
+            return
         with self._writing():
             conn = self._conn()
-            old = conn.execute("SELECT size, hits FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
-            old_size = old[0] if old else 0
-            self._check_sizes(conn, path, len(data), old_size)
-            hits = int(hits if hits is not None else (old[1] if old else 0))
-            entry = Entry(
-                path=path, content=content, title=str(title), updated_at=updated_at or utcnow(), size=len(data),
-                hits=hits, metadata=meta.model_copy(deep=True), embedding=vector, embedding_checksum=checksum,
-                embedding_model=embedding_model if checksum else None,
-                embedding_text_hash=embedding_text_hash if checksum else None,
-            )
-            version = self._store(conn, entry, old_size)
-            yield Staged(entry, row_stats(len(data), version))
+            yield [self._write(conn, write) for write in checked]
+
+    def _write(
+        self, conn: psycopg.Connection, write: EntryWrite, hits: int | None = None, updated_at: datetime | None = None
+    ) -> Staged:
+        """Store one entry's new version in the caller's transaction; the entry and its row's stats."""
+        path = write.path
+        refuse_virtual(path)
+        data = encode_content(path, write.content)
+        vector, checksum = _vector(path, write.embedding)
+        old = conn.execute("SELECT size, hits FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
+        old_size = old[0] if old else 0
+        self._check_sizes(conn, path, len(data), old_size)
+        hits = int(hits if hits is not None else (old[1] if old else 0))
+        entry = Entry(
+            path=path, content=write.content, title=write.title, updated_at=updated_at or utcnow(), size=len(data),
+            hits=hits, metadata=write.metadata.model_copy(deep=True), embedding=vector, embedding_checksum=checksum,
+            embedding_model=write.embedding_model if checksum else None,
+            embedding_text_hash=write.embedding_text_hash if checksum else None,
+        )
+        version = self._store(conn, entry, old_size)
+        return Staged(entry, row_stats(len(data), version))
 
     def _check_sizes(self, conn: psycopg.Connection, path: str, new_size: int, old_size: int) -> None:
         total = scalar(conn, "SELECT total_size FROM store_state") + new_size - old_size

@@ -3,7 +3,7 @@
 It is no separate copy: it writes the search columns of the entries' own rows (words and
 their field-weighted frequencies, length, text hash, which model made the vector), the
 ``postings``, ``term_stats`` and ``links`` tables, in the transaction of the entry's
-change (`Memory` calls it from the adapter's ``before_commit``), and reads them back.
+change (`Memory` does it inside the adapter change's ``with`` block), and reads them back.
 
 Keyword search is BM25 as the directory store computes it (`memdir.storage.directory.postings`:
 FTS5's formula, k1 = 1.2, b = 0.75, the same Porter-stemmed terms from the same four
@@ -166,6 +166,16 @@ class PostgresIndex:
     ) -> None:
         with self.db.lock.exclusive():
             self._index(self._conn(), entry, text_hash, model_id, vector_text_hash or text_hash)
+
+    def upsert_many(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None]]) -> int:
+        """`upsert` of many (entry, stats, text_hash, model_id) in the caller's transaction."""
+        count = 0
+        with self.db.lock.exclusive():
+            conn = self._conn()
+            for entry, _, text_hash, model_id in items:
+                self._index(conn, entry, text_hash, model_id, text_hash)
+                count += 1
+        return count
 
     def restamp_metadata(self, items: Iterable[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> None:
         """Search columns of entries whose metadata alone changed (importance, archival, links), as
