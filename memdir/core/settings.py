@@ -365,7 +365,7 @@ class Settings(BaseSettings):
     discovery_min_score: float = _setting(0.2, "discovery_min_score", description="Relevance floor below any threshold.")
     discovery_min_content_words: int = _setting(
         3, "discovery_min_content_words",
-        description="A message with fewer content words (thanks!, hello test) gets only entries whose title, tags or path name one of them.",
+        description="A message with fewer content words (thanks!, hello test) gets only entries whose title, tags or path name one of them (or, when it names someone the store knows, that hold all of them).",
     )
 
     # --- episodes (memdir.episodes: boundaries, recall ranking, the session-start reminder)
