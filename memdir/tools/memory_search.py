@@ -1,5 +1,8 @@
 """MemorySearch: ranked hybrid search (meaning + keywords), compact results with a snippet each.
 
+Its best results (``prefetch_search``, 3) are prefetched into the memory's entry cache: an
+agent's next call after a search is most often a MemoryRead of one of them.
+
 Also what ``memdir search`` prints, so the CLI and the tool show the same results.
 """
 
@@ -72,6 +75,8 @@ def memory_search(
                             min_importance=min_importance)
     if not results:
         return f"No memory entries found for '{text}'."
+    # The agent reads some of what it just found: its best results wait in the cache (a guess, never an error).
+    memory.prefetch(result.path for result in results[: memory.settings.prefetch_search])
     weights = memory.term_weights(text)
     lines = [f"{plural(len(results), 'result')} for '{text}'"
              + (" (keyword search only: no embedding model is ready)" if results[0].mode == "keyword" else "") + ":"]
