@@ -1,12 +1,13 @@
 """Prefetch cache hit rate on replayed agent sessions over LoCoMo conversations.
 
-    python bench/bench_prefetch.py [--conversations 3] [--top-k 5] [--ranks 1,2,3]
+    python bench/bench_prefetch.py [--conversations 3] [--top-k 5] [--ranks 1,2,3] [--turn 0.05]
 
 Each conversation's turns are written as entries (`corpora.locomo_entries`, real model, vectors
 cached under ``--cache``). Then an agent answers the conversation's questions (categories 1-4)
 the way an agent does, through the tools' own functions: MemorySearch with the question
-(``--top-k`` results), then MemoryRead of the results at ``--ranks`` (default the three best;
-``--ranks 1,4,5`` reads past the ones prefetched). The questions are split in two sessions
+(``--top-k`` results), then, after its turn (``--turn``, 50 ms: a real one takes seconds),
+MemoryRead of the results at ``--ranks`` (default the three best; ``--ranks 1,4,5`` reads past
+the ones prefetched). The questions are split in two sessions
 (two `Memory` objects, as two server processes would be):
 
 * session 1 starts cold (nothing read yet: warming finds only the most recently written turns);
@@ -45,7 +46,7 @@ NO_SEARCH_PREFETCH = {"prefetch_search": 0}
 NO_PREFETCH = {"prefetch_recent": 0, "prefetch_important": 0, "prefetch_search": 0}
 
 
-def replay(root: Path, questions: list[str], embedder, *, top_k: int, ranks: list[int],
+def replay(root: Path, questions: list[str], embedder, *, top_k: int, ranks: list[int], turn: float,
            overrides: dict | None = None) -> dict:
     """One session: open the root as an agent, warm it, search and read through the tools; the cache's figures."""
     settings = Settings(root=root, agent="agent", shared_store=True).model_copy(update=overrides or {})
@@ -57,6 +58,7 @@ def replay(root: Path, questions: list[str], embedder, *, top_k: int, ranks: lis
             started = time.perf_counter()
             found = RESULT.findall(memory_search(memory, question, top_k=top_k))
             search_times.append(time.perf_counter() - started)
+            time.sleep(turn)  # the agent's turn: it reads the results before it asks for an entry
             for path in [found[rank - 1] for rank in ranks if rank <= len(found)]:
                 hits_before = memory.cache.hits
                 started = time.perf_counter()
@@ -75,6 +77,8 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=3, help="How many LoCoMo conversations (of 10).")
     parser.add_argument("--top-k", type=int, default=5, help="Results per search.")
     parser.add_argument("--ranks", default="1,2,3", help="Which results (1 = the best) the agent reads after each search.")
+    parser.add_argument("--turn", type=float, default=0.05,
+                        help="Seconds between a search and the reads after it (an agent's turn; a real one takes seconds).")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
     args = parser.parse_args()
 
@@ -87,15 +91,15 @@ def main() -> None:
             questions = [query.text for query in corpus.queries]
             first, second = questions[: len(questions) // 2], questions[len(questions) // 2:]
             ranks = [int(rank) for rank in args.ranks.split(",")]
-            one = replay(root, first, embedder, top_k=args.top_k, ranks=ranks)
+            one = replay(root, first, embedder, top_k=args.top_k, ranks=ranks, turn=args.turn)
             # Session 2 three times, from the same state: each replay after the first goes to a copy of the root.
             copies = []
             for variant in ("start-only", "none"):
                 copies.append(Path(tmp) / f"{corpus.name}-{variant}")
                 shutil.copytree(root, copies[-1])
-            two = replay(root, second, embedder, top_k=args.top_k, ranks=ranks)
-            start_only = replay(copies[0], second, embedder, top_k=args.top_k, ranks=ranks, overrides=NO_SEARCH_PREFETCH)
-            cold = replay(copies[1], second, embedder, top_k=args.top_k, ranks=ranks, overrides=NO_PREFETCH)
+            two = replay(root, second, embedder, top_k=args.top_k, ranks=ranks, turn=args.turn)
+            start_only = replay(copies[0], second, embedder, top_k=args.top_k, ranks=ranks, turn=args.turn, overrides=NO_SEARCH_PREFETCH)
+            cold = replay(copies[1], second, embedder, top_k=args.top_k, ranks=ranks, turn=args.turn, overrides=NO_PREFETCH)
             rows.append((corpus.name, len(corpus.docs), one, two, start_only, cold))
             print(f"{corpus.name}: {len(corpus.docs)} turns, {len(questions)} questions | session 1: "
                   f"{one['hits']}/{one['reads']} hits ({one['rate']:.1%}), {one['prefetched']} prefetched | "

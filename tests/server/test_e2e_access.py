@@ -171,6 +171,8 @@ def test_over_http_a_session_in_another_role_starts_with_its_view_prefetched(tmp
 
 
 async def test_an_agent_reads_what_its_search_found_from_the_cache(tmp_path):
+    import anyio
+
     from memdir.core.settings import Settings
     from memdir.memory import Memory
 
@@ -178,8 +180,15 @@ async def test_an_agent_reads_what_its_search_found_from_the_cache(tmp_path):
         memory.write("fact/ledger.md", "The ledger stays on Postgres 16.", title="Ledger database")
         for number in range(25):  # newer than it: the session-start warming takes 20 recent entries
             memory.write(f"fact/note-{number}.md", f"Note {number} about lunch.")
+    async def status(client) -> dict:
+        return json.loads((await client.read_resource("memdir://status")).contents[0].text)["prefetch"]
+
     async with agent(tmp_path) as client:
+        warmed = (await status(client))["prefetched"]
         assert "memory://fact/ledger.md" in await call(client, "MemorySearch", query="ledger database")
+        with anyio.fail_after(10):  # the agent's turn: the prefetch runs after the search has answered
+            while (await status(client))["prefetched"] == warmed:
+                await anyio.sleep(0.02)
         await call(client, "MemoryRead", file_path="fact/ledger.md")
-        status = json.loads((await client.read_resource("memdir://status")).contents[0].text)
-    assert (status["prefetch"]["hits"], status["prefetch"]["misses"]) == (1, 0)
+        after = await status(client)
+    assert (after["hits"], after["misses"]) == (1, 0)
