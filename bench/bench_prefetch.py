@@ -1,16 +1,20 @@
 """Prefetch cache hit rate on replayed agent sessions over LoCoMo conversations.
 
-    python bench/bench_prefetch.py [--conversations 3] [--reads 3] [--top-k 5]
+    python bench/bench_prefetch.py [--conversations 3] [--top-k 5] [--ranks 1,2,3] [--turn 0.05]
 
 Each conversation's turns are written as entries (`corpora.locomo_entries`, real model, vectors
 cached under ``--cache``). Then an agent answers the conversation's questions (categories 1-4)
-the way an agent does: MemorySearch with the question, then MemoryRead of the ``--reads`` best
-hits — `Memory.search`, then `Memory.read(count_hit=True)`, the calls the tools make. The
-questions are split in two sessions (two `Memory` objects, as two server processes would be):
+the way an agent does, through the tools' own functions: MemorySearch with the question
+(``--top-k`` results), then, after its turn (``--turn``, 50 ms: a real one takes seconds),
+MemoryRead of the results at ``--ranks`` (default the three best; ``--ranks 1,4,5`` reads past
+the ones prefetched). The questions are split in two sessions
+(two `Memory` objects, as two server processes would be):
 
 * session 1 starts cold (nothing read yet: warming finds only the most recently written turns);
-* session 2 starts after it, warmed with what session 1 read last (`memdir.server.prefetch`),
-  and is also replayed without warming, to show what prefetching adds to the LRU cache alone.
+* session 2 starts after it, warmed with what session 1 read last (`memdir.server.prefetch`);
+  it is replayed three times from the same state: with the defaults, without prefetching a
+  search's best results (``prefetch_search = 0``: session-start warming only), and with no
+  prefetching at all (the LRU cache alone).
 
 Printed per conversation and pooled: reads, hits, hit rate, entries prefetched; and the median
 time of a read served from the cache against one read from the files (2 shared cores: noisy).
@@ -19,6 +23,7 @@ time of a read served from the cache against one read from the files (2 shared c
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import statistics
 import tempfile
@@ -30,26 +35,40 @@ from corpora import DEFAULT_LOCOMO, locomo_corpora, real_embedder, write_store
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.server.prefetch import warm
+from memdir.tools.memory_read import memory_read
+from memdir.tools.memory_search import memory_search
+from memdir.tools.session import Session
+
+RESULT = re.compile(r"^\d+\. memory://(\S+)", re.MULTILINE)
+"""A result's line in MemorySearch's answer: ``1. memory://turn/d1/3.md ...``."""
+
+NO_SEARCH_PREFETCH = {"prefetch_search": 0}
+NO_PREFETCH = {"prefetch_recent": 0, "prefetch_important": 0, "prefetch_search": 0}
 
 
-def replay(root: Path, questions: list[str], embedder, *, warmed: bool, top_k: int, reads: int) -> dict:
-    """One session: open the root as an agent, warm it (or not), search and read; the cache's figures."""
-    settings = Settings(root=root, agent="agent", shared_store=True)
-    if not warmed:
-        settings = settings.model_copy(update={"prefetch_recent": 0, "prefetch_important": 0})
-    hit_times, miss_times = [], []
+def replay(root: Path, questions: list[str], embedder, *, top_k: int, ranks: list[int], turn: float,
+           overrides: dict | None = None) -> dict:
+    """One session: open the root as an agent, warm it, search and read through the tools; the cache's figures."""
+    settings = Settings(root=root, agent="agent", shared_store=True).model_copy(update=overrides or {})
+    session = Session()
+    hit_times, miss_times, search_times = [], [], []
     with Memory.open(settings, embedder=embedder) as memory:
-        prefetched = warm(memory)
+        warm(memory)  # the session start, as a server does when it opens
         for question in questions:
-            for result in memory.search(question, top_k=top_k)[:reads]:
+            started = time.perf_counter()
+            found = RESULT.findall(memory_search(memory, question, top_k=top_k))
+            search_times.append(time.perf_counter() - started)
+            time.sleep(turn)  # the agent's turn: it reads the results before it asks for an entry
+            for path in [found[rank - 1] for rank in ranks if rank <= len(found)]:
                 hits_before = memory.cache.hits
                 started = time.perf_counter()
-                memory.read(result.path, count_hit=True)
+                memory_read(memory, session, path)
                 elapsed = time.perf_counter() - started
                 (hit_times if memory.cache.hits > hits_before else miss_times).append(elapsed)
         stats = memory.cache.stats()
     return {"reads": stats.hits + stats.misses, "hits": stats.hits, "rate": stats.hit_rate,
-            "prefetched": prefetched, "hit_times": hit_times, "miss_times": miss_times}
+            "prefetched": stats.prefetched, "hit_times": hit_times, "miss_times": miss_times,
+            "search_times": search_times}
 
 
 def main() -> None:
@@ -57,7 +76,9 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     parser.add_argument("--conversations", type=int, default=3, help="How many LoCoMo conversations (of 10).")
     parser.add_argument("--top-k", type=int, default=5, help="Results per search.")
-    parser.add_argument("--reads", type=int, default=3, help="Best hits the agent reads after each search.")
+    parser.add_argument("--ranks", default="1,2,3", help="Which results (1 = the best) the agent reads after each search.")
+    parser.add_argument("--turn", type=float, default=0.05,
+                        help="Seconds between a search and the reads after it (an agent's turn; a real one takes seconds).")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
     args = parser.parse_args()
 
@@ -69,17 +90,22 @@ def main() -> None:
             write_store(root, corpus.docs, Settings(), embedder).close()
             questions = [query.text for query in corpus.queries]
             first, second = questions[: len(questions) // 2], questions[len(questions) // 2:]
-            one = replay(root, first, embedder, warmed=True, top_k=args.top_k, reads=args.reads)
-            # Session 2 twice, from the same state: the cold replay goes to a copy of the root.
-            cold_root = Path(tmp) / f"{corpus.name}-cold"
-            shutil.copytree(root, cold_root)
-            two = replay(root, second, embedder, warmed=True, top_k=args.top_k, reads=args.reads)
-            cold = replay(cold_root, second, embedder, warmed=False, top_k=args.top_k, reads=args.reads)
-            rows.append((corpus.name, len(corpus.docs), one, two, cold))
+            ranks = [int(rank) for rank in args.ranks.split(",")]
+            one = replay(root, first, embedder, top_k=args.top_k, ranks=ranks, turn=args.turn)
+            # Session 2 three times, from the same state: each replay after the first goes to a copy of the root.
+            copies = []
+            for variant in ("start-only", "none"):
+                copies.append(Path(tmp) / f"{corpus.name}-{variant}")
+                shutil.copytree(root, copies[-1])
+            two = replay(root, second, embedder, top_k=args.top_k, ranks=ranks, turn=args.turn)
+            start_only = replay(copies[0], second, embedder, top_k=args.top_k, ranks=ranks, turn=args.turn, overrides=NO_SEARCH_PREFETCH)
+            cold = replay(copies[1], second, embedder, top_k=args.top_k, ranks=ranks, turn=args.turn, overrides=NO_PREFETCH)
+            rows.append((corpus.name, len(corpus.docs), one, two, start_only, cold))
             print(f"{corpus.name}: {len(corpus.docs)} turns, {len(questions)} questions | session 1: "
                   f"{one['hits']}/{one['reads']} hits ({one['rate']:.1%}), {one['prefetched']} prefetched | "
-                  f"session 2 warmed: {two['hits']}/{two['reads']} ({two['rate']:.1%}), {two['prefetched']} prefetched"
-                  f" | session 2 not warmed: {cold['hits']}/{cold['reads']} ({cold['rate']:.1%})", flush=True)
+                  f"session 2: {two['hits']}/{two['reads']} ({two['rate']:.1%}), {two['prefetched']} prefetched"
+                  f" | session-start warming only: {start_only['hits']}/{start_only['reads']} ({start_only['rate']:.1%})"
+                  f" | no prefetching: {cold['hits']}/{cold['reads']} ({cold['rate']:.1%})", flush=True)
 
     def pooled(index: int) -> str:
         hits = sum(row[index]["hits"] for row in rows)
@@ -87,9 +113,15 @@ def main() -> None:
         median = statistics.median(row[index]["rate"] for row in rows)
         return f"{hits}/{reads} = {hits / reads:.1%} (median over conversations {median:.1%})"
 
-    print(f"\nhit rate, session 1 (cold start):        {pooled(2)}")
-    print(f"hit rate, session 2 warmed at start:     {pooled(3)}")
-    print(f"hit rate, session 2 without prefetching: {pooled(4)}")
+    print(f"\nhit rate, session 1 (cold start):                   {pooled(2)}")
+    print(f"hit rate, session 2:                                {pooled(3)}")
+    print(f"hit rate, session 2, session-start warming only:    {pooled(4)}")
+    print(f"hit rate, session 2, no prefetching (LRU alone):    {pooled(5)}")
+    def search_p50(index: int) -> str:
+        return f"{statistics.median(t for row in rows for t in row[index]['search_times']) * 1000:.1f} ms"
+
+    print(f"MemorySearch p50, session 2: {search_p50(3)} (prefetching its best results); "
+          f"session-start warming only: {search_p50(4)}")
     hit_times = [t for row in rows for session in row[2:] for t in session["hit_times"]]
     miss_times = [t for row in rows for session in row[2:] for t in session["miss_times"]]
     if hit_times and miss_times:

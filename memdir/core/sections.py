@@ -238,13 +238,14 @@ class DiscoverySettings(Section):
     min_score: float = _setting(0.2, "discovery_min_score", description="Relevance floor below any threshold.")
     min_content_words: int = _setting(
         3, "discovery_min_content_words",
-        description="A message with fewer content words (thanks!, hello test) gets only entries whose title, tags or path name one of them.",
+        description="A message with fewer content words (thanks!, hello test) gets only entries whose title, tags or path name one of them (or, when it names someone the store knows, that hold all of them).",
     )
     prefetch_size: int = _setting(1000, "prefetch_size", description="Entries the prefetch cache holds (0 = no cache).")
     prefetch_recent: int = _setting(20, "prefetch_recent", description="Recent entries of the role's view prefetched at session start.")
     prefetch_important: int = _setting(10, "prefetch_important", description="Important entries of the role's view prefetched at session start.")
     prefetch_min_importance: float = _setting(8.0, "prefetch_min_importance", description="Importance an entry needs to be prefetched as important.")
     prefetch_phase: int = _setting(15, "prefetch_phase", description="Entries prefetched when a skill is loaded: the view's best matches for what it is about.")
+    prefetch_search: int = _setting(3, "prefetch_search", description="Best results of a MemorySearch prefetched: what an agent reads next (0 = none).")
 
 
 class EpisodesSettings(Section):

@@ -37,6 +37,7 @@ from memdir.core.settings import Settings
 from memdir.server import local_socket, prompts, resources, sampling, toolsets, workspace
 from memdir.server.arguments import invalid_arguments_message, unknown_arguments_message
 from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
+from memdir.server.role_warming import warm_for_role
 from memdir.server.scheduler import Scheduler, note_clients
 from memdir.server.state import (
     AppState,
@@ -388,6 +389,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
     workspace.register(server, workspace_tools)
     toolsets.install(server)
     server.middleware.append(open_after_handshake)
+    server.middleware.append(warm_for_role)
     server.middleware.append(note_clients)
     prompts.register(server)
     resources.register(server)

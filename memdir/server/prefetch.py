@@ -11,6 +11,9 @@ the cache while the entry's files are unchanged, and the cache counts hits and m
 is loaded (LoadSkill), and with it a new toolset — the entries the new phase is likely to
 read (a search of the view for what the skill is about, ``prefetch_phase`` of them) are
 prefetched too.
+
+The other change a running server sees, a client session in another role, warms with `warm`
+in that role (`memdir.server.role_warming`).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ def warm(memory: Memory) -> int:
     done = memory.prefetch(paths)
     log.info("prefetched %d of %d entries for %s", done, len(paths), memory.actor.label)
     return done
+
 
 def warm_for_phase(memory: Memory, about: str) -> int:
     """Prefetch the ``prefetch_phase`` entries of the actor's view that best match ``about`` (what

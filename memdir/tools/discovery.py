@@ -13,15 +13,19 @@ those formats and adds guards:
 * a relevance floor (``Settings.discovery_min_score``): nothing weaker is ever shown,
   whatever the thresholds are configured to;
 * a message's `Gate`: when it names someone or something (a capitalised word inside a
-  sentence, ``Settings.discovery_names_required``) that the store knows, a hit must
-  mention one of those names (chit-chat about Caroline is not about Melanie). A name the
-  store has never seen is a word no entry holds: it counts for nothing, neither for a hit
-  nor against all of them ("ask Bob about the ledger decision" gets the ledger entries),
-  and the rest of the message must carry the match, at the full (long-message) threshold;
+  sentence, ``Settings.discovery_names_required``; a month or a weekday is a time, not a
+  name) that the store knows, a hit must mention one of those names (chit-chat about
+  Caroline is not about Melanie), and, the name having narrowed the field, a hit needs only
+  the short-message threshold, however long the message. A name the store has never seen
+  is a word no entry holds: it counts for nothing, neither for a hit nor against all of
+  them ("ask Bob about the ledger decision" gets the ledger entries), and the rest of the
+  message must carry the match, at the full (long-message) threshold;
 * a message that says fewer than ``discovery_min_content_words`` (3) words the store could
   match — "thanks!", "hello test", or a question whose only other word is a name it never
   saw — gets only entries whose title, tags or path name one of them: one or two words
-  match something in any store, a pleasantry most of all;
+  match something in any store, a pleasantry most of all. When one of its words is a name
+  the store knows ("What did Priya research?"), an entry holding every one of its words
+  names them too;
 * a token budget (``Settings.discovery_token_budget``, ~4 characters per token): the
   weakest results are dropped until the reminders fit.
 
@@ -156,6 +160,11 @@ def _found(result: Any) -> Found:
 
 _CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][a-z][\w'’-]*")
 _SENTENCE_ENDS = frozenset(".!?:;")
+_TIME_WORDS = frozenset(porter_stem(word) for word in (
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday"
+).split())
+"""Months and weekdays: capitalised inside a sentence, yet times, not names ("in June")."""
 
 
 def names_in(message: str) -> set[str]:
@@ -163,7 +172,8 @@ def names_in(message: str) -> set[str]:
 
     A capitalised word that opens a sentence says nothing (every sentence starts with
     one); inside a sentence it is a name: a person, a place, a product. "I" is not one,
-    nor is an acronym ("CI", "API"): a technical term the store may simply not use.
+    nor is an acronym ("CI", "API"): a technical term the store may simply not use; nor a
+    month or a weekday: a time, which entries rarely spell as the message does.
     """
     found: set[str] = set()
     for match in _CAPITALISED.finditer(message):
@@ -172,7 +182,7 @@ def names_in(message: str) -> set[str]:
         for word in words(match.group())[:1]:
             if len(word) >= 2 and word not in STOP_WORDS:
                 found.add(porter_stem(word))
-    return found
+    return found - _TIME_WORDS
 
 
 def _opens_sentence(message: str, start: int) -> bool:
@@ -203,11 +213,16 @@ class Gate:
         threshold: the relevance a hit needs: the adaptive threshold, never below the
             floor; a message naming someone or something the store has never seen gets
             the full (long-message) threshold: its hits must stand on the rest of it.
+        named_threshold: the relevance a hit that mentions one of the ``known`` names
+            needs: for a message naming only what the store knows, the short-message
+            threshold (the name has narrowed the field); else ``threshold``. Episodes,
+            which need not mention the name, are held to ``threshold``.
     """
 
     known: frozenset[str] = frozenset()
     must_name: frozenset[str] | None = None
     threshold: float = 0.0
+    named_threshold: float = 0.0
 
     @classmethod
     def of(cls, memory: Memory, message: str, settings: Settings) -> Gate:
@@ -218,12 +233,17 @@ class Gate:
         threshold = relevance_needed(settings.discovery, message)
         if names - known:
             threshold = max(threshold, settings.discovery.threshold)
-        return cls(frozenset(known), None if short is None else frozenset(short), threshold)
+        named = threshold
+        if known and not names - known:
+            named = max(min(threshold, settings.discovery.threshold_short), settings.discovery.min_score)
+        return cls(frozenset(known), None if short is None else frozenset(short), threshold, named)
 
     def allows(self, result: Any) -> bool:
         if self.known and self.known.isdisjoint(result.matched):
             return False
-        return self.must_name is None or names_any(set(self.must_name), result.title, result.path, *result.tags)
+        if self.must_name is None or (self.known and self.must_name.issubset(result.matched)):
+            return True
+        return names_any(set(self.must_name), result.title, result.path, *result.tags)
 
 
 MAX_POOL = 24
@@ -241,7 +261,7 @@ def search_found(
     memory's actor's role view applies unless ``view_all``.
     """
     gate = gate or Gate.of(memory, message, settings)
-    threshold = gate.threshold
+    threshold = gate.named_threshold  # every hit the gate lets through mentions a known name, if there is one
     # Ranked by score, kept by relevance. The pool stays at most 24: a larger one made the PostgreSQL
     # store's search read rows in proportion to the store (tests/server/test_rows_read.py).
     pool = min(settings.discovery.top_k * (8 if exclude_prefix else 4), MAX_POOL)

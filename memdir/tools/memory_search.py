@@ -1,10 +1,19 @@
 """MemorySearch: ranked hybrid search (meaning + keywords), compact results with a snippet each.
 
+Its best results (``prefetch_search``, 3) are prefetched into the memory's entry cache: an
+agent's next call after a search is most often a MemoryRead of one of them. The prefetch runs
+on a thread of its own once the answer is made, so the search does not wait for it; the
+agent's next call comes after its turn, when the prefetch is long done.
+
 Also what ``memdir search`` prints, so the CLI and the tool show the same results.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from memdir.core.entry import IMPORTANCE_RANGE, check_entry_types
@@ -17,6 +26,30 @@ from memdir.tools.params import coerce_str_list
 if TYPE_CHECKING:
     from memdir.memory import Memory
     from memdir.search.hybrid import SearchResult
+
+log = logging.getLogger(__name__)
+_PREFETCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-prefetch")
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of its parent's threads: it gets a prefetch pool of its own."""
+    global _PREFETCH
+    _PREFETCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-prefetch")
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def prefetch_soon(memory: Memory, paths: Sequence[str]) -> Future[int]:
+    """Prefetch ``paths`` into the memory's cache on the prefetch thread; its future (how many were cached)."""
+    def run() -> int:
+        try:
+            return memory.prefetch(paths)
+        except Exception:  # a guess: a memory closed meanwhile is no one's error
+            log.debug("prefetching search results failed", exc_info=True)
+            return 0
+
+    return _PREFETCH.submit(run)
 
 
 def memory_search(
@@ -72,6 +105,7 @@ def memory_search(
                             min_importance=min_importance)
     if not results:
         return f"No memory entries found for '{text}'."
+    prefetched = [result.path for result in results[: memory.settings.discovery.prefetch_search]]
     weights = memory.term_weights(text)
     lines = [f"{plural(len(results), 'result')} for '{text}'"
              + (" (keyword search only: no embedding model is ready)" if results[0].mode == "keyword" else "") + ":"]
@@ -83,6 +117,8 @@ def memory_search(
             lines.append(f"   {snippet}")
         if explain:
             lines.append(f"   {_explanation(result)}")
+    if prefetched:  # the agent reads some of what it just found: its best results wait in the cache
+        prefetch_soon(memory, prefetched)
     return "\n".join(lines)
 
 
@@ -101,4 +137,4 @@ def _explanation(result: SearchResult) -> str:
             f" · tag {parts.tag:.3f} · context {parts.context:.3f}{beyond} · relevance {result.relevance:.3f}]")
 
 
-__all__ = ["memory_search"]
+__all__ = ["memory_search", "prefetch_soon"]

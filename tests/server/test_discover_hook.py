@@ -91,19 +91,33 @@ def test_errors_go_to_stderr_with_exit_code_0(tmp_path):
     assert result.stderr.startswith("memdir discover: ")
 
 
+LEDGER = ("fact/ledger/database.md", "Decision: the ledger stays on Postgres 16. Owners: Priya and Tom.",
+          "Ledger database decision", "fact", ["ledger", "decision"])
+FEEDBACK = ("fact/feedback.md", "Merchants sent many thanks for the faster refunds; hello to the new team.",
+            "Merchant feedback", "fact", ["merchants"])
+
+
+def open_store(root):
+    """A keyword-only `Memory` at ``root`` (the caller closes it)."""
+    from memdir.memory import Memory
+
+    return Memory.open(Settings(root=root, embeddings_enabled=False))
+
+
+def write_all(memory, entries) -> None:
+    """Write each (path, content, title, type, tags) as an agent would."""
+    for path, content, title, kind, tags in entries:
+        memory.write(path, content, title=title, metadata={"type": kind, "tags": tags})
+
+
 @pytest.fixture
 def payments(tmp_path):
-    from memdir.memory import Memory
     from memdir.tools.episode_record import episode_record
 
     root = tmp_path / "payments"
-    with Memory.open(Settings(root=root, embeddings_enabled=False)) as memory:
-        memory.write("fact/ledger/database.md", "Decision: the ledger stays on Postgres 16. Owners: Priya and Tom.",
-                     title="Ledger database decision", metadata={"type": "fact", "tags": ["ledger", "decision"]})
-        memory.write("fact/feedback.md", "Merchants sent many thanks for the faster refunds; hello to the new team.",
-                     title="Merchant feedback", metadata={"type": "fact", "tags": ["merchants"]})
-        memory.write("skill/test/checklist.md", "Run the contract tests, then the integration suite.",
-                     title="Test checklist", metadata={"type": "skill", "tags": ["testing"]})
+    with open_store(root) as memory:
+        write_all(memory, [LEDGER, FEEDBACK, ("skill/test/checklist.md", "Run the contract tests, then the integration "
+                                              "suite.", "Test checklist", "skill", ["testing"])])
         episode_record(memory, None, name="Refund release", outcome="success",
                        summary="Shipped the refund fix; thanks everyone, hello from the release train.")
     return root
@@ -129,3 +143,35 @@ def test_a_short_message_gets_the_entries_that_name_its_words(payments):
     context = context_of(run_hook(payload("hello test"), "--root", str(payments)))
     assert "Path: `skill/test/checklist.md`" in context
     assert "feedback" not in context and "Refund release" not in context
+
+
+@pytest.fixture
+def team(tmp_path):
+    root = tmp_path / "team"
+    with open_store(root) as memory:
+        write_all(memory, [
+            LEDGER,
+            ("fact/ledger/replication.md", "Priya researched synchronous and asynchronous replication for the ledger.",
+             "Replication options", "fact", ["ledger"]),
+            FEEDBACK,
+            ("fact/payouts/schedule.md", "Merchant payouts run daily at 02:00 UTC; new merchants wait 7 days.",
+             "Payout schedule", "fact", ["payouts"]),
+        ])
+    return root
+
+
+def test_a_short_question_naming_someone_the_store_knows_gets_the_entry_holding_its_words(team):
+    context = context_of(run_hook(payload("What did Priya research?"), "--root", str(team)))
+    assert "Path: `fact/ledger/replication.md`" in context
+    assert "fact/ledger/database.md" not in context  # names Priya, not what she researched
+
+
+@pytest.mark.parametrize("prompt", ["Can we revisit the ledger database decision in June?",
+                                    "Can we revisit the ledger database decision on Monday?"])
+def test_a_month_or_a_weekday_is_a_time_not_a_name_the_store_never_saw(team, prompt):
+    assert "Path: `fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(team)))
+
+
+def test_a_long_message_naming_someone_the_store_knows_needs_only_the_short_threshold(team):
+    prompt = "Can we revisit the ledger database decision that Priya made, and whether the team should keep it?"
+    assert "Path: `fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(team)))

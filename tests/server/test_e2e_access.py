@@ -141,3 +141,54 @@ def test_over_http_a_token_gives_its_client_a_role(tmp_path):
 
     with running_server(["--root", str(tmp_path / "memory"), "--mode", "researcher"], cwd=tmp_path) as server:
         anyio.run(scenario)
+
+
+@pytest.mark.slow
+def test_over_http_a_session_in_another_role_starts_with_its_view_prefetched(tmp_path):
+    """A server in the executor's role warms the executor's view when it opens; a reviewer's session
+    (its token's role) gets the reviewer's view warmed before its first call: its first read is a hit."""
+    import anyio
+
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+    from memdir.server.tokens import TokenFile
+    from tests.server.http_process import mcp_client, running_server
+
+    with Memory.open(Settings(root=tmp_path / "memory", embeddings_enabled=False)) as memory:
+        memory.write("fact/ledger-decision.md", "The ledger stays on Postgres 16.", title="Ledger decision",
+                     metadata={"type": "fact", "kind": "decision"})  # in a reviewer's view, not an executor's
+    rita = TokenFile(tmp_path / "http-tokens.json").create("rita", "reviewer")
+
+    async def scenario():
+        async with mcp_client(server.url, rita) as reviewer:
+            assert not (await reviewer.call_tool("MemoryRead", {"file_path": "fact/ledger-decision.md"})).is_error
+            status = json.loads((await reviewer.read_resource("memdir://status")).contents[0].text)
+        assert status["role"] == "reviewer"
+        assert (status["prefetch"]["hits"], status["prefetch"]["misses"]) == (1, 0)
+
+    with running_server(["--root", str(tmp_path / "memory"), "--role", "executor"], cwd=tmp_path) as server:
+        anyio.run(scenario)
+
+
+async def test_an_agent_reads_what_its_search_found_from_the_cache(tmp_path):
+    import anyio
+
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+
+    with Memory.open(Settings(root=tmp_path / "memory", embeddings_enabled=False)) as memory:
+        memory.write("fact/ledger.md", "The ledger stays on Postgres 16.", title="Ledger database")
+        for number in range(25):  # newer than it: the session-start warming takes 20 recent entries
+            memory.write(f"fact/note-{number}.md", f"Note {number} about lunch.")
+    async def status(client) -> dict:
+        return json.loads((await client.read_resource("memdir://status")).contents[0].text)["prefetch"]
+
+    async with agent(tmp_path) as client:
+        warmed = (await status(client))["prefetched"]
+        assert "memory://fact/ledger.md" in await call(client, "MemorySearch", query="ledger database")
+        with anyio.fail_after(10):  # the agent's turn: the prefetch runs after the search has answered
+            while (await status(client))["prefetched"] == warmed:
+                await anyio.sleep(0.02)
+        await call(client, "MemoryRead", file_path="fact/ledger.md")
+        after = await status(client)
+    assert (after["hits"], after["misses"]) == (1, 0)

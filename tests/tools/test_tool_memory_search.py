@@ -36,10 +36,12 @@ def test_results_show_the_line_that_matched_not_the_first(memory):
 
 
 def test_snippets_come_from_the_markdown_alone(memory, monkeypatch):
-    """A result's line needs its content only: no sidecar parsed, no vector loaded, no stub walked."""
+    """A result's line needs its content only: no sidecar parsed, no vector loaded, no stub walked
+    (the whole entry is read only to prefetch the best results, left out here)."""
     def no_full_read(*args, **kwargs):
         raise AssertionError("a snippet read the whole entry")
 
+    monkeypatch.setattr(memory, "settings", memory.settings.model_copy(update={"prefetch_search": 0}))
     monkeypatch.setattr(memory.adapter, "read_entry", no_full_read)
     lines = memory_search(memory, "how do I rollback and page on-call?", top_k=2).splitlines()
     assert lines[2] == "   Rollback: run `make rollback` and page the on-call engineer."
