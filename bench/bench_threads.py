@@ -60,6 +60,7 @@ def write_thread(manager: ThreadManager, thread: str, events: int) -> None:
         return
     texts = [sentence(random.Random(turn), turn) for turn in range(min(events, DISTINCT_TEXTS))]
     state = ThreadState()
+    candidates = compaction.Candidates(manager.settings)
     lines = []
     turn = -1
     while len(lines) < events:  # messages and the compactions they set off
@@ -69,7 +70,7 @@ def write_thread(manager: ThreadManager, thread: str, events: int) -> None:
         event = checked.event(state.seq + 1, now_iso(), state)
         state = apply(state, event)
         lines.append(encode(event))
-        plan = compaction.plan(state, manager.settings)
+        plan = candidates.plan(state)
         if compaction.due(plan, manager.settings):
             summary, source = compaction.summary_for(plan.chunks, manager.settings, None)
             event = compaction.compaction_event(plan, summary, source)(state.seq + 1, now_iso(), state)

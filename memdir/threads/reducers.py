@@ -25,50 +25,77 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, cast
 
 from memdir.core.errors import InputValidationError
-from memdir.threads.model import MODES, STRATEGIES, Chunk, ThreadState, is_thread_id
+from memdir.threads.model import MODES, STRATEGIES, Chunk, ThreadState, is_thread_id, sequence_number
 
 Event = dict[str, Any]
+_ID = attrgetter("id")
 
 
 @dataclass
 class Draft:
-    """A `ThreadState` being changed in place by reducers (``ids`` mirrors the chunks' ids for O(1) checks).
+    """A `ThreadState` being changed in place by reducers.
 
-    The archive of compacted chunks is shared with the state it came from until a reducer
-    adds to it (`archived`), so an append does not copy it.
+    What costs a pass over every chunk is done only when a reducer needs it: the set of
+    chunk ids (`ids`, for O(1) checks) is built on first use, and the ids of a draft that
+    only grew are its state's ids plus the new ones. The archive of compacted chunks is
+    shared with the state it came from until a reducer adds to it (`archived`), so an
+    append does not copy it.
     """
 
     chunks: list[Chunk] = field(default_factory=list)
     version: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
-    ids: set[str] = field(default_factory=set)
     archive: Mapping[str, Chunk] = field(default_factory=dict)
     seq: int = 0
     archived_turns: int = 0
     owns_archive: bool = False
+    top_number: int = 0
+    grown_from: tuple[str, ...] | None = ()
+    """The ids of the chunks the draft started with, while it has only grown (None once a reducer changed them)."""
+    _ids: set[str] | None = None
 
     @classmethod
     def of(cls, state: ThreadState) -> Draft:
         settings = {key: getattr(state, key) for key in SETTINGS}
-        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive, state.seq,
-                   state.archived_turns)
+        return cls(list(state.chunks), state.version, settings, state.archive, state.seq, state.archived_turns,
+                   top_number=state.top_number, grown_from=state.chunk_ids)
+
+    @property
+    def ids(self) -> set[str]:
+        """The chunks' ids (kept up to date by the reducers once built)."""
+        if self._ids is None:
+            self._ids = set(map(_ID, self.chunks))
+        return self._ids
+
+    def reshaped(self) -> None:
+        """Note that a reducer changed chunks other than by adding at the end."""
+        self.grown_from = None
 
     def freeze(self) -> ThreadState:
         chunks = tuple(self.chunks)
+        known = self.grown_from
+        if known is not None:
+            chunk_ids = known + tuple(map(_ID, chunks[len(known):]))
+        else:
+            chunk_ids = tuple(map(_ID, chunks))
         archive = self.archive if isinstance(self.archive, MappingProxyType) else MappingProxyType(self.archive)
         self.owns_archive = False  # the state now shares it: a later change copies it first
-        return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version,
-                           archive=archive, seq=self.seq, archived_turns=self.archived_turns, **self.settings)
+        return ThreadState(chunks=chunks, chunk_ids=chunk_ids, version=self.version,
+                           archive=archive, seq=self.seq, archived_turns=self.archived_turns,
+                           top_number=self.top_number, **self.settings)
 
     def archived(self, chunks: Iterable[Chunk]) -> None:
         """Keep ``chunks`` (replaced by a summary) in the archive; the first time, in a copy of its own (states
         share the one they were made from), so a replay copies it once, not once per compaction."""
         if not self.owns_archive:
-            self.archive, self.owns_archive = dict(self.archive), True
+            shared = self.archive
+            copy = shared.copy() if isinstance(shared, (dict, MappingProxyType)) else dict(shared)  # C speed
+            self.archive, self.owns_archive = copy, True
         archive = cast("dict[str, Chunk]", self.archive)
         for chunk in chunks:
             archive[chunk.id] = chunk
@@ -84,8 +111,25 @@ class Draft:
         return next(index for index, chunk in enumerate(self.chunks) if chunk.id == chunk_id)
 
     def check_new(self, chunk: Chunk) -> None:
+        number = sequence_number(chunk.id)
+        if number is not None and number > self.top_number:  # numbered above every chunk the thread had
+            return
         if chunk.id in self.ids or chunk.id in self.archive:
             raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
+
+    def add(self, chunk: Chunk) -> None:
+        """Append a new chunk (its id checked)."""
+        self.check_new(chunk)
+        self.chunks.append(chunk)
+        self.numbered(chunk)
+        if self._ids is not None:
+            self._ids.add(chunk.id)
+
+    def numbered(self, chunk: Chunk) -> None:
+        """Note a chunk that joins the thread (see `ThreadState.top_number`)."""
+        number = sequence_number(chunk.id)
+        if number is not None and number > self.top_number:
+            self.top_number = number
 
 
 Reducer = Callable[[Draft, Event], None]
@@ -105,9 +149,7 @@ def reducer(op: str) -> Callable[[Reducer], Reducer]:
 @reducer("ADD")
 def _add(draft: Draft, event: Event) -> None:
     chunk = Chunk.from_json(event["chunk"])
-    draft.check_new(chunk)
-    draft.chunks.append(chunk)
-    draft.ids.add(chunk.id)
+    draft.add(chunk)
 
 
 _UPDATABLE = {f.name for f in fields(Chunk)} - {"id"}
@@ -123,6 +165,7 @@ def _update(draft: Draft, event: Event) -> None:
     if "parents" in changes:
         changes["parents"] = tuple(changes["parents"])
     draft.chunks[index] = replace(draft.chunks[index], **changes)
+    draft.reshaped()
 
 
 @reducer("DELETE")
@@ -130,7 +173,8 @@ def _delete(draft: Draft, event: Event) -> None:
     doomed = set(event["ids"])
     draft.check_known(doomed)
     draft.chunks = [chunk for chunk in draft.chunks if chunk.id not in doomed]
-    draft.ids -= doomed
+    draft.ids.difference_update(doomed)
+    draft.reshaped()
 
 
 @reducer("REORDER")
@@ -140,6 +184,7 @@ def _reorder(draft: Draft, event: Event) -> None:
     if sorted(order) != sorted(by_id):
         raise InputValidationError("REORDER must list every chunk id of the thread exactly once.", "Send the full new order.")
     draft.chunks = [by_id[chunk_id] for chunk_id in order]
+    draft.reshaped()
 
 
 @reducer("REPLACE")
@@ -151,6 +196,8 @@ def _replace(draft: Draft, event: Event) -> None:
     draft.chunks[index] = chunk
     draft.ids.discard(event["id"])
     draft.ids.add(chunk.id)
+    draft.numbered(chunk)
+    draft.reshaped()
 
 
 @reducer("BATCH_REPLACE")
@@ -174,8 +221,10 @@ def _batch_replace(draft: Draft, event: Event) -> None:
         replaced.append(existing)
     draft.chunks = kept
     draft.archived(replaced)
-    draft.ids -= gone
+    draft.ids.difference_update(gone)
     draft.ids.add(chunk.id)
+    draft.numbered(chunk)
+    draft.reshaped()
 
 
 @reducer("BATCH")
