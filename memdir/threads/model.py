@@ -39,7 +39,8 @@ def is_thread_id(name: object) -> bool:
 
 def sequence_number(chunk_id: str) -> int | None:
     """The event number in a chunk id the log gave (``c12`` -> 12); None for any other id."""
-    return int(chunk_id[1:]) if chunk_id[:1] == "c" and chunk_id[1:].isdigit() else None
+    digits = chunk_id[1:]
+    return int(digits) if chunk_id[:1] == "c" and digits.isdecimal() else None
 
 
 def check_thread_id(thread: str) -> str:
@@ -64,7 +65,7 @@ def strategy_name(name: str) -> str:
     return key
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Chunk:
     """One unit of a thread's working memory.
 

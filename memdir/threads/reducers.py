@@ -99,7 +99,15 @@ class Draft:
         archive = cast("dict[str, Chunk]", self.archive)
         for chunk in chunks:
             archive[chunk.id] = chunk
-            self.archived_turns += not chunk.is_summary
+            if not chunk.is_summary:
+                self.archived_turns += 1
+
+    def add(self, chunk: Chunk) -> None:
+        """Append a new chunk (its id checked)."""
+        self.check_new(chunk)
+        self.chunks.append(chunk)
+        if self._ids is not None:
+            self._ids.add(chunk.id)
 
     def check_known(self, chunk_ids: Iterable[str]) -> None:
         missing = [chunk_id for chunk_id in chunk_ids if chunk_id not in self.ids]
@@ -111,25 +119,12 @@ class Draft:
         return next(index for index, chunk in enumerate(self.chunks) if chunk.id == chunk_id)
 
     def check_new(self, chunk: Chunk) -> None:
-        number = sequence_number(chunk.id)
-        if number is not None and number > self.top_number:  # numbered above every chunk the thread had
-            return
-        if chunk.id in self.ids or chunk.id in self.archive:
-            raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
-
-    def add(self, chunk: Chunk) -> None:
-        """Append a new chunk (its id checked)."""
-        self.check_new(chunk)
-        self.chunks.append(chunk)
-        self.numbered(chunk)
-        if self._ids is not None:
-            self._ids.add(chunk.id)
-
-    def numbered(self, chunk: Chunk) -> None:
-        """Note a chunk that joins the thread (see `ThreadState.top_number`)."""
+        """Refuse ``chunk`` unless its id is new; a chunk numbered above every one the thread had is new at once."""
         number = sequence_number(chunk.id)
         if number is not None and number > self.top_number:
             self.top_number = number
+        elif chunk.id in self.ids or chunk.id in self.archive:
+            raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
 
 
 Reducer = Callable[[Draft, Event], None]
@@ -196,7 +191,6 @@ def _replace(draft: Draft, event: Event) -> None:
     draft.chunks[index] = chunk
     draft.ids.discard(event["id"])
     draft.ids.add(chunk.id)
-    draft.numbered(chunk)
     draft.reshaped()
 
 
@@ -208,22 +202,21 @@ def _batch_replace(draft: Draft, event: Event) -> None:
     gone = set(doomed)
     draft.check_known(gone)
     chunk = Chunk.from_json(event["chunk"])
-    if chunk.id in draft.ids - gone:
-        raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
-    kept: list[Chunk] = []
+    if chunk.id not in gone:
+        draft.check_new(chunk)
+    first = len(draft.chunks)  # the replaced chunks are recent ones as a rule: look for them from the end
+    unseen = set(gone)
+    while unseen:
+        first -= 1
+        unseen.discard(draft.chunks[first].id)
+    kept: list[Chunk] = [chunk]  # the new chunk takes the place of the first one it replaces
     replaced: list[Chunk] = []
-    for existing in draft.chunks:  # the new chunk takes the place of the first one it replaces
-        if existing.id not in gone:
-            kept.append(existing)
-            continue
-        if not replaced:
-            kept.append(chunk)
-        replaced.append(existing)
-    draft.chunks = kept
+    for existing in draft.chunks[first:]:
+        (replaced if existing.id in gone else kept).append(existing)
+    draft.chunks[first:] = kept
     draft.archived(replaced)
     draft.ids.difference_update(gone)
     draft.ids.add(chunk.id)
-    draft.numbered(chunk)
     draft.reshaped()
 
 
@@ -268,8 +261,11 @@ def _configure(draft: Draft, event: Event) -> None:
 
 def reduce_into(draft: Draft, event: Event) -> None:
     """Apply one operation to ``draft`` (no version change: `apply`/`replay` count whole events)."""
-    op = event.get("op")
-    fn = REDUCERS.get(op) if isinstance(op, str) else None
+    _reduce(draft, event, event.get("op"))
+
+
+def _reduce(draft: Draft, event: Event, op: object) -> None:
+    fn = REDUCERS.get(op) if type(op) is str else None
     if fn is None:
         raise InputValidationError(f"unknown thread operation {op!r}.", f"Operations: {', '.join(REDUCERS)}.")
     try:
@@ -280,10 +276,10 @@ def reduce_into(draft: Draft, event: Event) -> None:
 
 def _check_seq(draft: Draft, event: Event) -> int | None:
     """The event's sequence number, if it has one: a whole number above every earlier one."""
-    if "seq" not in event:
+    seq = event.get("seq")
+    if seq is None and "seq" not in event:
         return None
-    seq = event["seq"]
-    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+    if type(seq) is not int or seq < 1:  # (a bool is no sequence number)
         raise InputValidationError(f"seq must be a whole number >= 1; got {seq!r}.", "Fix or remove that event.")
     if seq <= draft.seq:
         raise InputValidationError(f"seq {seq} does not follow seq {draft.seq}: sequence numbers only grow.",
@@ -296,12 +292,13 @@ def _step(draft: Draft, event: Event) -> Draft:
     if not isinstance(event, dict):
         raise InputValidationError(f"an event must be a JSON object; got {type(event).__name__}.", "Fix or remove it.")
     seq = _check_seq(draft, event)
-    if event.get("op") == "BATCH":  # several operations: on a copy, so that a failing one leaves nothing behind
+    op = event.get("op")
+    if op == "BATCH":  # several operations: on a copy, so that a failing one leaves nothing behind
         work = Draft.of(draft.freeze())
-        reduce_into(work, event)
+        _reduce(work, event, op)
         draft = work
     else:  # every other reducer checks before it changes anything
-        reduce_into(draft, event)
+        _reduce(draft, event, op)
     draft.version += 1
     if seq is not None:
         draft.seq = seq
