@@ -1,7 +1,7 @@
 """Working-memory threads: append latency, and ThreadContext latency on long threads, on either store.
 
     python bench/bench_threads.py [--events 10000] [--appends 500] [--repeats 40] [--root DIR]
-                                  [--postgres | --store postgresql://...]
+                                  [--postgres | --store postgresql://...] [--against DIR]
 
 * append: ``--appends`` messages through `ThreadManager.append` (checked, locked, written:
   one fsynced line in a directory, one committed row in PostgreSQL) into a fresh thread;
@@ -15,6 +15,11 @@
   Then the same on a fork of the thread with one message appended before each call (a live
   conversation: the new message is embedded then).
 
+* ``--against DIR`` (another checkout of memdir, e.g. ``git worktree add /tmp/before HEAD~3``):
+  append latency of this code and that one side by side, into a new thread and into the
+  thread of each ``--events`` size: two worker processes take turns, 20 appends at a time,
+  so both see the same moments of a shared machine's load.
+
 Default settings throughout (compaction on). ``--postgres`` starts a throwaway PostgreSQL +
 pgvector cluster (`tests.pg_cluster`); ``--store`` uses a database of yours (an empty one:
 the bench writes threads into it). Each long thread is written once, event by event through
@@ -26,8 +31,12 @@ turn is embedded with its chunk id, so semantic on a 100K thread embeds 100K tex
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -60,7 +69,8 @@ def write_thread(manager: ThreadManager, thread: str, events: int) -> None:
         return
     texts = [sentence(random.Random(turn), turn) for turn in range(min(events, DISTINCT_TEXTS))]
     state = ThreadState()
-    lines = []
+    candidates = compaction.Candidates(manager.settings)
+    lines: list[bytes] = []
     turn = -1
     while len(lines) < events:  # messages and the compactions they set off
         turn += 1
@@ -69,7 +79,7 @@ def write_thread(manager: ThreadManager, thread: str, events: int) -> None:
         event = checked.event(state.seq + 1, now_iso(), state)
         state = apply(state, event)
         lines.append(encode(event))
-        plan = compaction.plan(state, manager.settings)
+        plan = candidates.plan(state)
         if compaction.due(plan, manager.settings):
             summary, source = compaction.summary_for(plan.chunks, manager.settings, None)
             event = compaction.compaction_event(plan, summary, source)(state.seq + 1, now_iso(), state)
@@ -100,6 +110,52 @@ def bench_appends(memory: Memory, count: int) -> None:
         times.append(time.perf_counter() - start)
     print(f"append ({count} messages into a new thread): {ms(times)}, {len(times) / sum(times):,.0f} appends/s",
           flush=True)
+
+
+def append_worker(store: str, root: Path, thread: str) -> None:
+    """``--worker``: append as many messages as each line of stdin says; print their durations (JSON) per line."""
+    with Memory.open(Settings(root=root, store=store)) as memory:
+        manager = manager_for(memory)
+        if manager.exists(thread):
+            manager.state(thread)  # a new process's first read: not timed
+        rng = random.Random(time.time_ns())
+        print("ready", flush=True)
+        for turn, line in enumerate(sys.stdin):
+            times = []
+            for _ in range(int(line)):
+                checked = message("user", sentence(rng, turn), max_bytes=memory.settings.storage.max_entry_size)
+                start = time.perf_counter()
+                manager.append(thread, checked)
+                times.append(time.perf_counter() - start)
+            print(json.dumps(times), flush=True)
+
+
+def bench_against(other: Path, store: str, root: Path, thread: str, rounds: int) -> None:
+    """Append latency of this code and the checkout at ``other``, in worker processes that take turns."""
+    trees = {"this code": str(Path(__file__).resolve().parents[1]), str(other): str(other)}
+    workers = {name: subprocess.Popen(
+        [sys.executable, __file__, "--worker", thread, "--store", store, "--root", str(root)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": tree},
+    ) for name, tree in trees.items()}
+    times: dict[str, list[float]] = {name: [] for name in trees}
+    try:
+        for worker in workers.values():
+            if worker.stdout is None or worker.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"an append worker did not start (exit {worker.wait()})")
+        for turn in range(rounds):
+            for name in sorted(workers, reverse=turn % 2 == 1):  # who goes first alternates
+                stdin, stdout = workers[name].stdin, workers[name].stdout
+                assert stdin is not None and stdout is not None
+                stdin.write("20\n")
+                stdin.flush()
+                times[name].extend(json.loads(stdout.readline()))
+    finally:
+        for worker in workers.values():
+            if worker.stdin is not None:
+                worker.stdin.close()
+            worker.wait()
+    for name, values in times.items():
+        print(f"append into {thread}, {name}: {ms(values)}", flush=True)
 
 
 def bench_context(memory: Memory, events: int, repeats: int, budget: int, strategies: list[str]) -> None:
@@ -154,7 +210,12 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-threads")
     parser.add_argument("--store", help="a postgresql:// URL of an empty database")
     parser.add_argument("--postgres", action="store_true", help="start a throwaway PostgreSQL cluster")
+    parser.add_argument("--against", type=Path, help="another checkout of memdir to compare append latency with")
+    parser.add_argument("--worker", metavar="THREAD", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        append_worker(args.store or "", args.root, args.worker)
+        return
 
     cluster = None
     store = args.store or ""
@@ -167,9 +228,13 @@ def main() -> None:
         with Memory.open(Settings(root=args.root, store=store)) as memory:
             print(f"store: {memory.adapter if store else memory.root}", flush=True)
             bench_appends(memory, args.appends)
+            if args.against:
+                bench_against(args.against, store, args.root, f"append-bench-{time.time_ns()}", args.appends // 40)
             memory.model.get()  # load the model before timing (a server loads it at start)
             for events in args.events:
                 bench_context(memory, events, args.repeats, args.budget, args.strategies)
+                if args.against:
+                    bench_against(args.against, store, args.root, f"bench-{events}", args.appends // 40)
     finally:
         if cluster is not None:
             cluster.stop()

@@ -74,12 +74,17 @@ def open_regular(root: Path, path: Path | str) -> BinaryIO:
             pipe, socket, device or folder), its symbolic links loop, or its path is
             too long for the operating system.
     """
+    return _open_existing(root, path, _READ_FLAGS, "rb")
+
+
+def _open_existing(root: Path, path: Path | str, flags: int, mode: str) -> BinaryIO:
+    """The regular file at ``path`` inside ``root``, opened with ``flags`` (see `open_regular`)."""
     real = _to_open(root, path)
     try:
-        fd = os.open(real, _READ_FLAGS)
+        fd = os.open(real, flags)
     except OSError as exc:
         raise _open_error(root, path, real, exc) from exc
-    return _checked(root, path, fd, "rb")
+    return _checked(root, path, fd, mode)
 
 
 def _to_open(root: Path, path: Path | str) -> str:
@@ -123,15 +128,23 @@ def append_regular(root: Path, path: Path | str) -> BinaryIO:
 
 
 def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], int] | None = None) -> int:
-    """Append ``data`` to memdir's own record ``path`` with one ``write``, then fsync; the file's new size.
+    """Append ``data`` to memdir's own record ``path`` with one ``write``, then make it durable; the file's new size.
 
-    The folder holding ``path`` is created when missing, as one of memdir's own (`private_folder`:
-    never a link); the file is opened by `append_regular`. ``cut(size)`` gives the length to cut
-    the file to first (a tail a killed writer left; the caller holds the root's lock). A short
-    write (a full disk) is undone.
+    An existing file is opened as `open_regular` opens one (its folders are not touched); a
+    missing one is created, in folders created as memdir's own (`private_folder`: never a
+    link), and then the folders on its way are synced too, so the new file's name is as
+    durable as its bytes. The write is synced with ``fdatasync`` (the bytes and the size,
+    not the times). ``cut(size)`` gives the length to cut the file to first (a tail a killed
+    writer left; the caller holds the root's lock). A short write (a full disk) is undone.
     """
-    private_folder(root, Path(path).parent.relative_to(root))
-    with append_regular(root, path) as handle:
+    try:
+        handle = _open_existing(root, path, _APPEND_FLAGS & ~os.O_CREAT, "ab")
+        created = False
+    except (FileNotFoundError, NotADirectoryError):
+        folder = Path(path).parent.relative_to(root)
+        private_folder(root, folder)
+        handle, created = append_regular(root, path), True
+    with handle:
         fd = handle.fileno()
         size = os.fstat(fd).st_size
         keep = cut(size) if cut is not None else size
@@ -141,8 +154,17 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
         if written != len(data):
             os.ftruncate(fd, keep)
             raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes (is the disk full?)", os.fspath(path))
-        os.fsync(fd)
-        return keep + written
+        _sync_data(fd)
+    if created:
+        for parent in [Path(root) / folder, *(Path(root) / folder).parents][: len(folder.parts) + 1]:
+            fsync_dir(parent)
+    return keep + written
+
+
+def _sync_data(fd: int) -> None:
+    """Make the bytes written to ``fd`` (and its size) durable."""
+    sync = getattr(os, "fdatasync", os.fsync)  # macOS and Windows have no fdatasync
+    sync(fd)
 
 
 def _open_error(root: Path, path: Path | str, real: str, exc: OSError) -> OSError | UnsafeFileError:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -57,19 +58,76 @@ class Plan:
 
 def plan(state: ThreadState, settings: Settings) -> Plan:
     """The chunks compaction may replace now (possibly none)."""
-    keep = max(settings.threads.compact_keep_recent, 0)
-    older = state.chunks[: max(len(state.chunks) - keep, 0)]
-    eligible = {chunk.id for chunk in older if chunk.compressible and chunk.importance < settings.threads.pin_importance}
-    partners: dict[str, list[Chunk]] = defaultdict(list)
-    for chunk in state.chunks:
-        if chunk.call_id:
-            partners[chunk.call_id].append(chunk)
-    for chunks in partners.values():
-        ids = [chunk.id for chunk in chunks]
-        answered = any(chunk.role == "tool" for chunk in chunks)
-        if not answered or not all(chunk_id in eligible for chunk_id in ids):
-            eligible.difference_update(ids)  # never separate a tool call from its result, nor fold a waiting call
-    return Plan(tuple(chunk for chunk in state.chunks if chunk.id in eligible))
+    return Candidates(settings).plan(state)
+
+
+class Candidates:
+    """`plan` for one thread as it grows: what the last state's check learnt is kept, so checking after an append
+    looks at the chunks since the last compaction, not at the whole thread.
+
+    The chunks before ``settled`` stay as they are when the thread only grows and is
+    compacted: each is never compacted (a summary, a critical or pinned chunk, a tool
+    exchange with such a part; their call ids are in ``blocked``) or is a tool call still
+    waiting for its result (kept in ``waiting``). A state whose first ``settled`` chunks are
+    not the very ones seen last time (an operation other than growing and compacting
+    changed them), or that shrank so far that some of them are recent again, is checked
+    from the start. Safe to share between threads.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.keep = max(settings.threads.compact_keep_recent, 0)
+        self.pin = settings.threads.pin_importance
+        self._guard = threading.Lock()
+        self._seen: tuple[Chunk, ...] = ()
+        self._settled = 0
+        self._waiting: list[Chunk] = []
+        self._blocked: set[str] = set()
+
+    def _eligible(self, chunk: Chunk) -> bool:
+        return chunk.compressible and chunk.importance < self.pin
+
+    def plan(self, state: ThreadState) -> Plan:
+        chunks = state.chunks
+        with self._guard:
+            settled, older = self._settled, max(len(chunks) - self.keep, 0)
+            if settled > older or chunks[:settled] != self._seen[:settled]:
+                settled, self._waiting, self._blocked = 0, [], set()
+            tail = chunks[settled:]
+            pool = [*self._waiting, *tail]
+            eligible = {chunk.id for chunk in self._waiting}
+            eligible.update(chunk.id for chunk in tail[: max(older - settled, 0)] if self._eligible(chunk))
+            groups: dict[str, list[Chunk]] = defaultdict(list)
+            for chunk in pool:
+                if chunk.call_id:
+                    groups[chunk.call_id].append(chunk)
+            answered = set()
+            for call_id, members in groups.items():
+                ids = [chunk.id for chunk in members]
+                if any(chunk.role == "tool" for chunk in members):
+                    answered.add(call_id)
+                if call_id in self._blocked or call_id not in answered or not all(i in eligible for i in ids):
+                    eligible.difference_update(ids)  # never separate a tool call from its result, nor fold a waiting call
+            found = Plan(tuple(chunk for chunk in pool if chunk.id in eligible))
+            self._settle(chunks, settled, older, answered)
+            return found
+
+    def _settle(self, chunks: tuple[Chunk, ...], settled: int, older: int, answered: set[str]) -> None:
+        """Move ``settled`` past the older chunks that stay (or wait for a result), up to the first that may go."""
+        waiting = [chunk for chunk in self._waiting if chunk.call_id not in answered]
+        if len(waiting) < len(self._waiting):  # a waiting call got its result: it may go, from its place on
+            settled = min(chunks.index(chunk) for chunk in self._waiting if chunk.call_id in answered)
+            self._waiting = [chunk for chunk in self._waiting if chunks.index(chunk) < settled]
+        while settled < older:
+            chunk = chunks[settled]
+            if not self._eligible(chunk) or chunk.call_id in self._blocked:
+                if chunk.call_id:
+                    self._blocked.add(chunk.call_id)
+            elif chunk.call_id and chunk.call_id not in answered:
+                self._waiting.append(chunk)
+            else:
+                break
+            settled += 1
+        self._settled, self._seen = settled, chunks
 
 
 def due(candidates: Plan, settings: Settings) -> bool:
@@ -166,6 +224,6 @@ def sampling_summarizer(ask: Ask, settings: Settings) -> Summarize:
 
 
 __all__ = [
-    "Ask", "Plan", "sampling_summarizer", "Summarize", "compaction_event", "due", "extractive_summary", "first_sentence", "plan",
+    "Ask", "Candidates", "Plan", "sampling_summarizer", "Summarize", "compaction_event", "due", "extractive_summary", "first_sentence", "plan",
     "sampling_prompt", "summary_for",
 ]

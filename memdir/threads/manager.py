@@ -46,7 +46,7 @@ from memdir.storage.directory.thread_files import THREADS_FOLDER, ThreadFiles
 from memdir.threads import compaction
 from memdir.threads.compaction import Summarize
 from memdir.threads.context import ContextBuilder, Window
-from memdir.threads.log import EventLog, encode
+from memdir.threads.log import EventBuilder, EventLog, encode
 from memdir.threads.markers import check_reference
 from memdir.threads.messages import Message
 from memdir.threads.model import (
@@ -114,6 +114,7 @@ class _Thread:
                  handler: Callable[[_Thread, _Item], Appended]) -> None:
         self.id, self.log, self.pending = thread, log, pending
         self.builder = ContextBuilder(thread, settings)
+        self.candidates = compaction.Candidates(settings)
         self.queue: EventQueue[_Item, Appended] = EventQueue(lambda item: handler(self, item))
 
 
@@ -178,14 +179,15 @@ class ThreadManager:
             if not create:
                 raise ThreadNotFoundError(thread)
             self._create(runtime)
-        actor, labels = self._actor(), labels_of(runtime.log.state())
+        state = runtime.log.state()
+        actor, labels = self._actor(), labels_of(state)
         if not actor.in_audience(labels):
             raise ThreadNotFoundError(thread)
         if change is not None and not actor.may_change(labels):
             raise ThreadOwnerError(thread, labels.created_by or "", actor.label, change)
         if read:
             return runtime
-        self._follow_mode(runtime)
+        self._follow_mode(runtime, state.mode)
         self._follow_pending(runtime)
         return runtime
 
@@ -223,9 +225,8 @@ class ThreadManager:
             if key not in known:
                 runtime.queue.submit(_Item(message, None, key))
 
-    def _follow_mode(self, runtime: _Thread) -> None:
-        """Block or unblock the queue for the mode the log holds (another process may have changed it)."""
-        mode = runtime.log.state().mode
+    def _follow_mode(self, runtime: _Thread, mode: str) -> None:
+        """Block or unblock the queue for ``mode``, the one the log holds (another process may have changed it)."""
         queue = runtime.queue
         if mode == "stepping" and not queue.blocked:
             queue.block(BlockingReason.STEPPING)
@@ -299,28 +300,34 @@ class ThreadManager:
         return Appended(thread, queued_at=len(runtime.queue), strategy=runtime.log.state().strategy)
 
     def _process(self, runtime: _Thread, item: _Item) -> Appended:
-        before = runtime.log.state().strategy
+        before: list[str] = []  # the strategy right before the message (a marker in it may switch it)
+
+        def build(seq: int, at: str, state: ThreadState) -> Event:
+            before.append(state.strategy)
+            return item.message.event(seq, at, state)
+
         if item.pending_id is None:
-            event, state = runtime.log.append(item.message.event)
+            event, state = runtime.log.append(build)
         else:
-            event, state = self._write_queued(runtime, item.message, item.pending_id)
+            event, state = self._write_queued(runtime, build, item.pending_id)
         chunk_id = f"c{event['seq']}"
-        if state.strategy != before:
+        switched = state.strategy != before[-1]
+        if switched:
             self._audit("thread-configure", runtime.id, state, {"strategy": state.strategy, "by": "marker"})
         compacted = None
         if state.mode == "auto" and runtime.queue.blocked_by is None:
             try:
-                compacted = self._compact(runtime, item.summarize, force=False)
+                compacted = self._compact(runtime, item.summarize, force=False, state=state)
             except MemdirError:  # the message is written; a compaction that lost a race runs next time
                 logger.warning("compaction of thread %s failed; it will be tried again", runtime.id, exc_info=True)
-        return Appended(runtime.id, chunk_id, strategy=runtime.log.state().strategy,
-                        switched=state.strategy != before, compacted=compacted)
+        return Appended(runtime.id, chunk_id, strategy=state.strategy, switched=switched, compacted=compacted)
 
-    def _write_queued(self, runtime: _Thread, message: Message, key: str) -> tuple[Event, ThreadState]:
-        """Write a message that waited on disk, then drop its entry, under one lock (it is written once)."""
+    def _write_queued(self, runtime: _Thread, message: EventBuilder, key: str) -> tuple[Event, ThreadState]:
+        """Write a message that waited on disk (``message`` builds its event), then drop its entry, under one lock
+        (it is written once)."""
 
         def build(seq: int, at: str, state: ThreadState) -> Event:
-            return {**message.event(seq, at, state), "queued": key}
+            return {**message(seq, at, state), "queued": key}
 
         with self.lock.exclusive():
             runtime.log.state()  # catch up: another process may have written it meanwhile
@@ -340,12 +347,14 @@ class ThreadManager:
         return result
 
     def compaction_due(self, thread: str) -> bool:
-        state = self.state(thread)
-        return compaction.due(compaction.plan(state, self.settings), self.settings)
+        runtime = self._thread(thread, read=True)
+        return compaction.due(runtime.candidates.plan(runtime.log.state()), self.settings)
 
-    def _compact(self, runtime: _Thread, summarize: Summarize | None, *, force: bool) -> Compacted | None:
-        state = runtime.log.state()
-        plan = compaction.plan(state, self.settings)
+    def _compact(self, runtime: _Thread, summarize: Summarize | None, *, force: bool,
+                 state: ThreadState | None = None) -> Compacted | None:
+        """Compact when due (``force``: whatever may be); ``state``: the log's state if the caller has just read it."""
+        state = state or runtime.log.state()
+        plan = runtime.candidates.plan(state)
         if not plan.chunks or not (force or compaction.due(plan, self.settings)):
             return None
         with self._blocked(runtime, BlockingReason.COMPACTING):
@@ -400,7 +409,7 @@ class ThreadManager:
                 raise InputValidationError("the thread is paused.", "Resume it before switching to stepping.")
             if runtime.log.state().mode != "stepping":
                 self._configure(runtime, "mode", "stepping")
-            self._follow_mode(runtime)
+            self._follow_mode(runtime, runtime.log.state().mode)
             return 0
         if runtime.log.state().mode != "auto":
             self._configure(runtime, "mode", "auto")

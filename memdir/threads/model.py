@@ -37,9 +37,10 @@ def is_thread_id(name: object) -> bool:
     return isinstance(name, str) and _THREAD_ID.fullmatch(name) is not None
 
 
-def _sequence_number(chunk_id: str) -> int | None:
+def sequence_number(chunk_id: str) -> int | None:
     """The event number in a chunk id the log gave (``c12`` -> 12); None for any other id."""
-    return int(chunk_id[1:]) if chunk_id[:1] == "c" and chunk_id[1:].isdigit() else None
+    digits = chunk_id[1:]
+    return int(digits) if chunk_id[:1] == "c" and digits.isdecimal() else None
 
 
 def check_thread_id(thread: str) -> str:
@@ -64,7 +65,7 @@ def strategy_name(name: str) -> str:
     return key
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Chunk:
     """One unit of a thread's working memory.
 
@@ -148,6 +149,8 @@ class ThreadState:
         archived_turns: how many of the archived chunks are turns (not summaries).
         owner: the agent that created the thread (None: anyone may change it).
         visible_to: the roles that see it (empty: every role), as for entries.
+        top_number: the highest ``N`` of a chunk id ``cN`` the thread ever had: a chunk numbered above it is new
+            without a look at the others (the reducers keep it).
     """
 
     chunks: tuple[Chunk, ...] = ()
@@ -162,6 +165,7 @@ class ThreadState:
     archived_turns: int = 0
     owner: str | None = None
     visible_to: tuple[str, ...] = ()
+    top_number: int = 0
 
     def chunk(self, chunk_id: str) -> Chunk | None:
         """The chunk with this id: in the thread, or one that compaction replaced."""
@@ -194,7 +198,7 @@ class ThreadState:
         turns: list[Chunk] = []
         for chunk in self.chunks:
             turns.extend(self.originals(chunk))
-        numbers = [_sequence_number(chunk.id) for chunk in turns]
+        numbers = [sequence_number(chunk.id) for chunk in turns]
         known = [number for number in numbers if number is not None]
         if len(known) == len(numbers):  # a summary may skip turns it kept: back in append order
             return [chunk for _, chunk in sorted(zip(known, turns), key=lambda pair: pair[0])]

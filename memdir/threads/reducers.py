@@ -25,54 +25,89 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, cast
 
 from memdir.core.errors import InputValidationError
-from memdir.threads.model import MODES, STRATEGIES, Chunk, ThreadState, is_thread_id
+from memdir.threads.model import MODES, STRATEGIES, Chunk, ThreadState, is_thread_id, sequence_number
 
 Event = dict[str, Any]
+_ID = attrgetter("id")
 
 
 @dataclass
 class Draft:
-    """A `ThreadState` being changed in place by reducers (``ids`` mirrors the chunks' ids for O(1) checks).
+    """A `ThreadState` being changed in place by reducers.
 
-    The archive of compacted chunks is shared with the state it came from until a reducer
-    adds to it (`archived`), so an append does not copy it.
+    What costs a pass over every chunk is done only when a reducer needs it: the set of
+    chunk ids (`ids`, for O(1) checks) is built on first use, and the ids of a draft that
+    only grew are its state's ids plus the new ones. The archive of compacted chunks is
+    shared with the state it came from until a reducer adds to it (`archived`), so an
+    append does not copy it.
     """
 
     chunks: list[Chunk] = field(default_factory=list)
     version: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
-    ids: set[str] = field(default_factory=set)
     archive: Mapping[str, Chunk] = field(default_factory=dict)
     seq: int = 0
     archived_turns: int = 0
     owns_archive: bool = False
+    top_number: int = 0
+    grown_from: tuple[str, ...] | None = ()
+    """The ids of the chunks the draft started with, while it has only grown (None once a reducer changed them)."""
+    _ids: set[str] | None = None
 
     @classmethod
     def of(cls, state: ThreadState) -> Draft:
         settings = {key: getattr(state, key) for key in SETTINGS}
-        return cls(list(state.chunks), state.version, settings, set(state.chunk_ids), state.archive, state.seq,
-                   state.archived_turns)
+        return cls(list(state.chunks), state.version, settings, state.archive, state.seq, state.archived_turns,
+                   top_number=state.top_number, grown_from=state.chunk_ids)
+
+    @property
+    def ids(self) -> set[str]:
+        """The chunks' ids (kept up to date by the reducers once built)."""
+        if self._ids is None:
+            self._ids = set(map(_ID, self.chunks))
+        return self._ids
+
+    def reshaped(self) -> None:
+        """Note that a reducer changed chunks other than by adding at the end."""
+        self.grown_from = None
 
     def freeze(self) -> ThreadState:
         chunks = tuple(self.chunks)
+        known = self.grown_from
+        if known is not None:
+            chunk_ids = known + tuple(map(_ID, chunks[len(known):]))
+        else:
+            chunk_ids = tuple(map(_ID, chunks))
         archive = self.archive if isinstance(self.archive, MappingProxyType) else MappingProxyType(self.archive)
         self.owns_archive = False  # the state now shares it: a later change copies it first
-        return ThreadState(chunks=chunks, chunk_ids=tuple(chunk.id for chunk in chunks), version=self.version,
-                           archive=archive, seq=self.seq, archived_turns=self.archived_turns, **self.settings)
+        return ThreadState(chunks=chunks, chunk_ids=chunk_ids, version=self.version,
+                           archive=archive, seq=self.seq, archived_turns=self.archived_turns,
+                           top_number=self.top_number, **self.settings)
 
     def archived(self, chunks: Iterable[Chunk]) -> None:
         """Keep ``chunks`` (replaced by a summary) in the archive; the first time, in a copy of its own (states
         share the one they were made from), so a replay copies it once, not once per compaction."""
         if not self.owns_archive:
-            self.archive, self.owns_archive = dict(self.archive), True
+            shared = self.archive
+            copy = shared.copy() if isinstance(shared, (dict, MappingProxyType)) else dict(shared)  # C speed
+            self.archive, self.owns_archive = copy, True
         archive = cast("dict[str, Chunk]", self.archive)
         for chunk in chunks:
             archive[chunk.id] = chunk
-            self.archived_turns += not chunk.is_summary
+            if not chunk.is_summary:
+                self.archived_turns += 1
+
+    def add(self, chunk: Chunk) -> None:
+        """Append a new chunk (its id checked)."""
+        self.check_new(chunk)
+        self.chunks.append(chunk)
+        if self._ids is not None:
+            self._ids.add(chunk.id)
 
     def check_known(self, chunk_ids: Iterable[str]) -> None:
         missing = [chunk_id for chunk_id in chunk_ids if chunk_id not in self.ids]
@@ -84,7 +119,11 @@ class Draft:
         return next(index for index, chunk in enumerate(self.chunks) if chunk.id == chunk_id)
 
     def check_new(self, chunk: Chunk) -> None:
-        if chunk.id in self.ids or chunk.id in self.archive:
+        """Refuse ``chunk`` unless its id is new; a chunk numbered above every one the thread had is new at once."""
+        number = sequence_number(chunk.id)
+        if number is not None and number > self.top_number:
+            self.top_number = number
+        elif chunk.id in self.ids or chunk.id in self.archive:
             raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
 
 
@@ -105,9 +144,7 @@ def reducer(op: str) -> Callable[[Reducer], Reducer]:
 @reducer("ADD")
 def _add(draft: Draft, event: Event) -> None:
     chunk = Chunk.from_json(event["chunk"])
-    draft.check_new(chunk)
-    draft.chunks.append(chunk)
-    draft.ids.add(chunk.id)
+    draft.add(chunk)
 
 
 _UPDATABLE = {f.name for f in fields(Chunk)} - {"id"}
@@ -123,6 +160,7 @@ def _update(draft: Draft, event: Event) -> None:
     if "parents" in changes:
         changes["parents"] = tuple(changes["parents"])
     draft.chunks[index] = replace(draft.chunks[index], **changes)
+    draft.reshaped()
 
 
 @reducer("DELETE")
@@ -130,7 +168,8 @@ def _delete(draft: Draft, event: Event) -> None:
     doomed = set(event["ids"])
     draft.check_known(doomed)
     draft.chunks = [chunk for chunk in draft.chunks if chunk.id not in doomed]
-    draft.ids -= doomed
+    draft.ids.difference_update(doomed)
+    draft.reshaped()
 
 
 @reducer("REORDER")
@@ -140,6 +179,7 @@ def _reorder(draft: Draft, event: Event) -> None:
     if sorted(order) != sorted(by_id):
         raise InputValidationError("REORDER must list every chunk id of the thread exactly once.", "Send the full new order.")
     draft.chunks = [by_id[chunk_id] for chunk_id in order]
+    draft.reshaped()
 
 
 @reducer("REPLACE")
@@ -151,6 +191,7 @@ def _replace(draft: Draft, event: Event) -> None:
     draft.chunks[index] = chunk
     draft.ids.discard(event["id"])
     draft.ids.add(chunk.id)
+    draft.reshaped()
 
 
 @reducer("BATCH_REPLACE")
@@ -161,21 +202,22 @@ def _batch_replace(draft: Draft, event: Event) -> None:
     gone = set(doomed)
     draft.check_known(gone)
     chunk = Chunk.from_json(event["chunk"])
-    if chunk.id in draft.ids - gone:
-        raise InputValidationError(f"chunk id {chunk.id!r} is already in this thread.", "Every chunk needs a new id.")
-    kept: list[Chunk] = []
+    if chunk.id not in gone:
+        draft.check_new(chunk)
+    first = len(draft.chunks)  # the replaced chunks are recent ones as a rule: look for them from the end
+    unseen = set(gone)
+    while unseen:
+        first -= 1
+        unseen.discard(draft.chunks[first].id)
+    kept: list[Chunk] = [chunk]  # the new chunk takes the place of the first one it replaces
     replaced: list[Chunk] = []
-    for existing in draft.chunks:  # the new chunk takes the place of the first one it replaces
-        if existing.id not in gone:
-            kept.append(existing)
-            continue
-        if not replaced:
-            kept.append(chunk)
-        replaced.append(existing)
-    draft.chunks = kept
+    for existing in draft.chunks[first:]:
+        (replaced if existing.id in gone else kept).append(existing)
+    draft.chunks[first:] = kept
     draft.archived(replaced)
-    draft.ids -= gone
+    draft.ids.difference_update(gone)
     draft.ids.add(chunk.id)
+    draft.reshaped()
 
 
 @reducer("BATCH")
@@ -219,8 +261,11 @@ def _configure(draft: Draft, event: Event) -> None:
 
 def reduce_into(draft: Draft, event: Event) -> None:
     """Apply one operation to ``draft`` (no version change: `apply`/`replay` count whole events)."""
-    op = event.get("op")
-    fn = REDUCERS.get(op) if isinstance(op, str) else None
+    _reduce(draft, event, event.get("op"))
+
+
+def _reduce(draft: Draft, event: Event, op: object) -> None:
+    fn = REDUCERS.get(op) if type(op) is str else None
     if fn is None:
         raise InputValidationError(f"unknown thread operation {op!r}.", f"Operations: {', '.join(REDUCERS)}.")
     try:
@@ -231,10 +276,10 @@ def reduce_into(draft: Draft, event: Event) -> None:
 
 def _check_seq(draft: Draft, event: Event) -> int | None:
     """The event's sequence number, if it has one: a whole number above every earlier one."""
-    if "seq" not in event:
+    seq = event.get("seq")
+    if seq is None and "seq" not in event:
         return None
-    seq = event["seq"]
-    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+    if type(seq) is not int or seq < 1:  # (a bool is no sequence number)
         raise InputValidationError(f"seq must be a whole number >= 1; got {seq!r}.", "Fix or remove that event.")
     if seq <= draft.seq:
         raise InputValidationError(f"seq {seq} does not follow seq {draft.seq}: sequence numbers only grow.",
@@ -247,12 +292,13 @@ def _step(draft: Draft, event: Event) -> Draft:
     if not isinstance(event, dict):
         raise InputValidationError(f"an event must be a JSON object; got {type(event).__name__}.", "Fix or remove it.")
     seq = _check_seq(draft, event)
-    if event.get("op") == "BATCH":  # several operations: on a copy, so that a failing one leaves nothing behind
+    op = event.get("op")
+    if op == "BATCH":  # several operations: on a copy, so that a failing one leaves nothing behind
         work = Draft.of(draft.freeze())
-        reduce_into(work, event)
+        _reduce(work, event, op)
         draft = work
     else:  # every other reducer checks before it changes anything
-        reduce_into(draft, event)
+        _reduce(draft, event, op)
     draft.version += 1
     if seq is not None:
         draft.seq = seq

@@ -2,9 +2,10 @@
 
 ``<root>/threads/<id>/events.jsonl``: the thread's events as JSON lines, append only, a
 record of the root (like the audit log), never derived data. A cursor is a byte offset.
-Appends are one ``write`` on an ``O_APPEND`` descriptor, then fsynced, under the root's
-lock; reads take no lock and stop at the last newline, so a line being written (or half
-written by a writer killed mid-write) is never read, and the next append cuts it off.
+Appends are one ``write`` on an ``O_APPEND`` descriptor, then synced (``fdatasync``; a new
+log's folders too), under the root's lock; reads take no lock and stop at the last newline,
+so a line being written (or half written by a writer killed mid-write) is never read, and
+the next append cuts it off.
 Every file operation goes through `memdir.core.files` (confined to the root, regular
 files only, never blocking): a log or folder swapped for a link or a pipe is refused.
 """
@@ -12,6 +13,7 @@ files only, never blocking): a log or folder swapped for a link or a pipe is ref
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -58,7 +60,17 @@ class ThreadFiles:
 
     def read(self, thread: str, cursor: int) -> list[tuple[int, bytes]] | None:
         """The complete lines after byte ``cursor``, each with the offset after it; None when the file is shorter
-        than ``cursor`` (replaced or cut by hand: read it again from 0)."""
+        than ``cursor`` (replaced or cut by hand: read it again from 0).
+
+        A log that is still ``cursor`` bytes long holds nothing new: its ``lstat`` answers that without opening it
+        (nothing is read, so a file that is not the log's cannot leak through).
+        """
+        try:
+            st = os.lstat(self.path(thread))
+        except OSError:
+            st = None  # missing, or a path the open below reports clearly
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == cursor:
+            return []
         try:
             with open_regular(self.root, self.path(thread)) as handle:
                 if os.fstat(handle.fileno()).st_size < cursor:
