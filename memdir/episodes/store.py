@@ -45,6 +45,7 @@ from memdir.episodes.model import OUTCOMES, Episode
 
 if TYPE_CHECKING:
     from memdir.core.entry import Entry
+    from memdir.core.identity import Actor
     from memdir.memory import Memory
 
 log = logging.getLogger(__name__)
@@ -311,13 +312,14 @@ def read_episode(memory: Memory, path: str) -> StoredEpisode:
     return stored_episode(memory.read(path))
 
 
-def iter_recent(memory: Memory) -> Iterator[StoredEpisode]:
-    """Stored episodes, date folders newest first (within a folder, latest end first); undated last.
+def iter_recent(memory: Memory, view: Actor | None = None) -> Iterator[StoredEpisode]:
+    """Stored episodes in ``view`` (`Memory.list`; None: all), date folders newest first (within a
+    folder, latest end first); undated last.
 
     Lazy, so the session-start reminder reads only the newest folders.
     """
     folders: dict[str, list[str]] = {}
-    for info in memory.list(EPISODES_PREFIX):
+    for info in memory.list(EPISODES_PREFIX, view=view):
         rest = info.path[len(EPISODES_PREFIX):]
         folder = rest.split("/", 1)[0] if "/" in rest else ""
         folders.setdefault(folder, []).append(info.path)
@@ -366,12 +368,14 @@ def list_episodes(
     since: datetime | None = None,
     project: str | None = None,
     limit: int | None = None,
+    view: Actor | None = None,
 ) -> list[StoredEpisode]:
-    """Stored episodes, most recent first, filtered by outcome, tag (case-insensitive), time and project."""
+    """Stored episodes in ``view`` (an actor's role view; None: all), most recent first, filtered by
+    outcome, tag (case-insensitive), time and project."""
     found: list[StoredEpisode] = []
     wanted_tag = tag.casefold() if tag else None
     wanted_project = project.casefold() if project else None
-    for episode in iter_recent(memory):
+    for episode in iter_recent(memory, view):
         if since is not None and episode.when is not None and episode.when < since:
             if episode.started is not None and episode.started < since - timedelta(days=2):
                 break  # folders are by start date; nothing further back can qualify
