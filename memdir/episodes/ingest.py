@@ -57,6 +57,8 @@ class Transcript:
     messages: list[Message]
     cwd: str | None = None
     path: str | None = None
+    title: str | None = None
+    """The conversation's own title (a chat export's), which names its episodes."""
 
 
 @dataclass
@@ -260,9 +262,18 @@ def episodes_from(transcript: Transcript, *, config: SegmentConfig | None = None
             index=piece.start, project=project, transcript=transcript.path,
         )
         describe(episode, piece.name)
-        _apply_agent_record(episode)
         episodes.append(episode)
+    for number, episode in enumerate(episodes, start=1):
+        if transcript.title:
+            episode.name = _titled(transcript.title, number, len(episodes))
+        _apply_agent_record(episode)
     return episodes
+
+
+def _titled(title: str, number: int, count: int) -> str:
+    """An episode's name from its conversation's title: the title, numbered when the conversation has several."""
+    name = clip_words(" ".join(title.split()), 12)
+    return name if count == 1 else f"{name} ({number}/{count})"
 
 
 def _apply_agent_record(episode: Episode) -> None:

@@ -15,7 +15,8 @@ the shapes read here are those the exports hold, as basic-memory's importers rea
   from the conversation and system messages left out.
 
 Each conversation becomes a transcript whose session id is ``claude.ai:<uuid>`` or
-``chatgpt:<id>``; `memdir.episodes.ingest.ingest_transcript_object` cuts it into episodes and
+``chatgpt:<id>``, titled as the conversation is (``name`` / ``title``: the episodes' names, numbered
+when it is cut into several); `memdir.episodes.ingest.ingest_transcript_object` cuts it into episodes and
 stores them (each keeps that session id, the conversation's times and its source file), so a
 second import changes nothing and a conversation that went on updates only its last episode.
 """
@@ -74,7 +75,7 @@ def claude_transcript(item: Any) -> Transcript | str:
         content = message.get("content") if isinstance(message.get("content"), list) and message["content"] else message.get("text")
         messages.extend(messages_from_content(role, content, timestamp=parse_time(message.get("created_at")),
                                               uid=str(message["uuid"]) if message.get("uuid") else None))
-    return Transcript(session_id=f"claude.ai:{ident}", messages=messages)
+    return Transcript(session_id=f"claude.ai:{ident}", messages=messages, title=_title(item.get("name")))
 
 
 def chatgpt_transcript(item: Any) -> Transcript | str:
@@ -96,7 +97,12 @@ def chatgpt_transcript(item: Any) -> Transcript | str:
         messages.extend(messages_from_content(role, _chatgpt_text(message.get("content")),
                                               timestamp=parse_time(message.get("create_time")),
                                               uid=str(message["id"]) if message.get("id") else None))
-    return Transcript(session_id=f"chatgpt:{ident}", messages=messages)
+    return Transcript(session_id=f"chatgpt:{ident}", messages=messages, title=_title(item.get("title")))
+
+
+def _title(value: Any) -> str | None:
+    """A conversation's title as its export gives it (None when it has none)."""
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _branch(mapping: dict[str, Any], current: Any) -> list[Any]:

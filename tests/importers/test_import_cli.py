@@ -310,6 +310,8 @@ def test_conversation_exports_become_episodes_once(tmp_path, fmt):
         [info] = memory.list("experience/episodes/")
         episode = memory.read(info.path)
         extra = episode.metadata.model_extra or {}
+        title = "Plan the database migration" if fmt == "claude" else "Fix the flaky test"
+        assert episode.title == title and extra["episode"] == title  # the conversation's title names its episode
         if fmt == "claude":
             assert extra["session_id"] == "claude.ai:c0ffee00-0000-4000-8000-000000000001"
             assert extra["started"] == "2026-03-02T09:00:00+00:00" and extra["messages"] == 2
