@@ -226,11 +226,14 @@ def health(memory: Memory) -> tuple[HealthStats, str]:
     return stats, format_health_report(stats)
 
 
-def defrag_preview(memory: Memory, action: str) -> str:
-    """What defrag's ``action`` would do, as its markdown report (a dry run: nothing changes)."""
+def defrag_preview(memory: Memory, action: str, read_only: bool = False) -> str:
+    """What defrag's ``action`` would do, as its markdown report (a dry run: nothing changes), telling
+    the person how to apply it: the page's button, or in a ``read_only`` web view the command."""
     from memdir.optimization.defragmenter import Defragmenter
+    from memdir.optimization.reports import FOR_READ_ONLY_WEB, FOR_WEB
 
-    return Defragmenter(memory).run(action, dry_run=True).markdown
+    wording = FOR_READ_ONLY_WEB if read_only else FOR_WEB
+    return Defragmenter(memory, wording=wording).run(action, dry_run=True).markdown
 
 
 def audit_trail(memory: Memory, path: str) -> list[AuditRecord]:
@@ -241,10 +244,10 @@ def audit_trail(memory: Memory, path: str) -> list[AuditRecord]:
 
 
 def recent_episodes(memory: Memory, limit: int = 20) -> list[StoredEpisode]:
-    """The most recent episodes first."""
+    """The most recent episodes in the caller's view first."""
     from memdir.episodes.store import list_episodes
 
-    return list_episodes(memory, limit=limit)
+    return list_episodes(memory, limit=limit, view=view_filter(memory.actor, False))
 
 
 def threads(memory: Memory) -> list[ThreadRow]:
