@@ -46,7 +46,7 @@ from memdir.episodes.model import OUTCOMES, Episode
 if TYPE_CHECKING:
     from memdir.core.entry import Entry
     from memdir.core.identity import Actor
-    from memdir.memory import Memory
+    from memdir.memory import Memory, NewEntry
 
 log = logging.getLogger(__name__)
 
@@ -216,9 +216,19 @@ def save_many(memory: Memory, episodes: Sequence[tuple[Episode, str | None]], *,
               summarize: Summarize | None = None) -> list[SaveResult]:
     """Write each episode (with the path to write it to, or None for its own) unless the same one is
     already stored, embedding the new and changed ones together in batches (`Memory.write_many`)."""
+    return write_planned(memory, plan_saves(memory, episodes, summarize=summarize))
+
+
+SavePlan = tuple[str, "NewEntry | None"]
+"""Where an episode goes, and what to write there (None: the same episode is stored there already)."""
+
+
+def plan_saves(memory: Memory, episodes: Sequence[tuple[Episode, str | None]], *,
+               summarize: Summarize | None = None) -> list[SavePlan]:
+    """What `save_many` would write, nothing written yet (so that a caller can batch and journal it)."""
     from memdir.memory import NewEntry
 
-    plans: list[tuple[str, NewEntry | None]] = []
+    plans: list[SavePlan] = []
     for episode, path in episodes:
         target = path or find_existing(memory, episode)
         if target is not None and _stored_digest(memory, target) == digest(episode):
@@ -229,6 +239,11 @@ def save_many(memory: Memory, episodes: Sequence[tuple[Episode, str | None]], *,
         target = target or episode_path(episode)
         plans.append((target, NewEntry(target, render(episode, memory.settings.word_limit), episode.name,
                                        metadata(episode))))
+    return plans
+
+
+def write_planned(memory: Memory, plans: Sequence[SavePlan]) -> list[SaveResult]:
+    """Write what `plan_saves` planned, in one `Memory.write_many`; each episode's outcome."""
     written = iter(memory.write_many([write for _, write in plans if write is not None]))
     results = []
     for target, write in plans:
@@ -402,6 +417,7 @@ def _in_project(episode: StoredEpisode, project: str) -> bool:
 __all__ = [
     "EPISODES_PREFIX",
     "OUTCOME_ICONS",
+    "SavePlan",
     "SaveResult",
     "StoredEpisode",
     "Summarize",
@@ -414,10 +430,12 @@ __all__ = [
     "list_episodes",
     "metadata",
     "parse_since",
+    "plan_saves",
     "read_episode",
     "render",
     "save",
     "save_many",
     "slugify",
     "stored_episode",
+    "write_planned",
 ]

@@ -113,6 +113,7 @@ class NewEntry:
     content: str
     title: str = ""
     metadata: Metadata | dict[str, Any] | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,7 +449,8 @@ class Memory:
         prepared = [self._prepared(w.path, w.title, w.metadata, w.content) for w in writes]
         vectors = self._embed([text for _, _, text in prepared]) if prepared else None
         return [
-            self._stored(logical, w.content, w.title, meta, text, None if vectors is None else vectors[i])
+            self._stored(logical, w.content, w.title, meta, text, None if vectors is None else vectors[i],
+                         updated_at=w.updated_at)
             for i, (w, (logical, meta, text)) in enumerate(zip(writes, prepared))
         ]
 
