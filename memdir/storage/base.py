@@ -36,7 +36,7 @@ import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
-from memdir.storage.records import Chunk, Edge, EntryInfo, FileStats, Listed, Page, RankFacts, ReconcilePlan, Stamp
+from memdir.storage.records import EVERY, Chunk, Edge, EntryInfo, FileStats, Listed, Narrowing, Page, RankFacts, ReconcilePlan, Stamp
 
 if TYPE_CHECKING:
     import os
@@ -205,10 +205,10 @@ class PagedListing(Protocol):
     """A store listing that reads one page at a time (a database: `memdir.storage.postgres.pages`)
     instead of listing every entry; `paged_listing` tells one from a listing that lists everything."""
 
-    def newest(self, under: str | None, limit: int, keep: Chunk) -> Page:
-        """The ``limit`` newest entries under ``under`` that ``keep`` keeps, and whether more match."""
+    def newest(self, under: str | None, limit: int, keep: Chunk, narrow: Narrowing = EVERY) -> Page:
+        """The ``limit`` newest entries under ``under`` (and ``narrow``) that ``keep`` keeps, and whether more match."""
 
-    def in_path_order(self, under: str | None, after: str | None, limit: int, keep: Chunk) -> Page:
+    def in_path_order(self, under: str | None, after: str | None, limit: int, keep: Chunk, narrow: Narrowing = EVERY) -> Page:
         """The first ``limit`` entries after the path ``after``, in path order."""
 
     def at_offset(self, under: str | None, offset: int, limit: int) -> list[EntryInfo]:
