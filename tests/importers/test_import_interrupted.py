@@ -1,6 +1,7 @@
-"""An import killed halfway (SIGKILL to a real `memdir import` process) is undone by the next import.
+"""An import stopped halfway is undone: killed (SIGKILL to a real `memdir import` process), by the next
+import; stopped by Ctrl-C, at once.
 
-The store first holds an earlier import of three entities and an agent's own entry. A second
+For the kill, the store first holds an earlier import of three entities and an agent's own entry. A second
 import of a changed, larger version of the source is killed once its first batch is on disk (so
 it has created entries and changed the three); the next import (of another file) finds the
 journal it left, puts every entry back as it was before the killed run, and says so.
@@ -24,7 +25,6 @@ from memdir.core.settings import Settings
 from memdir.importers.plan import BATCH
 from memdir.memory import Memory
 
-pytestmark = pytest.mark.slow
 runner = CliRunner()
 ENTITIES = BATCH * 3
 
@@ -39,6 +39,7 @@ def imported(root: Path) -> dict[str, str]:
         return {info.path: memory.read(info.path).content for info in memory.list("concept/")}
 
 
+@pytest.mark.slow
 def test_an_import_killed_halfway_is_undone_by_the_next(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMDIR_EMBEDDINGS_ENABLED", "false")
     root, first, second, other = tmp_path / "memory", tmp_path / "v1.jsonl", tmp_path / "v2.jsonl", tmp_path / "other.jsonl"
@@ -79,3 +80,37 @@ def test_an_import_killed_halfway_is_undone_by_the_next(tmp_path, monkeypatch):
         found = {result.path for result in memory.search("Entity 300 says two", top_k=50)}
         assert "concept/thing/entity-300.md" not in found  # nothing of it left in the index either
         assert {path for path in found if path.startswith("concept/")} <= set(after)
+
+
+def test_a_conversation_import_stopped_by_ctrl_c_is_undone_at_once(tmp_path, monkeypatch):
+    from memdir.importers import conversations
+    from tests.importers.test_import_cli import CLAUDE
+
+    monkeypatch.setenv("MEMDIR_EMBEDDINGS_ENABLED", "false")
+    monkeypatch.setattr(conversations, "BATCH", 1)  # one conversation a batch: the second batch is stopped
+    root, source = tmp_path / "memory", tmp_path / "conversations.json"
+    second = {**CLAUDE[0], "uuid": "c0ffee00-0000-4000-8000-000000000009", "name": "Roll out the migration"}
+    source.write_text(json.dumps([CLAUDE[0], second]))
+    written = conversations.write_planned
+    calls = []
+
+    def stopped_on_the_second(memory, plans):
+        calls.append(plans)
+        if len(calls) == 2:
+            written(memory, plans)  # the second batch is on disk when Ctrl-C comes
+            raise KeyboardInterrupt
+        return written(memory, plans)
+
+    monkeypatch.setattr(conversations, "write_planned", stopped_on_the_second)
+    result = runner.invoke(app, ["import", "--from", "claude", str(source), "--root", str(root)])
+    assert result.exit_code != 0 and len(calls) == 2
+    assert imported_episodes(root) == []  # neither the first batch nor the second is left
+    assert list((root / ".memdir" / "imports").glob("*.jsonl")) == []
+    monkeypatch.setattr(conversations, "write_planned", written)
+    assert runner.invoke(app, ["import", "--from", "claude", str(source), "--root", str(root)]).exit_code == 0
+    assert sorted(imported_episodes(root)) == ["Plan the database migration", "Roll out the migration"]
+
+
+def imported_episodes(root: Path) -> list[str]:
+    with Memory.open(Settings(root=root), load_model=False, read_only=True) as memory:
+        return [memory.read(info.path).title for info in memory.list("experience/episodes/")]
