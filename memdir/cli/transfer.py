@@ -82,12 +82,8 @@ def import_store(
     from memdir.memory import Memory
 
     check_format(from_format)
-    with Memory.open(settings, load_model=False) as memory, progress_bar() as bar:
+    with Memory.open(settings) as memory, progress_bar() as bar:  # each batch embedded as it is written
         task = bar.add_task("Importing", total=None)
         report = import_from(memory, from_format, Path(source),
                              progress=lambda done, total: bar.update(task, completed=done, total=total))
     typer.echo(report.describe())
-    if report.changed:
-        with Memory.open(settings) as memory, progress_bar() as bar:  # the new entries' vectors, in batches
-            task = bar.add_task("Embedding", total=None)
-            memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=False)

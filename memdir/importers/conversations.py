@@ -157,7 +157,8 @@ def import_conversations(memory: Memory, source: Path, source_format: str,
                 _write(memory, batch, journal, report)
                 batch, sessions = [], set()
             transcript.path = str(source)
-            batch.append(plan_transcript(memory, transcript))
+            # cut by the words alone: the same episodes whether the model is installed or not (a re-import changes nothing)
+            batch.append(plan_transcript(memory, transcript, use_model=False))
             sessions.add(transcript.session_id)
         if len(batch) >= BATCH or number == len(conversations):
             _write(memory, batch, journal, report)

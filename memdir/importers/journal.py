@@ -3,9 +3,9 @@
 An import writes in batches. Before each batch it appends to its journal,
 ``<root>/.memdir/imports/<run id>.jsonl``, the prior state of every entry the batch will write
 (`memdir.optimization.journal.capture`: missing, a redirect stub, or the whole entry), one JSON
-record per line, fsynced; the first line names the run (format, source, who, when). While it runs,
-the import holds an exclusive lock on its journal. An import that ends, whether it finished or
-stopped on an error it reports, deletes the journal; one that raised (Ctrl-C) is rolled back at once.
+record per line, fsynced; the first line names the run (format, source, who, when), a last ``end``
+line says it finished. While it runs, the import holds an exclusive lock on its journal. An import that finishes (records skipped
+included) deletes its journal; one stopped by an exception (Ctrl-C) is rolled back at once.
 
 An import killed on the way (SIGKILL, a crash, the machine going down) leaves its journal. The
 next import, before it reads its source, takes the lock of every journal it finds (a journal
@@ -99,11 +99,15 @@ class ImportJournal:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: object) -> None:
         assert self._handle is not None
         try:
-            if kind is not None:
+            if kind is None:
+                self._append([{"type": "end"}])  # finished: a journal left behind now is only deleted
+            else:
                 _roll_back(self.memory, _read(self.path))  # stopped by an error: undo now, not at the next import
-        finally:
             self.path.unlink(missing_ok=True)
             fsync_dir(self.path.parent)
+        except Exception:  # (the import's own error is what the caller sees)
+            log.exception("The import's journal %s could not be settled now; the next import settles it.", self.path)
+        finally:
             self._handle.close()  # releases the lock
 
 
@@ -126,7 +130,8 @@ def roll_back_stopped(memory: Memory) -> list[RolledBack]:
                 where = quarantine(memory.root, path, QUARANTINE_DIR)
                 log.warning("An import journal that cannot be read was set aside in %s: %s", where, exc)
                 continue
-            undone.append(_roll_back(memory, records))
+            if records[-1]["type"] != "end":
+                undone.append(_roll_back(memory, records))
             path.unlink()
     return undone
 
@@ -140,16 +145,18 @@ def _read(path: Path) -> list[dict[str, Any]]:
     lines = path.read_bytes().split(b"\n")
     if lines[-1]:
         lines = lines[:-1]  # torn: the batch it began was never written
-    records = []
+    records: list[dict[str, Any]] = []
     for number, line in enumerate(filter(None, lines), start=1):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"line {number} is not JSON") from exc
-        expected = "run" if number == 1 else "before"
-        if not isinstance(record, dict) or record.get("type") != expected:
-            raise ValueError(f"line {number} is not a {expected} record")
-        if expected == "before":
+        if records and records[-1]["type"] == "end":
+            raise ValueError(f"line {number} follows the end")
+        expected = ("run",) if number == 1 else ("before", "end")
+        if not isinstance(record, dict) or record.get("type") not in expected:
+            raise ValueError(f"line {number} is not a {' or '.join(expected)} record")
+        if record["type"] == "before":
             state = record.get("state")
             if not isinstance(state, dict) or state.get("state") not in STATES or not isinstance(record.get("path"), str):
                 raise ValueError(f"line {number} holds no state to restore")

@@ -114,3 +114,22 @@ def test_a_conversation_import_stopped_by_ctrl_c_is_undone_at_once(tmp_path, mon
 def imported_episodes(root: Path) -> list[str]:
     with Memory.open(Settings(root=root), load_model=False, read_only=True) as memory:
         return [memory.read(info.path).title for info in memory.list("experience/episodes/")]
+
+
+def test_a_journal_planted_by_hand_is_set_aside_and_undoes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMDIR_EMBEDDINGS_ENABLED", "false")
+    root, source = tmp_path / "memory", tmp_path / "memory.jsonl"
+    with Memory.open(Settings(root=root), load_model=False) as memory:
+        memory.write("concept/notes/mine.md", "An agent's own note.", title="Mine")
+    journals = root / ".memdir" / "imports"
+    journals.mkdir(parents=True)
+    (journals / "planted.jsonl").write_text(
+        json.dumps({"type": "run", "format": "mcp-memory", "source": "x", "agent": None, "started": "now"}) + "\n"
+        + json.dumps({"type": "before", "path": "../../outside.md", "state": {"state": "missing"}}) + "\n"
+        + json.dumps({"type": "before", "path": "concept/notes/mine.md", "state": {"state": "missing"}}) + "\n")
+    entities(source, 1, "one")
+    result = runner.invoke(app, ["import", "--from", "mcp-memory", str(source), "--root", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "undone" not in result.output and "mcp-memory: 1 imported" in result.output
+    assert "concept/notes/mine.md" in imported(root)  # nothing the planted journal names was touched
+    assert [path.name for path in (journals / "quarantine").iterdir()] == ["planted.jsonl"]
