@@ -125,6 +125,18 @@ def test_bad_lines_are_skipped_by_name_and_the_rest_comes_in(tmp_path):
         assert line in output, output
 
 
+def test_a_record_memdir_refuses_to_store_is_skipped_by_name_and_its_batch_comes_in(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMDIR_MAX_ENTRY_SIZE", "400")
+    source, root = tmp_path / "memory.jsonl", tmp_path / "memory"
+    source.write_text("".join(json.dumps({"type": "entity", "name": name, "entityType": "thing", "observations": [text]})
+                              + "\n" for name, text in [("Before", "small"), ("Huge", "x" * 500), ("After", "small")]))
+    output = run_import("mcp-memory", source, root)
+    assert "2 imported, 0 updated, 0 unchanged, 1 skipped" in output, output
+    assert "skipped record 'Huge': " in output and "400" in output
+    with open_memory(root) as memory:
+        assert [info.path for info in memory.list("concept/")] == ["concept/thing/after.md", "concept/thing/before.md"]
+
+
 def test_names_in_any_script_get_paths_of_their_own(tmp_path):
     source, root = tmp_path / "memory.jsonl", tmp_path / "memory"
     source.write_text("".join(json.dumps({"type": "entity", "name": name, "entityType": "city", "observations": [name]}) + "\n"
