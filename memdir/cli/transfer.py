@@ -72,7 +72,8 @@ def import_store(
     """Copy a whole memdir store into this one (which must be empty), or with --from import another memory system's data.
 
     An import with --from can be run again: what is already imported is left as it is, and
-    each record it skips is named with the reason.
+    each record it skips is named with the reason. It is all or nothing: one stopped halfway
+    (Ctrl-C) is undone at once, one killed is undone by the next import.
     """
     settings = load_settings(root, agent, store=store)
     if from_format is None:
