@@ -338,3 +338,16 @@ def test_conversation_exports_become_episodes_once(tmp_path, fmt):
     before = snapshot(root)
     assert "0 imported, 0 updated, 1 unchanged" in run_import(fmt, source, root)
     assert snapshot(root) == before
+
+
+def test_a_conversation_cut_into_several_episodes_names_each_after_its_title(tmp_path):
+    later = [{"uuid": f"m{n}", "sender": sender, "created_at": f"2026-03-02T14:0{n}:00Z", "text": text, "content": []}
+             for n, (sender, text) in enumerate([("human", "Back after lunch: the backfill is slow on orders."),
+                                                 ("assistant", "Raise the batch size and add an index first.")], start=3)]
+    conversation = {**CLAUDE[0], "chat_messages": [*CLAUDE[0]["chat_messages"], *later]}  # hours later: a new episode
+    source, root = tmp_path / "conversations.json", tmp_path / "memory"
+    source.write_text(json.dumps([conversation]))
+    assert "2 imported" in run_import("claude", source, root)
+    with open_memory(root) as memory:
+        names = sorted(memory.read(info.path).title for info in memory.list("experience/episodes/"))
+    assert names == ["Plan the database migration (1/2)", "Plan the database migration (2/2)"]
