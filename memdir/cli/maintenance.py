@@ -58,6 +58,7 @@ def defrag(
     from memdir.memory import Memory
     from memdir.optimization.defragmenter import Defragmenter
     from memdir.optimization.journal import undo_last
+    from memdir.optimization.reports import FOR_TERMINAL
 
     with Memory.open(load_settings(root_of(directory, root), agent, store=store, **identity(role, admin, shared))) as memory:
         if undo:
@@ -71,9 +72,9 @@ def defrag(
                 "limit": limit, "dry_run": dry_run,
             }
             if action is None:
-                report = Defragmenter(memory).overview(**({"limit": limit} if limit is not None else {}))
+                report = Defragmenter(memory, wording=FOR_TERMINAL).overview(**({"limit": limit} if limit is not None else {}))
             else:
-                report = Defragmenter(memory).run(action, **options)
+                report = Defragmenter(memory, wording=FOR_TERMINAL).run(action, **options)
             data, text = report.to_dict(), report.markdown
     if as_json:
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

@@ -72,7 +72,8 @@ def import_store(
     """Copy a whole memdir store into this one (which must be empty), or with --from import another memory system's data.
 
     An import with --from can be run again: what is already imported is left as it is, and
-    each record it skips is named with the reason.
+    each record it skips is named with the reason. It is all or nothing: one stopped halfway
+    (Ctrl-C) is undone at once, one killed is undone by the next import.
     """
     settings = load_settings(root, agent, store=store)
     if from_format is None:
@@ -82,12 +83,8 @@ def import_store(
     from memdir.memory import Memory
 
     check_format(from_format)
-    with Memory.open(settings, load_model=False) as memory, progress_bar() as bar:
+    with Memory.open(settings) as memory, progress_bar() as bar:  # each batch embedded as it is written
         task = bar.add_task("Importing", total=None)
         report = import_from(memory, from_format, Path(source),
                              progress=lambda done, total: bar.update(task, completed=done, total=total))
     typer.echo(report.describe())
-    if report.changed:
-        with Memory.open(settings) as memory, progress_bar() as bar:  # the new entries' vectors, in batches
-            task = bar.add_task("Embedding", total=None)
-            memory.rebuild(progress=lambda done, total: bar.update(task, completed=done, total=total), everything=False)

@@ -35,7 +35,7 @@ from memdir.core.units import plural
 from memdir.episodes.heuristics import clip_words, describe
 from memdir.episodes.model import OUTCOMES, Episode, Message
 from memdir.episodes.segment import RECORD_TOOL, SegmentConfig, segment
-from memdir.episodes.store import Summarize, save_many
+from memdir.episodes.store import SavePlan, SaveResult, Summarize, plan_saves, write_planned
 
 if TYPE_CHECKING:
     from memdir.embeddings.base import Embedder
@@ -57,6 +57,8 @@ class Transcript:
     messages: list[Message]
     cwd: str | None = None
     path: str | None = None
+    title: str | None = None
+    """The conversation's own title (a chat export's), which names its episodes."""
 
 
 @dataclass
@@ -260,9 +262,18 @@ def episodes_from(transcript: Transcript, *, config: SegmentConfig | None = None
             index=piece.start, project=project, transcript=transcript.path,
         )
         describe(episode, piece.name)
-        _apply_agent_record(episode)
         episodes.append(episode)
+    for number, episode in enumerate(episodes, start=1):
+        if transcript.title:
+            episode.name = _titled(transcript.title, number, len(episodes))
+        _apply_agent_record(episode)
     return episodes
+
+
+def _titled(title: str, number: int, count: int) -> str:
+    """An episode's name from its conversation's title: the title, numbered when the conversation has several."""
+    name = clip_words(" ".join(title.split()), 12)
+    return name if count == 1 else f"{name} ({number}/{count})"
 
 
 def _apply_agent_record(episode: Episode) -> None:
@@ -302,13 +313,28 @@ def ingest_transcript_object(memory: Memory, transcript: Transcript, *, config: 
                              summarize: Summarize | None = None, project: str | None = None,
                              embedder: Embedder | None = None, use_model: bool = True) -> IngestReport:
     """Segment, describe and store one transcript's episodes (see `ingest`)."""
+    episodes, plans = plan_transcript(memory, transcript, config=config, summarize=summarize, project=project,
+                                      embedder=embedder, use_model=use_model)
+    return ingest_report(episodes, write_planned(memory, plans))
+
+
+def plan_transcript(memory: Memory, transcript: Transcript, *, config: SegmentConfig | None = None,
+                    summarize: Summarize | None = None, project: str | None = None,
+                    embedder: Embedder | None = None, use_model: bool = True) -> tuple[list[Episode], list[SavePlan]]:
+    """A transcript's episodes and what storing them would write (`memdir.episodes.store.plan_saves`),
+    nothing written yet: an import batches the writes of many transcripts."""
     config = config or SegmentConfig.from_settings(memory.settings.episodes)
     if embedder is None and use_model and config.topic_threshold is not None:
         embedder = memory.model.get()
-    report = IngestReport()
     episodes = list(episodes_from(transcript, config=config, embedder=embedder, project=project))
     recorded = [episode.recorded if episode.recorded and memory.exists(episode.recorded) else None for episode in episodes]
-    for episode, result in zip(episodes, save_many(memory, list(zip(episodes, recorded)), summarize=summarize)):
+    return episodes, plan_saves(memory, list(zip(episodes, recorded)), summarize=summarize)
+
+
+def ingest_report(episodes: Sequence[Episode], results: Sequence[SaveResult]) -> IngestReport:
+    """What storing ``episodes`` did, from each one's outcome."""
+    report = IngestReport()
+    for episode, result in zip(episodes, results):
         getattr(report, result.status).append(result.path)
         report.episodes.append((result.path, episode))
     return report
@@ -339,11 +365,13 @@ __all__ = [
     "Transcript",
     "episodes_from",
     "ingest",
+    "ingest_report",
     "ingest_transcript_object",
     "messages_from_content",
     "parse_claude_jsonl",
     "parse_json_list",
     "parse_time",
+    "plan_transcript",
     "project_name",
     "read_transcript",
 ]

@@ -45,7 +45,8 @@ from memdir.episodes.model import OUTCOMES, Episode
 
 if TYPE_CHECKING:
     from memdir.core.entry import Entry
-    from memdir.memory import Memory
+    from memdir.core.identity import Actor
+    from memdir.memory import Memory, NewEntry
 
 log = logging.getLogger(__name__)
 
@@ -215,9 +216,19 @@ def save_many(memory: Memory, episodes: Sequence[tuple[Episode, str | None]], *,
               summarize: Summarize | None = None) -> list[SaveResult]:
     """Write each episode (with the path to write it to, or None for its own) unless the same one is
     already stored, embedding the new and changed ones together in batches (`Memory.write_many`)."""
+    return write_planned(memory, plan_saves(memory, episodes, summarize=summarize))
+
+
+SavePlan = tuple[str, "NewEntry | None"]
+"""Where an episode goes, and what to write there (None: the same episode is stored there already)."""
+
+
+def plan_saves(memory: Memory, episodes: Sequence[tuple[Episode, str | None]], *,
+               summarize: Summarize | None = None) -> list[SavePlan]:
+    """What `save_many` would write, nothing written yet (so that a caller can batch and journal it)."""
     from memdir.memory import NewEntry
 
-    plans: list[tuple[str, NewEntry | None]] = []
+    plans: list[SavePlan] = []
     for episode, path in episodes:
         target = path or find_existing(memory, episode)
         if target is not None and _stored_digest(memory, target) == digest(episode):
@@ -228,6 +239,11 @@ def save_many(memory: Memory, episodes: Sequence[tuple[Episode, str | None]], *,
         target = target or episode_path(episode)
         plans.append((target, NewEntry(target, render(episode, memory.settings.limits.word_limit), episode.name,
                                        metadata(episode))))
+    return plans
+
+
+def write_planned(memory: Memory, plans: Sequence[SavePlan]) -> list[SaveResult]:
+    """Write what `plan_saves` planned, in one `Memory.write_many`; each episode's outcome."""
     written = iter(memory.write_many([write for _, write in plans if write is not None]))
     results = []
     for target, write in plans:
@@ -311,13 +327,14 @@ def read_episode(memory: Memory, path: str) -> StoredEpisode:
     return stored_episode(memory.read(path))
 
 
-def iter_recent(memory: Memory) -> Iterator[StoredEpisode]:
-    """Stored episodes, date folders newest first (within a folder, latest end first); undated last.
+def iter_recent(memory: Memory, view: Actor | None = None) -> Iterator[StoredEpisode]:
+    """Stored episodes in ``view`` (`Memory.list`; None: all), date folders newest first (within a
+    folder, latest end first); undated last.
 
     Lazy, so the session-start reminder reads only the newest folders.
     """
     folders: dict[str, list[str]] = {}
-    for info in memory.list(EPISODES_PREFIX):
+    for info in memory.list(EPISODES_PREFIX, view=view):
         rest = info.path[len(EPISODES_PREFIX):]
         folder = rest.split("/", 1)[0] if "/" in rest else ""
         folders.setdefault(folder, []).append(info.path)
@@ -366,12 +383,14 @@ def list_episodes(
     since: datetime | None = None,
     project: str | None = None,
     limit: int | None = None,
+    view: Actor | None = None,
 ) -> list[StoredEpisode]:
-    """Stored episodes, most recent first, filtered by outcome, tag (case-insensitive), time and project."""
+    """Stored episodes in ``view`` (an actor's role view; None: all), most recent first, filtered by
+    outcome, tag (case-insensitive), time and project."""
     found: list[StoredEpisode] = []
     wanted_tag = tag.casefold() if tag else None
     wanted_project = project.casefold() if project else None
-    for episode in iter_recent(memory):
+    for episode in iter_recent(memory, view):
         if since is not None and episode.when is not None and episode.when < since:
             if episode.started is not None and episode.started < since - timedelta(days=2):
                 break  # folders are by start date; nothing further back can qualify
@@ -398,6 +417,7 @@ def _in_project(episode: StoredEpisode, project: str) -> bool:
 __all__ = [
     "EPISODES_PREFIX",
     "OUTCOME_ICONS",
+    "SavePlan",
     "SaveResult",
     "StoredEpisode",
     "Summarize",
@@ -410,10 +430,12 @@ __all__ = [
     "list_episodes",
     "metadata",
     "parse_since",
+    "plan_saves",
     "read_episode",
     "render",
     "save",
     "save_many",
     "slugify",
     "stored_episode",
+    "write_planned",
 ]

@@ -4,7 +4,8 @@ Formats (`FORMATS`): the MCP reference memory server's knowledge graph, mcp-memo
 database or export, a basic-memory project folder, and Claude.ai and ChatGPT conversation
 exports. The first three become entries and links (`memdir.importers.plan`); the
 conversations become episodes (`memdir.importers.conversations`). Every import is
-idempotent and reports what it imported, left unchanged and skipped, with the reason.
+idempotent, reports what it imported, left unchanged and skipped, with the reason, and is
+all or nothing: an import stopped halfway is undone (`memdir.importers.journal`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from memdir.core.errors import InputValidationError
 from memdir.core.suggest import did_you_mean
 from memdir.episodes.ingest import Transcript
 from memdir.importers import basic_memory, conversations, memory_service, reference_memory
+from memdir.importers.journal import ImportJournal, roll_back_stopped
 from memdir.importers.plan import ImportReport, Incoming, Skipped, apply
 
 if TYPE_CHECKING:
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None] | None
 Reader = Callable[[Path], tuple[list[Incoming], list[Skipped]]]
+Run = Callable[["Memory", Path, str, ImportJournal, Progress], ImportReport]
 
 
 @dataclass(frozen=True)
@@ -34,20 +37,20 @@ class Format:
 
     name: str
     what: str
-    run: Callable[[Memory, Path, str, Progress], ImportReport]
+    run: Run
 
 
-def _entries(read: Reader) -> Callable[[Memory, Path, str, Progress], ImportReport]:
-    def run(memory: Memory, source: Path, name: str, progress: Progress) -> ImportReport:
+def _entries(read: Reader) -> Run:
+    def run(memory: Memory, source: Path, name: str, journal: ImportJournal, progress: Progress) -> ImportReport:
         records, skipped = read(source)
-        return apply(memory, name, records, skipped, progress)
+        return apply(memory, name, records, skipped, journal, progress)
 
     return run
 
 
-def _episodes(read: Callable[[Any], Transcript | str]) -> Callable[[Memory, Path, str, Progress], ImportReport]:
-    def run(memory: Memory, source: Path, name: str, progress: Progress) -> ImportReport:
-        return conversations.import_conversations(memory, source, name, read, progress)
+def _episodes(read: Callable[[Any], Transcript | str]) -> Run:
+    def run(memory: Memory, source: Path, name: str, journal: ImportJournal, progress: Progress) -> ImportReport:
+        return conversations.import_conversations(memory, source, name, read, journal, progress)
 
     return run
 
@@ -83,12 +86,17 @@ def check_format(name: str) -> Format:
 
 def import_from(memory: Memory, name: str, source: Path,
                 progress: Progress = None) -> ImportReport:
-    """Import ``source`` in format ``name`` into ``memory`` (idempotent)."""
+    """Import ``source`` in format ``name`` into ``memory`` (idempotent), all or nothing: first undoing
+    any import found stopped halfway, then journaling this one (`memdir.importers.journal`)."""
     chosen = check_format(name)
     source = source.expanduser()
     if not source.exists():
         raise InputValidationError(f"{source} does not exist.", f"Give {chosen.what}.")
-    return chosen.run(memory, source, chosen.name, progress)
+    undone = roll_back_stopped(memory)
+    with ImportJournal(memory, chosen.name, str(source)) as journal:
+        report = chosen.run(memory, source, chosen.name, journal, progress)
+    report.rolled_back = undone
+    return report
 
 
 __all__ = ["FORMATS", "Format", "ImportReport", "check_format", "import_from"]

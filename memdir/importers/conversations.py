@@ -15,7 +15,8 @@ the shapes read here are those the exports hold, as basic-memory's importers rea
   from the conversation and system messages left out.
 
 Each conversation becomes a transcript whose session id is ``claude.ai:<uuid>`` or
-``chatgpt:<id>``; `memdir.episodes.ingest.ingest_transcript_object` cuts it into episodes and
+``chatgpt:<id>``, titled as the conversation is (``name`` / ``title``: the episodes' names, numbered
+when it is cut into several); `memdir.episodes.ingest.ingest_transcript_object` cuts it into episodes and
 stores them (each keeps that session id, the conversation's times and its source file), so a
 second import changes nothing and a conversation that went on updates only its last episode.
 """
@@ -29,12 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import InputValidationError
-from memdir.episodes.ingest import Transcript, messages_from_content, parse_time
-from memdir.episodes.model import Message
+from memdir.episodes.ingest import Transcript, ingest_report, messages_from_content, parse_time, plan_transcript
+from memdir.episodes.model import Episode, Message
+from memdir.episodes.store import SavePlan, write_planned
 from memdir.importers.plan import ImportReport, Skipped
 from memdir.importers.source import read_json
 
 if TYPE_CHECKING:
+    from memdir.importers.journal import ImportJournal
     from memdir.memory import Memory
 
 EXPORT_FILE = "conversations.json"
@@ -74,7 +77,7 @@ def claude_transcript(item: Any) -> Transcript | str:
         content = message.get("content") if isinstance(message.get("content"), list) and message["content"] else message.get("text")
         messages.extend(messages_from_content(role, content, timestamp=parse_time(message.get("created_at")),
                                               uid=str(message["uuid"]) if message.get("uuid") else None))
-    return Transcript(session_id=f"claude.ai:{ident}", messages=messages)
+    return Transcript(session_id=f"claude.ai:{ident}", messages=messages, title=_title(item.get("name")))
 
 
 def chatgpt_transcript(item: Any) -> Transcript | str:
@@ -96,7 +99,12 @@ def chatgpt_transcript(item: Any) -> Transcript | str:
         messages.extend(messages_from_content(role, _chatgpt_text(message.get("content")),
                                               timestamp=parse_time(message.get("create_time")),
                                               uid=str(message["id"]) if message.get("id") else None))
-    return Transcript(session_id=f"chatgpt:{ident}", messages=messages)
+    return Transcript(session_id=f"chatgpt:{ident}", messages=messages, title=_title(item.get("title")))
+
+
+def _title(value: Any) -> str | None:
+    """A conversation's title as its export gives it (None when it has none)."""
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _branch(mapping: dict[str, Any], current: Any) -> list[Any]:
@@ -124,14 +132,19 @@ def _chatgpt_text(content: Any) -> str:
     return "\n".join(part for part in parts if isinstance(part, str))
 
 
-def import_conversations(memory: Memory, source: Path, source_format: str,
-                         read: Callable[[Any], Transcript | str],
-                         progress: Callable[[int, int], None] | None = None) -> ImportReport:
-    """Cut each conversation of an export into episodes and store them (see the module docstring)."""
-    from memdir.episodes.ingest import ingest_transcript_object
+BATCH = 64
+"""Conversations whose episodes are written together (`Memory.write_many`), each batch journaled first."""
 
+
+def import_conversations(memory: Memory, source: Path, source_format: str,
+                         read: Callable[[Any], Transcript | str], journal: ImportJournal,
+                         progress: Callable[[int, int], None] | None = None) -> ImportReport:
+    """Cut each conversation of an export into episodes and store them (see the module docstring),
+    in journaled batches."""
     conversations = load(source)
     report = ImportReport(source_format)
+    batch: list[tuple[list[Episode], list[SavePlan]]] = []
+    sessions: set[str] = set()
     for number, item in enumerate(conversations, start=1):
         transcript = read(item)
         label = f"conversation {number}" + (f" ({transcript.session_id})" if isinstance(transcript, Transcript) else "")
@@ -140,14 +153,32 @@ def import_conversations(memory: Memory, source: Path, source_format: str,
         elif not transcript.messages:
             report.skipped.append(Skipped(label, "it holds no messages with text"))
         else:
+            if transcript.session_id in sessions:  # the same conversation twice: the first written before it is planned
+                _write(memory, batch, journal, report)
+                batch, sessions = [], set()
             transcript.path = str(source)
-            done = ingest_transcript_object(memory, transcript)
-            report.created += done.created
-            report.updated += done.updated
-            report.unchanged += done.unchanged
+            # cut by the words alone: the same episodes whether the model is installed or not (a re-import changes nothing)
+            batch.append(plan_transcript(memory, transcript, use_model=False))
+            sessions.add(transcript.session_id)
+        if len(batch) >= BATCH or number == len(conversations):
+            _write(memory, batch, journal, report)
+            batch, sessions = [], set()
         if progress is not None:
             progress(number, len(conversations))
     return report
+
+
+def _write(memory: Memory, batch: list[tuple[list[Episode], list[SavePlan]]], journal: ImportJournal,
+           report: ImportReport) -> None:
+    """Write the episodes a batch of conversations planned, in one `Memory.write_many`, journaled first."""
+    plans = [plan for _, conversation in batch for plan in conversation]
+    journal.before([target for target, write in plans if write is not None])
+    results = iter(write_planned(memory, plans))
+    for episodes, conversation in batch:
+        done = ingest_report(episodes, [next(results) for _ in conversation])
+        report.created += done.created
+        report.updated += done.updated
+        report.unchanged += done.unchanged
 
 
 __all__ = ["chatgpt_transcript", "claude_transcript", "import_conversations", "load"]

@@ -4,7 +4,9 @@ An importer reads its source into `Incoming` records (one entry each, with the s
 timestamps and the links it holds, by source id) and `Skipped` lines for what it could not
 read. `apply` then checks every record before writing any (a record whose path or metadata
 memdir would refuse is skipped with a line naming it), resolves links to the paths of the
-imported entries, and writes each entry unless the same record is already stored.
+imported entries, and writes each entry unless the same record is already stored: in batches
+(`Memory.write_many`), each recorded in the import's journal before it is written
+(`memdir.importers.journal`), so an import stopped halfway is undone.
 
 Idempotent: each entry keeps under ``imported`` the source format, the record's id, its
 timestamps and a digest of what the import wrote; an entry holding the same digest is left
@@ -32,9 +34,11 @@ from memdir.core.errors import MemdirError
 from memdir.core.links import LINK_KINDS, RELATED_KIND
 from memdir.core.paths import normalize_path
 from memdir.core.units import plural
+from memdir.importers.journal import RolledBack
 
 if TYPE_CHECKING:
-    from memdir.memory import Memory
+    from memdir.importers.journal import ImportJournal
+    from memdir.memory import Memory, NewEntry
 
 IMPORTED = "imported"
 """The metadata key holding where an imported entry came from."""
@@ -81,6 +85,8 @@ class ImportReport:
     unchanged: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     links: int = 0
+    rolled_back: list[RolledBack] = field(default_factory=list)
+    """Earlier imports found stopped halfway, and undone before this one."""
 
     @property
     def changed(self) -> int:
@@ -91,7 +97,8 @@ class ImportReport:
         head = (f"{self.source_format}: {len(self.created)} imported, {len(self.updated)} updated, "
                 f"{len(self.unchanged)} unchanged, {len(self.skipped)} skipped"
                 + (f", {plural(self.links, 'link')}" if self.links else "") + ".")
-        return "\n".join([head, *(f"  skipped {item.what}: {item.why}" for item in self.skipped)])
+        return "\n".join([*(undone.describe() for undone in self.rolled_back), head,
+                          *(f"  skipped {item.what}: {item.why}" for item in self.skipped)])
 
 
 def slug(text: str, limit: int = 60) -> str:
@@ -141,6 +148,13 @@ class _Checked:
     record: Incoming
     metadata: Metadata
     digest: str
+    existed: bool = False
+    refused: str | None = None
+
+    def new_entry(self) -> NewEntry:
+        from memdir.memory import NewEntry
+
+        return NewEntry(self.record.path, self.record.content, self.record.title, self.metadata, self.record.updated_at)
 
 
 def _check(record: Incoming, source_format: str, paths: dict[str, str], report: ImportReport) -> _Checked | None:
@@ -191,45 +205,68 @@ def _resolve_paths(records: list[Incoming], report: ImportReport) -> list[Incomi
     return kept
 
 
+BATCH = 256
+"""Entries written together (`Memory.write_many`: their vectors in one batch), each batch journaled first."""
+
+
 def apply(memory: Memory, source_format: str, records: list[Incoming], skipped: list[Skipped],
-          progress: Callable[[int, int], None] | None = None) -> ImportReport:
-    """Check every record, then write those not already stored (see the module docstring)."""
+          journal: ImportJournal, progress: Callable[[int, int], None] | None = None) -> ImportReport:
+    """Check every record, then write those not already stored, in journaled batches (see the module docstring)."""
     report = ImportReport(source_format, skipped=list(skipped))
     unique_paths(records)
     records = _resolve_paths(records, report)
     paths = {record.source_id: record.path for record in records}
     checked = [item for record in records if (item := _check(record, source_format, paths, report)) is not None]
-    for done, item in enumerate(checked, start=1):
-        _write(memory, item, source_format, report)
+    for start in range(0, len(checked), BATCH):
+        batch = [item for item in checked[start:start + BATCH] if _needs_writing(memory, item, source_format, report)]
+        if batch:
+            journal.before([item.record.path for item in batch])
+            _write(memory, batch, report)
         if progress is not None:
-            progress(done, len(checked))
+            progress(min(start + BATCH, len(checked)), len(checked))
     return report
 
 
-def _write(memory: Memory, item: _Checked, source_format: str, report: ImportReport) -> None:
+def _needs_writing(memory: Memory, item: _Checked, source_format: str, report: ImportReport) -> bool:
+    """Whether the record is to be written: not when the same is stored, or the entry there is not its own to change."""
     record = item.record
     existing = _existing(memory, record.path)
-    if existing is not None:
-        content, origin = existing
-        if origin.get("format") != source_format or origin.get("id") != record.source_id:
-            report.skipped.append(Skipped(f"record {record.source_id!r}",
-                                          f"memory://{record.path} already holds another entry; it is left as it is"))
-            return
-        if origin.get("digest") == item.digest:
-            report.unchanged.append(record.path)
-            return
-        if origin.get("written") != short_hash(content):
-            report.skipped.append(Skipped(f"record {record.source_id!r}", f"memory://{record.path} was changed in "
-                                          "memdir since it was imported; it is left as it is"))
-            return
+    item.existed = existing is not None
+    if existing is None:
+        return True
+    content, origin = existing
+    if origin.get("format") != source_format or origin.get("id") != record.source_id:
+        report.skipped.append(Skipped(f"record {record.source_id!r}",
+                                      f"memory://{record.path} already holds another entry; it is left as it is"))
+        return False
+    if origin.get("digest") == item.digest:
+        report.unchanged.append(record.path)
+        return False
+    if origin.get("written") != short_hash(content):
+        report.skipped.append(Skipped(f"record {record.source_id!r}", f"memory://{record.path} was changed in "
+                                      "memdir since it was imported; it is left as it is"))
+        return False
+    return True
+
+
+def _write(memory: Memory, batch: list[_Checked], report: ImportReport) -> None:
+    """Write a batch together; when memdir refuses one of them, each on its own, the refused one skipped by name."""
     try:
-        result = memory.write(record.path, record.content, title=record.title, metadata=item.metadata,
-                              updated_at=record.updated_at)
-    except MemdirError as exc:
-        report.skipped.append(Skipped(f"record {record.source_id!r}", exc.message))
-        return
-    (report.updated if result.overwritten else report.created).append(result.entry.path)
-    report.links += len(item.metadata.links)
+        memory.write_many([item.new_entry() for item in batch])
+    except MemdirError:
+        for item in batch:
+            existing = _existing(memory, item.record.path)
+            if existing is not None and existing[1].get("digest") == item.digest:
+                continue  # written before the batch stopped
+            try:
+                memory.write_many([item.new_entry()])
+            except MemdirError as exc:
+                item.refused = exc.message
+                report.skipped.append(Skipped(f"record {item.record.source_id!r}", exc.message))
+    for item in batch:
+        if item.refused is None:
+            (report.updated if item.existed else report.created).append(item.record.path)
+            report.links += len(item.metadata.links)
 
 
 def _existing(memory: Memory, path: str) -> tuple[str, dict[str, Any]] | None:

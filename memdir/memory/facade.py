@@ -54,7 +54,7 @@ from memdir.search.text_search import GrepHit
 from memdir.storage.base import EntryIndex, Redirect, StorageAdapter
 from memdir.storage.credentials import shown
 from memdir.storage.entry_cache import PrefetchReport, load_report
-from memdir.storage.records import Edge, EntryInfo, ImportanceChange
+from memdir.storage.records import Chunk, Edge, EntryInfo, ImportanceChange, Narrowing, Page
 from memdir.storage.stores import open_store
 from memdir.storage.virtual import is_virtual, virtual_paths
 
@@ -339,6 +339,10 @@ class Memory:
     def numbered_page(self, under: str | None, number: int, size: int) -> tuple[builtins.list[EntryInfo], int]:
         """Page ``number`` (from 1) of ``size`` entries under ``under`` in path order, and how many there are."""
         return self._listings.numbered_page(under, number, size)
+
+    def page_where(self, under: str | None, limit: int, keep: Chunk, narrow: Narrowing, *, newest: bool) -> Page | None:
+        """The first ``limit`` entries under ``under`` and ``narrow`` that ``keep`` keeps (a database reads one page)."""
+        return self._listings.page_where(under, limit, keep, narrow, newest=newest)
 
     def top_folders(self) -> builtins.list[str]:
         """The top-level folders that hold entries (built-ins included)."""

@@ -22,7 +22,7 @@ from memdir.search.text_search import (
     path_filter,
 )
 from memdir.storage.base import EntryIndex, StorageAdapter, StoreListing, paged_listing
-from memdir.storage.records import EntryInfo, Listed
+from memdir.storage.records import Chunk, EntryInfo, Listed, Narrowing, Page
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 
@@ -151,6 +151,14 @@ class Listings:
             return paged.at_offset(under, (number - 1) * size, size), paged.count(under)
         listed = self.list(under)
         return listed[(number - 1) * size:number * size], len(listed)
+
+    def page_where(self, under: str | None, limit: int, keep: Chunk, narrow: Narrowing, *, newest: bool) -> Page | None:
+        """The first ``limit`` entries under ``under`` and ``narrow`` that ``keep`` keeps, newest first or in path
+        order, read a page at a time (a database); None for a store that lists everything in memory (take `list`)."""
+        paged = paged_listing(self.listing)
+        if paged is None:
+            return None
+        return paged.newest(under, limit, keep, narrow) if newest else paged.in_path_order(under, None, limit, keep, narrow)
 
     def top_folders(self) -> builtins.list[str]:
         """The top-level folders that hold entries (built-ins included)."""

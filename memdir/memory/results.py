@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ class NewEntry:
     content: str
     title: str = ""
     metadata: Metadata | dict[str, Any] | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

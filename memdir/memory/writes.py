@@ -87,7 +87,7 @@ class Writes:
                 self.owners.guard(logical, entry, "update")
             batch = [
                 EntryWrite(logical, w.content, w.title, self.owners.stamped(meta, before[logical]),
-                           None if vectors is None else vectors[i], model_id, hashes[logical])
+                           None if vectors is None else vectors[i], model_id, hashes[logical], w.updated_at)
                 for i, (w, (logical, meta, _)) in enumerate(zip(writes, prepared))
             ]
             with self.adapter.write_many(batch) as stored:  # staged: index rows and audit records go first

@@ -33,7 +33,7 @@ from memdir.optimization.journal import Journal
 from memdir.optimization.options import ACTIONS, DEFAULT_LIMIT, DEFAULT_MERGE_STRATEGY, parse_dry_run, resolve_options
 from memdir.optimization.pairs import Similar
 from memdir.optimization.planning import LINK_WORDS
-from memdir.optimization.reports import DRY_RUN_NOTE, UNDO_NOTE, Report, bullet_list, demote, document, next_step
+from memdir.optimization.reports import FOR_MODEL, UNDO_NOTE, Report, Wording, bullet_list, demote, document
 
 if TYPE_CHECKING:
     from memdir.memory import Memory
@@ -47,10 +47,12 @@ class Defragmenter:
     Args:
         memory: the memory to analyse and optimise.
         now: the current time for age checks (tests pass a fixed or future time).
+        wording: how the reports say what to do next (the MCP tool's words unless given).
     """
 
-    def __init__(self, memory: Memory, *, now: datetime | None = None) -> None:
+    def __init__(self, memory: Memory, *, now: datetime | None = None, wording: Wording = FOR_MODEL) -> None:
         self.memory = memory
+        self.wording = wording
         self._fixed_now = now
         self._corpus: Corpus | None = None
 
@@ -99,7 +101,7 @@ class Defragmenter:
         ]
         intro = [f"{plural(len(pairs), 'pair')} with similarity ≥ {similarity_threshold:.2f} "
                  f"(the higher of word overlap and embedding cosine) among {plural(len(corpus), 'entry')}."]
-        notes = [next_step("merge_duplicates", "previews merging them")] if pairs else []
+        notes = [self.wording.next_step("merge_duplicates", "previews merging them")] if pairs else []
         markdown = document("Duplicate Entries", intro, bullet_list(lines, limit), notes)
         data = {"threshold": similarity_threshold, "count": len(rows), "pairs": rows}
         return Report("find_duplicates", None, markdown, data)
@@ -161,7 +163,7 @@ class Defragmenter:
         unlinked = sum(row["link"] != "both" for row in rows)
         intro = [f"{plural(len(rows), 'pair')} with cosine similarity in [{min_similarity:.2f}, {max_similarity:.2f}); "
                  f"{unlinked} not yet linked both ways."]
-        notes = [next_step("link_related", "previews linking them")] if unlinked else []
+        notes = [self.wording.next_step("link_related", "previews linking them")] if unlinked else []
         markdown = document("Related Entries", intro, bullet_list(lines, limit), notes)
         data = {"min_similarity": min_similarity, "max_similarity": max_similarity, "count": len(rows), "pairs": rows}
         return Report("find_related", None, markdown, data)
@@ -217,7 +219,7 @@ class Defragmenter:
         intro = [f"{'Would link' if dry else 'Linked'} {plural(len(rows), 'related pair')} both ways "
                  f"(cosine in [{min_similarity:.2f}, {max_similarity:.2f})), "
                  f"adding system `references` links to {plural(updated, 'entry', 'entries')}."]
-        markdown = document("Link Related Entries", intro, bullet_list(lines, limit), self._notes(dry, journal_id))
+        markdown = document("Link Related Entries", intro, bullet_list(lines, limit), self._notes("link_related", dry, journal_id))
         data = {**options, "pairs": rows, "entries_updated": 0 if dry else updated, "skipped": failed}
         return Report("link_related", dry, markdown, data, journal_id)
 
@@ -255,7 +257,7 @@ class Defragmenter:
                  "Each merged-away entry becomes a `# merged →` stub that redirects reads to the entry kept."
                  + (" What only the merged-away entry holds is appended to the entry kept." if merge_strategy == "combine"
                     else " Text the entry kept lacks is lost (the `combine` strategy keeps it).")]
-        markdown = document("Merge Duplicates", intro, bullet_list(lines, limit), self._notes(dry, journal_id))
+        markdown = document("Merge Duplicates", intro, bullet_list(lines, limit), self._notes("merge_duplicates", dry, journal_id))
         return Report("merge_duplicates", dry, markdown, {**options, "merges": rows}, journal_id)
 
     def _cleanup(self, age_days: float, max_hits: int, changer: Changer | None) -> tuple[list[str], dict[str, Any]]:
@@ -290,7 +292,7 @@ class Defragmenter:
         count = len(data["stubs"]) if dry else sum(row["done"] for row in data["stubs"])
         intro = [f"{'Would delete' if dry else 'Deleted'} {plural(count, 'redirect stub')} older than {age_days:g} days "
                  f"and read at most {max_hits} times."]
-        markdown = document("Clean Up Stubs", intro, bullet_list(lines, limit), self._notes(dry, journal_id))
+        markdown = document("Clean Up Stubs", intro, bullet_list(lines, limit), self._notes("cleanup_stubs", dry, journal_id))
         return Report("cleanup_stubs", dry, markdown, {**options, **data}, journal_id)
 
     def _compact(
@@ -334,7 +336,7 @@ class Defragmenter:
         intro = [f"{'Would delete' if dry else 'Deleted'} {plural(count, 'low-value entry', 'low-value entries')}: "
                  f"quality below {min_quality_score}/100, not updated for {min_age_days:g}+ days "
                  f"and read at most {max_hits} times."]
-        markdown = document("Compact", intro, bullet_list(lines, limit), self._notes(dry, journal_id))
+        markdown = document("Compact", intro, bullet_list(lines, limit), self._notes("compact", dry, journal_id))
         return Report("compact", dry, markdown, {**options, **data}, journal_id)
 
     def full(
@@ -378,7 +380,7 @@ class Defragmenter:
         data = {**options, "health_before": before.health_score, "health_after": after.health_score if after else None,
                 "merges": merges, **cleanup, "compacted": compacted["entries"], "kept": compacted["kept"],
                 "links_removed": compacted["links_removed"]}
-        return Report("full", dry, document(title, intro, body, self._notes(dry, journal_id)), data, journal_id)
+        return Report("full", dry, document(title, intro, body, self._notes("full", dry, journal_id)), data, journal_id)
 
     # ------------------------------------------------------------------ helpers
     def _relink(self, moved: dict[str, str | None], changer: Changer | None) -> tuple[list[Item], list[str]]:
@@ -407,10 +409,9 @@ class Defragmenter:
                 rewritten.append(item.path)
         return linking, rewritten
 
-    @staticmethod
-    def _notes(dry: bool, journal_id: str | None) -> list[str]:
+    def _notes(self, action: str, dry: bool, journal_id: str | None) -> list[str]:
         if dry:
-            return [DRY_RUN_NOTE]
+            return [self.wording.dry_run_note(action)]
         return [f"Journal: `{journal_id}`. {UNDO_NOTE}"] if journal_id else ["Nothing was changed."]
 
     @staticmethod

@@ -6,8 +6,43 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-DRY_RUN_NOTE = "**Dry run** — nothing was changed. Run again with `dry_run: false` (CLI: `--live`) to apply."
 UNDO_NOTE = "Every change is journaled: `memdir defrag --undo` reverts this run."
+
+
+@dataclass(frozen=True)
+class Wording:
+    """How a report tells its reader to go on, in the words of where it is read: the MCP tool's
+    parameters for a model, the command's options in a terminal, the page's buttons in the web view.
+
+    Attributes:
+        apply: how to apply what a dry run previewed (``{action}``: the action's name).
+        call: how to run an action (``{action}``: its name, ``{name}``: it in words).
+    """
+
+    apply: str
+    call: str
+
+    def dry_run_note(self, action: str) -> str:
+        return f"**Dry run** — nothing was changed. {self.apply.format(action=action, name=_words(action))}"
+
+    def next_step(self, action: str, effect: str) -> str:
+        """The note pointing at the action to run next."""
+        return f"Next: {self.call.format(action=action, name=_words(action))} {effect}."
+
+
+def _words(action: str) -> str:
+    return action.replace("_", " ")
+
+
+FOR_MODEL = Wording("Run again with `dry_run: false` to apply.", '`MemoryDefrag(action: "{action}")`')
+"""The MCP tool's wording: its parameters."""
+FOR_TERMINAL = Wording("Run again with `--live` to apply.", "`memdir defrag --action {action}`")
+"""The CLI's wording: ``memdir defrag``'s options."""
+FOR_WEB = Wording("Press “Run {name}” below to apply it.", "“{name}” on the health page")
+"""The web view's wording: its pages and buttons."""
+FOR_READ_ONLY_WEB = Wording("This web view is read-only: apply it with `memdir defrag --action {action} --live`.",
+                            "“{name}” on the health page")
+"""A read-only web view's wording: it has no buttons that change memory, a person has the command."""
 
 
 @dataclass
@@ -43,11 +78,6 @@ def bullet_list(lines: Sequence[str], limit: int, noun: str = "more") -> list[st
     return shown
 
 
-def next_step(action: str, effect: str) -> str:
-    """The note pointing at the action to run next, for the model (the tool) and for people (the command)."""
-    return f'Next: `MemoryDefrag(action: "{action}")` (CLI: `memdir defrag --action {action}`) {effect}.'
-
-
 def demote(markdown: str) -> str:
     """Every heading one level deeper, so a report can be a section of another."""
     return "\n".join(f"#{line}" if line.startswith("#") else line for line in markdown.splitlines())
@@ -66,4 +96,4 @@ def document(title: str, intro: Iterable[str], body: Iterable[str] = (), notes: 
     return "\n".join(parts).rstrip() + "\n"
 
 
-__all__ = ["DRY_RUN_NOTE", "Report", "UNDO_NOTE", "bullet_list", "demote", "document", "next_step"]
+__all__ = ["FOR_MODEL", "FOR_READ_ONLY_WEB", "FOR_TERMINAL", "FOR_WEB", "UNDO_NOTE", "Report", "Wording", "bullet_list", "demote", "document"]

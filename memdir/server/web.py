@@ -183,7 +183,7 @@ class WebView:
         if action not in _defrag_actions():
             raise InputValidationError(f"{action!r} is not a defrag action that changes memory; they are "
                                        f"{', '.join(_defrag_actions())}.", "Follow a link on the health page.")
-        preview = await self.read(browse.defrag_preview, action)
+        preview = await self.read(browse.defrag_preview, action, self.read_only)
         return self.render("defrag.html", action=action, report_html=self.markdown_html(preview), preview=True)
 
     async def threads(self, request: Request) -> Response:

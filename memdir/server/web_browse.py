@@ -15,10 +15,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memdir.core.entry import ENTRY_TYPES
 from memdir.core.errors import EntryNotFoundError, InputValidationError
 from memdir.core.identity import view_filter
 from memdir.search.neighbourhood import neighbourhood as graph_neighbourhood
 from memdir.search.snippet import best_line
+from memdir.storage.records import Narrowing
+from memdir.storage.virtual import is_virtual
 
 if TYPE_CHECKING:
     from memdir.episodes.store import StoredEpisode
@@ -50,9 +53,12 @@ class Listing:
     """One page of the entries that match the filters, and what there is to filter by."""
 
     rows: list[Row]
-    total: int
+    total: int | None
+    """How many match; None: more than the pages up to this one (a store that reads a page at a time)."""
     page: int
-    pages: int
+    pages: int | None
+    shown_through: int
+    """How many matching entries there are up to the end of this page."""
     folder: str | None
     type: str | None
     tag: str | None
@@ -61,7 +67,7 @@ class Listing:
     """The top-level folders of the memory the caller sees."""
     types: list[str]
     tags: list[tuple[str, int]]
-    """The most used tags, with how many entries carry each."""
+    """The most used tags, with how many entries carry each (of the page, when the total is not counted)."""
 
 
 @dataclass(frozen=True)
@@ -148,29 +154,51 @@ class ThreadRow:
 def list_entries(memory: Memory, folder: str | None = None, page: int = 1, page_size: int = 50, *,
                  type: str | None = None, tag: str | None = None, sort: str = "path") -> Listing:  # noqa: A002
     """Page ``page`` (from 1) of the entries in the caller's view that are under ``folder``, of
-    ``type`` and carry ``tag`` (each None: any), by path or most recently changed first."""
+    ``type`` and carry ``tag`` (each None: any), by path or most recently changed first.
+
+    A store that reads a page at a time (a database) reads the entries up to this page, in the order
+    shown, and stops one match after it (`Memory.page_where`): then the total is known on the last
+    page only, and the tags offered are those of the page. A store that lists everything in memory
+    (the directory store) filters and counts its whole listing.
+    """
     if page < 1:
         raise InputValidationError(f"page must be 1 or more, got {page}.", "Start at page 1.")
     if sort not in SORTS:
         raise InputValidationError(f"sort must be one of {', '.join(SORTS)}, got {sort!r}.", "Use ?sort=recent or ?sort=path.")
-    everything = memory.list(include_virtual=False, view=view_filter(memory.actor, False))
-    rows = memory.index.rows([info.path for info in everything])
-    tags_of = {info.path: rows[info.path].tags if info.path in rows else () for info in everything}
-    prefix = folder.strip("/") + "/" if folder else None
-    chosen = [info for info in everything
-              if (prefix is None or info.path.startswith(prefix)) and (type is None or info.type == type)
-              and (tag is None or tag in tags_of[info.path])]
-    if sort == "recent":
-        chosen.sort(key=lambda info: info.updated_at, reverse=True)
-    pages = max(1, -(-len(chosen) // page_size))
+    view = view_filter(memory.actor, False)
+    tags_of: dict[str, tuple[str, ...]] = {}
+
+    def with_tags(infos: list[EntryInfo]) -> list[EntryInfo]:
+        """``infos`` in the caller's view (built-ins left out), their tags noted in ``tags_of``."""
+        seen = memory.in_view([info for info in infos if not is_virtual(info.path)], view)
+        rows = memory.index.rows([info.path for info in seen])
+        tags_of.update({info.path: rows[info.path].tags if info.path in rows else () for info in seen})
+        return seen
+
+    def matches(info: EntryInfo) -> bool:
+        return (type is None or info.type == type) and (tag is None or tag in tags_of[info.path])
+
     start = (page - 1) * page_size
-    counts = Counter(one for tags in tags_of.values() for one in tags)
+    found = memory.page_where(folder, page * page_size, lambda infos: [info for info in with_tags(infos) if matches(info)],
+                              Narrowing(type, tag), newest=sort == "recent")
+    if found is not None:
+        shown, total = found.entries[start:], None if found.more else len(found.entries)
+        folders, types, counted = memory.top_folders(), list(ENTRY_TYPES), Counter(
+            one for info in shown for one in tags_of[info.path])
+    else:
+        everything = with_tags(memory.list(include_virtual=False))
+        prefix = folder.strip("/") + "/" if folder else ""
+        chosen = [info for info in everything if info.path.startswith(prefix) and matches(info)]
+        if sort == "recent":
+            chosen.sort(key=lambda info: info.updated_at, reverse=True)
+        shown, total = chosen[start:start + page_size], len(chosen)
+        folders = sorted({info.path.split("/", 1)[0] for info in everything if "/" in info.path})
+        types = sorted({info.type for info in everything if info.type})
+        counted = Counter(one for info in everything for one in tags_of[info.path])
     return Listing(
-        rows=[Row(info, tags_of[info.path]) for info in chosen[start:start + page_size]], total=len(chosen), page=page,
-        pages=pages, folder=folder, type=type, tag=tag, sort=sort,
-        folders=sorted({info.path.split("/", 1)[0] for info in everything if "/" in info.path}),
-        types=sorted({info.type for info in everything if info.type}),
-        tags=sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TAGS_SHOWN],
+        rows=[Row(info, tags_of[info.path]) for info in shown], total=total, page=page, shown_through=start + len(shown),
+        pages=None if total is None else max(1, -(-total // page_size)), folder=folder, type=type, tag=tag, sort=sort,
+        folders=folders, types=types, tags=sorted(counted.items(), key=lambda item: (-item[1], item[0]))[:TAGS_SHOWN],
     )
 
 
@@ -226,11 +254,14 @@ def health(memory: Memory) -> tuple[HealthStats, str]:
     return stats, format_health_report(stats)
 
 
-def defrag_preview(memory: Memory, action: str) -> str:
-    """What defrag's ``action`` would do, as its markdown report (a dry run: nothing changes)."""
+def defrag_preview(memory: Memory, action: str, read_only: bool = False) -> str:
+    """What defrag's ``action`` would do, as its markdown report (a dry run: nothing changes), telling
+    the person how to apply it: the page's button, or in a ``read_only`` web view the command."""
     from memdir.optimization.defragmenter import Defragmenter
+    from memdir.optimization.reports import FOR_READ_ONLY_WEB, FOR_WEB
 
-    return Defragmenter(memory).run(action, dry_run=True).markdown
+    wording = FOR_READ_ONLY_WEB if read_only else FOR_WEB
+    return Defragmenter(memory, wording=wording).run(action, dry_run=True).markdown
 
 
 def audit_trail(memory: Memory, path: str) -> list[AuditRecord]:
@@ -241,10 +272,10 @@ def audit_trail(memory: Memory, path: str) -> list[AuditRecord]:
 
 
 def recent_episodes(memory: Memory, limit: int = 20) -> list[StoredEpisode]:
-    """The most recent episodes first."""
+    """The most recent episodes in the caller's view first."""
     from memdir.episodes.store import list_episodes
 
-    return list_episodes(memory, limit=limit)
+    return list_episodes(memory, limit=limit, view=view_filter(memory.actor, False))
 
 
 def threads(memory: Memory) -> list[ThreadRow]:

@@ -38,7 +38,7 @@ import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
-from memdir.storage.records import Chunk, Edge, EntryInfo, FileStats, Listed, Page, RankFacts, ReconcilePlan, Staged, Stamp
+from memdir.storage.records import EVERY, Chunk, Edge, EntryInfo, FileStats, Listed, Narrowing, Page, RankFacts, ReconcilePlan, Staged, Stamp
 
 if TYPE_CHECKING:
     import os
@@ -58,7 +58,7 @@ class Redirect:
 @dataclass(frozen=True, slots=True)
 class EntryWrite:
     """One entry of `StorageAdapter.write_many`: what `StorageAdapter.write` takes for a new version
-    (the hit count is kept, the modification time is now)."""
+    (the hit count is kept; ``updated_at`` None: now)."""
 
     path: str
     content: str
@@ -67,6 +67,7 @@ class EntryWrite:
     embedding: np.ndarray | None = None
     embedding_model: str | None = None
     embedding_text_hash: str | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,10 +222,10 @@ class PagedListing(Protocol):
     """A store listing that reads one page at a time (a database: `memdir.storage.postgres.pages`)
     instead of listing every entry; `paged_listing` tells one from a listing that lists everything."""
 
-    def newest(self, under: str | None, limit: int, keep: Chunk) -> Page:
-        """The ``limit`` newest entries under ``under`` that ``keep`` keeps, and whether more match."""
+    def newest(self, under: str | None, limit: int, keep: Chunk, narrow: Narrowing = EVERY) -> Page:
+        """The ``limit`` newest entries under ``under`` (and ``narrow``) that ``keep`` keeps, and whether more match."""
 
-    def in_path_order(self, under: str | None, after: str | None, limit: int, keep: Chunk) -> Page:
+    def in_path_order(self, under: str | None, after: str | None, limit: int, keep: Chunk, narrow: Narrowing = EVERY) -> Page:
         """The first ``limit`` entries after the path ``after``, in path order."""
 
     def at_offset(self, under: str | None, offset: int, limit: int) -> list[EntryInfo]:

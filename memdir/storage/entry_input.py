@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,8 +40,7 @@ def checked_writes(writes: Sequence[EntryWrite]) -> list[EntryWrite]:
         InputValidationError: a path appears twice (which version would the batch keep?).
     """
     checked = [
-        EntryWrite(path, w.content, str(w.title), valid_metadata(path, w.metadata), w.embedding, w.embedding_model,
-                   w.embedding_text_hash)
+        dataclasses.replace(w, path=path, title=str(w.title), metadata=valid_metadata(path, w.metadata))
         for w in writes for path in [normalize_path(w.path)]
     ]
     seen: set[str] = set()

@@ -264,6 +264,20 @@ Chunk = Callable[[list[EntryInfo]], list[EntryInfo]]
 
 
 @dataclass(frozen=True, slots=True)
+class Narrowing:
+    """What a page of a listing is narrowed to beyond its folder, for a store to ask its indexes (a database's
+    type column and tag index) rather than test row by row: an entry type, a tag (matched case-folded;
+    the caller's `Chunk` checks the exact tag)."""
+
+    type: str | None = None
+    tag: str | None = None
+
+
+EVERY = Narrowing()
+"""No narrowing: the folder's every entry."""
+
+
+@dataclass(frozen=True, slots=True)
 class Page:
     """Entries of one page of a listing, and whether more match after them."""
 

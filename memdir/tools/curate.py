@@ -68,11 +68,12 @@ def run_defrag(memory: Memory, action: str) -> str:
     """
     from memdir.optimization.defragmenter import Defragmenter
     from memdir.optimization.options import ACTIVE_ACTIONS
+    from memdir.optimization.reports import FOR_WEB
 
     if action not in ACTIVE_ACTIONS:
         raise InputValidationError(f"{action!r} is not a defrag action that changes memory; they are "
                                    f"{', '.join(ACTIVE_ACTIONS)}.", "Use one of the buttons on the health page.")
-    return Defragmenter(memory).run(action, dry_run=False).markdown
+    return Defragmenter(memory, wording=FOR_WEB).run(action, dry_run=False).markdown
 
 
 __all__ = ["content_version", "delete_entry", "edit_entry", "run_defrag", "unarchive_entry"]

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memdir.core.errors import InputValidationError
+from memdir.core.identity import view_filter
 from memdir.episodes.model import OUTCOMES
 from memdir.episodes.store import OUTCOME_ICONS, list_episodes, parse_since
 from memdir.tools.formatting import plural
@@ -31,7 +32,7 @@ def episode_list(
     *,
     now: datetime | None = None,
 ) -> str:
-    """List past episodes (tasks of earlier sessions), most recent first; read one with MemoryRead.
+    """List past episodes (tasks of earlier sessions) in your role's view, most recent first; read one with MemoryRead.
 
     Args:
         outcome: only episodes that ended so.
@@ -53,7 +54,8 @@ def episode_list(
                                    "Use e.g. limit=20.")
     moment = now or datetime.now(UTC)
     cutoff = parse_since(since, moment) if since else None
-    episodes = list_episodes(memory, outcome=outcome, tag=tag or None, since=cutoff, limit=limit)
+    episodes = list_episodes(memory, outcome=outcome, tag=tag or None, since=cutoff, limit=limit,
+                             view=view_filter(memory.actor, False))
     filters = ", ".join(f"{key}={value}" for key, value in (("outcome", outcome), ("tag", tag), ("since", since)) if value)
     if not episodes:
         suffix = f" matching {filters}" if filters else ""

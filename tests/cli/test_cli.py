@@ -103,3 +103,10 @@ def test_link_graph_unlink(keyword_only_root):
     assert wrong.exit_code == 1 and "Did you mean 'implements'?" in wrong.output
     removed = runner.invoke(app, ["unlink", "fact/deploy", "fact/ci", *root])
     assert removed.exit_code == 0 and "Removed 1 link" in removed.output
+
+
+def test_a_defrag_dry_run_says_how_to_apply_it_in_the_commands_words(keyword_only_root):
+    result = runner.invoke(app, ["defrag", "--action", "cleanup_stubs", "--root", str(keyword_only_root)])
+    assert result.exit_code == 0, result.output
+    assert "nothing was changed. Run again with --live to apply." in " ".join(result.output.split()).replace("`", "")
+    assert "dry_run" not in result.output and "MemoryDefrag" not in result.output

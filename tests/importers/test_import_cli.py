@@ -125,6 +125,18 @@ def test_bad_lines_are_skipped_by_name_and_the_rest_comes_in(tmp_path):
         assert line in output, output
 
 
+def test_a_record_memdir_refuses_to_store_is_skipped_by_name_and_its_batch_comes_in(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMDIR_MAX_ENTRY_SIZE", "400")
+    source, root = tmp_path / "memory.jsonl", tmp_path / "memory"
+    source.write_text("".join(json.dumps({"type": "entity", "name": name, "entityType": "thing", "observations": [text]})
+                              + "\n" for name, text in [("Before", "small"), ("Huge", "x" * 500), ("After", "small")]))
+    output = run_import("mcp-memory", source, root)
+    assert "2 imported, 0 updated, 0 unchanged, 1 skipped" in output, output
+    assert "skipped record 'Huge': " in output and "400" in output
+    with open_memory(root) as memory:
+        assert [info.path for info in memory.list("concept/")] == ["concept/thing/after.md", "concept/thing/before.md"]
+
+
 def test_names_in_any_script_get_paths_of_their_own(tmp_path):
     source, root = tmp_path / "memory.jsonl", tmp_path / "memory"
     source.write_text("".join(json.dumps({"type": "entity", "name": name, "entityType": "city", "observations": [name]}) + "\n"
@@ -310,6 +322,8 @@ def test_conversation_exports_become_episodes_once(tmp_path, fmt):
         [info] = memory.list("experience/episodes/")
         episode = memory.read(info.path)
         extra = episode.metadata.model_extra or {}
+        title = "Plan the database migration" if fmt == "claude" else "Fix the flaky test"
+        assert episode.title == title and extra["episode"] == title  # the conversation's title names its episode
         if fmt == "claude":
             assert extra["session_id"] == "claude.ai:c0ffee00-0000-4000-8000-000000000001"
             assert extra["started"] == "2026-03-02T09:00:00+00:00" and extra["messages"] == 2
@@ -324,3 +338,16 @@ def test_conversation_exports_become_episodes_once(tmp_path, fmt):
     before = snapshot(root)
     assert "0 imported, 0 updated, 1 unchanged" in run_import(fmt, source, root)
     assert snapshot(root) == before
+
+
+def test_a_conversation_cut_into_several_episodes_names_each_after_its_title(tmp_path):
+    later = [{"uuid": f"m{n}", "sender": sender, "created_at": f"2026-03-02T14:0{n}:00Z", "text": text, "content": []}
+             for n, (sender, text) in enumerate([("human", "Back after lunch: the backfill is slow on orders."),
+                                                 ("assistant", "Raise the batch size and add an index first.")], start=3)]
+    conversation = {**CLAUDE[0], "chat_messages": [*CLAUDE[0]["chat_messages"], *later]}  # hours later: a new episode
+    source, root = tmp_path / "conversations.json", tmp_path / "memory"
+    source.write_text(json.dumps([conversation]))
+    assert "2 imported" in run_import("claude", source, root)
+    with open_memory(root) as memory:
+        names = sorted(memory.read(info.path).title for info in memory.list("experience/episodes/"))
+    assert names == ["Plan the database migration (1/2)", "Plan the database migration (2/2)"]

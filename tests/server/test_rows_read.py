@@ -31,13 +31,14 @@ pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 SMALL, LARGE = 150, 1350
 
 
-def fill(url: str, root, count: int) -> None:
-    """``count`` entries in 4 folders, each with words of its own (a search's words are in few of them)."""
+def fill(url: str, root, count: int, tags=lambda i: [f"tag{i}"]) -> None:
+    """``count`` entries in 4 folders, each with words of its own (a search's words are in few of them)
+    and the ``tags(i)`` of the i-th."""
     with Memory.open(Settings(root=root, store=url), embedder=FakeEmbedder()) as memory:
         for i in range(count):
             kind = ("concept", "fact", "skill", "experience")[i % 4]
             memory.write(f"{kind}/topic{i % 7}/entry{i}.md", f"Note {i}: marker{i} with token{i} on subject{i}.",
-                         title=f"Entry {i}", metadata={"type": kind, "tags": [f"tag{i}"]})
+                         title=f"Entry {i}", metadata={"type": kind, "tags": tags(i)})
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ANALYZE")  # as autovacuum leaves a store that has grown
 

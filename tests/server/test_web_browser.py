@@ -102,6 +102,22 @@ def archived_entry() -> None:
                                                             "archived_at": datetime(2026, 1, 2, tzinfo=UTC)})
 
 
+def architecture_episode() -> str:
+    """An episode of a kind a reviewer's view leaves out (written before the server starts); its path."""
+    import re
+
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+    from memdir.tools.episode_record import episode_record
+
+    with Memory.open(Settings(), load_model=False) as memory:
+        said = episode_record(memory, None, "Choose the queue design", "success",
+                              "Picked a single writer queue over sharded locks.", tags=["design"])
+        path = re.search(r"memory://(\S+)", said).group(1)
+        memory.update_metadata(path, {"kind": "architecture"})
+    return path
+
+
 @pytest.fixture
 def served(tmp_path):
     tokens = TokenFile(tmp_path / "http-tokens.json")
@@ -109,6 +125,7 @@ def served(tmp_path):
     token, other = tokens.create("viewer", agent="viewer"), tokens.create("other", agent="other")
     reviewer = tokens.create("rita", role="reviewer")
     archived_entry()
+    architecture_episode()
     with running_server(["--mode", "researcher"], cwd=tmp_path) as server:
         async def fill():
             async with mcp_client(server.url, token) as client:
@@ -317,6 +334,8 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     WebDriverWait(browser, 60).until(lambda driver: "/defrag/merge_duplicates" in driver.current_url)
     preview = browser.find_element(By.ID, "report").text
     assert "fact/deploy/freeze-1.md" in preview and "nothing was changed" in preview
+    assert "Press “Run merge duplicates” below to apply it." in preview  # the page's words, not the tool's
+    assert "dry_run" not in preview and "--live" not in preview and "MemoryDefrag" not in preview
     shot("defrag-preview")
     submit("run")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Defrag: merge duplicates"
@@ -337,6 +356,7 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     browser.get(server.base + "/episodes")
     episodes = browser.find_element(By.ID, "episodes").text
     assert "Fix the flaky deploy test" in episodes and "success" in episodes
+    assert "Choose the queue design" in episodes
     shot("episodes")
 
     # A reviewer's token: the listing and search keep to the reviewer's view, as over MCP.
@@ -349,9 +369,83 @@ def test_the_web_view_in_a_real_browser(served, browser, artifacts):
     found = [item.find_element(By.CLASS_NAME, "path").text for item in browser.find_elements(By.CSS_SELECTOR, "#results li")]
     assert "fact/deploy/flaky-bug.md" in found and "concept/deploy/roadmap.md" not in found
     shot("reviewer-view")
+    browser.get(server.base + "/episodes")  # episodes too, in the page and over MCP
+    episodes = browser.find_element(By.ID, "episodes").text
+    assert "Fix the flaky deploy test" in episodes and "Choose the queue design" not in episodes
+    shot("reviewer-episodes")
+
+    async def reviewer_episodes() -> str:
+        async with mcp_client(server.url, reviewer) as client:
+            result = await client.call_tool("EpisodeList", {})
+            assert not result.is_error, result.content[0].text
+            return result.content[0].text
+
+    listed = anyio.run(reviewer_episodes)
+    assert "Fix the flaky deploy test" in listed and "Choose the queue design" not in listed
 
     for name in ("entries", "entries-recent", "search", "entry-with-links", "link-neighbourhood", "edit", "history",
                  "stale-edit-refused", "not-owner-refused", "archived-entry", "hostile-entry", "health", "defrag-preview",
                  "defrag-run",
-                 "thread", "episodes", "reviewer-view"):
+                 "thread", "episodes", "reviewer-view", "reviewer-episodes"):
+        assert (artifacts / f"{name}.png").stat().st_size > 5_000
+
+
+POST_FORMS = "form[method=post], form[method=POST]"
+
+
+def test_the_read_only_web_view_in_a_real_browser(tmp_path, browser, artifacts):
+    """``--read-only``: every page shows without a form that changes memory, and a change posted
+    anyway (a form the page never offered, made in the page) is refused with 403, changing nothing."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+
+    token = TokenFile(tmp_path / "http-tokens.json").create("viewer", agent="viewer")
+    archived_entry()
+    episode = architecture_episode()
+    with Memory.open(Settings(), load_model=False) as memory:
+        for entry in [*ENTRIES[:3], *DUPLICATES]:
+            memory.write(entry["file_path"], entry["content"], title=entry["title"],
+                         metadata={"type": entry["type"], "tags": entry["tags"], "related": entry["related"]})
+    with running_server(["--read-only"], cwd=tmp_path) as server:
+        browser.get(f"{server.base}/?token={token}")
+        pages = {"read-only-entries": "/", "read-only-entry": "/entry/concept/deploy/pipeline.md",
+                 "read-only-archived": "/entry/fact/deploy/old-targets.md", "read-only-edit": "/edit/fact/deploy/targets.md",
+                 "read-only-history": "/audit/fact/deploy/targets.md", "read-only-search": "/search?q=deploy&floor=0",
+                 "read-only-health": "/health", "read-only-defrag": "/defrag/merge_duplicates",
+                 "read-only-threads": "/threads", "read-only-episodes": "/episodes", "read-only-episode": f"/entry/{episode}"}
+        for name, page in pages.items():
+            browser.get(server.base + page)
+            text = browser.find_element(By.TAG_NAME, "body").text
+            assert "needs a token" not in text and "not found" not in text, (page, text)
+            assert not browser.find_elements(By.CSS_SELECTOR, POST_FORMS), page
+            assert browser.save_screenshot(str(artifacts / f"{name}.png")), name
+        browser.get(server.base + "/defrag/merge_duplicates")
+        preview = browser.find_element(By.ID, "report").text
+        assert "fact/deploy/freeze-1.md" in preview and "memdir defrag --action merge_duplicates --live" in preview
+        assert "Press" not in preview and not browser.find_elements(By.ID, "run")
+
+        browser.get(server.base + "/entry/fact/deploy/targets.md")
+        browser.execute_script("""
+            const form = document.createElement("form");
+            form.method = "post";
+            form.action = "/edit/fact/deploy/targets.md";
+            for (const [name, value] of [["content", "Taken over."], ["title", "T"], ["seen", "x"], ["csrf", "x"]]) {
+                const field = document.createElement("input");
+                field.name = name;
+                field.value = value;
+                form.appendChild(field);
+            }
+            document.body.appendChild(form);
+            form.submit();""")
+        WebDriverWait(browser, 30).until(lambda driver: "/edit/" in driver.current_url)
+        assert "This web view is read-only." in browser.find_element(By.TAG_NAME, "body").text
+        status = browser.execute_script("return performance.getEntriesByType('navigation')[0].responseStatus")
+        assert status == 403
+        assert browser.save_screenshot(str(artifacts / "read-only-refused.png"))
+    with Memory.open(Settings(), load_model=False, read_only=True) as memory:
+        assert memory.read("fact/deploy/targets.md").content == ENTRIES[1]["content"]
+    for name in [*pages, "read-only-refused"]:
         assert (artifacts / f"{name}.png").stat().st_size > 5_000

@@ -31,7 +31,8 @@ def test_analyze_returns_the_health_report(memory):
 
 def test_active_actions_are_dry_runs_by_default(memory):
     text = memory_defrag(memory, "merge_duplicates")
-    assert "**Dry run** — nothing was changed" in text
+    assert "**Dry run** — nothing was changed. Run again with `dry_run: false` to apply." in text
+    assert "--live" not in text and "CLI" not in text  # the model calls the tool, it runs no command
     assert "Would merge 1 duplicate pair" in text
     assert memory.redirect_of("concept/ruby/classes.md") is None
     assert memory.list_stubs() == []

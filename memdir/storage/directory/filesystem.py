@@ -460,7 +460,7 @@ class FilesystemAdapter:
             total = self._current_total()
             batch: list[_StagedEntry] = []
             for write in checked:
-                batch.append(self._staged(write, total))
+                batch.append(self._staged(write, total, updated_at=write.updated_at))
                 total = batch[-1].total
             files: dict[Path, bytes] = {}
             for staged in batch:

@@ -3,7 +3,8 @@
 A listing an agent or a person asks for shows a page (MemoryGlob's newest 500, the web view's 50,
 ``resources/list``'s page), so only that page is read: rows come in the order of an index
 (``entries_newest`` for newest first, ``entries_path_order`` for path order) in chunks, each row is
-tested by what SQL cannot say (a glob, an agent's view), and reading stops once one match more
+narrowed by what SQL can say (a folder, an entry type, a tag: a tag few of the entries carry is read
+through the tag index instead, `_sparse_tag`) and tested by what it cannot (a glob, an agent's view), and reading stops once one match more
 than the page holds was found (so the caller knows more match without counting them all).
 """
 
@@ -16,7 +17,7 @@ import psycopg
 
 from memdir.storage.entry_input import folder_prefix
 from memdir.storage.postgres.database import scalar
-from memdir.storage.records import Chunk, EntryInfo, Page
+from memdir.storage.records import EVERY, Chunk, EntryInfo, Narrowing, Page
 
 _INFO = "path, title, size, updated_at, type, hits, version"
 _PATH = 'path COLLATE "C"'  # code point order, as the directory store sorts; its own index (``entries_path_order``)
@@ -29,9 +30,47 @@ def like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _under(under: str | None) -> tuple[str, list[Any]]:
+def _under(under: str | None, narrow: Narrowing = EVERY) -> tuple[str, list[Any]]:
+    """The conditions of a folder and a narrowing (an entry type, a tag by the tag index), and their parameters."""
     prefix = folder_prefix(under)
-    return (f" AND {_PATH} LIKE %s", [like_prefix(prefix)]) if prefix else ("", [])
+    conditions: list[tuple[str, Any]] = []
+    if prefix:
+        conditions.append((f"{_PATH} LIKE %s", like_prefix(prefix)))
+    if narrow.type is not None:
+        conditions.append(("type = %s", narrow.type))
+    if narrow.tag is not None:
+        conditions.append(("tags_folded @> %s", [narrow.tag.casefold()]))
+    return "".join(f" AND {condition}" for condition, _ in conditions), [param for _, param in conditions]
+
+
+def _sparse_tag(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInfo], under: str | None,
+                narrow: Narrowing, order: str, limit: int) -> list[EntryInfo] | None:
+    """Every entry of a narrowing by tag, read through the tag index, when the tag is sparse; None when it is not.
+
+    The first rows in the listing's ``order`` are a sample: when fewer of them carry the tag than the page
+    needs, the tag is sparse and its entries are read through the tag index (a walk in order would read most
+    of the store to fill the page); else a walk in order fills the page soon. The sample is about the square
+    root of (store size x page), so either way far fewer rows are read than the store holds, unless many
+    entries carry the tag and none of them come early in the order (a tag of one folder, in path order):
+    then the tag index gives every one of them (never the rest of the store).
+    """
+    if narrow.tag is None:
+        return None
+    few = max(_FIRST_CHUNK, int((scalar(conn, "SELECT entries FROM store_state") * (limit + 1)) ** 0.5))
+    where, params = _under(under, Narrowing(narrow.type))
+    tag = [narrow.tag.casefold()]
+    sampled = scalar(conn, f"SELECT count(*) FROM (SELECT tags_folded FROM entries WHERE {_LISTED}{where}"
+                           f" ORDER BY {order} LIMIT %s) sample WHERE tags_folded @> %s", (*params, few, tag))
+    if sampled > limit:
+        return None
+    rows = conn.execute(f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where} AND tags_folded @> %s", (*params, tag))
+    return [info_of(row) for row in rows.fetchall()]
+
+
+def _chunked(infos: list[EntryInfo]) -> Iterator[list[EntryInfo]]:
+    """``infos`` in chunks, so that ``keep`` (which may read more of each entry) sees only as many as fill the page."""
+    for start in range(0, len(infos), _FIRST_CHUNK):
+        yield infos[start:start + _FIRST_CHUNK]
 
 
 def _fill(chunks: Iterator[list[EntryInfo]], limit: int, keep: Chunk) -> Page:
@@ -44,9 +83,14 @@ def _fill(chunks: Iterator[list[EntryInfo]], limit: int, keep: Chunk) -> Page:
 
 
 def newest(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInfo], under: str | None, limit: int,
-           keep: Chunk) -> Page:
-    """The ``limit`` newest entries under ``under`` that ``keep`` keeps (same moment: path order)."""
-    where, params = _under(under)
+           keep: Chunk, narrow: Narrowing = EVERY) -> Page:
+    """The ``limit`` newest entries under ``under`` (and ``narrow``) that ``keep`` keeps (same moment: path order)."""
+    where, params = _under(under, narrow)
+    sparse = _sparse_tag(conn, info_of, under, narrow, f"updated_at DESC, {_PATH}", limit)
+    if sparse is not None:
+        sparse.sort(key=lambda info: info.path)
+        sparse.sort(key=lambda info: info.updated_at, reverse=True)
+        return _fill(_chunked(sparse), limit, keep)
 
     def chunks() -> Iterator[list[EntryInfo]]:
         size = max(_FIRST_CHUNK, limit + 1)
@@ -71,10 +115,13 @@ def newest(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInf
 
 
 def in_path_order(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInfo], under: str | None,
-                  after: str | None, limit: int, keep: Chunk) -> Page:
-    """The first ``limit`` entries under ``under`` after the path ``after`` (None: from the first)
+                  after: str | None, limit: int, keep: Chunk, narrow: Narrowing = EVERY) -> Page:
+    """The first ``limit`` entries under ``under`` (and ``narrow``) after the path ``after`` (None: from the first)
     that ``keep`` keeps, in path order."""
-    where, params = _under(under)
+    where, params = _under(under, narrow)
+    sparse = _sparse_tag(conn, info_of, under, narrow, _PATH, limit) if after is None else None
+    if sparse is not None:
+        return _fill(_chunked(sorted(sparse, key=lambda info: info.path)), limit, keep)
 
     def chunks() -> Iterator[list[EntryInfo]]:
         size, last = max(_FIRST_CHUNK, limit + 1), after

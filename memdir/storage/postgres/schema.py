@@ -195,6 +195,13 @@ CREATE TABLE thread_events (
 CREATE INDEX thread_events_thread ON thread_events (thread, id);
 """
 
+# A listing narrowed to one entry type (the web view's), in path order or newest first: an entry's type is
+# mostly its folder's, so the plain path-order index would pass every other folder before the first one.
+_TYPE_LISTING_INDEXES = """
+CREATE INDEX entries_type_path_order ON entries (type, path COLLATE "C") WHERE stub_kind IS NULL;
+CREATE INDEX entries_type_newest ON entries (type, updated_at DESC, path COLLATE "C") WHERE stub_kind IS NULL;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_entries_postings_links", _ENTRIES),
     ("0002_hnsw_vector_index", _VECTOR_INDEX),
@@ -205,6 +212,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0007_listing_indexes", _LISTING_INDEXES),
     ("0008_records", _RECORDS),
     ("0009_thread_events", _THREAD_EVENTS),
+    ("0010_type_listing_indexes", _TYPE_LISTING_INDEXES),
 ]
 
 
