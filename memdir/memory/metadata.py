@@ -92,7 +92,7 @@ class MetadataChanges:
             if len(allowed) < len(wanted):
                 log.info("%s may not change %d of the entries: left as they are", self.owners.actor.label, len(wanted) - len(allowed))
             before: dict[str, tuple[Entry, str, dict[str, Any]]] = {}  # path -> (entry as read, audit action, facts)
-            metadata: dict[str, Metadata] = {}
+            metadata: dict[str, tuple[Entry, Metadata]] = {}
             for path in allowed:  # every change decided (and refused) before anything is staged
                 entry = self.owners.existing(path)
                 if entry is None:
@@ -106,7 +106,7 @@ class MetadataChanges:
                 action, facts = _metadata_action(entry.metadata, changed)
                 self.owners.guard(path, entry, action)  # (the index lagged a hand edit)
                 before[path] = (entry, action, facts)
-                metadata[path] = changed.model_copy(update={"modified_by": self.owners.actor.name})
+                metadata[path] = entry, changed.model_copy(update={"modified_by": self.owners.actor.name})
             with self.adapter.set_metadata(metadata) as stored:  # staged: index rows and audit records go first
                 rows = []
                 for written, stats in stored:

@@ -332,9 +332,9 @@ class StorageAdapter(Protocol):
     ) -> AbstractContextManager[list[Staged]]:
         """New vectors for unchanged entries, in one transaction (entries changed since ``expected`` skipped)."""
 
-    def set_metadata(self, changes: Mapping[str, Metadata]) -> AbstractContextManager[list[Staged]]:
-        """New metadata (fields not embedded) for existing entries, in one transaction (missing entries and
-        stubs skipped)."""
+    def set_metadata(self, changes: Mapping[str, tuple[Entry, Metadata]]) -> AbstractContextManager[list[Staged]]:
+        """New metadata (fields not embedded) for existing entries, each given as the caller read it under
+        the lock, in one transaction (stubs skipped)."""
 
     def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
         """Read an entry (following stubs when ``follow``); ``count_hit`` for agent reads only."""

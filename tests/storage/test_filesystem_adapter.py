@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from memdir.core.entry import UNREADABLE_PERMISSIONS, Metadata
+from memdir.core.entry import UNREADABLE_PERMISSIONS, Entry, Metadata
 from memdir.core.errors import (
     DiskFullError,
     EntryNotFoundError,
@@ -624,6 +624,11 @@ def test_failed_staging_changes_nothing(root: Path, monkeypatch) -> None:
     assert adapter.total_size() == 3
 
 
+def _more_important(adapter: FilesystemAdapter, paths: list[str]) -> dict[str, tuple[Entry, Metadata]]:
+    """Each entry as read now, and its metadata with importance 8 (a bulk metadata change)."""
+    return {path: (entry, entry.metadata.model_copy(update={"importance": 8.0})) for path in paths for entry in [adapter.read_entry(path)]}
+
+
 @pytest.mark.skipif(not atomic._ONE_SYNC, reason="one sync per batch only where sync() waits (Linux)")
 def test_a_large_batch_is_made_durable_by_one_sync_not_one_fsync_per_file(root: Path, monkeypatch) -> None:
     adapter = FilesystemAdapter(root)
@@ -633,7 +638,7 @@ def test_a_large_batch_is_made_durable_by_one_sync_not_one_fsync_per_file(root: 
     syncs, fsyncs, real_fsync = [], [], os.fsync
     monkeypatch.setattr(atomic.os, "sync", lambda: syncs.append(1))
     monkeypatch.setattr(atomic.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
-    updated = committed(adapter.set_metadata({path: adapter.read_entry(path).metadata.model_copy(update={"importance": 8.0}) for path in paths}))
+    updated = committed(adapter.set_metadata(_more_important(adapter, paths)))
     monkeypatch.undo()
     assert len(updated) == len(paths) and len(syncs) == 1
     assert len(fsyncs) < len(paths)  # the journal and the folders; no staged .yml fsynced one by one
@@ -655,7 +660,7 @@ def test_a_large_batch_that_fails_while_staging_changes_nothing(root: Path, monk
 
     monkeypatch.setattr(atomic, "_write_new_file", failing)
     with pytest.raises(DiskFullError):
-        committed(adapter.set_metadata({path: adapter.read_entry(path).metadata.model_copy(update={"importance": 8.0}) for path in paths}))
+        committed(adapter.set_metadata(_more_important(adapter, paths)))
     monkeypatch.undo()
     assert all(adapter.read_entry(path).metadata.importance != 8.0 for path in paths)
     assert [p for p in root.rglob("*.tmp")] == [] and list(atomic.txn_dir(root).iterdir()) == []
@@ -826,6 +831,7 @@ def test_a_write_flushes_its_files_once_each_and_nothing_derived(root: Path, mon
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "fdatasync", fsync)  # (appends, such as the audit record's, sync their data alone)
     memory.write("fact/second", "an embedded entry", metadata={"type": "fact"})
     monkeypatch.undo()
     memory.close()
@@ -868,6 +874,7 @@ def test_a_write_flushes_its_staged_files_and_audit_record_together_before_the_c
         real_replace(source, target)
 
     monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "fdatasync", fsync)  # (appends, such as the audit record's, sync their data alone)
     monkeypatch.setattr(atomic.os, "replace", replace)
     memory.write("fact/second", "an embedded entry", metadata={"type": "fact"})
     monkeypatch.undo()

@@ -582,7 +582,7 @@ class FilesystemAdapter:
     @contextmanager
     def set_metadata(
         self,
-        changes: Mapping[str, Metadata],
+        changes: Mapping[str, tuple[Entry, Metadata]],
     ) -> Iterator[list[Staged]]:
         """Replace the metadata of existing entries in ONE transaction (the evolution jobs' bulk changes).
 
@@ -590,9 +590,9 @@ class FilesystemAdapter:
         journal and one commit for the whole batch instead of one per entry.
 
         Args:
-            changes: path -> its new metadata (fields that are not embedded: the vector stays
-                valid). Entries that do not exist, and those whose ``.yml`` memdir cannot read
-                (never overwritten), are skipped.
+            changes: path -> (the entry as the caller read it under this lock, its new metadata:
+                fields that are not embedded, so the vector stays valid). Entries whose ``.yml``
+                memdir cannot read (never overwritten) are skipped.
 
         A context manager as `set_embeddings` is.
         """
@@ -600,14 +600,11 @@ class FilesystemAdapter:
         updated: list[Entry] = []
         files: list[tuple[Path, Path]] = []
         with self._writing():
-            for path, metadata in changes.items():
+            for path, (entry, metadata) in changes.items():
                 path = normalize_path(path)
                 refuse_virtual(path)
-                md, yml, emb = self._files(path)
-                try:
-                    entry, sidecar = self._load(path, (md, yml, emb))
-                except EntryNotFoundError:
-                    continue
+                md, yml, _ = self._files(path)
+                sidecar = self._load_sidecar(yml)
                 if sidecar is None:
                     continue
                 writes[yml] = dump_sidecar({**sidecar, "metadata": metadata.to_yaml_dict()})

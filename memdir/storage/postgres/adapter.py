@@ -236,17 +236,16 @@ class PostgresAdapter:
             yield updated
 
     @contextmanager
-    def set_metadata(self, changes: Mapping[str, Metadata]) -> Iterator[list[Staged]]:
+    def set_metadata(self, changes: Mapping[str, tuple[Entry, Metadata]]) -> Iterator[list[Staged]]:
         """New metadata (fields not embedded) for existing entries in ONE transaction (see
-        `FilesystemAdapter.set_metadata`); missing entries and stubs are skipped."""
+        `FilesystemAdapter.set_metadata`); stubs are skipped."""
         updated: list[Staged] = []
         with self._writing():
             conn = self._conn()
-            for path, metadata in changes.items():
+            for path, (entry, metadata) in changes.items():
                 path = normalize_path(path)
                 refuse_virtual(path)
-                entry = self._load(conn, path)
-                if entry is None or self.read_redirect(path) is not None:
+                if self.read_redirect(path) is not None:
                     continue
                 version = next_change(conn)
                 conn.execute(
