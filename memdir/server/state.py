@@ -267,7 +267,7 @@ class SessionState:
     session: Session = field(default_factory=Session)
     file_reads: FileReads = field(default_factory=FileReads)
     role_warmed: bool = False
-    """Whether the cache was warmed for this session's role (`memdir.server.prefetch.warm_for_role`)."""
+    """Whether the cache was warmed for this session's role (`memdir.server.role_warming.warm_for_role`)."""
 
 
 HTTP_CLIENT: contextvars.ContextVar[HttpClient | None] = contextvars.ContextVar("memdir_http_client", default=None)
