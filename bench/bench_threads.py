@@ -18,7 +18,8 @@
 * ``--against DIR`` (another checkout of memdir, e.g. ``git worktree add /tmp/before HEAD~3``):
   append latency of this code and that one side by side, into a new thread and into the
   thread of each ``--events`` size: two worker processes take turns, 20 appends at a time,
-  so both see the same moments of a shared machine's load.
+  so both see the same moments of a shared machine's load; each also prints the CPU time an
+  append takes (the rest is waiting: for the lock, and for the disk to sync).
 
 Default settings throughout (compaction on). ``--postgres`` starts a throwaway PostgreSQL +
 pgvector cluster (`tests.pg_cluster`); ``--store`` uses a database of yours (an empty one:
@@ -113,7 +114,8 @@ def bench_appends(memory: Memory, count: int) -> None:
 
 
 def append_worker(store: str, root: Path, thread: str) -> None:
-    """``--worker``: append as many messages as each line of stdin says; print their durations (JSON) per line."""
+    """``--worker``: append as many messages as each line of stdin says; print their durations and the CPU time
+    they took (JSON) per line."""
     with Memory.open(Settings(root=root, store=store)) as memory:
         manager = manager_for(memory)
         if manager.exists(thread):
@@ -124,9 +126,9 @@ def append_worker(store: str, root: Path, thread: str) -> None:
             times = []
             for _ in range(int(line)):
                 checked = message("user", sentence(rng, turn), max_bytes=memory.settings.storage.max_entry_size)
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 manager.append(thread, checked)
-                times.append(time.perf_counter() - start)
+                times.append((time.perf_counter() - start, time.process_time() - cpu))
             print(json.dumps(times), flush=True)
 
 
@@ -137,7 +139,7 @@ def bench_against(other: Path, store: str, root: Path, thread: str, rounds: int)
         [sys.executable, __file__, "--worker", thread, "--store", store, "--root", str(root)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": tree},
     ) for name, tree in trees.items()}
-    times: dict[str, list[float]] = {name: [] for name in trees}
+    times: dict[str, list[list[float]]] = {name: [] for name in trees}
     try:
         for worker in workers.values():
             if worker.stdout is None or worker.stdout.readline().strip() != "ready":
@@ -155,7 +157,8 @@ def bench_against(other: Path, store: str, root: Path, thread: str, rounds: int)
                 worker.stdin.close()
             worker.wait()
     for name, values in times.items():
-        print(f"append into {thread}, {name}: {ms(values)}", flush=True)
+        cpu = statistics.median(pair[1] for pair in values) * 1000
+        print(f"append into {thread}, {name}: {ms([pair[0] for pair in values])}; CPU p50 {cpu:.2f} ms", flush=True)
 
 
 def bench_context(memory: Memory, events: int, repeats: int, budget: int, strategies: list[str]) -> None:

@@ -38,7 +38,8 @@ class VectorCache:
         self.record = DIGEST_BYTES + 4 * embedder.dimensions
         self._rows: dict[bytes, int] = {}
         self._by_text: dict[str, int] = {}  # texts met in this process: no digest needed again
-        self._matrix = np.zeros((0, embedder.dimensions), dtype=np.float32)
+        self._matrix = np.zeros((0, embedder.dimensions), dtype=np.float32)  # rows past ``_count``: room to grow
+        self._count = 0
         self._read = 0
         self._guard = threading.Lock()  # several readers at once
 
@@ -99,10 +100,18 @@ class VectorCache:
         self._remember(keys, vectors)
 
     def _remember(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        """Keep the vectors of keys not known yet; the matrix doubles when full, so adding the vector of one new
+        message costs one row, not a copy of every vector (readers index rows below ``_count`` only)."""
         fresh = [i for i, key in enumerate(keys) if key not in self._rows]
+        start, end = self._count, self._count + len(fresh)
+        if end > len(self._matrix):
+            grown = np.zeros((max(end, 2 * len(self._matrix)), self._matrix.shape[1]), dtype=np.float32)
+            grown[:start] = self._matrix[:start]
+            self._matrix = grown
+        self._matrix[start:end] = vectors[fresh]
         for offset, i in enumerate(fresh):
-            self._rows[keys[i]] = len(self._matrix) + offset
-        self._matrix = np.vstack([self._matrix, vectors[fresh].astype(np.float32)])
+            self._rows[keys[i]] = start + offset
+        self._count = end
 
 
 __all__ = ["VectorCache", "digest"]
