@@ -439,13 +439,14 @@ class Memory:
                             expected_content=expected_content, updated_at=updated_at, hits=hits)
 
     def write_many(self, writes: Sequence[NewEntry]) -> builtins.list[WriteResult]:
-        """Create or replace several entries as ONE change (what bulk paths write): their
-        embeddings made in one model call, then, in one turn of the lock, their files committed
-        together (one journal, one round of flushes) with their index rows and audit records.
+        """Create or replace several entries (what bulk paths write): their embeddings made in one
+        model call, then, in one turn of the lock, their files committed together (one journal,
+        one round of flushes) with their index rows and audit records, as ONE change. A path
+        written twice starts a second change after the first, so the later version is kept.
 
         Raises:
-            InputValidationError: a path appears twice (write it in a later batch).
-            What `write` raises. Nothing of the batch is written then.
+            What `write` raises. Nothing of the change that failed is written then (nor of any
+            after it).
         """
         prepared = [self._prepared(w.path, w.title, w.metadata, w.content) for w in writes]
         if not prepared:
@@ -454,27 +455,30 @@ class Memory:
         model_id = self._model_id() if vectors is not None else None
         if vectors is None and self.model.state is ModelState.LOADING:
             self._written_unembedded.update(logical for logical, _, _ in prepared)
-        hashes = {logical: text_hash(text) for logical, _, text in prepared}
-        with self._exclusive(), self._index_first(*hashes):
-            overwritten = {logical: self.adapter.exists(logical) for logical in hashes}
-            before = {logical: self._existing(logical) if there else None for logical, there in overwritten.items()}
-            for logical, entry in before.items():
-                self._guard(logical, entry, "update")
-            batch = [
-                EntryWrite(logical, w.content, w.title, self._stamped(meta, before[logical]),
-                           None if vectors is None else vectors[i], model_id, hashes[logical])
-                for i, (w, (logical, meta, _)) in enumerate(zip(writes, prepared))
-            ]
+        items = [EntryWrite(logical, w.content, w.title, meta, None if vectors is None else vectors[i], model_id, text_hash(text))
+                 for i, (w, (logical, meta, text)) in enumerate(zip(writes, prepared))]
+        results: builtins.list[WriteResult] = []
+        with self._exclusive(), self._index_first(*{item.path for item in items}):
+            for change in _distinct_runs(items):
+                results += self._stored_together(change)
+        return results
 
-            def before_commit(stored: builtins.list[tuple[Entry, FileStats]]) -> None:
-                self.index.upsert_many((entry, stats, hashes[entry.path], model_id) for entry, stats in stored)
-                records = [self._audit_record(e.path, before[e.path], e, "update" if before[e.path] else "create")
-                           for e, _ in stored]
-                with disk_errors(self.root):
-                    self.audit.append_many(records)
+    def _stored_together(self, items: builtins.list[EntryWrite]) -> builtins.list[WriteResult]:
+        """Store prepared writes of distinct paths as one change of files, index and audit (under the lock)."""
+        overwritten = {item.path: self.adapter.exists(item.path) for item in items}
+        before = {path: self._existing(path) if there else None for path, there in overwritten.items()}
+        for path, entry in before.items():
+            self._guard(path, entry, "update")
+        hashes = {item.path: item.embedding_text_hash for item in items}
 
-            entries = self.adapter.write_many(batch, before_commit=before_commit)
-        return [WriteResult(entry, overwritten[entry.path]) for entry in entries]
+        def before_commit(stored: builtins.list[tuple[Entry, FileStats]]) -> None:
+            self.index.upsert_many((entry, stats, hashes[entry.path], entry.embedding_model) for entry, stats in stored)
+            records = [self._audit_record(e.path, before[e.path], e, "update" if before[e.path] else "create") for e, _ in stored]
+            with disk_errors(self.root):
+                self.audit.append_many(records)
+
+        batch = [dataclasses.replace(item, metadata=self._stamped(item.metadata, before[item.path])) for item in items]
+        return [WriteResult(entry, overwritten[entry.path]) for entry in self.adapter.write_many(batch, before_commit=before_commit)]
 
     def _prepared(self, path: str, title: str, metadata: Metadata | dict[str, Any] | None, content: str) -> tuple[str, Metadata, str]:
         """A write's checked path and metadata, and the searchable text its embedding is made from."""
@@ -1473,6 +1477,19 @@ def _metadata_action(before: Metadata, after: Metadata) -> tuple[str, dict[str, 
     else:
         action = "update"
     return action, {"fields": fields}
+
+
+def _distinct_runs(items: builtins.list[EntryWrite]) -> builtins.list[builtins.list[EntryWrite]]:
+    """``items`` in order, cut before each path the current run holds already."""
+    runs: builtins.list[builtins.list[EntryWrite]] = [[]]
+    seen: set[str] = set()
+    for item in items:
+        if item.path in seen:
+            runs.append([])
+            seen.clear()
+        runs[-1].append(item)
+        seen.add(item.path)
+    return runs
 
 
 def _unasked_builtins(types: builtins.list[str] | None, path_prefix: str | None) -> tuple[str, ...]:
