@@ -6,8 +6,8 @@ Usage::
 
 `Memory.write` of ~57-word entries with the deterministic fake embedder (so the figure is the
 files, index and audit, not the model), in turns of five writes: with memdir's flushes (a
-write's staged files, journal and audit record flushed together, `memdir.core.files.start_flushes`)
-and with the same files flushed one after the other, as before. Then `Memory.write_many` of
+write's staged files and journal flushed together, `memdir.core.files.fsync_each`) and with
+the same files flushed one after the other, as before. Then `Memory.write_many` of
 ``--batch`` entries against the same entries written one by one, in entries/s. Medians, load
 printed; the turns alternate, so a busy disk slows both alike.
 """
@@ -38,11 +38,10 @@ from tests.fakes import FakeEmbedder  # noqa: E402
 META = {"type": "fact", "tags": ["bench", "write"], "domain": "bench"}
 
 
-def one_after_another(paths: Collection[Path], flush: Callable[[Path], None] = files.fsync_file) -> Callable[[], None]:
+def one_after_another(paths: Collection[Path], flush: Callable[[Path], None] = files.fsync_file) -> None:
     """The flushes as they were: each waits for the one before."""
     for path in paths:
         flush(path)
-    return lambda: None
 
 
 def main() -> None:
@@ -64,14 +63,14 @@ def main() -> None:
             memory.write_many([entry()])
         times: dict[str, list[float]] = {"together": [], "one after another": []}
         for _ in range(args.rounds):
-            for name, start in (("together", files.start_flushes), ("one after another", one_after_another)):
-                atomic.start_flushes = start
+            for name, flushes in (("together", files.fsync_each), ("one after another", one_after_another)):
+                atomic.fsync_each = flushes
                 for _ in range(5):
                     w = entry()
                     started = time.perf_counter()
                     memory.write(w.path, w.content, title=w.title, metadata=w.metadata)
                     times[name].append((time.perf_counter() - started) * 1000)
-        atomic.start_flushes = files.start_flushes
+        atomic.fsync_each = files.fsync_each
         together, apart = (statistics.median(times[name]) for name in times)
         print(f"Memory.write without the model: flushed together {together:.1f} ms, one after another {apart:.1f} ms "
               f"= {together / apart:.2f}x; load {os.getloadavg()[0]:.1f}")

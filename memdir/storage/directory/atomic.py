@@ -8,9 +8,9 @@ not enough: a kill between two renames would pair new content with old metadata.
    file it is about to create (so an interrupted staging can be cleaned up; after a power
    cut in the middle of staging, a hidden temporary file may outlive its journal);
 2. stage every new file as a temporary file in its target's folder; fsync the journal and
-   each of them, all written first and flushed together (`memdir.core.files.start_flushes`; a
+   each of them, all written first and flushed together (`memdir.core.files.fsync_each`; a
    large batch — an evolution job's — is flushed by one ``sync`` of the filesystem instead,
-   see `_SYNC_EACH_UP_TO`); meanwhile run the caller's ``before_commit`` (memdir updates the
+   see `_SYNC_EACH_UP_TO`); then run the caller's ``before_commit`` (memdir updates the
    derived index and appends the audit record here: if that fails — a full disk — the
    staging is undone and nothing has changed);
 3. rename the journal to *commit* — the single atomic commit point;
@@ -33,7 +33,6 @@ Temporary files are hidden (``.txn-….tmp``), so listings never show them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -43,15 +42,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 from memdir.core.errors import UnsafeFileError
-from memdir.core.files import (
-    disk_errors,
-    fsync_dir,
-    fsync_each,
-    private_folder,
-    quarantine,
-    read_regular,
-    start_flushes,
-)
+from memdir.core.files import disk_errors, fsync_dir, fsync_each, private_folder, quarantine, read_regular
 from memdir.core.paths import confine, unsafe_file
 
 log = logging.getLogger(__name__)
@@ -158,9 +149,8 @@ def commit_files(
             restart (the root's size total): renamed with the rest, but neither they nor their
             folder are flushed to disk.
         before_commit: called with {target: its staged temporary file} once everything
-            is staged, while the staged files are flushed, before the commit point (a rename
-            keeps a file's size and mtime, so the staged files show what the targets will be;
-            a flush it makes joins theirs). If it raises,
+            is staged and flushed, just before the commit point (a rename keeps a file's size
+            and mtime, so the staged files show what the targets will be). If it raises,
             the staging is undone and its error propagates: nothing was changed.
         on_commit: called right after the commit point, before any file is renamed (the
             root's change counter is raised there, see `memdir.storage.directory.changes`); it must
@@ -201,17 +191,10 @@ def commit_files(
                 _write_new_file(temp, data)
             if one_sync:
                 os.sync()
-                flushed: Callable[[], None] = lambda: None  # noqa: E731
-            else:  # written first, then flushed together, with whatever ``before_commit`` flushes
-                flushed = start_flushes([pending, *(temp for temp, target in renames if target not in derived)])
-            try:
-                if before_commit is not None:
-                    before_commit({target: temp for temp, target in renames})
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    flushed()  # before the staged files are removed
-                raise
-            flushed()
+            else:  # written first, then flushed together
+                fsync_each([pending, *(temp for temp, target in renames if target not in derived)])
+            if before_commit is not None:
+                before_commit({target: temp for temp, target in renames})
             os.replace(pending, committed)  # the commit point
         except BaseException:
             for temp, _ in renames:
