@@ -127,8 +127,11 @@ def env_for(root: Path, cache: Path) -> dict[str, str]:
 
 
 def run(command: list[str], env: dict[str, str], stdin: str = "") -> Callable[[], object]:
+    """``command`` as a callable; run from the cache folder, since ``python -m`` imports from the
+    current folder before ``PYTHONPATH`` (`--before` sets the latter)."""
     def call() -> object:
-        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env=env, check=False)
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env=env, check=False,
+                              cwd=env["MEMDIR_CACHE_DIR"])
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(command[-3:])} failed: {done.stderr[-500:]}")
         return done.stdout
