@@ -3,7 +3,7 @@
 Usage::
 
     python bench/bench_floor.py [--entries 10000] [--runs 15] [--searches 2000] [--bulk 400]
-                                [--sizes 10000 100000] [--only start write bulk search rss]
+                                [--sizes 10000 100000] [--only start write bulk search rss] [--before TREE]
 
 Every row times memdir and its floor alternately, call by call, in the same run, so a busy
 machine slows both alike: the ratio is the figure to trust. Medians and p95 are printed with
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import random
@@ -126,8 +127,11 @@ def env_for(root: Path, cache: Path) -> dict[str, str]:
 
 
 def run(command: list[str], env: dict[str, str], stdin: str = "") -> Callable[[], object]:
+    """``command`` as a callable; run from the cache folder, since ``python -m`` imports from the
+    current folder before ``PYTHONPATH`` (`--before` sets the latter)."""
     def call() -> object:
-        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env=env, check=False)
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env=env, check=False,
+                              cwd=env["MEMDIR_CACHE_DIR"])
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(command[-3:])} failed: {done.stderr[-500:]}")
         return done.stdout
@@ -140,17 +144,24 @@ async def handshake(params: StdioServerParameters) -> None:
         await client.list_tools()
 
 
-def bench_start(root: Path, cache: Path, runs: int) -> None:
+def bench_start(root: Path, cache: Path, runs: int, before: Path | None = None) -> None:
+    """The start rows; with ``before`` (a checkout of older code) its serve and cold discover too, in the same turns."""
     env = env_for(root, cache)
-    serve = StdioServerParameters(command=sys.executable, args=["-m", "memdir", "serve"], env=env, cwd=str(root))
+    trees = [env] + ([{**env, "PYTHONPATH": str(before)}] if before else [])
+    serve = [StdioServerParameters(command=sys.executable, args=["-m", "memdir", "serve"], env=e, cwd=str(root)) for e in trees]
     bare = StdioServerParameters(command=sys.executable, args=["-c", BARE_SERVER], env=env, cwd=str(root))
-    served, floor = interleaved(runs, lambda: anyio.run(handshake, serve), lambda: anyio.run(handshake, bare))
+    served, floor, *older = interleaved(runs, *(functools.partial(anyio.run, handshake, p) for p in [*serve[:1], bare, *serve[1:]]))
     row("serve: spawn -> tools/list", served, "bare one-tool SDK server", floor, "<= 1.1x")
+    if older:
+        row("  the same, code before", older[0], "bare one-tool SDK server", floor, "<= 1.1x")
 
     payload = json.dumps({"session_id": "bench", "cwd": str(cache), "hook_event_name": "UserPromptSubmit", "prompt": PROMPT})
     discover = [sys.executable, "-m", "memdir", "discover", "--root", str(root)]
-    cold, help_ = interleaved(runs, run(discover, env, payload), run([sys.executable, "-m", "memdir", "--help"], env))
+    cold, help_, *older = interleaved(runs, run(discover, env, payload), run([sys.executable, "-m", "memdir", "--help"], env),
+                                      *(run(discover, e, payload) for e in trees[1:]))
     row("discover hook, cold", cold, "memdir --help", help_, "<= 2.5x")
+    if older:
+        row("  the same, code before", older[0], "memdir --help", help_, "<= 2.5x")
 
     with running_server(root, env):
         request = json.dumps({"v": hook_socket.VERSION, "kind": "discover", "root": hook_socket.canonical_root(root),
@@ -358,6 +369,7 @@ def main() -> None:
     parser.add_argument("--bulk", type=int, default=400, help="entries imported by the bulk row")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="synthetic roots searched in process")
     parser.add_argument("--only", nargs="+", default=["start", "write", "bulk", "search", "rss"])
+    parser.add_argument("--before", type=Path, help="a checkout of older code, started beside this one in the start rows")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-floor")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -369,7 +381,7 @@ def main() -> None:
     if {"start", "rss"} & set(args.only):
         root = bench_discover_hook.cached_root(args.cache, args.entries)
     if "start" in args.only:
-        bench_start(root, args.cache / "model", args.runs)
+        bench_start(root, args.cache / "model", args.runs, args.before)
     if "write" in args.only:
         bench_write(args.cache, args.runs, words)
     if "bulk" in args.only:

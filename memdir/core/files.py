@@ -283,37 +283,24 @@ def fsync_file(path: Path) -> None:
 
 
 def fsync_each(paths: Collection[Path], flush: Callable[[Path], None] = fsync_file) -> None:
-    """``flush`` (`fsync_file`, `fsync_dir`) every path in ``paths``, all at once (see `start_flushes`).
-
-    Raises:
-        OSError: a flush failed (the first such error; the others were still attempted).
-    """
-    start_flushes(paths, flush)()
-
-
-def start_flushes(paths: Collection[Path], flush: Callable[[Path], None] = fsync_file) -> Callable[[], None]:
-    """Start ``flush`` of every path in ``paths`` at once; the function returned waits for them all.
+    """``flush`` (`fsync_file`, `fsync_dir`) every path in ``paths``, all at once.
 
     Requests that wait on the disk together are served together: the filesystem's journal
     commits them as one and the disk flushes its cache once, where one after the other
     each would wait for a flush of its own (~1 ms on a virtual disk; four files flushed
-    together take about the time of one). A caller's own flush made meanwhile joins them.
+    together take about the time of one).
 
-    The function returned raises the first flush's error (OSError), once all have ended.
+    Raises:
+        OSError: a flush failed (the first such error, once all have ended).
     """
     if len(paths) <= 1:
         for path in paths:
             flush(path)
-        return lambda: None
-    pool = _flushers()
-    started = [pool.submit(flush, path) for path in paths]
-
-    def wait() -> None:
-        futures.wait(started)
-        for flushed in started:
-            flushed.result()
-
-    return wait
+        return
+    started = [_flushers().submit(flush, path) for path in paths]
+    futures.wait(started)
+    for flushed in started:
+        flushed.result()
 
 
 _FLUSHERS: tuple[int, ThreadPoolExecutor] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -64,13 +65,14 @@ class Writes:
                             expected_content=expected_content, updated_at=updated_at, hits=hits)
 
     def write_many(self, writes: Sequence[NewEntry]) -> list[WriteResult]:
-        """Create or replace several entries as ONE change (what bulk paths write): their
-        embeddings made in one model call, then, in one turn of the lock, their files committed
-        together (one journal, one round of flushes) with their index rows and audit records.
+        """Create or replace several entries (what bulk paths write): their embeddings made in one
+        model call, then, in one turn of the lock, their files committed together (one journal,
+        one round of flushes) with their index rows and audit records, as ONE change. A path
+        written twice starts a second change after the first, so the later version is kept.
 
         Raises:
-            InputValidationError: a path appears twice (write it in a later batch).
-            What `write` raises. Nothing of the batch is written then.
+            What `write` raises. Nothing of the change that failed is written then (nor of any
+            after it).
         """
         prepared = [self.prepared(w.path, w.title, w.metadata, w.content) for w in writes]
         if not prepared:
@@ -79,23 +81,28 @@ class Writes:
         model_id = self.keeper.model_id() if vectors is not None else None
         if vectors is None and self.model.state is ModelState.LOADING:
             self.embedding.written_unembedded.update(logical for logical, _, _ in prepared)
-        hashes = {logical: text_hash(text) for logical, _, text in prepared}
-        with self.keeper.exclusive(), self.keeper.index_first(*hashes):
-            overwritten = {logical: self.adapter.exists(logical) for logical in hashes}
-            before = {logical: self.owners.existing(logical) if there else None for logical, there in overwritten.items()}
-            for logical, entry in before.items():
-                self.owners.guard(logical, entry, "update")
-            batch = [
-                EntryWrite(logical, w.content, w.title, self.owners.stamped(meta, before[logical]),
-                           None if vectors is None else vectors[i], model_id, hashes[logical], w.updated_at)
-                for i, (w, (logical, meta, _)) in enumerate(zip(writes, prepared))
-            ]
-            with self.adapter.write_many(batch) as stored:  # staged: index rows and audit records go first
-                self.index.upsert_many((entry, stats, hashes[entry.path], model_id) for entry, stats in stored)
-                records = [self.owners.audit_record(e.path, before[e.path], e, "update" if before[e.path] else "create")
-                           for e, _ in stored]
-                with disk_errors(self.adapter.root):
-                    self.owners.audit.append_many(records)
+        items = [EntryWrite(logical, w.content, w.title, meta, None if vectors is None else vectors[i], model_id, text_hash(text),
+                            w.updated_at)
+                 for i, (w, (logical, meta, text)) in enumerate(zip(writes, prepared))]
+        results: list[WriteResult] = []
+        with self.keeper.exclusive(), self.keeper.index_first(*{item.path for item in items}):
+            for change in _distinct_runs(items):
+                results += self._stored_together(change)
+        return results
+
+    def _stored_together(self, items: list[EntryWrite]) -> list[WriteResult]:
+        """Store prepared writes of distinct paths as one change of files, index and audit (under the lock)."""
+        overwritten = {item.path: self.adapter.exists(item.path) for item in items}
+        before = {path: self.owners.existing(path) if there else None for path, there in overwritten.items()}
+        for path, entry in before.items():
+            self.owners.guard(path, entry, "update")
+        hashes = {item.path: item.embedding_text_hash for item in items}
+        batch = [dataclasses.replace(item, metadata=self.owners.stamped(item.metadata, before[item.path])) for item in items]
+        with self.adapter.write_many(batch) as stored:  # staged: index rows and audit records go first
+            self.index.upsert_many((entry, stats, hashes[entry.path], entry.embedding_model) for entry, stats in stored)
+            records = [self.owners.audit_record(e.path, before[e.path], e, "update" if before[e.path] else "create") for e, _ in stored]
+            with disk_errors(self.adapter.root):
+                self.owners.audit.append_many(records)
         return [WriteResult(entry, overwritten[entry.path]) for entry, _ in stored]
 
     def prepared(self, path: str, title: str, metadata: Metadata | dict[str, Any] | None, content: str) -> tuple[str, Metadata, str]:
@@ -191,3 +198,16 @@ class Writes:
 
     def redirect_of(self, path: str) -> Redirect | None:
         return self.adapter.read_redirect(normalize_path(path))
+
+
+def _distinct_runs(items: list[EntryWrite]) -> list[list[EntryWrite]]:
+    """``items`` in order, cut before each path the current run holds already."""
+    runs: list[list[EntryWrite]] = [[]]
+    seen: set[str] = set()
+    for item in items:
+        if item.path in seen:
+            runs.append([])
+            seen.clear()
+        runs[-1].append(item)
+        seen.add(item.path)
+    return runs

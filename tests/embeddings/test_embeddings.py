@@ -290,6 +290,15 @@ def reference():
 
 
 @pytest.mark.model
+def test_a_cached_graph_loads_without_the_onnx_library(real_embedder, model_cache_dir):
+    """The ``onnx`` package builds the graph once; loading it again needs onnxruntime only (time, memory)."""
+    load = ("import sys; from pathlib import Path; from memdir.embeddings import load_embedder; "
+            "load_embedder(None, Path(sys.argv[1]), threads=1).embed(['hello']); print('onnx' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", load, str(model_cache_dir)], capture_output=True, text=True, check=True)
+    assert real_embedder.onnx_file is not None and done.stdout.strip() == "False", done.stderr
+
+
+@pytest.mark.model
 def test_matches_sentence_transformers(real_embedder, reference):
     texts, expected = reference
     got = real_embedder.embed(texts)

@@ -8,11 +8,11 @@ not enough: a kill between two renames would pair new content with old metadata.
    file it is about to create (so an interrupted staging can be cleaned up; after a power
    cut in the middle of staging, a hidden temporary file may outlive its journal);
 2. stage every new file as a temporary file in its target's folder; fsync the journal and
-   each of them, all written first and flushed together (`memdir.core.files.start_flushes`; a
+   each of them, all written first and flushed together (`memdir.core.files.fsync_each`; a
    large batch — an evolution job's — is flushed by one ``sync`` of the filesystem instead,
-   see `_SYNC_EACH_UP_TO`); meanwhile hand over to the caller's ``with`` block (memdir
-   updates the derived index and appends the audit record there: if that fails — a full
-   disk — the staging is undone and nothing has changed);
+   see `_SYNC_EACH_UP_TO`); then hand over to the caller's ``with`` block (memdir updates
+   the derived index and appends the audit record there: if that fails — a full disk — the
+   staging is undone and nothing has changed);
 3. rename the journal to *commit* — the single atomic commit point;
 4. perform the renames and removals, fsync the folders;
 5. delete the journal (flushed only when it has removals, see `_finish`).
@@ -33,7 +33,6 @@ Temporary files are hidden (``.txn-….tmp``), so listings never show them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -45,15 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir.core.errors import UnsafeFileError
-from memdir.core.files import (
-    disk_errors,
-    fsync_dir,
-    fsync_each,
-    private_folder,
-    quarantine,
-    read_regular,
-    start_flushes,
-)
+from memdir.core.files import disk_errors, fsync_dir, fsync_each, private_folder, quarantine, read_regular
 from memdir.core.paths import confine, unsafe_file
 
 log = logging.getLogger(__name__)
@@ -148,11 +139,10 @@ def file_transaction(
 ) -> Iterator[Mapping[Path, Path]]:
     """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
 
-    A context manager: entering stages the change and gives {target: its staged temporary
-    file} (a rename keeps a file's size and mtime, so the staged files show what the targets
-    will be); the block runs while the staged files are flushed (a flush it makes joins
-    theirs); leaving it commits the change, unless the block raised: then the staging is
-    undone and the error propagates, and nothing was changed.
+    A context manager: entering stages the change (written and flushed) and gives {target: its
+    staged temporary file} (a rename keeps a file's size and mtime, so the staged files show
+    what the targets will be); leaving the block commits it, unless the block raised: then the
+    staging is undone and the error propagates, and nothing was changed.
 
     Use it under the root's exclusive lock (a concurrent `recover` would otherwise
     treat this transaction's staging files as orphans). Missing files in
@@ -204,16 +194,9 @@ def file_transaction(
                 _write_new_file(temp, data)
             if one_sync:
                 os.sync()
-                flushed: Callable[[], None] = lambda: None  # noqa: E731
-            else:  # written first, then flushed together, with whatever the caller's block flushes
-                flushed = start_flushes([pending, *(temp for temp, target in renames if target not in derived)])
-            try:
-                yield {target: temp for temp, target in renames}
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    flushed()  # before the staged files are removed
-                raise
-            flushed()
+            else:  # written first, then flushed together
+                fsync_each([pending, *(temp for temp, target in renames if target not in derived)])
+            yield {target: temp for temp, target in renames}
             os.replace(pending, committed)  # the commit point
         except BaseException:
             for temp, _ in renames:
