@@ -8,8 +8,10 @@ What a restructure may change is the work memdir does around the store and the m
 model: each round runs one process per checkout (alternating which goes first) that times, in
 a fresh directory store, `Memory.write`, counted reads, search, glob, paged listing, a batched
 metadata change, delete, and building `Settings`. The embedder is a fixed hash of the text (no
-model: its 5-15 ms per write would hide a change of a fraction of a millisecond). Prints each
-call's median per checkout (medians over rounds of per-call medians) and the ratio new / old.
+model: its 5-15 ms per write would hide a change of a fraction of a millisecond). Each call is
+timed twice: wall time, and the process's CPU time (what memdir's own layers cost; on a machine
+shared with other work the wall times vary far more). Prints each call's median per checkout
+(medians over rounds of per-call medians) and the ratio new / old.
 """
 
 from __future__ import annotations
@@ -47,14 +49,21 @@ def text(i):
     return " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(60)) + f" entry {i}"
 
 def timed(call, times):
-    start = time.perf_counter(); result = call(); times.append((time.perf_counter() - start) * 1000); return result
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = call()
+    times.append(((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000))
+    return result
 
 entries = int(sys.argv[1])
 figures = {}
 settings_times = []
 for _ in range(200):
     timed(lambda: Settings(root="/tmp/unused", embeddings_enabled=True), settings_times)
-figures["Settings()"] = statistics.median(settings_times)
+def medians(name, values):
+    figures[name] = statistics.median(v[0] for v in values)
+    figures[name + " (cpu)"] = statistics.median(v[1] for v in values)
+
+medians("Settings()", settings_times)
 with tempfile.TemporaryDirectory() as root:
     with Memory.open(Settings(root=root), embedder=HashEmbedder()) as memory:
         times = {name: [] for name in ("write", "read (counted)", "search", "glob", "list_page", "update_metadata_many", "delete")}
@@ -74,7 +83,8 @@ with tempfile.TemporaryDirectory() as root:
             timed(lambda: memory.update_metadata_many({p: {"importance": 6 + k % 3} for p in batch}), times["update_metadata_many"])
         for path in paths[-50:]:
             timed(lambda: memory.delete(path), times["delete"])
-        figures.update({name: statistics.median(values) for name, values in times.items()})
+        for name, values in times.items():
+            medians(name, values)
 print(json.dumps(figures))
 '''
 
