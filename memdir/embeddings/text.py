@@ -19,7 +19,10 @@ which `text_recipe` names so that the index re-hashes every entry when it change
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memdir.core.entry import Entry
 
 DEFAULT_MAX_CHARS = 1200
 RECIPE_VERSION = 1
@@ -112,3 +115,8 @@ def text_recipe(max_chars: int, summary: str = "first_paragraph") -> str:
 def text_hash(text: str) -> str:
     """A short, stable fingerprint of a searchable text (sha256, 16 hex digits)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def entry_text_hash(entry: Entry, max_chars: int, summary: str) -> str:
+    """The `text_hash` of an entry's searchable text as ``max_chars`` and ``summary`` make it."""
+    return text_hash(searchable_text(entry.title, entry.metadata, entry.content, max_chars, summary=summary))

@@ -60,7 +60,8 @@ def read_runs(records: RecordLog, job: str | None = None) -> list[RunRecord]:
     """Every recorded run (of ``job``), oldest first; records that are no run record are skipped."""
     runs = []
     names = set(RunRecord.__dataclass_fields__) - {"details"}
-    for record in records.read(RUNS_FILE):
+    for read in records.read(RUNS_FILE):
+        record: dict[str, Any] = dict(read)  # any JSON: the run record below checks its fields
         if job is not None and record.get("job") != job:
             continue
         try:

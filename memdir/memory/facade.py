@@ -42,7 +42,7 @@ from memdir.embeddings.provider import ModelProvider
 from memdir.memory.embedding import Embedding, ProgressCallback
 from memdir.memory.keeper import IndexKeeper
 from memdir.memory.links import Links
-from memdir.memory.listings import Listings, T
+from memdir.memory.listings import Chunk, Listings, T
 from memdir.memory.metadata import FieldChanges, MetadataChanges
 from memdir.memory.ownership import Ownership
 from memdir.memory.reads import Reads
@@ -54,7 +54,7 @@ from memdir.search.text_search import GrepHit
 from memdir.storage.base import EntryIndex, Redirect, StorageAdapter
 from memdir.storage.credentials import shown
 from memdir.storage.entry_cache import PrefetchReport, load_report
-from memdir.storage.records import Chunk, Edge, EntryInfo, ImportanceChange, Narrowing, Page
+from memdir.storage.records import Edge, EntryInfo, ImportanceChange, Narrowing, Page
 from memdir.storage.stores import open_store
 from memdir.storage.virtual import is_virtual, virtual_paths
 

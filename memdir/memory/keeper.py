@@ -3,6 +3,7 @@ each entry is indexed and embedded from."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -13,7 +14,7 @@ from memdir.core.errors import EntryNotFoundError, LockTimeoutError, ReadOnlyRoo
 from memdir.core.settings import Settings
 from memdir.embeddings.provider import ModelProvider
 from memdir.embeddings.resolve import model_id_for
-from memdir.embeddings.text import searchable_text, text_hash, text_recipe
+from memdir.embeddings.text import entry_text_hash, searchable_text, text_hash, text_recipe
 from memdir.storage.base import EntryIndex, StorageAdapter, StoreListing
 from memdir.storage.records import FileStats
 from memdir.storage.virtual import virtual_paths
@@ -96,8 +97,9 @@ class IndexKeeper:
             plan = self.listing.plan(recipe, in_place_edits=in_place_edits)
             report = self.index.reconcile(
                 [*plan.files, *builtins],
-                lambda path: self.adapter.read_entry(path, follow=False),
-                lambda entry: text_hash(self.searchable(entry)),
+                functools.partial(self.adapter.read_entry, follow=False),
+                functools.partial(entry_text_hash, max_chars=self.settings.embeddings.max_chars,
+                                  summary=self.settings.embeddings.summary),
                 model_id=self.model_id(),
                 text_recipe=recipe,
                 covered=plan.covered,

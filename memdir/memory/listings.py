@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol, TypeVar
 
 from memdir.core.identity import Actor, Labels
@@ -22,7 +22,7 @@ from memdir.search.text_search import (
     path_filter,
 )
 from memdir.storage.base import EntryIndex, StorageAdapter, StoreListing, paged_listing
-from memdir.storage.records import Chunk, EntryInfo, Listed, Narrowing, Page
+from memdir.storage.records import EntryInfo, Listed, Narrowing, Page
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
 
@@ -37,6 +37,10 @@ class _AboutAnEntry(Protocol):
 T = TypeVar("T", bound=_AboutAnEntry)
 
 NO_LABELS = Labels()
+
+
+Chunk = Callable[[list[EntryInfo]], list[EntryInfo]]
+"""What of a chunk of listed entries a page keeps (in their order): a glob, an agent's view."""
 
 
 class Listings:
@@ -118,7 +122,7 @@ class Listings:
         keep = glob_matcher(pattern)
         paged = paged_listing(self.listing)
         if limit is not None and paged is not None:
-            page = paged.newest(glob_folder(pattern), limit, self.keeping(keep, view))
+            page = _page(paged.newest(glob_folder(pattern), limit), limit, self.keeping(keep, view))
             return GlobPage(page.entries, None if page.more else len(page.entries))
         listed = self.listed(keep, under=glob_folder(pattern))
         if view is not None and len(listed):
@@ -137,7 +141,7 @@ class Listings:
         alone, the directory store takes it from its whole listing (in memory)."""
         paged = paged_listing(self.listing)
         if paged is not None:
-            page = paged.in_path_order(under, after, limit, self.keeping(lambda path: True, view))
+            page = _page(paged.in_path_order(under, after, limit), limit, self.keeping(lambda path: True, view))
             shown, more = page.entries, page.more
         else:
             listed = [info for info in self.list(under, view=view) if after is None or info.path > after]
@@ -158,7 +162,8 @@ class Listings:
         paged = paged_listing(self.listing)
         if paged is None:
             return None
-        return paged.newest(under, limit, keep, narrow) if newest else paged.in_path_order(under, None, limit, keep, narrow)
+        chunks = paged.newest(under, limit, narrow) if newest else paged.in_path_order(under, None, limit, narrow)
+        return _page(chunks, limit, keep)
 
     def top_folders(self) -> builtins.list[str]:
         """The top-level folders that hold entries (built-ins included)."""
@@ -202,3 +207,14 @@ class Listings:
             labels[builtin] = {"title": (entry.title,), "tags": tuple(entry.metadata.tags),
                                "domain": (entry.metadata.domain or "",)}
         return labels
+
+
+def _page(chunks: Iterator[list[EntryInfo]], limit: int, keep: Chunk) -> Page:
+    """The first ``limit`` entries ``keep`` keeps of a paged listing's chunks, pulling no more chunks than
+    that takes, and whether more are kept after them."""
+    found: list[EntryInfo] = []
+    for chunk in chunks:
+        found.extend(keep(chunk))
+        if len(found) > limit:
+            break
+    return Page(found[:limit], len(found) > limit)

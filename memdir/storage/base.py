@@ -32,13 +32,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+from pydantic import JsonValue
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
-from memdir.storage.records import EVERY, Chunk, Edge, EntryInfo, FileStats, Listed, Narrowing, Page, RankFacts, ReconcilePlan, Staged, Stamp
+from memdir.storage.records import EVERY, Edge, EntryInfo, FileStats, Listed, Narrowing, RankFacts, ReconcilePlan, Staged, Stamp
 
 if TYPE_CHECKING:
     import os
@@ -220,13 +221,16 @@ class StoreListing(Protocol):
 @runtime_checkable
 class PagedListing(Protocol):
     """A store listing that reads one page at a time (a database: `memdir.storage.postgres.pages`)
-    instead of listing every entry; `paged_listing` tells one from a listing that lists everything."""
+    instead of listing every entry; `paged_listing` tells one from a listing that lists everything.
 
-    def newest(self, under: str | None, limit: int, keep: Chunk, narrow: Narrowing = EVERY) -> Page:
-        """The ``limit`` newest entries under ``under`` (and ``narrow``) that ``keep`` keeps, and whether more match."""
+    Its listings are chunks read as the caller pulls them: the caller keeps what it wants of each
+    (a glob, an agent's view) and stops pulling once its page is full."""
 
-    def in_path_order(self, under: str | None, after: str | None, limit: int, keep: Chunk, narrow: Narrowing = EVERY) -> Page:
-        """The first ``limit`` entries after the path ``after``, in path order."""
+    def newest(self, under: str | None, limit: int, narrow: Narrowing = EVERY) -> Iterator[list[EntryInfo]]:
+        """The entries under ``under`` (and ``narrow``), newest first; the first chunk is sized for ``limit``."""
+
+    def in_path_order(self, under: str | None, after: str | None, limit: int, narrow: Narrowing = EVERY) -> Iterator[list[EntryInfo]]:
+        """The entries after the path ``after``, in path order, chunked as `newest`."""
 
     def at_offset(self, under: str | None, offset: int, limit: int) -> list[EntryInfo]:
         """``limit`` entries from the ``offset``-th in path order."""
@@ -255,14 +259,18 @@ class ReconcileOutcome(Protocol):
         """Entries without a current vector."""
 
 
+JsonRecord = dict[str, JsonValue]
+"""One record of a `RecordLog`: a JSON object, whatever the reader makes of its fields."""
+
+
 class RecordLog(Protocol):
     """Where a store keeps records that are not entries, by log name (the evolution jobs' runs, the
     importance history: `memdir.storage.evolution_records`): JSON objects, appended, read oldest first."""
 
-    def append(self, name: str, records: Iterable[dict[str, Any]]) -> None:
+    def append(self, name: str, records: Iterable[JsonRecord]) -> None:
         """Keep ``records`` at the end of the log ``name``, all or none."""
 
-    def read(self, name: str) -> Iterator[dict[str, Any]]:
+    def read(self, name: str) -> Iterator[JsonRecord]:
         """The records of the log ``name``, oldest first."""
 
 

@@ -29,7 +29,7 @@ from memdir.core.files import append_bytes, read_regular
 from memdir.storage.records import ImportanceChange
 
 if TYPE_CHECKING:
-    from memdir.storage.base import RecordLog
+    from memdir.storage.base import JsonRecord, RecordLog
 
 EVOLUTION_DIR = "evolution"
 IMPORTANCE_FILE = "importance.jsonl"
@@ -45,21 +45,21 @@ class RecordFiles:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
-    def append(self, name: str, records: Iterable[dict[str, Any]]) -> None:
+    def append(self, name: str, records: Iterable[JsonRecord]) -> None:
         append_records(self.root, name, records)
 
-    def read(self, name: str) -> Iterator[dict[str, Any]]:
+    def read(self, name: str) -> Iterator[JsonRecord]:
         return read_records(self.root, name)
 
 
-def append_records(root: Path, name: str, records: Iterable[dict[str, Any]]) -> None:
+def append_records(root: Path, name: str, records: Iterable[JsonRecord]) -> None:
     """Append JSON ``records`` to the record file ``name`` with one write (nothing for none)."""
     data = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     if data:
         append_bytes(Path(root), evolution_file(root, name), data.encode("utf-8"))
 
 
-def read_records(root: Path, name: str) -> Iterator[dict[str, Any]]:
+def read_records(root: Path, name: str) -> Iterator[JsonRecord]:
     """The JSON objects of the record file ``name``, oldest first; lines that are none are skipped."""
     path = evolution_file(root, name)
     try:
@@ -83,7 +83,8 @@ def record_importance(records: RecordLog, changes: Iterable[ImportanceChange]) -
 def read_importance(records: RecordLog, path: str | None = None) -> list[ImportanceChange]:
     """Every recorded importance change (of the entry ``path``), oldest first."""
     found = []
-    for record in records.read(IMPORTANCE_FILE):
+    for read in records.read(IMPORTANCE_FILE):
+        record: dict[str, Any] = dict(read)  # any JSON: the change below checks its fields
         if path is not None and record.get("path") != path:
             continue
         if "stated" not in record:  # written when the change was stored in the entry's .yml too

@@ -259,15 +259,11 @@ class Listed:
         return [found if isinstance(found, EntryInfo) else info(found) for _, _, found in shown]
 
 
-Chunk = Callable[[list[EntryInfo]], list[EntryInfo]]
-"""What of a chunk of listed entries a page keeps (in their order): a glob, an agent's view."""
-
-
 @dataclass(frozen=True, slots=True)
 class Narrowing:
     """What a page of a listing is narrowed to beyond its folder, for a store to ask its indexes (a database's
     type column and tag index) rather than test row by row: an entry type, a tag (matched case-folded;
-    the caller's `Chunk` checks the exact tag)."""
+    the caller checks the exact tag)."""
 
     type: str | None = None
     tag: str | None = None

@@ -46,7 +46,7 @@ from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.postgres.records import PostgresRecords
 from memdir.storage.postgres.threads import PostgresThreads
-from memdir.storage.records import EVERY, Chunk, EntryInfo, FileStats, Listed, Narrowing, Page, ReconcilePlan, Staged, folder_of
+from memdir.storage.records import EVERY, EntryInfo, FileStats, Listed, Narrowing, ReconcilePlan, Staged, folder_of
 from memdir.storage.sidecar import EMBEDDING_DTYPE, embedding_checksum, encode_embedding, fallback_title, metadata_from_yaml
 from memdir.storage.virtual import is_virtual, load_virtual, virtual_info, virtual_paths
 
@@ -439,11 +439,11 @@ class RowListing:
     def warm(self) -> None:
         """Nothing to read ahead: each listing is one query."""
 
-    def newest(self, under: str | None, limit: int, keep: Chunk, narrow: Narrowing = EVERY) -> Page:
-        return pages.newest(self.adapter._conn(), info_of, under, limit, keep, narrow)
+    def newest(self, under: str | None, limit: int, narrow: Narrowing = EVERY) -> Iterator[list[EntryInfo]]:
+        return pages.newest(self.adapter._conn(), info_of, under, limit, narrow)
 
-    def in_path_order(self, under: str | None, after: str | None, limit: int, keep: Chunk, narrow: Narrowing = EVERY) -> Page:
-        return pages.in_path_order(self.adapter._conn(), info_of, under, after, limit, keep, narrow)
+    def in_path_order(self, under: str | None, after: str | None, limit: int, narrow: Narrowing = EVERY) -> Iterator[list[EntryInfo]]:
+        return pages.in_path_order(self.adapter._conn(), info_of, under, after, limit, narrow)
 
     def at_offset(self, under: str | None, offset: int, limit: int) -> list[EntryInfo]:
         return pages.at_offset(self.adapter._conn(), info_of, under, offset, limit)

@@ -17,7 +17,7 @@ import psycopg
 
 from memdir.storage.entry_input import folder_prefix
 from memdir.storage.postgres.database import scalar
-from memdir.storage.records import EVERY, Chunk, EntryInfo, Narrowing, Page
+from memdir.storage.records import EVERY, EntryInfo, Narrowing
 
 _INFO = "path, title, size, updated_at, type, hits, version"
 _PATH = 'path COLLATE "C"'  # code point order, as the directory store sorts; its own index (``entries_path_order``)
@@ -68,75 +68,61 @@ def _sparse_tag(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], Ent
 
 
 def _chunked(infos: list[EntryInfo]) -> Iterator[list[EntryInfo]]:
-    """``infos`` in chunks, so that ``keep`` (which may read more of each entry) sees only as many as fill the page."""
+    """``infos`` in chunks, so that the caller (which may read more of each entry) sees only as many as fill its page."""
     for start in range(0, len(infos), _FIRST_CHUNK):
         yield infos[start:start + _FIRST_CHUNK]
 
 
-def _fill(chunks: Iterator[list[EntryInfo]], limit: int, keep: Chunk) -> Page:
-    found: list[EntryInfo] = []
-    for chunk in chunks:
-        found.extend(keep(chunk))
-        if len(found) > limit:
-            break
-    return Page(found[:limit], len(found) > limit)
-
-
 def newest(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInfo], under: str | None, limit: int,
-           keep: Chunk, narrow: Narrowing = EVERY) -> Page:
-    """The ``limit`` newest entries under ``under`` (and ``narrow``) that ``keep`` keeps (same moment: path order)."""
+           narrow: Narrowing = EVERY) -> Iterator[list[EntryInfo]]:
+    """The entries under ``under`` (and ``narrow``), newest first (same moment: path order), in chunks read as the
+    caller asks for them: the first sized for a page of ``limit``, each next one twice as large."""
     where, params = _under(under, narrow)
     sparse = _sparse_tag(conn, info_of, under, narrow, f"updated_at DESC, {_PATH}", limit)
     if sparse is not None:
         sparse.sort(key=lambda info: info.path)
         sparse.sort(key=lambda info: info.updated_at, reverse=True)
-        return _fill(_chunked(sparse), limit, keep)
-
-    def chunks() -> Iterator[list[EntryInfo]]:
-        size = max(_FIRST_CHUNK, limit + 1)
+        yield from _chunked(sparse)
+        return
+    size = max(_FIRST_CHUNK, limit + 1)
+    rows = conn.execute(
+        f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where} ORDER BY updated_at DESC, {_PATH} LIMIT %s", (*params, size),
+    ).fetchall()
+    while rows:
+        yield [info_of(row) for row in rows]
+        if len(rows) < size:
+            return
+        size *= 2
+        at, last = rows[-1][3], rows[-1][0]
+        # The rest of the last moment (path order), then the older ones: each an index range.
         rows = conn.execute(
-            f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where} ORDER BY updated_at DESC, {_PATH} LIMIT %s", (*params, size),
-        ).fetchall()
-        while rows:
-            yield [info_of(row) for row in rows]
-            if len(rows) < size:
-                return
-            size *= 2
-            at, last = rows[-1][3], rows[-1][0]
-            # The rest of the last moment (path order), then the older ones: each an index range.
-            rows = conn.execute(
-                f"(SELECT {_INFO} FROM entries WHERE {_LISTED}{where} AND updated_at = %s AND {_PATH} > %s"
-                f" ORDER BY {_PATH} LIMIT %s) UNION ALL (SELECT {_INFO} FROM entries WHERE {_LISTED}{where}"
-                f" AND updated_at < %s ORDER BY updated_at DESC, {_PATH} LIMIT %s)",
-                (*params, at, last, size, *params, at, size),
-            ).fetchall()[:size]
-
-    return _fill(chunks(), limit, keep)
+            f"(SELECT {_INFO} FROM entries WHERE {_LISTED}{where} AND updated_at = %s AND {_PATH} > %s"
+            f" ORDER BY {_PATH} LIMIT %s) UNION ALL (SELECT {_INFO} FROM entries WHERE {_LISTED}{where}"
+            f" AND updated_at < %s ORDER BY updated_at DESC, {_PATH} LIMIT %s)",
+            (*params, at, last, size, *params, at, size),
+        ).fetchall()[:size]
 
 
 def in_path_order(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInfo], under: str | None,
-                  after: str | None, limit: int, keep: Chunk, narrow: Narrowing = EVERY) -> Page:
-    """The first ``limit`` entries under ``under`` (and ``narrow``) after the path ``after`` (None: from the first)
-    that ``keep`` keeps, in path order."""
+                  after: str | None, limit: int, narrow: Narrowing = EVERY) -> Iterator[list[EntryInfo]]:
+    """The entries under ``under`` (and ``narrow``) after the path ``after`` (None: from the first), in path
+    order, in chunks read as the caller asks for them (as `newest`)."""
     where, params = _under(under, narrow)
     sparse = _sparse_tag(conn, info_of, under, narrow, _PATH, limit) if after is None else None
     if sparse is not None:
-        return _fill(_chunked(sorted(sparse, key=lambda info: info.path)), limit, keep)
-
-    def chunks() -> Iterator[list[EntryInfo]]:
-        size, last = max(_FIRST_CHUNK, limit + 1), after
-        while True:
-            rows = conn.execute(
-                f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where}" + (f" AND {_PATH} > %s" if last is not None else "")
-                + f" ORDER BY {_PATH} LIMIT %s", (*params, *([last] if last is not None else []), size),
-            ).fetchall()
-            if rows:
-                yield [info_of(row) for row in rows]
-            if len(rows) < size:
-                return
-            last, size = rows[-1][0], size * 2
-
-    return _fill(chunks(), limit, keep)
+        yield from _chunked(sorted(sparse, key=lambda info: info.path))
+        return
+    size, last = max(_FIRST_CHUNK, limit + 1), after
+    while True:
+        rows = conn.execute(
+            f"SELECT {_INFO} FROM entries WHERE {_LISTED}{where}" + (f" AND {_PATH} > %s" if last is not None else "")
+            + f" ORDER BY {_PATH} LIMIT %s", (*params, *([last] if last is not None else []), size),
+        ).fetchall()
+        if rows:
+            yield [info_of(row) for row in rows]
+        if len(rows) < size:
+            return
+        last, size = rows[-1][0], size * 2
 
 
 def at_offset(conn: psycopg.Connection, info_of: Callable[[Sequence[Any]], EntryInfo], under: str | None,

@@ -10,10 +10,10 @@ when the caller has one open (the importance job records its changes with them).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from memdir.storage.base import JsonRecord
 from memdir.storage.postgres.database import Database
 
 
@@ -23,13 +23,13 @@ class PostgresRecords:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def append(self, name: str, records: Iterable[dict[str, Any]]) -> None:
+    def append(self, name: str, records: Iterable[JsonRecord]) -> None:
         rows = [(name, Jsonb(record)) for record in records]
         if rows:
             with self.db.connection().cursor() as cursor:
                 cursor.executemany("INSERT INTO records (log, body) VALUES (%s, %s)", rows)
 
-    def read(self, name: str) -> Iterator[dict[str, Any]]:
+    def read(self, name: str) -> Iterator[JsonRecord]:
         for (body,) in self.db.connection().execute("SELECT body FROM records WHERE log = %s ORDER BY id", (name,)):
             if isinstance(body, dict):
                 yield body
