@@ -32,6 +32,9 @@ class IndexKeeper:
         self.index = index
         self.model = model
         self.listing = listing
+        self.text_hash_of = functools.partial(entry_text_hash, max_chars=settings.embeddings.max_chars,
+                                              summary=settings.embeddings.summary)
+        """The hash of an entry's searchable text as this store's settings make it (what its vector was made from)."""
 
     @property
     def root(self) -> Path:
@@ -98,8 +101,7 @@ class IndexKeeper:
             report = self.index.reconcile(
                 [*plan.files, *builtins],
                 functools.partial(self.adapter.read_entry, follow=False),
-                functools.partial(entry_text_hash, max_chars=self.settings.embeddings.max_chars,
-                                  summary=self.settings.embeddings.summary),
+                self.text_hash_of,
                 model_id=self.model_id(),
                 text_recipe=recipe,
                 covered=plan.covered,

@@ -13,7 +13,6 @@ from memdir.core.errors import InputValidationError
 from memdir.core.files import disk_errors
 from memdir.core.identity import Labels
 from memdir.core.paths import normalize_path
-from memdir.embeddings.text import text_hash
 from memdir.memory.keeper import IndexKeeper
 from memdir.memory.ownership import Ownership
 from memdir.memory.writes import Writes
@@ -110,7 +109,7 @@ class MetadataChanges:
             with self.adapter.set_metadata(metadata) as stored:  # staged: index rows and audit records go first
                 rows = []
                 for written, stats in stored:
-                    card = text_hash(self.keeper.searchable(written))
+                    card = self.keeper.text_hash_of(written)
                     rows.append((written, stats, card, written.embedding_model, written.embedding_text_hash or card))
                 self.index.restamp_metadata(rows)
                 records = []
@@ -174,7 +173,7 @@ class MetadataChanges:
             embedding=entry.embedding, hits=entry.hits, updated_at=entry.updated_at,
             embedding_model=entry.embedding_model, embedding_text_hash=entry.embedding_text_hash,
         ) as (written, stats):  # staged: the index row and audit record go before the commit point, as in a write
-            self.index.upsert(written, stats, text_hash(self.keeper.searchable(written)), entry.embedding_model,
+            self.index.upsert(written, stats, self.keeper.text_hash_of(written), entry.embedding_model,
                               vector_text_hash=entry.embedding_text_hash)
             if action is not None:
                 self.owners.record(entry.path, entry, written, action, **facts)
