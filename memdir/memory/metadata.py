@@ -85,28 +85,26 @@ class MetadataChanges:
         """
         wanted = {normalize_path(path): change for path, change in changes.items()}
         _check_bulk_fields(change for change in wanted.values() if not callable(change))
+        before: dict[str, tuple[Entry, str, dict[str, Any]]] = {}  # path -> (entry as read, audit action, facts)
+
+        def decide(entry: Entry) -> Metadata | None:  # under the lock, from the store's one read; before anything is staged
+            change = wanted[entry.path]
+            fields = change(entry) if callable(change) else change
+            if not fields:
+                return None
+            _check_bulk_fields([fields])
+            changed = _changed_metadata(entry, fields)
+            action, facts = _metadata_action(entry.metadata, changed)
+            self.owners.guard(entry.path, entry, action)  # (the index lagged a hand edit)
+            before[entry.path] = (entry, action, facts)
+            return changed.model_copy(update={"modified_by": self.owners.actor.name})
+
         with self.keeper.exclusive(), self.keeper.index_first(*wanted):
             labels = self.index.labels(list(wanted))
             allowed = [path for path in wanted if self.owners.actor.may_change(labels.get(path, NO_LABELS))]
             if len(allowed) < len(wanted):
                 log.info("%s may not change %d of the entries: left as they are", self.owners.actor.label, len(wanted) - len(allowed))
-            before: dict[str, tuple[Entry, str, dict[str, Any]]] = {}  # path -> (entry as read, audit action, facts)
-            metadata: dict[str, tuple[Entry, Metadata]] = {}
-            for path in allowed:  # every change decided (and refused) before anything is staged
-                entry = self.owners.existing(path)
-                if entry is None:
-                    continue
-                change = wanted[path]
-                fields = change(entry) if callable(change) else change
-                if not fields:
-                    continue
-                _check_bulk_fields([fields])
-                changed = _changed_metadata(entry, fields)
-                action, facts = _metadata_action(entry.metadata, changed)
-                self.owners.guard(path, entry, action)  # (the index lagged a hand edit)
-                before[path] = (entry, action, facts)
-                metadata[path] = entry, changed.model_copy(update={"modified_by": self.owners.actor.name})
-            with self.adapter.set_metadata(metadata) as stored:  # staged: index rows and audit records go first
+            with self.adapter.set_metadata(allowed, decide) as stored:  # staged: index rows and audit records go first
                 rows = []
                 for written, stats in stored:
                     card = self.keeper.text_hash_of(written)

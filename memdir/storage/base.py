@@ -340,9 +340,11 @@ class StorageAdapter(Protocol):
     ) -> AbstractContextManager[list[Staged]]:
         """New vectors for unchanged entries, in one transaction (entries changed since ``expected`` skipped)."""
 
-    def set_metadata(self, changes: Mapping[str, tuple[Entry, Metadata]]) -> AbstractContextManager[list[Staged]]:
-        """New metadata (fields not embedded) for existing entries, each given as the caller read it under
-        the lock, in one transaction (stubs skipped)."""
+    def set_metadata(self, paths: Sequence[str], decide: Callable[[Entry], Metadata | None]) -> AbstractContextManager[list[Staged]]:
+        """New metadata (fields not embedded) for existing entries, in one transaction: ``decide`` gets
+        each entry as it is read under the lock and gives its new metadata (None: left as it is); it
+        is called for every entry before anything is staged, so it may raise to refuse the whole
+        change. Missing entries and stubs are skipped."""
 
     def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
         """Read an entry (following stubs when ``follow``); ``count_hit`` for agent reads only."""

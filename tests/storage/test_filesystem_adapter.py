@@ -624,9 +624,9 @@ def test_failed_staging_changes_nothing(root: Path, monkeypatch) -> None:
     assert adapter.total_size() == 3
 
 
-def _more_important(adapter: FilesystemAdapter, paths: list[str]) -> dict[str, tuple[Entry, Metadata]]:
-    """Each entry as read now, and its metadata with importance 8 (a bulk metadata change)."""
-    return {path: (entry, entry.metadata.model_copy(update={"importance": 8.0})) for path in paths for entry in [adapter.read_entry(path)]}
+def _more_important(entry: Entry) -> Metadata:
+    """An entry's metadata with importance 8 (a bulk metadata change)."""
+    return entry.metadata.model_copy(update={"importance": 8.0})
 
 
 @pytest.mark.skipif(not atomic._ONE_SYNC, reason="one sync per batch only where sync() waits (Linux)")
@@ -638,7 +638,7 @@ def test_a_large_batch_is_made_durable_by_one_sync_not_one_fsync_per_file(root: 
     syncs, fsyncs, real_fsync = [], [], os.fsync
     monkeypatch.setattr(atomic.os, "sync", lambda: syncs.append(1))
     monkeypatch.setattr(atomic.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
-    updated = committed(adapter.set_metadata(_more_important(adapter, paths)))
+    updated = committed(adapter.set_metadata(paths, _more_important))
     monkeypatch.undo()
     assert len(updated) == len(paths) and len(syncs) == 1
     assert len(fsyncs) < len(paths)  # the journal and the folders; no staged .yml fsynced one by one
@@ -660,7 +660,7 @@ def test_a_large_batch_that_fails_while_staging_changes_nothing(root: Path, monk
 
     monkeypatch.setattr(atomic, "_write_new_file", failing)
     with pytest.raises(DiskFullError):
-        committed(adapter.set_metadata(_more_important(adapter, paths)))
+        committed(adapter.set_metadata(paths, _more_important))
     monkeypatch.undo()
     assert all(adapter.read_entry(path).metadata.importance != 8.0 for path in paths)
     assert [p for p in root.rglob("*.tmp")] == [] and list(atomic.txn_dir(root).iterdir()) == []

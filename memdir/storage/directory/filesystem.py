@@ -580,19 +580,18 @@ class FilesystemAdapter:
                 yield [Staged(entry, _staged_stats(staged, md, yml)) for entry, (md, yml) in zip(updated, files)]
 
     @contextmanager
-    def set_metadata(
-        self,
-        changes: Mapping[str, tuple[Entry, Metadata]],
-    ) -> Iterator[list[Staged]]:
+    def set_metadata(self, paths: Sequence[str], decide: Callable[[Entry], Metadata | None]) -> Iterator[list[Staged]]:
         """Replace the metadata of existing entries in ONE transaction (the evolution jobs' bulk changes).
 
         Only the ``.yml`` files change: content, vector, hits and ``updated_at`` stay. One
         journal and one commit for the whole batch instead of one per entry.
 
         Args:
-            changes: path -> (the entry as the caller read it under this lock, its new metadata:
-                fields that are not embedded, so the vector stays valid). Entries whose ``.yml``
-                memdir cannot read (never overwritten) are skipped.
+            paths: the entries to change. Missing ones and those whose ``.yml`` memdir cannot
+                read (never overwritten; a lone stub has none) are skipped.
+            decide: each entry as read under the lock -> its new metadata (fields that are not
+                embedded, so the vector stays valid), or None to leave it; called for every entry
+                before anything is staged, it may raise to refuse the batch. Each file is read once.
 
         A context manager as `set_embeddings` is.
         """
@@ -600,12 +599,18 @@ class FilesystemAdapter:
         updated: list[Entry] = []
         files: list[tuple[Path, Path]] = []
         with self._writing():
-            for path, (entry, metadata) in changes.items():
+            for path in paths:
                 path = normalize_path(path)
                 refuse_virtual(path)
-                md, yml, _ = self._files(path)
-                sidecar = self._load_sidecar(yml)
+                md, yml, emb = self._files(path)
+                try:
+                    entry, sidecar = self._load(path, (md, yml, emb))
+                except EntryNotFoundError:
+                    continue
                 if sidecar is None:
+                    continue
+                metadata = decide(entry)
+                if metadata is None:
                     continue
                 writes[yml] = dump_sidecar({**sidecar, "metadata": metadata.to_yaml_dict()})
                 files.append((md, yml))

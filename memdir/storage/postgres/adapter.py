@@ -236,23 +236,31 @@ class PostgresAdapter:
             yield updated
 
     @contextmanager
-    def set_metadata(self, changes: Mapping[str, tuple[Entry, Metadata]]) -> Iterator[list[Staged]]:
+    def set_metadata(self, paths: Sequence[str], decide: Callable[[Entry], Metadata | None]) -> Iterator[list[Staged]]:
         """New metadata (fields not embedded) for existing entries in ONE transaction (see
-        `FilesystemAdapter.set_metadata`); stubs are skipped."""
-        updated: list[Staged] = []
+        `FilesystemAdapter.set_metadata`): every entry read in one statement and decided before
+        any row changes; missing entries and stubs are skipped."""
+        wanted = [normalize_path(path) for path in paths]
+        for path in wanted:
+            refuse_virtual(path)
         with self._writing():
             conn = self._conn()
-            for path, (entry, metadata) in changes.items():
-                path = normalize_path(path)
-                refuse_virtual(path)
-                if self.read_redirect(path) is not None:
+            rows = conn.execute(
+                f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE path = ANY(%s) AND NOT builtin AND stub_kind IS NULL",
+                (wanted,),
+            ).fetchall()
+            found = {entry.path: entry for entry in map(entry_of, rows)}
+            decided = [(entry, decide(entry)) for entry in (found[path] for path in wanted if path in found)]
+            updated: list[Staged] = []
+            for entry, metadata in decided:
+                if metadata is None:
                     continue
                 version = next_change(conn)
                 conn.execute(
                     "UPDATE entries SET metadata = %s, type = %s, tags_folded = %s, version = %s, indexed = NULL"
                     " WHERE path = %s",
-                    (metadata_json(metadata), entry_type(metadata.type, path), [str(t).casefold() for t in metadata.tags],
-                     version, path),
+                    (metadata_json(metadata), entry_type(metadata.type, entry.path), [str(t).casefold() for t in metadata.tags],
+                     version, entry.path),
                 )
                 updated.append(Staged(entry.model_copy(update={"metadata": metadata}), row_stats(entry.size, version)))
             yield updated
