@@ -245,7 +245,7 @@ class DiscoverySettings(Section):
     prefetch_important: int = _setting(10, "prefetch_important", description="Important entries of the role's view prefetched at session start.")
     prefetch_min_importance: float = _setting(8.0, "prefetch_min_importance", description="Importance an entry needs to be prefetched as important.")
     prefetch_phase: int = _setting(15, "prefetch_phase", description="Entries prefetched when a skill is loaded: the view's best matches for what it is about.")
-    prefetch_search: int = _setting(3, "prefetch_search", description="Best results of a MemorySearch prefetched: what an agent reads next (0 = none).")
+    prefetch_search: int = _setting(10, "prefetch_search", description="Results of a MemorySearch prefetched, best first: an agent reads next from what it was shown (0 = none).")
 
 
 class EpisodesSettings(Section):
