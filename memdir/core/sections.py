@@ -225,7 +225,8 @@ class DiscoverySettings(Section):
         description="Relevance a discovery hit needs for a message of fewer than adaptive_word_cutoff words.",
     )
     adaptive_word_cutoff: int = _setting(10, "adaptive_word_cutoff", "ADAPTIVE_WORD_CUTOFF")
-    top_k: int = _setting(4, "discovery_top_k", description="At most this many skills, and this many memories, per reminder.")
+    top_k: int = _setting(6, "discovery_top_k", description="At most this many memories per reminder (a line each).")
+    top_k_skills: int = _setting(4, "discovery_top_k_skills", description="At most this many skills per reminder.")
     token_budget: int = _setting(600, "discovery_token_budget")
     names_required: bool = _setting(
         True, "discovery_names_required",
