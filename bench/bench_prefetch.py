@@ -6,14 +6,14 @@ Each conversation's turns are written as entries (`corpora.locomo_entries`, real
 cached under ``--cache``). Then an agent answers the conversation's questions (categories 1-4)
 the way an agent does, through the tools' own functions: MemorySearch with the question
 (``--top-k`` results), then, after its turn (``--turn``, 50 ms: a real one takes seconds),
-MemoryRead of the results at ``--ranks`` (default the three best; ``--ranks 1,4,5`` reads past
-the ones prefetched). The questions are split in two sessions
+MemoryRead of the results at ``--ranks`` (default the three best; ``--ranks 1,4,5`` reads two
+past them). The questions are split in two sessions
 (two `Memory` objects, as two server processes would be):
 
 * session 1 starts cold (nothing read yet: warming finds only the most recently written turns);
 * session 2 starts after it, warmed with what session 1 read last (`memdir.server.prefetch`);
   it is replayed three times from the same state: with the defaults, without prefetching a
-  search's best results (``prefetch_search = 0``: session-start warming only), and with no
+  search's results (``prefetch_search = 0``: session-start warming only), and with no
   prefetching at all (the LRU cache alone).
 
 Printed per conversation and pooled: reads, hits, hit rate, entries prefetched, and why each
@@ -145,7 +145,7 @@ def main() -> None:
     def search_p50(index: int) -> str:
         return f"{statistics.median(t for row in rows for t in row[index]['search_times']) * 1000:.1f} ms"
 
-    print(f"MemorySearch p50, session 2: {search_p50(3)} (prefetching its best results); "
+    print(f"MemorySearch p50, session 2: {search_p50(3)} (prefetching the results it shows); "
           f"session-start warming only: {search_p50(4)}")
     hit_times = [t for row in rows for session in row[2:] for t in session["hit_times"]]
     miss_times = [t for row in rows for session in row[2:] for t in session["miss_times"]]
