@@ -21,9 +21,10 @@ note, as a user's agent writes them (`corpora.write_store`):
 
 Every figure is printed for the half of the data the defaults were tuned on (LoCoMo
 conversations 1-5, `stores.TUNING_PROMPTS`) and for the half they were checked on
-(conversations 6-10, `stores.CHECK_PROMPTS`); the LoCoMo figures also for a third set kept
-aside, looked at only to report it: the next ``--questions`` questions of conversations 6-10.
-With the evidence, the mean size in bytes of the reminders the own store gives.
+(conversations 6-10, `stores.CHECK_PROMPTS`); the LoCoMo figures also for two more sets of
+conversations 6-10, looked at only to report them: the next ``--questions`` questions (kept
+aside) and all the questions after those (fresh). With the evidence, the mean size in bytes
+of the reminders the own store gives.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
         tuned, checked = range(0, len(conversations) // 2), range(len(conversations) // 2, len(conversations))
         first_questions, next_questions = slice(0, args.questions), slice(args.questions, 2 * args.questions)
         halves = {"tuned on": (tuned, first_questions), "checked on": (checked, first_questions),
-                  "kept aside": (checked, next_questions)}
+                  "kept aside": (checked, next_questions), "fresh": (checked, slice(2 * args.questions, None))}
         print(f"discovery, '{args.recipe}' entries; setup {built:.0f} s; thresholds {settings.discovery.threshold} / "
               f"short {settings.discovery.threshold_short} (< {settings.discovery.adaptive_word_cutoff} words), "
               f"floor {settings.discovery.min_score}")
@@ -92,8 +93,8 @@ def main(argv: list[str] | None = None) -> None:
                     for name, memory in unrelated.items():
                         domain[name] += bool(discover(memory, query.text, settings))
             first, last = numbers[0] + 1, numbers[-1] + 1
-            print(f"LoCoMo conversations {first}-{last} ({half}), questions {questions.start + 1}-{questions.stop} "
-                  f"of each, {messages} in all:")
+            asked = f"{questions.start + 1}-{questions.stop}" if questions.stop else f"{questions.start + 1} onwards"
+            print(f"LoCoMo conversations {first}-{last} ({half}), questions {asked} of each, {messages} in all:")
             print(f"  own store: evidence in the reminder   {share(evidence, messages)}   any reminder {own / messages:.1%}"
                   f"   mean reminder {size / max(own, 1):.0f} bytes")
             print(f"  another conversation's store: any reminder  {share(other, messages)}")
