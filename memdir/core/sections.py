@@ -225,7 +225,13 @@ class DiscoverySettings(Section):
         description="Relevance a discovery hit needs for a message of fewer than adaptive_word_cutoff words.",
     )
     adaptive_word_cutoff: int = _setting(10, "adaptive_word_cutoff", "ADAPTIVE_WORD_CUTOFF")
-    top_k: int = _setting(6, "discovery_top_k", description="At most this many memories per reminder (a line each).")
+    top_k: int = _setting(
+        10, "discovery_top_k", description="At most this many memories per reminder (a line each), as many as fit discovery_reminder_bytes.",
+    )
+    reminder_bytes: int = _setting(
+        660, "discovery_reminder_bytes",
+        description="Most bytes the memories' reminder takes: the weakest lines are left out until it fits (the best one stays); 0 = no limit.",
+    )
     top_k_skills: int = _setting(4, "discovery_top_k_skills", description="At most this many skills per reminder.")
     token_budget: int = _setting(600, "discovery_token_budget")
     names_required: bool = _setting(

@@ -4,16 +4,18 @@ SwarmMemory ran two searches on every user message — skills (type ``skill``) a
 (``concept``, ``fact``, ``experience``), top 3 each, with its adaptive threshold (short
 messages get the lower one) — and injected two ``<system-reminder>`` blocks. memdir keeps
 the skills' format; the memories' says each entry in one line (title, type, match, path)
-and how to read one once, so that a reminder of the same size names half as many entries
-again: six, not four — the answer is more often among them, and an agent reads only the
-ones it needs. It adds guards:
+and how to read one once, and holds as many lines as fit in a byte budget
+(``discovery_reminder_bytes``, 660: the size of SwarmMemory's reminder of four entries),
+at most ``discovery_top_k`` (10): ten untitled entries, fewer titled ones, whose lines are
+longer. The answer is more often among them, and an agent reads only the ones it needs.
+It adds guards:
 
 * thresholds and the "% match" apply to each hit's absolute ``relevance`` (half cosine,
   half the idf-weighted share of the message's keywords found), not to the search score,
   whose BM25 part is relative to the message's best keyword hit and so calls the best of
   any unrelated entries a strong match (see `memdir.search.hybrid`); the hits that pass
-  are shown most relevant first (``discovery_rank_by``), at most ``discovery_top_k`` (6)
-  memories and ``discovery_top_k_skills`` (4) skills;
+  are shown most relevant first (``discovery_rank_by``), the memories within the byte budget,
+  at most ``discovery_top_k_skills`` (4) skills;
 * a relevance floor (``Settings.discovery_min_score``): nothing weaker is ever shown,
   whatever the thresholds are configured to;
 * a message's `Gate`: when it names someone or something (a capitalised word inside a
@@ -135,6 +137,17 @@ def memory_reminder(memories: Sequence[Found]) -> str:
               "These entries may contain relevant knowledge for your task."]
     lines.append("</system-reminder>")
     return "\n".join(lines)
+
+
+def fit_bytes(memories: Sequence[Found], budget: int) -> list[Found]:
+    """The first of ``memories`` (in the order shown) whose reminder takes at most ``budget`` bytes.
+
+    The first one stays, however long its title; a budget of 0 or less keeps them all.
+    """
+    shown = list(memories)
+    while budget > 0 and len(shown) > 1 and len(memory_reminder(shown).encode()) > budget:
+        shown.pop()
+    return shown
 
 
 def render(skills: Sequence[Found], memories: Sequence[Found], token_budget: int | None = None) -> str:
@@ -301,8 +314,9 @@ def discover(
     gate = Gate.of(memory, message, settings)
     skills = search_found(memory, message, SKILL_TYPES, settings, limit=settings.discovery.top_k_skills,
                           view_all=view_all, gate=gate) if include_skills else []
-    memories = search_found(memory, message, MEMORY_TYPES, settings, limit=settings.discovery.top_k,
-                            exclude_prefix=EPISODES_PREFIX, view_all=view_all, gate=gate)
+    memories = fit_bytes(search_found(memory, message, MEMORY_TYPES, settings, limit=settings.discovery.top_k,
+                                      exclude_prefix=EPISODES_PREFIX, view_all=view_all, gate=gate),
+                         settings.discovery.reminder_bytes)
     text = render(skills, memories, settings.discovery.token_budget)
     # Episodes follow the design's own ranking (importance boost, recency decay, at most N)
     # and get their own reminder, within what is left of the budget.
@@ -330,6 +344,7 @@ __all__ = [
     "Gate",
     "discover",
     "discover_in_store",
+    "fit_bytes",
     "memory_reminder",
     "names_in",
     "render",

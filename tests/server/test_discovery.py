@@ -64,12 +64,11 @@ def test_memory_reminder_names_each_entry_in_one_line():
     assert memory_reminder(MEMORIES) == MEMORY_REMINDER
 
 
-def test_six_memories_take_no_more_bytes_than_four_took_in_three_lines_each():
-    six = memory_reminder([*MEMORIES, *MEMORIES])
+def test_the_byte_budget_is_the_size_four_memories_took_in_three_lines_each():
     four_before = len("<system-reminder>\n📚 Found 4 memory entries that may provide context:\n\n"
                       "These entries may contain relevant knowledge for your task.\n</system-reminder>".encode())
     four_before += 4 * len(OLD_MEMORY_LINES.encode() + b"\n")
-    assert len(six.encode()) <= four_before
+    assert Settings().discovery.reminder_bytes <= four_before
 
 
 def test_an_entry_without_a_title_of_its_own_is_named_by_its_path_once():
@@ -155,7 +154,7 @@ HITS = [
 def test_searches_skills_and_memories_with_swarm_memorys_filters():
     memory = ScriptedMemory(HITS)
     discover(memory, "how do I rebase?")
-    # a pool ranked by score, kept by relevance and cut to 4 skills and 6 memories
+    # a pool ranked by score, kept by relevance and cut to 4 skills and at most 10 memories
     assert memory.calls == [
         {"query": "how do I rebase?", "top_k": 16, "threshold": None, "types": ["skill"]},
         # twice the pool: episodes are left out here, they get their own reminder
@@ -179,11 +178,30 @@ def test_the_floor_applies_whatever_the_thresholds_say():
 
 
 def test_results_are_capped_at_top_k():
-    many = [Hit(f"fact/x/{i}.md", f"Fact {i}", 0.9 - i / 100) for i in range(8)]
+    many = [Hit(f"fact/x/{i}.md", f"Fact {i}", 0.9 - i / 100) for i in range(12)]
     many += [Hit(f"skill/x/{i}.md", f"Skill {i} for facts", 0.9 - i / 100) for i in range(8)]
-    text = discover(ScriptedMemory(many), "facts about things")
-    assert "Found 6 memory entries" in text and "Fact 5" in text and "Fact 6" not in text
+    settings = Settings(discovery_reminder_bytes=0)
+    text = discover(ScriptedMemory(many, settings), "facts about things")
+    assert "Found 10 memory entries" in text and "Fact 9" in text and "Fact 10" not in text
     assert "Found 4 skill(s)" in text and "Skill 3" in text and "Skill 4" not in text
+
+
+def test_memories_fill_the_byte_budget_short_lines_more_of_them():
+    untitled = [Hit(f"fact/d{i}/{i}.md", f"fact/d{i}/{i}.md", 0.9 - i / 100) for i in range(12)]
+    titled = [Hit(f"fact/payments/decision-{i}.md", f"Ledger migration decision number {i} with owners", 0.9 - i / 100)
+              for i in range(12)]
+    budget = Settings().discovery.reminder_bytes
+    for hits, shown in ((untitled, 10), (titled, 4)):
+        text = discover(ScriptedMemory(hits), "facts about the ledger things", include_skills=False)
+        assert f"Found {shown} memory entries" in text
+        assert len(text.encode()) <= budget
+        assert "0.md" in text  # the weakest lines go: the best one stays
+
+
+def test_the_best_memory_stays_however_small_the_byte_budget():
+    settings = Settings(discovery_reminder_bytes=10)
+    text = discover(ScriptedMemory(HITS, settings), "rebase git history", include_skills=False)
+    assert "Found 1 memory entries" in text and "Git history model" in text
 
 
 @pytest.mark.parametrize("message", ["", "   ", "zzz unrelated"])
