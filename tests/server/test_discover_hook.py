@@ -175,3 +175,19 @@ def test_a_month_or_a_weekday_is_a_time_not_a_name_the_store_never_saw(team, pro
 def test_a_long_message_naming_someone_the_store_knows_needs_only_the_short_threshold(team):
     prompt = "Can we revisit the ledger database decision that Priya made, and whether the team should keep it?"
     assert "`fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(team)))
+
+
+def test_the_reminder_names_as_many_memories_as_fit_its_byte_budget(tmp_path):
+    from memdir.memory import Memory
+
+    root = tmp_path / "memory"
+    with Memory.open(Settings(root=root, embeddings_enabled=False)) as memory:
+        for number in range(12):
+            memory.write(f"fact/ledger/{number}.md", f"Ledger migration rollback step {number}.", metadata={"type": "fact"})
+    prompt = payload("ledger migration rollback step")
+    for budget, lines in (("660", 7), ("0", 10)):  # keyword-only: the reminder says so, in 100 of its bytes
+        result = run_hook(prompt, "--root", str(root), "--mode", "retrieval",
+                          env_overrides={"MEMDIR_DISCOVERY_REMINDER_BYTES": budget})
+        context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert context.count("`fact/ledger/") == lines, context
+        assert len(context.encode()) <= int(budget) or budget == "0"
