@@ -225,7 +225,14 @@ class DiscoverySettings(Section):
         description="Relevance a discovery hit needs for a message of fewer than adaptive_word_cutoff words.",
     )
     adaptive_word_cutoff: int = _setting(10, "adaptive_word_cutoff", "ADAPTIVE_WORD_CUTOFF")
-    top_k: int = _setting(4, "discovery_top_k", description="At most this many skills, and this many memories, per reminder.")
+    top_k: int = _setting(
+        10, "discovery_top_k", description="At most this many memories per reminder (a line each), as many as fit discovery_reminder_bytes.",
+    )
+    reminder_bytes: int = _setting(
+        660, "discovery_reminder_bytes",
+        description="Most bytes the memories' reminder takes: the weakest lines are left out until it fits (the best one stays); 0 = no limit.",
+    )
+    top_k_skills: int = _setting(4, "discovery_top_k_skills", description="At most this many skills per reminder.")
     token_budget: int = _setting(600, "discovery_token_budget")
     names_required: bool = _setting(
         True, "discovery_names_required",
@@ -245,7 +252,7 @@ class DiscoverySettings(Section):
     prefetch_important: int = _setting(10, "prefetch_important", description="Important entries of the role's view prefetched at session start.")
     prefetch_min_importance: float = _setting(8.0, "prefetch_min_importance", description="Importance an entry needs to be prefetched as important.")
     prefetch_phase: int = _setting(15, "prefetch_phase", description="Entries prefetched when a skill is loaded: the view's best matches for what it is about.")
-    prefetch_search: int = _setting(3, "prefetch_search", description="Best results of a MemorySearch prefetched: what an agent reads next (0 = none).")
+    prefetch_search: int = _setting(10, "prefetch_search", description="Results of a MemorySearch prefetched, best first: an agent reads next from what it was shown (0 = none).")
 
 
 class EpisodesSettings(Section):

@@ -22,7 +22,7 @@ import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, get_origin
+from typing import Any, Self, get_origin
 
 from pydantic import BaseModel, Field, model_validator
 from pydantic.fields import FieldInfo
@@ -86,6 +86,15 @@ class Settings(BaseSettings):
             current = sections.get(section) or getattr(self, section)
             sections[section] = current.model_copy(update={field: value})
         return self.model_copy(update=sections)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with whole sections replaced. A setting's name (``root``) is no attribute here:
+        pydantic would set it beside the sections, where nothing reads it; `with_values` files it."""
+        unknown = sorted(set(update or ()) - set(type(self).model_fields))
+        if unknown:
+            raise ConfigError(f"Not a section of the settings: {', '.join(unknown)}.",
+                              "Change settings by their names with Settings.with_values(name=value).")
+        return super().model_copy(update=update, deep=deep)
 
     @property
     def swarm_formula(self) -> bool:

@@ -82,8 +82,9 @@ class Reads:
         return entry
 
     def prefetch(self, paths: Iterable[str]) -> int:
-        """Read entries into the cache ahead of the agent's reads (no hit is counted); how many were cached.
+        """Read entries into the cache ahead of the agent's reads (no hit is counted); how many are cached.
 
+        An entry cached and unchanged is not read again, only made the most recently used.
         Entries that vanished or cannot be read are skipped: prefetching is a guess.
         """
         if self.cache is None:
@@ -92,6 +93,9 @@ class Reads:
         for path in paths:
             try:
                 logical = normalize_path(path)
+                if self.cache.refresh(logical):
+                    done += 1
+                    continue
                 if self.adapter.read_redirect(logical) is not None:
                     continue  # a stub: reads of it are reads of its target
                 stats = self.cache.stats_of(logical)

@@ -136,6 +136,21 @@ class EntryCache:
             if prefetch:
                 self.prefetched += 1
 
+    def refresh(self, path: str) -> bool:
+        """True if a fresh copy of ``path`` is cached: it becomes the most recently used (no hit
+        is counted). A stale copy is dropped. What prefetching does with an entry it holds already:
+        two ``stat`` calls instead of a read."""
+        current = self._stats(path)
+        with self._lock:
+            item = self._items.get(path)
+            if item is None:
+                return False
+            if item[1] != current:
+                del self._items[path]
+                return False
+            self._items.move_to_end(path)
+            return True
+
     def drop(self, path: str) -> None:
         with self._lock:
             self._items.pop(path, None)

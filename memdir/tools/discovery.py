@@ -3,13 +3,19 @@
 SwarmMemory ran two searches on every user message — skills (type ``skill``) and memories
 (``concept``, ``fact``, ``experience``), top 3 each, with its adaptive threshold (short
 messages get the lower one) — and injected two ``<system-reminder>`` blocks. memdir keeps
-those formats and adds guards:
+the skills' format; the memories' says each entry in one line (title, type, match, path)
+and how to read one once, and holds as many lines as fit in a byte budget
+(``discovery_reminder_bytes``, 660: the size of SwarmMemory's reminder of four entries),
+at most ``discovery_top_k`` (10): ten untitled entries, fewer titled ones, whose lines are
+longer. The answer is more often among them, and an agent reads only the ones it needs.
+It adds guards:
 
 * thresholds and the "% match" apply to each hit's absolute ``relevance`` (half cosine,
   half the idf-weighted share of the message's keywords found), not to the search score,
   whose BM25 part is relative to the message's best keyword hit and so calls the best of
   any unrelated entries a strong match (see `memdir.search.hybrid`); the hits that pass
-  are shown most relevant first (``discovery_rank_by``), at most ``discovery_top_k`` (4);
+  are shown most relevant first (``discovery_rank_by``), the memories within the byte budget,
+  at most ``discovery_top_k_skills`` (4) skills;
 * a relevance floor (``Settings.discovery_min_score``): nothing weaker is ever shown,
   whatever the thresholds are configured to;
 * a message's `Gate`: when it names someone or something (a capitalised word inside a
@@ -116,21 +122,32 @@ def skill_reminder(skills: Sequence[Found]) -> str:
 
 
 def memory_reminder(memories: Sequence[Found]) -> str:
-    """SwarmMemory's 📚 reminder for concept/fact/experience entries (empty when none)."""
+    """SwarmMemory's 📚 reminder for concept/fact/experience entries, a line each (empty when none).
+
+    An entry without a title of its own (its title is its path) is named by its path alone.
+    """
     if not memories:
         return ""
     lines = ["<system-reminder>", f"📚 Found {len(memories)} memory entries that may provide context:", ""]
     for memory in memories:
         icon = TYPE_ICONS.get(memory.type, "📄")
-        lines += [
-            f"{icon} **{memory.title}** ({memory.type}, {memory.strength})",
-            f"Path: `{memory.path}`",
-            f'Read with: `MemoryRead(file_path: "{memory.path}")`',
-            "",
-        ]
-    lines += [*_keyword_note(memories), "These entries may contain relevant knowledge for your task."]
+        name = "" if memory.title == memory.path else f"**{memory.title}** "
+        lines.append(f"{icon} {name}`{memory.path}` ({memory.type}, {memory.strength})")
+    lines += ["", *_keyword_note(memories), 'Read one with `MemoryRead(file_path: "<path>")`. '
+              "These entries may contain relevant knowledge for your task."]
     lines.append("</system-reminder>")
     return "\n".join(lines)
+
+
+def fit_bytes(memories: Sequence[Found], budget: int) -> list[Found]:
+    """The first of ``memories`` (in the order shown) whose reminder takes at most ``budget`` bytes.
+
+    The first one stays, however long its title; a budget of 0 or less keeps them all.
+    """
+    shown = list(memories)
+    while budget > 0 and len(shown) > 1 and len(memory_reminder(shown).encode()) > budget:
+        shown.pop()
+    return shown
 
 
 def render(skills: Sequence[Found], memories: Sequence[Found], token_budget: int | None = None) -> str:
@@ -251,11 +268,11 @@ MAX_POOL = 24
 
 
 def search_found(
-    memory: Memory, message: str, types: Sequence[str], settings: Settings, *, exclude_prefix: str | None = None,
-    view_all: bool = False, gate: Gate | None = None,
+    memory: Memory, message: str, types: Sequence[str], settings: Settings, *, limit: int,
+    exclude_prefix: str | None = None, view_all: bool = False, gate: Gate | None = None,
 ) -> list[Found]:
-    """Top results of one discovery search that the message's `Gate` lets through, above both
-    the adaptive threshold and the floor.
+    """The ``limit`` top results of one discovery search that the message's `Gate` lets through,
+    above both the adaptive threshold and the floor.
 
     ``exclude_prefix`` leaves out a folder that has a reminder of its own (episodes); the
     memory's actor's role view applies unless ``view_all``.
@@ -264,7 +281,7 @@ def search_found(
     threshold = gate.named_threshold  # every hit the gate lets through mentions a known name, if there is one
     # Ranked by score, kept by relevance. The pool stays at most 24: a larger one made the PostgreSQL
     # store's search read rows in proportion to the store (tests/server/test_rows_read.py).
-    pool = min(settings.discovery.top_k * (8 if exclude_prefix else 4), MAX_POOL)
+    pool = min(limit * (8 if exclude_prefix else 4), MAX_POOL)
     results = memory.search(message, top_k=pool, types=list(types), view=view_filter(memory.actor, view_all))
     found = [_found(result) for result in results if gate.allows(result)]
     relevant = [
@@ -273,7 +290,7 @@ def search_found(
     ]
     if settings.discovery.rank_by == "relevance":
         relevant.sort(key=lambda item: -item.score)  # stable: equal relevance keeps the search order
-    return relevant[: settings.discovery.top_k]
+    return relevant[:limit]
 
 
 def discover(
@@ -295,9 +312,11 @@ def discover(
     if not message or not message.strip():
         return ""
     gate = Gate.of(memory, message, settings)
-    skills = search_found(memory, message, SKILL_TYPES, settings, view_all=view_all, gate=gate) if include_skills else []
-    memories = search_found(memory, message, MEMORY_TYPES, settings, exclude_prefix=EPISODES_PREFIX, view_all=view_all,
-                            gate=gate)
+    skills = search_found(memory, message, SKILL_TYPES, settings, limit=settings.discovery.top_k_skills,
+                          view_all=view_all, gate=gate) if include_skills else []
+    memories = fit_bytes(search_found(memory, message, MEMORY_TYPES, settings, limit=settings.discovery.top_k,
+                                      exclude_prefix=EPISODES_PREFIX, view_all=view_all, gate=gate),
+                         settings.discovery.reminder_bytes)
     text = render(skills, memories, settings.discovery.token_budget)
     # Episodes follow the design's own ranking (importance boost, recency decay, at most N)
     # and get their own reminder, within what is left of the budget.
@@ -325,6 +344,7 @@ __all__ = [
     "Gate",
     "discover",
     "discover_in_store",
+    "fit_bytes",
     "memory_reminder",
     "names_in",
     "render",

@@ -1,9 +1,11 @@
 """MemorySearch: ranked hybrid search (meaning + keywords), compact results with a snippet each.
 
-Its best results (``prefetch_search``, 3) are prefetched into the memory's entry cache: an
-agent's next call after a search is most often a MemoryRead of one of them. The prefetch runs
-on a thread of its own once the answer is made, so the search does not wait for it; the
-agent's next call comes after its turn, when the prefetch is long done.
+The results it shows (at most ``prefetch_search``, 10) are prefetched into the memory's entry
+cache, best first: an agent's next call after a search is most often a MemoryRead of one of
+them, and not only of the best (an agent reading the 1st, 4th and 5th found two of them
+uncached when only the 3 best were). An entry cached and unchanged costs two ``stat`` calls,
+not a read. The prefetch runs on a thread of its own once the answer is made, so the search
+does not wait for it; the agent's next call comes after its turn, when the prefetch is done.
 
 Also what ``memdir search`` prints, so the CLI and the tool show the same results.
 """
@@ -117,7 +119,7 @@ def memory_search(
             lines.append(f"   {snippet}")
         if explain:
             lines.append(f"   {_explanation(result)}")
-    if prefetched:  # the agent reads some of what it just found: its best results wait in the cache
+    if prefetched:  # the agent reads some of what it was just shown: those entries wait in the cache
         prefetch_soon(memory, prefetched)
     return "\n".join(lines)
 

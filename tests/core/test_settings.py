@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memdir.cli import app
+from memdir.core.errors import ConfigError
 from memdir.core.settings import SETTING_FIELDS, Settings, environment_names, setting_info
 from memdir.search.thresholds import threshold_for
 
@@ -98,6 +99,14 @@ def test_toml_file_is_read_and_env_wins(tmp_path, monkeypatch):
 def test_keyword_arguments_win(monkeypatch):
     monkeypatch.setenv("MEMDIR_WORD_LIMIT", "99")
     assert Settings(word_limit=10).limits.word_limit == 10
+
+
+def test_a_copy_changes_settings_by_their_names_and_refuses_a_name_that_is_no_section(tmp_path):
+    changed = Settings().with_values(root=tmp_path, prefetch_search=5)
+    assert (changed.storage.root, changed.discovery.prefetch_search) == (tmp_path, 5)
+    # pydantic would set ``root`` beside the sections, where nothing reads it: the copy would use the default root
+    with pytest.raises(ConfigError, match="Not a section of the settings: root"):
+        Settings().model_copy(update={"root": tmp_path})
 
 
 def test_agent_gets_its_own_store(tmp_path):

@@ -34,8 +34,8 @@ def store(open_as):
 
 
 def paths_in(text: str) -> set[str]:
-    """The entries a tool's text names (``memory://path`` in listings, ``Path: `path``` in reminders)."""
-    return set(re.findall(r"memory://([\w/.-]+\.md)", text)) | set(re.findall(r"Path: `([^`]+)`", text))
+    """The entries a tool's text names (``memory://path`` in listings, ```path``` in reminders)."""
+    return set(re.findall(r"memory://([\w/.-]+\.md)", text)) | set(re.findall(r"`([\w/.-]+\.md)`", text))
 
 
 @pytest.mark.parametrize("role", list(Role))

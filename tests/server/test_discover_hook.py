@@ -55,7 +55,7 @@ def test_relevant_memories_become_additional_context(root):
 def test_retrieval_mode_shows_no_skills(root):
     result = run_hook(payload("rebase git branch remotes"), "--root", str(root), "--mode", "retrieval")
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "🎯" not in context and "📋 **Git remotes** (fact," in context
+    assert "🎯" not in context and "📋 **Git remotes** `fact/git/remotes.md` (fact," in context
 
 
 def test_with_no_server_running_the_hook_answers_without_loading_the_command_line(root, tmp_path):
@@ -66,7 +66,7 @@ def test_with_no_server_running_the_hook_answers_without_loading_the_command_lin
         env={**os.environ, "MEMDIR_EMBEDDINGS_ENABLED": "false"},
     )
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "🎯" not in context and "📋 **Git remotes** (fact," in context
+    assert "🎯" not in context and "📋 **Git remotes** `fact/git/remotes.md` (fact," in context
     loaded = set(json.loads(report.read_text()))
     assert "memdir.memory" in loaded and not loaded & {"typer", "memdir.cli"}
 
@@ -131,7 +131,7 @@ def context_of(result: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize("prompt", ["Can you ask Bob about the ledger decision?",
                                     "Should we move the ledger database decision to CockroachDB?"])
 def test_a_name_the_store_has_never_seen_does_not_silence_the_reminder(payments, prompt):
-    assert "Path: `fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(payments)))
+    assert "`fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(payments)))
 
 
 @pytest.mark.parametrize("prompt", ["thanks!", "hello", "thanks, hello"])
@@ -141,7 +141,7 @@ def test_pleasantries_get_no_reminder(payments, prompt):
 
 def test_a_short_message_gets_the_entries_that_name_its_words(payments):
     context = context_of(run_hook(payload("hello test"), "--root", str(payments)))
-    assert "Path: `skill/test/checklist.md`" in context
+    assert "`skill/test/checklist.md`" in context
     assert "feedback" not in context and "Refund release" not in context
 
 
@@ -162,16 +162,32 @@ def team(tmp_path):
 
 def test_a_short_question_naming_someone_the_store_knows_gets_the_entry_holding_its_words(team):
     context = context_of(run_hook(payload("What did Priya research?"), "--root", str(team)))
-    assert "Path: `fact/ledger/replication.md`" in context
+    assert "`fact/ledger/replication.md`" in context
     assert "fact/ledger/database.md" not in context  # names Priya, not what she researched
 
 
 @pytest.mark.parametrize("prompt", ["Can we revisit the ledger database decision in June?",
                                     "Can we revisit the ledger database decision on Monday?"])
 def test_a_month_or_a_weekday_is_a_time_not_a_name_the_store_never_saw(team, prompt):
-    assert "Path: `fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(team)))
+    assert "`fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(team)))
 
 
 def test_a_long_message_naming_someone_the_store_knows_needs_only_the_short_threshold(team):
     prompt = "Can we revisit the ledger database decision that Priya made, and whether the team should keep it?"
-    assert "Path: `fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(team)))
+    assert "`fact/ledger/database.md`" in context_of(run_hook(payload(prompt), "--root", str(team)))
+
+
+def test_the_reminder_names_as_many_memories_as_fit_its_byte_budget(tmp_path):
+    from memdir.memory import Memory
+
+    root = tmp_path / "memory"
+    with Memory.open(Settings(root=root, embeddings_enabled=False)) as memory:
+        for number in range(12):
+            memory.write(f"fact/ledger/{number}.md", f"Ledger migration rollback step {number}.", metadata={"type": "fact"})
+    prompt = payload("ledger migration rollback step")
+    for budget, lines in (("660", 7), ("0", 10)):  # keyword-only: the reminder says so, in 100 of its bytes
+        result = run_hook(prompt, "--root", str(root), "--mode", "retrieval",
+                          env_overrides={"MEMDIR_DISCOVERY_REMINDER_BYTES": budget})
+        context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert context.count("`fact/ledger/") == lines, context
+        assert len(context.encode()) <= int(budget) or budget == "0"

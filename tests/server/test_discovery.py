@@ -1,4 +1,5 @@
-"""Per-message discovery: SwarmMemory's two reminder formats, thresholds, the floor, the budget, silence."""
+"""Per-message discovery: SwarmMemory's skill reminder, the memories' one line each, thresholds, the floor,
+the budget, silence."""
 
 from __future__ import annotations
 
@@ -40,20 +41,18 @@ If none match: Ignore and proceed normally.
 MEMORY_REMINDER = """<system-reminder>
 📚 Found 3 memory entries that may provide context:
 
-💡 **API Error Handling** (concept, 75% match)
+💡 **API Error Handling** `concept/api/error-handling.md` (concept, 75% match)
+📋 **API Documentation** `fact/api/endpoints.md` (fact, 70% match)
+🔍 **Fixed API Bug 2024** `experience/api-bug-2024.md` (experience, 65% match)
+
+Read one with `MemoryRead(file_path: "<path>")`. These entries may contain relevant knowledge for your task.
+</system-reminder>"""
+
+OLD_MEMORY_LINES = """💡 **API Error Handling** (concept, 75% match)
 Path: `concept/api/error-handling.md`
 Read with: `MemoryRead(file_path: "concept/api/error-handling.md")`
-
-📋 **API Documentation** (fact, 70% match)
-Path: `fact/api/endpoints.md`
-Read with: `MemoryRead(file_path: "fact/api/endpoints.md")`
-
-🔍 **Fixed API Bug 2024** (experience, 65% match)
-Path: `experience/api-bug-2024.md`
-Read with: `MemoryRead(file_path: "experience/api-bug-2024.md")`
-
-These entries may contain relevant knowledge for your task.
-</system-reminder>"""
+"""
+"""How SwarmMemory's reminder named one memory: three lines (and a blank one)."""
 
 
 # --------------------------------------------------------------------------- formats
@@ -61,8 +60,20 @@ def test_skill_reminder_is_swarm_memorys_format():
     assert skill_reminder(SKILLS) == SKILL_REMINDER
 
 
-def test_memory_reminder_is_swarm_memorys_format():
+def test_memory_reminder_names_each_entry_in_one_line():
     assert memory_reminder(MEMORIES) == MEMORY_REMINDER
+
+
+def test_the_byte_budget_is_the_size_four_memories_took_in_three_lines_each():
+    four_before = len("<system-reminder>\n📚 Found 4 memory entries that may provide context:\n\n"
+                      "These entries may contain relevant knowledge for your task.\n</system-reminder>".encode())
+    four_before += 4 * len(OLD_MEMORY_LINES.encode() + b"\n")
+    assert Settings().discovery.reminder_bytes <= four_before
+
+
+def test_an_entry_without_a_title_of_its_own_is_named_by_its_path_once():
+    untitled = Found("turn/d1/3.md", "turn/d1/3.md", "experience", 0.5)
+    assert memory_reminder([untitled]).splitlines()[3] == "🔍 `turn/d1/3.md` (experience, 50% match)"
 
 
 def test_both_reminders_skills_first_separated_by_a_blank_line():
@@ -143,7 +154,7 @@ HITS = [
 def test_searches_skills_and_memories_with_swarm_memorys_filters():
     memory = ScriptedMemory(HITS)
     discover(memory, "how do I rebase?")
-    # a pool ranked by score, kept by relevance and cut to 4
+    # a pool ranked by score, kept by relevance and cut to 4 skills and at most 10 memories
     assert memory.calls == [
         {"query": "how do I rebase?", "top_k": 16, "threshold": None, "types": ["skill"]},
         # twice the pool: episodes are left out here, they get their own reminder
@@ -167,9 +178,30 @@ def test_the_floor_applies_whatever_the_thresholds_say():
 
 
 def test_results_are_capped_at_top_k():
-    many = [Hit(f"fact/x/{i}.md", f"Fact {i}", 0.9 - i / 100) for i in range(6)]
-    text = discover(ScriptedMemory(many), "facts about things")
-    assert "Found 4 memory entries" in text and "Fact 4" not in text
+    many = [Hit(f"fact/x/{i}.md", f"Fact {i}", 0.9 - i / 100) for i in range(12)]
+    many += [Hit(f"skill/x/{i}.md", f"Skill {i} for facts", 0.9 - i / 100) for i in range(8)]
+    settings = Settings(discovery_reminder_bytes=0)
+    text = discover(ScriptedMemory(many, settings), "facts about things")
+    assert "Found 10 memory entries" in text and "Fact 9" in text and "Fact 10" not in text
+    assert "Found 4 skill(s)" in text and "Skill 3" in text and "Skill 4" not in text
+
+
+def test_memories_fill_the_byte_budget_short_lines_more_of_them():
+    untitled = [Hit(f"fact/d{i}/{i}.md", f"fact/d{i}/{i}.md", 0.9 - i / 100) for i in range(12)]
+    titled = [Hit(f"fact/payments/decision-{i}.md", f"Ledger migration decision number {i} with owners", 0.9 - i / 100)
+              for i in range(12)]
+    budget = Settings().discovery.reminder_bytes
+    for hits, shown in ((untitled, 10), (titled, 4)):
+        text = discover(ScriptedMemory(hits), "facts about the ledger things", include_skills=False)
+        assert f"Found {shown} memory entries" in text
+        assert len(text.encode()) <= budget
+        assert "0.md" in text  # the weakest lines go: the best one stays
+
+
+def test_the_best_memory_stays_however_small_the_byte_budget():
+    settings = Settings(discovery_reminder_bytes=10)
+    text = discover(ScriptedMemory(HITS, settings), "rebase git history", include_skills=False)
+    assert "Found 1 memory entries" in text and "Git history model" in text
 
 
 @pytest.mark.parametrize("message", ["", "   ", "zzz unrelated"])

@@ -41,7 +41,7 @@ def test_snippets_come_from_the_markdown_alone(memory, monkeypatch):
     def no_full_read(*args, **kwargs):
         raise AssertionError("a snippet read the whole entry")
 
-    monkeypatch.setattr(memory, "settings", memory.settings.model_copy(update={"prefetch_search": 0}))
+    monkeypatch.setattr(memory, "settings", memory.settings.with_values(prefetch_search=0))
     monkeypatch.setattr(memory.adapter, "read_entry", no_full_read)
     lines = memory_search(memory, "how do I rollback and page on-call?", top_k=2).splitlines()
     assert lines[2] == "   Rollback: run `make rollback` and page the on-call engineer."
