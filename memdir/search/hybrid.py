@@ -320,7 +320,7 @@ class HybridSearcher:
                 results.append(SearchResult(
                     found.paths[i], found.titles[i], found.types[i], round(scores[i], 6), round(relevance[i], 6),
                     signals.breakdown(i, ranked.extras[i] if ranked.extras else None), mode, found.tags[i],
-                    ranked.matched[i],
+                    ranked.matched(i),
                 ))
                 if len(results) == top_k:
                     break
@@ -354,7 +354,6 @@ class HybridSearcher:
         contains = found.contains
         covered = sum((weight * contains[term] for term, weight in term_weights.items()), np.zeros(len(candidates)))
         covered_idf = sum((weight * contains[term] for term, weight in idf.items()), np.zeros(len(candidates)))
-        matched = [tuple(term for term, hit in contains.items() if hit[i]) for i in range(len(candidates))]
         window = self.settings.search.context_window if self.settings.search.context_weight else 0
         signals = _Signals.of(
             bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
@@ -367,7 +366,7 @@ class HybridSearcher:
         )
         scores = self._fuse(signals, mode).tolist()
         relevance = self._relevance(signals.semantic, _share(covered_idf, idf.values())).tolist()
-        return _Ranked(found, signals, scores, relevance, matched)
+        return _Ranked(found, signals, scores, relevance)
 
     def signals(self) -> RankingSignals:
         """The ranking signals of the agent searching now (its role's importance, if it has one)."""
@@ -460,13 +459,12 @@ class HybridSearcher:
 
 @dataclass(frozen=True, slots=True)
 class _Ranked:
-    """One ranking pass: the candidates and, per position, their signals, score, relevance and matched terms."""
+    """One ranking pass: the candidates and, per position, their signals, score and relevance."""
 
     found: Candidates
     signals: _Signals
     scores: list[float]
     relevance: list[float]
-    matched: list[tuple[str, ...]]
     extras: list[dict[str, float | None]] | None = None  # graph, importance, recency per candidate
 
     def without(self, paths: frozenset[str]) -> _Ranked | None:
@@ -482,8 +480,12 @@ class _Ranked:
                            [f.tags[i] for i in keep], {term: held[pick] for term, held in f.contains.items()})
         return _Ranked(
             found, self.signals.take(pick), [self.scores[i] for i in keep], [self.relevance[i] for i in keep],
-            [self.matched[i] for i in keep], [self.extras[i] for i in keep] if self.extras else None,
+            [self.extras[i] for i in keep] if self.extras else None,
         )  # fmt: skip
+
+    def matched(self, i: int) -> tuple[str, ...]:
+        """The query terms candidate ``i`` contains (asked of the results only, not of every candidate)."""
+        return tuple(term for term, held in self.found.contains.items() if held[i])
 
     def order(self) -> list[int]:
         """Positions best first (ties by path)."""
