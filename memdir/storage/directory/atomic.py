@@ -7,12 +7,12 @@ not enough: a kill between two renames would pair new content with old metadata.
 1. write a *pending* journal under ``<root>/.memdir/txn/`` naming every temporary
    file it is about to create (so an interrupted staging can be cleaned up; after a power
    cut in the middle of staging, a hidden temporary file may outlive its journal);
-2. stage every new file as a temporary file in its target's folder; fsync the journal and
-   each of them, all written first and flushed together (`memdir.core.files.fsync_each`; a
-   large batch — an evolution job's — is flushed by one ``sync`` of the filesystem instead,
-   see `_SYNC_EACH_UP_TO`); then hand over to the caller's ``with`` block (memdir updates
-   the derived index and appends the audit record there: if that fails — a full disk — the
-   staging is undone and nothing has changed);
+2. stage every new file as a temporary file in its target's folder, then hand over to the
+   caller's ``with`` block (memdir updates the derived index and appends the audit record
+   there: if that fails — a full disk — the staging is undone and nothing has changed);
+   after it, fsync the journal, each staged file and the audit record, all flushed together
+   (`memdir.core.files.flushed_together`; a large batch — an evolution job's — is flushed by
+   one ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`);
 3. rename the journal to *commit* — the single atomic commit point;
 4. perform the renames and removals, fsync the folders;
 5. delete the journal (flushed only when it has removals, see `_finish`).
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir.core.errors import UnsafeFileError
-from memdir.core.files import disk_errors, fsync_dir, fsync_each, private_folder, quarantine, read_regular
+from memdir.core.files import disk_errors, flushed_together, fsync_dir, fsync_each, private_folder, quarantine, read_regular
 from memdir.core.paths import confine, unsafe_file
 
 log = logging.getLogger(__name__)
@@ -139,10 +139,11 @@ def file_transaction(
 ) -> Iterator[Mapping[Path, Path]]:
     """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
 
-    A context manager: entering stages the change (written and flushed) and gives {target: its
+    A context manager: entering stages the change (written, not yet flushed) and gives {target: its
     staged temporary file} (a rename keeps a file's size and mtime, so the staged files show
-    what the targets will be); leaving the block commits it, unless the block raised: then the
-    staging is undone and the error propagates, and nothing was changed.
+    what the targets will be); leaving the block flushes the staged files together with the
+    records appended in the block (`memdir.core.files.flushed_together`) and commits, unless the
+    block raised: then the staging is undone and the error propagates, and nothing was changed.
 
     Use it under the root's exclusive lock (a concurrent `recover` would otherwise
     treat this transaction's staging files as orphans). Missing files in
@@ -170,7 +171,8 @@ def file_transaction(
 
     renames = [(_temp_name(Path(target), txid, i), Path(target)) for i, target in enumerate(writes)]
     targets = [target for _, target in renames] + removals
-    for folder in {path.parent for path in targets}:
+    confined = {path.parent for path in targets}
+    for folder in confined:
         confine(root, folder)  # no folder on the way leads out of the root
     for path in targets:
         if path.is_dir() and not path.is_symlink():
@@ -192,11 +194,9 @@ def file_transaction(
             for (temp, target), data in zip(renames, writes.values()):
                 created += _make_folders(target.parent)
                 _write_new_file(temp, data)
-            if one_sync:
-                os.sync()
-            else:  # written first, then flushed together
-                fsync_each([pending, *(temp for temp, target in renames if target not in derived)])
-            yield {target: temp for temp, target in renames}
+            staged = [pending, *(temp for temp, target in renames if target not in derived)]
+            with flushed_together(staged, one_sync=one_sync):  # written first, then flushed together
+                yield {target: temp for temp, target in renames}
             os.replace(pending, committed)  # the commit point
         except BaseException:
             for temp, _ in renames:
@@ -213,7 +213,7 @@ def file_transaction(
         on_commit()
     try:
         fsync_dir(journal_dir)
-        _roll_forward(root, journal, derived)
+        _roll_forward(root, journal, derived, confined)
         _finish(committed, journal_dir, durable=bool(journal["removals"]))
     except OSError as exc:
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
@@ -264,13 +264,14 @@ def _write_journal(path: Path, journal: dict) -> None:
     _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
 
 
-def _roll_forward(root: Path, journal: dict, derived: Collection[Path] = ()) -> None:
+def _roll_forward(root: Path, journal: dict, derived: Collection[Path] = (), confined: set[Path] | None = None) -> None:
     """Apply a committed journal. Idempotent: a rename whose temp file is gone already happened.
 
     The folders touched are fsynced, except those only ``derived`` targets were renamed into.
+    ``confined``: folders found inside the root already, under the lock held since (the writer's).
     """
     touched: set[Path] = set()
-    confined: set[Path] = set()
+    confined = set() if confined is None else confined
     for temp_rel, target_rel in journal.get("renames", []):
         temp, target = _inside(root, temp_rel, confined), _inside(root, target_rel, confined)
         try:
