@@ -341,12 +341,14 @@ def fsync_each(paths: Collection[T], flush: Callable[[T], None]) -> None:
     Raises:
         OSError: a flush failed (the first such error, once all have ended).
     """
-    if len(paths) <= 1:
-        for path in paths:
-            flush(path)
+    if not paths:
         return
-    started = [_flushers().submit(flush, path) for path in paths]
-    futures.wait(started)
+    first, *rest = paths
+    started = [_flushers().submit(flush, path) for path in rest]
+    try:
+        flush(first)  # this thread's own share: one hand-over fewer
+    finally:
+        futures.wait(started)
     for flushed in started:
         flushed.result()
 

@@ -87,6 +87,9 @@ def _temp_name(target: Path, txid: str, index: int) -> Path:
 
 
 def _relative(root: Path, path: Path) -> str:
+    text, prefix = os.fspath(path), os.path.join(os.fspath(root), "")
+    if text.startswith(prefix) and not {"", ".", ".."}.intersection(parts := text[len(prefix):].split(os.sep)):
+        return "/".join(parts)  # (what a writer gives: a path made under the root)
     relative = os.path.relpath(path, root)
     if relative.startswith("..") or os.path.isabs(relative):
         raise ValueError(f"{path} is not inside the memory root {root}; transactions only touch files under it.")
@@ -171,8 +174,7 @@ def file_transaction(
 
     renames = [(_temp_name(Path(target), txid, i), Path(target)) for i, target in enumerate(writes)]
     targets = [target for _, target in renames] + removals
-    confined = {path.parent for path in targets}
-    for folder in confined:
+    for folder in {path.parent for path in targets}:
         confine(root, folder)  # no folder on the way leads out of the root
     for path in targets:
         if path.is_dir() and not path.is_symlink():
@@ -213,7 +215,7 @@ def file_transaction(
         on_commit()
     try:
         fsync_dir(journal_dir)
-        _roll_forward(root, journal, derived, confined)
+        _roll_forward(renames, removals, derived)
         _finish(committed, journal_dir, durable=bool(journal["removals"]))
     except OSError as exc:
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
@@ -264,24 +266,26 @@ def _write_journal(path: Path, journal: dict) -> None:
     _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
 
 
-def _roll_forward(root: Path, journal: dict, derived: Collection[Path] = (), confined: set[Path] | None = None) -> None:
-    """Apply a committed journal. Idempotent: a rename whose temp file is gone already happened.
+def _replay(root: Path, journal: dict) -> None:
+    """Apply a committed journal read from disk, every path it names checked to lie inside the root."""
+    confined: set[Path] = set()
+    renames = [(_inside(root, temp, confined), _inside(root, target, confined)) for temp, target in journal.get("renames", [])]
+    _roll_forward(renames, [_inside(root, removal, confined) for removal in journal.get("removals", [])])
 
-    The folders touched are fsynced, except those only ``derived`` targets were renamed into.
-    ``confined``: folders found inside the root already, under the lock held since (the writer's).
-    """
+
+def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path], derived: Collection[Path] = ()) -> None:
+    """Perform a committed change's renames and removals. Idempotent: a rename whose temp file is
+    gone already happened. The folders touched are fsynced, except those only ``derived`` targets
+    were renamed into."""
     touched: set[Path] = set()
-    confined = set() if confined is None else confined
-    for temp_rel, target_rel in journal.get("renames", []):
-        temp, target = _inside(root, temp_rel, confined), _inside(root, target_rel, confined)
+    for temp, target in renames:
         try:
             os.replace(temp, target)
         except FileNotFoundError:
             continue
         if target not in derived:
             touched.add(target.parent)
-    for removal_rel in journal.get("removals", []):
-        path = _inside(root, removal_rel, confined)
+    for path in removals:
         if _unlink_quietly(path):
             touched.add(path.parent)
     fsync_each(touched, fsync_dir)
@@ -347,7 +351,7 @@ def recover(root: Path) -> int:
         try:
             if name.endswith(COMMIT_SUFFIX) and journal is not None:
                 log.info("Rolling forward interrupted memory transaction %s", name)
-                _roll_forward(root, journal)
+                _replay(root, journal)
             elif journal is not None:
                 log.info("Rolling back interrupted memory transaction %s", name)
                 for temp_rel, _target in journal.get("renames", []):
