@@ -594,10 +594,19 @@ def _share(covered: np.ndarray, weights: Iterable[float]) -> np.ndarray:
     return np.minimum(1.0, covered / heaviest) if heaviest > 0 else np.zeros_like(covered)
 
 
+_TAG_WORDS_BY_HEAD: dict[str, set[str]] = {}
+"""Every tag word of 4 letters or more met so far, by its first four: the only tag words a query
+word's prefix can match (see `_tag_counts`)."""
+
+
 @lru_cache(maxsize=65536)
 def _one_tag_terms(tag: str) -> frozenset[str]:
     """Stemmed words of one tag; cached per tag, because tags recur far more than whole tag lists."""
-    return frozenset(tag_terms((tag,)))
+    terms = frozenset(tag_terms((tag,)))
+    for term in terms:
+        if len(term) >= 4:
+            _TAG_WORDS_BY_HEAD.setdefault(term[:4], set()).add(term)
+    return terms
 
 
 def _tag_terms(tags: tuple[str, ...]) -> frozenset[str]:
@@ -611,8 +620,9 @@ def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.nda
     """How many query keywords each tag list matches (SwarmMemory's fuzzy tag match).
 
     A keyword matches a tag word with the same stem, or (both at least 4 letters) one
-    that is a prefix of the other ("debug" ~ "debugger"). The prefix test runs once per
-    distinct tag word among the candidates, and when no keyword matches any of them (the
+    that is a prefix of the other ("debug" ~ "debugger"); such a pair shares its first four
+    letters, so the prefix test runs only on the candidates' tag words filed under the
+    keyword's four (`_TAG_WORDS_BY_HEAD`), and when no keyword matches any of them (the
     usual case) no candidate's tags are looked at again.
     """
     counts = np.zeros(len(tag_lists))
@@ -620,15 +630,12 @@ def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.nda
     if not stems or not distinct_tags:
         return counts
     all_terms = frozenset().union(*map(_one_tag_terms, distinct_tags))
-    by_head: dict[str, list[str]] = {}  # a prefix match of >= 4 letters shares the first 4
-    for term in all_terms:
-        if len(term) >= 4:
-            by_head.setdefault(term[:4], []).append(term)
     wanted: list[frozenset[str]] = []
     for word in stems:
         near = {word} & all_terms
         if len(word) >= 4:
-            near.update(t for t in by_head.get(word[:4], ()) if t.startswith(word) or word.startswith(t))
+            heads = _TAG_WORDS_BY_HEAD.get(word[:4], set()) & all_terms
+            near.update(t for t in heads if t.startswith(word) or word.startswith(t))
         if near:
             wanted.append(frozenset(near))
     if wanted:
