@@ -44,7 +44,7 @@ def parse_overrides(pairs: list[str]) -> dict:
 
 def method_settings(base: Settings) -> dict[str, Settings]:
     def variant(**changes) -> Settings:
-        return base.model_copy(update=changes)
+        return base.with_values(**changes)
 
     alone = dict(keyword_weight=0.0, tag_weight=0.0, context_weight=0.0)
     return {
@@ -129,8 +129,8 @@ def main(argv: list[str] | None = None) -> None:
             print("\n".join(split_rows(name, results[name], categories, conversation, ks)))
         if args.grid:
             grid = {
-                f"sem={a} bm25={b} kw={c} tag={t}": base.model_copy(
-                    update=dict(semantic_weight=a, bm25_weight=b, keyword_weight=c, tag_weight=t))
+                f"sem={a} bm25={b} kw={c} tag={t}": base.with_values(
+                    semantic_weight=a, bm25_weight=b, keyword_weight=c, tag_weight=t)
                 for a, b, c, t in itertools.product([0.5, 0.6, 0.7], [0.1, 0.2, 0.3], [0.1, 0.2], [0.1, 0.4, 0.6])
             }
             found, _, _ = evaluate(stores, grid, embedder, ks)
