@@ -78,7 +78,7 @@ def sessions(docs: list[Doc]) -> list[list[str]]:
 
 def variants(base: Settings) -> dict[str, Settings]:
     def v(**changes) -> Settings:
-        return base.model_copy(update=changes)
+        return base.with_values(**changes)
 
     found = {"text only (graph/importance/recency off)": v(graph_weight=0.0, importance_weight=0.0, recency_weight=0.0)}
     for w in (0.02, 0.05, 0.1, 0.2):
@@ -96,7 +96,7 @@ def graph_variants(base: Settings) -> dict[str, Settings]:
     found = {}
     for w in (0.02, 0.05, 0.1, 0.2):
         for hops in (1, 2):
-            found[f"graph w={w} hops={hops}"] = base.model_copy(update=dict(graph_weight=w, graph_hops=hops))
+            found[f"graph w={w} hops={hops}"] = base.with_values(graph_weight=w, graph_hops=hops)
     return found
 
 

@@ -120,7 +120,7 @@ def real_embedder(cache_dir: Path, name: str) -> CachedEmbedder:
 
 def write_store(root: Path, docs: Iterable[Doc], settings: Settings, embedder: CachedEmbedder) -> Memory:
     """A store at ``root`` holding ``docs``, each written with `Memory.write` (the caller closes it)."""
-    memory = Memory.open(settings.model_copy(update={"root": root, "agent": None}), embedder=embedder)
+    memory = Memory.open(settings.with_values(root=root, agent=None), embedder=embedder)
     docs = list(docs)
     # One batched model run for the texts the writes will embed one at a time (5-10x faster).
     embedder.embed([memory._keeper.card(doc.title, Metadata.model_validate(doc.metadata), doc.content) for doc in docs])
