@@ -135,8 +135,9 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
     missing one is created, in folders created as memdir's own (`private_folder`: never a
     link), and then the folders on its way are synced too, so the new file's name is as
     durable as its bytes. The write is synced with ``fdatasync`` (the bytes and the size,
-    not the times). ``cut(size)`` gives the length to cut the file to first (a tail a killed
-    writer left; the caller holds the root's lock). A short write (a full disk) is undone.
+    not the times), at once or, inside a `flushed_together` block, with that block's flushes.
+    ``cut(size)`` gives the length to cut the file to first (a tail a killed writer left; the
+    caller holds the root's lock). A short write (a full disk) is undone.
     """
     try:
         handle = _open_existing(root, path, _APPEND_FLAGS & ~os.O_CREAT, "ab")
