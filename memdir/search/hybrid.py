@@ -353,7 +353,8 @@ class HybridSearcher:
         term_weights = idf if self.settings.search.keyword_idf else dict.fromkeys(idf, 1.0)
         contains = found.contains
         covered = sum((weight * contains[term] for term, weight in term_weights.items()), np.zeros(len(candidates)))
-        covered_idf = sum((weight * contains[term] for term, weight in idf.items()), np.zeros(len(candidates)))
+        covered_idf = covered if term_weights is idf else sum(
+            (weight * contains[term] for term, weight in idf.items()), np.zeros(len(candidates)))
         window = self.settings.search.context_window if self.settings.search.context_weight else 0
         signals = _Signals.of(
             bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
