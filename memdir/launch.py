@@ -14,6 +14,7 @@ as an MCP client runs it skips the command line as well (`served_plainly`).
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import sys
@@ -103,8 +104,13 @@ def served_plainly(argv: list[str]) -> bool:
     options = _options(argv[1:], SERVE_OPTIONS)
     if options is None:
         return False
+    # What is imported and built from here on (pydantic, the MCP SDK, the tools) lives as long as
+    # the process: the cyclic collector's passes over it, while it grows, would find nothing to
+    # free. `serve` turns the collector back on once the server is built.
+    gc.disable()
     settings = _validated(options)
     if settings is None:
+        gc.enable()
         return False
     from memdir.server.app import serve
 

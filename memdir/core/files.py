@@ -29,7 +29,7 @@ from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from memdir.core.errors import DiskFullError, MemdirError, ReadOnlyRootError, UnsafeFileError
 from memdir.core.paths import confine, confined_stat, inside_real_root, os_path_error, unsafe_file
@@ -46,6 +46,7 @@ _OPEN_FILES_KNOWN = os.path.isdir("/proc/self/fd")  # Linux: where each open fil
 _FLUSH_THREADS = 8
 """Files `fsync_each` flushes at the same time."""
 _NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+T = TypeVar("T")
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -134,8 +135,9 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
     missing one is created, in folders created as memdir's own (`private_folder`: never a
     link), and then the folders on its way are synced too, so the new file's name is as
     durable as its bytes. The write is synced with ``fdatasync`` (the bytes and the size,
-    not the times). ``cut(size)`` gives the length to cut the file to first (a tail a killed
-    writer left; the caller holds the root's lock). A short write (a full disk) is undone.
+    not the times), at once or, inside a `flushed_together` block, with that block's flushes.
+    ``cut(size)`` gives the length to cut the file to first (a tail a killed writer left; the
+    caller holds the root's lock). A short write (a full disk) is undone.
     """
     try:
         handle = _open_existing(root, path, _APPEND_FLAGS & ~os.O_CREAT, "ab")
@@ -154,11 +156,58 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
         if written != len(data):
             os.ftruncate(fd, keep)
             raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes (is the disk full?)", os.fspath(path))
-        _sync_data(fd)
+        held = getattr(_JOINED, "fds", None)
+        if held is None:
+            _sync_data(fd)
+        else:  # flushed with the staged files of the change it belongs to (`flushed_together`)
+            held.append(os.dup(fd))
     if created:
         for parent in [Path(root) / folder, *(Path(root) / folder).parents][: len(folder.parts) + 1]:
             fsync_dir(parent)
     return keep + written
+
+
+_JOINED = threading.local()  # .fds: descriptors of appends whose flush a `flushed_together` block makes
+
+
+@contextmanager
+def flushed_together(paths: Collection[Path], *, one_sync: bool = False) -> Iterator[None]:
+    """Run the block, then make ``paths`` durable together with every record `append_bytes`
+    appended inside it (this thread's): one round of flushes where there would be two in turn.
+
+    A change's audit record is appended between staging its files and its commit point; both
+    must be on disk before that point, and nothing needs one on disk before the other. Should
+    the block raise, nothing is flushed (the change is undone; a record it appended stays, as
+    one whose change failed after it always could).
+
+    Args:
+        one_sync: flush with one ``sync()`` of the filesystems instead (a large change, see
+            `memdir.storage.directory.atomic`).
+
+    Raises:
+        OSError: a flush failed (the first such error, once all have ended).
+    """
+    outer = getattr(_JOINED, "fds", None)
+    held: list[int] = []
+    _JOINED.fds = held
+    try:
+        yield
+        if one_sync:
+            os.sync()
+        else:
+            targets: list[Path | int] = [*paths, *held]
+            fsync_each(targets, _flush_path_or_fd)
+    finally:
+        _JOINED.fds = outer
+        for fd in held:
+            os.close(fd)
+
+
+def _flush_path_or_fd(target: Path | int) -> None:
+    if isinstance(target, int):
+        _sync_data(target)
+    else:
+        fsync_file(target)
 
 
 def _sync_data(fd: int) -> None:
@@ -282,7 +331,7 @@ def fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def fsync_each(paths: Collection[Path], flush: Callable[[Path], None] = fsync_file) -> None:
+def fsync_each(paths: Collection[T], flush: Callable[[T], None]) -> None:
     """``flush`` (`fsync_file`, `fsync_dir`) every path in ``paths``, all at once.
 
     Requests that wait on the disk together are served together: the filesystem's journal
@@ -293,12 +342,14 @@ def fsync_each(paths: Collection[Path], flush: Callable[[Path], None] = fsync_fi
     Raises:
         OSError: a flush failed (the first such error, once all have ended).
     """
-    if len(paths) <= 1:
-        for path in paths:
-            flush(path)
+    if not paths:
         return
-    started = [_flushers().submit(flush, path) for path in paths]
-    futures.wait(started)
+    first, *rest = paths
+    started = [_flushers().submit(flush, path) for path in rest]
+    try:
+        flush(first)  # this thread's own share: one hand-over fewer
+    finally:
+        futures.wait(started)
     for flushed in started:
         flushed.result()
 

@@ -50,9 +50,13 @@ def context_coverage(
     if not len(neighbour):
         return covered
     wanted = [term for term, weight in weights.items() if weight and (~found[term]).any()]
+    if not wanted:
+        return covered
     held = index.holding(wanted, neighbour)
-    for term in wanted:
-        gained = np.zeros(len(paths), dtype=bool)
-        gained[owner[held[term]]] = True
-        covered += weights[term] * (gained & ~found[term])
+    rows, at = np.nonzero(np.stack([held[term] for term in wanted]))  # (term, neighbour) pairs that hold it
+    gained = np.zeros((len(wanted), len(paths)), dtype=bool)
+    gained[rows, owner[at]] = True  # per term, the candidates one of whose neighbours holds it
+    gained &= ~np.stack([found[term] for term in wanted])
+    for term, row in zip(wanted, gained):
+        covered += weights[term] * row
     return covered

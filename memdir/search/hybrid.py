@@ -320,7 +320,7 @@ class HybridSearcher:
                 results.append(SearchResult(
                     found.paths[i], found.titles[i], found.types[i], round(scores[i], 6), round(relevance[i], 6),
                     signals.breakdown(i, ranked.extras[i] if ranked.extras else None), mode, found.tags[i],
-                    ranked.matched[i],
+                    ranked.matched(i),
                 ))
                 if len(results) == top_k:
                     break
@@ -353,8 +353,8 @@ class HybridSearcher:
         term_weights = idf if self.settings.search.keyword_idf else dict.fromkeys(idf, 1.0)
         contains = found.contains
         covered = sum((weight * contains[term] for term, weight in term_weights.items()), np.zeros(len(candidates)))
-        covered_idf = sum((weight * contains[term] for term, weight in idf.items()), np.zeros(len(candidates)))
-        matched = [tuple(term for term, hit in contains.items() if hit[i]) for i in range(len(candidates))]
+        covered_idf = covered if term_weights is idf else sum(
+            (weight * contains[term] for term, weight in idf.items()), np.zeros(len(candidates)))
         window = self.settings.search.context_window if self.settings.search.context_weight else 0
         signals = _Signals.of(
             bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
@@ -367,7 +367,7 @@ class HybridSearcher:
         )
         scores = self._fuse(signals, mode).tolist()
         relevance = self._relevance(signals.semantic, _share(covered_idf, idf.values())).tolist()
-        return _Ranked(found, signals, scores, relevance, matched)
+        return _Ranked(found, signals, scores, relevance)
 
     def signals(self) -> RankingSignals:
         """The ranking signals of the agent searching now (its role's importance, if it has one)."""
@@ -460,13 +460,12 @@ class HybridSearcher:
 
 @dataclass(frozen=True, slots=True)
 class _Ranked:
-    """One ranking pass: the candidates and, per position, their signals, score, relevance and matched terms."""
+    """One ranking pass: the candidates and, per position, their signals, score and relevance."""
 
     found: Candidates
     signals: _Signals
     scores: list[float]
     relevance: list[float]
-    matched: list[tuple[str, ...]]
     extras: list[dict[str, float | None]] | None = None  # graph, importance, recency per candidate
 
     def without(self, paths: frozenset[str]) -> _Ranked | None:
@@ -482,8 +481,12 @@ class _Ranked:
                            [f.tags[i] for i in keep], {term: held[pick] for term, held in f.contains.items()})
         return _Ranked(
             found, self.signals.take(pick), [self.scores[i] for i in keep], [self.relevance[i] for i in keep],
-            [self.matched[i] for i in keep], [self.extras[i] for i in keep] if self.extras else None,
+            [self.extras[i] for i in keep] if self.extras else None,
         )  # fmt: skip
+
+    def matched(self, i: int) -> tuple[str, ...]:
+        """The query terms candidate ``i`` contains (asked of the results only, not of every candidate)."""
+        return tuple(term for term, held in self.found.contains.items() if held[i])
 
     def order(self) -> list[int]:
         """Positions best first (ties by path)."""
@@ -592,10 +595,19 @@ def _share(covered: np.ndarray, weights: Iterable[float]) -> np.ndarray:
     return np.minimum(1.0, covered / heaviest) if heaviest > 0 else np.zeros_like(covered)
 
 
+_TAG_WORDS_BY_HEAD: dict[str, set[str]] = {}
+"""Every tag word of 4 letters or more met so far, by its first four: the only tag words a query
+word's prefix can match (see `_tag_counts`)."""
+
+
 @lru_cache(maxsize=65536)
 def _one_tag_terms(tag: str) -> frozenset[str]:
     """Stemmed words of one tag; cached per tag, because tags recur far more than whole tag lists."""
-    return frozenset(tag_terms((tag,)))
+    terms = frozenset(tag_terms((tag,)))
+    for term in terms:
+        if len(term) >= 4:
+            _TAG_WORDS_BY_HEAD.setdefault(term[:4], set()).add(term)
+    return terms
 
 
 def _tag_terms(tags: tuple[str, ...]) -> frozenset[str]:
@@ -609,8 +621,9 @@ def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.nda
     """How many query keywords each tag list matches (SwarmMemory's fuzzy tag match).
 
     A keyword matches a tag word with the same stem, or (both at least 4 letters) one
-    that is a prefix of the other ("debug" ~ "debugger"). The prefix test runs once per
-    distinct tag word among the candidates, and when no keyword matches any of them (the
+    that is a prefix of the other ("debug" ~ "debugger"); such a pair shares its first four
+    letters, so the prefix test runs only on the candidates' tag words filed under the
+    keyword's four (`_TAG_WORDS_BY_HEAD`), and when no keyword matches any of them (the
     usual case) no candidate's tags are looked at again.
     """
     counts = np.zeros(len(tag_lists))
@@ -618,15 +631,12 @@ def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.nda
     if not stems or not distinct_tags:
         return counts
     all_terms = frozenset().union(*map(_one_tag_terms, distinct_tags))
-    by_head: dict[str, list[str]] = {}  # a prefix match of >= 4 letters shares the first 4
-    for term in all_terms:
-        if len(term) >= 4:
-            by_head.setdefault(term[:4], []).append(term)
     wanted: list[frozenset[str]] = []
     for word in stems:
         near = {word} & all_terms
         if len(word) >= 4:
-            near.update(t for t in by_head.get(word[:4], ()) if t.startswith(word) or word.startswith(t))
+            heads = _TAG_WORDS_BY_HEAD.get(word[:4], set()) & all_terms
+            near.update(t for t in heads if t.startswith(word) or word.startswith(t))
         if near:
             wanted.append(frozenset(near))
     if wanted:

@@ -400,11 +400,14 @@ def serve(settings: Settings | None = None) -> None:
     """Run the server over stdio until the client disconnects."""
     import anyio
 
-    # Everything imported by now (the MCP SDK's thousands of pydantic objects) lives as long
-    # as the process: freezing it keeps the cyclic collector's full passes, ~60 ms each over
-    # that heap, out of start-up and out of every later request.
+    server = build_server(settings)
+    # Everything imported and built by now (the MCP SDK's thousands of pydantic objects, the
+    # tools' models) lives as long as the process: freezing it keeps the cyclic collector's
+    # full passes, ~60 ms each over that heap, out of every later request. (`memdir serve` as
+    # a client starts it turned the collector off while importing: on again from here.)
     gc.freeze()
-    anyio.run(build_server(settings).run_stdio_async)
+    gc.enable()
+    anyio.run(server.run_stdio_async)
 
 
 __all__ = ["MemdirServer", "build_server", "memory_tool", "serve"]

@@ -208,3 +208,14 @@ def test_an_unknown_word_weighs_most_and_rare_words_outweigh_common_ones(tmp_pat
     assert hits[0].path == "fact/rare.md" and hits[0].matched == ("carolin", "weather")
     assert hits[1].breakdown.keyword < 0.5 < hits[0].breakdown.keyword
     index.close()
+
+
+def test_tag_matches_count_each_query_word_once_by_stem_or_shared_prefix():
+    from memdir.core.keywords import stem
+    from memdir.search.hybrid import _tag_counts
+
+    words = {stem(word) for word in ["debug", "api", "kubernetes", "ops"]}
+    tag_lists = [("debugger", "API"), ("kubernetes-ops",), ("debugging", "debug-tools"), ("opsec", "apis"), (), ("deb",)]
+    # "debug" ~ "debugger" (a prefix, 4 letters or more), "api" = "API"; "ops" and "api" are too short
+    # for a prefix match ("opsec", "apis"); one word matched by two tags counts once
+    assert _tag_counts(words, tag_lists).tolist() == [2, 2, 1, 0, 0, 0]

@@ -49,3 +49,4 @@ async def test_a_client_starting_memdir_serve_never_waits_for_the_command_line(t
     assert "MemoryWrite" in names and not written.is_error
     loaded = set(json.loads(report.read_text()))
     assert "memdir.server.app" in loaded and not loaded & {"typer", "memdir.cli"}
+    assert json.loads((tmp_path / "modules.json.gc").read_text()) is True  # off while starting, on once built

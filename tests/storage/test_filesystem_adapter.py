@@ -844,7 +844,7 @@ def test_a_write_flushes_its_files_once_each_and_nothing_derived(root: Path, mon
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names flushed files through /proc")
-def test_a_write_flushes_its_staged_files_and_journal_together_before_the_commit(root: Path, monkeypatch) -> None:
+def test_a_write_flushes_its_staged_files_journal_and_audit_record_together_before_the_commit(root: Path, monkeypatch) -> None:
     import threading
     import time
 
@@ -856,6 +856,7 @@ def test_a_write_flushes_its_staged_files_and_journal_together_before_the_commit
     memory.write("fact/first", "warms the root up", metadata={"type": "fact"})
     flushing: set[str] = set()
     together: list[set[str]] = []
+    done: list[str] = []
     guard, real_fsync, real_replace = threading.Lock(), os.fsync, atomic.os.replace
 
     def fsync(fd: int) -> None:  # a disk whose every flush takes a while, as a loaded one does
@@ -867,10 +868,12 @@ def test_a_write_flushes_its_staged_files_and_journal_together_before_the_commit
         real_fsync(fd)
         with guard:
             flushing.discard(name)
+            done.append(name)
 
     def replace(source, target) -> None:
         if str(source).endswith(atomic.PENDING_SUFFIX):  # the commit point: every flush before it is done
             assert not flushing
+            assert any(name.startswith("audit/") for name in done)
         real_replace(source, target)
 
     monkeypatch.setattr(os, "fsync", fsync)
@@ -883,3 +886,4 @@ def test_a_write_flushes_its_staged_files_and_journal_together_before_the_commit
     widest = max(together, key=len)
     assert sum(name.startswith("fact/.txn-") for name in widest) == 3  # .md, .yml and .emb at once
     assert any(name.startswith(".memdir/txn/") for name in widest)
+    assert any(name.startswith("audit/") for name in widest)  # the record joins them: one round, not two

@@ -85,6 +85,34 @@ def test_upsert_then_keyword_search_and_vectors(root):
     assert len(index) == 3
 
 
+def test_candidates_neighbours_and_cosines_of_a_search(root):
+    """What a search reads of its candidates: unknown paths dropped, the words each holds, the entries
+    written around each in its folder (nearest last before, first after), each one's cosine."""
+    index = DerivedIndex(root)
+    turns = ["moving from Sweden", "friends for four years", "a dog named Rex", "moving to the coast"]
+    for i, text in enumerate(turns):
+        put(index, make(f"conversation/one/turn{i}.md", text, tags=["Caroline"]))
+    put(index, make("conversation/two/turn0.md", "moving house in four days"))
+    wanted = ["conversation/one/turn1.md", "concept/gone.md", "conversation/two/turn0.md"]
+    vector = EMBEDDER.embed(["moving four years"])[0]
+    with index.reading():
+        found = index.candidates(wanted, ["move", "four", "rex"])
+        owner, keys = index.neighbours(found.paths, 2)
+        held = index.holding(["move", "rex"], keys)
+        hits = index.semantic_hits(vector, MODEL, 2)
+        cosines = hits.cosines([*found.paths, "concept/gone.md"])
+    assert found.paths == ["conversation/one/turn1.md", "conversation/two/turn0.md"]
+    assert found.types == ["concept", "concept"] and found.tags == [("Caroline",), ()]
+    assert {term: held.tolist() for term, held in found.contains.items()} == {
+        "move": [False, True], "four": [True, True], "rex": [False, False]}
+    slot = index.keywords.slot_of
+    assert owner.tolist() == [0, 0, 0]  # the other folder's entry has no neighbour
+    assert keys.tolist() == [slot(f"conversation/one/turn{i}.md") for i in (0, 2, 3)]
+    assert held["move"].tolist() == [True, False, True] and held["rex"].tolist() == [False, True, False]
+    scores = [float(np.dot(vector, index.vectors.vector(path))) for path in found.paths]
+    assert cosines.tolist() == pytest.approx([*scores, 0.0])
+
+
 def test_keyword_filters_run_in_sql(root):
     index = DerivedIndex(root)
     put(index, make("concept/a/x.md", "shared word apple", tags=["Fruit"]))

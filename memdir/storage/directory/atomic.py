@@ -7,12 +7,12 @@ not enough: a kill between two renames would pair new content with old metadata.
 1. write a *pending* journal under ``<root>/.memdir/txn/`` naming every temporary
    file it is about to create (so an interrupted staging can be cleaned up; after a power
    cut in the middle of staging, a hidden temporary file may outlive its journal);
-2. stage every new file as a temporary file in its target's folder; fsync the journal and
-   each of them, all written first and flushed together (`memdir.core.files.fsync_each`; a
-   large batch — an evolution job's — is flushed by one ``sync`` of the filesystem instead,
-   see `_SYNC_EACH_UP_TO`); then hand over to the caller's ``with`` block (memdir updates
-   the derived index and appends the audit record there: if that fails — a full disk — the
-   staging is undone and nothing has changed);
+2. stage every new file as a temporary file in its target's folder, then hand over to the
+   caller's ``with`` block (memdir updates the derived index and appends the audit record
+   there: if that fails — a full disk — the staging is undone and nothing has changed);
+   after it, fsync the journal, each staged file and the audit record, all flushed together
+   (`memdir.core.files.flushed_together`; a large batch — an evolution job's — is flushed by
+   one ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`);
 3. rename the journal to *commit* — the single atomic commit point;
 4. perform the renames and removals, fsync the folders;
 5. delete the journal (flushed only when it has removals, see `_finish`).
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from memdir.core.errors import UnsafeFileError
-from memdir.core.files import disk_errors, fsync_dir, fsync_each, private_folder, quarantine, read_regular
+from memdir.core.files import disk_errors, flushed_together, fsync_dir, fsync_each, private_folder, quarantine, read_regular
 from memdir.core.paths import confine, unsafe_file
 
 log = logging.getLogger(__name__)
@@ -87,6 +87,9 @@ def _temp_name(target: Path, txid: str, index: int) -> Path:
 
 
 def _relative(root: Path, path: Path) -> str:
+    text, prefix = os.fspath(path), os.path.join(os.fspath(root), "")
+    if text.startswith(prefix) and not {"", ".", ".."}.intersection(parts := text[len(prefix):].split(os.sep)):
+        return "/".join(parts)  # (what a writer gives: a path made under the root)
     relative = os.path.relpath(path, root)
     if relative.startswith("..") or os.path.isabs(relative):
         raise ValueError(f"{path} is not inside the memory root {root}; transactions only touch files under it.")
@@ -139,10 +142,11 @@ def file_transaction(
 ) -> Iterator[Mapping[Path, Path]]:
     """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
 
-    A context manager: entering stages the change (written and flushed) and gives {target: its
+    A context manager: entering stages the change (written, not yet flushed) and gives {target: its
     staged temporary file} (a rename keeps a file's size and mtime, so the staged files show
-    what the targets will be); leaving the block commits it, unless the block raised: then the
-    staging is undone and the error propagates, and nothing was changed.
+    what the targets will be); leaving the block flushes the staged files together with the
+    records appended in the block (`memdir.core.files.flushed_together`) and commits, unless the
+    block raised: then the staging is undone and the error propagates, and nothing was changed.
 
     Use it under the root's exclusive lock (a concurrent `recover` would otherwise
     treat this transaction's staging files as orphans). Missing files in
@@ -192,11 +196,9 @@ def file_transaction(
             for (temp, target), data in zip(renames, writes.values()):
                 created += _make_folders(target.parent)
                 _write_new_file(temp, data)
-            if one_sync:
-                os.sync()
-            else:  # written first, then flushed together
-                fsync_each([pending, *(temp for temp, target in renames if target not in derived)])
-            yield {target: temp for temp, target in renames}
+            staged = [pending, *(temp for temp, target in renames if target not in derived)]
+            with flushed_together(staged, one_sync=one_sync):  # written first, then flushed together
+                yield {target: temp for temp, target in renames}
             os.replace(pending, committed)  # the commit point
         except BaseException:
             for temp, _ in renames:
@@ -213,7 +215,7 @@ def file_transaction(
         on_commit()
     try:
         fsync_dir(journal_dir)
-        _roll_forward(root, journal, derived)
+        _roll_forward(renames, removals, derived)
         _finish(committed, journal_dir, durable=bool(journal["removals"]))
     except OSError as exc:
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
@@ -264,23 +266,26 @@ def _write_journal(path: Path, journal: dict) -> None:
     _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
 
 
-def _roll_forward(root: Path, journal: dict, derived: Collection[Path] = ()) -> None:
-    """Apply a committed journal. Idempotent: a rename whose temp file is gone already happened.
-
-    The folders touched are fsynced, except those only ``derived`` targets were renamed into.
-    """
-    touched: set[Path] = set()
+def _replay(root: Path, journal: dict) -> None:
+    """Apply a committed journal read from disk, every path it names checked to lie inside the root."""
     confined: set[Path] = set()
-    for temp_rel, target_rel in journal.get("renames", []):
-        temp, target = _inside(root, temp_rel, confined), _inside(root, target_rel, confined)
+    renames = [(_inside(root, temp, confined), _inside(root, target, confined)) for temp, target in journal.get("renames", [])]
+    _roll_forward(renames, [_inside(root, removal, confined) for removal in journal.get("removals", [])])
+
+
+def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path], derived: Collection[Path] = ()) -> None:
+    """Perform a committed change's renames and removals. Idempotent: a rename whose temp file is
+    gone already happened. The folders touched are fsynced, except those only ``derived`` targets
+    were renamed into."""
+    touched: set[Path] = set()
+    for temp, target in renames:
         try:
             os.replace(temp, target)
         except FileNotFoundError:
             continue
         if target not in derived:
             touched.add(target.parent)
-    for removal_rel in journal.get("removals", []):
-        path = _inside(root, removal_rel, confined)
+    for path in removals:
         if _unlink_quietly(path):
             touched.add(path.parent)
     fsync_each(touched, fsync_dir)
@@ -346,7 +351,7 @@ def recover(root: Path) -> int:
         try:
             if name.endswith(COMMIT_SUFFIX) and journal is not None:
                 log.info("Rolling forward interrupted memory transaction %s", name)
-                _roll_forward(root, journal)
+                _replay(root, journal)
             elif journal is not None:
                 log.info("Rolling back interrupted memory transaction %s", name)
                 for temp_rel, _target in journal.get("renames", []):

@@ -971,30 +971,34 @@ class DerivedIndex:
             mask = matrix.mask(types=types, path_prefix=path_prefix, tags=tags, model=model)
             scores = matrix.scores(vector)
             rows, _ = matrix.top_of(scores, limit, mask)
-            return _MatrixHits([matrix.paths[r] for r in rows], scores, mask, matrix.row_of)
+            paths = matrix.paths
+            return _MatrixHits([paths[r] for r in rows.tolist()], scores, mask, matrix.rows_of)
 
     def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
         with self.lock:
             kw = self.keywords
-            found = [(path, slot) for path in paths if (slot := kw.slot_of(path)) is not None]
-            slots = [slot for _, slot in found]
-            slot_array = np.asarray(slots, dtype=np.int32)
+            slot_array = kw.slots_of(paths)
+            if (slot_array < 0).any():
+                known = slot_array >= 0
+                paths = [path for path, keep in zip(paths, known.tolist()) if keep]
+                slot_array = slot_array[known]
+            slots = slot_array.tolist()
+            titles, types = kw.titles, kw.types
             return Candidates(
-                paths=[path for path, _ in found],
-                titles=[kw.titles[slot] for slot in slots],
-                types=[kw.types[slot] for slot in slots],
+                paths=list(paths),
+                titles=[titles[slot] for slot in slots],
+                types=[types[slot] for slot in slots],
                 tags=[kw.tags_of(slot) for slot in slots],
-                contains={term: kw.coverage([term], slot_array) > 0 for term in terms},
+                contains=kw.holding(terms, slot_array),
             )
 
     def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
         with self.lock:
-            slots = np.asarray([self.keywords.slot_of(path) for path in paths], dtype=np.int32)
-            return self.keywords.neighbours(slots, window)
+            return self.keywords.neighbours(self.keywords.slots_of(paths), window)
 
     def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:
         with self.lock:
-            return {term: self.keywords.coverage([term], keys) > 0 for term in terms}
+            return self.keywords.holding(terms, keys)
 
     def vector_snapshot(self, model_id: str | None) -> tuple[list[str], np.ndarray]:
         with self.lock:
@@ -1105,10 +1109,10 @@ class _MatrixHits:
     top: list[str]
     scores: np.ndarray
     mask: np.ndarray | None
-    row_of: Callable[[str], int | None]
+    rows_of: Callable[[Sequence[str]], np.ndarray]
 
     def cosines(self, paths: Sequence[str]) -> np.ndarray:
-        rows = np.array([-1 if (row := self.row_of(path)) is None else row for path in paths], dtype=np.int64)
+        rows = self.rows_of(paths)
         known = rows >= 0
         if self.mask is not None:
             known[known] = self.mask[rows[known]]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -117,6 +118,10 @@ class KeywordIndex:
 
     def slot_of(self, path: str) -> int | None:
         return self._slot_of.get(path)
+
+    def slots_of(self, paths: Sequence[str]) -> np.ndarray:
+        """The slot of each of ``paths`` (-1 for a path not indexed), looked up in one pass."""
+        return np.fromiter(map(self._slot_of.get, paths, repeat(-1)), dtype=np.int64, count=len(paths))
 
     def tags_of(self, slot: int) -> tuple[str, ...]:
         """The tags of a slot (parsed on first use: splitting 100K tag strings at open costs 0.2 s)."""
@@ -418,7 +423,7 @@ class KeywordIndex:
         inside = (around >= 0) & (around < len(keys))
         around = np.clip(around, 0, len(keys) - 1)
         inside &= (keys[around] >> _ROW_BITS) == (own >> _ROW_BITS)[:, None]  # the same folder
-        owner = np.broadcast_to(np.arange(len(slots))[:, None], around.shape)[inside]
+        owner, _ = np.nonzero(inside)  # row-major: each owner's neighbours in the order of ``offsets``
         return owner, order[around[inside]]
 
     def _sequence_of_writing(self) -> tuple[np.ndarray, np.ndarray]:
@@ -430,17 +435,25 @@ class KeywordIndex:
             self._sequence = self._written[order], order
         return self._sequence
 
-    def coverage(self, terms: Iterable[str], slots: np.ndarray) -> np.ndarray:
-        """How many of ``terms`` (distinct stems) each of ``slots`` contains, anywhere in the entry."""
-        slots = np.asarray(slots, dtype=np.int32)
-        found = np.zeros(len(slots), dtype=np.int32)
-        for term in terms:
-            term_id = self.vocab.get(term)
-            if term_id is None:
-                continue
-            posting, _ = self._posting(term_id)
-            if not len(posting):
-                continue
-            at = np.minimum(np.searchsorted(posting, slots), len(posting) - 1)
-            found += posting[at] == slots
-        return found
+    def holding(self, terms: Iterable[str], slots: np.ndarray) -> dict[str, np.ndarray]:
+        """Per term (a Porter stem), whether each of ``slots`` contains it, anywhere in the entry.
+
+        One search over every term's posting at once (each term's slots offset past the last
+        term's): a search asks this of a hundred candidates and of their neighbours for each of
+        its words, and a few numpy calls in all cost less than a few per word.
+        """
+        terms = list(terms)
+        slots = np.asarray(slots, dtype=np.int64)
+        if not terms:
+            return {}
+        postings = [self._posting(term_id)[0] if (term_id := self.vocab.get(term)) is not None else _EMPTY_SLOTS
+                    for term in terms]
+        stride = max(len(self.paths), int(slots.max()) + 1 if len(slots) else 0, 1)
+        offsets = np.arange(len(terms), dtype=np.int64) * stride
+        keys = np.concatenate(postings).astype(np.int64) + np.repeat(offsets, [len(p) for p in postings])
+        wanted = offsets[:, None] + slots[None, :]
+        if not len(keys):
+            return dict(zip(terms, np.zeros(wanted.shape, dtype=bool)))
+        at = np.searchsorted(keys, wanted)
+        np.minimum(at, len(keys) - 1, out=at)
+        return dict(zip(terms, keys[at] == wanted))

@@ -20,6 +20,7 @@ import functools
 import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import repeat
 
 import numpy as np
 
@@ -123,6 +124,10 @@ class VectorMatrix:
 
     def row_of(self, path: str) -> int | None:
         return self._rows.get(path)
+
+    def rows_of(self, paths: Sequence[str]) -> np.ndarray:
+        """The row of each of ``paths`` (-1 for a path without one), looked up in one pass."""
+        return np.fromiter(map(self._rows.get, paths, repeat(-1)), dtype=np.int64, count=len(paths))
 
     def vector(self, path: str) -> np.ndarray | None:
         row = self._rows.get(path)
