@@ -1,4 +1,4 @@
-"""The web view's listing, filtered by type, tag or recency, reads its page of a PostgreSQL store, not the store.
+"""The web view's listing, first page or filtered by type, tag or recency, reads its page of a PostgreSQL store, not the store.
 
 The pages are asked over HTTP, as a browser asks them, of the server's whole HTTP application
 (token check included) run in this process on stores of two sizes; PostgreSQL's own statistics
@@ -20,7 +20,7 @@ from tests.server.test_rows_read import LARGE, SMALL, fill, flush_statistics, ro
 
 pytestmark = pytest.mark.postgres
 
-PAGES = {"by type": "/?type=fact", "by a rare tag": "/?tag=tag5", "by a common tag": "/?tag=common",
+PAGES = {"first page": "/", "by type": "/?type=fact", "by a rare tag": "/?tag=tag5", "by a common tag": "/?tag=common",
          "recent": "/?sort=recent", "recent of a type": "/?sort=recent&type=skill",
          "folder and type": "/?folder=fact&type=fact"}
 
