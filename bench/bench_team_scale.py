@@ -15,6 +15,10 @@ A real ``memdir serve --http`` (the real model) then serves the store, and one M
 * ``resources/list`` and reading ``memdir://status``;
 * the web view's first page (``GET /``).
 
+Beside each call that embeds a text, the same text embedded by the model alone (in this process,
+the same model and threads, timed in the same turn) is printed: what the call costs beyond the
+model, so a figure on a quieter machine can be predicted from the model's figure there.
+
 It also prints recall@10 of the store's default vector search against exact search
 (every cosine, numpy over all vectors) for LoCoMo questions. The machine is shared: the
 load average is printed with every figure.
@@ -42,8 +46,9 @@ from bench_postgres import base_vectors, build_vector_index, exact_top_10, load,
 from bench_search import TextGenerator  # noqa: E402
 from corpora import DEFAULT_LOCOMO  # noqa: E402
 
+from memdir.core.entry import Metadata  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
-from memdir.embeddings.text import text_recipe  # noqa: E402
+from memdir.embeddings.text import searchable_text, text_recipe  # noqa: E402
 
 WORDS = (20, 60)
 STOCK = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
@@ -80,13 +85,16 @@ def summary(values: list[float]) -> str:
     return f"p50 {1000 * statistics.median(ordered):7.1f} ms   p95 {1000 * p95:7.1f} ms"
 
 
-async def timed_calls(url: str, token: str, base: str, calls: int, queries: list[str], size: int) -> dict[str, list[float]]:
-    """Each call a user reaches, ``calls`` times, interleaved (the same load for each)."""
+async def timed_calls(url: str, token: str, base: str, calls: int, queries: list[str], size: int,
+                      model) -> dict[str, list[float]]:
+    """Each call a user reaches, ``calls`` times, interleaved (the same load for each); beside each call that
+    embeds, ``model`` embedding its text alone."""
     import httpx2
 
     from tests.server.http_process import mcp_client
 
     gen = TextGenerator(seed=size)
+    settings = Settings()
     took: dict[str, list[float]] = {}
 
     async def timed(name: str, call) -> object:
@@ -96,6 +104,11 @@ async def timed_calls(url: str, token: str, base: str, calls: int, queries: list
         if getattr(result, "is_error", False):
             raise SystemExit(f"{name} failed: {result.content[0].text}")
         return result
+
+    def model_alone(name: str, text: str) -> None:
+        started = time.perf_counter()
+        model.embed([text])
+        took.setdefault(f"  the model alone, {name}", []).append(time.perf_counter() - started)
 
     async with mcp_client(url, token) as client, httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {token}"}, timeout=120
@@ -113,8 +126,12 @@ async def timed_calls(url: str, token: str, base: str, calls: int, queries: list
                      "title": " ".join(gen.sample(5)), "type": "fact", "tags": [str(tag) for tag in gen.sample(3)], "related": [],
                      "domain": "bench"}
             await timed("MemoryWrite (new entry, real model)", client.call_tool("MemoryWrite", entry))
+            model_alone("its text", searchable_text(entry["title"], Metadata(type="fact", tags=entry["tags"], domain="bench"),
+                                                    content, settings.embeddings.max_chars, summary=settings.embeddings.summary))
             await timed("MemorySearch", client.call_tool("MemorySearch", {"query": queries[i]}))
+            model_alone("the query", queries[i])
             await timed("MemoryDiscover", client.call_tool("MemoryDiscover", {"message": queries[-1 - i]}))
+            model_alone("the message", queries[-1 - i])
             await timed("MemoryGlob **/*.md (first page)", client.call_tool("MemoryGlob", {"pattern": "**/*.md"}))
             await timed("resources/list (first page)", client.list_resources())
             await timed("memdir://status", client.read_resource("memdir://status"))
@@ -123,7 +140,7 @@ async def timed_calls(url: str, token: str, base: str, calls: int, queries: list
     return took
 
 
-def measure(store: str, label: str, calls: int, queries: list[str], size: int) -> None:
+def measure(store: str, label: str, calls: int, queries: list[str], size: int, model) -> None:
     """Serve ``store`` (a postgresql:// URL or a directory) with the real model and time the calls."""
     from memdir.server.tokens import TokenFile
     from tests.server.http_process import running_server
@@ -138,7 +155,7 @@ def measure(store: str, label: str, calls: int, queries: list[str], size: int) -
         else:
             env["MEMDIR_ROOT"], args = store, []
         with running_server(args, env=env, cwd=Path(tmp), startup_timeout=600) as server:
-            took = asyncio.run(timed_calls(server.url, token, server.base, calls, queries, size))
+            took = asyncio.run(timed_calls(server.url, token, server.base, calls, queries, size, model))
     print(f"\n== {label}: {size:,} entries, {calls} calls each (load {os.getloadavg()[0]:.1f})", flush=True)
     for name, values in took.items():
         print(f"  {name:<40} {summary(values)}", flush=True)
@@ -177,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
         for n in args.sizes:
             url = ensure_store(cluster.url(), n, bases, embedder.model_id)
             if not args.build_only:
-                measure(url, "PostgreSQL", args.calls, queries, n)
+                measure(url, "PostgreSQL", args.calls, queries, n, embedder.inner)
                 recall(url, questions[2 * args.calls:], embedder, args.recall_queries)
     finally:
         cluster.stop()
