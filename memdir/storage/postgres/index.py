@@ -595,7 +595,7 @@ class PostgresIndex:
 
     def semantic_hits(
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,
-        path_prefix: str | None = None, tags: Sequence[str] | None = None,
+        path_prefix: str | None = None, tags: Sequence[str] | None = None, ef_search: int | None = None,
     ) -> RowHits | None:
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (EMBEDDING_DIM,):
@@ -608,7 +608,7 @@ class PostgresIndex:
             rows = self._rows(
                 (f"SELECT set_config('hnsw.ef_search', {EF_SEARCH}::text, true),"
                  " set_config('hnsw.iterative_scan', 'relaxed_order', true) FROM store_state",
-                 (self.ef_search, self.ef_search, limit)),
+                 (ef_search or self.ef_search, ef_search or self.ef_search, limit)),
                 (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                  " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit)),
             )
