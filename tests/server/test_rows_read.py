@@ -131,6 +131,7 @@ def store_url(pg_cluster) -> str:
 async def test_no_call_reads_every_row(pg_cluster, tmp_path):
     small = await reads_per_call(store_url(pg_cluster), tmp_path / "small", SMALL)
     large = await reads_per_call(store_url(pg_cluster), tmp_path / "large", LARGE)
+    print(f"rows read per call, {SMALL} / {LARGE} entries:", {name: (small[name], large[name]) for name in small})
     grew = {name: large[name] - small[name] for name in small}
     # A scan of every row reads ~1,200 rows more on the larger store; an index's reading, a few dozen.
     assert {name: more for name, more in grew.items() if more > (LARGE - SMALL) // 4} == {}, (small, large)
