@@ -195,7 +195,8 @@ def main(argv: list[str] | None = None) -> None:
             url = ensure_store(cluster.url(), n, bases, embedder.model_id)
             if not args.build_only:
                 measure(url, "PostgreSQL", args.calls, queries, n, embedder.inner)
-                recall(url, questions[2 * args.calls:], embedder, args.recall_queries)
+                if args.recall_queries:
+                    recall(url, questions[2 * args.calls:], embedder, args.recall_queries)
     finally:
         cluster.stop()
 
