@@ -25,11 +25,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False)
 class _Waiting:
-    """One caller's texts and, once its batch has run, their vectors (None: the batch failed)."""
+    """One caller's texts and model, and, once its batch has run, their vectors (None: the batch failed)."""
 
+    embedder: Embedder
     texts: Sequence[str]
     vectors: np.ndarray | None = None
-    failed: bool = False
     done: bool = False
 
 
@@ -42,42 +42,41 @@ class EmbeddingBatches:
         self._busy = False
 
     def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-        """``texts``' vectors, made in one model call with the texts of every caller waiting meanwhile.
+        """``texts``' vectors, made in one model call with the texts of every caller waiting meanwhile
+        (for the same model).
 
         Raises:
             What ``embedder.embed`` raises for these texts. A batch that fails is embedded again
             caller by caller, so one caller's bad text never costs the others their vectors.
         """
-        mine = _Waiting(texts)
+        mine = _Waiting(embedder, texts)
         with self._turn:
             self._waiting.append(mine)
             while self._busy and not mine.done:
                 self._turn.wait()
-            if not mine.done:  # the model is free: this caller embeds everyone waiting
-                batch, self._waiting, self._busy = self._waiting, [], True
-        if not mine.done:
+            batch = []
+            if not mine.done:  # the model is free: this caller embeds everyone waiting for it
+                batch = [waiting for waiting in self._waiting if waiting.embedder is embedder]
+                self._waiting = [waiting for waiting in self._waiting if waiting.embedder is not embedder]
+                self._busy = True
+        if batch:
             self._run(embedder, batch)
-        if mine.failed:
-            return embedder.embed(texts)  # alone: its own error, if the error was its own
-        assert mine.vectors is not None
+        if mine.vectors is None:  # its batch failed: alone, with its own error if the error was its own
+            return embedder.embed(texts)
         return mine.vectors
 
     def _run(self, embedder: Embedder, batch: list[_Waiting]) -> None:
         """Embed ``batch``'s texts in one call and hand each caller its rows; then let the next batch start."""
         try:
-            try:
-                vectors = embedder.embed([text for waiting in batch for text in waiting.texts])
-            except Exception:
-                if len(batch) == 1:
-                    raise
+            vectors = embedder.embed([text for waiting in batch for text in waiting.texts])
+        except Exception:
+            if len(batch) > 1:
                 log.warning("embedding %d writes together failed; each is embedded alone", len(batch), exc_info=True)
-                for waiting in batch:
-                    waiting.failed = True
-            else:
-                start = 0
-                for waiting in batch:
-                    waiting.vectors = vectors[start : start + len(waiting.texts)]
-                    start += len(waiting.texts)
+        else:
+            start = 0
+            for waiting in batch:
+                waiting.vectors = vectors[start : start + len(waiting.texts)]
+                start += len(waiting.texts)
         finally:
             with self._turn:
                 for waiting in batch:
