@@ -15,7 +15,7 @@ token, a revoked token, a foreign Host, a foreign Origin.
 
 Printed: operations per second, p50 / p95 latency overall and per operation, errors, the
 server's CPU time per operation (user + system, from ``/proc``: what the machine's load does not
-change, unlike the latencies), then
+change, unlike the latencies) and this process's (the clients'), then
 the check that nothing was lost (each entry read back through a new session must hold
 exactly the content its last acknowledged write or edit gave it), and in the closing line
 the number of auth probes refused. Timings on this shared 2-core machine are noisy; with
@@ -62,6 +62,8 @@ class Run:
     seconds: float = 0.0
     server_cpu: float = 0.0
     """CPU seconds the server process used during the run (user + system)."""
+    clients_cpu: float = 0.0
+    """The same for this process (the clients and the prober)."""
 
 
 def content_of(path: str, revision: int, rng: random.Random) -> str:
@@ -187,7 +189,8 @@ def report(run: Run, checked: int, lost: list[str]) -> dict[str, float]:
                "p95_ms": 1000 * percentile(every, 0.95), "server_cpu_ms_per_op": 1000 * run.server_cpu / len(every)}
     print(f"  {len(every)} operations in {run.seconds:.1f} s: {figures['ops_per_s']:.1f} ops/s, "
           f"p50 {figures['p50_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms, {len(run.errors)} errors; "
-          f"server CPU {figures['server_cpu_ms_per_op']:.1f} ms per operation (load {os.getloadavg()[0]:.1f})")
+          f"server CPU {figures['server_cpu_ms_per_op']:.1f} ms per operation, clients' "
+          f"{1000 * run.clients_cpu / len(every):.1f} ms (load {os.getloadavg()[0]:.1f})")
     for kind, values in sorted(run.latencies.items()):
         print(f"    {kind:<6} {len(values):>5}  p50 {1000 * statistics.median(values):7.1f} ms  "
               f"p95 {1000 * percentile(values, 0.95):7.1f} ms")
@@ -222,9 +225,10 @@ def main() -> None:
                 store = args.store or f"directory {env['MEMDIR_ROOT']}"
                 print(f"run {repeat + 1}: {args.clients} clients x {args.ops} ops against {store} "
                       f"({'keyword search' if args.no_model else 'real model'})")
-                cpu_before = cpu_seconds(server.process.pid)
+                cpu_before, own_before = cpu_seconds(server.process.pid), cpu_seconds(os.getpid())
                 run = anyio.run(one_run, server.url, tokens, token, args.clients, args.ops, args.seed + repeat, args.probes)
                 run.server_cpu = cpu_seconds(server.process.pid) - cpu_before
+                run.clients_cpu = cpu_seconds(os.getpid()) - own_before
                 checked, lost = anyio.run(verify, server.url, token, run)
             for name, value in report(run, checked, lost).items():
                 totals[name].append(value)
