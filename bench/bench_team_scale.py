@@ -19,7 +19,8 @@ The model alone embedding a write's text and a query (in this process, the same 
 timed in the same turns) is printed too: what a call costs beyond the model, so a figure on a quieter
 machine can be predicted from the model's figure there. With ``--before DIR`` (a checkout of older
 code) a second server runs that code on the same store, and each call goes to both in turn (the order
-alternating), so the two are timed under the same load.
+alternating), so the two are timed under the same load. ``--near-duplicates`` checks that the short
+HNSW list of the near-duplicate check (``hnsw_ef_search_duplicates``) finds what the long one finds.
 
 It also prints recall@10 of the store's default vector search against exact search
 (every cosine, numpy over all vectors) for LoCoMo questions. The machine is shared: the
@@ -190,6 +191,37 @@ def recall(url: str, questions: list[str], embedder, count: int) -> None:
     print(f"  recall@10 of the default HNSW search vs exact search, {count} questions: {share:.3f}", flush=True)
 
 
+def near_duplicates(url: str, probes: int = 60) -> None:
+    """Whether a short HNSW candidate list finds near-duplicates: for vectors made at cosine 0.86, 0.90 and
+    0.95 from ``probes`` stored ones, the share whose near-duplicate (cosine >= 0.85) is among the 4 nearest
+    found, and the scan's p50, by ``hnsw.ef_search``."""
+    from pgvector.psycopg import register_vector
+
+    rng = np.random.default_rng(3)
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        rows = conn.execute("SELECT embedding FROM entries WHERE embedding IS NOT NULL ORDER BY id LIMIT %s", (probes,)).fetchall()
+        queries = []
+        for (stored,) in rows:
+            vector = np.asarray(stored.to_numpy(), dtype=np.float32)
+            for cosine in (0.86, 0.90, 0.95):
+                noise = rng.standard_normal(len(vector)).astype(np.float32)
+                noise -= noise.dot(vector) * vector
+                queries.append(cosine * vector + np.sqrt(1 - cosine**2) * noise / np.linalg.norm(noise))
+        for ef in (Settings().storage.hnsw_ef_search, Settings().storage.hnsw_ef_search_duplicates, 20):
+            found, took = 0, []
+            for query in queries:
+                with conn.transaction():
+                    conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+                    started = time.perf_counter()
+                    nearest = conn.execute("SELECT 1 - (embedding <=> %s) FROM entries WHERE embedding IS NOT NULL"
+                                           " ORDER BY embedding <=> %s LIMIT 4", (query, query)).fetchall()
+                    took.append(time.perf_counter() - started)
+                found += any(cosine >= 0.85 for (cosine,) in nearest)
+            print(f"  near-duplicates found with ef_search {ef}: {found} of {len(queries)}; scan p50 "
+                  f"{1000 * statistics.median(took):.1f} ms (load {os.getloadavg()[0]:.1f})", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2_000, 100_000])
@@ -197,6 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--recall-queries", type=int, default=100)
     parser.add_argument("--cluster-dir", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-team-pg")
     parser.add_argument("--build-only", action="store_true", help="load the stores, measure nothing")
+    parser.add_argument("--near-duplicates", action="store_true", help="check the near-duplicate scan's short list")
     parser.add_argument("--before", type=Path, help="a checkout of older code: served beside this code, each call sent to both")
     parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
@@ -211,7 +244,10 @@ def main(argv: list[str] | None = None) -> None:
         for n in args.sizes:
             url = ensure_store(cluster.url(), n, bases, embedder.model_id)
             if not args.build_only:
-                measure(url, "PostgreSQL", args.calls, queries, n, embedder.inner, args.before)
+                if args.calls:
+                    measure(url, "PostgreSQL", args.calls, queries, n, embedder.inner, args.before)
+                if args.near_duplicates:
+                    near_duplicates(url)
                 if args.recall_queries:
                     recall(url, questions[2 * args.calls:], embedder, args.recall_queries)
     finally:

@@ -133,5 +133,7 @@ async def test_no_call_reads_every_row(pg_cluster, tmp_path):
     large = await reads_per_call(store_url(pg_cluster), tmp_path / "large", LARGE)
     print(f"rows read per call, {SMALL} / {LARGE} entries:", {name: (small[name], large[name]) for name in small})
     grew = {name: large[name] - small[name] for name in small}
-    # A scan of every row reads ~1,200 rows more on the larger store; an index's reading, a few dozen.
-    assert {name: more for name, more in grew.items() if more > (LARGE - SMALL) // 4} == {}, (small, large)
+    # A scan of every row reads ~1,200 rows more on the larger store; an index's reading, a few dozen, and
+    # an HNSW walk a little more of the graph (MemoryDiscover's two searches by type: ~1,270 on the small
+    # store, 1,490-1,570 on the larger): what a call read on the small store may grow by a quarter too.
+    assert {name: more for name, more in grew.items() if more > (LARGE - SMALL) // 4 + small[name] // 4} == {}, (small, large)
