@@ -13,7 +13,9 @@ when its session has not read the latest version) and 20% MemorySearch. Meanwhil
 sends ``--probes`` rounds (one a second) of requests that must be refused: no token, a wrong
 token, a revoked token, a foreign Host, a foreign Origin.
 
-Printed: operations per second, p50 / p95 latency overall and per operation, errors, then
+Printed: operations per second, p50 / p95 latency overall and per operation, errors, the
+server's CPU time per operation (user + system, from ``/proc``: what the machine's load does not
+change, unlike the latencies) and this process's (the clients'), then
 the check that nothing was lost (each entry read back through a new session must hold
 exactly the content its last acknowledged write or edit gave it), and in the closing line
 the number of auth probes refused. Timings on this shared 2-core machine are noisy; with
@@ -58,6 +60,10 @@ class Run:
     probes_sent: int = 0
     probes_refused: int = 0
     seconds: float = 0.0
+    server_cpu: float = 0.0
+    """CPU seconds the server process used during the run (user + system)."""
+    clients_cpu: float = 0.0
+    """The same for this process (the clients and the prober)."""
 
 
 def content_of(path: str, revision: int, rng: random.Random) -> str:
@@ -166,6 +172,12 @@ async def one_run(url: str, tokens: TokenFile, token: str, clients: int, ops: in
     return run
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
@@ -174,9 +186,11 @@ def percentile(values: list[float], share: float) -> float:
 def report(run: Run, checked: int, lost: list[str]) -> dict[str, float]:
     every = [value for values in run.latencies.values() for value in values]
     figures = {"ops_per_s": len(every) / run.seconds, "p50_ms": 1000 * statistics.median(every),
-               "p95_ms": 1000 * percentile(every, 0.95)}
+               "p95_ms": 1000 * percentile(every, 0.95), "server_cpu_ms_per_op": 1000 * run.server_cpu / len(every)}
     print(f"  {len(every)} operations in {run.seconds:.1f} s: {figures['ops_per_s']:.1f} ops/s, "
-          f"p50 {figures['p50_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms, {len(run.errors)} errors")
+          f"p50 {figures['p50_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms, {len(run.errors)} errors; "
+          f"server CPU {figures['server_cpu_ms_per_op']:.1f} ms per operation, clients' "
+          f"{1000 * run.clients_cpu / len(every):.1f} ms (load {os.getloadavg()[0]:.1f})")
     for kind, values in sorted(run.latencies.items()):
         print(f"    {kind:<6} {len(values):>5}  p50 {1000 * statistics.median(values):7.1f} ms  "
               f"p95 {1000 * percentile(values, 0.95):7.1f} ms")
@@ -211,7 +225,10 @@ def main() -> None:
                 store = args.store or f"directory {env['MEMDIR_ROOT']}"
                 print(f"run {repeat + 1}: {args.clients} clients x {args.ops} ops against {store} "
                       f"({'keyword search' if args.no_model else 'real model'})")
+                cpu_before, own_before = cpu_seconds(server.process.pid), cpu_seconds(os.getpid())
                 run = anyio.run(one_run, server.url, tokens, token, args.clients, args.ops, args.seed + repeat, args.probes)
+                run.server_cpu = cpu_seconds(server.process.pid) - cpu_before
+                run.clients_cpu = cpu_seconds(os.getpid()) - own_before
                 checked, lost = anyio.run(verify, server.url, token, run)
             for name, value in report(run, checked, lost).items():
                 totals[name].append(value)
@@ -222,7 +239,8 @@ def main() -> None:
         print("medians: " + ", ".join(f"{name} {statistics.median(values):.1f}" for name, values in totals.items()))
     median = {name: statistics.median(values) for name, values in totals.items()}
     print(f"bench_http: {args.clients} clients x {args.ops} ops: {median['ops_per_s']:.1f} ops/s, "
-          f"p50 {median['p50_ms']:.1f} ms, p95 {median['p95_ms']:.1f} ms, {errors_total} errors, "
+          f"p50 {median['p50_ms']:.1f} ms, p95 {median['p95_ms']:.1f} ms, "
+          f"server CPU {median['server_cpu_ms_per_op']:.1f} ms/op, {errors_total} errors, "
           f"{lost_total} lost, auth probes refused {refused}/{sent}")
     if lost_total or errors_total or refused != sent:
         raise SystemExit(1)

@@ -15,6 +15,13 @@ A real ``memdir serve --http`` (the real model) then serves the store, and one M
 * ``resources/list`` and reading ``memdir://status``;
 * the web view's first page (``GET /``).
 
+The model alone embedding a write's text and a query (in this process, the same model and threads,
+timed in the same turns) is printed too: what a call costs beyond the model, so a figure on a quieter
+machine can be predicted from the model's figure there. With ``--before DIR`` (a checkout of older
+code) a second server runs that code on the same store, and each call goes to both in turn (the order
+alternating), so the two are timed under the same load. ``--near-duplicates`` checks that the short
+HNSW list of the near-duplicate check (``hnsw_ef_search_duplicates``) finds what the long one finds.
+
 It also prints recall@10 of the store's default vector search against exact search
 (every cosine, numpy over all vectors) for LoCoMo questions. The machine is shared: the
 load average is printed with every figure.
@@ -42,8 +49,9 @@ from bench_postgres import base_vectors, build_vector_index, exact_top_10, load,
 from bench_search import TextGenerator  # noqa: E402
 from corpora import DEFAULT_LOCOMO  # noqa: E402
 
+from memdir.core.entry import Metadata  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
-from memdir.embeddings.text import text_recipe  # noqa: E402
+from memdir.embeddings.text import searchable_text, text_recipe  # noqa: E402
 
 WORDS = (20, 60)
 STOCK = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
@@ -80,68 +88,94 @@ def summary(values: list[float]) -> str:
     return f"p50 {1000 * statistics.median(ordered):7.1f} ms   p95 {1000 * p95:7.1f} ms"
 
 
-async def timed_calls(url: str, token: str, base: str, calls: int, queries: list[str], size: int) -> dict[str, list[float]]:
-    """Each call a user reaches, ``calls`` times, interleaved (the same load for each)."""
+async def timed_calls(servers: list[tuple[str, str, str]], token: str, calls: int, queries: list[str], size: int,
+                      model) -> dict[str, dict[str, list[float]]]:
+    """Each call a user reaches, ``calls`` times, interleaved (the same load for each), to each of ``servers``
+    ((label, MCP URL, web base) each; one after the other, the order turning each time); beside each call
+    that embeds, ``model`` embedding its text alone. Times by label, then by call."""
+    from contextlib import AsyncExitStack
+
     import httpx2
 
     from tests.server.http_process import mcp_client
 
     gen = TextGenerator(seed=size)
-    took: dict[str, list[float]] = {}
+    settings = Settings()
+    took: dict[str, dict[str, list[float]]] = {label: {} for label, _, _ in servers}
+    alone: dict[str, list[float]] = {}
 
-    async def timed(name: str, call) -> object:
+    async def timed(label: str, name: str, call) -> object:
         started = time.perf_counter()
         result = await call
-        took.setdefault(name, []).append(time.perf_counter() - started)
+        took[label].setdefault(name, []).append(time.perf_counter() - started)
         if getattr(result, "is_error", False):
             raise SystemExit(f"{name} failed: {result.content[0].text}")
         return result
 
-    async with mcp_client(url, token) as client, httpx2.AsyncClient(
-        headers={"Authorization": f"Bearer {token}"}, timeout=120
-    ) as http:
-        for _ in range(60):  # the model loads in the background: writes embed once it is ready
-            status = json.loads((await client.read_resource("memdir://status")).contents[0].text)
-            if status["model_state"] == "ready":
-                break
-            await asyncio.sleep(1)
-        for warm in range(5):
-            await client.call_tool("MemorySearch", {"query": queries[-1 - warm]})
+    def model_alone(name: str, text: str) -> None:
+        started = time.perf_counter()
+        model.embed([text])
+        alone.setdefault(f"  the model alone, {name}", []).append(time.perf_counter() - started)
+
+    async with AsyncExitStack() as stack:
+        http = await stack.enter_async_context(httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120))
+        clients = [(label, await stack.enter_async_context(mcp_client(url, token)), base) for label, url, base in servers]
+        for _, client, _ in clients:
+            for _ in range(60):  # the model loads in the background: writes embed once it is ready
+                status = json.loads((await client.read_resource("memdir://status")).contents[0].text)
+                if status["model_state"] == "ready":
+                    break
+                await asyncio.sleep(1)
+            for warm in range(5):
+                await client.call_tool("MemorySearch", {"query": queries[-1 - warm]})
         for i in range(calls):
             content = " ".join(gen.sample(60))
-            entry = {"file_path": f"fact/team-bench/run-{time.time_ns()}.md", "content": content,
-                     "title": " ".join(gen.sample(5)), "type": "fact", "tags": [str(tag) for tag in gen.sample(3)], "related": [],
-                     "domain": "bench"}
-            await timed("MemoryWrite (new entry, real model)", client.call_tool("MemoryWrite", entry))
-            await timed("MemorySearch", client.call_tool("MemorySearch", {"query": queries[i]}))
-            await timed("MemoryDiscover", client.call_tool("MemoryDiscover", {"message": queries[-1 - i]}))
-            await timed("MemoryGlob **/*.md (first page)", client.call_tool("MemoryGlob", {"pattern": "**/*.md"}))
-            await timed("resources/list (first page)", client.list_resources())
-            await timed("memdir://status", client.read_resource("memdir://status"))
-            response = await timed("web view, first page", http.get(base + "/"))
-            response.raise_for_status()
-    return took
+            entry = {"content": content, "title": " ".join(gen.sample(5)), "type": "fact",
+                     "tags": [str(tag) for tag in gen.sample(3)], "related": [], "domain": "bench"}
+            for label, client, base in clients[i % len(clients):] + clients[:i % len(clients)]:
+                path = f"fact/team-bench/run-{time.time_ns()}.md"
+                await timed(label, "MemoryWrite (new entry, real model)", client.call_tool("MemoryWrite", {**entry, "file_path": path}))
+                await timed(label, "MemorySearch", client.call_tool("MemorySearch", {"query": queries[i]}))
+                await timed(label, "MemoryDiscover", client.call_tool("MemoryDiscover", {"message": queries[-1 - i]}))
+                await timed(label, "MemoryGlob **/*.md (first page)", client.call_tool("MemoryGlob", {"pattern": "**/*.md"}))
+                await timed(label, "resources/list (first page)", client.list_resources())
+                await timed(label, "memdir://status", client.read_resource("memdir://status"))
+                response = await timed(label, "web view, first page", http.get(base + "/"))
+                response.raise_for_status()
+            model_alone("a write's text", searchable_text(entry["title"], Metadata(type="fact", tags=entry["tags"], domain="bench"),
+                                                          content, settings.embeddings.max_chars, summary=settings.embeddings.summary))
+            model_alone("a query", queries[i])
+    return {**took, "the model alone": alone}
 
 
-def measure(store: str, label: str, calls: int, queries: list[str], size: int) -> None:
-    """Serve ``store`` (a postgresql:// URL or a directory) with the real model and time the calls."""
+def measure(store: str, label: str, calls: int, queries: list[str], size: int, model, before: Path | None) -> None:
+    """Serve ``store`` (a postgresql:// URL or a directory) with the real model and time the calls; with
+    ``before``, a second server runs that checkout's code on the same store, and each call goes to both."""
+    from contextlib import ExitStack
+
     from memdir.server.tokens import TokenFile
     from tests.server.http_process import running_server
 
-    with tempfile.TemporaryDirectory(prefix="memdir-bench-team-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="memdir-bench-team-") as tmp, ExitStack() as stack:
         tokens = TokenFile(Path(tmp) / "tokens.json")
         token = tokens.create("bench")
-        env = {"MEMDIR_HTTP_TOKENS_FILE": str(tokens.path), "MEMDIR_CONFIG": str(Path(tmp) / "memdir.toml"),
-               "MEMDIR_EMBEDDINGS_ENABLED": "true", "HF_HUB_OFFLINE": "1"}
-        if store.startswith("postgresql://"):
-            env["MEMDIR_ROOT"], args = str(Path(tmp) / "root"), ["--store", store]
-        else:
-            env["MEMDIR_ROOT"], args = store, []
-        with running_server(args, env=env, cwd=Path(tmp), startup_timeout=600) as server:
-            took = asyncio.run(timed_calls(server.url, token, server.base, calls, queries, size))
+        servers = []
+        for name, tree in [("this code", None), *([("before", before)] if before else [])]:
+            env = {"MEMDIR_HTTP_TOKENS_FILE": str(tokens.path), "MEMDIR_CONFIG": str(Path(tmp) / "memdir.toml"),
+                   "MEMDIR_EMBEDDINGS_ENABLED": "true", "HF_HUB_OFFLINE": "1",
+                   "PYTHONPATH": str(tree or Path(__file__).resolve().parents[1])}
+            if store.startswith("postgresql://"):
+                env["MEMDIR_ROOT"], args = str(Path(tmp) / f"root-{len(servers)}"), ["--store", store]
+            else:
+                env["MEMDIR_ROOT"], args = store, []
+            server = stack.enter_context(running_server(args, env=env, cwd=Path(tmp), startup_timeout=600))
+            servers.append((name, server.url, server.base))
+        took = asyncio.run(timed_calls(servers, token, calls, queries, size, model))
     print(f"\n== {label}: {size:,} entries, {calls} calls each (load {os.getloadavg()[0]:.1f})", flush=True)
-    for name, values in took.items():
-        print(f"  {name:<40} {summary(values)}", flush=True)
+    for side, figures in took.items():
+        print(f"  -- {side}", flush=True)
+        for name, values in figures.items():
+            print(f"  {name:<40} {summary(values)}", flush=True)
 
 
 def recall(url: str, questions: list[str], embedder, count: int) -> None:
@@ -157,6 +191,37 @@ def recall(url: str, questions: list[str], embedder, count: int) -> None:
     print(f"  recall@10 of the default HNSW search vs exact search, {count} questions: {share:.3f}", flush=True)
 
 
+def near_duplicates(url: str, probes: int = 60) -> None:
+    """Whether a short HNSW candidate list finds near-duplicates: for vectors made at cosine 0.86, 0.90 and
+    0.95 from ``probes`` stored ones, the share whose near-duplicate (cosine >= 0.85) is among the 4 nearest
+    found, and the scan's p50, by ``hnsw.ef_search``."""
+    from pgvector.psycopg import register_vector
+
+    rng = np.random.default_rng(3)
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        rows = conn.execute("SELECT embedding FROM entries WHERE embedding IS NOT NULL ORDER BY id LIMIT %s", (probes,)).fetchall()
+        queries = []
+        for (stored,) in rows:
+            vector = np.asarray(stored.to_numpy(), dtype=np.float32)
+            for cosine in (0.86, 0.90, 0.95):
+                noise = rng.standard_normal(len(vector)).astype(np.float32)
+                noise -= noise.dot(vector) * vector
+                queries.append(cosine * vector + np.sqrt(1 - cosine**2) * noise / np.linalg.norm(noise))
+        for ef in (Settings().storage.hnsw_ef_search, Settings().storage.hnsw_ef_search_duplicates, 20):
+            found, took = 0, []
+            for query in queries:
+                with conn.transaction():
+                    conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+                    started = time.perf_counter()
+                    nearest = conn.execute("SELECT 1 - (embedding <=> %s) FROM entries WHERE embedding IS NOT NULL"
+                                           " ORDER BY embedding <=> %s LIMIT 4", (query, query)).fetchall()
+                    took.append(time.perf_counter() - started)
+                found += any(cosine >= 0.85 for (cosine,) in nearest)
+            print(f"  near-duplicates found with ef_search {ef}: {found} of {len(queries)}; scan p50 "
+                  f"{1000 * statistics.median(took):.1f} ms (load {os.getloadavg()[0]:.1f})", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2_000, 100_000])
@@ -164,6 +229,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--recall-queries", type=int, default=100)
     parser.add_argument("--cluster-dir", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-team-pg")
     parser.add_argument("--build-only", action="store_true", help="load the stores, measure nothing")
+    parser.add_argument("--near-duplicates", action="store_true", help="check the near-duplicate scan's short list")
+    parser.add_argument("--before", type=Path, help="a checkout of older code: served beside this code, each call sent to both")
     parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
     args = parser.parse_args(argv)
@@ -177,8 +244,12 @@ def main(argv: list[str] | None = None) -> None:
         for n in args.sizes:
             url = ensure_store(cluster.url(), n, bases, embedder.model_id)
             if not args.build_only:
-                measure(url, "PostgreSQL", args.calls, queries, n)
-                recall(url, questions[2 * args.calls:], embedder, args.recall_queries)
+                if args.calls:
+                    measure(url, "PostgreSQL", args.calls, queries, n, embedder.inner, args.before)
+                if args.near_duplicates:
+                    near_duplicates(url)
+                if args.recall_queries:
+                    recall(url, questions[2 * args.calls:], embedder, args.recall_queries)
     finally:
         cluster.stop()
 

@@ -61,6 +61,10 @@ class StorageSettings(Section):
         300, "hnsw_ef_search",
         description="PostgreSQL store: candidates pgvector's HNSW scan keeps per search up to 100K entries, growing with the square root of the size beyond (more: better recall, slower).",
     )
+    hnsw_ef_search_duplicates: int = _setting(
+        40, "hnsw_ef_search_duplicates",
+        description="PostgreSQL store: the same when a write looks for near-duplicates of the entry it stored (entries that close are found with a short list).",
+    )
     max_entry_size: int = _setting(3_000_000, "max_entry_size", description="Bytes per entry (SwarmMemory: 3 MB).")
     max_total_size: int = _setting(100_000_000_000, "max_total_size", description="Bytes in the whole root.")
     max_redirect_hops: int = _setting(5, "max_redirect_hops")

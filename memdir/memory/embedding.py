@@ -14,6 +14,7 @@ from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.embeddings.provider import ModelProvider, ModelState
 from memdir.embeddings.text import text_hash
+from memdir.memory.batching import EmbeddingBatches
 from memdir.memory.keeper import IndexKeeper
 from memdir.memory.results import Rebuilt
 from memdir.storage.base import EntryIndex, StorageAdapter
@@ -35,6 +36,7 @@ class Embedding:
         self.model = model
         self.keeper = keeper
         self.written_unembedded: set[str] = set()  # written while the model loaded (embedded at close at the latest)
+        self.batches = EmbeddingBatches()
 
     def embed_written(self) -> None:
         """Embed the entries this process wrote while the model was loading (at close: the model has
@@ -152,11 +154,24 @@ class Embedding:
         return self.embedder_now()
 
     def embed(self, texts: list[str]) -> np.ndarray | None:
+        """The vectors of a bulk write's texts (None: no model, or it failed: stored without vectors)."""
         embedder = self.embedder_now()
         if embedder is None:
             return None
         try:
             return embedder.embed(texts)
+        except Exception:  # the write must still succeed; the entry stays "not embedded"
+            log.exception("embedding failed; the entry is stored without a vector")
+            return None
+
+    def embed_write(self, text: str) -> np.ndarray | None:
+        """One write's vector, made in one model call with the texts of the writes waiting beside it
+        (`EmbeddingBatches`); None as `embed` gives it."""
+        embedder = self.embedder_now()
+        if embedder is None:
+            return None
+        try:
+            return self.batches.embed(embedder, [text])[0]
         except Exception:  # the write must still succeed; the entry stays "not embedded"
             log.exception("embedding failed; the entry is stored without a vector")
             return None

@@ -92,13 +92,17 @@ class Searching:
 
     def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """The ``limit`` entries whose vectors (of the current model) are nearest ``vector``:
-        ``(path, cosine)``, nearest first. The index answers (HNSW on PostgreSQL, the in-memory
-        matrix locally): no vector is read out of the store.
+        ``(path, cosine)``, nearest first: what near-duplicates are looked for in. The index answers
+        (HNSW on PostgreSQL, the in-memory matrix locally): no vector is read out of the store. An
+        HNSW scan keeps a short candidate list (``hnsw_ef_search_duplicates``): a near-duplicate lies
+        so close that the scan meets it early, where a search's list must be long to find the
+        true nearest of a loosely related query.
         """
         self.keeper.refresh()
         with self.index.reading():
             hits = self.index.semantic_hits(np.asarray(vector, dtype=np.float32).ravel(), self.keeper.model_id(), limit,
-                                            types=None, path_prefix=None, tags=None)
+                                            types=None, path_prefix=None, tags=None,
+                                            ef_search=self.keeper.settings.storage.hnsw_ef_search_duplicates)
             if hits is None:
                 return []
             top = hits.top[:limit]

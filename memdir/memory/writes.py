@@ -60,8 +60,8 @@ class Writes:
             hits: the read count to store (None: keep the current one).
         """
         logical, meta, text = self.prepared(path, title, metadata, content)
-        vector = self.embedding.embed([text])
-        return self.stored(logical, content, title, meta, text, None if vector is None else vector[0],
+        vector = self.embedding.embed_write(text)  # before the lock, with the writes waiting beside it
+        return self.stored(logical, content, title, meta, text, vector,
                             expected_content=expected_content, updated_at=updated_at, hits=hits)
 
     def write_many(self, writes: Sequence[NewEntry]) -> list[WriteResult]:

@@ -136,9 +136,13 @@ class SearchIndex(Protocol):
 
     def semantic_hits(
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None,
-        path_prefix: str | None, tags: Sequence[str] | None,
+        path_prefix: str | None, tags: Sequence[str] | None, ef_search: int | None = None,
     ) -> SemanticHits | None:
-        """The ``limit`` nearest entries embedded by ``model``; None when nothing is comparable."""
+        """The ``limit`` nearest entries embedded by ``model``; None when nothing is comparable.
+
+        ``ef_search``: the candidate list of an approximate index's scan, when not the store's own
+        (an index that compares every vector has none).
+        """
 
     def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
         """Title, type, tags and term presence of ``paths``."""

@@ -1,4 +1,5 @@
-"""A real `memdir serve --http` process for tests and benchmarks, and an MCP client for it.
+"""A real `memdir serve --http` process for tests and benchmarks, and an MCP client for it; an HTTP
+application served by uvicorn on a thread of the test's own process (`serving`).
 
 `running_server` starts ``python -m memdir serve --http --port 0`` (any free port) with the
 environment of the caller (tests: the isolated home of ``conftest.py``), waits for the line
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,3 +101,28 @@ async def mcp_client(url: str, token: str | None, *, mode: str = "legacy", **hea
     async with httpx2.AsyncClient(headers=sent, timeout=httpx2.Timeout(30, read=300)) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
             yield client
+
+
+@contextmanager
+def serving(app, ready: Callable[[], bool] = lambda: True) -> Iterator[str]:
+    """``app`` (an ASGI application) served by uvicorn on a thread, on a free loopback port, until the
+    block ends; yields its base URL once uvicorn has started and ``ready()`` says so."""
+    import socket
+
+    import uvicorn
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    runner = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not (runner.started and ready()):
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        runner.should_exit = True
+        thread.join(timeout=10)

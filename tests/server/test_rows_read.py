@@ -17,10 +17,12 @@ import json
 import time
 from urllib.parse import quote
 
+import anyio
 import psycopg
 import pytest
 from mcp import Client
 
+from memdir.core import hook_socket
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.server.app import build_server
@@ -84,20 +86,30 @@ CALLS = [
 ]
 
 
-READS = {"MemoryRead", "MemorySearch", "MemoryDiscover", "MemoryGlob", "MemoryGlob folder", "MemoryGraph", "resources/list", "memdir://status"}
+def discover_hook(root):
+    """The discover hook's call, as `memdir discover` makes it of a running server: over its local socket."""
+    async def ask(client, n):
+        request = {"kind": "discover", "prompt": "What does marker7 say about subject7?", "include_skills": True}
+        answer = await anyio.to_thread.run_sync(hook_socket.ask, root, request, 30)
+        assert answer is not None, "the server did not answer the hook"
+        return answer
+    return ask
+
+
+READS = {"discover hook", "MemoryRead", "MemorySearch", "MemoryDiscover", "MemoryGlob", "MemoryGlob folder", "MemoryGraph", "resources/list", "memdir://status"}
 
 
 async def reads_per_call(url: str, root, count: int) -> dict[str, int]:
     fill(url, root, count)
     # Pages and the HNSW scan's list (read whole on the small store) far below the store's size.
-    settings = Settings(root=root, store=url, glob_max_results=20, resources_page_size=20, hnsw_ef_search=40, hook_socket=False, evolution_enabled=False)
+    settings = Settings(root=root, store=url, glob_max_results=20, resources_page_size=20, hnsw_ef_search=40, evolution_enabled=False)
     found = {}
     server = build_server(settings, embedder=FakeEmbedder())
     async with Client(server, mode="legacy") as client:
         status = json.loads((await client.read_resource("memdir://status")).contents[0].text)
         assert status["entries"] >= count and status["stale"] == 0  # opened, embedded: nothing left to catch up on
         time.sleep(0.5)  # (what the server does once open: prefetching for the session)
-        for name, call in CALLS:
+        for name, call in [*CALLS, ("discover hook", discover_hook(root))]:
             # A call that only reads runs twice and keeps the smaller count: what the server does in the
             # background meanwhile (its session's prefetch) is not charged to it, while a scan shows in both.
             counts = []
@@ -119,6 +131,9 @@ def store_url(pg_cluster) -> str:
 async def test_no_call_reads_every_row(pg_cluster, tmp_path):
     small = await reads_per_call(store_url(pg_cluster), tmp_path / "small", SMALL)
     large = await reads_per_call(store_url(pg_cluster), tmp_path / "large", LARGE)
+    print(f"rows read per call, {SMALL} / {LARGE} entries:", {name: (small[name], large[name]) for name in small})
     grew = {name: large[name] - small[name] for name in small}
-    # A scan of every row reads ~1,200 rows more on the larger store; an index's reading, a few dozen.
-    assert {name: more for name, more in grew.items() if more > (LARGE - SMALL) // 4} == {}, (small, large)
+    # A scan of every row reads ~1,200 rows more on the larger store; an index's reading, a few dozen, and
+    # an HNSW walk a little more of the graph (MemoryDiscover's two searches by type: ~1,270 on the small
+    # store, 1,490-1,570 on the larger): what a call read on the small store may grow by a quarter too.
+    assert {name: more for name, more in grew.items() if more > (LARGE - SMALL) // 4 + small[name] // 4} == {}, (small, large)

@@ -58,29 +58,14 @@ def test_requests_without_a_connection_share_one_state():
 @pytest.fixture
 def http_server(tmp_path):
     """One memdir server over streamable HTTP (several client sessions on one process)."""
-    import socket
-    import threading
-    import time
-
-    import uvicorn
-
     from memdir.core.settings import Settings
     from memdir.server.app import build_server
     from tests.fakes import FakeEmbedder
+    from tests.server.http_process import serving
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     server = build_server(Settings(root=tmp_path / "memory", workspace=tmp_path), embedder=FakeEmbedder())
-    runner = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not runner.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    runner.should_exit = True
-    thread.join(timeout=10)
+    with serving(server.streamable_http_app()) as base:
+        yield f"{base}/mcp"
 
 
 def test_two_sessions_on_one_server_have_their_own_toolsets_and_reads(http_server, tmp_path):

@@ -1,4 +1,4 @@
-"""The web view's listing, filtered by type, tag or recency, reads its page of a PostgreSQL store, not the store.
+"""The web view's listing, first page or filtered by type, tag or recency, reads its page of a PostgreSQL store, not the store.
 
 The pages are asked over HTTP, as a browser asks them, of the server's whole HTTP application
 (token check included) run in this process on stores of two sizes; PostgreSQL's own statistics
@@ -7,24 +7,20 @@ say what each page read (as `tests.server.test_rows_read` counts the MCP calls).
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-
 import httpx2
 import pytest
-import uvicorn
 
 from memdir.core.settings import Settings
 from memdir.server.app import build_server
 from memdir.server.http import http_app
 from memdir.server.tokens import TokenFile
 from tests.fakes import FakeEmbedder
+from tests.server.http_process import serving
 from tests.server.test_rows_read import LARGE, SMALL, fill, flush_statistics, rows_read, store_url
 
 pytestmark = pytest.mark.postgres
 
-PAGES = {"by type": "/?type=fact", "by a rare tag": "/?tag=tag5", "by a common tag": "/?tag=common",
+PAGES = {"first page": "/", "by type": "/?type=fact", "by a rare tag": "/?tag=tag5", "by a common tag": "/?tag=common",
          "recent": "/?sort=recent", "recent of a type": "/?sort=recent&type=skill",
          "folder and type": "/?folder=fact&type=fact"}
 
@@ -37,35 +33,22 @@ def reads_per_page(url: str, tmp_path, count: int) -> dict[str, int]:
     token = tokens.create("viewer")
     server = build_server(settings, embedder=FakeEmbedder())
     app, _ = http_app(server, settings, "127.0.0.1", tokens)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    runner = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
     found = {}
-    try:
-        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
-                           timeout=60) as http:
-            deadline = time.monotonic() + 30
-            while not runner.started or server.app_state is None:
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.05)
-            for name, page in PAGES.items():
-                counts = []
-                for _ in range(2):  # the smaller of two: what the server does meanwhile is not charged to the page
-                    flush_statistics(server)
-                    before = rows_read(url)
-                    answer = http.get(page)
-                    assert answer.status_code == 200, answer.text
-                    flush_statistics(server)
-                    counts.append(rows_read(url) - before)
-                found[name] = min(counts)
-                assert 'id="entries"' in answer.text
-            assert "fact/topic5/entry5.md" in http.get("/?tag=tag5").text
-    finally:
-        runner.should_exit = True
-        thread.join(timeout=10)
+    with serving(app, lambda: server.app_state is not None) as base, httpx2.Client(
+        base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60
+    ) as http:
+        for name, page in PAGES.items():
+            counts = []
+            for _ in range(2):  # the smaller of two: what the server does meanwhile is not charged to the page
+                flush_statistics(server)
+                before = rows_read(url)
+                answer = http.get(page)
+                assert answer.status_code == 200, answer.text
+                flush_statistics(server)
+                counts.append(rows_read(url) - before)
+            found[name] = min(counts)
+            assert 'id="entries"' in answer.text
+        assert "fact/topic5/entry5.md" in http.get("/?tag=tag5").text
     return found
 
 

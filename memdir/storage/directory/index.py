@@ -960,8 +960,9 @@ class DerivedIndex:
 
     def semantic_hits(
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,
-        path_prefix: str | None = None, tags: Sequence[str] | None = None,
+        path_prefix: str | None = None, tags: Sequence[str] | None = None, ef_search: int | None = None,
     ) -> _MatrixHits | None:
+        """(``ef_search`` does not apply: the matrix compares every vector.)"""
         with self.lock:
             matrix = self.vectors
             if matrix.dim != np.asarray(vector).shape[-1] or not len(matrix):

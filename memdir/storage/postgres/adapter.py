@@ -176,6 +176,13 @@ class PostgresAdapter:
     def _store(self, conn: psycopg.Connection, entry: Entry, old_size: int, stub: Redirect | None = None) -> int:
         """Insert or replace the row of ``entry`` (a stub when ``stub``); returns its version."""
         version = next_change(conn)
+        with conn.pipeline():  # no answer awaited: both statements in one round trip
+            self._upsert_row(conn, entry, old_size, stub, version)
+        return version
+
+    @staticmethod
+    def _upsert_row(conn: psycopg.Connection, entry: Entry, old_size: int, stub: Redirect | None, version: int) -> None:
+        """`_store`'s statements: the row, inserted or replaced, and the store's total size."""
         meta = entry.metadata
         conn.execute(
             "INSERT INTO entries (path, content, title, metadata, updated_at, size, hits, embedding,"
@@ -196,7 +203,6 @@ class PostgresAdapter:
             ),
         )
         conn.execute("UPDATE store_state SET total_size = total_size + %s", (entry.size - old_size,))
-        return version
 
     @contextmanager
     def set_embeddings(

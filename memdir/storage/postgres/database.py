@@ -154,12 +154,13 @@ class AdvisoryLock:
             if not scalar(conn, f"SELECT pg_try_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,)):
                 raise LockTimeoutError(f"The store {shown(self.db.url)} is being changed by another server.", "Retry.")
             return
-        conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(timeout * 1000)}ms",))
         try:
-            conn.execute(f"SELECT pg_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,))
+            with conn.pipeline():  # one round trip: the lock's wait bounded, the lock, the bound lifted
+                conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(timeout * 1000)}ms",))
+                conn.execute(f"SELECT pg_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,))
+                conn.execute("SELECT set_config('lock_timeout', '0', true)")
         except psycopg.errors.LockNotAvailable as exc:
             raise LockTimeoutError(
                 f"The store {shown(self.db.url)} stayed locked by another server for {timeout:g} s.",
                 "Retry; if it persists, look for a stuck memdir process (pg_stat_activity).",
             ) from exc
-        conn.execute("SELECT set_config('lock_timeout', '0', true)")

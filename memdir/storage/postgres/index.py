@@ -238,10 +238,18 @@ class PostgresIndex:
         if row is None:
             return
         entry_id, stub_kind = row
+        with conn.pipeline():  # the statements below wait for no answer: sent together, one round trip
+            self._index_row(conn, entry_id, stub_kind, entry, text_hash, model_id, vector_hash)
+        self._seq += 1
+
+    def _index_row(
+        self, conn: psycopg.Connection, entry_id: int, stub_kind: str | None, entry: Entry, text_hash: str | None,
+        model_id: str | None, vector_hash: str | None,
+    ) -> None:
+        """`_index`'s statements once the row is known (a stub's row: marked indexed, nothing more)."""
         self._unindex(conn, entry_id)
         if stub_kind:
             conn.execute("UPDATE entries SET indexed = version WHERE id = %s", (entry_id,))
-            self._seq += 1
             return
         meta = entry.metadata
         tags = [str(tag) for tag in meta.tags]
@@ -278,7 +286,6 @@ class PostgresIndex:
              meta.importance, meta.hidden, entry_id),
         )
         conn.execute("UPDATE store_state SET entries = entries + 1, total_length = total_length + %s", (terms.length,))
-        self._seq += 1
 
     def _unindex(self, conn: psycopg.Connection, entry_id: int) -> None:
         """Take a row's words out of the term counts and totals (if they were counted)."""
@@ -588,7 +595,7 @@ class PostgresIndex:
 
     def semantic_hits(
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,
-        path_prefix: str | None = None, tags: Sequence[str] | None = None,
+        path_prefix: str | None = None, tags: Sequence[str] | None = None, ef_search: int | None = None,
     ) -> RowHits | None:
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (EMBEDDING_DIM,):
@@ -601,7 +608,7 @@ class PostgresIndex:
             rows = self._rows(
                 (f"SELECT set_config('hnsw.ef_search', {EF_SEARCH}::text, true),"
                  " set_config('hnsw.iterative_scan', 'relaxed_order', true) FROM store_state",
-                 (self.ef_search, self.ef_search, limit)),
+                 (ef_search or self.ef_search, ef_search or self.ef_search, limit)),
                 (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                  " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit)),
             )

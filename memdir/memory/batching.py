@@ -1,0 +1,88 @@
+"""Writes that arrive together share one model call: the texts of every write waiting for the model are
+embedded in one batch.
+
+A server runs several writes beside each other (one per client session), and each embeds its text
+before it takes the store's lock. Run one by one, those model calls compete for the same cores, and
+each pays the model's fixed cost per call; run as one batch, they take about the time of one. There
+is no timer: a write that finds the model idle embeds its text at once; writes arriving while a
+batch runs wait for it to end, and the first of them then embeds all their texts together (group
+commit, as databases flush their logs).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memdir.embeddings.base import Embedder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class _Waiting:
+    """One caller's texts and model, and, once its batch has run, their vectors (None: the batch failed)."""
+
+    embedder: Embedder
+    texts: Sequence[str]
+    vectors: np.ndarray | None = None
+    done: bool = False
+
+
+class EmbeddingBatches:
+    """Embeds the texts of callers waiting at the same time in one model call."""
+
+    def __init__(self) -> None:
+        self._turn = threading.Condition()
+        self._waiting: list[_Waiting] = []
+        self._busy = False
+
+    def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+        """``texts``' vectors, made in one model call with the texts of every caller waiting meanwhile
+        (for the same model).
+
+        Raises:
+            What ``embedder.embed`` raises for these texts. A batch that fails is embedded again
+            caller by caller, so one caller's bad text never costs the others their vectors.
+        """
+        mine = _Waiting(embedder, texts)
+        with self._turn:
+            self._waiting.append(mine)
+            while self._busy and not mine.done:
+                self._turn.wait()
+            batch = []
+            if not mine.done:  # the model is free: this caller embeds everyone waiting for it
+                batch = [waiting for waiting in self._waiting if waiting.embedder is embedder]
+                self._waiting = [waiting for waiting in self._waiting if waiting.embedder is not embedder]
+                self._busy = True
+        if batch:
+            self._run(embedder, batch)
+        if mine.vectors is None:  # its batch failed: alone, with its own error if the error was its own
+            return embedder.embed(texts)
+        return mine.vectors
+
+    def _run(self, embedder: Embedder, batch: list[_Waiting]) -> None:
+        """Embed ``batch``'s texts in one call and hand each caller its rows; then let the next batch start."""
+        try:
+            vectors = embedder.embed([text for waiting in batch for text in waiting.texts])
+        except Exception:
+            if len(batch) > 1:
+                log.warning("embedding %d writes together failed; each is embedded alone", len(batch), exc_info=True)
+        else:
+            start = 0
+            for waiting in batch:
+                waiting.vectors = vectors[start : start + len(waiting.texts)]
+                start += len(waiting.texts)
+        finally:
+            with self._turn:
+                for waiting in batch:
+                    waiting.done = True
+                self._busy = False
+                self._turn.notify_all()
+
+
+__all__ = ["EmbeddingBatches"]

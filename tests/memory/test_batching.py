@@ -1,0 +1,79 @@
+"""Writes waiting for the model at the same time are embedded in one call; each still gets its own vector,
+and a write that fails changes nothing and costs the others nothing."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from memdir.core.errors import StaleEditError
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+from tests.fakes import FakeEmbedder, HoldingEmbedder
+
+WRITES = [(f"fact/team/note{i}.md", f"Note {i} about the release train and pipeline number {i}.") for i in range(4)]
+
+
+def write(memory: Memory, path: str, content: str, expected: str | None = None):
+    return memory.write(path, content, title=path.rsplit("/", 1)[-1], metadata={"type": "fact"}, expected_content=expected)
+
+
+def written_alone(tmp_path) -> dict[str, np.ndarray]:
+    """Each entry's vector when it is written by itself."""
+    with Memory.open(Settings(root=tmp_path / "alone"), embedder=FakeEmbedder()) as memory:
+        return {path: write(memory, path, content).entry.embedding for path, content in WRITES}
+
+
+def test_writes_sent_together_share_one_model_call(tmp_path):
+    embedder = HoldingEmbedder(others=len(WRITES) - 1)
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
+        embedder.hold_next()
+        with ThreadPoolExecutor(len(WRITES)) as pool:
+            list(pool.map(lambda item: write(memory, *item), WRITES))
+        stored = {path: memory.read(path).embedding for path, _ in WRITES}
+    # The first write found the model idle; the three sent meanwhile waited for it and went as one batch.
+    assert sorted(len(batch) for batch in embedder.batches) == [1, 3]
+    alone = written_alone(tmp_path)
+    for path, _ in WRITES:
+        np.testing.assert_allclose(stored[path], alone[path], atol=1e-6)
+
+
+def test_a_text_the_model_cannot_embed_costs_the_others_nothing(tmp_path):
+    embedder = HoldingEmbedder(others=len(WRITES) - 1, poison="number 2")
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
+        embedder.hold_next()
+        with ThreadPoolExecutor(len(WRITES)) as pool:
+            list(pool.map(lambda item: write(memory, *item), WRITES))
+        stored = {path: memory.read(path) for path, _ in WRITES}
+    alone = written_alone(tmp_path)
+    for path, content in WRITES:
+        assert stored[path].content == content  # every write is stored
+        if "number 2" in content:
+            assert stored[path].embedding is None  # without a vector, as any write the model failed
+        else:
+            np.testing.assert_allclose(stored[path].embedding, alone[path], atol=1e-6)
+
+
+def test_a_stale_edit_in_a_batch_changes_nothing(tmp_path):
+    embedder = HoldingEmbedder(others=len(WRITES) - 1)
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder()) as memory:
+        stale_path = WRITES[0][0]
+        write(memory, stale_path, "What the entry held first.")
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
+        embedder.hold_next()
+        edits = [(stale_path, "An edit made from an old read.", "What another client replaced."), *[(*w, None) for w in WRITES[1:]]]
+        with ThreadPoolExecutor(len(edits)) as pool:
+            outcomes = list(pool.map(lambda item: _outcome(memory, *item), edits))
+        assert isinstance(outcomes[0], StaleEditError) and outcomes[1:] == ["stored"] * 3
+        assert memory.read(stale_path).content == "What the entry held first."
+        assert [memory.read(path).content for path, _ in WRITES[1:]] == [content for _, content in WRITES[1:]]
+    assert sum(len(batch) for batch in embedder.batches) == len(WRITES) and len(embedder.batches) < len(WRITES)
+
+
+def _outcome(memory: Memory, path: str, content: str, expected: str | None) -> object:
+    try:
+        write(memory, path, content, expected)
+    except StaleEditError as exc:
+        return exc
+    return "stored"
