@@ -1076,10 +1076,9 @@ class DerivedIndex:
             "SELECT e.path FROM entries e LEFT JOIN vectors v ON v.id = e.id WHERE e.is_stub = 0 AND"
             " (v.id IS NULL OR v.text_hash IS NOT e.text_hash"
             + (" OR v.model_id IS NOT ?)" if model_id is not None else ")")
-            + " ORDER BY e.path"
-        )
+        )  # (in row order, sorted here: walking the path index instead read the rows in random order, 10x slower at 100K)
         with self.lock:
-            return [row[0] for row in self.db.execute(query, (model_id,) if model_id is not None else ())]
+            return sorted(row[0] for row in self.db.execute(query, (model_id,) if model_id is not None else ()))
 
     def stats(self, model_id: str | None = None) -> IndexStats:
         """Entry counts (stubs excluded); ``embedded`` counts current vectors of ``model_id``."""
