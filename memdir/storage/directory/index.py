@@ -847,6 +847,11 @@ class DerivedIndex:
         with self.lock:
             return sql.entry_rows(self.db, paths)
 
+    def tags(self, paths: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The tags of the given entries (paths without a row are left out)."""
+        with self.lock:
+            return sql.entry_tags(self.db, paths)
+
     def recorded_stats(self, paths: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
         """path -> (md mtime, md size, yml mtime, yml size) the rows of ``paths`` record (no row: left out)."""
         with self.lock:
