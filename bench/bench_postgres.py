@@ -21,7 +21,8 @@ it prints median and p95 of:
   (what a search costs whatever else the shared machine runs);
 * its parts: the HNSW query alone, the BM25 query alone;
 * recall@10 of the HNSW search against exact search (every cosine, computed with numpy over
-  all the store's vectors) for the same query vectors, by ``hnsw_ef_search`` — target >= 0.95.
+  all the store's vectors) for the same query vectors, by ``hnsw_ef_search`` and the candidate
+  list it makes at the store's size — target >= 0.95 with the default.
 
 Entry text: the pseudo-English of ``bench/bench_search.py`` (Zipf words headed by real stop
 words; 3-7 word titles, 20-60 word contents (``--words``), 3 tags of 300, 4 types in 200 folders).
@@ -60,7 +61,7 @@ from memdir.core.settings import Settings  # noqa: E402
 from memdir.embeddings.text import text_recipe  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
 from memdir.storage.postgres.adapter import as_array, metadata_json  # noqa: E402
-from memdir.storage.postgres.index import stored_term  # noqa: E402
+from memdir.storage.postgres.index import EF_SEARCH, stored_term  # noqa: E402
 from memdir.storage.postgres.schema import HNSW_OPTIONS, VECTOR_INDEX, migrate  # noqa: E402
 from memdir.storage.records import entry_terms, folder_of
 
@@ -239,6 +240,13 @@ def exact_top_10(url: str, vectors: np.ndarray, model_id: str) -> list[set[str]]
     return [set(row) for row in best_paths]
 
 
+def list_length(url: str, ef_search: int, limit: int = 10) -> int:
+    """The candidate list a search of ``limit`` keeps at this store's size with ``hnsw_ef_search``
+    set to ``ef_search`` (the store's own rule, `memdir.storage.postgres.index.EF_SEARCH`)."""
+    with psycopg.connect(url) as conn:
+        return int(conn.execute(f"SELECT {EF_SEARCH} FROM store_state", (ef_search, ef_search, limit)).fetchone()[0])
+
+
 def recall_at_10(memory: Memory, exact: list[set[str]], vectors: np.ndarray, model_id: str) -> float:
     """Mean share of the exact top 10 that the store's HNSW search returns."""
     found = [len(wanted & set(memory.index.semantic_hits(vector, model_id, 10).top[:10])) / 10
@@ -295,8 +303,8 @@ def bench_size(base_url: str, n: int, args, bases, questions, embedder) -> None:
             recall = recall_at_10(memory, exact, sample, model.model_id)
             took = timed(lambda v: memory.index.semantic_hits(v, model.model_id, 10), sample)
             default = " (the default)" if ef == settings.storage.hnsw_ef_search else ""
-            print(f"  recall@10 of HNSW vs exact search, ef_search {ef:>3}{default}: {recall:.3f}"
-                  f"   HNSW query {summary(took)}", flush=True)
+            print(f"  recall@10 of HNSW vs exact search, hnsw_ef_search {ef:>3}{default}"
+                  f" (a list of {list_length(url, ef)} at this size): {recall:.3f}   HNSW query {summary(took)}", flush=True)
         memory.index.ef_search = settings.storage.hnsw_ef_search
 
 

@@ -1,11 +1,14 @@
 """What an agent's calls cost on a large team store: every call a user reaches, timed through the HTTP server.
 
-    python bench/bench_team_scale.py [--sizes 2000 100000] [--cluster-dir DIR] [--calls 40]
+    python bench/bench_team_scale.py [--sizes 2000 100000] [--cluster-dir DIR] [--calls 40] [--store directory]
 
 For each size, a PostgreSQL store (a throwaway cluster with PostgreSQL's stock configuration, durable
 commits included, kept in ``--cluster-dir`` so a re-run reuses its loaded schemas) is loaded with COPY as
 ``bench/bench_postgres.py`` loads it: synthetic entries, synthetic vectors shaped like real
 ones (embedding 100K texts with the model would take over an hour on this machine).
+With ``--store directory``, a directory store of the same entries instead, written by
+``Memory.write_many`` in batches (files, derived index and audit log as an agent's writes leave
+them) with the same synthetic vectors, kept in ``--cluster-dir`` as ``root-<size>`` for a re-run.
 
 A real ``memdir serve --http`` (the real model) then serves the store, and one MCP client
 (the official SDK) times, median and p95 over ``--calls`` calls each:
@@ -33,6 +36,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -45,13 +49,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psycopg  # noqa: E402
-from bench_postgres import base_vectors, build_vector_index, exact_top_10, load, prepared  # noqa: E402
+from bench_postgres import TYPES, base_vectors, build_vector_index, exact_top_10, load, mixed_vectors, prepared  # noqa: E402
 from bench_search import TextGenerator  # noqa: E402
 from corpora import DEFAULT_LOCOMO  # noqa: E402
 
 from memdir.core.entry import Metadata  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.embeddings.text import searchable_text, text_recipe  # noqa: E402
+from memdir.memory import Memory, NewEntry  # noqa: E402
 
 WORDS = (20, 60)
 STOCK = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
@@ -80,6 +85,53 @@ def ensure_store(base_url: str, n: int, bases: np.ndarray, model_id: str) -> str
     elif reuse == "rows":
         build_vector_index(url)
     return url
+
+
+class MixedVectors:
+    """An embedder that answers with `bench_postgres.mixed_vectors` under the real model's name: the
+    directory store's entries get vectors shaped like real ones, stored as the model's own."""
+
+    dimensions = 384
+    source = "synthetic (bench)"
+
+    def __init__(self, model_id: str, bases: np.ndarray) -> None:
+        self.model_id, self.bases = model_id, bases
+        self.rng = np.random.default_rng(11)
+
+    def embed(self, texts) -> np.ndarray:
+        return mixed_vectors(self.rng, self.bases, len(texts))
+
+
+def ensure_directory(folder: Path, n: int, bases: np.ndarray, model_id: str) -> Path:
+    """A directory store of ``n`` entries under ``folder`` (written now unless a former run finished one):
+    the texts `bench_postgres.load` makes, written as an agent's writes are, 1,000 to a change."""
+    root, done = folder / f"root-{n}", folder / f"root-{n}.complete"
+    if done.exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    started = time.perf_counter()
+    gen = TextGenerator()
+    rng = np.random.default_rng(11)
+    settings = Settings(root=root)
+    with Memory.open(settings, embedder=MixedVectors(model_id, bases)) as memory:
+        batch = 1_000
+        for start in range(0, n, batch):
+            count = min(batch, n - start)
+            titles = gen.texts(rng.integers(3, 7, count))
+            contents = gen.texts(rng.integers(WORDS[0], WORDS[1], count))
+            tags = rng.integers(0, 300, (count, 3))
+            writes = []
+            for j in range(count):
+                i = start + j + 1
+                kind = TYPES[i % 4]
+                meta = Metadata(type=kind, tags=[gen.tags[t] for t in tags[j]], domain=f"domain{i % 20}")
+                writes.append(NewEntry(f"{kind}/topic{i % 200}/entry{i}.md", contents[j], titles[j], meta))
+            memory.write_many(writes)
+            if (start + count) % 10_000 == 0:
+                print(f"    wrote {start + count:,} entries ({time.perf_counter() - started:.0f} s)", flush=True)
+    done.touch()
+    print(f"  {n:,} entries written in {time.perf_counter() - started:.0f} s ({root})", flush=True)
+    return root
 
 
 def summary(values: list[float]) -> str:
@@ -228,6 +280,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=40, help="calls of each kind per store")
     parser.add_argument("--recall-queries", type=int, default=100)
     parser.add_argument("--cluster-dir", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-team-pg")
+    parser.add_argument("--store", choices=("postgresql", "directory"), default="postgresql",
+                        help="the store measured (directory: a root per size, kept in --cluster-dir)")
     parser.add_argument("--build-only", action="store_true", help="load the stores, measure nothing")
     parser.add_argument("--near-duplicates", action="store_true", help="check the near-duplicate scan's short list")
     parser.add_argument("--before", type=Path, help="a checkout of older code: served beside this code, each call sent to both")
@@ -237,6 +291,12 @@ def main(argv: list[str] | None = None) -> None:
     bases, questions, embedder = base_vectors(args.cache, args.data)
     gen = TextGenerator(seed=99)
     queries = [f"{question} {' '.join(gen.sample(3))}" for question in questions[: 2 * args.calls + 10]]
+    if args.store == "directory":
+        for n in args.sizes:
+            root = ensure_directory(args.cluster_dir, n, bases, embedder.model_id)
+            if not args.build_only:
+                measure(str(root), "directory store", args.calls, queries, n, embedder.inner, args.before)
+        return
     from tests.pg_cluster import Cluster
 
     cluster = Cluster(args.cluster_dir).start(STOCK)  # PostgreSQL's stock configuration

@@ -1,7 +1,8 @@
 """The defrag journal: what every live run changed, so that `undo_last` can put it back.
 
-Each live run that changes anything writes ``<root>/.memdir/defrag/<run id>.jsonl``,
-one JSON record per line, *before* each change (write-ahead, fsynced):
+Each live run that changes anything keeps a journal (`memdir.optimization.journal_store`: files
+of the root for the directory store, rows of the database for PostgreSQL), one JSON record
+after another, each kept *before* the change it describes:
 
 * ``{"type": "run", ...}`` — the action, its options, when it started and the agent who ran it;
 * ``{"type": "before", "path": ..., "state": ...}`` — the full prior state of an entry,
@@ -12,16 +13,15 @@ one JSON record per line, *before* each change (write-ahead, fsynced):
 * ``{"type": "end", "status": ...}`` and, once reverted, ``{"type": "undone", ...}``.
 
 A run killed halfway still leaves a usable journal: every change it made has its
-``before`` record on disk. `undo_last` reverts the caller's newest run not yet undone (an
+``before`` record kept. `undo_last` reverts the caller's newest run not yet undone (an
 admin's: anyone's), refusing (unless forced) when entries it would overwrite were changed
-after the run. Another agent's run is never undone by someone else: on a shared root it may
-be live work the caller knows nothing of.
+after the run. Another agent's run is never undone by someone else: on a shared store it may
+be live work the caller knows nothing of. Runs are listed under the store's exclusive lock,
+so two servers (or processes) undoing at once undo two runs, never one twice.
 
-Journals are files of the root, so one may have been planted or edited by hand: they are
-read and appended to only as regular files inside the root (`memdir.core.files`), and
-`undo_last` checks every record of the run it is about to revert first — a journal naming
-something that is not a memory path, or a state it cannot restore, is quarantined in
-``.memdir/defrag/quarantine/`` and nothing is undone.
+A journal file of the root may have been planted or edited by hand, so `undo_last` checks
+every record of the run it is about to revert first — a journal naming something that is
+not a memory path, or a state it cannot restore, is set aside (quarantined) and nothing is undone.
 """
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import uuid
-from collections.abc import Collection, Iterator, Mapping
-from contextlib import ExitStack
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,10 +40,17 @@ import numpy as np
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.errors import EntryNotFoundError, InputValidationError, InvalidPathError, RedirectError
-from memdir.core.files import append_regular, private_folder, quarantine, read_regular
 from memdir.core.paths import normalize_path, resolve_in_root
 from memdir.core.units import plural
 from memdir.optimization.corpus import fingerprint
+from memdir.optimization.journal_store import (
+    JOURNAL_DIR,
+    QUARANTINE_DIR,
+    JournalStore,
+    JournalWriter,
+    journal_dir,
+    journal_store,
+)
 from memdir.storage.base import committed
 
 if TYPE_CHECKING:
@@ -53,14 +58,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-JOURNAL_DIR = Path(".memdir") / "defrag"
-QUARANTINE_DIR = JOURNAL_DIR / "quarantine"
-JOURNAL_SUFFIX = ".jsonl"
 
-
-def journal_dir(root: Path) -> Path:
-    """Where a root's defrag journals live."""
-    return Path(root) / JOURNAL_DIR
+def journals(memory: Memory) -> JournalStore:
+    """Where ``memory``'s store keeps its defrag journals."""
+    return journal_store(memory.root, memory.adapter.records)
 
 
 def _now() -> datetime:
@@ -159,7 +160,7 @@ def restore(memory: Memory, path: str, state: dict[str, Any], extra_hits: int = 
 class Journal:
     """The write-ahead record of one live run (created on its first change; empty runs leave none).
 
-    Use as a context manager; call `before` under the root's exclusive lock right before
+    Use as a context manager; call `before` under the store's exclusive lock right before
     changing a path, and `after` right after.
     """
 
@@ -168,14 +169,13 @@ class Journal:
         started = _now()
         self.action = action
         self.id = f"{started:%Y%m%dT%H%M%S%fZ}-{action}-{uuid.uuid4().hex[:6]}"
-        self.path = journal_dir(memory.root) / f"{self.id}{JOURNAL_SUFFIX}"
         self._header = {
             "type": "run", "id": self.id, "action": action, "options": options, "started_at": started.isoformat(),
             "agent": memory.actor.name,
         }
         self._touched: set[str] = set()
-        self._handle: Any = None
-        self._files = ExitStack()  # holds `_handle` open for the run
+        self._writer: JournalWriter | None = None
+        self.written = False
         self.changes = 0
 
     def __enter__(self) -> Journal:
@@ -184,58 +184,45 @@ class Journal:
     def __exit__(self, exc_type: object, *_: object) -> None:
         self.close("complete" if exc_type is None else "failed")
 
-    @property
-    def written(self) -> bool:
-        return self._handle is not None or self.path.exists()
+    def _write(self, record: dict[str, Any]) -> JournalWriter:
+        if self._writer is None:  # (kept only once its header is: a journal that cannot be written has nothing to close)
+            writer = journals(self.memory).open(self.id)
+            writer.write(self._header)
+            self._writer, self.written = writer, True
+        self._writer.write(record)
+        return self._writer
 
-    def _append(self, record: dict[str, Any], *, sync: bool = True) -> None:
-        if self._handle is None:
-            private_folder(self.memory.root, JOURNAL_DIR)
-            self._handle = self._files.enter_context(append_regular(self.memory.root, self.path))
-            _write_record(self._handle, self._header)
-        _write_record(self._handle, record, sync=sync)
+    def _sync(self) -> None:
+        if self._writer is not None:
+            self._writer.sync()
 
     def before(self, *paths: str, read: Mapping[str, Entry] | None = None) -> None:
         """Record the prior state of ``paths`` (once per run: the state before the run touched
-        each), all on disk — one fsync — before the caller changes them. ``read``: entries the
+        each), all kept — one sync — before the caller changes them. ``read``: entries the
         caller has just read under the lock (real entries, not stubs), not read again."""
         known = read or {}
         for path in paths:
             if path in self._touched:
                 continue
-            self._append({"type": "before", "path": path, "state": capture(self.memory, path, known.get(path))}, sync=False)
+            self._write({"type": "before", "path": path, "state": capture(self.memory, path, known.get(path))})
             self._touched.add(path)
             self.changes += 1
-        if self._handle is not None:
-            _sync(self._handle)
+        self._sync()
 
     def after(self, *paths: str, written: Mapping[str, Entry] | None = None) -> None:
-        """Record what ``paths`` look like now that the run changed them (one fsync); ``written``:
+        """Record what ``paths`` look like now that the run changed them (one sync); ``written``:
         entries as the change left them (not read again)."""
         known = written or {}
         for path in paths:
-            self._append({"type": "after", "path": path, "state": summary_of(self.memory, path, known.get(path))}, sync=False)
-        if self._handle is not None:
-            _sync(self._handle)
+            self._write({"type": "after", "path": path, "state": summary_of(self.memory, path, known.get(path))})
+        self._sync()
 
     def close(self, status: str = "complete") -> None:
-        if self._handle is None:
+        if self._writer is None:
             return
-        self._append({"type": "end", "status": status, "finished_at": _now().isoformat()})
-        self._files.close()
-        self._handle = None
-
-
-def _write_record(handle: Any, record: dict[str, Any], *, sync: bool = True) -> None:
-    """One JSON line, on disk (fsynced, unless a batch syncs once after its last) before the change it describes."""
-    handle.write((json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
-    if sync:
-        _sync(handle)
-
-
-def _sync(handle: Any) -> None:
-    handle.flush()
-    os.fsync(handle.fileno())
+        self._write({"type": "end", "status": status, "finished_at": _now().isoformat()}).sync()
+        self._writer.close()
+        self._writer = None
 
 
 # --------------------------------------------------------------------------- reading and undoing
@@ -246,7 +233,6 @@ class Run:
     """One journal, as read back from disk."""
 
     id: str
-    file: Path
     action: str
     options: dict[str, Any]
     started_at: str
@@ -262,16 +248,6 @@ class Run:
         return list(self.before)
 
 
-def _records(root: Path, file: Path) -> Iterator[dict[str, Any]]:
-    for line in read_regular(root, file).splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:  # a torn last line from a killed run (or bytes that are not UTF-8)
-            continue
-        if isinstance(record, dict):
-            yield record
-
-
 def _path_of(record: dict[str, Any]) -> str:
     """A record's path as text (whatever a hand-edited line holds there; `_check_run` judges it)."""
     path = record.get("path")
@@ -283,14 +259,14 @@ def _agent_of(record: dict[str, Any]) -> str | None:
     return agent if isinstance(agent, str) else None
 
 
-def read_run(root: Path, file: Path) -> Run | None:
-    """A journal file of ``root`` as a `Run`, or None if it has no readable header."""
+def read_run(run_id: str, records: Iterable[dict[str, Any]]) -> Run | None:
+    """A run's journal records as a `Run`, or None if they hold no readable header."""
     run: Run | None = None
-    for record in _records(root, file):
+    for record in records:
         kind = record.get("type")
         if kind == "run":
             run = Run(
-                id=str(record.get("id", file.stem)), file=file, action=str(record.get("action", "?")),
+                id=run_id, action=str(record.get("action", "?")),
                 options=record.get("options") or {}, started_at=str(record.get("started_at", "")),
                 status="interrupted", undone=False, agent=_agent_of(record),
             )
@@ -307,13 +283,10 @@ def read_run(root: Path, file: Path) -> Run | None:
     return run
 
 
-def list_runs(root: Path) -> list[Run]:
-    """Every journaled live run of a root, oldest first."""
-    if not os.path.lexists(journal_dir(root)):
-        return []
-    folder = private_folder(root, JOURNAL_DIR)
-    runs = (read_run(root, file) for file in sorted(folder.glob(f"*{JOURNAL_SUFFIX}")))
-    return [run for run in runs if run is not None]
+def list_runs(memory: Memory) -> list[Run]:
+    """Every journaled live run of ``memory``'s store, oldest first."""
+    found = (read_run(run_id, records) for run_id, records in journals(memory).runs())
+    return [run for run in found if run is not None]
 
 
 # What `restore` needs of each recorded prior state ("after" records only name their state).
@@ -357,13 +330,12 @@ def _check_restorable(kind: str, state: dict[str, Any]) -> None:
             datetime.fromisoformat(state["updated_at"])
 
 
-def _quarantine(root: Path, run: Run, why: str) -> InputValidationError:
-    """Move a journal that must not be replayed aside, and the error that says so."""
-    done = quarantine(root, run.file, QUARANTINE_DIR)
-    log.error("Defrag journal %s was not undone and is quarantined (%s): %s.", run.file.name, done, why)
+def _quarantine(store: JournalStore, run: Run, why: str) -> InputValidationError:
+    """Set a journal that must not be replayed aside, and the error that says so."""
+    done = store.quarantine(run.id)
+    log.error("Defrag journal %s was not undone and is quarantined (%s): %s.", run.id, done, why)
     return InputValidationError(
-        f"The defrag journal {run.file.name} cannot be undone: {why}. Nothing was changed; the journal was "
-        f"quarantined ({QUARANTINE_DIR.as_posix()}/).",
+        f"The defrag journal {run.id} cannot be undone: {why}. Nothing was changed; the journal was quarantined ({done}).",
         "It was not written by memdir as it is now (planted or edited by hand): inspect it there before undoing anything else.",
     )
 
@@ -391,6 +363,32 @@ class UndoResult:
         return "\n".join(lines)
 
 
+def _newest(memory: Memory, actions: Collection[str] | None) -> Run:
+    """The caller's newest run not undone yet (an admin's: anyone's).
+
+    Raises:
+        InputValidationError: there is none.
+    """
+    actor = memory.actor
+    runs = [run for run in list_runs(memory)
+            if not run.undone and run.before and (actions is None or run.action in actions)]
+    own = runs if actor.admin else [run for run in runs if run.agent == actor.name]
+    if own:
+        return own[-1]
+    what = "defrag run" if actions is None else " or ".join(sorted(actions)) + " run"
+    if runs:
+        newest = runs[-1]
+        raise InputValidationError(
+            f"There is no live {what} of {actor.label}'s to undo; the newest, {newest.id}, was run by "
+            f"{newest.agent or 'anonymous'}.",
+            f"Ask {newest.agent or 'whoever ran it'} to undo it, or act as an admin (`--admin`).",
+        )
+    raise InputValidationError(
+        f"There is no live {what} to undo.",
+        f"Only live runs (not dry runs) that changed something are journaled (in {journals(memory).where()}).",
+    )
+
+
 def undo_last(memory: Memory, *, force: bool = False, actions: Collection[str] | None = None) -> UndoResult:
     """Revert the caller's newest live defrag run (or evolution job run) that has not been undone yet;
     an admin's undo takes the newest of anyone's.
@@ -409,31 +407,20 @@ def undo_last(memory: Memory, *, force: bool = False, actions: Collection[str] |
         InputValidationError: there is no run of the caller's to undo, or (without ``force``)
             entries were changed after the run; nothing is changed then.
     """
-    actor = memory.actor
-    runs = [run for run in list_runs(memory.root)
-            if not run.undone and run.before and (actions is None or run.action in actions)]
-    own = runs if actor.admin else [run for run in runs if run.agent == actor.name]
-    if not own:
-        what = "defrag run" if actions is None else " or ".join(sorted(actions)) + " run"
-        if runs:
-            newest = runs[-1]
-            raise InputValidationError(
-                f"There is no live {what} of {actor.label}'s to undo; the newest, {newest.id}, was run by "
-                f"{newest.agent or 'anonymous'}.",
-                f"Ask {newest.agent or 'whoever ran it'} to undo it, or act as an admin (`--admin`).",
-            )
-        raise InputValidationError(
-            f"There is no live {what} to undo.",
-            "Only live runs (not dry runs) that changed something are journaled (under .memdir/defrag/).",
-        )
-    run = own[-1]
+    store = journals(memory)
+    run = _newest(memory, actions)
     try:
         _check_run(memory.root, run)
     except (ValueError, InvalidPathError) as exc:
-        raise _quarantine(memory.root, run, getattr(exc, "message", None) or str(exc)) from exc
+        raise _quarantine(store, run, getattr(exc, "message", None) or str(exc)) from exc
     restored: list[str] = []
     removed: list[str] = []
     with memory.adapter.lock.exclusive():
+        if _newest(memory, actions).id != run.id:  # another server or process undid it (or ran another) meanwhile
+            raise InputValidationError(
+                f"The {run.action} run {run.id} was undone, or another run finished, while this undo began; nothing was changed.",
+                "Run the undo again: it takes the newest run not undone yet.",
+            )
         conflicts = []
         current = {path: summary_of(memory, path) for path in run.before}
         for path, state in run.before.items():
@@ -459,11 +446,11 @@ def undo_last(memory: Memory, *, force: bool = False, actions: Collection[str] |
                 extra = max(0, now.get("hits", 0) - after.get("hits", now.get("hits", 0)))
                 restore(memory, path, state, extra)
                 (removed if state["state"] == "missing" else restored).append(path)
-        with append_regular(memory.root, run.file) as handle:
-            _write_record(handle, {"type": "undone", "at": _now().isoformat(), "forced": bool(conflicts)})
+        store.append(run.id, {"type": "undone", "at": _now().isoformat(), "forced": bool(conflicts)})
     return UndoResult(run.id, run.action, run.started_at, restored[::-1], removed[::-1], conflicts)
 
 
 __all__ = [
-    "JOURNAL_DIR", "Journal", "Run", "UndoResult", "capture", "journal_dir", "list_runs", "read_run", "restore", "undo_last",
+    "JOURNAL_DIR", "QUARANTINE_DIR", "Journal", "Run", "UndoResult", "capture", "journal_dir", "journals", "list_runs",
+    "read_run", "restore", "undo_last",
 ]

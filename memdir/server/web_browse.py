@@ -171,8 +171,8 @@ def list_entries(memory: Memory, folder: str | None = None, page: int = 1, page_
     def with_tags(infos: list[EntryInfo]) -> list[EntryInfo]:
         """``infos`` in the caller's view (built-ins left out), their tags noted in ``tags_of``."""
         seen = memory.in_view([info for info in infos if not is_virtual(info.path)], view)
-        rows = memory.index.rows([info.path for info in seen])
-        tags_of.update({info.path: rows[info.path].tags if info.path in rows else () for info in seen})
+        tags = memory.index.tags([info.path for info in seen])
+        tags_of.update({info.path: tags.get(info.path, ()) for info in seen})
         return seen
 
     def matches(info: EntryInfo) -> bool:

@@ -464,6 +464,9 @@ class EntryIndex(SearchIndex, Protocol):
     def rows(self, paths: Sequence[str]) -> dict[str, EntryRow]:
         """Title, type, tags, words and domain of the given entries."""
 
+    def tags(self, paths: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The tags of the given entries, without their words (what a listing shows)."""
+
     def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
         """Access labels (kind, owner, visibility; `memdir.core.identity`) of the given entries (None: all);
         entries without any left out."""

@@ -150,7 +150,7 @@ def test_link_related_dry_run_changes_nothing(memory):
     report = Defragmenter(memory).run("link_related")
     assert report.dry_run is True and "**Dry run**" in report.markdown and "Would link 1 related pair" in report.markdown
     assert snapshot(memory) == before
-    assert list_runs(memory.root) == []
+    assert list_runs(memory) == []
 
 
 def test_link_related_live_links_both_ways(memory):
@@ -361,7 +361,7 @@ def test_full_live_merges_cleans_compacts_and_reports_health(memory):
     assert (report.data["health_before"], report.data["health_after"]) == (before, after)
     assert memory.redirect_of("concept/ruby/classes.md").target == "concept/ruby/classes-notes.md"
     assert not memory.exists("experience/friday-deploy.md")
-    assert len(list_runs(memory.root)) == 1  # one journal for the whole run
+    assert len(list_runs(memory)) == 1  # one journal for the whole run
 
 
 # --------------------------------------------------------------------------- options

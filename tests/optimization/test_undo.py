@@ -99,7 +99,7 @@ def test_dry_runs_and_read_only_actions_write_no_journal(memory):
     defrag = Defragmenter(memory, now=LATER)
     for action in ("analyze", "find_duplicates", "link_related", "merge_duplicates", "cleanup_stubs", "compact", "full"):
         defrag.run(action)
-    assert list_runs(memory.root) == []
+    assert list_runs(memory) == []
     assert not journal_dir(memory.root).exists()
 
 
@@ -146,7 +146,7 @@ def test_an_interrupted_run_can_still_be_undone(memory, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         Defragmenter(memory, now=LATER).run("compact", dry_run=False)
     monkeypatch.setattr(memory, "delete", real_delete)
-    run = list_runs(memory.root)[-1]
+    run = list_runs(memory)[-1]
     assert run.status == "failed" and len(run.before) == 2
     undo_last(memory)
     assert state(memory) == original

@@ -125,6 +125,18 @@ def test_keyword_filters_run_in_sql(root):
     assert index.keyword_search(["apple"], types=[]) == []
 
 
+def test_tags_are_read_alike_for_a_few_entries_and_for_a_whole_listing(root):
+    index = DerivedIndex(root)
+    for i in range(30):
+        put(index, make(f"concept/t/e{i}.md", f"entry {i}", tags=[f"tag{i % 3}", "Shared"] if i % 5 else []))
+    expected = {f"concept/t/e{i}.md": (f"tag{i % 3}", "Shared") if i % 5 else () for i in range(30)}
+    assert index.tags(["concept/t/e1.md", "concept/t/e5.md", "concept/gone.md"]) == {  # looked up by path
+        "concept/t/e1.md": ("tag1", "Shared"), "concept/t/e5.md": ()}
+    assert index.tags([*expected, "concept/gone.md"]) == expected  # every row read in order
+    assert DerivedIndex(root / "empty").tags(["concept/gone.md"]) == {}
+    index.close()
+
+
 def test_entry_without_vector_is_indexed_for_keywords_only(root):
     index = DerivedIndex(root)
     put(index, make("concept/plain.md", "no vector here", embed=False))

@@ -847,6 +847,11 @@ class DerivedIndex:
         with self.lock:
             return sql.entry_rows(self.db, paths)
 
+    def tags(self, paths: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The tags of the given entries (paths without a row are left out)."""
+        with self.lock:
+            return sql.entry_tags(self.db, paths)
+
     def recorded_stats(self, paths: Sequence[str]) -> dict[str, tuple[int, int, int, int]]:
         """path -> (md mtime, md size, yml mtime, yml size) the rows of ``paths`` record (no row: left out)."""
         with self.lock:
@@ -1081,10 +1086,9 @@ class DerivedIndex:
             "SELECT e.path FROM entries e LEFT JOIN vectors v ON v.id = e.id WHERE e.is_stub = 0 AND"
             " (v.id IS NULL OR v.text_hash IS NOT e.text_hash"
             + (" OR v.model_id IS NOT ?)" if model_id is not None else ")")
-            + " ORDER BY e.path"
-        )
+        )  # (in row order, sorted here: walking the path index instead read the rows in random order, 10x slower at 100K)
         with self.lock:
-            return [row[0] for row in self.db.execute(query, (model_id,) if model_id is not None else ())]
+            return sorted(row[0] for row in self.db.execute(query, (model_id,) if model_id is not None else ()))
 
     def stats(self, model_id: str | None = None) -> IndexStats:
         """Entry counts (stubs excluded); ``embedded`` counts current vectors of ``model_id``."""

@@ -709,6 +709,24 @@ def entry_rows(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, EntryR
     return found
 
 
+_LOOKUPS_PER_SCAN = 20
+"""Entries looked up by path that cost about what reading every row in order does (a lookup walks the path index)."""
+
+
+def entry_tags(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The tags of the given entries (paths without a row are left out), without their words: looked
+    up by path, or, for a large share of the store (a whole listing), read from every row in order."""
+    if len(paths) * _LOOKUPS_PER_SCAN > (db.execute("SELECT max(id) FROM entries").fetchone()[0] or 0):
+        wanted = set(paths)
+        return {path: tuple(split_tags(tags)) for path, tags in db.execute("SELECT path, tags FROM entries") if path in wanted}
+    found: dict[str, tuple[str, ...]] = {}
+    for start in range(0, len(paths), 500):
+        chunk = list(paths[start : start + 500])
+        query = f"SELECT path, tags FROM entries WHERE path IN ({','.join('?' * len(chunk))})"  # noqa: S608 — placeholders only
+        found.update((path, tuple(split_tags(tags))) for path, tags in db.execute(query, chunk))
+    return found
+
+
 def edge_rows(db: sqlite3.Connection, paths: Sequence[str], kinds: Sequence[str] | None = None) -> list[Edge]:
     """Every link from or to one of ``paths`` (of ``kinds``, when given), sources with a row only."""
     found: dict[tuple[str, str, str], Edge] = {}

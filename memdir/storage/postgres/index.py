@@ -396,6 +396,12 @@ class PostgresIndex:
         return {path: EntryRow(path, title, type_, tuple(tags or ()), terms or "", domain or "")
                 for path, title, type_, tags, terms, domain in rows}
 
+    def tags(self, paths: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        rows = self._conn().execute(
+            "SELECT path, metadata -> 'tags' FROM entries WHERE path = ANY(%s) AND counted", (list(paths),),
+        )
+        return {path: tuple(tags or ()) for path, tags in rows}
+
     def labels(self, paths: Sequence[str] | None = None) -> dict[str, Labels]:
         where = "" if paths is None else " AND path = ANY(%s)"
         rows = self._conn().execute(

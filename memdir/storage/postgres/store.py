@@ -21,8 +21,8 @@ log = logging.getLogger(__name__)
 def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> tuple[PostgresAdapter, PostgresIndex]:
     """The store in the database at ``url``, its schema brought up to date (unless ``read_only``).
 
-    The local root (``settings.store_root``) still holds what each machine keeps for itself:
-    thread logs and defrag journals (the evolution jobs' history is in the database).
+    The local root (``settings.store_root``) is still created for what each machine keeps for itself;
+    the store's records (thread logs, the evolution jobs' history, defrag journals) are in the database.
     """
     if not read_only:
         with disk_errors(settings.store_root):
