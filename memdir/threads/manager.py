@@ -23,11 +23,13 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from memdir.core.entry import utcnow
 from memdir.core.errors import (
@@ -45,7 +47,7 @@ from memdir.storage.directory.locking import LOCK_FILE_NAME, RootLock
 from memdir.storage.directory.thread_files import THREADS_FOLDER, ThreadFiles
 from memdir.threads import compaction
 from memdir.threads.compaction import Summarize
-from memdir.threads.context import ContextBuilder, Window
+from memdir.threads.context import ContextBuilder, Window, newest_turn
 from memdir.threads.log import EventBuilder, EventLog, encode
 from memdir.threads.markers import check_reference
 from memdir.threads.messages import Message
@@ -154,6 +156,7 @@ class ThreadManager:
         self._audit = audit or (lambda *_: None)
         self._threads: dict[str, _Thread] = {}
         self._vectors: dict[str, VectorCache] = {}
+        self._embedding: ThreadPoolExecutor | None = None  # embeds new messages of semantic threads
         self._runtimes = threading.Lock()
 
     # ------------------------------------------------------------------ threads
@@ -314,6 +317,8 @@ class ThreadManager:
         switched = state.strategy != before[-1]
         if switched:
             self._audit("thread-configure", runtime.id, state, {"strategy": state.strategy, "by": "marker"})
+        if state.strategy == "semantic":
+            self._embed_soon(state)
         compacted = None
         if state.mode == "auto" and runtime.queue.blocked_by is None:
             try:
@@ -481,6 +486,18 @@ class ThreadManager:
             return runtime.builder.window(state, budget_tokens, query)
         return runtime.builder.window(state, budget_tokens, query, cache.vectors, cache.query)
 
+    def _embed_soon(self, state: ThreadState) -> None:
+        """Embed the newest message on a thread of its own, so the next context window finds its vector (or waits
+        for it rather than embedding it again), and the append returns without waiting for the model."""
+        cache, text = self._vector_cache(), newest_turn(state)
+        if cache is None or text is None:
+            return
+        with self._runtimes:
+            if self._embedding is None:
+                self._embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-thread-embed")
+            future = self._embedding.submit(cache.vectors, [text])
+        future.add_done_callback(_log_failure)
+
     def _vector_cache(self) -> VectorCache | None:
         """The embeddings cache of the current embedder; None when there is no model (yet)."""
         embedder = self._embedder()
@@ -491,6 +508,12 @@ class ThreadManager:
             if cache is None:
                 cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self.lock)
         return cache
+
+
+def _log_failure(future: Future[np.ndarray]) -> None:
+    """A message's vector could not be made ahead: the next context window makes it (or says why not)."""
+    if (exc := future.exception()) is not None:
+        logger.warning("embedding a new thread message ahead failed: %s", exc)
 
 
 def labels_of(state: ThreadState) -> Labels:

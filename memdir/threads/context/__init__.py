@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -23,13 +24,30 @@ from memdir.threads.context import fragment, semantic, virtual
 from memdir.threads.context.base import Unit, Window, units_of
 from memdir.threads.model import Chunk, ThreadState
 
-Vectors = Callable[[list[str]], np.ndarray]
 Query = Callable[[str], np.ndarray]
+TOOL_LOOKBACK = 16
+"""How far back `newest_turn` looks for the tool call a result answers (further back: the window embeds it later)."""
+
+
+class Vectors(Protocol):
+    """Unit vectors of ``texts`` (a cache's); ``ahead``: texts to embed in the same batch if any must be."""
+
+    def __call__(self, texts: Sequence[str], ahead: Sequence[str] = ..., /) -> np.ndarray: ...
 
 
 def _extends(chunks: Sequence[Chunk], before: Sequence[Chunk]) -> bool:
     """Whether ``chunks`` are ``before`` (the very objects) with more after them."""
     return len(chunks) >= len(before) and all(a is b for a, b in zip(before, chunks))
+
+
+def newest_turn(state: ThreadState) -> str | None:
+    """The text the semantic strategy ranks for the thread's newest message (with its tool call, when it is a
+    result), as the timeline's units render it; None when the newest chunk is a summary or there is none."""
+    if not state.chunks or state.chunks[-1].is_summary:
+        return None
+    last = state.chunks[-1]
+    group = [chunk for chunk in state.chunks[-TOOL_LOOKBACK:] if chunk.call_id == last.call_id] if last.call_id else [last]
+    return Unit.of(0, group).text
 
 
 class UnitCache:
@@ -67,23 +85,26 @@ class ContextBuilder:
         self._turn_vectors = np.zeros((0, 0), dtype=np.float32)  # rows: the timeline's units, as far as embedded
         self._embedded = 0
 
-    def _vectors_of_turns(self, units: list[Unit], vectors: Vectors) -> np.ndarray:
-        """The vectors of ``units`` (the timeline's), embedding only units not embedded before; the buffer grows by
-        doubling, so a live thread's append costs one new row, not a copy of them all."""
+    def _vectors_of_turns(self, units: list[Unit], count: int, vectors: Vectors) -> np.ndarray:
+        """The vectors of the first ``count`` of ``units`` (the timeline's), embedding only units not embedded before
+        (the later ones join the batch when something must be embedded, never waited for: they are the recent turns,
+        shown without ranking); the buffer grows by doubling, so a live thread's append costs one new row, not a copy
+        of them all."""
         with self._lock:
             start = self._embedded
-            if start < len(units):
-                fresh = vectors([unit.text for unit in units[start:]])
+            if start < count:
+                ahead = [unit.text for unit in units[count:]]
+                fresh = vectors([unit.text for unit in units[start:count]], ahead)
                 if start and fresh.shape[1] != self._turn_vectors.shape[1]:  # another model: embed them all again
-                    start, fresh = 0, vectors([unit.text for unit in units])
-                if len(self._turn_vectors) < len(units) or self._turn_vectors.shape[1] != fresh.shape[1]:
-                    grown = np.zeros((max(len(units), 2 * len(self._turn_vectors)), fresh.shape[1]), dtype=np.float32)
+                    start, fresh = 0, vectors([unit.text for unit in units[:count]], ahead)
+                if len(self._turn_vectors) < count or self._turn_vectors.shape[1] != fresh.shape[1]:
+                    grown = np.zeros((max(count, 2 * len(self._turn_vectors)), fresh.shape[1]), dtype=np.float32)
                     if start:
                         grown[:start] = self._turn_vectors[:start]
                     self._turn_vectors = grown
-                self._turn_vectors[start:len(units)] = fresh
-                self._embedded = len(units)
-            return self._turn_vectors[:len(units)]
+                self._turn_vectors[start:count] = fresh
+                self._embedded = count
+            return self._turn_vectors[:count]
 
     def units(self, state: ThreadState) -> list[Unit]:
         """The units of the thread as compaction left it."""
@@ -127,9 +148,9 @@ class ContextBuilder:
             window = semantic.select(units, budget_tokens, self.settings, query, None)
         else:
             window = semantic.select(units, budget_tokens, self.settings, query, vectors,
-                                     lambda: self._vectors_of_turns(units, vectors), embed_query)
+                                     lambda count: self._vectors_of_turns(units, count, vectors), embed_query)
         window.total = state.turns
         return window
 
 
-__all__ = ["ContextBuilder", "UnitCache", "Window"]
+__all__ = ["ContextBuilder", "UnitCache", "Vectors", "Window", "newest_turn"]
