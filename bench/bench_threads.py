@@ -19,7 +19,9 @@
   append latency of this code and that one side by side, into a new thread and into the
   thread of each ``--events`` size: two worker processes take turns, 20 appends at a time,
   so both see the same moments of a shared machine's load; each also prints the CPU time an
-  append takes (the rest is waiting: for the lock, and for the disk to sync).
+  append takes (the rest is waiting: for the lock, and for the disk to sync). Then, the
+  same way (5 calls a turn, ``--repeats`` in all), ThreadContext of each strategy right
+  after an append, each worker on a fork of the long thread of its own.
 
 Default settings throughout (compaction on). ``--postgres`` starts a throwaway PostgreSQL +
 pgvector cluster (`tests.pg_cluster`); ``--store`` uses a database of yours (an empty one:
@@ -114,17 +116,37 @@ def bench_appends(memory: Memory, count: int) -> None:
 
 
 def append_worker(store: str, root: Path, thread: str) -> None:
-    """``--worker``: append as many messages as each line of stdin says; print their durations and the CPU time
-    they took (JSON) per line."""
+    """``--worker``: per line of stdin, append as many messages as it says (``20``), or as many messages each
+    followed by a ThreadContext call on a fork of the thread with that strategy (``context semantic 5``); print the
+    durations and the CPU time of each append, or the durations of the ThreadContext calls (JSON), per line."""
     with Memory.open(Settings(root=root, store=store)) as memory:
         manager = manager_for(memory)
         if manager.exists(thread):
             manager.state(thread)  # a new process's first read: not timed
         rng = random.Random(time.time_ns())
+        live: dict[str, str] = {}
         print("ready", flush=True)
         for turn, line in enumerate(sys.stdin):
-            times = []
-            for _ in range(int(line)):
+            times: list[tuple[float, float]] = []
+            words = line.split()
+            if words[0] == "context":
+                strategy, count = words[1], int(words[2])
+                if strategy not in live:
+                    memory.model.get()  # loaded before timing, as a server loads it at start
+                    live[strategy] = fork = f"{thread}-{strategy}-{time.time_ns()}"
+                    manager.fork(thread, fork)
+                    manager.set_strategy(fork, strategy)
+                    thread_context(memory, fork, 2000, "warm up")
+                for _ in range(count):
+                    manager.append(live[strategy], message("user", sentence(rng, turn),
+                                                           max_bytes=memory.settings.storage.max_entry_size))
+                    query = " ".join(rng.choice(WORDS) for _ in range(6))
+                    start, cpu = time.perf_counter(), time.process_time()
+                    thread_context(memory, live[strategy], 2000, query)
+                    times.append((time.perf_counter() - start, time.process_time() - cpu))
+                print(json.dumps(times), flush=True)
+                continue
+            for _ in range(int(words[0])):
                 checked = message("user", sentence(rng, turn), max_bytes=memory.settings.storage.max_entry_size)
                 start, cpu = time.perf_counter(), time.process_time()
                 manager.append(thread, checked)
@@ -132,8 +154,10 @@ def append_worker(store: str, root: Path, thread: str) -> None:
             print(json.dumps(times), flush=True)
 
 
-def bench_against(other: Path, store: str, root: Path, thread: str, rounds: int) -> None:
-    """Append latency of this code and the checkout at ``other``, in worker processes that take turns."""
+def bench_against(other: Path, store: str, root: Path, thread: str, rounds: int, request: str = "20",
+                  what: str = "append") -> None:
+    """Latency of this code and the checkout at ``other``, in worker processes that take turns: appends (``20``
+    per turn) or ThreadContext calls right after an append (``context <strategy> <n>``)."""
     trees = {"this code": str(Path(__file__).resolve().parents[1]), str(other): str(other)}
     workers = {name: subprocess.Popen(
         [sys.executable, __file__, "--worker", thread, "--store", store, "--root", str(root)],
@@ -143,12 +167,12 @@ def bench_against(other: Path, store: str, root: Path, thread: str, rounds: int)
     try:
         for worker in workers.values():
             if worker.stdout is None or worker.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"an append worker did not start (exit {worker.wait()})")
+                raise RuntimeError(f"a worker did not start (exit {worker.wait()})")
         for turn in range(rounds):
             for name in sorted(workers, reverse=turn % 2 == 1):  # who goes first alternates
                 stdin, stdout = workers[name].stdin, workers[name].stdout
                 assert stdin is not None and stdout is not None
-                stdin.write("20\n")
+                stdin.write(request + "\n")
                 stdin.flush()
                 times[name].extend(json.loads(stdout.readline()))
     finally:
@@ -158,7 +182,7 @@ def bench_against(other: Path, store: str, root: Path, thread: str, rounds: int)
             worker.wait()
     for name, values in times.items():
         cpu = statistics.median(pair[1] for pair in values) * 1000
-        print(f"append into {thread}, {name}: {ms([pair[0] for pair in values])}; CPU p50 {cpu:.2f} ms", flush=True)
+        print(f"{what} on {thread}, {name}: {ms([pair[0] for pair in values])}; CPU p50 {cpu:.2f} ms", flush=True)
 
 
 def bench_context(memory: Memory, events: int, repeats: int, budget: int, strategies: list[str]) -> None:
@@ -238,6 +262,9 @@ def main() -> None:
                 bench_context(memory, events, args.repeats, args.budget, args.strategies)
                 if args.against:
                     bench_against(args.against, store, args.root, f"bench-{events}", args.appends // 40)
+                    for strategy in args.strategies:
+                        bench_against(args.against, store, args.root, f"bench-{events}", args.repeats // 5,
+                                      f"context {strategy} 5", f"ThreadContext {strategy} right after an append")
     finally:
         if cluster is not None:
             cluster.stop()
