@@ -181,7 +181,7 @@ class ThreadManager:
         if not runtime.log.exists():
             if not create:
                 raise ThreadNotFoundError(thread)
-            self._create(runtime)
+            return runtime  # a new thread, the acting agent's: its first message creates it (`_process`)
         state = runtime.log.state()
         actor, labels = self._actor(), labels_of(state)
         if not actor.in_audience(labels):
@@ -200,14 +200,17 @@ class ThreadManager:
         return [{"op": "CONFIGURE", "key": "owner", "value": actor.name},
                 {"op": "CONFIGURE", "key": "visible_to", "value": actor.default_visibility()}]
 
-    def _create(self, runtime: _Thread) -> None:
-        """Write a new thread's first event: its strategy, owner and visibility."""
+    def _create(self, runtime: _Thread, first: EventBuilder) -> tuple[Event, ThreadState]:
+        """Write a new thread's first event (its strategy, owner and visibility) and its first message in one step;
+        when another process created the thread meanwhile, its owner decides whether the message may follow."""
         operations = [{"op": "CONFIGURE", "key": "strategy", "value": self.settings.threads.strategy}, *self._ownership()]
-        with self.lock.exclusive():
-            if runtime.log.exists():  # another process created it meanwhile
-                return
-            state = runtime.log.append(lambda seq, at, _: {"seq": seq, "at": at, "op": "BATCH", "events": operations})[1]
-        self._audit("thread-create", runtime.id, state, {})
+        events = runtime.log.create([lambda seq, at, _: {"seq": seq, "at": at, "op": "BATCH", "events": operations}, first])
+        if events is None:
+            self._thread(runtime.id, change="append to")
+            return runtime.log.append(first)
+        state = runtime.log.state()
+        self._audit("thread-create", runtime.id, replay(events[:1]), {})
+        return events[-1], state
 
     def _follow_pending(self, runtime: _Thread) -> None:
         """Make this process's queue hold what ``queue.jsonl`` holds: messages queued by other (or dead)
@@ -309,7 +312,9 @@ class ThreadManager:
             before.append(state.strategy)
             return item.message.event(seq, at, state)
 
-        if item.pending_id is None:
+        if item.pending_id is None and not runtime.log.exists():
+            event, state = self._create(runtime, build)
+        elif item.pending_id is None:
             event, state = runtime.log.append(build)
         else:
             event, state = self._write_queued(runtime, build, item.pending_id)
