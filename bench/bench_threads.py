@@ -5,7 +5,8 @@
 
 * append: ``--appends`` messages through `ThreadManager.append` (checked, locked, written:
   one fsynced line in a directory, one committed row in PostgreSQL) into a fresh thread;
-  median and p90 per append, and appends/s.
+  median and p90 per append, and appends/s. Then a tenth as many first appends, each
+  creating a thread.
 * ThreadContext: the tool function (`memdir.tools.thread_context`, what the MCP tool runs)
   with a 2,000-token budget on a thread of each ``--events`` size (messages, and the
   compactions the default settings run), for each strategy; ``--repeats`` calls with
@@ -13,15 +14,17 @@
   the turns: cached on disk under ``.memdir/``). The semantic figure includes embedding the
   query with the real model. Targets: p50 <= 20 ms (virtual, fragment), <= 40 ms (semantic).
   Then the same on a fork of the thread with one message appended before each call (a live
-  conversation: the new message is embedded then).
+  conversation; with semantic, the new message is embedded as it is appended, on a thread
+  of its own, while the call runs).
 
 * ``--against DIR`` (another checkout of memdir, e.g. ``git worktree add /tmp/before HEAD~3``):
   append latency of this code and that one side by side, into a new thread and into the
   thread of each ``--events`` size: two worker processes take turns, 20 appends at a time,
   so both see the same moments of a shared machine's load; each also prints the CPU time an
-  append takes (the rest is waiting: for the lock, and for the disk to sync). Then, the
-  same way (5 calls a turn, ``--repeats`` in all), ThreadContext of each strategy right
-  after an append, each worker on a fork of the long thread of its own.
+  append takes (the rest is waiting: for the lock, and for the disk to sync); and, 5 a turn,
+  first appends that create a thread each. Then, the same way (5 calls a turn, ``--repeats``
+  in all), ThreadContext of each strategy right after an append, each worker on a fork of
+  the long thread of its own.
 
 Default settings throughout (compaction on). ``--postgres`` starts a throwaway PostgreSQL +
 pgvector cluster (`tests.pg_cluster`); ``--store`` uses a database of yours (an empty one:
@@ -113,11 +116,18 @@ def bench_appends(memory: Memory, count: int) -> None:
         times.append(time.perf_counter() - start)
     print(f"append ({count} messages into a new thread): {ms(times)}, {len(times) / sum(times):,.0f} appends/s",
           flush=True)
+    times = []
+    for turn in range(count // 10):
+        checked = message("user", sentence(rng, turn), max_bytes=memory.settings.storage.max_entry_size)
+        start = time.perf_counter()
+        manager.append(f"{thread}-{turn}", checked)
+        times.append(time.perf_counter() - start)
+    print(f"first append into a new thread (creates it; {len(times)} threads): {ms(times)}", flush=True)
 
 
 def append_worker(store: str, root: Path, thread: str) -> None:
-    """``--worker``: per line of stdin, append as many messages as it says (``20``), or as many messages each
-    followed by a ThreadContext call on a fork of the thread with that strategy (``context semantic 5``); print the
+    """``--worker``: per line of stdin, append as many messages as it says (``20``), or as many each into a new
+    thread (``new 5``), or as many messages each followed by a ThreadContext call on a fork of the thread with that strategy (``context semantic 5``); print the
     durations and the CPU time of each append, or the durations of the ThreadContext calls (JSON), per line."""
     with Memory.open(Settings(root=root, store=store)) as memory:
         manager = manager_for(memory)
@@ -146,10 +156,11 @@ def append_worker(store: str, root: Path, thread: str) -> None:
                     times.append((time.perf_counter() - start, time.process_time() - cpu))
                 print(json.dumps(times), flush=True)
                 continue
-            for _ in range(int(words[0])):
+            new = words[0] == "new"  # each message into a new thread of its own: the append that creates it
+            for n in range(int(words[-1])):
                 checked = message("user", sentence(rng, turn), max_bytes=memory.settings.storage.max_entry_size)
                 start, cpu = time.perf_counter(), time.process_time()
-                manager.append(thread, checked)
+                manager.append(f"{thread}-new-{time.time_ns()}-{n}" if new else thread, checked)
                 times.append((time.perf_counter() - start, time.process_time() - cpu))
             print(json.dumps(times), flush=True)
 
@@ -257,6 +268,8 @@ def main() -> None:
             bench_appends(memory, args.appends)
             if args.against:
                 bench_against(args.against, store, args.root, f"append-bench-{time.time_ns()}", args.appends // 40)
+                bench_against(args.against, store, args.root, f"append-bench-{time.time_ns()}", args.appends // 40,
+                              "new 5", "first append into a new thread (creates it)")
             memory.model.get()  # load the model before timing (a server loads it at start)
             for events in args.events:
                 bench_context(memory, events, args.repeats, args.budget, args.strategies)
