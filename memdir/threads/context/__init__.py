@@ -51,24 +51,35 @@ def newest_turn(state: ThreadState) -> str | None:
 
 
 class UnitCache:
-    """The units of a chunk sequence that mostly grows: only the new chunks are built when it just grew."""
+    """The units of a chunk sequence that mostly grows: when it just grew, only the new chunks' units are built
+    (all of them when a new chunk is the result of a call an older unit holds: it joins that unit)."""
 
     def __init__(self) -> None:
-        self.chunks: Sequence[Chunk] = ()
+        self.chunks: list[Chunk] = []
         self.units: list[Unit] = []
+        self._calls: set[str] = set()  # call ids the units hold
 
-    def update(self, chunks: Sequence[Chunk]) -> tuple[list[Unit], bool]:
-        """The units added since the last call, and whether the units were rebuilt instead (then all are new)."""
-        old = self.chunks
-        added = chunks[len(old):]
-        grows = _extends(chunks, old)
-        self.chunks = chunks
-        if grows and not any(chunk.call_id for chunk in added):
-            fresh = units_of(added, len(self.units))
-            self.units = self.units + fresh
-            return fresh, False
-        self.units = units_of(chunks)  # something changed in place, or a tool result joins an earlier call
-        return self.units, True
+    def update(self, chunks: Sequence[Chunk]) -> int:
+        """Bring the units up to ``chunks``; the index of the first unit that changed (those after it are new)."""
+        if _extends(chunks, self.chunks):
+            return self.extend(chunks[len(self.chunks):])
+        self.chunks = list(chunks)  # something changed in place
+        return self._build(0)
+
+    def extend(self, added: Sequence[Chunk]) -> int:
+        """Add chunks that follow the known ones (the caller knows they do); the first unit that changed."""
+        joins = any(chunk.call_id in self._calls for chunk in added if chunk.call_id)
+        start = 0 if joins else len(self.units)
+        self.chunks.extend(added)
+        return self._build(start, len(self.chunks) - len(added))
+
+    def _build(self, start: int, first_chunk: int = 0) -> int:
+        if not start:
+            self.units, self._calls, first_chunk = [], set(), 0
+        fresh = units_of(self.chunks[first_chunk:], start)
+        self.units = self.units + fresh  # a new list: a reader may still hold the old one
+        self._calls.update(chunk.call_id for chunk in self.chunks[first_chunk:] if chunk.call_id)
+        return start
 
 
 class ContextBuilder:
@@ -109,9 +120,9 @@ class ContextBuilder:
     def units(self, state: ThreadState) -> list[Unit]:
         """The units of the thread as compaction left it."""
         if state is not self._state:
-            fresh, rebuilt = self._view.update(state.chunks)
-            draws = [fragment.draw(self.thread, unit) for unit in fresh]
-            self._draws = np.array(draws) if rebuilt else np.concatenate([self._draws, draws])
+            start = self._view.update(state.chunks)
+            draws = [fragment.draw(self.thread, unit) for unit in self._view.units[start:]]
+            self._draws = np.concatenate([self._draws[:start], draws])
             self._state = state
         return self._view.units
 
@@ -121,12 +132,10 @@ class ContextBuilder:
             before = self._timeline_of
             if before is not None and state.archive is before.archive and _extends(state.chunks, before.chunks):
                 added = state.chunks[len(before.chunks):]  # no compaction since: the new turns follow the old ones
-                turns = [*self._timeline.chunks, *(turn for chunk in added for turn in state.originals(chunk))]
+                start = self._timeline.extend([turn for chunk in added for turn in state.originals(chunk)])
             else:
-                turns = state.timeline() if state.archive else list(state.chunks)
-            _, rebuilt = self._timeline.update(turns)
-            if rebuilt:
-                self._embedded = 0
+                start = self._timeline.update(state.timeline() if state.archive else state.chunks)
+            self._embedded = min(self._embedded, start)
             self._timeline_of = state
         return self._timeline.units
 

@@ -1,0 +1,32 @@
+"""The units a context builder keeps while a thread grows are the units of the whole thread, tool calls included."""
+
+from __future__ import annotations
+
+import random
+
+from memdir.threads.context import UnitCache
+from memdir.threads.context.base import units_of
+from memdir.threads.model import Chunk
+
+
+def test_units_grown_a_few_chunks_at_a_time_are_the_units_of_the_whole_thread():
+    rng = random.Random(7)
+    chunks: list[Chunk] = []
+    open_calls: list[str] = []
+    cache = UnitCache()
+    for number in range(1, 400):
+        if open_calls and rng.random() < 0.3:  # a result, maybe long after its call
+            call = open_calls.pop(rng.randrange(len(open_calls)))
+            chunks.append(Chunk(f"c{number}", "tool", f"result {call}", call_id=call))
+        elif rng.random() < 0.2:
+            open_calls.append(f"call-{number}")
+            chunks.append(Chunk(f"c{number}", "assistant", f"calling {number}", call_id=open_calls[-1]))
+        else:
+            chunks.append(Chunk(f"c{number}", rng.choice(["user", "assistant"]), f"message {number}"))
+        if rng.random() < 0.5:
+            before = len(cache.units)
+            start = cache.update(tuple(chunks))
+            assert cache.units == units_of(chunks) and start <= before  # the units from ``start`` on are new
+    cache.update(tuple(chunks))
+    added = cache.extend([Chunk("c400", "user", "the last word")])
+    assert cache.units == units_of([*chunks, Chunk("c400", "user", "the last word")]) and added == len(cache.units) - 1
