@@ -149,8 +149,10 @@ class ThreadManager:
         self.root, self.settings = Path(root), settings
         self.folder = self.root / THREADS_FOLDER
         self.derived = self.root / ".memdir" / THREADS_FOLDER
-        self.logs = logs or ThreadFiles(self.root, RootLock(self.root / LOCK_FILE_NAME, timeout=settings.storage.lock_timeout))
-        self.lock = self.logs.lock  # one lock for the logs, the queued messages and the vector cache
+        local = RootLock(self.root / LOCK_FILE_NAME, timeout=settings.storage.lock_timeout)
+        self.logs = logs or ThreadFiles(self.root, local)
+        self.lock = self.logs.lock  # one lock for the logs and the queued messages
+        self._local_lock = local  # the vector cache is derived data of this root: its lock, never a store-wide one
         self._embedder = embedder or (lambda: None)
         self._actor = actor or Actor
         self._audit = audit or (lambda *_: None)
@@ -511,7 +513,7 @@ class ThreadManager:
         with self._runtimes:
             cache = self._vectors.get(embedder.model_id)
             if cache is None:
-                cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self.lock)
+                cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self._local_lock)
         return cache
 
 
