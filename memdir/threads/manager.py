@@ -495,11 +495,13 @@ class ThreadManager:
 
     def _embed_soon(self, state: ThreadState) -> None:
         """Embed the newest message on a thread of its own, so the next context window finds its vector (or waits
-        for it rather than embedding it again), and the append returns without waiting for the model."""
-        cache, text = self._vector_cache(), newest_turn(state)
-        if cache is None or text is None:
-            return
+        for it rather than embedding it again), and the append returns without waiting for the model. Only once a
+        semantic window was asked in this process (its cache holds the model): an append never loads the model."""
+        text = newest_turn(state)
         with self._runtimes:
+            cache = next(reversed(self._vectors.values()), None)
+            if cache is None or text is None:
+                return
             if self._embedding is None:
                 self._embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-thread-embed")
             future = self._embedding.submit(cache.vectors, [text])

@@ -102,3 +102,18 @@ def test_a_text_being_embedded_is_waited_for_not_embedded_twice_and_cached_ones_
     second.join(10)
     assert np.allclose(results["first"], results["second"])
     assert sum(batch.count("a slow text") for _, batch in embedder.batches) == 1
+
+
+def test_an_append_never_loads_the_model_when_no_semantic_window_was_asked_in_the_process(tmp_path):
+    asked: list[str] = []
+
+    def model() -> FakeEmbedder:
+        asked.append("model")
+        return RecordingEmbedder()
+
+    settings = Settings(root=tmp_path / "memory")
+    manager = ThreadManager(settings.store_root, settings, model)
+    say(manager, "t", "user", "hello")
+    manager.set_strategy("t", "semantic")
+    say(manager, "t", "user", "a message appended from the command line")
+    assert asked == []
