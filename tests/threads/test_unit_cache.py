@@ -30,3 +30,19 @@ def test_units_grown_a_few_chunks_at_a_time_are_the_units_of_the_whole_thread():
     cache.update(tuple(chunks))
     added = cache.extend([Chunk("c400", "user", "the last word")])
     assert cache.units == units_of([*chunks, Chunk("c400", "user", "the last word")]) and added == len(cache.units) - 1
+
+
+def test_a_timeline_grown_across_compactions_is_the_timeline_built_afresh(make_manager):
+    from memdir.threads.context import ContextBuilder
+    from tests.threads.conftest import say
+
+    manager = make_manager(thread_compact_chunks=6, thread_compact_keep_recent=2)
+    kept = ContextBuilder("t", manager.settings)
+    for turn in range(80):
+        say(manager, "t", "user" if turn % 2 else "assistant", f"turn {turn} about topic {turn % 9}",
+            **({"importance": 0.9} if turn % 13 == 0 else {}))
+        if turn % 3 == 0:
+            state = manager.state("t")
+            assert kept.turns(state) == ContextBuilder("t", manager.settings).turns(state)
+    state = manager.state("t")
+    assert state.archive and [unit.key for unit in kept.turns(state)] == [chunk.id for chunk in state.timeline()]

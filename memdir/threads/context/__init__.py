@@ -133,11 +133,23 @@ class ContextBuilder:
             if before is not None and state.archive is before.archive and _extends(state.chunks, before.chunks):
                 added = state.chunks[len(before.chunks):]  # no compaction since: the new turns follow the old ones
                 start = self._timeline.extend([turn for chunk in added for turn in state.originals(chunk)])
+            elif (grown := self._grown_timeline(before, state)) is not None:
+                start = self._timeline.extend(grown)
             else:
                 start = self._timeline.update(state.timeline() if state.archive else state.chunks)
             self._embedded = min(self._embedded, start)
             self._timeline_of = state
         return self._timeline.units
+
+    def _grown_timeline(self, before: ThreadState | None, state: ThreadState) -> list[Chunk] | None:
+        """The turns appended between ``before`` and ``state`` when ``state`` grew from it (compactions in between
+        only fold turns, never drop them); None when the timeline must be built again (the log was replaced, or a
+        turn has an id that is no event number)."""
+        known = self._timeline.chunks
+        if before is None or not known or state.seq < before.seq or state.chunk(known[-1].id) is not known[-1]:
+            return None
+        grown = state.turns_after(before.seq)
+        return grown if len(known) + len(grown) == state.turns else None
 
     def window(self, state: ThreadState, budget_tokens: int, query: str | None = None,
                vectors: Vectors | None = None, embed_query: Query | None = None) -> Window:
