@@ -5,8 +5,9 @@
 
 * append: ``--appends`` messages through `ThreadManager.append` (checked, locked, written:
   one fsynced line in a directory, one committed row in PostgreSQL) into a fresh thread;
-  median and p90 per append, and appends/s. Then a tenth as many first appends, each
-  creating a thread.
+  median and p90 per append, and appends/s, beside the disk's own time for a line written
+  and synced right after each append (what no append can go below). Then a tenth as many
+  first appends, each creating a thread.
 * ThreadContext: the tool function (`memdir.tools.thread_context`, what the MCP tool runs)
   with a 2,000-token budget on a thread of each ``--events`` size (messages, and the
   compactions the default settings run), for each strategy; ``--repeats`` calls with
@@ -108,14 +109,26 @@ def bench_appends(memory: Memory, count: int) -> None:
     manager = manager_for(memory)
     rng = random.Random(1)
     thread = f"append-bench-{time.time_ns()}"
-    times = []
-    for turn in range(count):
-        checked = message("user", sentence(rng, turn), max_bytes=memory.settings.storage.max_entry_size)
-        start = time.perf_counter()
-        manager.append(thread, checked)
-        times.append(time.perf_counter() - start)
-    print(f"append ({count} messages into a new thread): {ms(times)}, {len(times) / sum(times):,.0f} appends/s",
-          flush=True)
+    times, floor = [], []
+    probe = memory.root / ".memdir" / f"sync-probe-{os.getpid()}"
+    probe.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for turn in range(count):
+            text = sentence(rng, turn)
+            checked = message("user", text, max_bytes=memory.settings.storage.max_entry_size)
+            start = time.perf_counter()
+            manager.append(thread, checked)
+            times.append(time.perf_counter() - start)
+            start = time.perf_counter()  # the disk alone, at the same moment: one line written and synced
+            os.write(fd, text.encode() + b"\n")
+            os.fdatasync(fd)
+            floor.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        probe.unlink()
+    print(f"append ({count} messages into a new thread): {ms(times)}, {len(times) / sum(times):,.0f} appends/s; "
+          f"the disk alone (a line written and fdatasync'd right after each append): {ms(floor)}", flush=True)
     times = []
     for turn in range(count // 10):
         checked = message("user", sentence(rng, turn), max_bytes=memory.settings.storage.max_entry_size)
