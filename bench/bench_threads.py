@@ -217,7 +217,8 @@ def bench_context(memory: Memory, events: int, repeats: int, budget: int, strate
     replay(manager.events(thread))
     print(f"replay of the {events:,}-event log (a new process's first read): {time.perf_counter() - start:.2f} s",
           flush=True)
-    queries = [" ".join(random.Random(q).choice(WORDS) for _ in range(6)) for q in range(repeats)]
+    asking = random.Random(time.time_ns())  # new queries each run: a query's vector is never in a cache already
+    queries = [" ".join(asking.choice(WORDS) for _ in range(6)) for _ in range(repeats)]
     for strategy in strategies:
         manager.set_strategy(thread, strategy)
         start = time.perf_counter()
