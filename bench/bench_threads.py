@@ -6,8 +6,8 @@
 * append: ``--appends`` messages through `ThreadManager.append` (checked, locked, written:
   one fsynced line in a directory, one committed row in PostgreSQL) into a fresh thread;
   median and p90 per append, and appends/s, beside the disk's own time for a line written
-  and synced right after each append (what no append can go below). Then a tenth as many
-  first appends, each creating a thread.
+  and synced next to each append, before or after it in turn (what no append can go below).
+  Then a tenth as many first appends, each creating a thread.
 * ThreadContext: the tool function (`memdir.tools.thread_context`, what the MCP tool runs)
   with a 2,000-token budget on a thread of each ``--events`` size (messages, and the
   compactions the default settings run), for each strategy; ``--repeats`` calls with
@@ -109,7 +109,8 @@ def bench_appends(memory: Memory, count: int) -> None:
     manager = manager_for(memory)
     rng = random.Random(1)
     thread = f"append-bench-{time.time_ns()}"
-    times, floor = [], []
+    times: list[float] = []
+    floor: list[float] = []
     probe = memory.root / ".memdir" / f"sync-probe-{os.getpid()}"
     probe.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -117,13 +118,14 @@ def bench_appends(memory: Memory, count: int) -> None:
         for turn in range(count):
             text = sentence(rng, turn)
             checked = message("user", text, max_bytes=memory.settings.storage.max_entry_size)
-            start = time.perf_counter()
-            manager.append(thread, checked)
-            times.append(time.perf_counter() - start)
-            start = time.perf_counter()  # the disk alone, at the same moment: one line written and synced
-            os.write(fd, text.encode() + b"\n")
-            os.fdatasync(fd)
-            floor.append(time.perf_counter() - start)
+            for step in ("append", "disk") if turn % 2 else ("disk", "append"):  # who goes first alternates
+                start = time.perf_counter()
+                if step == "append":
+                    manager.append(thread, checked)
+                else:  # the disk alone, at the same moment: one line written and synced
+                    os.write(fd, text.encode() + b"\n")
+                    os.fdatasync(fd)
+                (times if step == "append" else floor).append(time.perf_counter() - start)
     finally:
         os.close(fd)
         probe.unlink()
