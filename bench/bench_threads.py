@@ -130,7 +130,7 @@ def bench_appends(memory: Memory, count: int) -> None:
         os.close(fd)
         probe.unlink()
     print(f"append ({count} messages into a new thread): {ms(times)}, {len(times) / sum(times):,.0f} appends/s; "
-          f"the disk alone (a line written and fdatasync'd right after each append): {ms(floor)}", flush=True)
+          f"the disk alone (a line written and fdatasync'd next to each append): {ms(floor)}", flush=True)
     times = []
     for turn in range(count // 10):
         checked = message("user", sentence(rng, turn), max_bytes=memory.settings.storage.max_entry_size)
