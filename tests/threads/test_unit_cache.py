@@ -29,7 +29,13 @@ def test_units_grown_a_few_chunks_at_a_time_are_the_units_of_the_whole_thread():
             assert cache.units == units_of(chunks) and start <= before  # the units from ``start`` on are new
     cache.update(tuple(chunks))
     added = cache.extend([Chunk("c400", "user", "the last word")])
-    assert cache.units == units_of([*chunks, Chunk("c400", "user", "the last word")]) and added == len(cache.units) - 1
+    chunks.append(Chunk("c400", "user", "the last word"))
+    assert cache.units == units_of(chunks) and added == len(cache.units) - 1
+    call = len(cache.units)  # a call, a message, then its result: only the units from the call's on are built again
+    chunks += [Chunk("c401", "assistant", "calling", call_id="late"), Chunk("c402", "user", "meanwhile")]
+    cache.update(tuple(chunks))
+    chunks.append(Chunk("c403", "tool", "the result", call_id="late"))
+    assert cache.update(tuple(chunks)) == call and cache.units == units_of(chunks)
 
 
 def test_a_timeline_grown_across_compactions_is_the_timeline_built_afresh(make_manager):

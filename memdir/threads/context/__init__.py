@@ -51,34 +51,42 @@ def newest_turn(state: ThreadState) -> str | None:
 
 
 class UnitCache:
-    """The units of a chunk sequence that mostly grows: when it just grew, only the new chunks' units are built
-    (all of them when a new chunk is the result of a call an older unit holds: it joins that unit)."""
+    """The units of a chunk sequence that mostly grows: when it just grew, only the new chunks' units are built, and
+    when a new chunk is the result of a call an older unit holds, the units from that one on."""
 
     def __init__(self) -> None:
         self.chunks: list[Chunk] = []
         self.units: list[Unit] = []
-        self._calls: set[str] = set()  # call ids the units hold
+        self._calls: dict[str, int] = {}  # call id -> the unit that holds the call
 
     def update(self, chunks: Sequence[Chunk]) -> int:
         """Bring the units up to ``chunks``; the index of the first unit that changed (those after it are new)."""
         if _extends(chunks, self.chunks):
             return self.extend(chunks[len(self.chunks):])
         self.chunks = list(chunks)  # something changed in place
-        return self._build(0)
+        return self._build(0, self.chunks)
 
     def extend(self, added: Sequence[Chunk]) -> int:
         """Add chunks that follow the known ones (the caller knows they do); the first unit that changed."""
-        joins = any(chunk.call_id in self._calls for chunk in added if chunk.call_id)
-        start = 0 if joins else len(self.units)
+        start = min((self._calls.get(chunk.call_id, len(self.units)) for chunk in added if chunk.call_id),
+                    default=len(self.units))
+        known = len(self.chunks)
         self.chunks.extend(added)
-        return self._build(start, len(self.chunks) - len(added))
+        if start == len(self.units):
+            return self._build(start, list(added))
+        # the chunks of the units from ``start`` on: from the first one's place, those the units hold, in thread order
+        first = self.units[start].chunks[0]
+        place = next(i for i in range(known - 1, -1, -1) if self.chunks[i] is first)
+        members = {id(chunk) for unit in self.units[start:] for chunk in unit.chunks}
+        return self._build(start, [chunk for chunk in self.chunks[place:known] if id(chunk) in members] + list(added))
 
-    def _build(self, start: int, first_chunk: int = 0) -> int:
+    def _build(self, start: int, chunks: list[Chunk]) -> int:
+        """Units from ``start`` on, of ``chunks`` (the chunks of those units, in thread order)."""
+        fresh = units_of(chunks, start)
+        self.units = self.units[:start] + fresh  # a new list: a reader may still hold the old one
         if not start:
-            self.units, self._calls, first_chunk = [], set(), 0
-        fresh = units_of(self.chunks[first_chunk:], start)
-        self.units = self.units + fresh  # a new list: a reader may still hold the old one
-        self._calls.update(chunk.call_id for chunk in self.chunks[first_chunk:] if chunk.call_id)
+            self._calls = {}
+        self._calls.update((unit.chunks[0].call_id, unit.index) for unit in fresh if unit.chunks[0].call_id)
         return start
 
 
