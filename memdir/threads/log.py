@@ -84,10 +84,7 @@ class EventLog:
         """
         with self.logs.lock.exclusive(), self._guard:
             self._catch_up()
-            event = build(max(self._state.seq, self._highest_seq) + 1, now_iso(), self._state)
-            who = self.by()
-            if who and "by" not in event:
-                event = {**event, "by": who}
+            event = self._stamped(build(max(self._state.seq, self._highest_seq) + 1, now_iso(), self._state))
             state = replay([event], self._state)  # raises before anything is written
             self._offset = self.logs.append(self.thread, encode(event), self._offset)
             self._state = state
@@ -95,6 +92,30 @@ class EventLog:
             if "queued" in event:
                 self.queued_ids.add(event["queued"])
             return event, state
+
+    def create(self, builds: list[EventBuilder]) -> list[Event] | None:
+        """Start the log with these events, written in one step (a new thread's first events, and the message that
+        made it, cost one durable write); None when the log exists (another process created it meanwhile).
+
+        Raises:
+            InputValidationError: an event does not apply; nothing is written.
+        """
+        with self.logs.lock.exclusive(), self._guard:
+            if self.exists():
+                return None
+            state, events = ThreadState(), []
+            for build in builds:
+                event = self._stamped(build(state.seq + 1, now_iso(), state))
+                state = replay([event], state)  # raises before anything is written
+                events.append(event)
+            self.logs.create(self.thread, [encode(event) for event in events])
+            self._catch_up()  # the store's cursor after them
+            return events
+
+    def _stamped(self, event: Event) -> Event:
+        """``event`` with who appends it as its ``by``, unless it names one."""
+        who = self.by()
+        return {**event, "by": who} if who and "by" not in event else event
 
     def _catch_up(self) -> None:
         lines = self.logs.read(self.thread, self._offset)

@@ -23,11 +23,13 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from memdir.core.entry import utcnow
 from memdir.core.errors import (
@@ -45,7 +47,7 @@ from memdir.storage.directory.locking import LOCK_FILE_NAME, RootLock
 from memdir.storage.directory.thread_files import THREADS_FOLDER, ThreadFiles
 from memdir.threads import compaction
 from memdir.threads.compaction import Summarize
-from memdir.threads.context import ContextBuilder, Window
+from memdir.threads.context import ContextBuilder, Window, newest_turn
 from memdir.threads.log import EventBuilder, EventLog, encode
 from memdir.threads.markers import check_reference
 from memdir.threads.messages import Message
@@ -147,13 +149,16 @@ class ThreadManager:
         self.root, self.settings = Path(root), settings
         self.folder = self.root / THREADS_FOLDER
         self.derived = self.root / ".memdir" / THREADS_FOLDER
-        self.logs = logs or ThreadFiles(self.root, RootLock(self.root / LOCK_FILE_NAME, timeout=settings.storage.lock_timeout))
-        self.lock = self.logs.lock  # one lock for the logs, the queued messages and the vector cache
+        local = RootLock(self.root / LOCK_FILE_NAME, timeout=settings.storage.lock_timeout)
+        self.logs = logs or ThreadFiles(self.root, local)
+        self.lock = self.logs.lock  # one lock for the logs and the queued messages
+        self._local_lock = local  # the vector cache is derived data of this root: its lock, never a store-wide one
         self._embedder = embedder or (lambda: None)
         self._actor = actor or Actor
         self._audit = audit or (lambda *_: None)
         self._threads: dict[str, _Thread] = {}
         self._vectors: dict[str, VectorCache] = {}
+        self._embedding: ThreadPoolExecutor | None = None  # embeds new messages of semantic threads
         self._runtimes = threading.Lock()
 
     # ------------------------------------------------------------------ threads
@@ -178,7 +183,7 @@ class ThreadManager:
         if not runtime.log.exists():
             if not create:
                 raise ThreadNotFoundError(thread)
-            self._create(runtime)
+            return runtime  # a new thread, the acting agent's: its first message creates it (`_process`)
         state = runtime.log.state()
         actor, labels = self._actor(), labels_of(state)
         if not actor.in_audience(labels):
@@ -197,14 +202,17 @@ class ThreadManager:
         return [{"op": "CONFIGURE", "key": "owner", "value": actor.name},
                 {"op": "CONFIGURE", "key": "visible_to", "value": actor.default_visibility()}]
 
-    def _create(self, runtime: _Thread) -> None:
-        """Write a new thread's first event: its strategy, owner and visibility."""
+    def _create(self, runtime: _Thread, first: EventBuilder) -> tuple[Event, ThreadState]:
+        """Write a new thread's first event (its strategy, owner and visibility) and its first message in one step;
+        when another process created the thread meanwhile, its owner decides whether the message may follow."""
         operations = [{"op": "CONFIGURE", "key": "strategy", "value": self.settings.threads.strategy}, *self._ownership()]
-        with self.lock.exclusive():
-            if runtime.log.exists():  # another process created it meanwhile
-                return
-            state = runtime.log.append(lambda seq, at, _: {"seq": seq, "at": at, "op": "BATCH", "events": operations})[1]
-        self._audit("thread-create", runtime.id, state, {})
+        events = runtime.log.create([lambda seq, at, _: {"seq": seq, "at": at, "op": "BATCH", "events": operations}, first])
+        if events is None:
+            self._thread(runtime.id, change="append to")
+            return runtime.log.append(first)
+        state = runtime.log.state()
+        self._audit("thread-create", runtime.id, replay(events[:1]), {})
+        return events[-1], state
 
     def _follow_pending(self, runtime: _Thread) -> None:
         """Make this process's queue hold what ``queue.jsonl`` holds: messages queued by other (or dead)
@@ -306,7 +314,9 @@ class ThreadManager:
             before.append(state.strategy)
             return item.message.event(seq, at, state)
 
-        if item.pending_id is None:
+        if item.pending_id is None and not runtime.log.exists():
+            event, state = self._create(runtime, build)
+        elif item.pending_id is None:
             event, state = runtime.log.append(build)
         else:
             event, state = self._write_queued(runtime, build, item.pending_id)
@@ -314,6 +324,8 @@ class ThreadManager:
         switched = state.strategy != before[-1]
         if switched:
             self._audit("thread-configure", runtime.id, state, {"strategy": state.strategy, "by": "marker"})
+        if state.strategy == "semantic":
+            self._embed_soon(state)
         compacted = None
         if state.mode == "auto" and runtime.queue.blocked_by is None:
             try:
@@ -481,6 +493,20 @@ class ThreadManager:
             return runtime.builder.window(state, budget_tokens, query)
         return runtime.builder.window(state, budget_tokens, query, cache.vectors, cache.query)
 
+    def _embed_soon(self, state: ThreadState) -> None:
+        """Embed the newest message on a thread of its own, so the next context window finds its vector (or waits
+        for it rather than embedding it again), and the append returns without waiting for the model. Only once a
+        semantic window was asked in this process (its cache holds the model): an append never loads the model."""
+        text = newest_turn(state)
+        with self._runtimes:
+            cache = next(reversed(self._vectors.values()), None)
+            if cache is None or text is None:
+                return
+            if self._embedding is None:
+                self._embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdir-thread-embed")
+            future = self._embedding.submit(cache.vectors, [text])
+        future.add_done_callback(_log_failure)
+
     def _vector_cache(self) -> VectorCache | None:
         """The embeddings cache of the current embedder; None when there is no model (yet)."""
         embedder = self._embedder()
@@ -489,8 +515,14 @@ class ThreadManager:
         with self._runtimes:
             cache = self._vectors.get(embedder.model_id)
             if cache is None:
-                cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self.lock)
+                cache = self._vectors[embedder.model_id] = VectorCache(self.root, self.derived, embedder, self._local_lock)
         return cache
+
+
+def _log_failure(future: Future[np.ndarray]) -> None:
+    """A message's vector could not be made ahead: the next context window makes it (or says why not)."""
+    if (exc := future.exception()) is not None:
+        logger.warning("embedding a new thread message ahead failed: %s", exc)
 
 
 def labels_of(state: ThreadState) -> Labels:

@@ -191,6 +191,13 @@ class ThreadState:
         """How many chunks were appended and are still in the thread, compacted ones included (summaries not)."""
         return sum(1 for chunk in self.chunks if not chunk.is_summary) + self.archived_turns
 
+    def turns_after(self, seq: int) -> list[Chunk]:
+        """The turns added by events after ``seq`` (ids ``c<N>``, ``N > seq``), in order, compacted ones included:
+        found by id, so a timeline grows by what was appended without unfolding every summary again."""
+        live = {chunk.id: chunk for chunk in self.chunks}
+        found = (live.get(f"c{number}") or self.archive.get(f"c{number}") for number in range(seq + 1, self.seq + 1))
+        return [chunk for chunk in found if chunk is not None and not chunk.is_summary]
+
     def timeline(self) -> list[Chunk]:
         """Every turn of the thread in order, as appended: compaction's summaries unfolded into their originals."""
         if not self.archive:

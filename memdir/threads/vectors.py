@@ -13,6 +13,7 @@ import hashlib
 import re
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -41,12 +42,44 @@ class VectorCache:
         self._matrix = np.zeros((0, embedder.dimensions), dtype=np.float32)  # rows past ``_count``: room to grow
         self._count = 0
         self._read = 0
-        self._guard = threading.Lock()  # several readers at once
+        self._embedding: dict[bytes, Future[None]] = {}  # texts being embedded by some caller right now
+        self._guard = threading.Lock()  # callers on several threads (the model runs outside it)
 
-    def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        """One unit vector per text, embedding (in batches) only the texts never seen before."""
-        with self._guard:
-            return self._vectors(texts)
+    def vectors(self, texts: Sequence[str], ahead: Sequence[str] = ()) -> np.ndarray:
+        """One unit vector per text, embedding (in batches) only the texts never seen before.
+
+        ``ahead``: texts wanted soon (not returned): embedded in the same batch when something must be embedded
+        anyway, never waited for. A text another caller is embedding right now is waited for, not embedded twice;
+        the model runs with no lock held, so other callers' cached vectors come back meanwhile.
+        """
+        while True:
+            with self._guard:
+                rows = [self._by_text.get(text, -1) for text in texts]  # (-1: not embedded yet)
+                unknown = {i: digest(texts[i]) for i, row in enumerate(rows) if row < 0}
+                if not unknown:
+                    return self._matrix[rows]
+                if any(key not in self._rows for key in unknown.values()):
+                    self._load_new()
+                missing: dict[bytes, str] = {}
+                for i, key in unknown.items():
+                    if key in self._rows:
+                        self._by_text[texts[i]] = self._rows[key]
+                    else:
+                        missing.setdefault(key, texts[i])
+                if not missing:
+                    return self._matrix[[self._by_text[text] for text in texts]]
+                waits = {id(future): future for key in missing if (future := self._embedding.get(key)) is not None}
+                mine = {key: text for key, text in missing.items() if key not in self._embedding}
+                if mine:
+                    for text in ahead:
+                        if (key := digest(text)) not in self._rows and key not in self._embedding:
+                            mine.setdefault(key, text)
+                    done: Future[None] = Future()
+                    self._embedding.update(dict.fromkeys(mine, done))
+            if mine:
+                self._embed(mine, done)
+            for future in waits.values():
+                future.exception()  # wait; a caller whose embedding failed raised it: this one tries again
 
     def query(self, text: str) -> np.ndarray:
         """The vector of a query: from the cache when the text is a known one, else embedded and not kept (a
@@ -57,31 +90,32 @@ class VectorCache:
                 row = self._rows.get(digest(text))
         return self._matrix[row] if row is not None else self.embedder.embed([text])[0]
 
-    def _vectors(self, texts: Sequence[str]) -> np.ndarray:
-        rows = [self._by_text.get(text, -1) for text in texts]  # (-1: not embedded yet)
-        unknown = [i for i, row in enumerate(rows) if row < 0]
-        if unknown:
-            keys = {i: digest(texts[i]) for i in unknown}
-            if any(key not in self._rows for key in keys.values()):
-                self._load_new()
-            missing: dict[bytes, str] = {}
-            for i, key in keys.items():
-                if key not in self._rows:
-                    missing.setdefault(key, texts[i])
-            if missing:
-                self._add(list(missing), self.embedder.embed(list(missing.values())))
-            for i, key in keys.items():
-                rows[i] = self._by_text[texts[i]] = self._rows[key]
-        return self._matrix[rows]
+    def _embed(self, texts: dict[bytes, str], done: Future[None]) -> None:
+        """Embed ``texts`` (by digest) and keep them; ``done`` tells the callers waiting for them."""
+        try:
+            self._add(list(texts), self.embedder.embed(list(texts.values())))
+        except BaseException as exc:
+            done.set_exception(exc)
+            raise
+        else:
+            done.set_result(None)
+        finally:
+            with self._guard:
+                for key in texts:
+                    self._embedding.pop(key, None)
 
     def _add(self, keys: list[bytes], vectors: np.ndarray) -> None:
+        """Keep new vectors, and append them to the file (under the root's lock, so other processes find them)."""
         vectors = np.ascontiguousarray(vectors, dtype="<f4")
         data = b"".join(key + row.tobytes() for key, row in zip(keys, vectors))
         with self.lock.exclusive():
-            self._load_new()
+            with self._guard:
+                self._load_new()
             # cut: drop a killed writer's part record
-            self._read = append_bytes(self.root, self.path, data, cut=lambda size: size - size % self.record)
-        self._remember(keys, vectors)
+            end = append_bytes(self.root, self.path, data, cut=lambda size: size - size % self.record)
+            with self._guard:
+                self._read = end
+                self._remember(keys, vectors)
 
     def _load_new(self) -> None:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -237,3 +238,17 @@ def test_a_writer_killed_between_writing_and_dequeuing_leaves_no_duplicate(make_
     fresh = make_manager()
     assert fresh.queued("t") == 0 and [c.content for c in fresh.state("t").chunks] == ["one", "two"]
     assert fresh.step("t").processed is None
+
+
+def test_a_new_threads_first_message_is_written_with_its_creation_in_one_durable_step(manager, monkeypatch):
+    say(manager, "older", "user", "the threads folder exists already")
+    syncs: list[str] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda fd, real=real, name=name: (syncs.append(name), real(fd))[1])
+    say(manager, "t", "user", "hello")
+    # the log written whole and synced, then its folder and the threads folder (which gained the thread's folder)
+    assert syncs == ["fsync", "fsync", "fsync"]
+    lines = (manager.folder / "t" / "events.jsonl").read_text().splitlines()
+    assert [json.loads(line)["op"] for line in lines] == ["BATCH", "ADD"]
+    assert [chunk.content for chunk in manager.state("t").chunks] == ["hello"] and manager.replay("t") == manager.state("t")

@@ -396,7 +396,7 @@ def test_a_thread_file_linked_out_of_the_root_while_serving_is_never_read_or_wri
     before = snapshot(outside)
     calls = (
         (thread_append, ("chat", "user", "more")),
-        (thread_context, ("chat", 500, "hello")),
+        (thread_context, ("chat", 20, "hello")),  # a window small enough to rank an older turn
         (thread_control, ("chat", "mode", "stepping")),
         (thread_append, ("chat", "user", "queued")),
         (thread_control, ("chat", "fork", "copy")),

@@ -2,8 +2,9 @@
 
 ``<root>/threads/<id>/events.jsonl``: the thread's events as JSON lines, append only, a
 record of the root (like the audit log), never derived data. A cursor is a byte offset.
-Appends are one ``write`` on an ``O_APPEND`` descriptor, then synced (``fdatasync``; a new
-log's folders too), under the root's lock; reads take no lock and stop at the last newline,
+Appends are one ``write`` on an ``O_APPEND`` descriptor, then synced (``fdatasync``), under
+the root's lock; a new log is written whole (a temporary file, synced, renamed; then the
+folders whose entries changed are synced); reads take no lock and stop at the last newline,
 so a line being written (or half written by a writer killed mid-write) is never read, and
 the next append cuts it off.
 Every file operation goes through `memdir.core.files` (confined to the root, regular
@@ -20,6 +21,7 @@ from pathlib import Path
 from memdir.core.errors import UnsafeFileError
 from memdir.core.files import (
     append_bytes,
+    fsync_dir,
     open_regular,
     private_folder,
     replacing,
@@ -94,10 +96,13 @@ class ThreadFiles:
     def create(self, thread: str, lines: Iterable[bytes]) -> None:
         """A new thread's log holding ``lines`` (the caller holds the lock and checked that there is none)."""
         target = self.path(thread)
+        made = [folder for folder in (self.folder, target.parent) if not os.path.lexists(folder)]
         private_folder(self.root, target.parent.relative_to(self.root))
-        with replacing(target, root=self.root) as out:
+        with replacing(target, root=self.root) as out:  # synced, and so is its folder
             for line in lines:
                 out.write(line)
+        for folder in made:  # a new folder's name lasts once the folder holding it is synced
+            fsync_dir(folder.parent)
 
 
 __all__ = ["LOG_NAME", "THREADS_FOLDER", "ThreadFiles"]
