@@ -300,7 +300,7 @@ def test_a_command_whose_own_files_meet_a_full_disk_says_so_and_changes_nothing(
     from typer.testing import CliRunner
 
     from memdir.cli import app
-    from memdir.optimization import journal
+    from memdir.optimization import journal_store
 
     monkeypatch.setenv("MEMDIR_EMBEDDINGS_ENABLED", "false")
     root = tmp_path / "notes"
@@ -312,7 +312,7 @@ def test_a_command_whose_own_files_meet_a_full_disk_says_so_and_changes_nothing(
     def no_room(*_args, **_kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(journal, "_write_record", no_room)
+    monkeypatch.setattr(journal_store._FileWriter, "write", no_room)
     result = CliRunner().invoke(app, ["defrag", "--root", str(root), "--action", "merge_duplicates", "--live"])
     assert result.exit_code == 1
     assert f"The disk holding the memory root {root} is full" in result.output
