@@ -230,6 +230,8 @@ def main() -> None:
                 run.server_cpu = cpu_seconds(server.process.pid) - cpu_before
                 run.clients_cpu = cpu_seconds(os.getpid()) - own_before
                 checked, lost = anyio.run(verify, server.url, token, run)
+                if run.errors:  # what the server said about them
+                    print("".join(line for line in server.lines if "Traceback" in line or "Error" in line or line.startswith("  ")))
             for name, value in report(run, checked, lost).items():
                 totals[name].append(value)
             refused, sent = refused + run.probes_refused, sent + run.probes_sent

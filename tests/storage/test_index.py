@@ -168,6 +168,34 @@ def test_remove(root):
     assert index.keyword_search(["alpha"]) == []
 
 
+def test_the_in_memory_indexes_change_only_under_the_lock_searches_take(root, monkeypatch):
+    """A search on a server's reading thread holds the index's lock while it reads the keyword index
+    and the matrix; a write, delete, re-embedding, clear or reconcile on the writer's thread changes
+    them under that lock too, never between its commit and its return (a search there read a posting
+    of a slot the BM25 lengths did not have yet: IndexError)."""
+    adapter = FilesystemAdapter(root)
+    index = DerivedIndex(root)
+    unlocked: list[str] = []
+    for owner, names in ((index.keywords, ("add", "remove", "load")), (index.vectors, ("upsert", "remove", "clear"))):
+        for name in names:
+            real = getattr(owner, name)
+
+            def checked(*args, _real=real, _name=name, **kwargs):
+                if not index.lock._is_owned():
+                    unlocked.append(_name)
+                return _real(*args, **kwargs)
+
+            monkeypatch.setattr(owner, name, checked)
+    put(index, make("concept/a.md", "alpha"))
+    entry = make("concept/b.md", "beta")
+    index.set_vectors([(entry, FileStats(1, 4, 1, 1), hash_of(entry), MODEL)])
+    index.remove("concept/a.md")
+    write_entry(adapter, "concept/c.md", "gamma")
+    reconcile(index, adapter)
+    index.clear()
+    assert unlocked == []
+
+
 # ---------------------------------------------------------------- several processes
 
 

@@ -568,35 +568,37 @@ class DerivedIndex:
         are written, so a rebuild does not re-tokenise every entry. Entries without a
         searchable row get the full `upsert`.
         """
-        items = list(items)
-        full: list[tuple[Entry, FileStats, str | None, str | None, str | None]] = []
-        with self._writing() as (db, seq):
-            for entry, stats, text_hash, model_id in items:
-                vector = entry.embedding
-                row_id = sql.restamp_row(db, entry.path, stats, text_hash, seq) if vector is not None else None
-                if row_id is None or vector is None:
-                    full.append((entry, stats, text_hash, model_id, text_hash))
-                    continue
-                sql.write_vector(db, row_id, model_id, text_hash, vector)
-        needs_full = {entry.path for entry, *_ in full}
-        for entry, _, _, model_id in items:
-            if entry.path not in needs_full and entry.embedding is not None:  # (restamped: it has one)
-                self.vectors.upsert(entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id)
-        if full:
-            self._upsert_rows(full)
-        return len(items)
+        with self.lock:  # readers see the rows and the in-memory indexes change together
+            items = list(items)
+            full: list[tuple[Entry, FileStats, str | None, str | None, str | None]] = []
+            with self._writing() as (db, seq):
+                for entry, stats, text_hash, model_id in items:
+                    vector = entry.embedding
+                    row_id = sql.restamp_row(db, entry.path, stats, text_hash, seq) if vector is not None else None
+                    if row_id is None or vector is None:
+                        full.append((entry, stats, text_hash, model_id, text_hash))
+                        continue
+                    sql.write_vector(db, row_id, model_id, text_hash, vector)
+            needs_full = {entry.path for entry, *_ in full}
+            for entry, _, _, model_id in items:
+                if entry.path not in needs_full and entry.embedding is not None:  # (restamped: it has one)
+                    self.vectors.upsert(entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id)
+            if full:
+                self._upsert_rows(full)
+            return len(items)
 
     def _upsert_rows(self, items: list[tuple[Entry, FileStats, str | None, str | None, str | None]]) -> int:
-        docs: list[KeywordDoc | None] = []
-        with self._writing() as (db, seq):
-            for entry, stats, text_hash, model_id, vector_hash in items:
-                row_id, doc = sql.write_row(db, entry, stats, text_hash, seq)
-                docs.append(doc)
-                if row_id is not None and entry.embedding is not None:  # (a row id comes only with a vector)
-                    sql.write_vector(db, row_id, model_id, vector_hash, entry.embedding)
-        for (entry, _, _, model_id, _), doc in zip(items, docs):
-            self._apply(entry, model_id, doc)
-        return len(items)
+        with self.lock:  # readers see the rows and the in-memory indexes change together
+            docs: list[KeywordDoc | None] = []
+            with self._writing() as (db, seq):
+                for entry, stats, text_hash, model_id, vector_hash in items:
+                    row_id, doc = sql.write_row(db, entry, stats, text_hash, seq)
+                    docs.append(doc)
+                    if row_id is not None and entry.embedding is not None:  # (a row id comes only with a vector)
+                        sql.write_vector(db, row_id, model_id, vector_hash, entry.embedding)
+            for (entry, _, _, model_id, _), doc in zip(items, docs):
+                self._apply(entry, model_id, doc)
+            return len(items)
 
     def _apply(self, entry: Entry, model_id: str | None, doc: KeywordDoc | None) -> None:
         """Mirror a committed row in the matrix and the keyword index (``doc`` None: a stub)."""
@@ -629,13 +631,14 @@ class DerivedIndex:
 
     def remove(self, path: str) -> bool:
         """Drop the row of ``path``, leaving a tombstone for other processes; False if it had none."""
-        with self._writing() as (db, seq):
-            found = db.execute("SELECT id FROM entries WHERE path = ?", (path,)).fetchone()
-            if found:
-                sql.delete_row(db, found[0], path, seq)
-        self.vectors.remove(path)
-        self.keywords.remove(path)
-        return found is not None
+        with self.lock:  # readers see the rows and the in-memory indexes change together
+            with self._writing() as (db, seq):
+                found = db.execute("SELECT id FROM entries WHERE path = ?", (path,)).fetchone()
+                if found:
+                    sql.delete_row(db, found[0], path, seq)
+            self.vectors.remove(path)
+            self.keywords.remove(path)
+            return found is not None
 
     # ------------------------------------------------------------------ reconcile with the files
     def reconcile(
@@ -699,12 +702,13 @@ class DerivedIndex:
                 (path, row[0]) for path, row in known.items() if path not in seen and (covered is None or covered(path))
             ]
             if vanished:
-                with self._writing(files_seen=False) as (db, seq):
-                    for path, row_id in vanished:
-                        sql.delete_row(db, row_id, path, seq)
-                for path, _ in vanished:
-                    self.vectors.remove(path)
-                    self.keywords.remove(path)
+                with self.lock:  # readers see the rows and the in-memory indexes change together
+                    with self._writing(files_seen=False) as (db, seq):
+                        for path, row_id in vanished:
+                            sql.delete_row(db, row_id, path, seq)
+                    for path, _ in vanished:
+                        self.vectors.remove(path)
+                        self.keywords.remove(path)
                 report.removed = len(vanished)
             for start in range(0, len(changed), _RECONCILE_BATCH):
                 self._reload(changed[start : start + _RECONCILE_BATCH], known, load, text_hash_of, report)
@@ -813,13 +817,14 @@ class DerivedIndex:
 
     def clear(self) -> None:
         """Drop every row (a full rebuild follows); other processes notice and reload."""
-        with self._writing(files_seen=False) as (db, _):
-            for table in ("entries", "vectors", "entry_tags", "entry_terms", "links", "tombstones", "folders"):
-                db.execute(f"DELETE FROM {table}")  # noqa: S608 — fixed table names
-            db.execute("UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'generation'")
-            self._generation = sql.meta_text(db, "generation")
-        self.vectors.clear()
-        self.keywords.load(*([],) * 7)
+        with self.lock:  # readers see the rows and the in-memory indexes change together
+            with self._writing(files_seen=False) as (db, _):
+                for table in ("entries", "vectors", "entry_tags", "entry_terms", "links", "tombstones", "folders"):
+                    db.execute(f"DELETE FROM {table}")  # noqa: S608 — fixed table names
+                db.execute("UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'generation'")
+                self._generation = sql.meta_text(db, "generation")
+            self.vectors.clear()
+            self.keywords.load(*([],) * 7)
 
     # ------------------------------------------------------------------ queries
     def keyword_search(
