@@ -153,25 +153,17 @@ class Embedding:
             return self.model.get(timeout=self.settings.embeddings.search_model_wait)
         return self.embedder_now()
 
-    def embed(self, texts: list[str]) -> np.ndarray | None:
-        """The vectors of a bulk write's texts (None: no model, or it failed: stored without vectors)."""
-        embedder = self.embedder_now()
-        if embedder is None:
-            return None
-        try:
-            return embedder.embed(texts)
-        except Exception:  # the write must still succeed; the entry stays "not embedded"
-            log.exception("embedding failed; the entry is stored without a vector")
-            return None
+    def embed(self, texts: list[str], *, with_waiting: bool = False) -> np.ndarray | None:
+        """The vectors of ``texts`` (None: no model, or it failed: stored without vectors).
 
-    def embed_write(self, text: str) -> np.ndarray | None:
-        """One write's vector, made in one model call with the texts of the writes waiting beside it
-        (`EmbeddingBatches`); None as `embed` gives it."""
+        ``with_waiting``: in one model call with the texts of the writes waiting beside them
+        (`EmbeddingBatches`), as a single write's text is embedded; a bulk write's are one batch already.
+        """
         embedder = self.embedder_now()
         if embedder is None:
             return None
         try:
-            return self.batches.embed(embedder, [text])[0]
+            return self.batches.embed(embedder, texts) if with_waiting else embedder.embed(texts)
         except Exception:  # the write must still succeed; the entry stays "not embedded"
             log.exception("embedding failed; the entry is stored without a vector")
             return None

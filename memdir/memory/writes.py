@@ -60,7 +60,8 @@ class Writes:
             hits: the read count to store (None: keep the current one).
         """
         logical, meta, text = self.prepared(path, title, metadata, content)
-        vector = self.embedding.embed_write(text)  # before the lock, with the writes waiting beside it
+        vectors = self.embedding.embed([text], with_waiting=True)  # before the lock
+        vector = None if vectors is None else vectors[0]
         return self.stored(logical, content, title, meta, text, vector,
                             expected_content=expected_content, updated_at=updated_at, hits=hits)
 

@@ -2,8 +2,7 @@
 
 The results it shows (at most ``prefetch_search``, 10) are prefetched into the memory's entry
 cache, best first: an agent's next call after a search is most often a MemoryRead of one of
-them, and not only of the best (an agent reading the 1st, 4th and 5th found two of them
-uncached when only the 3 best were). An entry cached and unchanged costs two ``stat`` calls,
+them, and not only of the best. An entry cached and unchanged costs two ``stat`` calls,
 not a read. The prefetch runs on a thread of its own once the answer is made, so the search
 does not wait for it; the agent's next call comes after its turn, when the prefetch is done.
 
