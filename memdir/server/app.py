@@ -48,7 +48,7 @@ from memdir.server.state import (
     run_memory_tool,
     session_state,
 )
-from memdir.server.stopping import exit_for, run_until_signalled
+from memdir.server.stopping import exit_at_once_on_signals, exit_for, run_until_signalled
 from memdir.tools.discovery import discover
 from memdir.workspace.tools import WORKSPACE_TOOLS, Workspace
 
@@ -397,9 +397,10 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
 
 
 def serve(settings: Settings | None = None) -> None:
-    """Run the server over stdio until the client disconnects."""
+    """Run the server over stdio until the client disconnects (or SIGINT/SIGTERM stops it)."""
     import anyio
 
+    exit_at_once_on_signals()
     server = build_server(settings)
     # Everything imported and built by now (the MCP SDK's thousands of pydantic objects, the
     # tools' models) lives as long as the process: freezing it keeps the cyclic collector's

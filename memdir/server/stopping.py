@@ -52,9 +52,29 @@ def exit_for(signum: signal.Signals) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed or broken stream: nothing left to flush
+        except (OSError, ValueError, RuntimeError):  # closed, broken, or interrupted mid-write: nothing to save
             pass
     os._exit(128 + signum)
 
 
-__all__ = ["STOP_SIGNALS", "exit_for", "run_until_signalled"]
+def exit_at_once_on_signals() -> None:
+    """Until `run_until_signalled` takes over, SIGINT and SIGTERM end the process at once (130, 143).
+
+    While the server starts nothing is open, so there is nothing to finish. Left to Python,
+    Ctrl-C would raise a KeyboardInterrupt in whatever the start is doing (importing, building
+    the tools' models), and an interrupt raised inside the `exec` that builds a dataclass or a
+    namedtuple makes ``python -m memdir`` die of SIGINT at exit instead of leaving with 130
+    (CPython remembers it and re-raises the signal). asyncio puts the default handlers back
+    when `run_until_signalled`'s own go.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _exit_for_signal)
+
+
+def _exit_for_signal(signum: int, frame: object) -> None:
+    exit_for(signal.Signals(signum))
+
+
+__all__ = ["STOP_SIGNALS", "exit_at_once_on_signals", "exit_for", "run_until_signalled"]

@@ -44,14 +44,18 @@ def wait_for_exit(pid: int, timeout: float) -> int | None:
     return None
 
 
-def test_ctrl_c_on_a_terminal_stops_the_server_after_it_said_it_is_waiting(serve_env):
+@pytest.mark.parametrize("delay", [0.0, 0.01, 0.02])
+def test_ctrl_c_on_a_terminal_stops_the_server_after_it_said_it_is_waiting(serve_env, delay):
+    """Also while the server is still being built: Ctrl-C right after the message used to land in
+    an import, and ``python -m memdir`` then died of SIGINT instead of exiting with 130."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: the server with a terminal as stdin, stdout and stderr
         os.execve(sys.executable, [sys.executable, "-m", "memdir", "serve"], serve_env)
     code = None
     try:
-        shown = read_pty_until(fd, WAITING, timeout=30)
+        shown = read_pty_until(fd, b"Ctrl-C", timeout=30)
         assert WAITING in shown and b"Ctrl-C" in shown, shown
+        time.sleep(delay)
         os.kill(pid, signal.SIGINT)
         code = wait_for_exit(pid, timeout=10)
         shown += read_pty_until(fd, b"\0", timeout=0.3)
