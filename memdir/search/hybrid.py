@@ -89,7 +89,6 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -109,6 +108,7 @@ EmbedderSource = Embedder | Callable[[], Embedder | None] | None
 # SwarmMemory: keyword matches are normalised by min(len(keywords), 5), so a long query
 # is not penalised for words no entry could contain.
 KEYWORD_NORMALISER_CAP = 5
+_NO_TAGS: frozenset[str] = frozenset()
 
 MIN_IDF = 0.1
 """Coverage weight of a query term found in more than half the entries (its BM25 idf is negative)."""
@@ -313,7 +313,7 @@ class HybridSearcher:
                 return []
             found, signals, scores, relevance = ranked.found, ranked.signals, ranked.scores, ranked.relevance
             results: list[SearchResult] = []
-            for i in ranked.order():
+            for i in ranked.order(top_k):
                 # A score of 0 means no signal at all (no shared word, orthogonal vectors): never a result.
                 if scores[i] <= 0.0 or (threshold is not None and scores[i] < threshold):
                     break
@@ -488,10 +488,16 @@ class _Ranked:
         """The query terms candidate ``i`` contains (asked of the results only, not of every candidate)."""
         return tuple(term for term, held in self.found.contains.items() if held[i])
 
-    def order(self) -> list[int]:
-        """Positions best first (ties by path)."""
-        paths = self.found.paths
-        return sorted(range(len(paths)), key=lambda i: (-self.scores[i], paths[i]))
+    def order(self, limit: int) -> list[int]:
+        """Positions best first (ties by path): the ``limit`` best, and any tied with the last of them
+        (only those are sorted; the rest cannot be among the first ``limit``)."""
+        paths, scores = self.found.paths, self.scores
+        positions: Iterable[int] = range(len(paths))
+        if limit < len(paths):
+            values = np.asarray(scores)
+            last = np.partition(values, len(values) - limit)[len(values) - limit]
+            positions = np.flatnonzero(values >= last).tolist()
+        return sorted(positions, key=lambda i: (-scores[i], paths[i]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -595,26 +601,23 @@ def _share(covered: np.ndarray, weights: Iterable[float]) -> np.ndarray:
     return np.minimum(1.0, covered / heaviest) if heaviest > 0 else np.zeros_like(covered)
 
 
+_TAG_TERMS: dict[str, frozenset[str]] = {}
+"""The stemmed words of every tag met so far (tags recur far more than whole tag lists)."""
+_TAGS_WITH_TERM: dict[str, set[str]] = {}
+"""The tags met so far, by each of their stemmed words."""
 _TAG_WORDS_BY_HEAD: dict[str, set[str]] = {}
 """Every tag word of 4 letters or more met so far, by its first four: the only tag words a query
 word's prefix can match (see `_tag_counts`)."""
 
 
-@lru_cache(maxsize=65536)
-def _one_tag_terms(tag: str) -> frozenset[str]:
-    """Stemmed words of one tag; cached per tag, because tags recur far more than whole tag lists."""
-    terms = frozenset(tag_terms((tag,)))
-    for term in terms:
-        if len(term) >= 4:
-            _TAG_WORDS_BY_HEAD.setdefault(term[:4], set()).add(term)
-    return terms
-
-
-def _tag_terms(tags: tuple[str, ...]) -> frozenset[str]:
-    """Stemmed words of a tag list."""
-    if len(tags) == 1:
-        return _one_tag_terms(tags[0])
-    return frozenset().union(*map(_one_tag_terms, tags))
+def _learn_tags(tags: Iterable[str]) -> None:
+    """File the words of ``tags`` in `_TAG_TERMS`, `_TAGS_WITH_TERM` and `_TAG_WORDS_BY_HEAD`."""
+    for tag in tags:
+        terms = _TAG_TERMS[tag] = frozenset(tag_terms((tag,)))
+        for term in terms:
+            _TAGS_WITH_TERM.setdefault(term, set()).add(tag)
+            if len(term) >= 4:
+                _TAG_WORDS_BY_HEAD.setdefault(term[:4], set()).add(term)
 
 
 def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.ndarray:
@@ -622,26 +625,34 @@ def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.nda
 
     A keyword matches a tag word with the same stem, or (both at least 4 letters) one
     that is a prefix of the other ("debug" ~ "debugger"); such a pair shares its first four
-    letters, so the prefix test runs only on the candidates' tag words filed under the
-    keyword's four (`_TAG_WORDS_BY_HEAD`), and when no keyword matches any of them (the
-    usual case) no candidate's tags are looked at again.
+    letters, so the prefix test runs only on the tag words filed under the keyword's four
+    (`_TAG_WORDS_BY_HEAD`). The tags holding a matching word are found by word
+    (`_TAGS_WITH_TERM`), each marked with a bit per keyword it matches; a tag list counts the
+    keywords any of its tags match. When no keyword matches a candidate's tag (the usual case)
+    no candidate's tags are looked at again.
     """
     counts = np.zeros(len(tag_lists))
     distinct_tags: set[str] = set().union(*tag_lists)
     if not stems or not distinct_tags:
         return counts
-    all_terms = frozenset().union(*map(_one_tag_terms, distinct_tags))
-    wanted: list[frozenset[str]] = []
-    for word in stems:
-        near = {word} & all_terms
+    unseen = distinct_tags.difference(_TAG_TERMS)
+    if unseen:
+        _learn_tags(unseen)
+    bits: dict[str, int] = {}
+    for j, word in enumerate(stems):
+        near = {word}
         if len(word) >= 4:
-            heads = _TAG_WORDS_BY_HEAD.get(word[:4], set()) & all_terms
+            heads = tuple(_TAG_WORDS_BY_HEAD.get(word[:4], ()))  # (a copy: another search may file words meanwhile)
             near.update(t for t in heads if t.startswith(word) or word.startswith(t))
-        if near:
-            wanted.append(frozenset(near))
-    if wanted:
-        for i, tags in enumerate(tag_lists):
-            if tags:
-                terms = _tag_terms(tags)
-                counts[i] = sum(1 for matches in wanted if not terms.isdisjoint(matches))
+        for term in near:
+            for tag in _TAGS_WITH_TERM.get(term, _NO_TAGS) & distinct_tags:
+                bits[tag] = bits.get(tag, 0) | 1 << j
+    if not bits:
+        return counts
+    for i, tags in enumerate(tag_lists):
+        mask = 0
+        for tag in tags:
+            mask |= bits.get(tag, 0)
+        if mask:
+            counts[i] = mask.bit_count()
     return counts

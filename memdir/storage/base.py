@@ -111,8 +111,8 @@ class Candidates:
     """
 
     paths: list[str]
-    titles: list[str]
-    types: list[str | None]
+    titles: Sequence[str]
+    types: Sequence[str | None]
     tags: list[tuple[str, ...]]
     contains: dict[str, np.ndarray]
 

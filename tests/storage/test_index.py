@@ -102,7 +102,7 @@ def test_candidates_neighbours_and_cosines_of_a_search(root):
         hits = index.semantic_hits(vector, MODEL, 2)
         cosines = hits.cosines([*found.paths, "concept/gone.md"])
     assert found.paths == ["conversation/one/turn1.md", "conversation/two/turn0.md"]
-    assert found.types == ["concept", "concept"] and found.tags == [("Caroline",), ()]
+    assert list(found.types) == ["concept", "concept"] and found.tags == [("Caroline",), ()]
     assert {term: held.tolist() for term, held in found.contains.items()} == {
         "move": [False, True], "four": [True, True], "rex": [False, False]}
     slot = index.keywords.slot_of

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import astuple, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     pass
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # BM25 column weights (FTS5's weighting, kept when the scoring moved into memory) for title,
 # tags, domain, content: a word in the title says more about what an entry is about than
@@ -176,6 +177,7 @@ class DerivedIndex:
         self._ahead = threading.local()  # .commits: file commits this thread's index changes anticipate
         self._listing: ListingRows | None = None  # see `listing`
         self._hidden: tuple[tuple[str, int] | None, frozenset[str]] = (None, frozenset())  # see `hidden`
+        self._found: tuple[list[str], np.ndarray] = ([], np.zeros(0, dtype=np.int64))  # see `neighbours`
         self._open()
 
     # ------------------------------------------------------------------ opening
@@ -986,6 +988,7 @@ class DerivedIndex:
             return _MatrixHits([paths[r] for r in rows.tolist()], scores, mask, matrix.rows_of)
 
     def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
+        """(Titles and types are looked up when asked for: a search shows a few of its candidates.)"""
         with self.lock:
             kw = self.keywords
             slot_array = kw.slots_of(paths)
@@ -994,18 +997,21 @@ class DerivedIndex:
                 paths = [path for path, keep in zip(paths, known.tolist()) if keep]
                 slot_array = slot_array[known]
             slots = slot_array.tolist()
-            titles, types = kw.titles, kw.types
+            found = list(paths)
+            self._found = found, slot_array
             return Candidates(
-                paths=list(paths),
-                titles=[titles[slot] for slot in slots],
-                types=[types[slot] for slot in slots],
-                tags=[kw.tags_of(slot) for slot in slots],
+                paths=found,
+                titles=_Column(kw.titles, slots),
+                types=_Column(kw.types, slots),
+                tags=kw.tags_at(slots),
                 contains=kw.holding(terms, slot_array),
             )
 
     def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
+        """(The candidates `candidates` just found are not looked up again.)"""
         with self.lock:
-            return self.keywords.neighbours(self.keywords.slots_of(paths), window)
+            found, slots = self._found
+            return self.keywords.neighbours(slots if paths is found else self.keywords.slots_of(paths), window)
 
     def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:
         with self.lock:
@@ -1110,6 +1116,27 @@ class DerivedIndex:
     def seq(self) -> int:
         """The last change this process has seen."""
         return self._seq
+
+
+class _Column(Sequence[T]):
+    """The values of a per-slot list at some slots, each read when asked for."""
+
+    __slots__ = ("_values", "_slots")
+
+    def __init__(self, values: list[T], slots: list[int]) -> None:
+        self._values, self._slots = values, slots
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return [self._values[slot] for slot in self._slots[i]]
+        return self._values[self._slots[i]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from typing import cast
 
 import numpy as np
 
@@ -129,6 +130,13 @@ class KeywordIndex:
         if isinstance(tags, str):
             tags = self._tags[slot] = tuple(tags.split("\n")) if tags else ()
         return tags
+
+    def tags_at(self, slots: list[int]) -> list[tuple[str, ...]]:
+        """The tags of each of ``slots`` (as `tags_of`, in one pass when all are parsed already)."""
+        found = list(map(self._tags.__getitem__, slots))
+        if str in set(map(type, found)):
+            return [self.tags_of(slot) for slot in slots]
+        return cast("list[tuple[str, ...]]", found)
 
     def learn(self, pairs: Iterable[tuple[str, int]]) -> None:
         """Add (term, id) pairs of the shared vocabulary."""

@@ -102,6 +102,7 @@ class VectorMatrix:
         self._type_code = np.zeros(0, dtype=np.int32)
         self._folder_code = np.zeros(0, dtype=np.int32)
         self._model_code = np.zeros(0, dtype=np.int32)
+        self._model_rows: dict[int, int] = {}  # model code -> rows of that model (see `has_model`)
         self._row_tags: list[str | Iterable[str] | None] = []  # raw until the tag index is built
         self._tag_rows: dict[str, set[int]] | None = {}
 
@@ -135,8 +136,7 @@ class VectorMatrix:
 
     def has_model(self, model: str | None) -> bool:
         """True if some row was embedded by ``model``."""
-        code = self._models.find(model)
-        return code >= 0 and bool(np.any(self._model_code[: self._n] == code))
+        return self._model_rows.get(self._models.find(model), 0) > 0
 
     def model_of(self, path: str) -> str | None:
         row = self._rows.get(path)
@@ -191,7 +191,9 @@ class VectorMatrix:
                 self.dim = vector.shape[0]
                 self._data = np.zeros((0, self.dim), dtype=np.float32)
         row = self._rows.get(path)
-        if row is None:
+        if row is not None:
+            self._model_rows[int(self._model_code[row])] -= 1
+        else:
             self._grow(self._n + 1)
             row = self._n
             self._n += 1
@@ -201,7 +203,8 @@ class VectorMatrix:
         self._data[row] = vector
         self._type_code[row] = self._types.code(type)
         self._folder_code[row] = self._folders.code(folder_of(path))
-        self._model_code[row] = self._models.code(model)
+        self._model_code[row] = code = self._models.code(model)
+        self._model_rows[code] = self._model_rows.get(code, 0) + 1
         self._set_tags(row, list(tags))
 
     def load(
@@ -229,6 +232,7 @@ class VectorMatrix:
         self._type_code = self._types.encode(types)
         self._folder_code = self._folders.encode([p[: p.rfind("/")] if "/" in p else "" for p in self._paths])
         self._model_code = self._models.encode(models)
+        self._model_rows = dict(enumerate(np.bincount(self._model_code).tolist()))
         self._row_tags = list(tags)
         self._tag_rows = None
 
@@ -238,6 +242,7 @@ class VectorMatrix:
         if row is None:
             return False
         self._set_tags(row, _NO_TAGS)
+        self._model_rows[int(self._model_code[row])] -= 1
         last = self._n - 1
         if row != last:
             moved = self._paths[last]
