@@ -100,7 +100,7 @@ from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.search.context import context_coverage
 from memdir.search.ranking import RankingSignals
-from memdir.storage.base import Candidates, SearchIndex, SemanticHits
+from memdir.storage.base import Candidates, SearchIndex, SearchKey, SemanticHits
 
 Mode = Literal["hybrid", "keyword"]
 EmbedderSource = Embedder | Callable[[], Embedder | None] | None
@@ -335,19 +335,19 @@ class HybridSearcher:
     def _ranked(
         self,
         semantic: SemanticHits | None,
-        bm25: dict[str, float],
+        bm25: dict[SearchKey, float],
         idf: dict[str, float],
         stems: set[str],
         mode: Mode,
-        extra: Sequence[str] = (),
+        extra: Sequence[SearchKey] = (),
     ) -> _Ranked | None:
         """Candidates (semantic top + BM25 matches), their signals, scores and relevance; None if none.
 
         Keyword coverage ranks by the share of the query's terms found, each counted once or
         (``keyword_idf``) by its idf; relevance always counts them by idf (see `_relevance`).
         """
-        found = self.index.candidates(list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25, *extra])), list(idf))
-        candidates = found.paths
+        found = self.index.candidates(list(dict.fromkeys([*(semantic.keys if semantic else ()), *bm25, *extra])), list(idf))
+        candidates = found.keys
         if not candidates:
             return None
         term_weights = idf if self.settings.search.keyword_idf else dict.fromkeys(idf, 1.0)
@@ -357,7 +357,7 @@ class HybridSearcher:
             (weight * contains[term] for term, weight in idf.items()), np.zeros(len(candidates)))
         window = self.settings.search.context_window if self.settings.search.context_weight else 0
         signals = _Signals.of(
-            bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
+            bm25_raw=np.array([bm25.get(key, 0.0) for key in candidates]),
             cosines=semantic.cosines(candidates) if semantic else None,
             covered=covered,
             context_covered=context_coverage(self.index, candidates, contains, term_weights, window),
@@ -385,10 +385,11 @@ class HybridSearcher:
         if not signals.active:
             return ranked.without(hidden) if hidden else ranked
         graph = signals.expand(self.index, zip(ranked.found.paths, ranked.scores))
-        new = [path for path in graph if path not in hidden and path not in ranked.found.paths]
+        known = set(ranked.found.paths)
+        new = [path for path in graph if path not in hidden and path not in known]
         if new:
-            joining = self.index.candidates(new, [])  # their type and tags, for the search's filters
-            admitted = [path for path, type_, tags in zip(joining.paths, joining.types, joining.tags)
+            joining = self.index.candidates(self.index.keys_of(new), [])  # their type and tags, for the search's filters
+            admitted = [key for key, path, type_, tags in zip(joining.keys, joining.paths, joining.types, joining.tags)
                         if filters.admit(path, type_, tags)]
             if admitted:
                 ranked = self._ranked(*rerun, extra=admitted) or ranked
@@ -397,7 +398,7 @@ class HybridSearcher:
             if kept is None:
                 return None
             ranked = kept
-        paths = ranked.found.paths
+        paths = list(ranked.found.paths)
         facts = self.index.rank_facts(paths)
         now = datetime.now(UTC)
         text_total = sum(self._text_weights(rerun.mode).values()) or 1.0
@@ -477,8 +478,9 @@ class _Ranked:
             return None
         pick = np.asarray(keep, dtype=np.int64)
         f = self.found
-        found = Candidates([f.paths[i] for i in keep], [f.titles[i] for i in keep], [f.types[i] for i in keep],
-                           [f.tags[i] for i in keep], {term: held[pick] for term, held in f.contains.items()})
+        found = Candidates([f.keys[i] for i in keep], [f.paths[i] for i in keep], [f.titles[i] for i in keep],
+                           [f.types[i] for i in keep], [f.tags[i] for i in keep],
+                           {term: held[pick] for term, held in f.contains.items()})
         return _Ranked(
             found, self.signals.take(pick), [self.scores[i] for i in keep], [self.relevance[i] for i in keep],
             [self.extras[i] for i in keep] if self.extras else None,
@@ -566,7 +568,7 @@ class _Rerun(NamedTuple):
     """What `HybridSearcher._ranked` needs to rank again with more candidates (graph expansion)."""
 
     semantic: SemanticHits | None
-    bm25: dict[str, float]
+    bm25: dict[SearchKey, float]
     idf: dict[str, float]
     stems: set[str]
     mode: Mode

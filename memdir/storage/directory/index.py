@@ -165,7 +165,7 @@ class DerivedIndex:
         self.column_weights = tuple(float(w) for w in column_weights)
         self.lock = threading.RLock()
         self.vectors = VectorMatrix()
-        self.keywords = KeywordIndex(self.column_weights)
+        self.keywords = KeywordIndex(self.column_weights, renumbered=self.vectors.renumber_keys)
         self.rebuilt = False
         self._db: sqlite3.Connection | None = None
         self._ino: int | None = None
@@ -177,7 +177,6 @@ class DerivedIndex:
         self._ahead = threading.local()  # .commits: file commits this thread's index changes anticipate
         self._listing: ListingRows | None = None  # see `listing`
         self._hidden: tuple[tuple[str, int] | None, frozenset[str]] = (None, frozenset())  # see `hidden`
-        self._found: tuple[list[str], np.ndarray] = ([], np.zeros(0, dtype=np.int64))  # see `neighbours`
         self._open()
 
     # ------------------------------------------------------------------ opening
@@ -313,8 +312,8 @@ class DerivedIndex:
             matrix, vector_ids = matrix[known], vector_ids[known]
             models = [model for model, keep in zip(models, known.tolist()) if keep]
         rows = at[known].tolist()
-        self.vectors.load(
-            [paths[i] for i in rows], matrix, [types[i] for i in rows], [tags[i] for i in rows], models
+        self.vectors.load(  # (an entry's key is its keyword slot: its place among the rows read)
+            [paths[i] for i in rows], matrix, [types[i] for i in rows], [tags[i] for i in rows], models, keys=at[known]
         )
         if stale and not self.in_memory:  # an index kept in memory writes nothing under the root
             snapshot = snapshots.VectorSnapshot(self._generation, self._seq, vector_ids, models, matrix)
@@ -452,7 +451,8 @@ class DerivedIndex:
                 self.vectors.remove(path)
             else:
                 self.vectors.upsert(
-                    path, np.frombuffer(blob, dtype="<f4"), type=type_, tags=sql.split_tags(tags), model=model_id
+                    path, np.frombuffer(blob, dtype="<f4"), type=type_, tags=sql.split_tags(tags), model=model_id,
+                    key=self._key_of(path),
                 )
         self._seq = seq
         return True
@@ -584,7 +584,8 @@ class DerivedIndex:
             needs_full = {entry.path for entry, *_ in full}
             for entry, _, _, model_id in items:
                 if entry.path not in needs_full and entry.embedding is not None:  # (restamped: it has one)
-                    self.vectors.upsert(entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id)
+                    self.vectors.upsert(entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags,
+                                        model=model_id, key=self._key_of(entry.path))
             if full:
                 self._upsert_rows(full)
             return len(items)
@@ -602,6 +603,11 @@ class DerivedIndex:
                 self._apply(entry, model_id, doc)
             return len(items)
 
+    def _key_of(self, path: str) -> int:
+        """The key search knows the entry ``path`` by: its keyword slot (-1: none)."""
+        slot = self.keywords.slot_of(path)
+        return -1 if slot is None else slot
+
     def _apply(self, entry: Entry, model_id: str | None, doc: KeywordDoc | None) -> None:
         """Mirror a committed row in the matrix and the keyword index (``doc`` None: a stub)."""
         if doc is None:
@@ -613,7 +619,8 @@ class DerivedIndex:
             self.vectors.remove(entry.path)
         else:
             self.vectors.upsert(
-                entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id
+                entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id,
+                key=self._key_of(entry.path),
             )
 
     def record_hits(
@@ -956,11 +963,11 @@ class DerivedIndex:
     def keyword_hits(
         self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None,
-    ) -> dict[str, float]:
+    ) -> dict[int, float]:
+        """(Keys are keyword slots.)"""
         with self.lock:
             slots, scores = self.keywords.search(terms, limit, types=types, path_prefix=path_prefix, tags=tags)
-            paths = self.keywords.paths
-            return dict(zip([paths[slot] for slot in slots.tolist()], scores.tolist()))
+            return dict(zip(slots.tolist(), scores.tolist()))
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
         with self.lock:
@@ -984,34 +991,34 @@ class DerivedIndex:
             mask = matrix.mask(types=types, path_prefix=path_prefix, tags=tags, model=model)
             scores = matrix.scores(vector)
             rows, _ = matrix.top_of(scores, limit, mask)
-            paths = matrix.paths
-            return _MatrixHits([paths[r] for r in rows.tolist()], scores, mask, matrix.rows_of)
+            return _MatrixHits(matrix.keys_at(rows).tolist(), rows.tolist(), matrix.paths, scores, mask, matrix.rows_of_keys)
 
-    def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
-        """(Titles and types are looked up when asked for: a search shows a few of its candidates.)"""
+    def keys_of(self, paths: Sequence[str]) -> list[int]:
+        """(Keys are keyword slots.)"""
+        with self.lock:
+            return self.keywords.slots_of(paths).tolist()
+
+    def candidates(self, keys: Sequence[int], terms: Sequence[str]) -> Candidates:
+        """(Paths, titles and types are read when asked for: a search shows a few of its candidates.)"""
         with self.lock:
             kw = self.keywords
-            slot_array = kw.slots_of(paths)
-            if (slot_array < 0).any():
-                known = slot_array >= 0
-                paths = [path for path, keep in zip(paths, known.tolist()) if keep]
+            slot_array = np.asarray(keys, dtype=np.int64)
+            known = slot_array >= 0
+            if not known.all():
                 slot_array = slot_array[known]
             slots = slot_array.tolist()
-            found = list(paths)
-            self._found = found, slot_array
             return Candidates(
-                paths=found,
+                keys=slots,
+                paths=_Column(kw.paths, slots),
                 titles=_Column(kw.titles, slots),
                 types=_Column(kw.types, slots),
                 tags=kw.tags_at(slots),
                 contains=kw.holding(terms, slot_array),
             )
 
-    def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
-        """(The candidates `candidates` just found are not looked up again.)"""
+    def neighbours(self, keys: Sequence[int], window: int) -> tuple[np.ndarray, np.ndarray]:
         with self.lock:
-            found, slots = self._found
-            return self.keywords.neighbours(slots if paths is found else self.keywords.slots_of(paths), window)
+            return self.keywords.neighbours(np.asarray(keys, dtype=np.int64), window)
 
     def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:
         with self.lock:
@@ -1141,18 +1148,26 @@ class _Column(Sequence[T]):
 
 @dataclass(frozen=True, slots=True)
 class _MatrixHits:
-    """`memdir.storage.base.SemanticHits` over the in-memory matrix: every row's cosine was computed."""
+    """`memdir.storage.base.SemanticHits` over the in-memory matrix: every row's cosine was computed.
+    Keys are keyword slots (`VectorMatrix.keys_at`); the paths of the top rows are read when asked
+    for, inside the search's ``reading()``."""
 
-    top: list[str]
+    keys: list[int]
+    rows: list[int]
+    paths: Sequence[str]
     scores: np.ndarray
     mask: np.ndarray | None
-    rows_of: Callable[[Sequence[str]], np.ndarray]
+    rows_of: Callable[[np.ndarray], np.ndarray]
 
-    def cosines(self, paths: Sequence[str]) -> np.ndarray:
-        rows = self.rows_of(paths)
+    @property
+    def top(self) -> list[str]:
+        return [self.paths[row] for row in self.rows]
+
+    def cosines(self, keys: Sequence[int]) -> np.ndarray:
+        rows = self.rows_of(np.asarray(keys, dtype=np.int64))
         known = rows >= 0
         if self.mask is not None:
             known[known] = self.mask[rows[known]]
-        out = np.zeros(len(paths))
+        out = np.zeros(len(rows))
         out[known] = self.scores[rows[known]]
         return out

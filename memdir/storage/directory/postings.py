@@ -31,7 +31,7 @@ Not thread-safe by itself; the derived index serialises access.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import cast
@@ -78,10 +78,16 @@ class KeywordIndex:
 
     Args:
         column_weights: weights of title, tags, domain and content occurrences.
+        renumbered: told, after a compaction renumbered the slots, each old slot's new one
+            (-1 for a dead one): whoever keeps slots beside their own data (the vector matrix).
     """
 
-    def __init__(self, column_weights: Sequence[float] = (4.0, 3.0, 2.0, 1.0)) -> None:
+    def __init__(
+        self, column_weights: Sequence[float] = (4.0, 3.0, 2.0, 1.0),
+        renumbered: Callable[[np.ndarray], None] | None = None,
+    ) -> None:
         self.weights = np.asarray(column_weights, dtype=np.float32)
+        self._renumbered = renumbered
         self.clear()
 
     def clear(self) -> None:
@@ -294,6 +300,9 @@ class KeywordIndex:
         self._tag_slots = None
         self._dead = 0
         self._build(ids[order], slots[order], tf[order])
+        if self._renumbered is not None:
+            new_slot[~alive] = -1
+            self._renumbered(new_slot)
 
     # ------------------------------------------------------------------ queries
     def _posting(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
