@@ -49,7 +49,7 @@ def context_coverage(
     owner, neighbour = index.neighbours(keys, window)
     if not len(neighbour):
         return covered
-    wanted = [term for term, weight in weights.items() if weight and (~found[term]).any()]
+    wanted = [term for term, weight in weights.items() if weight and not found[term].all()]
     if not wanted:
         return covered
     held = index.holding(wanted, neighbour)

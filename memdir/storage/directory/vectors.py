@@ -378,8 +378,8 @@ class VectorMatrix:
                 if rows:
                     part[np.fromiter(rows, dtype=np.int64, count=len(rows))] = True
             narrow(part)
-        if model is not None:
-            narrow(self._model_code[:n] == self._models.find(model))
+        if model is not None and self._model_rows.get(code := self._models.find(model), 0) < n:
+            narrow(self._model_code[:n] == code)  # (not when every row is of that model, the usual case)
         if keep is not None and keep.all():
             return None  # e.g. every row is of the query's model: the unmasked path is faster
         return keep
