@@ -98,7 +98,7 @@ from memdir.core.keywords import extract_keywords, porter_stem, stem, tag_terms
 from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
-from memdir.search.context import context_coverage
+from memdir.search.context import context_coverage, weighted_sum
 from memdir.search.ranking import RankingSignals
 from memdir.storage.base import Candidates, SearchIndex, SearchKey, SemanticHits
 
@@ -352,9 +352,9 @@ class HybridSearcher:
             return None
         term_weights = idf if self.settings.search.keyword_idf else dict.fromkeys(idf, 1.0)
         contains = found.contains
-        covered = sum((weight * contains[term] for term, weight in term_weights.items()), np.zeros(len(candidates)))
-        covered_idf = covered if term_weights is idf else sum(
-            (weight * contains[term] for term, weight in idf.items()), np.zeros(len(candidates)))
+        held = np.stack([contains[term] for term in idf]) if idf else np.zeros((0, len(candidates)), dtype=bool)
+        covered = weighted_sum(list(term_weights.values()), held)  # (term_weights has idf's terms, in its order)
+        covered_idf = covered if term_weights is idf else weighted_sum(list(idf.values()), held)
         window = self.settings.search.context_window if self.settings.search.context_weight else 0
         signals = _Signals.of(
             bm25_raw=np.array([bm25.get(key, 0.0) for key in candidates]),
