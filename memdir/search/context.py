@@ -53,10 +53,10 @@ def context_coverage(
     if not wanted:
         return covered
     held = index.holding(wanted, neighbour)
-    rows, at = np.nonzero(np.stack([held[term] for term in wanted]))  # (term, neighbour) pairs that hold it
+    rows, at = np.array([held[term] for term in wanted]).nonzero()  # (term, neighbour) pairs that hold it
     gained = np.zeros((len(wanted), len(keys)), dtype=bool)
     gained[rows, owner[at]] = True  # per term, the candidates one of whose neighbours holds it
-    gained &= ~np.stack([found[term] for term in wanted])
+    gained &= ~np.array([found[term] for term in wanted])
     return weighted_sum([weights[term] for term in wanted], gained)
 
 
@@ -65,4 +65,4 @@ def weighted_sum(weights: Sequence[float], rows: np.ndarray) -> np.ndarray:
     the same float as adding the rows one by one), in three numpy calls however many rows."""
     if not len(weights):
         return np.zeros(rows.shape[1] if rows.ndim == 2 else 0)
-    return np.cumsum(np.asarray(weights, dtype=np.float64)[:, None] * rows, axis=0)[-1]
+    return (np.asarray(weights, dtype=np.float64)[:, None] * rows).cumsum(axis=0)[-1]

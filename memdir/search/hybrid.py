@@ -352,7 +352,7 @@ class HybridSearcher:
             return None
         term_weights = idf if self.settings.search.keyword_idf else dict.fromkeys(idf, 1.0)
         contains = found.contains
-        held = np.stack([contains[term] for term in idf]) if idf else np.zeros((0, len(candidates)), dtype=bool)
+        held = np.array([contains[term] for term in idf]) if idf else np.zeros((0, len(candidates)), dtype=bool)
         covered = weighted_sum(list(term_weights.values()), held)  # (term_weights has idf's terms, in its order)
         covered_idf = covered if term_weights is idf else weighted_sum(list(idf.values()), held)
         window = self.settings.search.context_window if self.settings.search.context_weight else 0
@@ -498,7 +498,7 @@ class _Ranked:
         if limit < len(paths):
             values = np.asarray(scores)
             last = np.partition(values, len(values) - limit)[len(values) - limit]
-            positions = np.flatnonzero(values >= last).tolist()
+            positions = (values >= last).nonzero()[0].tolist()
         return sorted(positions, key=lambda i: (-scores[i], paths[i]))
 
 

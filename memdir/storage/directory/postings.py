@@ -368,18 +368,18 @@ class KeywordIndex:
             weights.append(np.float32((K1 + 1.0) * (idf if idf > 0 else 1e-6)))
         slots = np.concatenate([query.slots[at] for at in used])
         tf = np.concatenate([query.tf[at] for at in used])
-        weight = np.repeat(np.array(weights, dtype=np.float32), [len(query.slots[at]) for at in used])
+        weight = np.array(weights, dtype=np.float32).repeat([len(query.slots[at]) for at in used])
         scores = np.zeros(len(self.paths), dtype=np.float32)
         np.add.at(scores, slots, tf * weight / (tf + self._norms()[slots]))  # (term by term, in float32)
-        matched = np.flatnonzero(scores != 0).astype(np.int32)  # (numpy's nonzero of floats is 5-15x slower)
+        matched = (scores != 0).nonzero()[0].astype(np.int32)  # (numpy's nonzero of floats is 5-15x slower)
         if types is not None or path_prefix or tags is not None:
             matched = matched[self._keep(matched, types, path_prefix, tags)]
         found = scores[matched]
         if limit < len(matched):
-            part = np.argpartition(-found, limit - 1)[:limit]
+            part = (-found).argpartition(limit - 1)[:limit]
             part.sort()  # slot order, so the stable sort below breaks ties by slot
             matched, found = matched[part], found[part]
-        order = np.argsort(-found, kind="stable")
+        order = (-found).argsort(kind="stable")
         return matched[order], found[order]
 
     def _live_hits(self, slots: np.ndarray) -> int:
@@ -471,11 +471,11 @@ class KeywordIndex:
             return np.zeros(0, dtype=np.int64), _EMPTY_SLOTS
         own = self._written[slots]
         offsets = np.array([*range(-window, 0), *range(1, window + 1)], dtype=np.int64)
-        around = np.searchsorted(keys, own)[:, None] + offsets[None, :]
+        around = keys.searchsorted(own)[:, None] + offsets[None, :]
         inside = (around >= 0) & (around < len(keys))
         around[~inside] = 0
         inside &= (keys[around] >> _ROW_BITS) == (own >> _ROW_BITS)[:, None]  # the same folder
-        owner, _ = np.nonzero(inside)  # row-major: each owner's neighbours in the order of ``offsets``
+        owner, _ = inside.nonzero()  # row-major: each owner's neighbours in the order of ``offsets``
         return owner, order[around[inside]]
 
     def _sequence_of_writing(self) -> tuple[np.ndarray, np.ndarray]:
@@ -504,11 +504,11 @@ class KeywordIndex:
             raise ValueError(f"not a slot of this index: {int(slots.max())}")
         if query.keys is None:
             offsets = np.arange(len(query.slots), dtype=np.int64) * stride
-            query.keys = np.concatenate(query.slots).astype(np.int64) + np.repeat(offsets, [len(p) for p in query.slots])
+            query.keys = np.concatenate(query.slots).astype(np.int64) + offsets.repeat([len(p) for p in query.slots])
         keys = query.keys
         wanted = np.array([query.place[term] * stride for term in terms], dtype=np.int64)[:, None] + slots[None, :]
         if not len(keys):
             return dict(zip(terms, np.zeros(wanted.shape, dtype=bool)))
-        at = np.searchsorted(keys, wanted)
+        at = keys.searchsorted(wanted)
         np.minimum(at, len(keys) - 1, out=at)
         return dict(zip(terms, keys[at] == wanted))

@@ -140,7 +140,8 @@ class VectorMatrix:
     def rows_of_keys(self, keys: np.ndarray) -> np.ndarray:
         """The row of each of ``keys`` (-1 for a key no row has)."""
         keys = np.asarray(keys, dtype=np.int64)
-        rows = np.full(len(keys), -1, dtype=np.int64)
+        rows = np.empty(len(keys), dtype=np.int64)
+        rows.fill(-1)
         inside = (keys >= 0) & (keys < len(self._key_row))
         rows[inside] = self._key_row[keys[inside]]
         return rows
@@ -435,7 +436,7 @@ class VectorMatrix:
         if not len(scores) or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if mask is not None:
-            candidates = np.flatnonzero(mask)
+            candidates = mask.nonzero()[0]
             scores_c = scores[candidates]
         else:
             candidates, scores_c = None, scores
@@ -443,7 +444,7 @@ class VectorMatrix:
         if k == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         size = len(scores_c)  # partition the scores themselves: no negated copy of 100K floats
-        part = np.argpartition(scores_c, size - k)[size - k :] if k < size else np.arange(size)
-        order = part[np.argsort(-scores_c[part], kind="stable")]
+        part = scores_c.argpartition(size - k)[size - k :] if k < size else np.arange(size)
+        order = part[(-scores_c[part]).argsort(kind="stable")]
         rows = order if candidates is None else candidates[order]
         return rows, scores_c[order]
