@@ -311,20 +311,21 @@ class HybridSearcher:
                                            _Filters(types, prefix, tags, include_hidden))
             if ranked is None:
                 return []
-            found, signals, scores, relevance = ranked.found, ranked.signals, ranked.scores, ranked.relevance
-            results: list[SearchResult] = []
+            found, scores, relevance = ranked.found, ranked.scores, ranked.relevance
+            shown: list[int] = []
             for i in ranked.order(top_k):
                 # A score of 0 means no signal at all (no shared word, orthogonal vectors): never a result.
                 if scores[i] <= 0.0 or (threshold is not None and scores[i] < threshold):
                     break
-                results.append(SearchResult(
-                    found.paths[i], found.titles[i], found.types[i], round(scores[i], 6), round(relevance[i], 6),
-                    signals.breakdown(i, ranked.extras[i] if ranked.extras else None), mode, found.tags[i],
-                    ranked.matched(i),
-                ))
-                if len(results) == top_k:
+                shown.append(i)
+                if len(shown) == top_k:
                     break
-        return results
+            extras = [ranked.extras[i] for i in shown] if ranked.extras else None
+            return [
+                SearchResult(found.paths[i], found.titles[i], found.types[i], round(scores[i], 6), round(relevance[i], 6),
+                             breakdown, mode, found.tags[i], matched)
+                for i, breakdown, matched in zip(shown, ranked.signals.breakdowns(shown, extras), ranked.matched(shown))
+            ]
 
     def idf(self, terms: Sequence[str]) -> dict[str, float]:
         """Each query term's idf in this store (at least `MIN_IDF`; a word no entry holds gets
@@ -486,9 +487,10 @@ class _Ranked:
             [self.extras[i] for i in keep] if self.extras else None,
         )  # fmt: skip
 
-    def matched(self, i: int) -> tuple[str, ...]:
-        """The query terms candidate ``i`` contains (asked of the results only, not of every candidate)."""
-        return tuple(term for term, held in self.found.contains.items() if held[i])
+    def matched(self, positions: list[int]) -> list[tuple[str, ...]]:
+        """The query terms each candidate at ``positions`` contains (asked of the results only)."""
+        held = {term: found[positions].tolist() for term, found in self.found.contains.items()}
+        return [tuple(term for term, has in held.items() if has[at]) for at in range(len(positions))]
 
     def order(self, limit: int) -> list[int]:
         """Positions best first (ties by path): the ``limit`` best, and any tied with the last of them
@@ -551,17 +553,15 @@ class _Signals:
             self.bm25_raw[positions], self.keyword[positions], self.tag[positions], self.context[positions],
         )  # fmt: skip
 
-    def breakdown(self, i: int, extras: dict[str, float | None] | None = None) -> ScoreBreakdown:
-        """Candidate ``i``'s signals, for its result (``extras``: graph, importance, recency)."""
-        return ScoreBreakdown(
-            semantic=float(self.semantic[i]) if self.semantic is not None else None,
-            bm25=float(self.bm25[i]),
-            bm25_raw=float(self.bm25_raw[i]),
-            keyword=float(self.keyword[i]),
-            tag=float(self.tag[i]),
-            context=float(self.context[i]),
-            **(extras or {}),
-        )
+    def breakdowns(self, positions: list[int], extras: list[dict[str, float | None]] | None = None) -> list[ScoreBreakdown]:
+        """The signals of the candidates at ``positions``, for their results (``extras``: graph, importance,
+        recency of each)."""
+        cosines = self.semantic[positions].tolist() if self.semantic is not None else [None] * len(positions)
+        columns = zip(cosines, self.bm25[positions].tolist(), self.bm25_raw[positions].tolist(),
+                      self.keyword[positions].tolist(), self.tag[positions].tolist(), self.context[positions].tolist())
+        return [ScoreBreakdown(semantic=semantic, bm25=bm25, bm25_raw=raw, keyword=keyword, tag=tag, context=context,
+                               **(extras[at] if extras else {}))
+                for at, (semantic, bm25, raw, keyword, tag, context) in enumerate(columns)]
 
 
 class _Rerun(NamedTuple):
