@@ -340,8 +340,9 @@ def bench_search_in_process(cache: Path, sizes: list[int], runs: int, before: Pa
 
     for n in sizes:
         root = bench_search.cached_root(cache, n)
-        index = DerivedIndex(root)
-        searcher = HybridSearcher(index, Settings())
+        settings = Settings()
+        index = DerivedIndex(root, context_window=settings.search.context_window)  # (as a store opens it)
+        searcher = HybridSearcher(index, settings)
         _, matrix = index.vectors.snapshot()
         with contextlib.ExitStack() as stack:
             older = None

@@ -116,7 +116,8 @@ def test_candidates_neighbours_and_cosines_of_a_search(root):
 def test_searches_meet_each_entry_on_both_sides_after_every_kind_of_change(root, monkeypatch):
     """A search joins the vector matrix's rows and the keyword index's slots by number, not by path:
     after updates, removals, re-embedding, compactions that renumber every slot and another process's
-    changes, each result has its own cosine and BM25, as an index opened afresh gives them."""
+    changes, each result has its own cosine and BM25, as an index opened afresh gives them; and the
+    candidates' neighbours found with them (``context_window``) are those found apart."""
     from memdir.search.hybrid import HybridSearcher
     from memdir.storage.directory import postings
 
@@ -128,7 +129,7 @@ def test_searches_meet_each_entry_on_both_sides_after_every_kind_of_change(root,
         return make(f"concept/{['a', 'b'][i % 2]}/e{i}.md", f"{text} {round_}", title=words[i % len(words)],
                     tags=[words[(i + round_) % len(words)]])
 
-    index, other = DerivedIndex(root), DerivedIndex(root)
+    index, other = DerivedIndex(root, context_window=3), DerivedIndex(root)
     for i in range(40):
         put(index, entry(i, 0))
     for i in range(0, 40, 3):
@@ -151,6 +152,14 @@ def test_searches_meet_each_entry_on_both_sides_after_every_kind_of_change(root,
             for ix in (index, fresh))
         assert found == expected, query
         assert len(found) > 10
+    with index.reading():
+        found = index.candidates(index.keys_of([f"concept/a/e{i}.md" for i in range(0, 50, 4)]), ["otter", "stone"])
+        put(index, entry(60, 3))  # a change between a search's steps: what was found with the candidates is stale
+        owner, near = index.neighbours(found.keys, 3)
+        held = index.holding(["otter"], near)
+        alone = index.keywords.neighbours(np.asarray(found.keys), 3)
+    assert owner.tolist() == alone[0].tolist() and near.tolist() == alone[1].tolist()
+    assert held["otter"].tolist() == index.keywords.holding(["otter"], near)["otter"].tolist()
 
 
 def test_keyword_filters_run_in_sql(root):

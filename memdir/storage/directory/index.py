@@ -141,6 +141,8 @@ class DerivedIndex:
             index whose file cannot be opened for writing (disk full, read-only mount) falls
             back to this too, so the root still opens.
         wal_limit: bytes the SQLite write-ahead log is kept under (`index_db.connect`).
+        context_window: neighbours each side that a search's context coverage reads (0: off), found
+            with its candidates (`candidates`).
 
     Attributes:
         vectors: the in-memory matrix of this process (read it under `lock`).
@@ -157,8 +159,11 @@ class DerivedIndex:
         column_weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS,
         in_memory: bool = False,
         wal_limit: int = sql.DEFAULT_WAL_LIMIT,
+        context_window: int = 0,
     ) -> None:
         self.root = Path(root)
+        self.context_window = context_window
+        self._near: _Near | None = None  # see `candidates`
         self.path = sql.index_path(self.root)
         self.in_memory = in_memory
         self.wal_limit = wal_limit
@@ -999,7 +1004,9 @@ class DerivedIndex:
             return self.keywords.slots_of(paths).tolist()
 
     def candidates(self, keys: Sequence[int], terms: Sequence[str]) -> Candidates:
-        """(Paths, titles and types are read when asked for: a search shows a few of its candidates.)"""
+        """(Paths, titles and types are read when asked for: a search shows a few of its candidates. With
+        ``context_window`` and ``terms``, the candidates' neighbours, and which of them hold each term, are
+        found with them, in one search of the postings, and kept for `neighbours` and `holding`.)"""
         with self.lock:
             kw = self.keywords
             slot_array = np.asarray(keys, dtype=np.int64)
@@ -1007,21 +1014,37 @@ class DerivedIndex:
             if not known.all():
                 slot_array = slot_array[known]
             slots = slot_array.tolist()
+            window = self.context_window if terms else 0
+            if window:
+                owner, near = kw.neighbours(slot_array, window)
+                both = kw.holding(terms, np.concatenate([slot_array, near]))
+                count = len(slots)
+                contains = {term: held[:count] for term, held in both.items()}
+                self._near = _Near(kw.changes, slots, window, owner, near, {term: held[count:] for term, held in both.items()})
+            else:
+                contains = kw.holding(terms, slot_array)
             return Candidates(
                 keys=slots,
                 paths=_Column(kw.paths, slots),
                 titles=_Column(kw.titles, slots),
                 types=_Column(kw.types, slots),
                 tags=kw.tags_at(slots),
-                contains=kw.holding(terms, slot_array),
+                contains=contains,
             )
 
     def neighbours(self, keys: Sequence[int], window: int) -> tuple[np.ndarray, np.ndarray]:
         with self.lock:
+            near = self._near
+            if near is not None and near.changes == self.keywords.changes and keys is near.keys and window == near.window:
+                return near.owner, near.near
             return self.keywords.neighbours(np.asarray(keys, dtype=np.int64), window)
 
     def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:
         with self.lock:
+            near = self._near
+            if (near is not None and near.changes == self.keywords.changes and keys is near.near
+                    and all(term in near.held for term in terms)):
+                return {term: near.held[term] for term in terms}
             return self.keywords.holding(terms, keys)
 
     def vector_snapshot(self, model_id: str | None) -> tuple[list[str], np.ndarray]:
@@ -1123,6 +1146,19 @@ class DerivedIndex:
     def seq(self) -> int:
         """The last change this process has seen."""
         return self._seq
+
+
+@dataclass(frozen=True, slots=True)
+class _Near:
+    """The neighbours of a search's candidates (`DerivedIndex.candidates`), and which of them hold each
+    of its terms, as of the keyword index's ``changes``."""
+
+    changes: int
+    keys: list[int]
+    window: int
+    owner: np.ndarray
+    near: np.ndarray
+    held: dict[str, np.ndarray]
 
 
 class _Column(Sequence[T]):

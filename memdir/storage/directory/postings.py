@@ -99,6 +99,8 @@ class KeywordIndex:
     ) -> None:
         self.weights = np.asarray(column_weights, dtype=np.float32)
         self._renumbered = renumbered
+        self.changes = 0
+        """Grows with every change of the entries (callers keep what they derived from one state)."""
         self.clear()
 
     def clear(self) -> None:
@@ -127,6 +129,7 @@ class KeywordIndex:
         self._total_length = 0.0
         self._norm: np.ndarray | None = None
         self._query: _Query | None = None  # see `_postings`
+        self.changes += 1
 
     # ------------------------------------------------------------------ size & lookup
     def __len__(self) -> int:
@@ -216,6 +219,7 @@ class KeywordIndex:
         self._added = 0
         self._norm = None
         self._query = None
+        self.changes += 1
 
     # ------------------------------------------------------------------ changes
     def add(self, doc: KeywordDoc) -> None:
@@ -253,6 +257,7 @@ class KeywordIndex:
         self._added += 1
         self._norm = None
         self._query = None
+        self.changes += 1
         self._maybe_compact()
 
     def remove(self, path: str) -> bool:
@@ -269,6 +274,7 @@ class KeywordIndex:
         self._dead += 1
         self._norm = None
         self._query = None
+        self.changes += 1
         self._maybe_compact()
         return True
 
