@@ -489,7 +489,8 @@ class _Ranked:
 
     def matched(self, positions: list[int]) -> list[tuple[str, ...]]:
         """The query terms each candidate at ``positions`` contains (asked of the results only)."""
-        held = {term: found[positions].tolist() for term, found in self.found.contains.items()}
+        pick = np.asarray(positions, dtype=np.intp)
+        held = {term: found[pick].tolist() for term, found in self.found.contains.items()}
         return [tuple(term for term, has in held.items() if has[at]) for at in range(len(positions))]
 
     def order(self, limit: int) -> list[int]:
@@ -556,9 +557,10 @@ class _Signals:
     def breakdowns(self, positions: list[int], extras: list[dict[str, float | None]] | None = None) -> list[ScoreBreakdown]:
         """The signals of the candidates at ``positions``, for their results (``extras``: graph, importance,
         recency of each)."""
-        cosines = self.semantic[positions].tolist() if self.semantic is not None else [None] * len(positions)
-        columns = zip(cosines, self.bm25[positions].tolist(), self.bm25_raw[positions].tolist(),
-                      self.keyword[positions].tolist(), self.tag[positions].tolist(), self.context[positions].tolist())
+        pick = np.asarray(positions, dtype=np.intp)
+        cosines = self.semantic[pick].tolist() if self.semantic is not None else [None] * len(positions)
+        columns = zip(cosines, self.bm25[pick].tolist(), self.bm25_raw[pick].tolist(),
+                      self.keyword[pick].tolist(), self.tag[pick].tolist(), self.context[pick].tolist())
         return [ScoreBreakdown(semantic=semantic, bm25=bm25, bm25_raw=raw, keyword=keyword, tag=tag, context=context,
                                **(extras[at] if extras else {}))
                 for at, (semantic, bm25, raw, keyword, tag, context) in enumerate(columns)]
