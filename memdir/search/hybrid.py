@@ -615,13 +615,15 @@ word's prefix can match (see `_tag_counts`)."""
 
 
 def _learn_tags(tags: Iterable[str]) -> None:
-    """File the words of ``tags`` in `_TAG_TERMS`, `_TAGS_WITH_TERM` and `_TAG_WORDS_BY_HEAD`."""
+    """File the words of ``tags`` in `_TAGS_WITH_TERM` and `_TAG_WORDS_BY_HEAD`, then in `_TAG_TERMS`: a
+    search in another thread that finds a tag there finds its words filed too."""
     for tag in tags:
-        terms = _TAG_TERMS[tag] = frozenset(tag_terms((tag,)))
+        terms = frozenset(tag_terms((tag,)))
         for term in terms:
             _TAGS_WITH_TERM.setdefault(term, set()).add(tag)
             if len(term) >= 4:
                 _TAG_WORDS_BY_HEAD.setdefault(term[:4], set()).add(term)
+        _TAG_TERMS[tag] = terms
 
 
 def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.ndarray:
