@@ -313,39 +313,89 @@ def bench_write_many(cache: Path, count: int, words: list[str], chunk: int = 100
 
 
 # ----------------------------------------------------------------------------- search
-def bench_search_in_process(cache: Path, sizes: list[int], runs: int) -> None:
+SEARCH_WORKER = """
+import sys, time
+from pathlib import Path
+from memdir.core.settings import Settings  # (from the older tree, first on PYTHONPATH)
+from memdir.search.hybrid import HybridSearcher
+from memdir.storage.directory.index import DerivedIndex
+sys.path.append(sys.argv[1])
+import bench_floor
+searcher = HybridSearcher(DerivedIndex(Path(sys.argv[2])), Settings())
+queries = bench_floor.search_queries(int(sys.argv[3]))
+for line in sys.stdin:
+    text, vector = queries[int(line)]
+    started, cpu = time.perf_counter(), time.process_time()
+    searcher.search(text, query_vector=vector, query_model=bench_floor.bench_search.MODEL)
+    print((time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000, flush=True)
+"""
+
+
+def bench_search_in_process(cache: Path, sizes: list[int], runs: int, before: Path | None = None) -> None:
+    """The in-process search rows; with ``before`` (a checkout of older code) its search too, in a
+    process of its own answering in the same turns (one call of each side after the other)."""
     from memdir.core.settings import Settings
     from memdir.search.hybrid import HybridSearcher
     from memdir.storage.directory.index import DerivedIndex
 
     for n in sizes:
         root = bench_search.cached_root(cache, n)
-        index = DerivedIndex(root)
-        searcher = HybridSearcher(index, Settings())
+        settings = Settings()
+        index = DerivedIndex(root, context_window=settings.search.context_window)  # (as a store opens it)
+        searcher = HybridSearcher(index, settings)
         _, matrix = index.vectors.snapshot()
-        timings = search_beside_scan(searcher, matrix, runs * 20)
-        floor = min(timings[1:], key=statistics.median)
-        row(f"search in process, vector given, {n:,}", timings[0], "numpy exact scan + top 10", floor,
-            "<= 1.5x" if n <= 10_000 else "<= 1.1x", cpu_too=True)
+        with contextlib.ExitStack() as stack:
+            older = None
+            if before is not None:
+                older = stack.enter_context(subprocess.Popen(
+                    [sys.executable, "-c", SEARCH_WORKER, str(HERE), str(root), str(runs * 20)], text=True,
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cache, env={**os.environ, "PYTHONPATH": str(before)}))
+            timings = search_beside_scan(searcher, matrix, runs * 20, older)
+        floor = min(timings[1:3], key=statistics.median)
+        target = "<= 1.5x" if n <= 10_000 else "<= 1.1x"
+        row(f"search in process, vector given, {n:,}", timings[0], "numpy exact scan + top 10", floor, target, cpu_too=True)
+        if older is not None:
+            row("  the same, code before", timings[3], "numpy exact scan + top 10", floor, target, cpu_too=True)
         index.close()
 
 
-def search_beside_scan(searcher, matrix: np.ndarray, runs: int) -> list[Timings]:
-    """Hybrid search, ``matrix @ q`` + top 10 and ``einsum`` + top 10, on the same queries in turn."""
+def search_queries(runs: int) -> list[tuple[str, np.ndarray]]:
+    """The in-process search rows' queries: (text, vector), each asked three times."""
     gen, rng = bench_search.TextGenerator(seed=99), np.random.default_rng(5)
-    turn = iter(list(zip(gen.texts(rng.integers(4, 12, runs)), bench_search.unit_vectors(rng, runs))) * 3)
-    current: list[tuple[str, np.ndarray]] = []
+    return list(zip(gen.texts(rng.integers(4, 12, runs)), bench_search.unit_vectors(rng, runs))) * 3
+
+
+def search_beside_scan(searcher, matrix: np.ndarray, runs: int, older: subprocess.Popen | None = None) -> list[Timings]:
+    """Hybrid search, ``matrix @ q`` + top 10 and ``einsum`` + top 10, on the same queries in turn; with
+    ``older`` (a `SEARCH_WORKER`), the older code's search of the same query last in each turn (its own
+    wall and CPU time, as it measured them)."""
+    queries = search_queries(runs)
+    at = -1
+    older_times = Timings()
 
     def hybrid() -> None:
-        current[:] = [next(turn)]
-        searcher.search(current[0][0], query_vector=current[0][1], query_model=bench_search.MODEL)
+        nonlocal at
+        at += 1
+        searcher.search(queries[at][0], query_vector=queries[at][1], query_model=bench_search.MODEL)
 
     def top10(scores: np.ndarray) -> np.ndarray:
         best = np.argpartition(scores, len(scores) - 10)[-10:]
         return best[np.argsort(-scores[best])]
 
-    return interleaved(runs, hybrid, lambda: top10(matrix @ current[0][1]),
-                       lambda: top10(np.einsum("ij,j->i", matrix, current[0][1])))
+    def before() -> None:
+        assert older is not None and older.stdin is not None and older.stdout is not None
+        older.stdin.write(f"{at}\n")
+        older.stdin.flush()
+        wall, cpu = map(float, older.stdout.readline().split())
+        older_times.append(wall)
+        older_times.cpu.append(cpu)
+
+    steps = [hybrid, lambda: top10(matrix @ queries[at][1]), lambda: top10(np.einsum("ij,j->i", matrix, queries[at][1]))]
+    timings = interleaved(runs, *steps, *([before] if older is not None else []))
+    if older is not None:
+        older_times[:], older_times.cpu[:] = older_times[1:], older_times.cpu[1:]  # (the warm-up round's)
+        timings[3] = older_times
+    return timings
 
 
 async def served_searches(root: Path, cache: Path, runs: int, searches: int) -> tuple[list[float], list[float], float, float]:
@@ -391,7 +441,7 @@ def main() -> None:
     parser.add_argument("--bulk", type=int, default=400, help="entries imported by the bulk row")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="synthetic roots searched in process")
     parser.add_argument("--only", nargs="+", default=["start", "write", "bulk", "search", "rss"])
-    parser.add_argument("--before", type=Path, help="a checkout of older code, started beside this one in the start rows")
+    parser.add_argument("--before", type=Path, help="a checkout of older code, run beside this one in the start and search rows")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-floor")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -410,7 +460,7 @@ def main() -> None:
         bench_write_many(args.cache, args.bulk, words)
         bench_bulk(args.cache, args.bulk, words)
     if "search" in args.only:
-        bench_search_in_process(args.cache, args.sizes, args.runs)
+        bench_search_in_process(args.cache, args.sizes, args.runs, args.before)
     if "rss" in args.only:
         search, discover, first, after = anyio.run(served_searches, root, args.cache / "model", args.runs, args.searches)
         (s50, s95), (d50, d95) = stats(search), stats(discover)

@@ -105,8 +105,7 @@ class Searching:
                                             ef_search=self.keeper.settings.storage.hnsw_ef_search_duplicates)
             if hits is None:
                 return []
-            top = hits.top[:limit]
-            return [(path, float(cosine)) for path, cosine in zip(top, hits.cosines(top))]
+            return [(path, float(cosine)) for path, cosine in zip(hits.top[:limit], hits.cosines(hits.keys[:limit]))]
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """(paths, matrix) of every entry embedded by the current model: one L2-normalised row per path.

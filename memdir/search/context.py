@@ -24,12 +24,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from memdir.storage.base import SearchIndex
+from memdir.storage.base import SearchIndex, SearchKey
 
 
 def context_coverage(
     index: SearchIndex,
-    paths: Sequence[str],
+    keys: Sequence[SearchKey],
     found: Mapping[str, np.ndarray],
     weights: Mapping[str, float],
     window: int,
@@ -38,25 +38,31 @@ def context_coverage(
 
     Args:
         index: the store's search index (inside its ``reading()``).
-        paths: the candidates.
+        keys: the candidates (`memdir.storage.base.SearchKey`).
         found: per query term (Porter stem), whether each candidate holds it.
         weights: per query term, its weight (idf, or 1 each).
         window: neighbours looked at on each side; 0 turns the signal off.
     """
-    covered = np.zeros(len(paths))
-    if window <= 0 or not len(paths) or not weights:
+    covered = np.zeros(len(keys))
+    if window <= 0 or not len(keys) or not weights:
         return covered
-    owner, neighbour = index.neighbours(paths, window)
+    owner, neighbour = index.neighbours(keys, window)
     if not len(neighbour):
         return covered
-    wanted = [term for term, weight in weights.items() if weight and (~found[term]).any()]
+    wanted = [term for term, weight in weights.items() if weight and not found[term].all()]
     if not wanted:
         return covered
     held = index.holding(wanted, neighbour)
-    rows, at = np.nonzero(np.stack([held[term] for term in wanted]))  # (term, neighbour) pairs that hold it
-    gained = np.zeros((len(wanted), len(paths)), dtype=bool)
+    rows, at = np.array([held[term] for term in wanted]).nonzero()  # (term, neighbour) pairs that hold it
+    gained = np.zeros((len(wanted), len(keys)), dtype=bool)
     gained[rows, owner[at]] = True  # per term, the candidates one of whose neighbours holds it
-    gained &= ~np.stack([found[term] for term in wanted])
-    for term, row in zip(wanted, gained):
-        covered += weights[term] * row
-    return covered
+    gained &= ~np.array([found[term] for term in wanted])
+    return weighted_sum([weights[term] for term in wanted], gained)
+
+
+def weighted_sum(weights: Sequence[float], rows: np.ndarray) -> np.ndarray:
+    """``weights[0] * rows[0] + weights[1] * rows[1] + ...``, added in that order (so each sum is
+    the same float as adding the rows one by one), in three numpy calls however many rows."""
+    if not len(weights):
+        return np.zeros(rows.shape[1] if rows.ndim == 2 else 0)
+    return (np.asarray(weights, dtype=np.float64)[:, None] * rows).cumsum(axis=0)[-1]

@@ -89,7 +89,6 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -99,9 +98,9 @@ from memdir.core.keywords import extract_keywords, porter_stem, stem, tag_terms
 from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
-from memdir.search.context import context_coverage
+from memdir.search.context import context_coverage, weighted_sum
 from memdir.search.ranking import RankingSignals
-from memdir.storage.base import Candidates, SearchIndex, SemanticHits
+from memdir.storage.base import Candidates, SearchIndex, SearchKey, SemanticHits
 
 Mode = Literal["hybrid", "keyword"]
 EmbedderSource = Embedder | Callable[[], Embedder | None] | None
@@ -109,6 +108,7 @@ EmbedderSource = Embedder | Callable[[], Embedder | None] | None
 # SwarmMemory: keyword matches are normalised by min(len(keywords), 5), so a long query
 # is not penalised for words no entry could contain.
 KEYWORD_NORMALISER_CAP = 5
+_NO_TAGS: frozenset[str] = frozenset()
 
 MIN_IDF = 0.1
 """Coverage weight of a query term found in more than half the entries (its BM25 idf is negative)."""
@@ -311,20 +311,21 @@ class HybridSearcher:
                                            _Filters(types, prefix, tags, include_hidden))
             if ranked is None:
                 return []
-            found, signals, scores, relevance = ranked.found, ranked.signals, ranked.scores, ranked.relevance
-            results: list[SearchResult] = []
-            for i in ranked.order():
+            found, scores, relevance = ranked.found, ranked.scores, ranked.relevance
+            shown: list[int] = []
+            for i in ranked.order(top_k):
                 # A score of 0 means no signal at all (no shared word, orthogonal vectors): never a result.
                 if scores[i] <= 0.0 or (threshold is not None and scores[i] < threshold):
                     break
-                results.append(SearchResult(
-                    found.paths[i], found.titles[i], found.types[i], round(scores[i], 6), round(relevance[i], 6),
-                    signals.breakdown(i, ranked.extras[i] if ranked.extras else None), mode, found.tags[i],
-                    ranked.matched(i),
-                ))
-                if len(results) == top_k:
+                shown.append(i)
+                if len(shown) == top_k:
                     break
-        return results
+            extras = [ranked.extras[i] for i in shown] if ranked.extras else None
+            return [
+                SearchResult(found.paths[i], found.titles[i], found.types[i], round(scores[i], 6), round(relevance[i], 6),
+                             breakdown, mode, found.tags[i], matched)
+                for i, breakdown, matched in zip(shown, ranked.signals.breakdowns(shown, extras), ranked.matched(shown))
+            ]
 
     def idf(self, terms: Sequence[str]) -> dict[str, float]:
         """Each query term's idf in this store (at least `MIN_IDF`; a word no entry holds gets
@@ -335,29 +336,29 @@ class HybridSearcher:
     def _ranked(
         self,
         semantic: SemanticHits | None,
-        bm25: dict[str, float],
+        bm25: dict[SearchKey, float],
         idf: dict[str, float],
         stems: set[str],
         mode: Mode,
-        extra: Sequence[str] = (),
+        extra: Sequence[SearchKey] = (),
     ) -> _Ranked | None:
         """Candidates (semantic top + BM25 matches), their signals, scores and relevance; None if none.
 
         Keyword coverage ranks by the share of the query's terms found, each counted once or
         (``keyword_idf``) by its idf; relevance always counts them by idf (see `_relevance`).
         """
-        found = self.index.candidates(list(dict.fromkeys([*(semantic.top if semantic else ()), *bm25, *extra])), list(idf))
-        candidates = found.paths
+        found = self.index.candidates(list(dict.fromkeys([*(semantic.keys if semantic else ()), *bm25, *extra])), list(idf))
+        candidates = found.keys
         if not candidates:
             return None
         term_weights = idf if self.settings.search.keyword_idf else dict.fromkeys(idf, 1.0)
         contains = found.contains
-        covered = sum((weight * contains[term] for term, weight in term_weights.items()), np.zeros(len(candidates)))
-        covered_idf = covered if term_weights is idf else sum(
-            (weight * contains[term] for term, weight in idf.items()), np.zeros(len(candidates)))
+        held = np.array([contains[term] for term in idf]) if idf else np.zeros((0, len(candidates)), dtype=bool)
+        covered = weighted_sum(list(term_weights.values()), held)  # (term_weights has idf's terms, in its order)
+        covered_idf = covered if term_weights is idf else weighted_sum(list(idf.values()), held)
         window = self.settings.search.context_window if self.settings.search.context_weight else 0
         signals = _Signals.of(
-            bm25_raw=np.array([bm25.get(path, 0.0) for path in candidates]),
+            bm25_raw=np.array([bm25.get(key, 0.0) for key in candidates]),
             cosines=semantic.cosines(candidates) if semantic else None,
             covered=covered,
             context_covered=context_coverage(self.index, candidates, contains, term_weights, window),
@@ -385,10 +386,11 @@ class HybridSearcher:
         if not signals.active:
             return ranked.without(hidden) if hidden else ranked
         graph = signals.expand(self.index, zip(ranked.found.paths, ranked.scores))
-        new = [path for path in graph if path not in hidden and path not in ranked.found.paths]
+        known = set(ranked.found.paths)
+        new = [path for path in graph if path not in hidden and path not in known]
         if new:
-            joining = self.index.candidates(new, [])  # their type and tags, for the search's filters
-            admitted = [path for path, type_, tags in zip(joining.paths, joining.types, joining.tags)
+            joining = self.index.candidates(self.index.keys_of(new), [])  # their type and tags, for the search's filters
+            admitted = [key for key, path, type_, tags in zip(joining.keys, joining.paths, joining.types, joining.tags)
                         if filters.admit(path, type_, tags)]
             if admitted:
                 ranked = self._ranked(*rerun, extra=admitted) or ranked
@@ -397,7 +399,7 @@ class HybridSearcher:
             if kept is None:
                 return None
             ranked = kept
-        paths = ranked.found.paths
+        paths = list(ranked.found.paths)
         facts = self.index.rank_facts(paths)
         now = datetime.now(UTC)
         text_total = sum(self._text_weights(rerun.mode).values()) or 1.0
@@ -477,21 +479,30 @@ class _Ranked:
             return None
         pick = np.asarray(keep, dtype=np.int64)
         f = self.found
-        found = Candidates([f.paths[i] for i in keep], [f.titles[i] for i in keep], [f.types[i] for i in keep],
-                           [f.tags[i] for i in keep], {term: held[pick] for term, held in f.contains.items()})
+        found = Candidates([f.keys[i] for i in keep], [f.paths[i] for i in keep], [f.titles[i] for i in keep],
+                           [f.types[i] for i in keep], [f.tags[i] for i in keep],
+                           {term: held[pick] for term, held in f.contains.items()})
         return _Ranked(
             found, self.signals.take(pick), [self.scores[i] for i in keep], [self.relevance[i] for i in keep],
             [self.extras[i] for i in keep] if self.extras else None,
         )  # fmt: skip
 
-    def matched(self, i: int) -> tuple[str, ...]:
-        """The query terms candidate ``i`` contains (asked of the results only, not of every candidate)."""
-        return tuple(term for term, held in self.found.contains.items() if held[i])
+    def matched(self, positions: list[int]) -> list[tuple[str, ...]]:
+        """The query terms each candidate at ``positions`` contains (asked of the results only)."""
+        pick = np.asarray(positions, dtype=np.intp)
+        held = {term: found[pick].tolist() for term, found in self.found.contains.items()}
+        return [tuple(term for term, has in held.items() if has[at]) for at in range(len(positions))]
 
-    def order(self) -> list[int]:
-        """Positions best first (ties by path)."""
-        paths = self.found.paths
-        return sorted(range(len(paths)), key=lambda i: (-self.scores[i], paths[i]))
+    def order(self, limit: int) -> list[int]:
+        """Positions best first (ties by path): the ``limit`` best, and any tied with the last of them
+        (only those are sorted; the rest cannot be among the first ``limit``)."""
+        paths, scores = self.found.paths, self.scores
+        positions: Iterable[int] = range(len(paths))
+        if limit < len(paths):
+            values = np.asarray(scores)
+            last = np.partition(values, len(values) - limit)[len(values) - limit]
+            positions = (values >= last).nonzero()[0].tolist()
+        return sorted(positions, key=lambda i: (-scores[i], paths[i]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -543,24 +554,23 @@ class _Signals:
             self.bm25_raw[positions], self.keyword[positions], self.tag[positions], self.context[positions],
         )  # fmt: skip
 
-    def breakdown(self, i: int, extras: dict[str, float | None] | None = None) -> ScoreBreakdown:
-        """Candidate ``i``'s signals, for its result (``extras``: graph, importance, recency)."""
-        return ScoreBreakdown(
-            semantic=float(self.semantic[i]) if self.semantic is not None else None,
-            bm25=float(self.bm25[i]),
-            bm25_raw=float(self.bm25_raw[i]),
-            keyword=float(self.keyword[i]),
-            tag=float(self.tag[i]),
-            context=float(self.context[i]),
-            **(extras or {}),
-        )
+    def breakdowns(self, positions: list[int], extras: list[dict[str, float | None]] | None = None) -> list[ScoreBreakdown]:
+        """The signals of the candidates at ``positions``, for their results (``extras``: graph, importance,
+        recency of each)."""
+        pick = np.asarray(positions, dtype=np.intp)
+        cosines = self.semantic[pick].tolist() if self.semantic is not None else [None] * len(positions)
+        columns = zip(cosines, self.bm25[pick].tolist(), self.bm25_raw[pick].tolist(),
+                      self.keyword[pick].tolist(), self.tag[pick].tolist(), self.context[pick].tolist())
+        return [ScoreBreakdown(semantic=semantic, bm25=bm25, bm25_raw=raw, keyword=keyword, tag=tag, context=context,
+                               **(extras[at] if extras else {}))
+                for at, (semantic, bm25, raw, keyword, tag, context) in enumerate(columns)]
 
 
 class _Rerun(NamedTuple):
     """What `HybridSearcher._ranked` needs to rank again with more candidates (graph expansion)."""
 
     semantic: SemanticHits | None
-    bm25: dict[str, float]
+    bm25: dict[SearchKey, float]
     idf: dict[str, float]
     stems: set[str]
     mode: Mode
@@ -595,26 +605,25 @@ def _share(covered: np.ndarray, weights: Iterable[float]) -> np.ndarray:
     return np.minimum(1.0, covered / heaviest) if heaviest > 0 else np.zeros_like(covered)
 
 
+_TAG_TERMS: dict[str, frozenset[str]] = {}
+"""The stemmed words of every tag met so far (tags recur far more than whole tag lists)."""
+_TAGS_WITH_TERM: dict[str, set[str]] = {}
+"""The tags met so far, by each of their stemmed words."""
 _TAG_WORDS_BY_HEAD: dict[str, set[str]] = {}
 """Every tag word of 4 letters or more met so far, by its first four: the only tag words a query
 word's prefix can match (see `_tag_counts`)."""
 
 
-@lru_cache(maxsize=65536)
-def _one_tag_terms(tag: str) -> frozenset[str]:
-    """Stemmed words of one tag; cached per tag, because tags recur far more than whole tag lists."""
-    terms = frozenset(tag_terms((tag,)))
-    for term in terms:
-        if len(term) >= 4:
-            _TAG_WORDS_BY_HEAD.setdefault(term[:4], set()).add(term)
-    return terms
-
-
-def _tag_terms(tags: tuple[str, ...]) -> frozenset[str]:
-    """Stemmed words of a tag list."""
-    if len(tags) == 1:
-        return _one_tag_terms(tags[0])
-    return frozenset().union(*map(_one_tag_terms, tags))
+def _learn_tags(tags: Iterable[str]) -> None:
+    """File the words of ``tags`` in `_TAGS_WITH_TERM` and `_TAG_WORDS_BY_HEAD`, then in `_TAG_TERMS`: a
+    search in another thread that finds a tag there finds its words filed too."""
+    for tag in tags:
+        terms = frozenset(tag_terms((tag,)))
+        for term in terms:
+            _TAGS_WITH_TERM.setdefault(term, set()).add(tag)
+            if len(term) >= 4:
+                _TAG_WORDS_BY_HEAD.setdefault(term[:4], set()).add(term)
+        _TAG_TERMS[tag] = terms
 
 
 def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.ndarray:
@@ -622,26 +631,34 @@ def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.nda
 
     A keyword matches a tag word with the same stem, or (both at least 4 letters) one
     that is a prefix of the other ("debug" ~ "debugger"); such a pair shares its first four
-    letters, so the prefix test runs only on the candidates' tag words filed under the
-    keyword's four (`_TAG_WORDS_BY_HEAD`), and when no keyword matches any of them (the
-    usual case) no candidate's tags are looked at again.
+    letters, so the prefix test runs only on the tag words filed under the keyword's four
+    (`_TAG_WORDS_BY_HEAD`). The tags holding a matching word are found by word
+    (`_TAGS_WITH_TERM`), each marked with a bit per keyword it matches; a tag list counts the
+    keywords any of its tags match. When no keyword matches a candidate's tag (the usual case)
+    no candidate's tags are looked at again.
     """
     counts = np.zeros(len(tag_lists))
     distinct_tags: set[str] = set().union(*tag_lists)
     if not stems or not distinct_tags:
         return counts
-    all_terms = frozenset().union(*map(_one_tag_terms, distinct_tags))
-    wanted: list[frozenset[str]] = []
-    for word in stems:
-        near = {word} & all_terms
+    unseen = distinct_tags.difference(_TAG_TERMS)
+    if unseen:
+        _learn_tags(unseen)
+    bits: dict[str, int] = {}
+    for j, word in enumerate(stems):
+        near = {word}
         if len(word) >= 4:
-            heads = _TAG_WORDS_BY_HEAD.get(word[:4], set()) & all_terms
+            heads = tuple(_TAG_WORDS_BY_HEAD.get(word[:4], ()))  # (a copy: another search may file words meanwhile)
             near.update(t for t in heads if t.startswith(word) or word.startswith(t))
-        if near:
-            wanted.append(frozenset(near))
-    if wanted:
-        for i, tags in enumerate(tag_lists):
-            if tags:
-                terms = _tag_terms(tags)
-                counts[i] = sum(1 for matches in wanted if not terms.isdisjoint(matches))
+        for term in near:
+            for tag in _TAGS_WITH_TERM.get(term, _NO_TAGS) & distinct_tags:
+                bits[tag] = bits.get(tag, 0) | 1 << j
+    if not bits:
+        return counts
+    for i, tags in enumerate(tag_lists):
+        mask = 0
+        for tag in tags:
+            mask |= bits.get(tag, 0)
+        if mask:
+            counts[i] = mask.bit_count()
     return counts

@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 import numpy as np
 from pydantic import JsonValue
@@ -92,27 +92,39 @@ class IndexStats:
     stale: int
 
 
+SearchKey: TypeAlias = Any
+"""What a store calls an entry during a search (`SearchIndex`): its path, or a number of its own
+(the directory store's keyword slot), so a search never looks a path up before it shows a result."""
+
+
 class SemanticHits(Protocol):
-    """The semantic side of one search: the best paths by cosine, and the cosine of any candidate."""
+    """The semantic side of one search: the best entries by cosine, and the cosine of any candidate."""
 
     @property
-    def top(self) -> list[str]: ...
+    def keys(self) -> list[SearchKey]:
+        """The best entries' keys, best first."""
 
-    def cosines(self, paths: Sequence[str]) -> np.ndarray:
-        """Cosine of each path (0.0 for entries without a comparable vector or outside the filters)."""
+    @property
+    def top(self) -> list[str]:
+        """The best entries' paths, best first."""
+
+    def cosines(self, keys: Sequence[SearchKey]) -> np.ndarray:
+        """Cosine of each entry (0.0 for entries without a comparable vector or outside the filters)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """What ranking needs of the candidates a search found, in the order asked (unknown paths dropped).
+    """What ranking needs of the candidates a search found, in the order asked (unknown keys dropped).
 
     Attributes:
+        keys: each candidate's key (`SearchKey`).
         contains: per query term, whether each candidate's words hold it.
     """
 
-    paths: list[str]
-    titles: list[str]
-    types: list[str | None]
+    keys: list[SearchKey]
+    paths: Sequence[str]
+    titles: Sequence[str]
+    types: Sequence[str | None]
     tags: list[tuple[str, ...]]
     contains: dict[str, np.ndarray]
 
@@ -127,8 +139,8 @@ class SearchIndex(Protocol):
     def keyword_hits(
         self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None,
         path_prefix: str | None, tags: Sequence[str] | None,
-    ) -> dict[str, float]:
-        """Path -> BM25 (positive) of the ``limit`` best entries holding any of ``terms``
+    ) -> dict[SearchKey, float]:
+        """Key -> BM25 (positive) of the ``limit`` best entries holding any of ``terms``
         (Porter stems), filters applied first; weighted by field (title, tags, domain, content)."""
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
@@ -144,12 +156,15 @@ class SearchIndex(Protocol):
         (an index that compares every vector has none).
         """
 
-    def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
-        """Title, type, tags and term presence of ``paths``."""
+    def keys_of(self, paths: Sequence[str]) -> list[SearchKey]:
+        """The key of each of ``paths`` (one `candidates` drops for a path not indexed)."""
 
-    def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
-        """The entries written just before and after each of ``paths`` (known entries) in its folder,
-        up to ``window`` each side: ``(owner, neighbour)``, ``owner`` the position in ``paths``,
+    def candidates(self, keys: Sequence[SearchKey], terms: Sequence[str]) -> Candidates:
+        """Path, title, type, tags and term presence of the entries of ``keys``."""
+
+    def neighbours(self, keys: Sequence[SearchKey], window: int) -> tuple[np.ndarray, np.ndarray]:
+        """The entries written just before and after each of ``keys`` (known entries) in its folder,
+        up to ``window`` each side: ``(owner, neighbour)``, ``owner`` the position in ``keys``,
         ``neighbour`` a key `holding` understands (`memdir.search.context`)."""
 
     def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:

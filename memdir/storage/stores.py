@@ -109,6 +109,7 @@ def open_directory(settings: Settings, *, read_only: bool = False) -> tuple[File
         column_weights=settings.search.bm25_column_weights,
         in_memory=reason is not None and not open_mode.can_update_index(adapter.root),
         wal_limit=settings.storage.index_wal_limit,
+        context_window=settings.search.context_window if settings.search.context_weight else 0,
     )
     return adapter, index
 

@@ -219,3 +219,17 @@ def test_tag_matches_count_each_query_word_once_by_stem_or_shared_prefix():
     # "debug" ~ "debugger" (a prefix, 4 letters or more), "api" = "API"; "ops" and "api" are too short
     # for a prefix match ("opsec", "apis"); one word matched by two tags counts once
     assert _tag_counts(words, tag_lists).tolist() == [2, 2, 1, 0, 0, 0]
+
+
+def test_tag_matches_count_each_query_word_once_by_stem_or_prefix(tmp_path):
+    """A query word matches a tag word with its stem, or (both 4 letters or more) one a prefix of the
+    other; an entry's tag share counts the query's words any of its tags match, each once."""
+    index = DerivedIndex(tmp_path / "memory")
+    add(index, "fact/a.md", "notes", tags=["debugger"])
+    add(index, "fact/b.md", "notes", tags=["deb", "errs"])
+    add(index, "fact/c.md", "notes", tags=["api-errors", "HTTP", "apis"])
+    add(index, "fact/d.md", "notes", tags=["Debugging"])
+    found = searcher(index).search("debug api errors http notes", top_k=10)
+    shares = {r.path: r.breakdown.tag for r in found}
+    assert shares == {"fact/a.md": 1 / 5, "fact/b.md": 0.0, "fact/c.md": 3 / 5, "fact/d.md": 1 / 5}
+    index.close()

@@ -96,13 +96,13 @@ def test_candidates_neighbours_and_cosines_of_a_search(root):
     wanted = ["conversation/one/turn1.md", "concept/gone.md", "conversation/two/turn0.md"]
     vector = EMBEDDER.embed(["moving four years"])[0]
     with index.reading():
-        found = index.candidates(wanted, ["move", "four", "rex"])
-        owner, keys = index.neighbours(found.paths, 2)
+        found = index.candidates(index.keys_of(wanted), ["move", "four", "rex"])
+        owner, keys = index.neighbours(found.keys, 2)
         held = index.holding(["move", "rex"], keys)
         hits = index.semantic_hits(vector, MODEL, 2)
-        cosines = hits.cosines([*found.paths, "concept/gone.md"])
-    assert found.paths == ["conversation/one/turn1.md", "conversation/two/turn0.md"]
-    assert found.types == ["concept", "concept"] and found.tags == [("Caroline",), ()]
+        cosines = hits.cosines([*found.keys, *index.keys_of(["concept/gone.md"])])
+    assert list(found.paths) == ["conversation/one/turn1.md", "conversation/two/turn0.md"]
+    assert list(found.types) == ["concept", "concept"] and found.tags == [("Caroline",), ()]
     assert {term: held.tolist() for term, held in found.contains.items()} == {
         "move": [False, True], "four": [True, True], "rex": [False, False]}
     slot = index.keywords.slot_of
@@ -111,6 +111,55 @@ def test_candidates_neighbours_and_cosines_of_a_search(root):
     assert held["move"].tolist() == [True, False, True] and held["rex"].tolist() == [False, True, False]
     scores = [float(np.dot(vector, index.vectors.vector(path))) for path in found.paths]
     assert cosines.tolist() == pytest.approx([*scores, 0.0])
+
+
+def test_searches_meet_each_entry_on_both_sides_after_every_kind_of_change(root, monkeypatch):
+    """A search joins the vector matrix's rows and the keyword index's slots by number, not by path:
+    after updates, removals, re-embedding, compactions that renumber every slot and another process's
+    changes, each result has its own cosine and BM25, as an index opened afresh gives them; and the
+    candidates' neighbours found with them (``context_window``) are those found apart."""
+    from memdir.search.hybrid import HybridSearcher
+    from memdir.storage.directory import postings
+
+    monkeypatch.setattr(postings, "_COMPACT_MIN", 4)  # compact (renumber the slots) every few changes
+    words = ["otter", "river", "stone", "maple", "harbour", "lantern", "copper", "meadow"]
+
+    def entry(i: int, round_: int) -> Entry:
+        text = " ".join(words[(i * 3 + k + round_) % len(words)] for k in range(4))
+        return make(f"concept/{['a', 'b'][i % 2]}/e{i}.md", f"{text} {round_}", title=words[i % len(words)],
+                    tags=[words[(i + round_) % len(words)]])
+
+    index, other = DerivedIndex(root, context_window=3), DerivedIndex(root)
+    for i in range(40):
+        put(index, entry(i, 0))
+    for i in range(0, 40, 3):
+        put(index, entry(i, 1))  # an update: a new slot, the same row
+    for i in range(1, 40, 7):
+        index.remove(f"concept/{['a', 'b'][i % 2]}/e{i}.md")  # the matrix's last row moves into the hole
+    again = [entry(i, 1) for i in range(0, 40, 3) if i % 7 != 1]
+    index.set_vectors([(e.model_copy(update={"embedding": EMBEDDER.embed([words[0]])[0]}), FileStats(1, 1, 1, 1),
+                        hash_of(e), MODEL) for e in again[:5]])
+    for i in range(40, 50):
+        put(other, entry(i, 2))  # seen by ``index`` through its refresh
+    index.refresh()
+    fresh = DerivedIndex(root)
+    queries = [" ".join(words[k:k + 2]) for k in range(len(words) - 1)]
+    for query in queries:
+        vector = EMBEDDER.embed([query])[0]
+        found, expected = (
+            [(r.path, r.score, r.breakdown) for r in HybridSearcher(ix).search(query, top_k=60, query_vector=vector,
+                                                                           query_model=MODEL)]
+            for ix in (index, fresh))
+        assert found == expected, query
+        assert len(found) > 10
+    with index.reading():
+        found = index.candidates(index.keys_of([f"concept/a/e{i}.md" for i in range(0, 50, 4)]), ["otter", "stone"])
+        put(index, entry(60, 3))  # a change between a search's steps: what was found with the candidates is stale
+        owner, near = index.neighbours(found.keys, 3)
+        held = index.holding(["otter"], near)
+        alone = index.keywords.neighbours(np.asarray(found.keys), 3)
+    assert owner.tolist() == alone[0].tolist() and near.tolist() == alone[1].tolist()
+    assert held["otter"].tolist() == index.keywords.holding(["otter"], near)["otter"].tolist()
 
 
 def test_keyword_filters_run_in_sql(root):

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import astuple, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     pass
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # BM25 column weights (FTS5's weighting, kept when the scoring moved into memory) for title,
 # tags, domain, content: a word in the title says more about what an entry is about than
@@ -140,6 +141,8 @@ class DerivedIndex:
             index whose file cannot be opened for writing (disk full, read-only mount) falls
             back to this too, so the root still opens.
         wal_limit: bytes the SQLite write-ahead log is kept under (`index_db.connect`).
+        context_window: neighbours each side that a search's context coverage reads (0: off), found
+            with its candidates (`candidates`).
 
     Attributes:
         vectors: the in-memory matrix of this process (read it under `lock`).
@@ -156,15 +159,18 @@ class DerivedIndex:
         column_weights: Sequence[float] = DEFAULT_COLUMN_WEIGHTS,
         in_memory: bool = False,
         wal_limit: int = sql.DEFAULT_WAL_LIMIT,
+        context_window: int = 0,
     ) -> None:
         self.root = Path(root)
+        self.context_window = context_window
+        self._near: _Near | None = None  # see `candidates`
         self.path = sql.index_path(self.root)
         self.in_memory = in_memory
         self.wal_limit = wal_limit
         self.column_weights = tuple(float(w) for w in column_weights)
         self.lock = threading.RLock()
         self.vectors = VectorMatrix()
-        self.keywords = KeywordIndex(self.column_weights)
+        self.keywords = KeywordIndex(self.column_weights, renumbered=self.vectors.renumber_keys)
         self.rebuilt = False
         self._db: sqlite3.Connection | None = None
         self._ino: int | None = None
@@ -311,8 +317,8 @@ class DerivedIndex:
             matrix, vector_ids = matrix[known], vector_ids[known]
             models = [model for model, keep in zip(models, known.tolist()) if keep]
         rows = at[known].tolist()
-        self.vectors.load(
-            [paths[i] for i in rows], matrix, [types[i] for i in rows], [tags[i] for i in rows], models
+        self.vectors.load(  # (an entry's key is its keyword slot: its place among the rows read)
+            [paths[i] for i in rows], matrix, [types[i] for i in rows], [tags[i] for i in rows], models, keys=at[known]
         )
         if stale and not self.in_memory:  # an index kept in memory writes nothing under the root
             snapshot = snapshots.VectorSnapshot(self._generation, self._seq, vector_ids, models, matrix)
@@ -450,7 +456,8 @@ class DerivedIndex:
                 self.vectors.remove(path)
             else:
                 self.vectors.upsert(
-                    path, np.frombuffer(blob, dtype="<f4"), type=type_, tags=sql.split_tags(tags), model=model_id
+                    path, np.frombuffer(blob, dtype="<f4"), type=type_, tags=sql.split_tags(tags), model=model_id,
+                    key=self._key_of(path),
                 )
         self._seq = seq
         return True
@@ -582,7 +589,8 @@ class DerivedIndex:
             needs_full = {entry.path for entry, *_ in full}
             for entry, _, _, model_id in items:
                 if entry.path not in needs_full and entry.embedding is not None:  # (restamped: it has one)
-                    self.vectors.upsert(entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id)
+                    self.vectors.upsert(entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags,
+                                        model=model_id, key=self._key_of(entry.path))
             if full:
                 self._upsert_rows(full)
             return len(items)
@@ -600,6 +608,11 @@ class DerivedIndex:
                 self._apply(entry, model_id, doc)
             return len(items)
 
+    def _key_of(self, path: str) -> int:
+        """The key search knows the entry ``path`` by: its keyword slot (-1: none)."""
+        slot = self.keywords.slot_of(path)
+        return -1 if slot is None else slot
+
     def _apply(self, entry: Entry, model_id: str | None, doc: KeywordDoc | None) -> None:
         """Mirror a committed row in the matrix and the keyword index (``doc`` None: a stub)."""
         if doc is None:
@@ -611,7 +624,8 @@ class DerivedIndex:
             self.vectors.remove(entry.path)
         else:
             self.vectors.upsert(
-                entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id
+                entry.path, entry.embedding, type=entry.type, tags=entry.metadata.tags, model=model_id,
+                key=self._key_of(entry.path),
             )
 
     def record_hits(
@@ -954,11 +968,11 @@ class DerivedIndex:
     def keyword_hits(
         self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None,
-    ) -> dict[str, float]:
+    ) -> dict[int, float]:
+        """(Keys are keyword slots.)"""
         with self.lock:
             slots, scores = self.keywords.search(terms, limit, types=types, path_prefix=path_prefix, tags=tags)
-            paths = self.keywords.paths
-            return dict(zip([paths[slot] for slot in slots.tolist()], scores.tolist()))
+            return dict(zip(slots.tolist(), scores.tolist()))
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
         with self.lock:
@@ -982,33 +996,55 @@ class DerivedIndex:
             mask = matrix.mask(types=types, path_prefix=path_prefix, tags=tags, model=model)
             scores = matrix.scores(vector)
             rows, _ = matrix.top_of(scores, limit, mask)
-            paths = matrix.paths
-            return _MatrixHits([paths[r] for r in rows.tolist()], scores, mask, matrix.rows_of)
+            return _MatrixHits(matrix.keys_at(rows).tolist(), rows.tolist(), matrix.paths, scores, mask, matrix.rows_of_keys)
 
-    def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
+    def keys_of(self, paths: Sequence[str]) -> list[int]:
+        """(Keys are keyword slots.)"""
+        with self.lock:
+            return self.keywords.slots_of(paths).tolist()
+
+    def candidates(self, keys: Sequence[int], terms: Sequence[str]) -> Candidates:
+        """(Paths, titles and types are read when asked for: a search shows a few of its candidates. With
+        ``context_window`` and ``terms``, the candidates' neighbours, and which of them hold each term, are
+        found with them, in one search of the postings, and kept for `neighbours` and `holding`.)"""
         with self.lock:
             kw = self.keywords
-            slot_array = kw.slots_of(paths)
-            if (slot_array < 0).any():
-                known = slot_array >= 0
-                paths = [path for path, keep in zip(paths, known.tolist()) if keep]
+            slot_array = np.asarray(keys, dtype=np.int64)
+            known = slot_array >= 0
+            if not known.all():
                 slot_array = slot_array[known]
             slots = slot_array.tolist()
-            titles, types = kw.titles, kw.types
+            window = self.context_window if terms else 0
+            if window:
+                owner, near = kw.neighbours(slot_array, window)
+                both = kw.holding(terms, np.concatenate([slot_array, near]))
+                count = len(slots)
+                contains = {term: held[:count] for term, held in both.items()}
+                self._near = _Near(kw.changes, slots, window, owner, near, {term: held[count:] for term, held in both.items()})
+            else:
+                contains = kw.holding(terms, slot_array)
             return Candidates(
-                paths=list(paths),
-                titles=[titles[slot] for slot in slots],
-                types=[types[slot] for slot in slots],
-                tags=[kw.tags_of(slot) for slot in slots],
-                contains=kw.holding(terms, slot_array),
+                keys=slots,
+                paths=_Column(kw.paths, slots),
+                titles=_Column(kw.titles, slots),
+                types=_Column(kw.types, slots),
+                tags=kw.tags_at(slots),
+                contains=contains,
             )
 
-    def neighbours(self, paths: Sequence[str], window: int) -> tuple[np.ndarray, np.ndarray]:
+    def neighbours(self, keys: Sequence[int], window: int) -> tuple[np.ndarray, np.ndarray]:
         with self.lock:
-            return self.keywords.neighbours(self.keywords.slots_of(paths), window)
+            near = self._near
+            if near is not None and near.changes == self.keywords.changes and keys is near.keys and window == near.window:
+                return near.owner, near.near
+            return self.keywords.neighbours(np.asarray(keys, dtype=np.int64), window)
 
     def holding(self, terms: Sequence[str], keys: np.ndarray) -> dict[str, np.ndarray]:
         with self.lock:
+            near = self._near
+            if (near is not None and near.changes == self.keywords.changes and keys is near.near
+                    and all(term in near.held for term in terms)):
+                return {term: near.held[term] for term in terms}
             return self.keywords.holding(terms, keys)
 
     def vector_snapshot(self, model_id: str | None) -> tuple[list[str], np.ndarray]:
@@ -1113,19 +1149,61 @@ class DerivedIndex:
 
 
 @dataclass(frozen=True, slots=True)
-class _MatrixHits:
-    """`memdir.storage.base.SemanticHits` over the in-memory matrix: every row's cosine was computed."""
+class _Near:
+    """The neighbours of a search's candidates (`DerivedIndex.candidates`), and which of them hold each
+    of its terms, as of the keyword index's ``changes``."""
 
-    top: list[str]
+    changes: int
+    keys: list[int]
+    window: int
+    owner: np.ndarray
+    near: np.ndarray
+    held: dict[str, np.ndarray]
+
+
+class _Column(Sequence[T]):
+    """The values of a per-slot list at some slots, each read when asked for."""
+
+    __slots__ = ("_values", "_slots")
+
+    def __init__(self, values: list[T], slots: list[int]) -> None:
+        self._values, self._slots = values, slots
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return [self._values[slot] for slot in self._slots[i]]
+        return self._values[self._slots[i]]
+
+
+@dataclass(frozen=True, slots=True)
+class _MatrixHits:
+    """`memdir.storage.base.SemanticHits` over the in-memory matrix: every row's cosine was computed.
+    Keys are keyword slots (`VectorMatrix.keys_at`); the paths of the top rows are read when asked
+    for, inside the search's ``reading()``."""
+
+    keys: list[int]
+    rows: list[int]
+    paths: Sequence[str]
     scores: np.ndarray
     mask: np.ndarray | None
-    rows_of: Callable[[Sequence[str]], np.ndarray]
+    rows_of: Callable[[np.ndarray], np.ndarray]
 
-    def cosines(self, paths: Sequence[str]) -> np.ndarray:
-        rows = self.rows_of(paths)
+    @property
+    def top(self) -> list[str]:
+        return [self.paths[row] for row in self.rows]
+
+    def cosines(self, keys: Sequence[int]) -> np.ndarray:
+        rows = self.rows_of(np.asarray(keys, dtype=np.int64))
         known = rows >= 0
         if self.mask is not None:
             known[known] = self.mask[rows[known]]
-        out = np.zeros(len(paths))
+        out = np.zeros(len(rows))
         out[known] = self.scores[rows[known]]
         return out

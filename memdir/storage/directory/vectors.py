@@ -102,6 +102,9 @@ class VectorMatrix:
         self._type_code = np.zeros(0, dtype=np.int32)
         self._folder_code = np.zeros(0, dtype=np.int32)
         self._model_code = np.zeros(0, dtype=np.int32)
+        self._model_rows: dict[int, int] = {}  # model code -> rows of that model (see `has_model`)
+        self._key = np.zeros(0, dtype=np.int64)  # per row: its entry's key (see `keys_at`)
+        self._key_row = np.zeros(0, dtype=np.int64)  # per key: its row, -1 for none
         self._row_tags: list[str | Iterable[str] | None] = []  # raw until the tag index is built
         self._tag_rows: dict[str, set[int]] | None = {}
 
@@ -129,14 +132,53 @@ class VectorMatrix:
         """The row of each of ``paths`` (-1 for a path without one), looked up in one pass."""
         return np.fromiter(map(self._rows.get, paths, repeat(-1)), dtype=np.int64, count=len(paths))
 
+    def keys_at(self, rows: np.ndarray) -> np.ndarray:
+        """The key of each of ``rows``' entries (-1: none): the number the index gives an entry beside
+        its row here (its slot in the keyword index), so a search meets both sides without a path."""
+        return self._key[rows]
+
+    def rows_of_keys(self, keys: np.ndarray) -> np.ndarray:
+        """The row of each of ``keys`` (-1 for a key no row has)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        rows = np.empty(len(keys), dtype=np.int64)
+        rows.fill(-1)
+        inside = (keys >= 0) & (keys < len(self._key_row))
+        rows[inside] = self._key_row[keys[inside]]
+        return rows
+
+    def renumber_keys(self, new_key: np.ndarray) -> None:
+        """Keys changed all at once: ``new_key[old]`` is each old key's new one (-1: gone)."""
+        keys = self._key[: self._n]
+        known = keys >= 0
+        keys[known] = new_key[keys[known]]
+        self._index_keys()
+
+    def _index_keys(self) -> None:
+        """Rebuild the key -> row lookup from the rows' keys."""
+        keys = self._key[: self._n]
+        known = np.flatnonzero(keys >= 0)
+        self._key_row = np.full(int(keys.max(initial=-1)) + 1, -1, dtype=np.int64)
+        self._key_row[keys[known]] = known
+
+    def _point(self, key: int, row: int) -> None:
+        """Record that ``key`` is at ``row`` (-1: at none)."""
+        if key < 0:
+            return
+        if key >= len(self._key_row):
+            if row < 0:
+                return
+            grown = np.full(max(_MIN_CAPACITY, 2 * len(self._key_row), key + 1), -1, dtype=np.int64)
+            grown[: len(self._key_row)] = self._key_row
+            self._key_row = grown
+        self._key_row[key] = row
+
     def vector(self, path: str) -> np.ndarray | None:
         row = self._rows.get(path)
         return None if row is None else self._data[row].copy()
 
     def has_model(self, model: str | None) -> bool:
         """True if some row was embedded by ``model``."""
-        code = self._models.find(model)
-        return code >= 0 and bool(np.any(self._model_code[: self._n] == code))
+        return self._model_rows.get(self._models.find(model), 0) > 0
 
     def model_of(self, path: str) -> str | None:
         row = self._rows.get(path)
@@ -159,9 +201,9 @@ class VectorMatrix:
         data = np.zeros((new_capacity, self.dim or 0), dtype=np.float32)
         data[: self._n] = self._data[: self._n]
         self._data = data
-        for name in ("_type_code", "_folder_code", "_model_code"):
+        for name in ("_type_code", "_folder_code", "_model_code", "_key"):
             old = getattr(self, name)
-            grown = np.zeros(new_capacity, dtype=np.int32)
+            grown = np.zeros(new_capacity, dtype=old.dtype)
             grown[: self._n] = old[: self._n]
             setattr(self, name, grown)
 
@@ -173,8 +215,9 @@ class VectorMatrix:
         type: str | None = None,
         tags: Iterable[str] = (),
         model: str | None = None,
+        key: int = -1,
     ) -> None:
-        """Insert or replace the row of ``path``.
+        """Insert or replace the row of ``path``; ``key``: its entry's key (`keys_at`), -1 for none.
 
         A vector of another dimension than the matrix's means the model changed: the
         newest write wins, so the matrix is cleared and switches to the new dimension
@@ -191,17 +234,23 @@ class VectorMatrix:
                 self.dim = vector.shape[0]
                 self._data = np.zeros((0, self.dim), dtype=np.float32)
         row = self._rows.get(path)
-        if row is None:
+        if row is not None:
+            self._model_rows[int(self._model_code[row])] -= 1
+            self._point(int(self._key[row]), -1)
+        else:
             self._grow(self._n + 1)
             row = self._n
             self._n += 1
             self._rows[path] = row
             self._paths.append(path)
             self._row_tags.append(_NO_TAGS)
+        self._key[row] = key
+        self._point(key, row)
         self._data[row] = vector
         self._type_code[row] = self._types.code(type)
         self._folder_code[row] = self._folders.code(folder_of(path))
-        self._model_code[row] = self._models.code(model)
+        self._model_code[row] = code = self._models.code(model)
+        self._model_rows[code] = self._model_rows.get(code, 0) + 1
         self._set_tags(row, list(tags))
 
     def load(
@@ -211,8 +260,10 @@ class VectorMatrix:
         types: Sequence[str | None],
         tags: Sequence[str | Iterable[str] | None],
         models: Sequence[str | None],
+        keys: np.ndarray | None = None,
     ) -> None:
-        """Replace everything with ``len(paths)`` rows at once (the fast path at open).
+        """Replace everything with ``len(paths)`` rows at once (the fast path at open); ``keys``:
+        their entries' keys (`keys_at`; default: none).
 
         ``matrix`` (unit rows) is adopted, not copied. ``tags`` per row may be a list or
         the index's newline-joined string; the tag index is built on first use. No Python
@@ -229,6 +280,9 @@ class VectorMatrix:
         self._type_code = self._types.encode(types)
         self._folder_code = self._folders.encode([p[: p.rfind("/")] if "/" in p else "" for p in self._paths])
         self._model_code = self._models.encode(models)
+        self._model_rows = dict(enumerate(np.bincount(self._model_code).tolist()))
+        self._key = np.full(n, -1, dtype=np.int64) if keys is None else np.array(keys, dtype=np.int64).reshape(n)
+        self._index_keys()
         self._row_tags = list(tags)
         self._tag_rows = None
 
@@ -238,6 +292,8 @@ class VectorMatrix:
         if row is None:
             return False
         self._set_tags(row, _NO_TAGS)
+        self._model_rows[int(self._model_code[row])] -= 1
+        self._point(int(self._key[row]), -1)
         last = self._n - 1
         if row != last:
             moved = self._paths[last]
@@ -245,6 +301,8 @@ class VectorMatrix:
             self._type_code[row] = self._type_code[last]
             self._folder_code[row] = self._folder_code[last]
             self._model_code[row] = self._model_code[last]
+            self._key[row] = moved_key = self._key[last]
+            self._point(int(moved_key), row)
             moved_tags = self._row_tags[last]
             self._set_tags(last, _NO_TAGS)
             self._set_tags(row, moved_tags)
@@ -321,8 +379,8 @@ class VectorMatrix:
                 if rows:
                     part[np.fromiter(rows, dtype=np.int64, count=len(rows))] = True
             narrow(part)
-        if model is not None:
-            narrow(self._model_code[:n] == self._models.find(model))
+        if model is not None and self._model_rows.get(code := self._models.find(model), 0) < n:
+            narrow(self._model_code[:n] == code)  # (not when every row is of that model, the usual case)
         if keep is not None and keep.all():
             return None  # e.g. every row is of the query's model: the unmasked path is faster
         return keep
@@ -378,7 +436,7 @@ class VectorMatrix:
         if not len(scores) or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if mask is not None:
-            candidates = np.flatnonzero(mask)
+            candidates = mask.nonzero()[0]
             scores_c = scores[candidates]
         else:
             candidates, scores_c = None, scores
@@ -386,7 +444,7 @@ class VectorMatrix:
         if k == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         size = len(scores_c)  # partition the scores themselves: no negated copy of 100K floats
-        part = np.argpartition(scores_c, size - k)[size - k :] if k < size else np.arange(size)
-        order = part[np.argsort(-scores_c[part], kind="stable")]
+        part = scores_c.argpartition(size - k)[size - k :] if k < size else np.arange(size)
+        order = part[(-scores_c[part]).argsort(kind="stable")]
         rows = order if candidates is None else candidates[order]
         return rows, scores_c[order]

@@ -668,6 +668,10 @@ class PostgresIndex:
                 held[form].add(entry_id)
         return {term: np.array([int(key) in held[form] for key in keys], dtype=bool) for term, form in forms.items()}
 
+    def keys_of(self, paths: Sequence[str]) -> list[str]:
+        """(Keys are paths.)"""
+        return list(paths)
+
     def candidates(self, paths: Sequence[str], terms: Sequence[str]) -> Candidates:
         """Title, type, tags and query words of ``paths`` — and, in a search, their cosines and
         their neighbours with the words those hold, in the same statement (`candidates_sql`)."""
@@ -695,8 +699,10 @@ class PostgresIndex:
                 tuple(path for path, _ in found), window, np.array([place[pos] for pos in owner], dtype=np.int64),
                 np.array(ids, dtype=np.int64), neighbour_held,
             )
+        kept = [path for path, _ in found]
         return Candidates(
-            paths=[path for path, _ in found],
+            keys=kept,
+            paths=kept,
             titles=[row[1] for _, row in found],
             types=[row[2] for _, row in found],
             tags=[tuple(row[3] or ()) for _, row in found],

@@ -166,6 +166,11 @@ class RowHits:
     top: list[str]
     known: dict[str, float]
 
+    @property
+    def keys(self) -> list[str]:
+        """(Keys are paths.)"""
+        return self.top
+
     def cosines(self, paths: Sequence[str]) -> np.ndarray:
         missing = [path for path in paths if path not in self.known]
         if missing:
