@@ -1,0 +1,57 @@
+"""What one MemorySearch call sends to a PostgreSQL store: one snapshot, the search's own.
+
+The official MCP client calls the server (built in this process, the fake embedder behind it); every
+statement the server's connections execute meanwhile is recorded (the session's prefetch of the
+results, which runs on its own thread after the answer, is left out).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import psycopg
+import pytest
+from mcp import Client
+
+from memdir.core.settings import Settings
+from memdir.memory import Memory
+from memdir.server.app import build_server
+from tests.fakes import FakeEmbedder
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+
+
+def recorded(monkeypatch) -> list[str]:
+    """The statements the server's connections execute from now on (not the prefetch's), in order."""
+    sent: list[str] = []
+    execute = psycopg.Connection.execute
+
+    def recording(self, query, params=None, **kwargs):
+        if not threading.current_thread().name.startswith("memdir-prefetch"):
+            sent.append(str(query))
+        return execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", recording)
+    return sent
+
+
+async def test_a_search_opens_one_snapshot_and_reads_the_statistics_once(pg_url, tmp_path, monkeypatch):
+    settings = Settings(root=tmp_path, store=pg_url, evolution_enabled=False)
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        for i in range(30):
+            memory.write(f"fact/topic{i % 3}/entry{i}.md", f"Note {i} about the ledger migration and marker{i}.",
+                         title=f"Entry {i}", metadata={"type": "fact", "tags": [f"tag{i}"]})
+    server = build_server(settings, embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemorySearch", {"query": "ledger migration"})  # (the server opens the store)
+        sent = recorded(monkeypatch)
+        result = await client.call_tool("MemorySearch", {"query": "ledger migration marker7"})
+    assert not result.is_error, result
+    answer = result.content[0].text
+    assert "memory://fact/topic1/entry7.md" in answer and "marker7" in answer  # a snippet weighed by the query's words
+    kinds = Counter(statement.split()[0] for statement in sent)
+    statistics = [statement for statement in sent if "FROM term_stats" in statement]
+    # The snippets' word weights used to take a snapshot of their own (BEGIN, the statistics, COMMIT):
+    # now the search's snapshot is the only one, and the weights are one statement beside it.
+    assert (kinds["BEGIN"], kinds["COMMIT"], len(statistics)) == (1, 1, 2), sent
