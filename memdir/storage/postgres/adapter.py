@@ -336,29 +336,37 @@ class PostgresAdapter:
             return self._read(path, follow)
         with self._writing():
             entry = self._read(path, follow)
-            conn = self._conn()
-            if entry.path != path:
-                conn.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
-            if not entry.virtual:
-                counted = conn.execute(
-                    "UPDATE entries SET hits = hits + 1 WHERE path = %s AND stub_kind IS NULL RETURNING hits", (entry.path,)
-                ).fetchone()
-                if counted is not None:  # (a stub read as itself is not counted)
-                    entry = entry.model_copy(update={"hits": counted[0]})
-            next_change(conn)  # listings show hit counts
-            return entry
+            return self._counted(entry, [path] if entry.path != path else [])
 
     def count_hit(self, entry: Entry) -> Entry:
         """Count a read of ``entry`` served without reading its row (a cache hit), as `read_entry` does."""
         if self.read_only is not None or entry.virtual:
             return entry
         with self._writing():
-            conn = self._conn()
-            counted = conn.execute(
-                "UPDATE entries SET hits = hits + 1 WHERE path = %s AND stub_kind IS NULL RETURNING hits", (entry.path,)
-            ).fetchone()
-            next_change(conn)  # listings show hit counts
-        return entry if counted is None else entry.model_copy(update={"hits": counted[0]})
+            return self._counted(entry, [])
+
+    def _counted(self, entry: Entry, stubs_passed: list[str]) -> Entry:
+        """``entry`` with its read counted, and its time recorded for ranking's recency (and one read
+        counted for each stub the read went through), in the caller's transaction, in one round trip.
+
+        Every read is a change (listings show hit counts), taken under the store's write lock like any
+        other: so it must hold the lock briefly, or the writers queue behind the readers. Its commit
+        does not wait for the disk (``synchronous_commit`` off for this transaction alone): a crash can
+        lose the last fraction of a second of read counts, never an entry, and the next durable commit
+        flushes them anyway. (Waiting for that flush made each read hold the lock for a disk write.)
+        """
+        conn = self._conn()
+        with conn.pipeline():
+            conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
+            for path in stubs_passed:
+                conn.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
+            counted = None if entry.virtual else conn.execute(
+                "UPDATE entries SET hits = hits + 1, accessed_at = clock_timestamp() WHERE path = %s AND stub_kind IS NULL"
+                " RETURNING hits", (entry.path,),
+            )
+            conn.execute("UPDATE store_state SET change = nextval('changes')")  # (as `next_change`)
+            row = counted.fetchone() if counted is not None else None
+        return entry if row is None else entry.model_copy(update={"hits": row[0]})  # (a stub read as itself is not counted)
 
     def _read(self, path: str, follow: bool) -> Entry:
         target = stubs.follow(self.read_redirect, path, self.max_redirect_hops) if follow else path

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -208,10 +208,7 @@ class PostgresIndex:
     def record_hits(
         self, path: str, hits: int, before: FileStats, after: FileStats, at: datetime | None = None
     ) -> None:
-        """The read's time, for ranking's recency (the adapter's read already counted the hit in the row)."""
-        self._conn().execute(
-            "UPDATE entries SET accessed_at = %s WHERE path = %s", (at or datetime.now(UTC), path)
-        )
+        """Nothing to record: the adapter's count of the read stored its time in the row, for ranking's recency."""
 
     def remove(self, path: str) -> bool:
         with self.db.lock.exclusive():

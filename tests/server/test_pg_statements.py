@@ -1,8 +1,9 @@
-"""What one MemorySearch call sends to a PostgreSQL store: one snapshot, the search's own.
+"""What a call sends to a PostgreSQL store: a search takes one snapshot; a read counts itself without
+waiting for the disk, while a write's commit still does.
 
 The official MCP client calls the server (built in this process, the fake embedder behind it); every
-statement the server's connections execute meanwhile is recorded (the session's prefetch of the
-results, which runs on its own thread after the answer, is left out).
+statement the server's connections execute meanwhile is recorded (the session's prefetch of a
+search's results, which runs on its own thread after the answer, is left out).
 """
 
 from __future__ import annotations
@@ -36,13 +37,17 @@ def recorded(monkeypatch) -> list[str]:
     return sent
 
 
-async def test_a_search_opens_one_snapshot_and_reads_the_statistics_once(pg_url, tmp_path, monkeypatch):
+def filled(pg_url, tmp_path) -> Settings:
     settings = Settings(root=tmp_path, store=pg_url, evolution_enabled=False)
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         for i in range(30):
             memory.write(f"fact/topic{i % 3}/entry{i}.md", f"Note {i} about the ledger migration and marker{i}.",
                          title=f"Entry {i}", metadata={"type": "fact", "tags": [f"tag{i}"]})
-    server = build_server(settings, embedder=FakeEmbedder())
+    return settings
+
+
+async def test_a_search_opens_one_snapshot(pg_url, tmp_path, monkeypatch):
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
     async with Client(server, mode="legacy") as client:
         await client.call_tool("MemorySearch", {"query": "ledger migration"})  # (the server opens the store)
         sent = recorded(monkeypatch)
@@ -55,3 +60,25 @@ async def test_a_search_opens_one_snapshot_and_reads_the_statistics_once(pg_url,
     # The snippets' word weights used to take a snapshot of their own (BEGIN, the statistics, COMMIT):
     # now the search's snapshot is the only one, and the weights are one statement beside it.
     assert (kinds["BEGIN"], kinds["COMMIT"], len(statistics)) == (1, 1, 2), sent
+
+
+async def test_a_read_counts_itself_without_waiting_for_the_disk_and_a_write_waits(pg_url, tmp_path, monkeypatch):
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
+    asynchronous = "SELECT set_config('synchronous_commit', 'off', true)"
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemoryRead", {"file_path": "fact/topic0/entry3.md"})  # (the server opens the store)
+        sent = recorded(monkeypatch)
+        written = await client.call_tool("MemoryWrite", {
+            "file_path": "fact/new/note.md", "content": "A new note.", "title": "New", "type": "fact", "tags": [],
+            "related": [], "domain": "notes"})
+        assert not written.is_error, written
+        assert asynchronous not in sent  # an entry's commit waits until it is on disk
+        sent.clear()
+        for _ in range(2):
+            read = await client.call_tool("MemoryRead", {"file_path": "fact/topic1/entry4.md"})
+            assert not read.is_error and "Note 4" in read.content[0].text, read
+        assert sent.count(asynchronous) == 2, sent  # each read's count: its own transaction, not waited for
+    with psycopg.connect(pg_url) as conn:
+        hits, accessed = conn.execute(
+            "SELECT hits, accessed_at FROM entries WHERE path = 'fact/topic1/entry4.md'").fetchone()
+    assert hits == 2 and accessed is not None  # counted, and its time kept for ranking's recency
