@@ -106,6 +106,10 @@ def http_app(server: MemdirServer, settings: Settings, host: str, tokens: TokenF
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         session_idle_timeout=settings.server.http_session_idle_timeout,
         host=host,
+        # Each call answered with one JSON body, not an event stream opened for it: the stream's
+        # tasks and channels cost a third of a short call's time (7.3 vs 10.5 ms for a MemoryGlob).
+        # What the server asks of a client unprompted (sampling) goes over the client's own stream.
+        json_response=True,
     )
     inflight = InFlight(inner)
     gate = Gate.for_address(host, tokens, settings.server.http_allowed_hosts, settings.server.http_allowed_origins)
