@@ -1,5 +1,5 @@
 """What a call sends to a PostgreSQL store: a search takes one snapshot; a read counts itself without
-waiting for the disk, while a write's commit still does.
+waiting for the disk (a write's commit still does) nor for a writer holding the store's lock.
 
 The official MCP client calls the server (built in this process, the fake embedder behind it); every
 statement the server's connections execute meanwhile is recorded (the session's prefetch of a
@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
+import anyio
 import psycopg
 import pytest
 from mcp import Client
@@ -82,3 +83,19 @@ async def test_a_read_counts_itself_without_waiting_for_the_disk_and_a_write_wai
         hits, accessed = conn.execute(
             "SELECT hits, accessed_at FROM entries WHERE path = 'fact/topic1/entry4.md'").fetchone()
     assert hits == 2 and accessed is not None  # counted, and its time kept for ranking's recency
+
+
+async def test_a_read_does_not_wait_for_a_writer_holding_the_store_lock(pg_url, tmp_path):
+    from memdir.storage.postgres.database import STORE_LOCK
+
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemoryRead", {"file_path": "fact/topic0/entry3.md"})  # (the server opens the store)
+        with psycopg.connect(pg_url) as writer:  # another server, mid-change: it holds the store's lock
+            writer.execute("SELECT pg_advisory_xact_lock(%s)", (STORE_LOCK,))
+            with anyio.fail_after(10):  # (before, the read queued for the lock: up to its timeout, then failed)
+                read = await client.call_tool("MemoryRead", {"file_path": "fact/topic2/entry5.md"})
+            assert not read.is_error and "Note 5" in read.content[0].text, read
+            writer.rollback()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT hits FROM entries WHERE path = 'fact/topic2/entry5.md'").fetchone()[0] == 1

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,6 +82,8 @@ class PostgresAdapter:
         root: a local directory for what stays on each machine (defrag journals, derived caches).
         read_only: None for a writable store, else why it is read-only.
     """
+
+    counts_reads_alone = True  # a read's count: two atomic updates in a transaction of its own (`_counted`)
 
     def __init__(
         self,
@@ -332,40 +334,52 @@ class PostgresAdapter:
         if is_virtual(path):
             return load_virtual(path)
         count_hit = count_hit and self.read_only is None
+        entry = self._read(path, follow)
         if not count_hit:
-            return self._read(path, follow)
-        with self._writing():
-            entry = self._read(path, follow)
-            return self._counted(entry, [path] if entry.path != path else [])
+            return entry
+        return self._counted(entry, [path] if entry.path != path else [])
 
     def count_hit(self, entry: Entry) -> Entry:
         """Count a read of ``entry`` served without reading its row (a cache hit), as `read_entry` does."""
         if self.read_only is not None or entry.virtual:
             return entry
-        with self._writing():
-            return self._counted(entry, [])
+        return self._counted(entry, [])
 
     def _counted(self, entry: Entry, stubs_passed: list[str]) -> Entry:
         """``entry`` with its read counted, and its time recorded for ranking's recency (and one read
-        counted for each stub the read went through), in the caller's transaction, in one round trip.
+        counted for each stub the read went through), in one round trip and a transaction of its own.
 
-        Every read is a change (listings show hit counts), taken under the store's write lock like any
-        other: so it must hold the lock briefly, or the writers queue behind the readers. Its commit
-        does not wait for the disk (``synchronous_commit`` off for this transaction alone): a crash can
-        lose the last fraction of a second of read counts, never an entry, and the next durable commit
-        flushes them anyway. (Waiting for that flush made each read hold the lock for a disk write.)
+        Every read is a change (listings show hit counts), but one that needs no store lock: its
+        updates are atomic, and the store's change number is claimed first, in the order every writer
+        claims it before touching an entry's row (no deadlock). So reads never queue for the writers'
+        lock, nor writers behind the readers; a reader waits only for a writer between claiming its
+        change number and committing. Its commit does not wait for the disk (``synchronous_commit``
+        off for this transaction alone): a crash can lose the last fraction of a second of read counts,
+        never an entry, and the next durable commit flushes them anyway. Inside a transaction the
+        caller holds (a change of its own), the count joins it.
         """
         conn = self._conn()
-        with conn.pipeline():
-            conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
-            for path in stubs_passed:
-                conn.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
-            counted = None if entry.virtual else conn.execute(
-                "UPDATE entries SET hits = hits + 1, accessed_at = clock_timestamp() WHERE path = %s AND stub_kind IS NULL"
-                " RETURNING hits", (entry.path,),
-            )
-            conn.execute("UPDATE store_state SET change = nextval('changes')")  # (as `next_change`)
-            row = counted.fetchone() if counted is not None else None
+        own = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        try:
+            with conn.pipeline():
+                if own:
+                    conn.execute("BEGIN")
+                    conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
+                conn.execute("UPDATE store_state SET change = nextval('changes')")  # (as `next_change`)
+                for path in stubs_passed:
+                    conn.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
+                counted = None if entry.virtual else conn.execute(
+                    "UPDATE entries SET hits = hits + 1, accessed_at = clock_timestamp() WHERE path = %s"
+                    " AND stub_kind IS NULL RETURNING hits", (entry.path,),
+                )
+                if own:
+                    conn.execute("COMMIT")
+                row = counted.fetchone() if counted is not None else None
+        except BaseException:
+            if own and not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+            raise
         return entry if row is None else entry.model_copy(update={"hits": row[0]})  # (a stub read as itself is not counted)
 
     def _read(self, path: str, follow: bool) -> Entry:
