@@ -158,9 +158,15 @@ class PostgresAdapter:
         refuse_virtual(path)
         data = encode_content(path, write.content)
         vector, checksum = _vector(path, write.embedding)
-        old = conn.execute("SELECT size, hits FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
+        # The change number first: a read counts itself only once it has claimed one (`_counted`), so
+        # from here on no count can slip in between reading the row's hits and replacing the row.
+        # (Each statement of the pipeline reads what was committed when it starts: one round trip.)
+        with conn.pipeline():
+            claimed = conn.execute("UPDATE store_state SET change = nextval('changes') RETURNING change, total_size")
+            found = conn.execute("SELECT size, hits FROM entries WHERE path = %s AND NOT builtin", (path,))
+            (version, total), old = claimed.fetchone() or (0, 0), found.fetchone()
         old_size = old[0] if old else 0
-        self._check_sizes(conn, path, len(data), old_size)
+        check_sizes(path, len(data), self.max_entry_size, total + len(data) - old_size, self.max_total_size)
         hits = int(hits if hits is not None else (old[1] if old else 0))
         entry = Entry(
             path=path, content=write.content, title=write.title, updated_at=updated_at or utcnow(), size=len(data),
@@ -168,7 +174,8 @@ class PostgresAdapter:
             embedding_model=write.embedding_model if checksum else None,
             embedding_text_hash=write.embedding_text_hash if checksum else None,
         )
-        version = self._store(conn, entry, old_size)
+        with conn.pipeline():  # no answer awaited: both statements in one round trip
+            self._upsert_row(conn, entry, old_size, None, version)
         return Staged(entry, row_stats(len(data), version))
 
     def _check_sizes(self, conn: psycopg.Connection, path: str, new_size: int, old_size: int) -> None:
