@@ -15,6 +15,7 @@ work unchanged.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -59,6 +60,7 @@ _ENTRY_COLUMNS = (
     " embedding_model, embedding_text_hash, stub_kind, stub_target"
 )
 _INFO_COLUMNS = "path, title, size, updated_at, type, hits, version"
+log = logging.getLogger(__name__)
 
 
 def next_change(conn: psycopg.Connection) -> int:
@@ -308,10 +310,10 @@ class PostgresAdapter:
             row = conn.execute("SELECT size FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
             if row is None:
                 raise EntryNotFoundError(path)
+            next_change(conn)  # (claimed before any row is touched, as every change claims it: `_counted`)
             yield
             conn.execute("DELETE FROM entries WHERE path = %s", (path,))
             conn.execute("UPDATE store_state SET total_size = total_size - %s", (row[0],))
-            next_change(conn)
 
     # ----------------------------------------------------------------- reading
     def exists(self, path: str) -> bool:
@@ -382,10 +384,13 @@ class PostgresAdapter:
                 if own:
                     conn.execute("COMMIT")
                 row = counted.fetchone() if counted is not None else None
-        except BaseException:
+        except BaseException as exc:
             if own and not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 with suppress(psycopg.Error):
                     conn.execute("ROLLBACK")
+            if own and isinstance(exc, psycopg.errors.DeadlockDetected):  # (a change that touched this row first)
+                log.info("Not counting a read of %s: it crossed a change of the entry", entry.path)
+                return entry
             raise
         return entry if row is None else entry.model_copy(update={"hits": row[0]})  # (a stub read as itself is not counted)
 
