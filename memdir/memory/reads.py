@@ -43,6 +43,12 @@ class Reads:
             return self.adapter.read_entry(logical)
         if self.keeper.read_only:
             return self.cached(logical) or self.remember(logical, lambda: self.adapter.read_entry(logical))
+        if self.adapter.counts_reads_alone:  # (no lock: the cache takes the stats from before the read)
+            cached = self.cached(logical)
+            entry = self.adapter.count_hit(cached) if cached is not None else self.remember(
+                logical, lambda: self.adapter.read_entry(logical, count_hit=True))
+            self.save_cache_figures(every=CACHE_FIGURES_EVERY)
+            return entry
         with self.keeper.changing():
             before = self.adapter.stats(logical)
             cached = self.cached(logical)

@@ -329,8 +329,8 @@ class HybridSearcher:
 
     def idf(self, terms: Sequence[str]) -> dict[str, float]:
         """Each query term's idf in this store (at least `MIN_IDF`; a word no entry holds gets
-        the highest), so that a rare word or name found counts for more than a common one. Call it
-        inside ``index.reading()``."""
+        the highest), so that a rare word or name found counts for more than a common one. Inside
+        ``index.reading()`` it is of the search's snapshot."""
         return {term: max(value, MIN_IDF) for term, value in self.index.idf(terms).items()}
 
     def _ranked(

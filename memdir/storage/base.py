@@ -325,6 +325,10 @@ class StorageAdapter(Protocol):
 
     root: Path
     read_only: str | None  # why writes are refused, None when writable
+    counts_reads_alone: bool
+    """True when recording a read (its count and its time, `count_hit` or a counted `read_entry`) is one
+    atomic change of the store's own that needs no store lock: reads then never queue for the lock
+    the writers take, and the index has nothing to record."""
 
     @property
     def lock(self) -> StoreLock: ...

@@ -165,6 +165,8 @@ class FilesystemAdapter:
     full scan per write. Files edited by hand show up after `rescan_total_size`.
     """
 
+    counts_reads_alone = False  # a read's count rewrites the entry's sidecar: under the root's lock
+
     def __init__(
         self,
         root: Path | str,

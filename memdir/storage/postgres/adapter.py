@@ -15,9 +15,10 @@ work unchanged.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,7 @@ _ENTRY_COLUMNS = (
     " embedding_model, embedding_text_hash, stub_kind, stub_target"
 )
 _INFO_COLUMNS = "path, title, size, updated_at, type, hits, version"
+log = logging.getLogger(__name__)
 
 
 def next_change(conn: psycopg.Connection) -> int:
@@ -82,6 +84,8 @@ class PostgresAdapter:
         root: a local directory for what stays on each machine (defrag journals, derived caches).
         read_only: None for a writable store, else why it is read-only.
     """
+
+    counts_reads_alone = True  # a read's count: two atomic updates in a transaction of its own (`_counted`)
 
     def __init__(
         self,
@@ -156,9 +160,15 @@ class PostgresAdapter:
         refuse_virtual(path)
         data = encode_content(path, write.content)
         vector, checksum = _vector(path, write.embedding)
-        old = conn.execute("SELECT size, hits FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
+        # The change number first: a read counts itself only once it has claimed one (`_counted`), so
+        # from here on no count can slip in between reading the row's hits and replacing the row.
+        # (Each statement of the pipeline reads what was committed when it starts: one round trip.)
+        with conn.pipeline():
+            claimed = conn.execute("UPDATE store_state SET change = nextval('changes') RETURNING change, total_size")
+            found = conn.execute("SELECT size, hits FROM entries WHERE path = %s AND NOT builtin", (path,))
+            (version, total), old = claimed.fetchone() or (0, 0), found.fetchone()
         old_size = old[0] if old else 0
-        self._check_sizes(conn, path, len(data), old_size)
+        check_sizes(path, len(data), self.max_entry_size, total + len(data) - old_size, self.max_total_size)
         hits = int(hits if hits is not None else (old[1] if old else 0))
         entry = Entry(
             path=path, content=write.content, title=write.title, updated_at=updated_at or utcnow(), size=len(data),
@@ -166,7 +176,8 @@ class PostgresAdapter:
             embedding_model=write.embedding_model if checksum else None,
             embedding_text_hash=write.embedding_text_hash if checksum else None,
         )
-        version = self._store(conn, entry, old_size)
+        with conn.pipeline():  # no answer awaited: both statements in one round trip
+            self._upsert_row(conn, entry, old_size, None, version)
         return Staged(entry, row_stats(len(data), version))
 
     def _check_sizes(self, conn: psycopg.Connection, path: str, new_size: int, old_size: int) -> None:
@@ -299,10 +310,10 @@ class PostgresAdapter:
             row = conn.execute("SELECT size FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
             if row is None:
                 raise EntryNotFoundError(path)
+            next_change(conn)  # (claimed before any row is touched, as every change claims it: `_counted`)
             yield
             conn.execute("DELETE FROM entries WHERE path = %s", (path,))
             conn.execute("UPDATE store_state SET total_size = total_size - %s", (row[0],))
-            next_change(conn)
 
     # ----------------------------------------------------------------- reading
     def exists(self, path: str) -> bool:
@@ -332,33 +343,56 @@ class PostgresAdapter:
         if is_virtual(path):
             return load_virtual(path)
         count_hit = count_hit and self.read_only is None
+        entry = self._read(path, follow)
         if not count_hit:
-            return self._read(path, follow)
-        with self._writing():
-            entry = self._read(path, follow)
-            conn = self._conn()
-            if entry.path != path:
-                conn.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
-            if not entry.virtual:
-                counted = conn.execute(
-                    "UPDATE entries SET hits = hits + 1 WHERE path = %s AND stub_kind IS NULL RETURNING hits", (entry.path,)
-                ).fetchone()
-                if counted is not None:  # (a stub read as itself is not counted)
-                    entry = entry.model_copy(update={"hits": counted[0]})
-            next_change(conn)  # listings show hit counts
             return entry
+        return self._counted(entry, [path] if entry.path != path else [])
 
     def count_hit(self, entry: Entry) -> Entry:
         """Count a read of ``entry`` served without reading its row (a cache hit), as `read_entry` does."""
         if self.read_only is not None or entry.virtual:
             return entry
-        with self._writing():
-            conn = self._conn()
-            counted = conn.execute(
-                "UPDATE entries SET hits = hits + 1 WHERE path = %s AND stub_kind IS NULL RETURNING hits", (entry.path,)
-            ).fetchone()
-            next_change(conn)  # listings show hit counts
-        return entry if counted is None else entry.model_copy(update={"hits": counted[0]})
+        return self._counted(entry, [])
+
+    def _counted(self, entry: Entry, stubs_passed: list[str]) -> Entry:
+        """``entry`` with its read counted, and its time recorded for ranking's recency (and one read
+        counted for each stub the read went through), in one round trip and a transaction of its own.
+
+        Every read is a change (listings show hit counts), but one that needs no store lock: its
+        updates are atomic, and the store's change number is claimed first, in the order every writer
+        claims it before touching an entry's row (no deadlock). So reads never queue for the writers'
+        lock, nor writers behind the readers; a reader waits only for a writer between claiming its
+        change number and committing. Its commit does not wait for the disk (``synchronous_commit``
+        off for this transaction alone): a crash can lose the last fraction of a second of read counts,
+        never an entry, and the next durable commit flushes them anyway. Inside a transaction the
+        caller holds (a change of its own), the count joins it.
+        """
+        conn = self._conn()
+        own = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        try:
+            with conn.pipeline():
+                if own:
+                    conn.execute("BEGIN")
+                    conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
+                conn.execute("UPDATE store_state SET change = nextval('changes')")  # (as `next_change`)
+                for path in stubs_passed:
+                    conn.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
+                counted = None if entry.virtual else conn.execute(
+                    "UPDATE entries SET hits = hits + 1, accessed_at = clock_timestamp() WHERE path = %s"
+                    " AND stub_kind IS NULL RETURNING hits", (entry.path,),
+                )
+                if own:
+                    conn.execute("COMMIT")
+                row = counted.fetchone() if counted is not None else None
+        except BaseException as exc:
+            if own and not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+            if own and isinstance(exc, psycopg.errors.DeadlockDetected):  # (a change that touched this row first)
+                log.info("Not counting a read of %s: it crossed a change of the entry", entry.path)
+                return entry
+            raise
+        return entry if row is None else entry.model_copy(update={"hits": row[0]})  # (a stub read as itself is not counted)
 
     def _read(self, path: str, follow: bool) -> Entry:
         target = stubs.follow(self.read_redirect, path, self.max_redirect_hops) if follow else path

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,22 +140,34 @@ class AdvisoryLock:
                 state.depth -= 1
             return
         conn = self.db.connection()
-        with conn.transaction():
+        done = False
+        try:
             self._acquire(conn, mode, timeout)
             state.mode, state.depth = mode, 1
-            try:
-                yield
-            finally:
-                state.mode, state.depth = None, 0
+            yield
+            done = True
+        finally:
+            state.mode, state.depth = None, 0
+            if done:
+                conn.execute("COMMIT")
+            elif not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with suppress(psycopg.Error):  # (a broken connection: the error on its way out says why)
+                    conn.execute("ROLLBACK")
 
     def _acquire(self, conn: psycopg.Connection, mode: str, timeout: float) -> None:
+        """Open the holding transaction and take the lock in it, in one round trip (a lock taken by
+        every change and every counted read, while the others wait: its round trips are theirs)."""
         suffix = "_shared" if mode == "shared" else ""
         if timeout <= 0:
-            if not scalar(conn, f"SELECT pg_try_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,)):
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                taken = conn.execute(f"SELECT pg_try_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,)).fetchone()
+            if not (taken and taken[0]):
                 raise LockTimeoutError(f"The store {shown(self.db.url)} is being changed by another server.", "Retry.")
             return
         try:
-            with conn.pipeline():  # one round trip: the lock's wait bounded, the lock, the bound lifted
+            with conn.pipeline():  # the transaction, the lock's wait bounded, the lock, the bound lifted
+                conn.execute("BEGIN")
                 conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(timeout * 1000)}ms",))
                 conn.execute(f"SELECT pg_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,))
                 conn.execute("SELECT set_config('lock_timeout', '0', true)")

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -208,10 +208,7 @@ class PostgresIndex:
     def record_hits(
         self, path: str, hits: int, before: FileStats, after: FileStats, at: datetime | None = None
     ) -> None:
-        """The read's time, for ranking's recency (the adapter's read already counted the hit in the row)."""
-        self._conn().execute(
-            "UPDATE entries SET accessed_at = %s WHERE path = %s", (at or datetime.now(UTC), path)
-        )
+        """Nothing to record: the adapter's count of the read stored its time in the row, for ranking's recency."""
 
     def remove(self, path: str) -> bool:
         with self.db.lock.exclusive():
@@ -549,23 +546,25 @@ class PostgresIndex:
 
     def _statistics(self, terms: Iterable[str]) -> tuple[tuple[int, int], dict[str, int]]:
         """((entries, total length in words), entries holding each term): what BM25 needs, in one
-        statement; inside `reading`, read once per search, with the hidden entries if the store
-        changed since they were last read."""
+        statement, with the hidden entries if the store changed since they were last read. Inside
+        `reading`, read once per search; outside, the one statement is its own consistent read (no
+        transaction is opened for it: what a result's snippet weighs its lines by)."""
         state = self._search()
         known = state.statistics if state is not None else {}
+        own = state.own if state is not None else self._conn().info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         stored = {term: stored_term(term) for term in terms}
         wanted = [form for form in dict.fromkeys(stored.values()) if form not in known]
         if wanted or "" not in known:
-            cached = self._hidden.known() if state is not None and state.own else None
             change, live, length, found, hidden = self._rows((
                 "SELECT s.change, s.entries, s.total_length, (SELECT coalesce(json_object_agg(t.term, t.entries), '{}')"
                 f" FROM term_stats t WHERE t.term = ANY(%s)), CASE WHEN s.change IS DISTINCT FROM %s THEN {HIDDEN} END"
-                " FROM store_state s", (wanted, cached),
+                " FROM store_state s", (wanted, self._hidden.known() if own else None),
             ))[0]
             known[""] = (live, length)
             known.update((form, max(0, found.get(form, 0))) for form in wanted)
-            if state is not None and state.own:
-                state.change = change
+            if own:
+                if state is not None:
+                    state.change = change
                 if hidden is not None:
                     self._hidden.put(change, hidden)
         return known[""], {term: known[form] for term, form in stored.items()}
