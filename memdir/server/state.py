@@ -86,7 +86,7 @@ class MemoryHost:
 
         Once, unless that attempt failed: then again, so a call after a failed opening
         (another process held the root's lock) tries anew instead of getting the old error.
-        The server calls it when the handshake is over (`open_after_handshake`): opening
+        The server calls it once the client's first request is answered (`open_after_handshake`): opening
         imports numpy, SQLite and onnxruntime on this thread, which would otherwise compete
         for the GIL with the answers to ``initialize`` and ``tools/list``.
         """
@@ -336,10 +336,14 @@ class AppState:
 
 
 async def open_after_handshake(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Server middleware: start opening the memory with the first request after ``initialize``."""
+    """Server middleware: start opening the memory once the first request after ``initialize`` is answered.
+
+    Not at ``notifications/initialized``: a client sends ``tools/list`` right behind it, and
+    the opening's imports would compete for the processor with that answer.
+    """
     result = await call_next(ctx)
     state = ctx.lifespan_context
-    if ctx.method != "initialize" and isinstance(state, AppState):
+    if ctx.method not in ("initialize", "notifications/initialized") and isinstance(state, AppState):
         state.host.start()
     return result
 

@@ -111,7 +111,8 @@ def test_the_memory_opens_after_the_handshake_not_during_it(tmp_path):
 
     try:
         anyio.run(request, "initialize")
-        assert host._opening is None  # answering initialize opened nothing
+        anyio.run(request, "notifications/initialized")
+        assert host._opening is None  # the handshake opened nothing: tools/list comes right behind it
         anyio.run(request, "tools/list")
         assert host._opening is not None
         assert [info.path for info in host.memory().list()] == ["skill/meta/deep-learning.md"]
