@@ -199,8 +199,8 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
             mode=mode,
         )
     server.advertise_tool_changes()
-    toolsets.install(server)
     server.middleware.append(open_after_handshake)
+    toolsets.install(server)
     server.middleware.append(warm_for_role)
     server.middleware.append(note_clients)
     prompts.register(server)

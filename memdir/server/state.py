@@ -335,15 +335,21 @@ class AppState:
         return [*self.tools, *(name for name in self.workspace_tools if name in loaded)]
 
 
-async def open_after_handshake(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Server middleware: start opening the memory once the first request after ``initialize`` is answered.
+HANDSHAKE = frozenset({"initialize", "notifications/initialized", "server/discover"})
+"""The messages a client opens a connection with: ``initialize`` and its notice (handshake-era
+clients), ``server/discover`` (2026-era ones)."""
 
-    Not at ``notifications/initialized``: a client sends ``tools/list`` right behind it, and
-    the opening's imports would compete for the processor with that answer.
+
+async def open_after_handshake(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Server middleware: start opening the memory once the first request after the handshake is answered.
+
+    Not during the handshake: a client sends ``tools/list`` right behind it, and the opening's
+    imports would compete for the processor with that answer. (The server installs it outside
+    its other middleware, so the answer is complete when the opening starts.)
     """
     result = await call_next(ctx)
     state = ctx.lifespan_context
-    if ctx.method not in ("initialize", "notifications/initialized") and isinstance(state, AppState):
+    if ctx.method not in HANDSHAKE and isinstance(state, AppState):
         state.host.start()
     return result
 

@@ -112,6 +112,7 @@ def test_the_memory_opens_after_the_handshake_not_during_it(tmp_path):
     try:
         anyio.run(request, "initialize")
         anyio.run(request, "notifications/initialized")
+        anyio.run(request, "server/discover")  # a 2026-era client's handshake
         assert host._opening is None  # the handshake opened nothing: tools/list comes right behind it
         anyio.run(request, "tools/list")
         assert host._opening is not None
