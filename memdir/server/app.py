@@ -5,7 +5,8 @@ workspace tools, the prompts and the resources; the lifespan opens the memory on
 thread (`memdir.server.state.MemoryHost`) so the server answers ``initialize`` and
 ``tools/list`` at once while the store and the model come up behind it. ``tools/list`` is
 answered from the stored tool definitions (`memdir.server.catalog`); each tool is
-registered with the SDK at its first call (`memdir.server.registration`).
+registered with the SDK at its first call (`memdir.server.registration`), the prompts at
+the first request for them.
 """
 
 import gc
@@ -21,6 +22,8 @@ from mcp.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
+from mcp_types import GetPromptResult, InputRequiredResult
+from mcp_types import Prompt as MCPPrompt
 from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
@@ -58,6 +61,7 @@ class MemdirServer(MCPServer[AppState]):
         """The tools this server offers (memory tools, then workspace tools), in the order it lists them."""
         self._tools: list[MCPTool] | None = None
         self._registered: set[str] = set()
+        self._prompts_added = False
 
     async def input_schema(self, name: str) -> dict[str, Any] | None:
         """The input schema of tool ``name``; None when this server has no such tool."""
@@ -80,6 +84,21 @@ class MemdirServer(MCPServer[AppState]):
 
             register(self, name, self.mode)
             self._registered.add(name)
+
+    async def list_prompts(self) -> list[MCPPrompt]:
+        """The prompts, built at the first request for them (a client's tool list does not wait for them)."""
+        self._add_prompts()
+        return await super().list_prompts()
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context[AppState, Any] | None = None) -> GetPromptResult | InputRequiredResult:
+        self._add_prompts()
+        return await super().get_prompt(name, arguments, context)
+
+    def _add_prompts(self) -> None:
+        if not self._prompts_added:
+            self._prompts_added = True
+            prompts.register(self)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None) -> Any:
         schema = await self.input_schema(name)
@@ -203,7 +222,6 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
     toolsets.install(server)
     server.middleware.append(warm_for_role)
     server.middleware.append(note_clients)
-    prompts.register(server)
     resources.register(server)
     return server
 

@@ -35,3 +35,12 @@ def test_a_tool_is_registered_with_the_sdk_at_its_first_call_only(tmp_path):
     assert [tool.name for tool in server._tool_manager.list_tools()] == ["MemoryGrep"]
     with pytest.raises(Exception, match="Unknown tool"):
         anyio.run(server.call_tool, "Nonsense", {})
+
+
+def test_the_prompts_are_built_at_the_first_request_for_them(tmp_path):
+    server = build_server(Settings(root=tmp_path / "memory"))
+    anyio.run(server.list_tools)
+    assert server._prompt_manager.list_prompts() == []  # a client's tool list did not wait for them
+    prompt = anyio.run(server.get_prompt, "assistant")  # asked for by name, without listing first
+    assert "memory" in prompt.messages[0].content.text.lower()
+    assert {prompt.name for prompt in anyio.run(server.list_prompts)} >= {"assistant", "discover", "where_we_left_off"}
