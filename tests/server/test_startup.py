@@ -22,7 +22,7 @@ from memdir.server.app import build_server
 
 tools = anyio.run(build_server(Settings(root=sys.argv[1], mode=sys.argv[2])).list_tools)
 heavy = ("numpy", "onnxruntime", "tokenizers", "sqlite3", "portalocker", "yaml", "typer", "rich", "memdir.cli",
-         "memdir.server.registration")  # the tools' modules and argument models: at each tool's first call
+         "pydantic_settings", "memdir.server.registration")  # the tools' modules and models: at each tool's first call
 tool_modules = [name for name in sys.modules if name.startswith("memdir.tools.")
                 and name.rpartition(".")[2] in {"memory_write", "memory_read", "memory_search", "memory_edit", "thread_append"}]
 print(json.dumps({"tools": len(tools), "loaded": [name for name in heavy if name in sys.modules] + tool_modules}))
