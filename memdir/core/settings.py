@@ -7,6 +7,8 @@ the one named by ``MEMDIR_CONFIG`` (then the only file read), else ``memdir.toml
 user config dir. Every source names a setting by its one flat name (``semantic_weight = 0.6``
 in TOML, ``MEMDIR_SEMANTIC_WEIGHT``, ``Settings(semantic_weight=0.6)``); the value is filed
 under its section (``settings.search.semantic_weight``, see `memdir.core.sections`).
+`Settings.__init__` layers the sources itself, in plain pydantic: each has memdir's own
+rules, and a settings library would add only its import to every start.
 
 The settings that widen privileges (`memdir.core.locations.PRIVILEGED`: admin, allow_bash,
 the workspace, identity, tokens, who may connect) are refused in ``./memdir.toml``, which an
@@ -24,9 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self, get_origin
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from memdir.core.errors import ConfigError
 from memdir.core.locations import PRIVILEGED, config_file, project_config_file
@@ -58,11 +59,11 @@ admin variable would make each agent below it an admin. ``admin`` comes from mem
 the command line's ``--admin`` only."""
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """memdir's configuration, one section per part of the system (see the module docstring for
     where values come from). ``Settings(word_limit=10)`` takes setting names, as every source does."""
 
-    model_config = SettingsConfigDict(extra="forbid", case_sensitive=False)
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     storage: StorageSettings = Field(default_factory=StorageSettings)
     roles: RolesSettings = Field(default_factory=RolesSettings)
@@ -76,7 +77,10 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
 
     def __init__(self, **values: Any) -> None:
-        super().__init__(**_filed(values, "a keyword argument"))
+        """The settings from every source, ``values`` (by setting name) over all the others."""
+        given = _filed(values, "a keyword argument")
+        project, user = TomlFile(project_config_file(), trusted=False), TomlFile(config_file(), trusted=True)
+        super().__init__(**_layered(given, _environment(), project.values(), user.values()))
 
     def with_values(self, **values: Any) -> Settings:
         """A copy with some settings (by setting name) changed, as the command line changes them."""
@@ -125,19 +129,6 @@ class Settings(BaseSettings):
         if roles.agent and roles.role is None and not roles.shared_store:
             return root / "agents" / roles.agent
         return root
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, PrefixedEnvSource(settings_cls),
-                CheckedTomlSource(settings_cls, project_config_file(), trusted=False),
-                CheckedTomlSource(settings_cls, config_file(), trusted=True))
 
     @model_validator(mode="after")
     def _privileges_from_outside(self) -> Settings:
@@ -216,25 +207,37 @@ def _filed(values: Mapping[str, Any], where: str, *, whole_sections: bool = True
     return filed
 
 
-class PrefixedEnvSource(PydanticBaseSettingsSource):
+def _layered(*layers: dict[str, Any]) -> dict[str, Any]:
+    """The sources' values (each filed by section), highest priority first, merged: a value
+    given by a higher source wins; sections given as tables merge setting by setting."""
+    merged: dict[str, Any] = {}
+    for layer in reversed(layers):
+        merged = _merged(merged, layer)
+    return merged
+
+
+def _merged(lower: dict[str, Any], higher: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(lower)
+    for key, value in higher.items():
+        below = merged.get(key)
+        merged[key] = _merged(below, value) if isinstance(below, dict) and isinstance(value, dict) else value
+    return merged
+
+
+def _environment() -> dict[str, Any]:
     """The environment's ``MEMDIR_<NAME>`` and ``SWARM_MEMORY_*`` variables, by setting name.
 
     Only those prefixes count: plain ``MODEL``, ``MODE`` or ``ROOT`` belong to other programs.
     A list or tuple setting is given as JSON (``MEMDIR_HTTP_ALLOWED_HOSTS='["a.example"]'``).
     """
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # unused: __call__ reads every setting at once
-
-    def __call__(self) -> dict[str, Any]:
-        environment = {name.upper(): value for name, value in os.environ.items() if name.lower().startswith(ENV_PREFIXES)}
-        found: dict[str, Any] = {}
-        for name in SETTING_FIELDS:
-            for variable in environment_names(name):
-                if variable in environment:
-                    found[name] = _decoded(name, variable, environment[variable])
-                    break
-        return _filed(found, "the environment")
+    environment = {name.upper(): value for name, value in os.environ.items() if name.lower().startswith(ENV_PREFIXES)}
+    found: dict[str, Any] = {}
+    for name in SETTING_FIELDS:
+        for variable in environment_names(name):
+            if variable in environment:
+                found[name] = _decoded(name, variable, environment[variable])
+                break
+    return _filed(found, "the environment")
 
 
 def _decoded(name: str, variable: str, text: str) -> Any:
@@ -247,35 +250,43 @@ def _decoded(name: str, variable: str, text: str) -> Any:
         raise ConfigError(f"{variable} is not valid JSON: {exc}.", f'Give it as a JSON list, e.g. {variable}=\'["a", "b"]\'.') from exc
 
 
-class CheckedTomlSource(TomlConfigSettingsSource):
+class TomlFile:
     """A ``memdir.toml``, refusing a file that is not TOML and keys that are no setting (a
     misspelt key would otherwise be ignored without a word, and the user would wonder why
     the setting never took), and privileged settings where they may not come from.
 
     ``trusted``: the user's own config file, which may hold privileged settings if only its
-    owner may change or read it; else the working directory's, which may hold none.
+    owner may change or read it; else the working directory's, which may hold none. A file
+    that does not exist gives no values.
     """
 
-    def __init__(self, settings_cls: type[BaseSettings], toml_file: Path | None, trusted: bool) -> None:
+    def __init__(self, path: Path | None, trusted: bool) -> None:
+        self.path = path
         self.trusted = trusted
+        self.data: dict[str, Any] = {}
+        found = path.expanduser() if path is not None else None
+        if found is None or not found.is_file():
+            return
         try:
-            super().__init__(settings_cls, toml_file=toml_file)
+            with found.open("rb") as handle:
+                self.data = tomllib.load(handle)
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{toml_file} is not valid TOML: {exc}.", "Fix the file, or point MEMDIR_CONFIG elsewhere.") from exc
+            raise ConfigError(f"{path} is not valid TOML: {exc}.", "Fix the file, or point MEMDIR_CONFIG elsewhere.") from exc
 
-    def __call__(self) -> dict[str, Any]:
-        data = self.toml_data
+    def values(self) -> dict[str, Any]:
+        """The file's settings, filed by section."""
+        data = self.data
         privileged = sorted(PRIVILEGED.intersection(data))
         if privileged and not self.trusted:
             raise ConfigError(
-                f"{self.toml_file_path} sets {', '.join(privileged)}, which widen what clients may do; a file in the "
+                f"{self.path} sets {', '.join(privileged)}, which widen what clients may do; a file in the "
                 "working directory may have been written by an agent, so memdir does not take them from it.",
                 f"Remove them there, and put them in your own config file {config_file()} (chmod 600), "
                 "or give them on the command line.",
             )
         if privileged:
-            _check_owner_only(Path(str(self.toml_file_path)), privileged)
-        return _filed(data, str(self.toml_file_path), whole_sections=False)
+            _check_owner_only(Path(str(self.path)), privileged)
+        return _filed(data, str(self.path), whole_sections=False)
 
 
 def _check_owner_only(path: Path, privileged: list[str]) -> None:

@@ -1,56 +1,42 @@
 """`build_server(settings)`: the memdir MCP server for one memory root and one mode.
 
-Nothing happens at import time. `build_server` registers the mode's tools (each with a
-title, annotations and a typed input schema built from the plain tool function in
-``memdir.tools``), the hidden workspace tools, the prompts and the resources; the
-lifespan opens the memory on its own thread (`memdir.server.state.MemoryHost`) so the
-server answers ``initialize`` and ``tools/list`` at once while the store and the model
-come up behind it.
-
-Input schemas: array parameters are declared as real JSON-schema arrays (objects as
-objects, fixed choices as enums), but validation is lenient so that the tools' own
-coercion (`memdir.tools.params`) also accepts SwarmMemory-style JSON strings
-(``tags: '["a", "b"]'``) and answers anything else with its clear message.
+Nothing happens at import time. `build_server` sets up the mode's tools, the hidden
+workspace tools, the prompts and the resources; the lifespan opens the memory on its own
+thread (`memdir.server.state.MemoryHost`) so the server answers ``initialize`` and
+``tools/list`` at once while the store and the model come up behind it. ``tools/list`` is
+answered from the stored tool definitions (`memdir.server.catalog`); each tool is
+registered with the SDK at its first call (`memdir.server.registration`), the prompts at
+the first request for them.
 """
 
 import gc
-import importlib
-import inspect
 import logging
 import sys
-import types
 import typing
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Annotated, Any
+from typing import Any
 
 import anyio
 from mcp.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
+from mcp_types import GetPromptResult, InputRequiredResult
+from mcp_types import Prompt as MCPPrompt
 from mcp_types import Tool as MCPTool
-from pydantic import Field, ValidationError, WithJsonSchema
+from pydantic import ValidationError
 
 from memdir import __version__
 from memdir.core.settings import Settings
-from memdir.server import local_socket, prompts, resources, sampling, toolsets, workspace
+from memdir.server import catalog, local_socket, prompts, resources, toolsets
 from memdir.server.arguments import invalid_arguments_message, unknown_arguments_message
-from memdir.server.modes import TOOLS, ToolSpec, offers_skills, parse_docstring, tools_for_mode
+from memdir.server.modes import WORKSPACE_SPECS
 from memdir.server.role_warming import warm_for_role
 from memdir.server.scheduler import Scheduler, note_clients
-from memdir.server.state import (
-    AppState,
-    MemoryHost,
-    SessionRegistry,
-    app_state,
-    open_after_handshake,
-    run_memory_tool,
-    session_state,
-)
+from memdir.server.state import AppState, MemoryHost, SessionRegistry, open_after_handshake
 from memdir.server.stopping import exit_at_once_on_signals, exit_for, run_until_signalled
-from memdir.tools.discovery import discover
-from memdir.workspace.tools import WORKSPACE_TOOLS, Workspace
+from memdir.workspace.tools import Workspace
 
 if typing.TYPE_CHECKING:
     from memdir.embeddings.base import Embedder
@@ -58,34 +44,68 @@ if typing.TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "memdir"
-INJECTED = ("memory", "session", "settings", "ask", "threads")
-"""Parameters of a tool function that the server fills in (never part of the input schema); ``ask`` is the
-client's model through MCP sampling (`memdir.server.sampling`), None when the client offers none."""
 
 
 class MemdirServer(MCPServer[AppState]):
-    """`MCPServer` that tells handshake-era clients its tool list can change (LoadSkill) and
-    answers arguments that do not fit a tool's schema with a clear message."""
+    """`MCPServer` for one mode's tools: it lists them from their stored definitions, registers
+    each with the SDK at its first call, tells handshake-era clients its tool list can change
+    (LoadSkill) and answers arguments that do not fit a tool's schema with a clear message."""
 
-    _input_schemas: dict[str, dict[str, Any]] | None = None
     app_state: AppState | None = None
     """The lifespan's state while the server runs (the web view shares its memory with the tools)."""
 
+    def __init__(self, *args: Any, mode: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.mode = mode
+        self.offered = catalog.offered(mode)
+        """The tools this server offers (memory tools, then workspace tools), in the order it lists them."""
+        self._tools: list[MCPTool] | None = None
+        self._registered: set[str] = set()
+        self._prompts_added = False
+
     async def input_schema(self, name: str) -> dict[str, Any] | None:
-        """The input schema of tool ``name`` (the tools are all registered when the server is built)."""
-        if self._input_schemas is None:
-            self._input_schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
-        return self._input_schemas.get(name)
+        """The input schema of tool ``name``; None when this server has no such tool."""
+        return self._tool_input_schema(name)
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        # (the SDK asks it to check a streamable-HTTP call's Mcp-Param headers, before the tool is registered)
+        return catalog.input_schema(name) if name in self.offered else None
 
     async def list_tools(self) -> list[MCPTool]:
         """The tools, with input schemas lean: a client sends them with every request to its model."""
-        return [tool.model_copy(update={"input_schema": lean_schema(tool.input_schema)}) for tool in await super().list_tools()]
+        if self._tools is None:
+            self._tools = catalog.definitions(self.offered)
+        return list(self._tools)
+
+    def register_tool(self, name: str) -> None:
+        """Register tool ``name`` with the SDK, if this server offers it and it is not registered yet."""
+        if name in self.offered and name not in self._registered:
+            from memdir.server.registration import register
+
+            register(self, name, self.mode)
+            self._registered.add(name)
+
+    async def list_prompts(self) -> list[MCPPrompt]:
+        """The prompts, built at the first request for them (a client's tool list does not wait for them)."""
+        self._add_prompts()
+        return await super().list_prompts()
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context[AppState, Any] | None = None) -> GetPromptResult | InputRequiredResult:
+        self._add_prompts()
+        return await super().get_prompt(name, arguments, context)
+
+    def _add_prompts(self) -> None:
+        if not self._prompts_added:
+            self._prompts_added = True
+            prompts.register(self)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None) -> Any:
         schema = await self.input_schema(name)
         unknown = sorted(set(arguments) - set(schema.get("properties", {}))) if schema is not None else []
         if unknown and schema is not None:
             raise ToolError(unknown_arguments_message(name, unknown, schema))
+        self.register_tool(name)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -116,176 +136,6 @@ class MemdirServer(MCPServer[AppState]):
             stopped_by = await run_until_signalled(lambda: lowlevel.run(read_stream, write_stream, options))
             if stopped_by is not None:  # the memory is closed; leaving stdio_server would wait for stdin
                 exit_for(stopped_by)
-
-
-# --------------------------------------------------------------------------- schemas
-def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A JSON schema without what pydantic adds and the model does not need: the titles it derives
-    from names (``"title": "File Path"``) and ``"default": null`` (an optional parameter says so
-    by not being required)."""
-    lean = {key: value for key, value in schema.items() if key != "title" and not (key == "default" and value is None)}
-    if isinstance(lean.get("properties"), dict):
-        lean["properties"] = {name: lean_schema(value) for name, value in lean["properties"].items()}
-    for key in ("items", "additionalProperties"):
-        if isinstance(lean.get(key), dict):
-            lean[key] = lean_schema(lean[key])
-    for key in ("anyOf", "oneOf", "allOf"):
-        if isinstance(lean.get(key), list):
-            lean[key] = [lean_schema(value) if isinstance(value, dict) else value for value in lean[key]]
-    return lean
-
-
-def _array(items: dict[str, Any]) -> Any:
-    return WithJsonSchema({"type": "array", "items": items})
-
-
-def _schema_for(hint: Any, enum: tuple[str, ...] | None) -> tuple[Any, list[Any]]:
-    """(validation type, extra metadata) for one parameter's type hint."""
-    origin = typing.get_origin(hint)
-    arms = typing.get_args(hint) if origin in (typing.Union, types.UnionType) else (hint,)
-    for arm in arms:
-        if typing.get_origin(arm) in (list, tuple) or arm in (list, tuple):
-            inner = typing.get_args(arm)
-            items = {"type": "string"} if not inner or inner[0] is str else {}
-            return Any, [_array(items)]
-        if typing.get_origin(arm) is dict or arm is dict:
-            return Any, [WithJsonSchema({"type": "object", "additionalProperties": True})]
-    concrete = [arm for arm in arms if arm is not type(None)]
-    if enum:
-        return hint, [WithJsonSchema({"type": "string", "enum": list(enum)})]
-    if len(concrete) == 1 and len(arms) == 2:  # Optional[X]: declare X, accept null too
-        simple = {str: "string", int: "integer", float: "number", bool: "boolean"}.get(concrete[0])
-        if simple:
-            return hint, [WithJsonSchema({"type": simple})]
-    return hint, []
-
-
-def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    """The function's evaluated annotations (names only imported for type checking count as Any)."""
-    localns = {"Memory": Any, "Session": Any, "Settings": Settings, "Embedder": Any, "ThreadManager": Any}
-    try:
-        return typing.get_type_hints(fn, localns=localns)
-    except Exception:  # an annotation that cannot be evaluated: declare it as a plain string
-        return {}
-
-
-def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
-    """An MCP tool function for a plain tool function ``fn(memory, session?, settings?, **params)``.
-
-    The result's signature holds ``fn``'s own parameters (typed as described in the module
-    docstring, described from ``fn``'s ``Args:``) plus the request context; ``memory``,
-    ``session`` and ``settings`` are filled in per call, and keyword-only parameters with
-    defaults (``*, now=None``) stay hidden: they are for Python callers, not the model.
-    """
-    doc = parse_docstring(fn)
-    hints = _type_hints(fn)
-    # A tool module lists its fixed-choice parameters in CHOICES (validation stays with the
-    # tool and its wording; the schema only shows the model the values).
-    choices: dict[str, tuple[str, ...]] = getattr(sys.modules[fn.__module__], "CHOICES", {})
-    signature = inspect.signature(fn)
-    wanted = [name for name in INJECTED[1:] if name in signature.parameters]
-    read_only = bool(spec.annotations.read_only_hint)
-    parameters: list[inspect.Parameter] = []
-    for param in signature.parameters.values():
-        if param.name in INJECTED:
-            continue
-        if param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is not inspect.Parameter.empty:
-            continue  # keyword-only parameters with defaults are for Python callers (tests), not the model
-        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            raise TypeError(f"{spec.name}: register tools taking *args/**kwargs by hand")
-        base, extra = _schema_for(hints.get(param.name, str), choices.get(param.name))
-        # (a type built at run time from the tool's signature: a checker sees only written ones)
-        annotation = Annotated[(base, *extra, Field(description=doc.params.get(param.name) or None))]  # type: ignore[valid-type]
-        parameters.append(inspect.Parameter(param.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=param.default))
-    parameters.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context))
-
-    async def tool(ctx: Context, **kwargs: Any) -> str:
-        if "session" in wanted:
-            kwargs["session"] = session_state(ctx).session
-        if "settings" in wanted:
-            kwargs["settings"] = app_state(ctx).settings
-        if "ask" in wanted:
-            kwargs["ask"] = sampling.client_ask(ctx, app_state(ctx).settings.threads.sampling_timeout)
-        if "threads" in wanted:
-            kwargs["threads"] = None  # the server's thread manager: MemoryHost fills it in once the memory is open
-        return await run_memory_tool(ctx, fn, read_only=read_only, **kwargs)
-
-    # (the SDK reads the tool's parameters from it; typeshed declares no __signature__ on functions)
-    tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
-    tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
-    tool.__name__ = spec.name
-    tool.__doc__ = doc.description
-    return tool
-
-
-def _load(spec: ToolSpec) -> Callable[..., str] | None:
-    """The plain tool function behind ``spec``; None for an optional tool that is not installed."""
-    module_name, _, function = spec.target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if spec.optional and exc.name == module_name:
-            return None
-        raise
-    return getattr(module, function)
-
-
-# --------------------------------------------------------------------------- hand-wired tools
-def _discover_tool(include_skills: bool) -> Callable[..., Any]:
-    async def MemoryDiscover(  # noqa: N802 - the tool's name
-        message: Annotated[str, Field(description="The user's message (or the task at hand), as written.")],
-        ctx: Context,
-        view_all: Annotated[bool, Field(description="Also entries outside your role's view.")] = False,
-    ) -> str:
-        """Find skills and memory entries relevant to a message: at the start of a task, when no reminder came with it.
-
-        Returns:
-            Up to two `<system-reminder>` blocks (skills, then memories) with each match's
-            path and how to open it, or a short note when nothing relevant is stored.
-        """
-        settings = app_state(ctx).settings
-        text = await run_memory_tool(
-            ctx, discover, read_only=True, message=message, settings=settings, include_skills=include_skills,
-            view_all=view_all,
-        )
-        return text or "No relevant skills or memories found for this message."
-
-    return MemoryDiscover
-
-
-def _defrag_tool(fn: Callable[..., str]) -> Callable[..., Any]:
-    """MemoryDefrag: ``action`` plus the options its module declares (``PARAMETERS``, ``OPTION_SPECS``)."""
-    module = sys.modules[fn.__module__]
-    actions = list(module.ACTIONS)
-    kinds: dict[str, str] = dict(module.PARAMETERS)
-    specs = module.OPTION_SPECS
-    doc = parse_docstring(fn)
-    parameters = [
-        inspect.Parameter("action", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
-            str, WithJsonSchema({"type": "string", "enum": actions}),
-            Field(description=doc.params.get("action") or "What to do; `analyze` is the place to start."),
-        ]),
-        inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context),
-    ]
-    for name, kind in kinds.items():
-        spec = specs.get(name)
-        schema: dict[str, Any] = {"type": kind}
-        if spec is not None and spec.choices:
-            schema["enum"] = list(spec.choices)
-        # Validation is left to the defragmenter (its messages; "false" strings for dry_run).
-        annotation = Annotated[Any, WithJsonSchema(schema), Field(description=getattr(spec, "help", None))]
-        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=None))
-
-    async def tool(ctx: Context, action: str, **options: Any) -> str:
-        given = {name: value for name, value in options.items() if value is not None}
-        return await run_memory_tool(ctx, fn, action=action, **given)
-
-    # (the SDK reads the tool's parameters from it; typeshed declares no __signature__ on functions)
-    tool.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
-    tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
-    tool.__name__ = "MemoryDefrag"
-    tool.__doc__ = doc.description
-    return tool
 
 
 # --------------------------------------------------------------------------- the server
@@ -326,23 +176,8 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
     """
     settings = settings or Settings()
     mode = settings.server.mode
-    functions: dict[str, Callable[..., Any]] = {}
-    for name in tools_for_mode(mode):
-        spec = TOOLS[name]
-        if name == "MemoryDiscover":
-            functions[name] = _discover_tool(include_skills=offers_skills(mode))
-        elif name == "LoadSkill":
-            functions[name] = toolsets.load_skill_tool()
-        elif name == "MemoryDefrag":
-            fn = _load(spec)
-            if fn is not None:
-                functions[name] = _defrag_tool(fn)
-        else:
-            fn = _load(spec)
-            if fn is not None:
-                functions[name] = memory_tool(fn, spec)
-    registered = tuple(functions)
-    workspace_tools = WORKSPACE_TOOLS if offers_skills(mode) else ()
+    workspace_tools = tuple(name for name in catalog.offered(mode) if name in WORKSPACE_SPECS)
+    memory_tools = tuple(name for name in catalog.offered(mode) if name not in WORKSPACE_SPECS)
 
     @asynccontextmanager
     async def lifespan(_: "MCPServer[AppState]") -> AsyncIterator[AppState]:
@@ -358,7 +193,7 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
                         host=host,
                         sessions=SessionRegistry(),
                         workspace=Workspace.from_settings(settings),
-                        tools=registered,
+                        tools=memory_tools,
                         workspace_tools=workspace_tools,
                         scheduler=evolution,
                     )
@@ -380,18 +215,13 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
             instructions=prompts.system_prompt(mode),
             lifespan=lifespan,
             log_level="WARNING",
+            mode=mode,
         )
     server.advertise_tool_changes()
-    for name, function in functions.items():
-        spec = TOOLS[name]
-        server.add_tool(function, name=name, title=spec.title, description=parse_docstring(function).description,
-                        annotations=spec.annotations, structured_output=False)
-    workspace.register(server, workspace_tools)
-    toolsets.install(server)
     server.middleware.append(open_after_handshake)
+    toolsets.install(server)
     server.middleware.append(warm_for_role)
     server.middleware.append(note_clients)
-    prompts.register(server)
     resources.register(server)
     return server
 
@@ -411,4 +241,4 @@ def serve(settings: Settings | None = None) -> None:
     anyio.run(server.run_stdio_async)
 
 
-__all__ = ["MemdirServer", "build_server", "memory_tool", "serve"]
+__all__ = ["MemdirServer", "build_server", "serve"]

@@ -11,7 +11,7 @@ event loop (which is free: the tool awaits the worker thread) and waits for the 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
@@ -20,7 +20,8 @@ from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import SamplingMessage, TextContent
 
-from memdir.threads.compaction import Ask
+if TYPE_CHECKING:
+    from memdir.threads.compaction import Ask
 
 
 def client_ask(ctx: Context, timeout: float) -> Ask | None:

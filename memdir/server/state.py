@@ -61,6 +61,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
+OPENING_DELAY = 0.5
+"""Seconds from the first answer after the handshake to the memory's opening in the background (`MemoryHost.start_soon`)."""
+
 
 class MemoryHost:
     """Owns the server's `Memory`: each session's changes in order, sessions beside each other;
@@ -73,6 +76,7 @@ class MemoryHost:
         self._readers = ThreadPoolExecutor(max_workers=max(1, settings.server.read_workers), thread_name_prefix="memdir-read")
         self._opening: Future[Memory] | None = None
         self._starting = threading.Lock()
+        self._soon: asyncio.TimerHandle | None = None
         self._writes: set[Future[Any]] = set()
         """Changes sent and not done (a change sent without a session waits for all of them)."""
         self._writes_guard = threading.Lock()  # (a change leaves the set on the thread that ran it)
@@ -86,15 +90,24 @@ class MemoryHost:
 
         Once, unless that attempt failed: then again, so a call after a failed opening
         (another process held the root's lock) tries anew instead of getting the old error.
-        The server calls it when the handshake is over (`open_after_handshake`): opening
-        imports numpy, SQLite and onnxruntime on this thread, which would otherwise compete
-        for the GIL with the answers to ``initialize`` and ``tools/list``.
+        A call that needs the memory starts it (`run`); the server also starts it in the
+        background, shortly after the handshake (`start_soon`).
         """
         with self._starting:
             failed = self._opening is not None and self._opening.done() and self._opening.exception() is not None
             if self._opening is None or failed:
                 self._opening = self._writer.submit(self._open_memory)
             return self._opening
+
+    def start_soon(self) -> None:
+        """Begin opening the memory `OPENING_DELAY` seconds from now (on the running event loop), unless begun by then.
+
+        Opening imports numpy, SQLite and onnxruntime on a thread of its own, in long stretches
+        that hold the interpreter's lock: started at once, it would hold up the answer a client
+        is waiting for (its ``tools/list``) on its way out, which is written on other threads.
+        """
+        if self._opening is None and self._soon is None:
+            self._soon = asyncio.get_running_loop().call_later(OPENING_DELAY, self.start)
 
     def _open_memory(self) -> Memory:
         """Open the memory (on a writer thread); any failure becomes a `MemdirError`."""
@@ -229,6 +242,8 @@ class MemoryHost:
 
     def close(self) -> None:
         """Close the memory (after the operations under way, reads included) and stop the threads."""
+        if self._soon is not None:
+            self._soon.cancel()
 
         def close_memory() -> None:
             self._writer.shutdown(wait=True, cancel_futures=True)
@@ -335,12 +350,22 @@ class AppState:
         return [*self.tools, *(name for name in self.workspace_tools if name in loaded)]
 
 
+HANDSHAKE = frozenset({"initialize", "notifications/initialized", "server/discover"})
+"""The messages a client opens a connection with: ``initialize`` and its notice (handshake-era
+clients), ``server/discover`` (2026-era ones)."""
+
+
 async def open_after_handshake(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Server middleware: start opening the memory with the first request after ``initialize``."""
+    """Server middleware: open the memory in the background soon after the first request after the handshake.
+
+    Not during the handshake, nor at once: a client sends ``tools/list`` right behind it, and
+    the opening's imports would compete for the processor with that answer until it is out
+    (`MemoryHost.start_soon`).
+    """
     result = await call_next(ctx)
     state = ctx.lifespan_context
-    if ctx.method != "initialize" and isinstance(state, AppState):
-        state.host.start()
+    if ctx.method not in HANDSHAKE and isinstance(state, AppState):
+        state.host.start_soon()
     return result
 
 

@@ -1,7 +1,8 @@
 """The workspace tools over MCP: Read, Write, Edit, Glob, Grep, Bash on ``Settings.workspace``.
 
-Registered once, hidden from every session until a loaded skill lists them
-(`memdir.server.toolsets`). Each call checks the session's toolset, then runs the plain
+Offered in every mode with LoadSkill, hidden from every session until a loaded skill lists
+them (`memdir.server.toolsets`); registered with the SDK at their first call
+(`memdir.server.registration`). Each call checks the session's toolset, then runs the plain
 function from `memdir.workspace.tools` / `memdir.workspace.bash` on a worker thread
 with the loaded skill's permissions — the functions enforce them, not this layer.
 """
@@ -9,16 +10,15 @@ with the loaded skill's permissions — the functions enforce them, not this lay
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, WithJsonSchema
 
 from memdir.core.errors import MemdirError
-from memdir.server.modes import WORKSPACE_SPECS
 from memdir.server.state import app_state, tool_error
 from memdir.workspace import bash as workspace_bash
 from memdir.workspace import tools as ws
@@ -124,11 +124,4 @@ TOOL_FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
-def register(server: MCPServer[Any], names: Iterable[str]) -> None:
-    """Register the named workspace tools (hidden per session until a skill lists them)."""
-    for name in names:
-        spec = WORKSPACE_SPECS[name]
-        server.add_tool(TOOL_FUNCTIONS[name], name=name, title=spec.title, annotations=spec.annotations, structured_output=False)
-
-
-__all__ = ["TOOL_FUNCTIONS", "register"]
+__all__ = ["TOOL_FUNCTIONS"]

@@ -19,7 +19,11 @@ from memdir.cli import app
 from memdir.core.errors import ReadOnlyRootError, RootNotFoundError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.tools import memory_delete, memory_glob, memory_grep, memory_read, memory_write
+from memdir.tools.memory_delete import memory_delete
+from memdir.tools.memory_glob import memory_glob
+from memdir.tools.memory_grep import memory_grep
+from memdir.tools.memory_read import memory_read
+from memdir.tools.memory_write import memory_write
 from tests.disks import remount, tmpfs
 from tests.fakes import FakeEmbedder
 

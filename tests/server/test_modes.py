@@ -168,6 +168,7 @@ def test_mode_table():
 
 def test_array_parameters_also_accept_json_strings_and_comma_lists(tmp_path):
     server = build_server(Settings(root=tmp_path / "memory"))
+    server.register_tool("MemoryWrite")  # (done at its first call)
     tool = server._tool_manager.get_tool("MemoryWrite")  # the SDK's validation step, without a client
     base = {"file_path": "fact/a.md", "content": "x", "title": "t", "type": "fact", "related": [], "domain": "d"}
     for tags in (["a", "b"], '["a", "b"]', "a, b"):

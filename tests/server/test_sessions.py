@@ -93,12 +93,14 @@ def test_two_sessions_on_one_server_have_their_own_toolsets_and_reads(http_serve
 
 
 # --------------------------------------------------------------------------- the memory's opening
-def test_the_memory_opens_after_the_handshake_not_during_it(tmp_path):
+def test_the_memory_opens_after_the_handshake_not_during_it(tmp_path, monkeypatch):
     from memdir.core.settings import Settings
+    from memdir.server import state as server_state
     from memdir.server.state import AppState, MemoryHost, open_after_handshake
     from memdir.workspace.tools import Workspace
     from tests.fakes import FakeEmbedder
 
+    monkeypatch.setattr(server_state, "OPENING_DELAY", 0.05)
     settings = Settings(root=tmp_path / "root")
     host = MemoryHost(settings, embedder=FakeEmbedder())
     state = AppState(settings, host, SessionRegistry(), Workspace.create(tmp_path), (), ())
@@ -109,11 +111,36 @@ def test_the_memory_opens_after_the_handshake_not_during_it(tmp_path):
     async def request(method):
         return await open_after_handshake(SimpleNamespace(method=method, lifespan_context=state), answer)
 
+    async def connect_and_list():
+        for method in ("initialize", "notifications/initialized", "server/discover"):  # (server/discover: 2026-era)
+            await request(method)
+        assert host._opening is None  # the handshake opened nothing: tools/list comes right behind it
+        await request("tools/list")
+        assert host._opening is None  # nor that answer, while it is on its way out
+        await anyio.sleep(0.3)
+        assert host._opening is not None  # then, in the background
+
     try:
-        anyio.run(request, "initialize")
-        assert host._opening is None  # answering initialize opened nothing
-        anyio.run(request, "tools/list")
-        assert host._opening is not None
+        anyio.run(connect_and_list)
         assert [info.path for info in host.memory().list()] == ["skill/meta/deep-learning.md"]
     finally:
         host.close()
+
+
+def test_a_server_closed_before_the_memory_opened_does_not_open_it_after(tmp_path, monkeypatch, caplog):
+    from memdir.core.settings import Settings
+    from memdir.server import state as server_state
+    from memdir.server.state import MemoryHost
+    from tests.fakes import FakeEmbedder
+
+    monkeypatch.setattr(server_state, "OPENING_DELAY", 0.05)
+    host = MemoryHost(Settings(root=tmp_path / "root"), embedder=FakeEmbedder())
+
+    async def list_then_leave():
+        host.start_soon()
+        host.close()  # the client left at once
+        await anyio.sleep(0.2)
+
+    anyio.run(list_then_leave)
+    assert host._opening is None and not (tmp_path / "root").exists()
+    assert not [record.getMessage() for record in caplog.records if record.levelname == "ERROR"]

@@ -1,5 +1,5 @@
-"""`memdir serve` loads only what its first answers need: the store, the model and their libraries come after,
-the command line (typer) never."""
+"""`memdir serve` loads only what its first answers need: the store, the model and their libraries, the tools'
+modules and argument models come after, the command line (typer) never."""
 
 from __future__ import annotations
 
@@ -21,8 +21,11 @@ from memdir.core.settings import Settings
 from memdir.server.app import build_server
 
 tools = anyio.run(build_server(Settings(root=sys.argv[1], mode=sys.argv[2])).list_tools)
-heavy = ("numpy", "onnxruntime", "tokenizers", "sqlite3", "portalocker", "yaml", "typer", "rich", "memdir.cli")
-print(json.dumps({"tools": len(tools), "loaded": [name for name in heavy if name in sys.modules]}))
+heavy = ("numpy", "onnxruntime", "tokenizers", "sqlite3", "portalocker", "yaml", "typer", "rich", "memdir.cli",
+         "pydantic_settings", "memdir.server.registration")  # the tools' modules and models: at each tool's first call
+tool_modules = [name for name in sys.modules if name.startswith("memdir.tools.")
+                and name.rpartition(".")[2] in {"memory_write", "memory_read", "memory_search", "memory_edit", "thread_append"}]
+print(json.dumps({"tools": len(tools), "loaded": [name for name in heavy if name in sys.modules] + tool_modules}))
 """
 
 

@@ -19,7 +19,10 @@ from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.storage.directory import atomic
 from memdir.storage.directory.index_db import index_path
-from memdir.tools import memory_delete, memory_glob, memory_read, memory_write
+from memdir.tools.memory_delete import memory_delete
+from memdir.tools.memory_glob import memory_glob
+from memdir.tools.memory_read import memory_read
+from memdir.tools.memory_write import memory_write
 from tests.disks import tmpfs
 from tests.fakes import FakeEmbedder
 

@@ -25,7 +25,12 @@ from memdir.core.errors import InputValidationError, InvalidPathError, MemdirErr
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.storage.directory.atomic import FAILED_DIR, txn_dir
-from memdir.tools import memory_delete, memory_edit, memory_glob, memory_grep, memory_read, memory_write
+from memdir.tools.memory_delete import memory_delete
+from memdir.tools.memory_edit import memory_edit
+from memdir.tools.memory_glob import memory_glob
+from memdir.tools.memory_grep import memory_grep
+from memdir.tools.memory_read import memory_read
+from memdir.tools.memory_write import memory_write
 from memdir.tools.thread_append import thread_append
 from memdir.tools.thread_context import thread_context
 from memdir.tools.thread_control import thread_control
@@ -553,7 +558,7 @@ def test_any_hostile_layout_and_any_path_stay_inside_the_root(tmp_path_factory, 
     open (where the check at open cannot see them) — then generated tool calls, thread tools included
     (the path doubling as a thread id): each works inside the root or gives a clear error, never
     blocks, and nothing outside the root is read, written, renamed or deleted."""
-    from memdir.tools import Session
+    from memdir.tools.session import Session
 
     base = tmp_path_factory.mktemp("hostile")
     root, outside = base / "memory", base / "outside"

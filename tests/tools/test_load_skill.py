@@ -7,7 +7,7 @@ import pytest
 from memdir.core.errors import EntryNotFoundError, InputValidationError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.tools import SkillLoad, load_skill, toolset_reminder
+from memdir.tools.load_skill import SkillLoad, load_skill, toolset_reminder
 from tests.fakes import FakeEmbedder
 
 SKILL = "# Debug API errors\n\n1. Read the logs.\n2. Run the failing request."
@@ -163,7 +163,7 @@ def test_toolset_reminder_without_new_tools():
     ],
 )
 def test_permissions_memdir_would_not_apply_as_written_are_refused_when_written(memory, session, permissions, message):
-    from memdir.tools import memory_write
+    from memdir.tools.memory_write import memory_write
 
     with pytest.raises(InputValidationError, match=message):
         memory_write(memory, session, "skill/x", "Do it.", "X", "skill", [], [], None, tools=["Write", "Bash"],

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from memdir.core.errors import EntryNotFoundError, ReadOnlyEntryError
-from memdir.tools import memory_delete, memory_read
+from memdir.tools.memory_delete import memory_delete
+from memdir.tools.memory_read import memory_read
 
 
 def test_deletes_every_file_and_forgets_the_read(memory, session):

@@ -7,7 +7,9 @@ import pytest
 from memdir.core.errors import EntryNotFoundError, InputValidationError, ReadOnlyEntryError, StaleEditError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.tools import Session, memory_edit, memory_read
+from memdir.tools.memory_edit import memory_edit
+from memdir.tools.memory_read import memory_read
+from memdir.tools.session import Session
 from tests.fakes import FakeEmbedder
 
 META = {

@@ -9,7 +9,7 @@ import pytest
 from memdir.core.errors import InputValidationError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.tools import memory_glob
+from memdir.tools.memory_glob import memory_glob
 from tests.fakes import FakeEmbedder
 
 

@@ -7,7 +7,7 @@ import pytest
 from memdir.core.errors import InputValidationError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.tools import memory_grep
+from memdir.tools.memory_grep import memory_grep
 from tests.fakes import FakeEmbedder
 
 

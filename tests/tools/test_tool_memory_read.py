@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memdir.core.errors import EntryNotFoundError, InvalidPathError
-from memdir.tools import memory_read
 from memdir.tools.formatting import numbered_lines
+from memdir.tools.memory_read import memory_read
 
 CLASSES = (
     "# Ruby Classes\n\nClasses in Ruby are blueprints for objects.\nThey encapsulate data and behavior together.\n"

@@ -7,8 +7,8 @@ import pytest
 from memdir.core.errors import InputValidationError, InvalidPathError, ReadOnlyEntryError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.tools import memory_write
 from memdir.tools.formatting import human_size
+from memdir.tools.memory_write import memory_write
 from tests.fakes import FakeEmbedder
 
 LIMITS = "The API allows 100 requests per minute."
