@@ -3,7 +3,7 @@
 Claude Code runs `memdir discover` on every prompt and `memdir hook session-start` on
 every session start, each as a fresh process. When a memdir server for the same store is
 running, the answer is one round trip over its local socket (`memdir.core.hook_socket`);
-importing the full CLI (typer, pydantic-settings: ~300 ms) would then be most of the
+importing the full CLI (typer, pydantic: ~300 ms) would then be most of the
 hook's time. So this entry point reads the few settings the fast path needs with
 `memdir.core.locations` (no pydantic), asks the server, and prints its answer. Anything
 it is not sure about — other options, an odd payload, a setting it cannot read plainly, no

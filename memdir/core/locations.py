@@ -1,7 +1,7 @@
 """Where memdir's configuration and default root are, and the few settings a hook needs, without pydantic.
 
 `memdir.core.settings.Settings` is the one place settings are declared; building it imports
-pydantic-settings (~200 ms), which is more than the whole budget of the per-prompt hook's
+pydantic and the settings sections (~150 ms), more than the whole budget of the per-prompt hook's
 fast path (`memdir.launch`). This module holds what both share — the config files' locations
 and which settings each may hold, the default root, the defaults of the hook-socket settings — and `quick_setting`, which reads
 one plain setting with `Settings`' precedence (command line, ``MEMDIR_*`` environment,
