@@ -441,7 +441,7 @@ class FilesystemAdapter:
     def write_many(self, writes: Sequence[EntryWrite]) -> Iterator[list[Staged]]:
         """Create or replace several entries in ONE transaction: all of them or none.
 
-        Each is written as `write` writes it (hit count kept, modification time now); one
+        Each is written as `write` writes it (with its ``hits`` and ``updated_at``, see `EntryWrite`); one
         journal and one round of flushes for the batch is what lets a bulk load go at the
         model's pace.
 
@@ -460,7 +460,7 @@ class FilesystemAdapter:
             total = self._current_total()
             batch: list[_StagedEntry] = []
             for write in checked:
-                batch.append(self._staged(write, total, updated_at=write.updated_at))
+                batch.append(self._staged(write, total, write.hits, write.updated_at))
                 total = batch[-1].total
             files: dict[Path, bytes] = {}
             for staged in batch:
