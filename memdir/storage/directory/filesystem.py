@@ -29,6 +29,7 @@ changes are whole only to readers that hold the shared lock.)
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import stat
@@ -278,8 +279,9 @@ class FilesystemAdapter:
         """A change to entries (under the exclusive lock), staged on entering and committed on leaving,
         raising the change counter (`file_transaction`)."""
         with disk_errors(self.root):
-            self.changes.prepare()
-        with file_transaction(self.root, writes, removals, derived={self._total.file}, on_commit=self.changes.bump) as staged:
+            count = self.changes.prepare()
+        bump = functools.partial(self.changes.bump, current=count)
+        with file_transaction(self.root, writes, removals, derived={self._total.file}, on_commit=bump) as staged:
             yield staged
 
     # ----------------------------------------------------------------- paths
