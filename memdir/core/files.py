@@ -305,11 +305,14 @@ def private_folder(root: Path, relative: Path | str, *, create: bool = True) -> 
     for part in Path(relative).parts:
         folder = folder / part
         try:
-            if create:
-                folder.mkdir(exist_ok=True)
-            st = os.lstat(folder)
-        except FileExistsError:
-            st = os.lstat(folder)  # not a folder: reported below
+            try:
+                st = os.lstat(folder)  # there already, as nearly always: one look
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):  # (made meanwhile, or not a folder: reported below)
+                    os.mkdir(folder)
+                st = os.lstat(folder)
         except FileNotFoundError:
             raise
         except OSError as exc:

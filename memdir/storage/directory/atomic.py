@@ -189,6 +189,7 @@ def file_transaction(
         "removals": [_relative(root, path) for path in removals],
     }
     created: list[Path] = []  # entry folders this transaction made, removed again if it fails
+    made: set[Path] = set()  # folders there (or made) already
     with disk_errors(root):
         journal_dir = private_folder(root, TXN_DIR)
         pending = journal_dir / f"{txid}{PENDING_SUFFIX}"
@@ -198,7 +199,9 @@ def file_transaction(
         try:
             _keep_open(staged, _write_journal(pending, journal), not one_sync)
             for (temp, target), data in zip(renames, writes.values()):
-                created += _make_folders(target.parent)
+                if target.parent not in made:
+                    created += _make_folders(target.parent)
+                    made.add(target.parent)
                 _keep_open(staged, _write_new_file(temp, data), not one_sync and target not in derived)
             with flushed_together(staged, one_sync=one_sync):  # written first, then flushed together
                 yield {target: temp for temp, target in renames}
