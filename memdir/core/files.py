@@ -350,17 +350,8 @@ def private_folder(root: Path, relative: Path | str, *, create: bool = True) -> 
     return folder
 
 
-def fsync_file(path: Path) -> None:
-    """Make the data written to the file ``path`` durable."""
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_BINARY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def fsync_each(paths: Collection[T], flush: Callable[[T], None]) -> None:
-    """``flush`` (`fsync_file`, `fsync_dir`) every path in ``paths``, all at once.
+    """``flush`` (`fsync_dir`, say) every path in ``paths``, all at once.
 
     Requests that wait on the disk together are served together: the filesystem's journal
     commits them as one and the disk flushes its cache once, where one after the other
