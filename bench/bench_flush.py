@@ -6,9 +6,8 @@ Usage::
 
 `Memory.write` of ~57-word entries with the deterministic fake embedder (so the figure is the
 files, index and audit, not the model), in turns of five writes: with memdir's flushes (a
-write's staged files, journal and audit record flushed by other threads as they are written, its
-folders together: `memdir.core.files.flushed_together`, `fsync_each`) and with the same files
-flushed one after the other on the writer's thread. Then `Memory.write_many` of
+write's staged files, journal and audit record flushed together, `memdir.core.files.fsync_each`)
+and with the same files flushed one after the other. Then `Memory.write_many` of
 ``--batch`` entries against the same entries written one by one, in entries/s. Medians, load
 printed; the turns alternate, so a busy disk slows both alike.
 """
@@ -23,8 +22,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Collection
-from concurrent.futures import Future
 from pathlib import Path
+from typing import TypeVar
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
@@ -37,27 +36,14 @@ from memdir.memory import Memory, NewEntry  # noqa: E402
 from memdir.storage.directory import atomic  # noqa: E402
 from tests.fakes import FakeEmbedder  # noqa: E402
 
+T = TypeVar("T")
 META = {"type": "fact", "tags": ["bench", "write"], "domain": "bench"}
 
 
-def one_after_another(paths: Collection[Path], flush: Callable[[Path], None]) -> None:
+def one_after_another(paths: Collection[T], flush: Callable[[T], None]) -> None:
     """The flushes as they were: each waits for the one before."""
     for path in paths:
         flush(path)
-
-
-class OnTheSpot:
-    """Stands in for the flushing threads: runs each flush at once, on the writer's thread."""
-
-    def submit(self, flush: Callable[..., None], *args: object) -> Future[None]:
-        done: Future[None] = Future()
-        try:
-            flush(*args)
-        except Exception as exc:  # noqa: BLE001 — handed over as a flushing thread would
-            done.set_exception(exc)
-        else:
-            done.set_result(None)
-        return done
 
 
 def main() -> None:
@@ -78,18 +64,16 @@ def main() -> None:
         for _ in range(100):
             memory.write_many([entry()])
         times: dict[str, list[float]] = {"together": [], "one after another": []}
-        together_flushes, flushers = files.fsync_each, files._flushers
+        together_flushes = files.fsync_each
         for _ in range(args.rounds):
             for name, flushes in (("together", together_flushes), ("one after another", one_after_another)):
                 files.fsync_each = atomic.fsync_each = flushes
-                files._flushers = flushers if flushes is together_flushes else OnTheSpot  # type: ignore[assignment]
                 for _ in range(5):
                     w = entry()
                     started = time.perf_counter()
                     memory.write(w.path, w.content, title=w.title, metadata=w.metadata)
                     times[name].append((time.perf_counter() - started) * 1000)
         files.fsync_each = atomic.fsync_each = together_flushes
-        files._flushers = flushers
         together, apart = (statistics.median(times[name]) for name in times)
         print(f"Memory.write without the model: flushed together {together:.1f} ms, one after another {apart:.1f} ms "
               f"= {together / apart:.2f}x; load {os.getloadavg()[0]:.1f}")

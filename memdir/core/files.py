@@ -156,83 +156,63 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
         if written != len(data):
             os.ftruncate(fd, keep)
             raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes (is the disk full?)", os.fspath(path))
-        joined: _Flushes | None = getattr(_JOINED, "block", None)
-        if joined is None:
+        held: list[tuple[int, int]] | None = getattr(_JOINED, "appended", None)
+        if held is None:
             _sync_data(fd)
         else:  # flushed with the staged files of the change it belongs to (`flushed_together`)
-            joined.start(_sync_data, os.dup(fd), undo=keep)
+            held.append((os.dup(fd), keep))
     if created:
         for parent in [Path(root) / folder, *(Path(root) / folder).parents][: len(folder.parts) + 1]:
             fsync_dir(parent)
     return keep + written
 
 
-_JOINED = threading.local()  # .block: the `flushed_together` block this thread is in, if any
-
-
-class _Flushes:
-    """The flushes of one `flushed_together` block, each started as soon as its file is written."""
-
-    def __init__(self, one_sync: bool) -> None:
-        self.one_sync = one_sync
-        self.started: list[futures.Future[None]] = []
-        self.appended: list[tuple[int, int]] = []  # (descriptor this block closes, the file's size before)
-
-    def start(self, flush: Callable[[int], None], fd: int, *, undo: int | None = None) -> None:
-        """Start flushing ``fd``; ``undo``: the size to cut the file back to should the block fail (an append)."""
-        if undo is not None:
-            self.appended.append((fd, undo))
-        if not self.one_sync:  # (else one sync at the end covers it)
-            self.started.append(_flushers().submit(flush, fd))
-
-    def wait(self) -> None:
-        """Wait for every flush started; raise the first one's error."""
-        futures.wait(self.started)
-        for flushed in self.started:
-            flushed.result()
+_JOINED = threading.local()  # .appended: (descriptor, size before) of appends a `flushed_together` block flushes
 
 
 @contextmanager
 def flushed_together(files: Collection[int], *, one_sync: bool = False) -> Iterator[None]:
-    """Make the open ``files`` (descriptors, closed by the caller) durable, together with every
-    record `append_bytes` appends inside the block (this thread's), before leaving it.
+    """Run the block, then make the open ``files`` (descriptors, closed by the caller) durable
+    together with every record `append_bytes` appended inside it (this thread's): one round of
+    flushes where there would be two in turn.
 
     A change's audit record is appended between staging its files and its commit point; both
-    must be on disk before that point, and nothing needs one on disk before the other. So each
-    is flushed, by other threads, from the moment it is written: the flushes wait on the disk
-    while this thread goes on with the block (a change appends its audit record first, then
-    updates its index), and leaving the block waits for them. Should the block raise (or a
-    flush fail), the change is undone: the records appended in it are cut off again (the
-    caller holds the root's lock, so nobody appended after them). Files are flushed through
-    the descriptors they were written with: opening each again costs a path lookup.
+    must be on disk before that point, and nothing needs one on disk before the other. Should
+    the block raise (or a flush fail), the change is undone: the records appended in it are cut
+    off again (the caller holds the root's lock, so nobody appended after them). The staged
+    files are flushed through the descriptors they were written with: opening each again just
+    to flush it costs a path lookup.
 
     Args:
-        one_sync: flush with one ``sync()`` of the filesystems after the block instead (a large
-            change, see `memdir.storage.directory.atomic`).
+        one_sync: flush with one ``sync()`` of the filesystems instead (a large change, see
+            `memdir.storage.directory.atomic`).
 
     Raises:
         OSError: a flush failed (the first such error, once all have ended).
     """
-    outer = getattr(_JOINED, "block", None)
-    block = _Flushes(one_sync)
-    for fd in files:
-        block.start(os.fsync, fd)
-    _JOINED.block = block
+    outer = getattr(_JOINED, "appended", None)
+    held: list[tuple[int, int]] = []
+    _JOINED.appended = held
     failed = True
     try:
         yield
         if one_sync:
             os.sync()
-        block.wait()
+        else:
+            fsync_each([*((os.fsync, fd) for fd in files), *((_sync_data, fd) for fd, _ in held)], _flush_fd)
         failed = False
     finally:
-        futures.wait(block.started)  # (never cut or close a file while it is being flushed)
-        _JOINED.block = outer
-        for fd, size in reversed(block.appended):
+        _JOINED.appended = outer
+        for fd, size in reversed(held):
             if failed:
                 with contextlib.suppress(OSError):  # (at worst the record of a change that failed stays)
                     os.ftruncate(fd, size)
             os.close(fd)
+
+
+def _flush_fd(target: tuple[Callable[[int], None], int]) -> None:
+    flush, fd = target
+    flush(fd)
 
 
 def _sync_data(fd: int) -> None:

@@ -99,11 +99,11 @@ class Writes:
             self.owners.guard(path, entry, "update")
         hashes = {item.path: item.embedding_text_hash for item in items}
         batch = [dataclasses.replace(item, metadata=self.owners.stamped(item.metadata, before[item.path])) for item in items]
-        with self.adapter.write_many(batch) as stored:  # staged: audit records and index rows go first
+        with self.adapter.write_many(batch) as stored:  # staged: index rows and audit records go first
+            self.index.upsert_many((entry, stats, hashes[entry.path], entry.embedding_model) for entry, stats in stored)
             records = [self.owners.audit_record(e.path, before[e.path], e, "update" if before[e.path] else "create") for e, _ in stored]
             with disk_errors(self.adapter.root):
-                self.owners.audit.append_many(records)  # (flushed while the index rows are written)
-            self.index.upsert_many((entry, stats, hashes[entry.path], entry.embedding_model) for entry, stats in stored)
+                self.owners.audit.append_many(records)
         return [WriteResult(entry, overwritten[entry.path]) for entry, _ in stored]
 
     def prepared(self, path: str, title: str, metadata: Metadata | dict[str, Any] | None, content: str) -> tuple[str, Metadata, str]:
@@ -143,10 +143,9 @@ class Writes:
                 logical, content, title=title, metadata=self.owners.stamped(meta, before),
                 embedding=vector, hits=hits, updated_at=updated_at,
                 embedding_model=model_id, embedding_text_hash=text_hash(text),
-            ) as (entry, stats):  # staged: the audit record and index row go before the commit point
-                # The record first: it is flushed while the index row is written (`flushed_together`).
-                self.owners.record(logical, before, entry, "update" if before is not None else "create")
+            ) as (entry, stats):  # staged: the index row and audit record go before the commit point
                 self.keeper.index_entry(entry, text, model_id, stats)
+                self.owners.record(logical, before, entry, "update" if before is not None else "create")
         return WriteResult(entry, overwritten)
 
     def delete(self, path: str) -> str:

@@ -54,9 +54,9 @@ def test_a_write_that_fails_after_its_audit_record_leaves_neither_the_change_nor
     def flush_fails(fd):
         raise OSError(errno.EIO, "I/O error")
 
-    if failing == "index":  # the record is appended (and being flushed) before the index row is written
+    if failing == "index":
         monkeypatch.setattr(type(alice.index), "upsert", index_full)
-    else:
+    else:  # the record is written, then its flush fails
         monkeypatch.setattr(files, "_sync_data", flush_fails)
     with pytest.raises((DiskFullError, OSError)):
         put(alice, content="Ship on Monday.")
