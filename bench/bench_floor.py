@@ -19,7 +19,8 @@ the load average. The rows and their floors:
   same texts alone, in entries/s; ``memdir import`` of a folder of hand-written markdown entries then ``memdir rebuild
   --missing-only`` (the batched embedding), in entries/s, against 3x mcp-memory-service's
   store_batch rate measured beside memdir's (12.9/s; the reference, not re-measured here), and
-  the model alone embedding the imported entries' texts in one batched call right after.
+  the model alone embedding the imported entries' texts in one batched call right after (with
+  ``--before``, the older code's import + rebuild of the same folder right after this code's).
 * search: `HybridSearcher.search` with the query vector given against numpy's exact scan
   (the faster of ``matrix @ q`` and ``einsum``, then the top 10) on the same matrix, on the
   synthetic roots of `bench_search` (--sizes); the MCP MemorySearch tool against MemoryDiscover
@@ -262,7 +263,9 @@ def bench_write(cache: Path, runs: int, words: list[str]) -> None:
 
 
 # ----------------------------------------------------------------------------- bulk
-def bench_bulk(cache: Path, count: int, words: list[str]) -> None:
+def bench_bulk(cache: Path, count: int, words: list[str], before: Path | None = None) -> None:
+    """The bulk row; with ``before`` (a checkout of older code) its import + rebuild of the same folder too,
+    right after this code's."""
     rng = random.Random(5)
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         source = Path(tmp) / "notes"
@@ -270,19 +273,22 @@ def bench_bulk(cache: Path, count: int, words: list[str]) -> None:
             folder = source / ("concept", "fact", "skill", "experience")[i % 4] / f"topic{i % 20}"
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"note{i}.md").write_text(entry_text(words, rng) + "\n", encoding="utf-8")
-        target = Path(tmp) / "imported"
-        env = env_for(target, cache / "model")
-        started = time.perf_counter()
-        run([sys.executable, "-m", "memdir", "import", str(source)], env)()
-        run([sys.executable, "-m", "memdir", "rebuild", "--missing-only"], env)()
-        seconds = time.perf_counter() - started
+        rates = []
+        for tree in [REPO, *([before] if before else [])]:
+            target = Path(tmp) / f"imported-{len(rates)}"
+            env = {**env_for(target, cache / "model"), "PYTHONPATH": str(tree)}
+            started = time.perf_counter()
+            run([sys.executable, "-m", "memdir", "import", str(source)], env)()
+            run([sys.executable, "-m", "memdir", "rebuild", "--missing-only"], env)()
+            rates.append(count / (time.perf_counter() - started))
         model_rate = model_alone_rate(target, cache / "model")
-    rate = count / seconds
+    rate = rates[0]
+    older = f"; the code before {rates[1]:.1f}/s" if before else ""
     rows.append((f"bulk: import + rebuild --missing-only, {count} entries", f"{rate:8.1f} entries/s",
                  "3x mcp-memory-service store_batch", f"{3 * REFERENCE_BATCH_RATE:8.1f} entries/s",
                  f"{rate / (3 * REFERENCE_BATCH_RATE):5.2f}x of it (target >= 1x); the model alone on the same "
-                 f"entries {model_rate:.1f}/s, load {os.getloadavg()[0]:.1f}"))
-    print(f"  bulk: {rate:.1f} entries/s; the model alone on the same entries {model_rate:.1f}/s", flush=True)
+                 f"entries {model_rate:.1f}/s{older}, load {os.getloadavg()[0]:.1f}"))
+    print(f"  bulk: {rate:.1f} entries/s{older}; the model alone on the same entries {model_rate:.1f}/s", flush=True)
 
 
 def model_alone_rate(root: Path, model_cache: Path) -> float:
@@ -464,7 +470,7 @@ def main() -> None:
     parser.add_argument("--bulk", type=int, default=400, help="entries imported by the bulk row")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="synthetic roots searched in process")
     parser.add_argument("--only", nargs="+", default=["start", "write", "bulk", "search", "rss"])
-    parser.add_argument("--before", type=Path, help="a checkout of older code, run beside this one in the start and search rows")
+    parser.add_argument("--before", type=Path, help="a checkout of older code, run beside this one in the start, bulk and search rows")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-floor")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -481,7 +487,7 @@ def main() -> None:
         bench_write(args.cache, args.runs, words)
     if "bulk" in args.only:
         bench_write_many(args.cache, args.bulk, words)
-        bench_bulk(args.cache, args.bulk, words)
+        bench_bulk(args.cache, args.bulk, words, args.before)
     if "search" in args.only:
         bench_search_in_process(args.cache, args.sizes, args.runs, args.before)
     if "rss" in args.only:

@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import TypeVar
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
@@ -35,10 +36,11 @@ from memdir.memory import Memory, NewEntry  # noqa: E402
 from memdir.storage.directory import atomic  # noqa: E402
 from tests.fakes import FakeEmbedder  # noqa: E402
 
+T = TypeVar("T")
 META = {"type": "fact", "tags": ["bench", "write"], "domain": "bench"}
 
 
-def one_after_another(paths: Collection[Path], flush: Callable[[Path], None] = files.fsync_file) -> None:
+def one_after_another(paths: Collection[T], flush: Callable[[T], None]) -> None:
     """The flushes as they were: each waits for the one before."""
     for path in paths:
         flush(path)

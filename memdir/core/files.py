@@ -156,29 +156,32 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
         if written != len(data):
             os.ftruncate(fd, keep)
             raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes (is the disk full?)", os.fspath(path))
-        held = getattr(_JOINED, "fds", None)
+        held: list[tuple[int, int]] | None = getattr(_JOINED, "appended", None)
         if held is None:
             _sync_data(fd)
         else:  # flushed with the staged files of the change it belongs to (`flushed_together`)
-            held.append(os.dup(fd))
+            held.append((os.dup(fd), keep))
     if created:
         for parent in [Path(root) / folder, *(Path(root) / folder).parents][: len(folder.parts) + 1]:
             fsync_dir(parent)
     return keep + written
 
 
-_JOINED = threading.local()  # .fds: descriptors of appends whose flush a `flushed_together` block makes
+_JOINED = threading.local()  # .appended: (descriptor, size before) of appends a `flushed_together` block flushes
 
 
 @contextmanager
-def flushed_together(paths: Collection[Path], *, one_sync: bool = False) -> Iterator[None]:
-    """Run the block, then make ``paths`` durable together with every record `append_bytes`
-    appended inside it (this thread's): one round of flushes where there would be two in turn.
+def flushed_together(files: Collection[int], *, one_sync: bool = False) -> Iterator[None]:
+    """Run the block, then make the open ``files`` (descriptors, closed by the caller) durable
+    together with every record `append_bytes` appended inside it (this thread's): one round of
+    flushes where there would be two in turn.
 
     A change's audit record is appended between staging its files and its commit point; both
     must be on disk before that point, and nothing needs one on disk before the other. Should
-    the block raise, nothing is flushed (the change is undone; a record it appended stays, as
-    one whose change failed after it always could).
+    the block raise (or a flush fail), the change is undone: the records appended in it are cut
+    off again (the caller holds the root's lock, so nobody appended after them). The staged
+    files are flushed through the descriptors they were written with: opening each again just
+    to flush it costs a path lookup.
 
     Args:
         one_sync: flush with one ``sync()`` of the filesystems instead (a large change, see
@@ -187,27 +190,29 @@ def flushed_together(paths: Collection[Path], *, one_sync: bool = False) -> Iter
     Raises:
         OSError: a flush failed (the first such error, once all have ended).
     """
-    outer = getattr(_JOINED, "fds", None)
-    held: list[int] = []
-    _JOINED.fds = held
+    outer = getattr(_JOINED, "appended", None)
+    held: list[tuple[int, int]] = []
+    _JOINED.appended = held
+    failed = True
     try:
         yield
         if one_sync:
             os.sync()
         else:
-            targets: list[Path | int] = [*paths, *held]
-            fsync_each(targets, _flush_path_or_fd)
+            fsync_each([*((os.fsync, fd) for fd in files), *((_sync_data, fd) for fd, _ in held)], _flush_fd)
+        failed = False
     finally:
-        _JOINED.fds = outer
-        for fd in held:
+        _JOINED.appended = outer
+        for fd, size in reversed(held):
+            if failed:
+                with contextlib.suppress(OSError):  # (at worst the record of a change that failed stays)
+                    os.ftruncate(fd, size)
             os.close(fd)
 
 
-def _flush_path_or_fd(target: Path | int) -> None:
-    if isinstance(target, int):
-        _sync_data(target)
-    else:
-        fsync_file(target)
+def _flush_fd(target: tuple[Callable[[int], None], int]) -> None:
+    flush, fd = target
+    flush(fd)
 
 
 def _sync_data(fd: int) -> None:
@@ -306,11 +311,14 @@ def private_folder(root: Path, relative: Path | str, *, create: bool = True) -> 
     for part in Path(relative).parts:
         folder = folder / part
         try:
-            if create:
-                folder.mkdir(exist_ok=True)
-            st = os.lstat(folder)
-        except FileExistsError:
-            st = os.lstat(folder)  # not a folder: reported below
+            try:
+                st = os.lstat(folder)  # there already, as nearly always: one look
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):  # (made meanwhile, or not a folder: reported below)
+                    os.mkdir(folder)
+                st = os.lstat(folder)
         except FileNotFoundError:
             raise
         except OSError as exc:
@@ -322,17 +330,8 @@ def private_folder(root: Path, relative: Path | str, *, create: bool = True) -> 
     return folder
 
 
-def fsync_file(path: Path) -> None:
-    """Make the data written to the file ``path`` durable."""
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_BINARY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def fsync_each(paths: Collection[T], flush: Callable[[T], None]) -> None:
-    """``flush`` (`fsync_file`, `fsync_dir`) every path in ``paths``, all at once.
+    """``flush`` (`fsync_dir`, say) every path in ``paths``, all at once.
 
     Requests that wait on the disk together are served together: the filesystem's journal
     commits them as one and the disk flushes its cache once, where one after the other

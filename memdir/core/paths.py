@@ -248,6 +248,9 @@ def confined_stat(root: Path | str, path: Path | str) -> tuple[str, os.stat_resu
 
     The resolved path holds no symbolic link any more, so this ``lstat`` is the file's own.
     """
+    walked = _walked_under_root(os.fspath(root), os.fspath(path))
+    if walked is not None:
+        return walked
     real = os.path.realpath(path)
     if not _inside_real(_real_root(os.fspath(root)), real):
         raise unsafe_file(root, path, "outside")
@@ -259,6 +262,32 @@ def confined_stat(root: Path | str, path: Path | str) -> tuple[str, os.stat_resu
         raise os_path_error(root, path, exc) from exc
     if stat.S_ISLNK(st.st_mode):  # realpath stops resolving only where links loop
         raise unsafe_file(root, path, "loop")
+    return real, st
+
+
+def _walked_under_root(root: str, path: str) -> tuple[str, os.stat_result | None] | None:
+    """`confined_stat` of a path spelled under ``root`` when no symbolic link lies below the root:
+    only the folders below it are looked at (the root's own resolution is cached), where
+    ``realpath`` would look at every folder from ``/``. None when a link is met, or for any
+    other spelling: the caller resolves the path in full then.
+    """
+    prefix = root.rstrip(os.sep) + os.sep
+    if os.name != "posix" or not path.startswith(prefix) or not os.path.isabs(root):
+        return None
+    parts = path[len(prefix):].split(os.sep)
+    if {"", ".", ".."}.intersection(parts):
+        return None
+    real = _real_root(root).rstrip(os.sep)
+    for depth, part in enumerate(parts):
+        real += os.sep + part
+        try:
+            st = os.lstat(real)
+        except (FileNotFoundError, NotADirectoryError):  # nothing below it exists: no link either
+            return os.sep.join([real, *parts[depth + 1:]]), None
+        except OSError:
+            return None  # (the full resolution reports it)
+        if stat.S_ISLNK(st.st_mode):
+            return None
     return real, st
 
 

@@ -66,7 +66,8 @@ class Embedding:
         A pipeline: the model embeds one chunk on a worker thread (onnxruntime releases the
         GIL) while this thread stores the previous chunk's vectors (two files per entry
         with fsync, the index rows), so the file work hides behind the model's. Chunks
-        follow the entries' sizes, so the model's batches pad little. ``progress`` hears of
+        follow the entries' file sizes, and within a chunk the texts go by their length (the
+        title and tags count too), so the model's batches pad little. ``progress`` hears of
         every model batch (``embed_batch_size`` entries) as it is embedded, from the worker
         thread: a chunk takes several batches, and a progress bar should move with each.
         """
@@ -96,8 +97,9 @@ class Embedding:
             for start in range(0, len(ordered), chunk):
                 if self.model.closing and not finish:
                     break
-                entries = self.readable(ordered[start : start + chunk])
-                texts = [self.keeper.searchable(entry) for entry in entries]
+                read = [(entry, self.keeper.searchable(entry)) for entry in self.readable(ordered[start : start + chunk])]
+                read.sort(key=lambda item: len(item[1]))  # each model batch pads to its longest text
+                entries, texts = [entry for entry, _ in read], [text for _, text in read]
                 embedding = worker.submit(embed, texts)
                 if pending is not None:
                     store(pending)  # while the model works on this chunk

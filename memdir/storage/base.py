@@ -59,7 +59,7 @@ class Redirect:
 @dataclass(frozen=True, slots=True)
 class EntryWrite:
     """One entry of `StorageAdapter.write_many`: what `StorageAdapter.write` takes for a new version
-    (the hit count is kept; ``updated_at`` None: now)."""
+    (``hits`` None: the stored count is kept; ``updated_at`` None: now)."""
 
     path: str
     content: str
@@ -69,6 +69,7 @@ class EntryWrite:
     embedding_model: str | None = None
     embedding_text_hash: str | None = None
     updated_at: datetime | None = None
+    hits: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,8 @@ Every entry goes across as it is stored — content byte for byte, title, metada
 as a stub, so a directory exported to PostgreSQL and back holds the same ``.md``, ``.yml``
 and ``.emb`` bytes (tests/test_transfer.py). Built-in entries are package data and are
 not copied. The target's search data is rebuilt by the caller opening it (`Memory.reconcile`).
-Entries are copied in batches, each under the target's write lock (one transaction each
-in PostgreSQL). The audit trail goes across too, record for record (appended to the
+Entries are copied in batches, each under the target's write lock and written as one
+transaction (`StorageAdapter.write_many`). The audit trail goes across too, record for record (appended to the
 target's, oldest first): the history of who changed what moves with the store. So do the
 working-memory threads, each log line for line (`memdir.storage.base.ThreadLogs`).
 """
@@ -19,7 +19,7 @@ from itertools import islice
 from pathlib import Path
 
 from memdir.core.errors import InputValidationError
-from memdir.storage.base import StorageAdapter, committed
+from memdir.storage.base import EntryWrite, StorageAdapter, committed
 
 BATCH = 500
 FRESH_ROOT = frozenset({".memdir", ".lock"})
@@ -79,20 +79,21 @@ def copy_entries(
     paths = [info.path for info in source.iter_entries(include_stubs=True, with_metadata=False)]
     entries = stubs = 0
     for start in range(0, len(paths), BATCH):
+        writes: list[EntryWrite] = []
         with target.lock.exclusive():
             for path in paths[start : start + BATCH]:
+                entry = source.read_entry(path, follow=False)
                 redirect = source.read_redirect(path)
                 if redirect is not None:
-                    committed(target.write_stub(path, redirect, owner=source.read_entry(path, follow=False).metadata.labels().created_by))
+                    committed(target.write_stub(path, redirect, owner=entry.metadata.labels().created_by))
                     stubs += 1
                     continue
-                entry = source.read_entry(path, follow=False)
-                committed(target.write(
-                    path, entry.content, title=entry.title, metadata=entry.metadata, embedding=entry.embedding,
-                    hits=entry.hits, updated_at=entry.updated_at, embedding_model=entry.embedding_model,
-                    embedding_text_hash=entry.embedding_text_hash,
+                writes.append(EntryWrite(
+                    path, entry.content, entry.title, entry.metadata, entry.embedding, entry.embedding_model,
+                    entry.embedding_text_hash, entry.updated_at, entry.hits,
                 ))
-                entries += 1
+            committed(target.write_many(writes))  # one transaction: one journal, one round of flushes
+            entries += len(writes)
         if progress:
             progress(min(start + BATCH, len(paths)), len(paths))
     return TransferReport(entries, stubs, copy_audit(source, target), copy_threads(source, target))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -9,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from memdir.cli import app
-from memdir.core.errors import InputValidationError
+from memdir.core import files
+from memdir.core.errors import DiskFullError, InputValidationError
 from memdir.storage.audit_query import parse_since
 
 runner = CliRunner()
@@ -37,6 +39,33 @@ def test_create_update_and_delete_are_recorded_with_a_diff(open_as):
     assert create.time <= update.time <= delete.time
     month = alice.root / "audit" / f"{create.time:%Y-%m}.jsonl"
     assert len(month.read_text().splitlines()) == 3  # one JSON line per change, human-readable
+
+
+@pytest.mark.parametrize("failing", ["index", "flush"])
+def test_a_write_that_fails_after_its_audit_record_leaves_neither_the_change_nor_the_record(open_as, monkeypatch, failing):
+    alice = open_as("alice")
+    put(alice, content="Ship on Friday.")
+    month = next((alice.root / "audit").iterdir())
+    trail = month.read_bytes()
+
+    def index_full(*args, **kwargs):
+        raise DiskFullError(alice.root, "no room for the index row")
+
+    def flush_fails(fd):
+        raise OSError(errno.EIO, "I/O error")
+
+    if failing == "index":
+        monkeypatch.setattr(type(alice.index), "upsert", index_full)
+    else:  # the record is written, then its flush fails
+        monkeypatch.setattr(files, "_sync_data", flush_fails)
+    with pytest.raises((DiskFullError, OSError)):
+        put(alice, content="Ship on Monday.")
+    monkeypatch.undo()
+    assert month.read_bytes() == trail  # the record of the change that failed is cut off again
+    assert alice.read("fact/plan.md").content == "Ship on Friday."
+    assert [record.action for record in alice.audit.records()] == ["create"]
+    put(alice, content="Ship on Sunday.")  # and the next change is recorded after the last whole line
+    assert [record.action for record in alice.audit.records()] == ["create", "update"]
 
 
 def test_a_long_diff_is_cut_to_the_setting(open_as):

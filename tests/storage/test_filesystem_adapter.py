@@ -612,7 +612,7 @@ def test_failed_staging_changes_nothing(root: Path, monkeypatch) -> None:
         calls.append(path)
         if len(calls) == 3:  # journal, .md staged, then the .yml fails
             raise OSError(28, "No space left on device")
-        real_write(path, data, **options)
+        return real_write(path, data, **options)
 
     monkeypatch.setattr(atomic, "_write_new_file", failing)
     with pytest.raises(DiskFullError, match="is full"):  # said plainly, not as a bare OSError
@@ -622,6 +622,43 @@ def test_failed_staging_changes_nothing(root: Path, monkeypatch) -> None:
     assert entry.content == "old" and np.array_equal(entry.embedding, vector(1))
     assert [p for p in root.rglob("*.tmp")] == [] and list(atomic.txn_dir(root).iterdir()) == []
     assert adapter.total_size() == 3
+
+
+def test_a_write_opens_each_staged_file_once_and_flushes_it_before_the_commit(root: Path, monkeypatch) -> None:
+    adapter = FilesystemAdapter(root)
+    put(adapter, "fact/a", "old", embedding=vector(1))
+    opened, flushed, real_open, real_fsync = [], [], os.open, os.fsync
+    names: dict[int, str] = {}
+
+    def spy_open(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if ".txn-" in str(path) or str(path).endswith(atomic.PENDING_SUFFIX):
+            opened.append(str(path))
+            names[fd] = str(path)
+        return fd
+
+    def spy_fsync(fd):
+        if fd in names:
+            flushed.append((names[fd], os.path.exists(names[fd])))
+        real_fsync(fd)
+
+    def spy_close(fd):
+        names.pop(fd, None)  # (its number may be reused)
+        real_close(fd)
+
+    real_close = os.close
+    monkeypatch.setattr(os, "open", spy_open)
+    monkeypatch.setattr(os, "fsync", spy_fsync)
+    monkeypatch.setattr(os, "close", spy_close)
+    put(adapter, "fact/a", "new", embedding=vector(2))
+    monkeypatch.undo()
+    assert len(opened) == len(set(opened)) == 5  # the journal, the staged .md, .yml, .emb and size total
+    derived = [name for name in opened if f"{os.sep}.memdir{os.sep}.txn-" in name]  # the total: not flushed
+    assert len(derived) == 1
+    # each flushed through the descriptor it was written with
+    assert sorted(name for name, _ in flushed) == sorted(set(opened) - set(derived))
+    assert all(there for _, there in flushed)  # before anything was renamed
+    assert adapter.read_entry("fact/a").content == "new"
 
 
 def _more_important(entry: Entry) -> Metadata:
@@ -656,7 +693,7 @@ def test_a_large_batch_that_fails_while_staging_changes_nothing(root: Path, monk
         calls.append(path)
         if len(calls) == len(paths):  # the journal, then all but the last .yml staged
             raise OSError(28, "No space left on device")
-        real_write(path, data, **options)
+        return real_write(path, data, **options)
 
     monkeypatch.setattr(atomic, "_write_new_file", failing)
     with pytest.raises(DiskFullError):

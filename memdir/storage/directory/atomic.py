@@ -69,16 +69,19 @@ def txn_dir(root: Path) -> Path:
     return Path(root) / TXN_DIR
 
 
-def _write_new_file(path: Path, data: bytes) -> None:
-    """Create ``path`` (it must not exist) and write ``data`` fully (`fsync_each` makes it durable)."""
+def _write_new_file(path: Path, data: bytes) -> int:
+    """Create ``path`` (it must not exist), write ``data`` fully, and return the open descriptor
+    (the caller flushes it, see `flushed_together`, and closes it)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def _temp_name(target: Path, txid: str, index: int) -> Path:
@@ -186,17 +189,20 @@ def file_transaction(
         "removals": [_relative(root, path) for path in removals],
     }
     created: list[Path] = []  # entry folders this transaction made, removed again if it fails
+    made: set[Path] = set()  # folders there (or made) already
     with disk_errors(root):
         journal_dir = private_folder(root, TXN_DIR)
         pending = journal_dir / f"{txid}{PENDING_SUFFIX}"
         committed = journal_dir / f"{txid}{COMMIT_SUFFIX}"
+        one_sync = _ONE_SYNC and len(renames) > _SYNC_EACH_UP_TO
+        staged: list[int] = []  # descriptors still open, to be flushed (a large change: none, one sync)
         try:
-            _write_journal(pending, journal)
-            one_sync = _ONE_SYNC and len(renames) > _SYNC_EACH_UP_TO
+            _keep_open(staged, _write_journal(pending, journal), not one_sync)
             for (temp, target), data in zip(renames, writes.values()):
-                created += _make_folders(target.parent)
-                _write_new_file(temp, data)
-            staged = [pending, *(temp for temp, target in renames if target not in derived)]
+                if target.parent not in made:
+                    created += _make_folders(target.parent)
+                    made.add(target.parent)
+                _keep_open(staged, _write_new_file(temp, data), not one_sync and target not in derived)
             with flushed_together(staged, one_sync=one_sync):  # written first, then flushed together
                 yield {target: temp for temp, target in renames}
             os.replace(pending, committed)  # the commit point
@@ -207,6 +213,9 @@ def file_transaction(
             for folder in reversed(created):
                 _remove_empty_folder(folder)
             raise
+        finally:
+            for fd in staged:
+                os.close(fd)
     # From here on the transaction is committed: if anything below is interrupted,
     # `recover` rolls it forward, so nothing may be undone — and a failure is no failure
     # of the change, which the next lock holder (this process's next call, at the latest)
@@ -261,9 +270,17 @@ def _remove_empty_folder(folder: Path) -> None:
         pass  # not empty (another entry's files arrived meanwhile) or already gone
 
 
-def _write_journal(path: Path, journal: dict) -> None:
+def _write_journal(path: Path, journal: dict) -> int:
     """Write the journal file; the caller fsyncs it (with the staged files) before its rename to commit."""
-    _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
+    return _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
+
+
+def _keep_open(staged: list[int], fd: int, flushed: bool) -> None:
+    """Hold ``fd`` in ``staged`` until its flush, or close it now (not flushed, or flushed by one ``sync``)."""
+    if flushed:
+        staged.append(fd)
+    else:
+        os.close(fd)
 
 
 def _replay(root: Path, journal: dict) -> None:

@@ -59,22 +59,29 @@ class ChangeCounter:
         except ValueError:  # caught mid-overwrite, or damaged
             return -1
 
-    def prepare(self) -> None:
-        """Create the file if missing: called before a commit point, so that `bump` after it
-        only overwrites bytes in place and cannot fail for want of space.
+    def prepare(self) -> int:
+        """The current count, the file created if missing: called before a commit point, so that
+        `bump` after it only overwrites bytes in place and cannot fail for want of space.
 
         Raises:
             OSError: the file cannot be created (the change must not go ahead).
         """
-        if not self.file.exists():
+        count = self.value()
+        if count == 0 and not self.file.exists():
             self.file.parent.mkdir(parents=True, exist_ok=True)
             self._write(0)
+        return count
 
-    def bump(self, by: int = 1) -> None:
+    def bump(self, by: int = 1, *, current: int | None = None) -> None:
         """Raise the count by ``by`` (call under the root's exclusive lock). Never raises: it runs
-        after a commit point; a failure is logged (lock-free readers may then retry under the lock)."""
+        after a commit point; a failure is logged (lock-free readers may then retry under the lock).
+
+        Args:
+            current: the count `prepare` returned under the same hold of the lock (no other
+                writer can have raised it since), so it need not be read again.
+        """
         try:
-            self._write(max(self.value(), 0) + by)
+            self._write(max(self.value() if current is None else current, 0) + by)
         except OSError as exc:
             log.warning("could not raise the change counter %s: %s", self.file, exc)
 

@@ -29,6 +29,7 @@ changes are whole only to readers that hold the shared lock.)
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import stat
@@ -280,8 +281,9 @@ class FilesystemAdapter:
         """A change to entries (under the exclusive lock), staged on entering and committed on leaving,
         raising the change counter (`file_transaction`)."""
         with disk_errors(self.root):
-            self.changes.prepare()
-        with file_transaction(self.root, writes, removals, derived={self._total.file}, on_commit=self.changes.bump) as staged:
+            count = self.changes.prepare()
+        bump = functools.partial(self.changes.bump, current=count)
+        with file_transaction(self.root, writes, removals, derived={self._total.file}, on_commit=bump) as staged:
             yield staged
 
     # ----------------------------------------------------------------- paths
@@ -443,7 +445,7 @@ class FilesystemAdapter:
     def write_many(self, writes: Sequence[EntryWrite]) -> Iterator[list[Staged]]:
         """Create or replace several entries in ONE transaction: all of them or none.
 
-        Each is written as `write` writes it (hit count kept, modification time now); one
+        Each is written as `write` writes it (with its ``hits`` and ``updated_at``, see `EntryWrite`); one
         journal and one round of flushes for the batch is what lets a bulk load go at the
         model's pace.
 
@@ -462,7 +464,7 @@ class FilesystemAdapter:
             total = self._current_total()
             batch: list[_StagedEntry] = []
             for write in checked:
-                batch.append(self._staged(write, total, updated_at=write.updated_at))
+                batch.append(self._staged(write, total, write.hits, write.updated_at))
                 total = batch[-1].total
             files: dict[Path, bytes] = {}
             for staged in batch:

@@ -473,13 +473,19 @@ def file_stats(root: Path | str, path: str) -> FileStats:
 
 
 def term_ids(db: sqlite3.Connection, terms: Sequence[str]) -> list[int]:
-    """The ids of ``terms`` in the shared vocabulary, adding the new ones (inside a write transaction)."""
-    db.executemany("INSERT OR IGNORE INTO terms(term) VALUES (?)", [(t,) for t in terms])
+    """The ids of ``terms`` in the shared vocabulary, adding the new ones (inside a write transaction).
+
+    Looked up first: most of an entry's words are in the vocabulary already, so only the new
+    ones are inserted.
+    """
     found: dict[str, int] = {}
     for start in range(0, len(terms), 500):
         chunk = list(terms[start : start + 500])
         query = f"SELECT term, id FROM terms WHERE term IN ({','.join('?' * len(chunk))})"  # noqa: S608
         found.update(db.execute(query, chunk))
+    for term in dict.fromkeys(terms):
+        if term not in found:
+            found[term] = db.execute("INSERT INTO terms(term) VALUES (?) RETURNING id", (term,)).fetchone()[0]
     return [found[t] for t in terms]
 
 
@@ -542,9 +548,10 @@ def write_row(
         ).lastrowid
     db.execute("DELETE FROM tombstones WHERE path = ?", (entry.path,))
     if not is_stub:
-        db.executemany(
-            "INSERT OR IGNORE INTO entry_tags(tag, id) VALUES (?, ?)", [(t.casefold(), row_id) for t in tags]
-        )
+        if tags:
+            db.executemany(
+                "INSERT OR IGNORE INTO entry_tags(tag, id) VALUES (?, ?)", [(t.casefold(), row_id) for t in tags]
+            )
         labels = meta.labels()
         if labels != Labels():
             db.execute(
@@ -568,11 +575,14 @@ def write_row(
 
 def _write_links(db: sqlite3.Connection, row_id: int, meta: Metadata) -> None:
     """The rows of the link table for an entry's links (typed and ``related``)."""
+    links = meta.all_links
+    if not links:
+        return
     db.executemany(
         "INSERT OR IGNORE INTO links(id, target, kind, strength, origin, created_at, traversed_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [(row_id, link.target, link.kind, link.strength, link.origin, link.created_at.isoformat(),
-          link.traversed_at.isoformat() if link.traversed_at else None) for link in meta.all_links],
+          link.traversed_at.isoformat() if link.traversed_at else None) for link in links],
     )  # fmt: skip
 
 

@@ -150,7 +150,7 @@ class PostgresAdapter:
             return
         with self._writing():
             conn = self._conn()
-            yield [self._write(conn, write, updated_at=write.updated_at) for write in checked]
+            yield [self._write(conn, write, write.hits, write.updated_at) for write in checked]
 
     def _write(
         self, conn: psycopg.Connection, write: EntryWrite, hits: int | None = None, updated_at: datetime | None = None
