@@ -18,7 +18,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +43,7 @@ from memdir.storage.entry_input import (
 )
 from memdir.storage.postgres import pages
 from memdir.storage.postgres.audit import PostgresAudit
-from memdir.storage.postgres.database import Database, scalar
+from memdir.storage.postgres.database import Database, roll_back, scalar
 from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.postgres.records import PostgresRecords
 from memdir.storage.postgres.threads import PostgresThreads
@@ -63,9 +63,13 @@ _INFO_COLUMNS = "path, title, size, updated_at, type, hits, version"
 log = logging.getLogger(__name__)
 
 
+CLAIM_CHANGE = "UPDATE store_state SET change = nextval('changes')"
+"""Claims the next change number and records it as the store's last change (committed with the caller's transaction)."""
+
+
 def next_change(conn: psycopg.Connection) -> int:
-    """Claim the next change number and record it as the store's last change (committed with the caller's transaction)."""
-    return scalar(conn, "UPDATE store_state SET change = nextval('changes') RETURNING change")
+    """Claim the next change number (`CLAIM_CHANGE`)."""
+    return scalar(conn, CLAIM_CHANGE + " RETURNING change")
 
 
 def row_stats(size: int, version: int) -> FileStats:
@@ -160,16 +164,8 @@ class PostgresAdapter:
         refuse_virtual(path)
         data = encode_content(path, write.content)
         vector, checksum = _vector(path, write.embedding)
-        # The change number first: a read counts itself only once it has claimed one (`_counted`), so
-        # from here on no count can slip in between reading the row's hits and replacing the row.
-        # (Each statement of the pipeline reads what was committed when it starts: one round trip.)
-        with conn.pipeline():
-            claimed = conn.execute("UPDATE store_state SET change = nextval('changes') RETURNING change, total_size")
-            found = conn.execute("SELECT size, hits FROM entries WHERE path = %s AND NOT builtin", (path,))
-            (version, total), old = claimed.fetchone() or (0, 0), found.fetchone()
-        old_size = old[0] if old else 0
-        check_sizes(path, len(data), self.max_entry_size, total + len(data) - old_size, self.max_total_size)
-        hits = int(hits if hits is not None else (old[1] if old else 0))
+        version, old_size, old_hits = self._claim(conn, path, len(data))
+        hits = int(hits if hits is not None else old_hits)
         entry = Entry(
             path=path, content=write.content, title=write.title, updated_at=updated_at or utcnow(), size=len(data),
             hits=hits, metadata=write.metadata.model_copy(deep=True), embedding=vector, embedding_checksum=checksum,
@@ -180,20 +176,25 @@ class PostgresAdapter:
             self._upsert_row(conn, entry, old_size, None, version)
         return Staged(entry, row_stats(len(data), version))
 
-    def _check_sizes(self, conn: psycopg.Connection, path: str, new_size: int, old_size: int) -> None:
-        total = scalar(conn, "SELECT total_size FROM store_state") + new_size - old_size
-        check_sizes(path, new_size, self.max_entry_size, total, self.max_total_size)
+    def _claim(self, conn: psycopg.Connection, path: str, new_size: int) -> tuple[int, int, int]:
+        """Claim the change number of a write of ``new_size`` bytes to ``path`` and check its sizes;
+        the change number and the size and hits of the row it replaces (0, 0 for a new entry).
 
-    def _store(self, conn: psycopg.Connection, entry: Entry, old_size: int, stub: Redirect | None = None) -> int:
-        """Insert or replace the row of ``entry`` (a stub when ``stub``); returns its version."""
-        version = next_change(conn)
-        with conn.pipeline():  # no answer awaited: both statements in one round trip
-            self._upsert_row(conn, entry, old_size, stub, version)
-        return version
+        The change number first: a read counts itself only once it has claimed one (`_counted`), so
+        from here on no count can slip in between reading the row's hits and replacing the row.
+        (Each statement of the pipeline reads what was committed when it starts: one round trip.)
+        """
+        with conn.pipeline():
+            claimed = conn.execute(CLAIM_CHANGE + " RETURNING change, total_size")
+            found = conn.execute("SELECT size, hits FROM entries WHERE path = %s AND NOT builtin", (path,))
+            (version, total), old = claimed.fetchone() or (0, 0), found.fetchone()
+        old_size, old_hits = old if old else (0, 0)
+        check_sizes(path, new_size, self.max_entry_size, total + new_size - old_size, self.max_total_size)
+        return version, old_size, old_hits
 
     @staticmethod
     def _upsert_row(conn: psycopg.Connection, entry: Entry, old_size: int, stub: Redirect | None, version: int) -> None:
-        """`_store`'s statements: the row, inserted or replaced, and the store's total size."""
+        """The row of ``entry`` (a stub when ``stub``), inserted or replaced, and the store's total size."""
         meta = entry.metadata
         conn.execute(
             "INSERT INTO entries (path, content, title, metadata, updated_at, size, hits, embedding,"
@@ -292,12 +293,11 @@ class PostgresAdapter:
         size = len(text.encode("utf-8"))
         with self._writing():
             conn = self._conn()
-            old = conn.execute("SELECT size FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
-            old_size = old[0] if old else 0
-            self._check_sizes(conn, path, size, old_size)
+            version, old_size, _ = self._claim(conn, path, size)
             stub = Entry(path=path, content=text, title="", size=size, hits=0,  # a new stub starts unread
                          metadata=Metadata(created_by=owner))
-            self._store(conn, stub, old_size, redirect)
+            with conn.pipeline():  # no answer awaited: both statements in one round trip
+                self._upsert_row(conn, stub, old_size, redirect, version)
             yield
 
     @contextmanager
@@ -374,7 +374,7 @@ class PostgresAdapter:
                 if own:
                     conn.execute("BEGIN")
                     conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
-                conn.execute("UPDATE store_state SET change = nextval('changes')")  # (as `next_change`)
+                conn.execute(CLAIM_CHANGE)
                 for path in stubs_passed:
                     conn.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
                 counted = None if entry.virtual else conn.execute(
@@ -385,9 +385,8 @@ class PostgresAdapter:
                     conn.execute("COMMIT")
                 row = counted.fetchone() if counted is not None else None
         except BaseException as exc:
-            if own and not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                with suppress(psycopg.Error):
-                    conn.execute("ROLLBACK")
+            if own:
+                roll_back(conn)
             if own and isinstance(exc, psycopg.errors.DeadlockDetected):  # (a change that touched this row first)
                 log.info("Not counting a read of %s: it crossed a change of the entry", entry.path)
                 return entry

@@ -32,6 +32,14 @@ from memdir.storage.credentials import redact, shown
 STORE_LOCK = 0x6D656D64_6972_0002 & 0x7FFF_FFFF_FFFF_FFFF  # advisory key: changes to the store
 
 
+def roll_back(conn: psycopg.Connection) -> None:
+    """End the transaction ``conn`` is in, if any, undoing it (on a broken connection, nothing:
+    the error on its way out says why)."""
+    if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        with suppress(psycopg.Error):
+            conn.execute("ROLLBACK")
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of a driver's error message (the rest repeats the connection's details)."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -150,9 +158,8 @@ class AdvisoryLock:
             state.mode, state.depth = None, 0
             if done:
                 conn.execute("COMMIT")
-            elif not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                with suppress(psycopg.Error):  # (a broken connection: the error on its way out says why)
-                    conn.execute("ROLLBACK")
+            else:
+                roll_back(conn)
 
     def _acquire(self, conn: psycopg.Connection, mode: str, timeout: float) -> None:
         """Open the holding transaction and take the lock in it, in one round trip (a lock taken by
