@@ -110,16 +110,12 @@ class EntryCache:
         """The cached entry at ``path`` if its files have not changed since (a hit), else None (a miss)."""
         current = self._stats(path)
         with self._lock:
-            item = self._items.get(path)
-            if item is not None and item[1] != current:
-                del self._items[path]
-                item = None
-            if item is None:
+            entry = self._fresh(path, current)
+            if entry is None:
                 self.misses += 1
-                return None
-            self._items.move_to_end(path)
-            self.hits += 1
-            return item[0]
+            else:
+                self.hits += 1
+            return entry
 
     def put(self, entry: Entry, stats: FileStats, *, prefetch: bool = False) -> None:
         """Keep ``entry`` (read after ``stats`` were taken), evicting the least recently used beyond capacity.
@@ -142,14 +138,19 @@ class EntryCache:
         two ``stat`` calls instead of a read."""
         current = self._stats(path)
         with self._lock:
-            item = self._items.get(path)
-            if item is None:
-                return False
-            if item[1] != current:
-                del self._items[path]
-                return False
-            self._items.move_to_end(path)
-            return True
+            return self._fresh(path, current) is not None
+
+    def _fresh(self, path: str, current: FileStats) -> Entry | None:
+        """The cached entry at ``path`` if it was cached with ``current`` stats, made the most
+        recently used; a stale copy is dropped (under the lock)."""
+        item = self._items.get(path)
+        if item is None:
+            return None
+        if item[1] != current:
+            del self._items[path]
+            return None
+        self._items.move_to_end(path)
+        return item[0]
 
     def drop(self, path: str) -> None:
         with self._lock:

@@ -131,6 +131,12 @@ class KeywordIndex:
         self._query: _Query | None = None  # see `_postings`
         self.changes += 1
 
+    def _changed(self) -> None:
+        """A posting came or went: the derived norms and the cached query are stale."""
+        self._norm = None
+        self._query = None
+        self.changes += 1
+
     # ------------------------------------------------------------------ size & lookup
     def __len__(self) -> int:
         return len(self._slot_of)
@@ -217,9 +223,7 @@ class KeywordIndex:
         self._post_tf = tf[order].astype(np.float32, copy=False)
         self._extra = {}
         self._added = 0
-        self._norm = None
-        self._query = None
-        self.changes += 1
+        self._changed()
 
     # ------------------------------------------------------------------ changes
     def add(self, doc: KeywordDoc) -> None:
@@ -255,9 +259,7 @@ class KeywordIndex:
             for tag in {t.casefold() for t in doc.tags}:
                 self._tag_slots.setdefault(tag, []).append(slot)
         self._added += 1
-        self._norm = None
-        self._query = None
-        self.changes += 1
+        self._changed()
         self._maybe_compact()
 
     def remove(self, path: str) -> bool:
@@ -272,9 +274,7 @@ class KeywordIndex:
             self._sequence = np.delete(keys, at), np.delete(slots, at)
         self._total_length -= float(self._length[slot])
         self._dead += 1
-        self._norm = None
-        self._query = None
-        self.changes += 1
+        self._changed()
         self._maybe_compact()
         return True
 

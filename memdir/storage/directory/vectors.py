@@ -20,7 +20,6 @@ import functools
 import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from itertools import repeat
 
 import numpy as np
 
@@ -127,10 +126,6 @@ class VectorMatrix:
 
     def row_of(self, path: str) -> int | None:
         return self._rows.get(path)
-
-    def rows_of(self, paths: Sequence[str]) -> np.ndarray:
-        """The row of each of ``paths`` (-1 for a path without one), looked up in one pass."""
-        return np.fromiter(map(self._rows.get, paths, repeat(-1)), dtype=np.int64, count=len(paths))
 
     def keys_at(self, rows: np.ndarray) -> np.ndarray:
         """The key of each of ``rows``' entries (-1: none): the number the index gives an entry beside

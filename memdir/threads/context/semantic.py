@@ -94,7 +94,7 @@ def select(units: list[Unit], budget_tokens: int, settings: Settings, query: str
         known = unit_vectors(len(older)) if unit_vectors is not None else vectors([unit.text for unit in older])
         asked = np.asarray(query_vector(units, question, vectors, embed_query), dtype=np.float32)
         # numpy's own loop, not BLAS's threads, which wake late on a busy machine (as in the entries' vector search)
-        scores = np.einsum("ij,j->i", known[:len(older)], asked)
+        scores = np.einsum("ij,j->i", known, asked)
     else:
         scores = keyword_scores(question, older)
         notes.append("no embedding model available: ranked by shared keywords")
