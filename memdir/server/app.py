@@ -63,12 +63,9 @@ class MemdirServer(MCPServer[AppState]):
         self._registered: set[str] = set()
         self._prompts_added = False
 
-    async def input_schema(self, name: str) -> dict[str, Any] | None:
-        """The input schema of tool ``name``; None when this server has no such tool."""
-        return self._tool_input_schema(name)
-
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
-        # (the SDK asks it to check a streamable-HTTP call's Mcp-Param headers, before the tool is registered)
+        """The input schema of tool ``name``; None when this server has no such tool. (The SDK asks
+        it too, to check a streamable-HTTP call's Mcp-Param headers, before the tool is registered.)"""
         return catalog.input_schema(name) if name in self.offered else None
 
     async def list_tools(self) -> list[MCPTool]:
@@ -101,7 +98,7 @@ class MemdirServer(MCPServer[AppState]):
             prompts.register(self)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None) -> Any:
-        schema = await self.input_schema(name)
+        schema = self._tool_input_schema(name)
         unknown = sorted(set(arguments) - set(schema.get("properties", {}))) if schema is not None else []
         if unknown and schema is not None:
             raise ToolError(unknown_arguments_message(name, unknown, schema))
@@ -176,8 +173,6 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
     """
     settings = settings or Settings()
     mode = settings.server.mode
-    workspace_tools = tuple(name for name in catalog.offered(mode) if name in WORKSPACE_SPECS)
-    memory_tools = tuple(name for name in catalog.offered(mode) if name not in WORKSPACE_SPECS)
 
     @asynccontextmanager
     async def lifespan(_: "MCPServer[AppState]") -> AsyncIterator[AppState]:
@@ -193,8 +188,8 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
                         host=host,
                         sessions=SessionRegistry(),
                         workspace=Workspace.from_settings(settings),
-                        tools=memory_tools,
-                        workspace_tools=workspace_tools,
+                        tools=tuple(name for name in server.offered if name not in WORKSPACE_SPECS),
+                        workspace_tools=tuple(name for name in server.offered if name in WORKSPACE_SPECS),
                         scheduler=evolution,
                     )
                     yield server.app_state

@@ -118,16 +118,11 @@ def memory_tool(fn: Callable[..., str], spec: ToolSpec) -> Callable[..., Any]:
     return tool
 
 
-def _load(spec: ToolSpec) -> Callable[..., str] | None:
-    """The plain tool function behind ``spec``; None for an optional tool that is not installed."""
+def _load(spec: ToolSpec) -> Callable[..., str]:
+    """The plain tool function behind ``spec`` (an optional tool's module is installed: the server
+    offers only those, `memdir.server.catalog.offered`)."""
     module_name, _, function = spec.target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if spec.optional and exc.name == module_name:
-            return None
-        raise
-    return getattr(module, function)
+    return getattr(importlib.import_module(module_name), function)
 
 
 # --------------------------------------------------------------------------- hand-wired tools
@@ -189,8 +184,8 @@ def _defrag_tool(fn: Callable[..., str]) -> Callable[..., Any]:
 
 
 # --------------------------------------------------------------------------- by name
-def tool_function(name: str, mode: str) -> Callable[..., Any] | None:
-    """The function the SDK registers as tool ``name`` of ``mode``; None for an optional tool not installed."""
+def tool_function(name: str, mode: str) -> Callable[..., Any]:
+    """The function the SDK registers as tool ``name`` of ``mode``."""
     if name in WORKSPACE_SPECS:
         return workspace.TOOL_FUNCTIONS[name]
     if name == "MemoryDiscover":
@@ -198,25 +193,20 @@ def tool_function(name: str, mode: str) -> Callable[..., Any] | None:
     if name == "LoadSkill":
         return toolsets.load_skill_tool()
     fn = _load(TOOLS[name])
-    if fn is None:
-        return None
     return _defrag_tool(fn) if name == "MemoryDefrag" else memory_tool(fn, TOOLS[name])
 
 
-def register(server: MCPServer[Any], name: str, mode: str) -> bool:
-    """Register tool ``name`` of ``mode`` with ``server``; False for an optional tool not installed.
+def register(server: MCPServer[Any], name: str, mode: str) -> None:
+    """Register tool ``name`` of ``mode`` (one `memdir.server.catalog.offered` gives) with ``server``.
 
     The SDK builds the tool's argument model and input schema from its function here.
     """
     function = tool_function(name, mode)
-    if function is None:
-        return False
     spec = TOOLS.get(name) or WORKSPACE_SPECS[name]
     # (a memory tool's description is its docstring written for the model; a workspace tool's, the SDK's reading of it)
     description = parse_docstring(function).description if name in TOOLS else None
     server.add_tool(function, name=name, title=spec.title, description=description, annotations=spec.annotations,
                     structured_output=False)
-    return True
 
 
 __all__ = ["INJECTED", "memory_tool", "register", "tool_function"]
