@@ -133,8 +133,8 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
 
     An existing file is opened as `open_regular` opens one (its folders are not touched); a
     missing one is created, in folders created as memdir's own (`private_folder`: never a
-    link), and then the folders on its way are synced too, so the new file's name is as
-    durable as its bytes. The write is synced with ``fdatasync`` (the bytes and the size,
+    link), and then its folder and those it created are synced too, so the new file's name is
+    as durable as its bytes. The write is synced with ``fdatasync`` (the bytes and the size,
     not the times), at once or, inside a `flushed_together` block, with that block's flushes.
     ``cut(size)`` gives the length to cut the file to first (a tail a killed writer left; the
     caller holds the root's lock). A short write (a full disk) is undone.
@@ -143,8 +143,7 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
         handle = _open_existing(root, path, _APPEND_FLAGS & ~os.O_CREAT, "ab")
         created = False
     except (FileNotFoundError, NotADirectoryError):
-        folder = Path(path).parent.relative_to(root)
-        private_folder(root, folder)
+        private_folder(root, Path(path).parent.relative_to(root), durable=True)
         handle, created = append_regular(root, path), True
     with handle:
         fd = handle.fileno()
@@ -161,9 +160,8 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
             _sync_data(fd)
         else:  # flushed with the staged files of the change it belongs to (`flushed_together`)
             held.append((os.dup(fd), keep))
-    if created:
-        for parent in [Path(root) / folder, *(Path(root) / folder).parents][: len(folder.parts) + 1]:
-            fsync_dir(parent)
+    if created:  # the new file's name
+        fsync_dir(Path(path).parent)
     return keep + written
 
 
@@ -293,7 +291,7 @@ def quarantine(root: Path, path: Path, relative_folder: Path | str) -> str:
     return f"removed ({what})"
 
 
-def private_folder(root: Path, relative: Path | str, *, create: bool = True) -> Path:
+def private_folder(root: Path, relative: Path | str, *, create: bool = True, durable: bool = False) -> Path:
     """``root/relative`` (created when missing), refusing a symbolic link or anything but a folder on the way.
 
     memdir's own folders (``.memdir/`` and those under it, ``threads/`` and each thread's) are
@@ -303,6 +301,8 @@ def private_folder(root: Path, relative: Path | str, *, create: bool = True) -> 
     Args:
         create: False for readers, which must not create anything: a missing folder raises
             FileNotFoundError instead.
+        durable: sync the folder holding each folder made, so that its name survives a power
+            cut (what is then written inside it is only as durable as the way to it).
 
     Raises:
         UnsafeFileError: a part of the way is a symbolic link or not a folder.
@@ -318,6 +318,8 @@ def private_folder(root: Path, relative: Path | str, *, create: bool = True) -> 
                     raise
                 with contextlib.suppress(FileExistsError):  # (made meanwhile, or not a folder: reported below)
                     os.mkdir(folder)
+                    if durable:
+                        fsync_dir(folder.parent)
                 st = os.lstat(folder)
         except FileNotFoundError:
             raise

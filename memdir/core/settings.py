@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 from memdir.core.errors import ConfigError
@@ -81,6 +81,7 @@ class Settings(BaseModel):
         given = _filed(values, "a keyword argument")
         project, user = TomlFile(project_config_file(), trusted=False), TomlFile(config_file(), trusted=True)
         super().__init__(**_layered(given, _environment(), project.values(), user.values()))
+        self._check_privileges_from_outside(user)
 
     def with_values(self, **values: Any) -> Settings:
         """A copy with some settings (by setting name) changed, as the command line changes them."""
@@ -130,27 +131,26 @@ class Settings(BaseModel):
             return root / "agents" / roles.agent
         return root
 
-    @model_validator(mode="after")
-    def _privileges_from_outside(self) -> Settings:
+    def _check_privileges_from_outside(self, user: TomlFile) -> None:
         """Privileged settings only from a config file no agent's tools reach: outside the
         workspace (the workspace tools write there) and the memory root (the memory tools do).
         A workspace at the filesystem root (a desktop app starting memdir in ``/``) does not
         count: the workspace tools refuse to act there at all."""
-        path = config_file()
-        privileged = _privileged_in(path) if path.is_file() else []
+        privileged, path = user.privileged, user.path
+        if not privileged or path is None:
+            return
         workspace = self.server.workspace.expanduser().resolve()
         folders = [(self.storage.root, "memory root")]
         if workspace != Path(workspace.anchor):
             folders.append((workspace, "workspace"))
         for folder, name in folders:
-            if privileged and _inside(path, folder):
+            if _inside(path, folder):
                 raise ConfigError(
                     f"{path} sets {', '.join(privileged)}, but it lies inside the {name} {folder}, "
                     "where an agent's tools can write it.",
                     "Move it out (e.g. to the user config dir, or point MEMDIR_CONFIG at a file elsewhere), "
                     "or give those settings on the command line.",
                 )
-        return self
 
 
 def _setting_fields() -> dict[str, tuple[str, str]]:
@@ -273,10 +273,14 @@ class TomlFile:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML: {exc}.", "Fix the file, or point MEMDIR_CONFIG elsewhere.") from exc
 
+    @property
+    def privileged(self) -> list[str]:
+        """The privileged settings the file holds."""
+        return sorted(PRIVILEGED.intersection(self.data))
+
     def values(self) -> dict[str, Any]:
         """The file's settings, filed by section."""
-        data = self.data
-        privileged = sorted(PRIVILEGED.intersection(data))
+        data, privileged = self.data, self.privileged
         if privileged and not self.trusted:
             raise ConfigError(
                 f"{self.path} sets {', '.join(privileged)}, which widen what clients may do; a file in the "
@@ -298,15 +302,6 @@ def _check_owner_only(path: Path, privileged: list[str]) -> None:
             f"(owner uid {status.st_uid}, mode {stat.filemode(status.st_mode)}).",
             f"Make it yours and owner-only (`chmod 600 {path}`), or give those settings on the command line.",
         )
-
-
-def _privileged_in(path: Path) -> list[str]:
-    """The privileged settings a config file holds (none when it is missing or unreadable: its source reports that)."""
-    try:
-        with path.open("rb") as handle:
-            return sorted(PRIVILEGED.intersection(tomllib.load(handle)))
-    except (OSError, tomllib.TOMLDecodeError):
-        return []
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -317,8 +317,8 @@ class ThreadLogs(Protocol):
     def append(self, thread: str, line: bytes, cursor: int) -> int:
         """Append one line after ``cursor`` (the caller holds the lock); the cursor after it."""
 
-    def create(self, thread: str, lines: Iterable[bytes]) -> None:
-        """A new thread's log holding ``lines``, all or none (the caller holds the lock)."""
+    def create(self, thread: str, lines: Iterable[bytes]) -> int:
+        """A new thread's log holding ``lines``, all or none (the caller holds the lock); the cursor after them."""
 
 
 class StorageAdapter(Protocol):

@@ -108,8 +108,9 @@ class EventLog:
                 event = self._stamped(build(state.seq + 1, now_iso(), state))
                 state = replay([event], state)  # raises before anything is written
                 events.append(event)
-            self.logs.create(self.thread, [encode(event) for event in events])
-            self._catch_up()  # the store's cursor after them
+            self._offset = self.logs.create(self.thread, [encode(event) for event in events])
+            self._state, self._highest_seq = state, state.seq
+            self.queued_ids.update(event["queued"] for event in events if "queued" in event)
             return events
 
     def _stamped(self, event: Event) -> Event:

@@ -89,3 +89,15 @@ def test_quarantine_moves_regular_files_and_removes_links_and_pipes(root: Path) 
     assert quarantine(root, root / ".memdir/txn/c.commit", ".memdir/set-aside") == "removed (a named pipe (FIFO))"
     assert list((root / ".memdir/txn").iterdir()) == [] and [p.name for p in (root / ".memdir/set-aside").iterdir()] == ["a.commit"]
     assert (root.parent / "outside/x.md").read_text(encoding="utf-8") == "outside"
+
+
+def test_a_new_record_syncs_the_folders_it_made_and_its_own(root: Path, monkeypatch) -> None:
+    """A record appended in folders that did not exist is durable by name: each folder made is
+    synced into its parent, and the record into its folder; folders that were there are not."""
+    synced: list[Path] = []
+    monkeypatch.setattr(files, "fsync_dir", lambda path: synced.append(Path(path)))
+    files.append_bytes(root, root / "concept/threads/t1/log.jsonl", b"{}\n")
+    assert synced == [root / "concept", root / "concept/threads", root / "concept/threads/t1"]
+    synced.clear()
+    files.append_bytes(root, root / "concept/threads/t1/log.jsonl", b"{}\n")
+    assert synced == []

@@ -181,3 +181,21 @@ def test_the_documented_settings_table_matches_the_code(names, env, default):
             assert _documented_value(part) == pytest.approx(actual), f"README says {name} = {part!r}; the code: {actual}"
         elif isinstance(actual, str):
             assert part.strip("`").startswith(actual), f"README says {name} = {part!r}; the code: {actual}"
+
+
+def test_the_users_config_file_is_read_once(tmp_path, monkeypatch):
+    """Its values and the check that its privileged settings lie outside the root come from one read."""
+    import tomllib
+
+    config = tmp_path / "memdir.toml"
+    config.write_text('allow_bash = true\nword_limit = 100\n')
+    config.chmod(0o600)
+    monkeypatch.setenv("MEMDIR_CONFIG", str(config))
+    reads: list[object] = []
+    load = tomllib.load
+    monkeypatch.setattr(tomllib, "load", lambda handle: reads.append(handle) or load(handle))
+    assert Settings().limits.word_limit == 100
+    assert len(reads) == 1
+    monkeypatch.setenv("MEMDIR_ROOT", str(tmp_path))
+    with pytest.raises(ConfigError, match="lies inside the memory root"):
+        Settings()

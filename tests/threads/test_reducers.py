@@ -103,3 +103,33 @@ def test_a_log_written_event_by_event_replays_to_the_same_state_in_a_fresh_reade
                 continue  # refused: nothing written
         reader = EventLog(logs, "t")
         assert reader.state() == writer.state() == replay(reader.events())
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(operation, min_size=1, max_size=10), st.lists(operation, max_size=10))
+def test_a_log_created_in_one_step_knows_its_state_without_reading_it_back(first, then):
+    import tempfile
+    from pathlib import Path
+
+    from memdir.storage.directory.locking import RootLock
+    from memdir.storage.directory.thread_files import ThreadFiles
+    from memdir.threads.log import EventLog
+
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = ThreadFiles(Path(tmp), RootLock(Path(tmp) / ".lock"))
+        writer = EventLog(logs, "t")
+        logs.read = None  # type: ignore[method-assign]  # creating reads nothing back
+        try:
+            writer.create([lambda seq, at, _state, event=event: {"seq": seq, "at": at, **event} for event in first])
+        except InputValidationError:
+            assert not logs.exists("t")  # refused: nothing written
+            return
+        del logs.read
+        assert writer.state() == EventLog(logs, "t").state()
+        for event in then:
+            try:
+                writer.append(lambda seq, at, _state, event=event: {"seq": seq, "at": at, **event})
+            except InputValidationError:
+                continue
+        reader = EventLog(logs, "t")
+        assert reader.state() == writer.state() == replay(reader.events())

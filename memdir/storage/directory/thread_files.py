@@ -21,7 +21,6 @@ from pathlib import Path
 from memdir.core.errors import UnsafeFileError
 from memdir.core.files import (
     append_bytes,
-    fsync_dir,
     open_regular,
     private_folder,
     replacing,
@@ -93,16 +92,16 @@ class ThreadFiles:
         the caller holds the lock. Returns the new cursor."""
         return append_bytes(self.root, self.path(thread), line, cut=lambda size: min(size, cursor))
 
-    def create(self, thread: str, lines: Iterable[bytes]) -> None:
-        """A new thread's log holding ``lines`` (the caller holds the lock and checked that there is none)."""
+    def create(self, thread: str, lines: Iterable[bytes]) -> int:
+        """A new thread's log holding ``lines`` (the caller holds the lock and checked that there is none); the
+        cursor after them."""
         target = self.path(thread)
-        made = [folder for folder in (self.folder, target.parent) if not os.path.lexists(folder)]
-        private_folder(self.root, target.parent.relative_to(self.root))
+        private_folder(self.root, target.parent.relative_to(self.root), durable=True)
+        size = 0
         with replacing(target, root=self.root) as out:  # synced, and so is its folder
             for line in lines:
-                out.write(line)
-        for folder in made:  # a new folder's name lasts once the folder holding it is synced
-            fsync_dir(folder.parent)
+                size += out.write(line)
+        return size
 
 
 __all__ = ["LOG_NAME", "THREADS_FOLDER", "ThreadFiles"]

@@ -41,10 +41,14 @@ class PostgresThreads:
                 (thread, line.decode("utf-8").rstrip("\n"))).fetchall()[0]
         return int(row_id)
 
-    def create(self, thread: str, lines: Iterable[bytes]) -> None:
-        rows = [(thread, line.decode("utf-8").rstrip("\n")) for line in lines]
-        with self.lock.exclusive(), self.db.connection().cursor() as cursor:
-            cursor.executemany("INSERT INTO thread_events (thread, line) VALUES (%s, %s)", rows)
+    def create(self, thread: str, lines: Iterable[bytes]) -> int:
+        texts = [line.decode("utf-8").rstrip("\n") for line in lines]
+        with self.lock.exclusive():
+            (last,) = self.db.connection().execute(
+                "WITH added AS (INSERT INTO thread_events (thread, line)"
+                " SELECT %s, line FROM unnest(%s::text[]) WITH ORDINALITY AS given (line, n) ORDER BY n RETURNING id)"
+                " SELECT max(id) FROM added", (thread, texts)).fetchall()[0]
+        return int(last)
 
 
 __all__ = ["PostgresThreads"]
