@@ -47,7 +47,12 @@ def main() -> None:
             answered = answered_by_server(sys.argv[1:])
         except Exception:  # the fast path must never cost the hook its answer: the CLI does it the long way
             answered = False
-        if not answered and not served_plainly(sys.argv[1:]):
+        if answered:
+            # The answer is out and the process ends: the collector's passes while the interpreter
+            # shuts down would walk every object of the store a cold hook opened (~70 ms at 10K
+            # entries) to free memory that the exit returns anyway.
+            gc.freeze()
+        elif not served_plainly(sys.argv[1:]):
             from memdir.cli import app
 
             app()
