@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import io
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,9 @@ def answered_by_server(argv: list[str]) -> bool:
         fields["include_skills"] = mode != "retrieval"
     text = hook_socket.ask(store_root, {"kind": kind, **fields}, timeout)
     if text is None and kind == "discover":  # no server: the hook does the work itself, still without the CLI
+        # One search: the thread pool OpenBLAS starts when numpy is imported costs this process
+        # more (~20-40 ms of CPU) than it gains on one query's scan of the vectors.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         settings = _validated(options)
         if settings is None:
             return False
