@@ -52,6 +52,7 @@ class ModelProvider:
         self._on_ready: list[Callable[[Embedder], None]] = []
         self._closing = threading.Event()
         self._ready = threading.Event()  # set once loading ends, ready or not (before the callbacks run)
+        self._awaited = False  # see `start_background`
         self.reason = ""
         if not enabled:
             self.state, self.reason = ModelState.DISABLED, "embeddings are disabled in settings"
@@ -110,7 +111,7 @@ class ModelProvider:
         if self.state is ModelState.LOADING:
             if not wait or self._thread is None:
                 return None
-            self._ready.wait(timeout)
+            self._ready.wait(None if self._awaited else timeout)
             return self.peek()
         self._load()
         return self._embedder
@@ -119,11 +120,18 @@ class ModelProvider:
         """The embedder if it is ready right now; never blocks, never starts loading."""
         return self._embedder if self.state is ModelState.READY else None
 
-    def start_background(self) -> None:
-        """Begin loading in a daemon thread (a server calls this so start-up stays fast)."""
+    def start_background(self, *, awaited: bool = False) -> None:
+        """Begin loading in a daemon thread (a server calls this so start-up stays fast).
+
+        Args:
+            awaited: `get` waits for the whole load, whatever its ``timeout``: a command that
+                needs the model loads it while it opens the store, and would otherwise have
+                loaded it first (onnxruntime builds the session mostly without the GIL).
+        """
         with self._lock:
             if self.state is not ModelState.NOT_LOADED:
                 return
+            self._awaited = awaited
             self.state = ModelState.LOADING
             self._thread = threading.Thread(target=self._load, name="memdir-model-loader", daemon=True)
             self._thread.start()

@@ -328,10 +328,22 @@ def discover(
 
 def discover_in_store(settings: Settings, message: str) -> str:
     """`discover` over the store of ``settings``, opened read-only for this one message: a hook's
-    answer when no server has the store open (looking changes nothing)."""
+    answer when no server has the store open (looking changes nothing).
+
+    The model loads on a thread of its own while the store opens (and while `memdir.memory`
+    is imported): every search of the message waits for it, as it would have otherwise."""
+    from memdir.embeddings.provider import ModelProvider
+
+    model = ModelProvider.from_settings(settings, enabled=settings.embeddings.enabled)
+    model.start_background(awaited=True)
     from memdir.memory import Memory
 
-    with Memory.open(settings, read_only=True) as memory:
+    try:
+        memory = Memory.open(settings, read_only=True, model=model)
+    except BaseException:
+        model.close()  # (the process must not end while the loading thread is inside onnxruntime)
+        raise
+    with memory:
         return discover(memory, message, settings, include_skills=settings.server.mode != "retrieval")
 
 

@@ -191,3 +191,28 @@ def test_the_reminder_names_as_many_memories_as_fit_its_byte_budget(tmp_path):
         context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
         assert context.count("`fact/ledger/") == lines, context
         assert len(context.encode()) <= int(budget) or budget == "0"
+
+
+@pytest.mark.model
+def test_with_no_server_the_hook_waits_for_the_model_it_loads_beside_the_store(tmp_path):
+    """The model loads on a thread of its own while the store opens; the hook's searches wait for
+    all of it, however short the wait a search would otherwise give a model still loading."""
+    from memdir.memory import Memory
+
+    root = tmp_path / "memory"
+    with Memory.open(Settings(root=root)) as memory:
+        memory.write("fact/deploy/restarts.md", "The container restarts because its health check times out after a deploy.",
+                     title="Why the container restarts", metadata={"type": "fact", "tags": ["docker"]})
+    result = run_hook(payload("my docker container keeps restarting after the deploy, why?"), "--root", str(root),
+                      env_overrides={"MEMDIR_EMBEDDINGS_ENABLED": "true", "MEMDIR_SEARCH_MODEL_WAIT": "0"})
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "`fact/deploy/restarts.md` (fact, " in context and "% match)" in context, context
+    assert "keyword" not in context
+
+
+@pytest.mark.model
+def test_with_the_model_loading_a_root_that_is_not_there_still_fails_quietly(tmp_path):
+    result = run_hook(payload("rebase my branch"), "--root", str(tmp_path / "missing"),
+                      env_overrides={"MEMDIR_EMBEDDINGS_ENABLED": "true"})
+    assert (result.returncode, result.stdout) == (0, "")
+    assert result.stderr.startswith("memdir discover: ") and "Traceback" not in result.stderr

@@ -217,6 +217,16 @@ def test_a_folder_made_removed_or_renamed_by_hand_is_listed(filled):
     assert by_path(from_index(filled)) == by_path(walked(filled))
 
 
+def test_a_folder_that_is_not_there_lists_nothing_and_reads_no_rows(filled, relisted, monkeypatch):
+    from memdir.storage.directory.index import DerivedIndex
+
+    shutil.rmtree(filled.root / "fact" / "people")  # its entries' rows are still in the index
+    (filled.root / "episodes").write_text("a file, not a folder", encoding="utf-8")
+    monkeypatch.setattr(DerivedIndex, "listing", lambda self: pytest.fail("the listing read every entry's row"))
+    assert filled.list("fact/people/") == [] and filled.list("episodes/") == [] and filled.list("nothing/") == []
+    assert relisted == []
+
+
 def test_an_edit_in_place_is_seen_when_the_root_is_opened_again(filled, relisted):
     """A file rewritten in place changes no folder: opening the root stats every entry's files."""
     (filled.root / "skill" / "debug.md").write_text("Rewritten in place by a script: bisect.", encoding="utf-8")

@@ -106,7 +106,12 @@ class RootListing:
         return None if listed is None else listed.infos()
 
     def select(self, keep: Callable[[str], bool], under: str | None = None) -> Listed | None:
-        """`entries`, with the rows not yet made into `EntryInfo` (`Listed`)."""
+        """`entries`, with the rows not yet made into `EntryInfo` (`Listed`).
+
+        A folder ``under`` that is not there holds no entries: the answer needs no rows (a cold
+        process's first listing builds every entry's, to find the episodes a root may not have)."""
+        if under and not os.path.isdir(os.path.join(self.adapter.root, under)):
+            return Listed(None, [], [])
         for attempt in range(_TRIES):
             if attempt:
                 time.sleep(_PAUSE * attempt)

@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 SNAPSHOT_FILE = "vectors.snapshot"
 FORMAT = 1
 MAGIC = b"MDVS"
-MIN_ROWS = 20_000
+MIN_ROWS = 5_000
 """Roots with fewer rows load fast enough from SQLite and get no snapshot (vectors, listing rows)."""
 STALE_AFTER = 1_000
 """A snapshot is written anew once a load had to read more rows changed since it than this (or a tenth of them)."""
