@@ -99,3 +99,35 @@ def test_the_hnsw_candidate_list_grows_with_the_store_by_default(tmp_path, pg_ur
         assert list_length(1, limit=500) == 500  # never shorter than the search asks for
     finally:
         memory.close()
+
+
+def test_a_filtered_keyword_search_finds_what_filtering_the_whole_ranking_finds(tmp_path, pg_url):
+    """A filter is tested on the best-scored entries first (at most `KEYWORD_OVERFETCH` times the hits
+    asked for); when too few of those pass, on every entry holding the words. Either way: the best of
+    the whole ranking that pass, in its order."""
+    from memdir.storage.postgres.search import KEYWORD_OVERFETCH
+
+    memory = Memory.open(Settings(root=tmp_path / "m", store=pg_url), embedder=FakeEmbedder())
+    try:
+        count = 3 * KEYWORD_OVERFETCH + 6
+        for i in range(count):
+            kind = "skill" if i >= count - 3 else "fact"  # the skills have the longest text: ranked last
+            memory.write(f"{kind}/ledger/note{i:02}.md", "ledger " * (1 + i % 4) + "filler " * i,
+                         title=f"Note {i}", metadata={"type": kind})
+        index = memory.index
+        ranking = list(index.keyword_hits(["ledger"], 1000))
+        assert len(ranking) == count
+
+        def expected(keep, limit):
+            return [path for path in ranking if keep(path)][:limit]
+
+        for types, prefix, limit, keep in [
+            (["fact"], None, 5, lambda p: p.startswith("fact/")),  # passes often: the best-scored suffice
+            (["skill"], None, 2, lambda p: p.startswith("skill/")),  # passes last: every entry tested
+            (None, "skill/ledger", 3, lambda p: p.startswith("skill/")),
+            (["skill"], "fact", 3, lambda p: False),
+        ]:
+            found = index.keyword_hits(["ledger"], limit, types=types, path_prefix=prefix)
+            assert list(found) == expected(keep, limit), (types, prefix)
+    finally:
+        memory.close()

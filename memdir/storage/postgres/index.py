@@ -41,6 +41,7 @@ from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.search import (
     BEGIN,
     HIDDEN,
+    KEYWORD_OVERFETCH,
     HiddenCache,
     Neighbours,
     RowHits,
@@ -48,6 +49,7 @@ from memdir.storage.postgres.search import (
     candidates_params,
     candidates_sql,
     filters,
+    keyword_sql,
     neighbour_ids,
 )
 from memdir.storage.records import Edge, EntryInfo, FileStats, ImportanceChange, RankFacts, entry_terms, folder_of
@@ -587,15 +589,14 @@ class PostgresIndex:
         weights = [(K1 + 1.0) * max(bm25_idf(live, hits), 1e-6) for hits in frequencies.values()]
         avgdl = total_length / live if total_length > 0 else 1.0
         where, params = filters(types, path_prefix, tags)
-        join = " JOIN entries e ON e.id = p.entry" if where else ""
-        rows = self._rows((
-            "WITH scored AS (SELECT p.entry, sum(q.weight * p.tf / (p.tf + %s * (1 - %s + %s * p.length / %s))) AS score"
-            f" FROM unnest(%s::text[], %s::float8[]) AS q(term, weight) JOIN postings p ON p.term = q.term{join}"
-            + (f" WHERE {where}" if where else "")
-            + " GROUP BY p.entry ORDER BY score DESC, p.entry LIMIT %s)"
-            " SELECT e.path, s.score FROM scored s JOIN entries e ON e.id = s.entry ORDER BY s.score DESC, s.entry",
-            (K1, B, B, avgdl, [stored_term(term) for term in frequencies], weights, *params, limit),
-        ))
+        scoring = (K1, B, B, avgdl, [stored_term(term) for term in frequencies], weights)
+        within = KEYWORD_OVERFETCH * limit if where else None
+        rows = self._rows((keyword_sql(where, within=within), (*scoring, *params, limit)))
+        if within is not None:
+            scored = next(int(score) for path, score in rows if path is None)
+            rows = [row for row in rows if row[0] is not None]
+            if len(rows) < limit and scored > within:  # too few of the best passed: test every scored entry
+                rows = self._rows((keyword_sql(where, within=None), (*scoring, *params, limit)))
         return {path: float(score) for path, score in rows}
 
     def semantic_hits(
