@@ -10,7 +10,7 @@ import pytest
 from fakes import FakeEmbedder
 
 from memdir.core.settings import Settings
-from memdir.memory import Memory
+from memdir.memory import Memory, NewEntry
 
 pytestmark = pytest.mark.postgres
 
@@ -129,5 +129,36 @@ def test_a_filtered_keyword_search_finds_what_filtering_the_whole_ranking_finds(
         ]:
             found = index.keyword_hits(["ledger"], limit, types=types, path_prefix=prefix)
             assert list(found) == expected(keep, limit), (types, prefix)
+    finally:
+        memory.close()
+
+
+def test_an_unfiltered_search_walks_the_graph_not_every_vector(tmp_path, pg_url):
+    """On a store too small for the planner to pick the HNSW index by its own estimate, an unfiltered
+    search still walks the graph: reading every entry's vector (stored out of line) read ~7 pages a row."""
+    import time
+
+    import psycopg
+
+    memory = Memory.open(Settings(root=tmp_path / "m", store=pg_url, evolution_enabled=False), embedder=FakeEmbedder())
+    try:
+        memory.write_many([NewEntry(f"fact/topic{i % 5}/note{i}.md", f"Note {i} about subject{i} and the ledger.",
+                                    metadata={"type": "fact"}) for i in range(400)])
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+
+        def walks() -> int:
+            """Scans of the HNSW index so far."""
+            for _, conn in list(memory.index.db._all):
+                if not conn.closed:
+                    conn.execute("SELECT pg_stat_force_next_flush()")
+            time.sleep(0.2)  # (each reports once idle again, just after answering)
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                return conn.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'entries_embedding'"
+                                    " AND schemaname = current_schema()").fetchone()[0]
+
+        before = walks()
+        results = memory.search("what about subject12")
+        assert results and walks() == before + 1
     finally:
         memory.close()

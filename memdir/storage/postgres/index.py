@@ -65,6 +65,13 @@ EFFECTIVE_IMPORTANCE = (
     " THEN recalibrated ELSE importance END"
 )
 """An entry's importance: the importance job's while the entry states what it stated then (as the directory store)."""
+WALK_ONLY = "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)"
+WALK_ONLY_RESET = ("RESET enable_seqscan", "RESET enable_sort")
+"""An unfiltered vector search walks the HNSW graph, whatever the planner's estimate (the connection's own settings
+are back after it): it prices reading every row's vector and sorting as reading the rows alone, but each vector
+is stored out of line (TOAST), more pages to read per row: below ~100K entries it chose that, and at 2,000 entries
+it read 14,000 pages (9-16 ms) where the walk reads a few hundred. A filtered search is left to the planner: a
+filter that selects few entries is best read through its own index, and only the planner knows how few."""
 EF_SEARCH_SIZE = 100_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound
 EF_SEARCH = (
@@ -531,20 +538,20 @@ class PostgresIndex:
             if state.begun:
                 conn.execute("COMMIT" if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS else "ROLLBACK")
 
-    def _rows(self, *statements: tuple[str, Sequence[Any]]) -> list[tuple[Any, ...]]:
-        """The rows of the last of ``statements``, all sent in one round trip (with the reading's
-        pending ``BEGIN``, if any)."""
+    def _rows(self, *statements: tuple[str, Sequence[Any]], rows_of: int = -1) -> list[tuple[Any, ...]]:
+        """The rows of the statement at ``rows_of`` (the last) among ``statements``, all sent in one
+        round trip (with the reading's pending ``BEGIN``, if any)."""
         conn = self._conn()
         state = self._search()
         if state is not None and state.begin_pending:
             state.begin_pending, state.begun = False, True
             statements = ((BEGIN, ()), *statements)
+            rows_of = rows_of + 1 if rows_of >= 0 else rows_of
         if len(statements) == 1:
             return conn.execute(*statements[0]).fetchall()
         with conn.pipeline():
-            for sql, params in statements[:-1]:
-                conn.execute(sql, params)
-            return conn.execute(*statements[-1]).fetchall()
+            cursors = [conn.execute(sql, params) for sql, params in statements]
+            return cursors[rows_of].fetchall()
 
     def _statistics(self, terms: Iterable[str]) -> tuple[tuple[int, int], dict[str, int]]:
         """((entries, total length in words), entries holding each term): what BM25 needs, in one
@@ -615,8 +622,11 @@ class PostgresIndex:
                 (f"SELECT set_config('hnsw.ef_search', {EF_SEARCH}::text, true),"
                  " set_config('hnsw.iterative_scan', 'relaxed_order', true) FROM store_state",
                  (ef_search or self.ef_search, ef_search or self.ef_search, limit)),
+                *([] if where else [(WALK_ONLY, ())]),
                 (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                  " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit)),
+                *([] if where else [(setting, ()) for setting in WALK_ONLY_RESET]),
+                rows_of=1 if where else 2,
             )
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
