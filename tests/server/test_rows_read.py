@@ -55,9 +55,13 @@ def flush_statistics(server) -> None:
     time.sleep(0.2)  # (each reports once idle again, just after answering)
 
 
-def rows_read(url: str) -> tuple[int, int]:
-    """Rows and index entries the store's tables have had read so far (sequential and index scans), and of
-    those the rows of ``entries`` (read by a sequential scan or fetched through an index)."""
+def rows_read(url: str) -> int:
+    """Rows and index entries the store's tables have had read so far (sequential and index scans)."""
+    return read_so_far(url)[0]
+
+
+def read_so_far(url: str) -> tuple[int, int]:
+    """`rows_read`, and of those the rows of ``entries`` (read by a sequential scan or fetched through an index)."""
     with psycopg.connect(url, autocommit=True) as conn:
         schema = conn.execute("SELECT current_schema()").fetchone()[0]
         tables, entries = conn.execute(
@@ -124,11 +128,11 @@ async def reads_per_call(url: str, root, count: int) -> dict[str, tuple[int, int
             counts = []
             for _ in range(2 if name in READS else 1):
                 flush_statistics(server)
-                before = rows_read(url)
+                before = read_so_far(url)
                 result = await call(client, count)
                 assert not getattr(result, "is_error", False), result
                 flush_statistics(server)
-                after = rows_read(url)
+                after = read_so_far(url)
                 counts.append((after[0] - before[0], after[1] - before[1]))
             found[name] = min(counts)
     return found

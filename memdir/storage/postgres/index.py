@@ -65,13 +65,13 @@ EFFECTIVE_IMPORTANCE = (
     " THEN recalibrated ELSE importance END"
 )
 """An entry's importance: the importance job's while the entry states what it stated then (as the directory store)."""
-WALK_ONLY = "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)"
-WALK_ONLY_RESET = ("RESET enable_seqscan", "RESET enable_sort")
-"""An unfiltered vector search walks the HNSW graph, whatever the planner's estimate (the connection's own settings
-are back after it): it prices reading every row's vector and sorting as reading the rows alone, but each vector
-is stored out of line (TOAST), more pages to read per row: below ~100K entries it chose that, and at 2,000 entries
-it read 14,000 pages (9-16 ms) where the walk reads a few hundred. A filtered search is left to the planner: a
-filter that selects few entries is best read through its own index, and only the planner knows how few."""
+WALK_OPERATOR_COST = 0.05
+"""``cpu_operator_cost`` while the planner chooses how a vector search reads (20 times PostgreSQL's default; the
+connection's own is back after it). The planner prices a cosine like any operator, and reading a row's vector like
+reading the row: but the vector is 384 numbers stored out of line (TOAST), more pages per row. By default it read
+every entry's vector below ~100K entries, and the entries of a type at any size: 14,000 pages for a search of
+2,000 entries (9-16 ms) and 115,000 at 20K (~100 ms), where the HNSW walk reads 2,000-3,000. Priced so, it walks
+the graph, and a filter that selects a few hundred entries (a folder) still reads just those through its index."""
 EF_SEARCH_SIZE = 100_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound
 EF_SEARCH = (
@@ -620,13 +620,13 @@ class PostgresIndex:
         with self.reading():  # the HNSW settings last until the end of this (or the search's) transaction
             rows = self._rows(
                 (f"SELECT set_config('hnsw.ef_search', {EF_SEARCH}::text, true),"
-                 " set_config('hnsw.iterative_scan', 'relaxed_order', true) FROM store_state",
+                 " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                 f" set_config('cpu_operator_cost', '{WALK_OPERATOR_COST}', true) FROM store_state",
                  (ef_search or self.ef_search, ef_search or self.ef_search, limit)),
-                *([] if where else [(WALK_ONLY, ())]),
                 (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                  " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit)),
-                *([] if where else [(setting, ()) for setting in WALK_ONLY_RESET]),
-                rows_of=1 if where else 2,
+                ("RESET cpu_operator_cost", ()),
+                rows_of=1,
             )
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
