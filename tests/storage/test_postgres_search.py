@@ -10,7 +10,7 @@ import pytest
 from fakes import FakeEmbedder
 
 from memdir.core.settings import Settings
-from memdir.memory import Memory
+from memdir.memory import Memory, NewEntry
 
 pytestmark = pytest.mark.postgres
 
@@ -97,5 +97,69 @@ def test_the_hnsw_candidate_list_grows_with_the_store_by_default(tmp_path, pg_ur
     try:
         assert [list_length(n) for n in (1, 100_000, 400_000, 1_000_000, 20_000_000)] == [300, 300, 600, 949, 1000]
         assert list_length(1, limit=500) == 500  # never shorter than the search asks for
+    finally:
+        memory.close()
+
+
+def test_a_filtered_keyword_search_finds_what_filtering_the_whole_ranking_finds(tmp_path, pg_url):
+    """A filter is tested on the best-scored entries first (at most `KEYWORD_OVERFETCH` times the hits
+    asked for); when too few of those pass, on every entry holding the words. Either way: the best of
+    the whole ranking that pass, in its order."""
+    from memdir.storage.postgres.search import KEYWORD_OVERFETCH
+
+    memory = Memory.open(Settings(root=tmp_path / "m", store=pg_url), embedder=FakeEmbedder())
+    try:
+        count = 3 * KEYWORD_OVERFETCH + 6
+        for i in range(count):
+            kind = "skill" if i >= count - 3 else "fact"  # the skills have the longest text: ranked last
+            memory.write(f"{kind}/ledger/note{i:02}.md", "ledger " * (1 + i % 4) + "filler " * i,
+                         title=f"Note {i}", metadata={"type": kind})
+        index = memory.index
+        ranking = list(index.keyword_hits(["ledger"], 1000))
+        assert len(ranking) == count
+
+        def expected(keep, limit):
+            return [path for path in ranking if keep(path)][:limit]
+
+        for types, prefix, limit, keep in [
+            (["fact"], None, 5, lambda p: p.startswith("fact/")),  # passes often: the best-scored suffice
+            (["skill"], None, 2, lambda p: p.startswith("skill/")),  # passes last: every entry tested
+            (None, "skill/ledger", 3, lambda p: p.startswith("skill/")),
+            (["skill"], "fact", 3, lambda p: False),
+        ]:
+            found = index.keyword_hits(["ledger"], limit, types=types, path_prefix=prefix)
+            assert list(found) == expected(keep, limit), (types, prefix)
+    finally:
+        memory.close()
+
+
+def test_a_search_walks_the_graph_not_every_vector(tmp_path, pg_url):
+    """On a store too small for the planner to pick the HNSW index by its own estimate, a search still
+    walks the graph: reading every entry's vector (stored out of line) read ~7 pages a row."""
+    import time
+
+    import psycopg
+
+    memory = Memory.open(Settings(root=tmp_path / "m", store=pg_url, evolution_enabled=False), embedder=FakeEmbedder())
+    try:
+        memory.write_many([NewEntry(f"fact/topic{i % 5}/note{i}.md", f"Note {i} about subject{i} and the ledger.",
+                                    metadata={"type": "fact"}) for i in range(400)])
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+
+        def walks() -> int:
+            """Scans of the HNSW index so far."""
+            for _, conn in list(memory.index.db._all):
+                if not conn.closed:
+                    conn.execute("SELECT pg_stat_force_next_flush()")
+            time.sleep(0.2)  # (each reports once idle again, just after answering)
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                return conn.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'entries_embedding'"
+                                    " AND schemaname = current_schema()").fetchone()[0]
+
+        before = walks()
+        assert memory.search("what about subject12")
+        assert memory.search("what about subject12", types=["fact"])  # (a filter that selects most entries)
+        assert walks() == before + 2
     finally:
         memory.close()

@@ -41,6 +41,7 @@ from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.search import (
     BEGIN,
     HIDDEN,
+    KEYWORD_OVERFETCH,
     HiddenCache,
     Neighbours,
     RowHits,
@@ -48,6 +49,7 @@ from memdir.storage.postgres.search import (
     candidates_params,
     candidates_sql,
     filters,
+    keyword_sql,
     neighbour_ids,
 )
 from memdir.storage.records import Edge, EntryInfo, FileStats, ImportanceChange, RankFacts, entry_terms, folder_of
@@ -63,6 +65,13 @@ EFFECTIVE_IMPORTANCE = (
     " THEN recalibrated ELSE importance END"
 )
 """An entry's importance: the importance job's while the entry states what it stated then (as the directory store)."""
+WALK_OPERATOR_COST = 0.05
+"""``cpu_operator_cost`` while the planner chooses how a vector search reads (20 times PostgreSQL's default; the
+connection's own is back after it). The planner prices a cosine like any operator, and reading a row's vector like
+reading the row: but the vector is 384 numbers stored out of line (TOAST), more pages per row. By default it read
+every entry's vector below ~100K entries, and the entries of a type at any size: 14,000 pages for a search of
+2,000 entries (9-16 ms) and 115,000 at 20K (~100 ms), where the HNSW walk reads 2,000-3,000. Priced so, it walks
+the graph, and a filter that selects a few hundred entries (a folder) still reads just those through its index."""
 EF_SEARCH_SIZE = 100_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound
 EF_SEARCH = (
@@ -529,20 +538,20 @@ class PostgresIndex:
             if state.begun:
                 conn.execute("COMMIT" if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS else "ROLLBACK")
 
-    def _rows(self, *statements: tuple[str, Sequence[Any]]) -> list[tuple[Any, ...]]:
-        """The rows of the last of ``statements``, all sent in one round trip (with the reading's
-        pending ``BEGIN``, if any)."""
+    def _rows(self, *statements: tuple[str, Sequence[Any]], rows_of: int = -1) -> list[tuple[Any, ...]]:
+        """The rows of the statement at ``rows_of`` (the last) among ``statements``, all sent in one
+        round trip (with the reading's pending ``BEGIN``, if any)."""
         conn = self._conn()
         state = self._search()
         if state is not None and state.begin_pending:
             state.begin_pending, state.begun = False, True
             statements = ((BEGIN, ()), *statements)
+            rows_of = rows_of + 1 if rows_of >= 0 else rows_of
         if len(statements) == 1:
             return conn.execute(*statements[0]).fetchall()
         with conn.pipeline():
-            for sql, params in statements[:-1]:
-                conn.execute(sql, params)
-            return conn.execute(*statements[-1]).fetchall()
+            cursors = [conn.execute(sql, params) for sql, params in statements]
+            return cursors[rows_of].fetchall()
 
     def _statistics(self, terms: Iterable[str]) -> tuple[tuple[int, int], dict[str, int]]:
         """((entries, total length in words), entries holding each term): what BM25 needs, in one
@@ -587,15 +596,14 @@ class PostgresIndex:
         weights = [(K1 + 1.0) * max(bm25_idf(live, hits), 1e-6) for hits in frequencies.values()]
         avgdl = total_length / live if total_length > 0 else 1.0
         where, params = filters(types, path_prefix, tags)
-        join = " JOIN entries e ON e.id = p.entry" if where else ""
-        rows = self._rows((
-            "WITH scored AS (SELECT p.entry, sum(q.weight * p.tf / (p.tf + %s * (1 - %s + %s * p.length / %s))) AS score"
-            f" FROM unnest(%s::text[], %s::float8[]) AS q(term, weight) JOIN postings p ON p.term = q.term{join}"
-            + (f" WHERE {where}" if where else "")
-            + " GROUP BY p.entry ORDER BY score DESC, p.entry LIMIT %s)"
-            " SELECT e.path, s.score FROM scored s JOIN entries e ON e.id = s.entry ORDER BY s.score DESC, s.entry",
-            (K1, B, B, avgdl, [stored_term(term) for term in frequencies], weights, *params, limit),
-        ))
+        scoring = (K1, B, B, avgdl, [stored_term(term) for term in frequencies], weights)
+        within = KEYWORD_OVERFETCH * limit if where else None
+        rows = self._rows((keyword_sql(where, within=within), (*scoring, *params, limit)))
+        if within is not None:
+            scored = next(int(score) for path, score in rows if path is None)
+            rows = [row for row in rows if row[0] is not None]
+            if len(rows) < limit and scored > within:  # too few of the best passed: test every scored entry
+                rows = self._rows((keyword_sql(where, within=None), (*scoring, *params, limit)))
         return {path: float(score) for path, score in rows}
 
     def semantic_hits(
@@ -612,10 +620,13 @@ class PostgresIndex:
         with self.reading():  # the HNSW settings last until the end of this (or the search's) transaction
             rows = self._rows(
                 (f"SELECT set_config('hnsw.ef_search', {EF_SEARCH}::text, true),"
-                 " set_config('hnsw.iterative_scan', 'relaxed_order', true) FROM store_state",
+                 " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                 f" set_config('cpu_operator_cost', '{WALK_OPERATOR_COST}', true) FROM store_state",
                  (ef_search or self.ef_search, ef_search or self.ef_search, limit)),
                 (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                  " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit)),
+                ("RESET cpu_operator_cost", ()),
+                rows_of=1,
             )
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
