@@ -83,6 +83,7 @@ measures it (figures in bench/RESULTS.md).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -283,7 +284,7 @@ class HybridSearcher:
         types = list(types) if types is not None else None
         tags = list(tags) if tags is not None else None
         prefix = normalize_prefix(path_prefix)
-        keywords = extract_keywords(query)
+        stems, terms = _query_words(query)
         embedding: Future[np.ndarray] | None = None
         if query_vector is None:
             embedder = self.embedder()
@@ -295,8 +296,6 @@ class HybridSearcher:
             query_model = embedder.model_id if embedder is not None else None
         pool = max(self.settings.search.candidates, top_k * 3)
 
-        stems = [stem(word) for word in keywords]  # light stems: the tag match
-        terms = list(dict.fromkeys(porter_stem(word) for word in keywords))  # the keyword index's terms
         with self.index.reading():  # one consistent view of the vectors and the keyword data
             bm25 = self.index.keyword_hits(terms, pool, types=types, path_prefix=prefix, tags=tags)
             idf = self.idf(terms)
@@ -306,9 +305,9 @@ class HybridSearcher:
             if query_vector is not None:
                 semantic = self.index.semantic_hits(query_vector, query_model, pool, types=types, path_prefix=prefix, tags=tags)
             mode: Mode = "hybrid" if semantic is not None else "keyword"
-            ranked = self._ranked(semantic, bm25, idf, set(stems), mode)
+            ranked = self._ranked(semantic, bm25, idf, stems, mode)
             if ranked is not None:
-                ranked = self._beyond_text(ranked, _Rerun(semantic, bm25, idf, set(stems), mode),
+                ranked = self._beyond_text(ranked, _Rerun(semantic, bm25, idf, stems, mode),
                                            _Filters(types, prefix, tags, include_hidden))
             if ranked is None:
                 return []
@@ -339,7 +338,7 @@ class HybridSearcher:
         semantic: SemanticHits | None,
         bm25: dict[SearchKey, float],
         idf: dict[str, float],
-        stems: set[str],
+        stems: frozenset[str],
         mode: Mode,
         extra: Sequence[SearchKey] = (),
     ) -> _Ranked | None:
@@ -573,7 +572,7 @@ class _Rerun(NamedTuple):
     semantic: SemanticHits | None
     bm25: dict[SearchKey, float]
     idf: dict[str, float]
-    stems: set[str]
+    stems: frozenset[str]
     mode: Mode
 
 
@@ -596,6 +595,15 @@ class _Filters:
             wanted = {tag.casefold() for tag in self.tags}
             return any(tag.casefold() in wanted for tag in tags)
         return True
+
+
+@functools.lru_cache(maxsize=QUERY_VECTORS_KEPT)
+def _query_words(query: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    """A query's keywords as the tag match sees them (light stems) and as the keyword index does
+    (Porter stems, in order), remembered for the next few searches: discovery searches one message
+    three times (skills, memories, episodes)."""
+    keywords = extract_keywords(query)
+    return frozenset(stem(word) for word in keywords), tuple(dict.fromkeys(porter_stem(word) for word in keywords))
 
 
 def _share(covered: np.ndarray, weights: Iterable[float]) -> np.ndarray:

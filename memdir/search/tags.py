@@ -57,7 +57,7 @@ class TagMatcher:
         """How many distinct tags are filed now."""
         return len(self._filed.words_of)
 
-    def counts(self, stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.ndarray:
+    def counts(self, stems: frozenset[str] | set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.ndarray:
         """How many of the query words ``stems`` (light stems) each of ``tag_lists`` matches.
 
         The tags holding a matching word are found by word, each marked with a bit per query

@@ -162,7 +162,7 @@ class KeywordIndex:
         """The tags of each of ``slots`` (as `tags_of`, in one pass when all are parsed already)."""
         found = list(map(self._tags.__getitem__, slots))
         if str in set(map(type, found)):
-            return [self.tags_of(slot) for slot in slots]
+            return [self.tags_of(slot) if isinstance(tags, str) else tags for slot, tags in zip(slots, found)]
         return cast("list[tuple[str, ...]]", found)
 
     def learn(self, pairs: Iterable[tuple[str, int]]) -> None:
