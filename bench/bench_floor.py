@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import anyio
@@ -361,8 +361,10 @@ for line in sys.stdin:
 
 
 def bench_search_in_process(cache: Path, sizes: list[int], runs: int, before: Path | None = None) -> None:
-    """The in-process search rows; with ``before`` (a checkout of older code) its search too, in a
-    process of its own answering in the same turns (one call of each side after the other)."""
+    """The in-process search rows; with ``before`` (a checkout of older code) its search too, and this
+    code's once more, each in a process of its own answering in the same turns (one call of each side
+    after the other): the CPU time of those two compares alike (this process's also counts the
+    OpenBLAS threads that ``matrix @ q`` leaves spinning)."""
     from memdir.core.settings import Settings
     from memdir.search.hybrid import HybridSearcher
     from memdir.storage.directory.index import DerivedIndex
@@ -374,17 +376,16 @@ def bench_search_in_process(cache: Path, sizes: list[int], runs: int, before: Pa
         searcher = HybridSearcher(index, settings)
         _, matrix = index.vectors.snapshot()
         with contextlib.ExitStack() as stack:
-            older = None
-            if before is not None:
-                older = stack.enter_context(subprocess.Popen(
-                    [sys.executable, "-c", SEARCH_WORKER, str(HERE), str(root), str(runs * 20)], text=True,
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cache, env={**os.environ, "PYTHONPATH": str(before)}))
-            timings = search_beside_scan(searcher, matrix, runs * 20, older)
+            workers = [stack.enter_context(subprocess.Popen(
+                [sys.executable, "-c", SEARCH_WORKER, str(HERE), str(root), str(runs * 20)], text=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cache, env={**os.environ, "PYTHONPATH": str(tree)}))
+                for tree in ([REPO, before] if before is not None else [])]
+            timings = search_beside_scan(searcher, matrix, runs * 20, workers)
         floor = min(timings[1:3], key=statistics.median)
         target = "<= 1.5x" if n <= 10_000 else "<= 1.1x"
         row(f"search in process, vector given, {n:,}", timings[0], "numpy exact scan + top 10", floor, target, cpu_too=True)
-        if older is not None:
-            row("  the same, code before", timings[3], "numpy exact scan + top 10", floor, target, cpu_too=True)
+        for label, times in zip(["  this code, a process of its own", "  the same, code before"], timings[3:]):
+            row(label, times, "numpy exact scan + top 10", floor, target, cpu_too=True)
         index.close()
 
 
@@ -394,13 +395,12 @@ def search_queries(runs: int) -> list[tuple[str, np.ndarray]]:
     return list(zip(gen.texts(rng.integers(4, 12, runs)), bench_search.unit_vectors(rng, runs))) * 3
 
 
-def search_beside_scan(searcher, matrix: np.ndarray, runs: int, older: subprocess.Popen | None = None) -> list[Timings]:
-    """Hybrid search, ``matrix @ q`` + top 10 and ``einsum`` + top 10, on the same queries in turn; with
-    ``older`` (a `SEARCH_WORKER`), the older code's search of the same query last in each turn (its own
-    wall and CPU time, as it measured them)."""
+def search_beside_scan(searcher, matrix: np.ndarray, runs: int, workers: Sequence[subprocess.Popen] = ()) -> list[Timings]:
+    """Hybrid search, ``matrix @ q`` + top 10 and ``einsum`` + top 10, on the same queries in turn; then
+    each of ``workers`` (`SEARCH_WORKER` processes) searching the same query, last in each turn (their
+    own wall and CPU time, as they measured them)."""
     queries = search_queries(runs)
     at = -1
-    older_times = Timings()
 
     def hybrid() -> None:
         nonlocal at
@@ -411,19 +411,22 @@ def search_beside_scan(searcher, matrix: np.ndarray, runs: int, older: subproces
         best = np.argpartition(scores, len(scores) - 10)[-10:]
         return best[np.argsort(-scores[best])]
 
-    def before() -> None:
-        assert older is not None and older.stdin is not None and older.stdout is not None
-        older.stdin.write(f"{at}\n")
-        older.stdin.flush()
-        wall, cpu = map(float, older.stdout.readline().split())
-        older_times.append(wall)
-        older_times.cpu.append(cpu)
+    def asking(worker: subprocess.Popen, times: Timings) -> Callable[[], None]:
+        def ask() -> None:
+            assert worker.stdin is not None and worker.stdout is not None
+            worker.stdin.write(f"{at}\n")
+            worker.stdin.flush()
+            wall, cpu = map(float, worker.stdout.readline().split())
+            times.append(wall)
+            times.cpu.append(cpu)
+        return ask
 
+    answered = [Timings() for _ in workers]
     steps = [hybrid, lambda: top10(matrix @ queries[at][1]), lambda: top10(np.einsum("ij,j->i", matrix, queries[at][1]))]
-    timings = interleaved(runs, *steps, *([before] if older is not None else []))
-    if older is not None:
-        older_times[:], older_times.cpu[:] = older_times[1:], older_times.cpu[1:]  # (the warm-up round's)
-        timings[3] = older_times
+    timings = interleaved(runs, *steps, *(asking(worker, times) for worker, times in zip(workers, answered)))
+    for i, times in enumerate(answered):  # (as the workers measured them, without the warm-up round's)
+        times[:], times.cpu[:] = times[1:], times.cpu[1:]
+        timings[3 + i] = times
     return timings
 
 
