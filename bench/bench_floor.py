@@ -25,7 +25,8 @@ the load average. The rows and their floors:
   (the faster of ``matrix @ q`` and ``einsum``, then the top 10) on the same matrix, on the
   synthetic roots of `bench_search` (--sizes); the MCP MemorySearch tool against MemoryDiscover
   on the same server and queries.
-* rss: the served process's resident memory after ``--searches`` MemorySearch calls.
+* rss: the served process's resident memory after ``--searches`` MemorySearch calls, and the most it
+  ever held (its model load); with ``--before`` the older code serves the same root right after.
 
 The real root (``--entries`` entries of four types, embedded with the real model) is built
 once under ``--cache`` (`bench_discover_hook.cached_root`), as are the synthetic ones.
@@ -46,6 +47,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import anyio
 import numpy as np
@@ -430,10 +432,21 @@ def search_beside_scan(searcher, matrix: np.ndarray, runs: int, workers: Sequenc
     return timings
 
 
-async def served_searches(root: Path, cache: Path, runs: int, searches: int) -> tuple[list[float], list[float], float, float]:
-    """(MemorySearch ms, MemoryDiscover ms, RSS MB after the first round, RSS MB after ``searches`` searches)."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memdir", "serve"], env=env_for(root, cache),
-                                   cwd=str(root))
+class Served(NamedTuple):
+    """What `served_searches` measured of one server."""
+
+    search: list[float]  # MemorySearch ms
+    discover: list[float]  # MemoryDiscover ms, same queries
+    first: float  # RSS MB after the first round
+    after: float  # RSS MB after all the searches
+    peak: float  # the most RSS MB the process ever had (its model load, most often)
+
+
+async def served_searches(root: Path, cache: Path, runs: int, searches: int, tree: Path = REPO) -> Served:
+    """Serve ``root`` with the code of ``tree``: MemorySearch and MemoryDiscover in turns, then ``searches``
+    more MemorySearch calls, and the server's resident memory."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memdir", "serve"],
+                                   env={**env_for(root, cache), "PYTHONPATH": str(tree)}, cwd=str(root))
     async with Client(params) as client:
         server = _child_server()
         while (await client.call_tool("MemorySearch", {"query": "warm up"})).is_error:
@@ -446,10 +459,10 @@ async def served_searches(root: Path, cache: Path, runs: int, searches: int) -> 
                 started = time.perf_counter()
                 await client.call_tool(name, args)
                 times.append((time.perf_counter() - started) * 1000)
-        first = _rss_mb(server)
+        first = _memory_mb(server)
         for i in range(searches):
             await client.call_tool("MemorySearch", {"query": f"{QUERIES[i % len(QUERIES)]} {i}"})
-        return search, discover, first, _rss_mb(server)
+        return Served(search, discover, first, _memory_mb(server), _memory_mb(server, "VmHWM"))
 
 
 def _child_server() -> int:
@@ -459,9 +472,10 @@ def _child_server() -> int:
     return children[-1]
 
 
-def _rss_mb(pid: int) -> float:
+def _memory_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory now (``VmRSS``) or at its most (``VmHWM``), in MB."""
     status = Path(f"/proc/{pid}/status").read_text()
-    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) / 1024
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith(f"{field}:")) / 1024
 
 
 # ----------------------------------------------------------------------------- main
@@ -473,7 +487,8 @@ def main() -> None:
     parser.add_argument("--bulk", type=int, default=400, help="entries imported by the bulk row")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="synthetic roots searched in process")
     parser.add_argument("--only", nargs="+", default=["start", "write", "bulk", "search", "rss"])
-    parser.add_argument("--before", type=Path, help="a checkout of older code, run beside this one in the start, bulk and search rows")
+    parser.add_argument("--before", type=Path, help="a checkout of older code, run beside this one in the start, bulk and "
+                        "search rows (and served after it in the rss row)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-floor")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -494,12 +509,17 @@ def main() -> None:
     if "search" in args.only:
         bench_search_in_process(args.cache, args.sizes, args.runs, args.before)
     if "rss" in args.only:
-        search, discover, first, after = anyio.run(served_searches, root, args.cache / "model", args.runs, args.searches)
-        (s50, s95), (d50, d95) = stats(search), stats(discover)
+        assert root is not None  # (built above for the rss row)
+        served = anyio.run(served_searches, root, args.cache / "model", args.runs, args.searches)
+        (s50, s95), (d50, d95) = stats(served.search), stats(served.discover)
         rows.append(("MCP MemorySearch", f"{s50:8.1f} / {s95:8.1f} ms", "MemoryDiscover, same queries",
                      f"{d50:8.1f} / {d95:8.1f} ms", f"{s50 - d50:+5.1f} ms (target <= +2 ms), load {os.getloadavg()[0]:.1f}"))
-        rows.append((f"served RSS after {args.searches} MemorySearch", f"{after:8.0f} MB", "target", "     250 MB",
-                     f"{after / 250:5.2f}x ({first:.0f} MB after the first {args.runs * 5}), load {os.getloadavg()[0]:.1f}"))
+        older = [anyio.run(served_searches, root, args.cache / "model", args.runs, args.searches, args.before)] if args.before else []
+        for what, measured in zip([f"served RSS after {args.searches} MemorySearch", "  the same, code before (served after)"],
+                                  [served, *older]):
+            rows.append((what, f"{measured.after:8.0f} MB", "target", "     250 MB",
+                         f"{measured.after / 250:5.2f}x ({measured.first:.0f} MB after the first {args.runs * 5}; peak "
+                         f"{measured.peak:.0f} MB), load {os.getloadavg()[0]:.1f}"))
     print(f"\n{'what':<44} {'memdir p50 / p95':<24} {'floor':<34} {'floor p50 / p95':<24} ratio")
     for what, figure, floor, floor_figure, ratio in rows:
         print(f"{what:<44} {figure:<24} {floor:<34} {floor_figure:<24} {ratio}")
