@@ -25,7 +25,8 @@ the load average. The rows and their floors:
   (the faster of ``matrix @ q`` and ``einsum``, then the top 10) on the same matrix, on the
   synthetic roots of `bench_search` (--sizes); the MCP MemorySearch tool against MemoryDiscover
   on the same server and queries.
-* rss: the served process's resident memory after ``--searches`` MemorySearch calls.
+* rss: the served process's resident memory after ``--searches`` MemorySearch calls, and the most it
+  ever held (its model load); with ``--before`` the older code serves the same root right after.
 
 The real root (``--entries`` entries of four types, embedded with the real model) is built
 once under ``--cache`` (`bench_discover_hook.cached_root`), as are the synthetic ones.
@@ -50,8 +51,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import anyio
 import numpy as np
@@ -374,8 +376,10 @@ for line in sys.stdin:
 
 
 def bench_search_in_process(cache: Path, sizes: list[int], runs: int, before: Path | None = None) -> None:
-    """The in-process search rows; with ``before`` (a checkout of older code) its search too, in a
-    process of its own answering in the same turns (one call of each side after the other)."""
+    """The in-process search rows; with ``before`` (a checkout of older code) its search too, and this
+    code's once more, each in a process of its own answering in the same turns (one call of each side
+    after the other): the CPU time of those two compares alike (this process's also counts the
+    OpenBLAS threads that ``matrix @ q`` leaves spinning)."""
     from memdir.core.settings import Settings
     from memdir.search.hybrid import HybridSearcher
     from memdir.storage.directory.index import DerivedIndex
@@ -387,17 +391,16 @@ def bench_search_in_process(cache: Path, sizes: list[int], runs: int, before: Pa
         searcher = HybridSearcher(index, settings)
         _, matrix = index.vectors.snapshot()
         with contextlib.ExitStack() as stack:
-            older = None
-            if before is not None:
-                older = stack.enter_context(subprocess.Popen(
-                    [sys.executable, "-c", SEARCH_WORKER, str(HERE), str(root), str(runs * 20)], text=True,
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cache, env={**os.environ, "PYTHONPATH": str(before)}))
-            timings = search_beside_scan(searcher, matrix, runs * 20, older)
+            workers = [stack.enter_context(subprocess.Popen(
+                [sys.executable, "-c", SEARCH_WORKER, str(HERE), str(root), str(runs * 20)], text=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cache, env={**os.environ, "PYTHONPATH": str(tree)}))
+                for tree in ([REPO, before] if before is not None else [])]
+            timings = search_beside_scan(searcher, matrix, runs * 20, workers)
         floor = min(timings[1:3], key=statistics.median)
         target = "<= 1.5x" if n <= 10_000 else "<= 1.1x"
         row(f"search in process, vector given, {n:,}", timings[0], "numpy exact scan + top 10", floor, target, cpu_too=True)
-        if older is not None:
-            row("  the same, code before", timings[3], "numpy exact scan + top 10", floor, target, cpu_too=True)
+        for label, times in zip(["  this code, a process of its own", "  the same, code before"], timings[3:]):
+            row(label, times, "numpy exact scan + top 10", floor, target, cpu_too=True)
         index.close()
 
 
@@ -407,13 +410,12 @@ def search_queries(runs: int) -> list[tuple[str, np.ndarray]]:
     return list(zip(gen.texts(rng.integers(4, 12, runs)), bench_search.unit_vectors(rng, runs))) * 3
 
 
-def search_beside_scan(searcher, matrix: np.ndarray, runs: int, older: subprocess.Popen | None = None) -> list[Timings]:
-    """Hybrid search, ``matrix @ q`` + top 10 and ``einsum`` + top 10, on the same queries in turn; with
-    ``older`` (a `SEARCH_WORKER`), the older code's search of the same query last in each turn (its own
-    wall and CPU time, as it measured them)."""
+def search_beside_scan(searcher, matrix: np.ndarray, runs: int, workers: Sequence[subprocess.Popen] = ()) -> list[Timings]:
+    """Hybrid search, ``matrix @ q`` + top 10 and ``einsum`` + top 10, on the same queries in turn; then
+    each of ``workers`` (`SEARCH_WORKER` processes) searching the same query, last in each turn (their
+    own wall and CPU time, as they measured them)."""
     queries = search_queries(runs)
     at = -1
-    older_times = Timings()
 
     def hybrid() -> None:
         nonlocal at
@@ -424,26 +426,40 @@ def search_beside_scan(searcher, matrix: np.ndarray, runs: int, older: subproces
         best = np.argpartition(scores, len(scores) - 10)[-10:]
         return best[np.argsort(-scores[best])]
 
-    def before() -> None:
-        assert older is not None and older.stdin is not None and older.stdout is not None
-        older.stdin.write(f"{at}\n")
-        older.stdin.flush()
-        wall, cpu = map(float, older.stdout.readline().split())
-        older_times.append(wall)
-        older_times.cpu.append(cpu)
+    def asking(worker: subprocess.Popen, times: Timings) -> Callable[[], None]:
+        def ask() -> None:
+            assert worker.stdin is not None and worker.stdout is not None
+            worker.stdin.write(f"{at}\n")
+            worker.stdin.flush()
+            wall, cpu = map(float, worker.stdout.readline().split())
+            times.append(wall)
+            times.cpu.append(cpu)
+        return ask
 
+    answered = [Timings() for _ in workers]
     steps = [hybrid, lambda: top10(matrix @ queries[at][1]), lambda: top10(np.einsum("ij,j->i", matrix, queries[at][1]))]
-    timings = interleaved(runs, *steps, *([before] if older is not None else []))
-    if older is not None:
-        older_times[:], older_times.cpu[:] = older_times[1:], older_times.cpu[1:]  # (the warm-up round's)
-        timings[3] = older_times
+    timings = interleaved(runs, *steps, *(asking(worker, times) for worker, times in zip(workers, answered)))
+    for i, times in enumerate(answered):  # (as the workers measured them, without the warm-up round's)
+        times[:], times.cpu[:] = times[1:], times.cpu[1:]
+        timings[3 + i] = times
     return timings
 
 
-async def served_searches(root: Path, cache: Path, runs: int, searches: int) -> tuple[list[float], list[float], float, float]:
-    """(MemorySearch ms, MemoryDiscover ms, RSS MB after the first round, RSS MB after ``searches`` searches)."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memdir", "serve"], env=env_for(root, cache),
-                                   cwd=str(root))
+class Served(NamedTuple):
+    """What `served_searches` measured of one server."""
+
+    search: list[float]  # MemorySearch ms
+    discover: list[float]  # MemoryDiscover ms, same queries
+    first: float  # RSS MB after the first round
+    after: float  # RSS MB after all the searches
+    peak: float  # the most RSS MB the process ever had (its model load, most often)
+
+
+async def served_searches(root: Path, cache: Path, runs: int, searches: int, tree: Path = REPO) -> Served:
+    """Serve ``root`` with the code of ``tree``: MemorySearch and MemoryDiscover in turns, then ``searches``
+    more MemorySearch calls, and the server's resident memory."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memdir", "serve"],
+                                   env={**env_for(root, cache), "PYTHONPATH": str(tree)}, cwd=str(root))
     async with Client(params) as client:
         server = _child_server()
         while (await client.call_tool("MemorySearch", {"query": "warm up"})).is_error:
@@ -456,10 +472,10 @@ async def served_searches(root: Path, cache: Path, runs: int, searches: int) -> 
                 started = time.perf_counter()
                 await client.call_tool(name, args)
                 times.append((time.perf_counter() - started) * 1000)
-        first = _rss_mb(server)
+        first = _memory_mb(server)
         for i in range(searches):
             await client.call_tool("MemorySearch", {"query": f"{QUERIES[i % len(QUERIES)]} {i}"})
-        return search, discover, first, _rss_mb(server)
+        return Served(search, discover, first, _memory_mb(server), _memory_mb(server, "VmHWM"))
 
 
 def _child_server() -> int:
@@ -469,9 +485,10 @@ def _child_server() -> int:
     return children[-1]
 
 
-def _rss_mb(pid: int) -> float:
+def _memory_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory now (``VmRSS``) or at its most (``VmHWM``), in MB."""
     status = Path(f"/proc/{pid}/status").read_text()
-    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) / 1024
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith(f"{field}:")) / 1024
 
 
 # ----------------------------------------------------------------------------- main
@@ -483,7 +500,8 @@ def main() -> None:
     parser.add_argument("--bulk", type=int, default=400, help="entries imported by the bulk row")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="synthetic roots searched in process")
     parser.add_argument("--only", nargs="+", default=["start", "write", "bulk", "search", "rss"])
-    parser.add_argument("--before", type=Path, help="a checkout of older code, run beside this one in the start, bulk and search rows")
+    parser.add_argument("--before", type=Path, help="a checkout of older code, run beside this one in the start, bulk and "
+                        "search rows (and served after it in the rss row)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-floor")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -506,12 +524,17 @@ def main() -> None:
     if "search" in args.only:
         bench_search_in_process(args.cache, args.sizes, args.runs, args.before)
     if "rss" in args.only:
-        search, discover, first, after = anyio.run(served_searches, root, args.cache / "model", args.runs, args.searches)
-        (s50, s95), (d50, d95) = stats(search), stats(discover)
+        assert root is not None  # (built above for the rss row)
+        served = anyio.run(served_searches, root, args.cache / "model", args.runs, args.searches)
+        (s50, s95), (d50, d95) = stats(served.search), stats(served.discover)
         rows.append(("MCP MemorySearch", f"{s50:8.1f} / {s95:8.1f} ms", "MemoryDiscover, same queries",
                      f"{d50:8.1f} / {d95:8.1f} ms", f"{s50 - d50:+5.1f} ms (target <= +2 ms), load {os.getloadavg()[0]:.1f}"))
-        rows.append((f"served RSS after {args.searches} MemorySearch", f"{after:8.0f} MB", "target", "     250 MB",
-                     f"{after / 250:5.2f}x ({first:.0f} MB after the first {args.runs * 5}), load {os.getloadavg()[0]:.1f}"))
+        older = [anyio.run(served_searches, root, args.cache / "model", args.runs, args.searches, args.before)] if args.before else []
+        for what, measured in zip([f"served RSS after {args.searches} MemorySearch", "  the same, code before (served after)"],
+                                  [served, *older]):
+            rows.append((what, f"{measured.after:8.0f} MB", "target", "     250 MB",
+                         f"{measured.after / 250:5.2f}x ({measured.first:.0f} MB after the first {args.runs * 5}; peak "
+                         f"{measured.peak:.0f} MB), load {os.getloadavg()[0]:.1f}"))
     print(f"\n{'what':<44} {'memdir p50 / p95':<24} {'floor':<34} {'floor p50 / p95':<24} ratio")
     for what, figure, floor, floor_figure, ratio in rows:
         print(f"{what:<44} {figure:<24} {floor:<34} {floor_figure:<24} {ratio}")

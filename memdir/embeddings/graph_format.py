@@ -4,7 +4,7 @@ Apart from the builder (`memdir.embeddings.onnx_graph`, which imports the ``onnx
 so that loading a graph already built and cached needs neither.
 """
 
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2
 """Bump whenever the emitted graph changes, so cached ``.onnx`` files rebuild."""
 OUTPUT_HIDDEN = "last_hidden_state"
 OUTPUT_EMBEDDING = "sentence_embedding"

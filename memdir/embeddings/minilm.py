@@ -6,6 +6,11 @@ so the MCP server starts instantly and a background thread can call
 (about 2 s) and caches it under ``cache_dir``; later processes load the cached
 file directly. The cache file name carries a checksum of the weights and the
 graph version, so new weights or a changed builder never reuse a stale graph.
+
+The cached graph keeps its weight matrices in a file beside it (ONNX external data),
+which onnxruntime maps into memory rather than reading into its own: it repacks them
+for its kernels from the mapped file, so loading the model no longer holds a second
+copy of them in memory (`onnx_graph.weights_apart`).
 """
 
 from __future__ import annotations
@@ -197,11 +202,15 @@ class OnnxEmbedder:
         from memdir.embeddings import onnx_graph  # imports onnx: only to build a graph not cached yet
 
         started = time.perf_counter()
-        data = onnx_graph.build_from_directory(self.model.directory, fused=self.fused).SerializeToString()
+        graph = onnx_graph.build_from_directory(self.model.directory, fused=self.fused)
+        weights_path = _weights_path(path)
+        weights = onnx_graph.weights_apart(graph, weights_path.name)
         self.build_seconds = time.perf_counter() - started
-        if _atomic_write(path, data):
+        if _atomic_write(weights_path, weights) and _atomic_write(path, graph.SerializeToString()):
             self.onnx_file = path
-        return self._new_session(data)
+            return self._new_session(str(path))
+        onnx_graph.weights_back(graph, weights)
+        return self._new_session(graph.SerializeToString())
 
     def _new_session(self, model: str | bytes) -> InferenceSession:
         import onnxruntime as ort
@@ -264,6 +273,12 @@ def _weights_digest(path: Path, folder: Path) -> str:
     except OSError:
         pass  # an unwritable cache: hashed at every start, as before
     return digest
+
+
+def _weights_path(graph: Path) -> Path:
+    """The file beside a cached graph that holds its weights (`onnx_graph.weights_apart`), written
+    before the graph: a graph file found in the cache has its weights (or fails to load and is rebuilt)."""
+    return graph.with_suffix(".weights")
 
 
 def _slug(model_id: str) -> str:

@@ -83,6 +83,7 @@ measures it (figures in bench/RESULTS.md).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -94,12 +95,13 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from memdir.core.identity import Role, parse_role
-from memdir.core.keywords import extract_keywords, porter_stem, stem, tag_terms
+from memdir.core.keywords import extract_keywords, porter_stem, stem
 from memdir.core.paths import ENTRY_SUFFIX, MEMORY_SCHEME
 from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 from memdir.search.context import context_coverage, weighted_sum
 from memdir.search.ranking import RankingSignals
+from memdir.search.tags import TagMatcher
 from memdir.storage.base import Candidates, SearchIndex, SearchKey, SemanticHits
 
 Mode = Literal["hybrid", "keyword"]
@@ -108,7 +110,6 @@ EmbedderSource = Embedder | Callable[[], Embedder | None] | None
 # SwarmMemory: keyword matches are normalised by min(len(keywords), 5), so a long query
 # is not penalised for words no entry could contain.
 KEYWORD_NORMALISER_CAP = 5
-_NO_TAGS: frozenset[str] = frozenset()
 
 MIN_IDF = 0.1
 """Coverage weight of a query term found in more than half the entries (its BM25 idf is negative)."""
@@ -225,6 +226,7 @@ class HybridSearcher:
         self._embedder = embedder
         self._recent_queries: dict[tuple[str, str], np.ndarray] = {}
         self._cache_lock = threading.Lock()
+        self._tags = TagMatcher()
 
     def _query_vector(self, embedder: Embedder, query: str) -> np.ndarray:
         """The query's embedding, remembered for the next few searches.
@@ -282,7 +284,7 @@ class HybridSearcher:
         types = list(types) if types is not None else None
         tags = list(tags) if tags is not None else None
         prefix = normalize_prefix(path_prefix)
-        keywords = extract_keywords(query)
+        stems, terms = _query_words(query)
         embedding: Future[np.ndarray] | None = None
         if query_vector is None:
             embedder = self.embedder()
@@ -294,8 +296,6 @@ class HybridSearcher:
             query_model = embedder.model_id if embedder is not None else None
         pool = max(self.settings.search.candidates, top_k * 3)
 
-        stems = [stem(word) for word in keywords]  # light stems: the tag match
-        terms = list(dict.fromkeys(porter_stem(word) for word in keywords))  # the keyword index's terms
         with self.index.reading():  # one consistent view of the vectors and the keyword data
             bm25 = self.index.keyword_hits(terms, pool, types=types, path_prefix=prefix, tags=tags)
             idf = self.idf(terms)
@@ -305,9 +305,9 @@ class HybridSearcher:
             if query_vector is not None:
                 semantic = self.index.semantic_hits(query_vector, query_model, pool, types=types, path_prefix=prefix, tags=tags)
             mode: Mode = "hybrid" if semantic is not None else "keyword"
-            ranked = self._ranked(semantic, bm25, idf, set(stems), mode)
+            ranked = self._ranked(semantic, bm25, idf, stems, mode)
             if ranked is not None:
-                ranked = self._beyond_text(ranked, _Rerun(semantic, bm25, idf, set(stems), mode),
+                ranked = self._beyond_text(ranked, _Rerun(semantic, bm25, idf, stems, mode),
                                            _Filters(types, prefix, tags, include_hidden))
             if ranked is None:
                 return []
@@ -338,7 +338,7 @@ class HybridSearcher:
         semantic: SemanticHits | None,
         bm25: dict[SearchKey, float],
         idf: dict[str, float],
-        stems: set[str],
+        stems: frozenset[str],
         mode: Mode,
         extra: Sequence[SearchKey] = (),
     ) -> _Ranked | None:
@@ -363,7 +363,7 @@ class HybridSearcher:
             covered=covered,
             context_covered=context_coverage(self.index, candidates, contains, term_weights, window),
             term_weights=list(term_weights.values()),
-            tag_counts=_tag_counts(stems, found.tags),
+            tag_counts=self._tags.counts(stems, found.tags),
             distinct_stems=len(stems),
         )
         scores = self._fuse(signals, mode).tolist()
@@ -572,7 +572,7 @@ class _Rerun(NamedTuple):
     semantic: SemanticHits | None
     bm25: dict[SearchKey, float]
     idf: dict[str, float]
-    stems: set[str]
+    stems: frozenset[str]
     mode: Mode
 
 
@@ -597,68 +597,18 @@ class _Filters:
         return True
 
 
+@functools.lru_cache(maxsize=QUERY_VECTORS_KEPT)
+def _query_words(query: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    """A query's keywords as the tag match sees them (light stems) and as the keyword index does
+    (Porter stems, in order), remembered for the next few searches: discovery searches one message
+    three times (skills, memories, episodes)."""
+    keywords = extract_keywords(query)
+    return frozenset(stem(word) for word in keywords), tuple(dict.fromkeys(porter_stem(word) for word in keywords))
+
+
 def _share(covered: np.ndarray, weights: Iterable[float]) -> np.ndarray:
     """``covered`` (summed weights of the query terms found) over what the `KEYWORD_NORMALISER_CAP`
     heaviest query terms weigh, at most 1 (SwarmMemory's rule: a long query is not penalised
     for words no entry could contain)."""
     heaviest = sum(sorted(weights, reverse=True)[:KEYWORD_NORMALISER_CAP])
     return np.minimum(1.0, covered / heaviest) if heaviest > 0 else np.zeros_like(covered)
-
-
-_TAG_TERMS: dict[str, frozenset[str]] = {}
-"""The stemmed words of every tag met so far (tags recur far more than whole tag lists)."""
-_TAGS_WITH_TERM: dict[str, set[str]] = {}
-"""The tags met so far, by each of their stemmed words."""
-_TAG_WORDS_BY_HEAD: dict[str, set[str]] = {}
-"""Every tag word of 4 letters or more met so far, by its first four: the only tag words a query
-word's prefix can match (see `_tag_counts`)."""
-
-
-def _learn_tags(tags: Iterable[str]) -> None:
-    """File the words of ``tags`` in `_TAGS_WITH_TERM` and `_TAG_WORDS_BY_HEAD`, then in `_TAG_TERMS`: a
-    search in another thread that finds a tag there finds its words filed too."""
-    for tag in tags:
-        terms = frozenset(tag_terms((tag,)))
-        for term in terms:
-            _TAGS_WITH_TERM.setdefault(term, set()).add(tag)
-            if len(term) >= 4:
-                _TAG_WORDS_BY_HEAD.setdefault(term[:4], set()).add(term)
-        _TAG_TERMS[tag] = terms
-
-
-def _tag_counts(stems: set[str], tag_lists: Sequence[tuple[str, ...]]) -> np.ndarray:
-    """How many query keywords each tag list matches (SwarmMemory's fuzzy tag match).
-
-    A keyword matches a tag word with the same stem, or (both at least 4 letters) one
-    that is a prefix of the other ("debug" ~ "debugger"); such a pair shares its first four
-    letters, so the prefix test runs only on the tag words filed under the keyword's four
-    (`_TAG_WORDS_BY_HEAD`). The tags holding a matching word are found by word
-    (`_TAGS_WITH_TERM`), each marked with a bit per keyword it matches; a tag list counts the
-    keywords any of its tags match. When no keyword matches a candidate's tag (the usual case)
-    no candidate's tags are looked at again.
-    """
-    counts = np.zeros(len(tag_lists))
-    distinct_tags: set[str] = set().union(*tag_lists)
-    if not stems or not distinct_tags:
-        return counts
-    unseen = distinct_tags.difference(_TAG_TERMS)
-    if unseen:
-        _learn_tags(unseen)
-    bits: dict[str, int] = {}
-    for j, word in enumerate(stems):
-        near = {word}
-        if len(word) >= 4:
-            heads = tuple(_TAG_WORDS_BY_HEAD.get(word[:4], ()))  # (a copy: another search may file words meanwhile)
-            near.update(t for t in heads if t.startswith(word) or word.startswith(t))
-        for term in near:
-            for tag in _TAGS_WITH_TERM.get(term, _NO_TAGS) & distinct_tags:
-                bits[tag] = bits.get(tag, 0) | 1 << j
-    if not bits:
-        return counts
-    for i, tags in enumerate(tag_lists):
-        mask = 0
-        for tag in tags:
-            mask |= bits.get(tag, 0)
-        if mask:
-            counts[i] = mask.bit_count()
-    return counts

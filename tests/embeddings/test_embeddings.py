@@ -352,7 +352,36 @@ def test_damaged_cache_is_rebuilt(real_embedder, tmp_path):
     path.parent.mkdir(parents=True, exist_ok=True)  # (where the weights' digest is remembered)
     path.write_bytes(b"truncated")
     fresh.warmup()
-    assert fresh.build_seconds > 0 and path.stat().st_size > 1_000_000
+    assert fresh.build_seconds > 0 and fresh.onnx_file == path and path.with_suffix(".weights").stat().st_size > 1_000_000
+
+
+@pytest.mark.model
+def test_cached_weights_are_mapped_not_read(real_embedder, tmp_path):
+    """The cached graph keeps its weight matrices in a file beside it, which onnxruntime maps into
+    memory (so the originals of the matrices it repacks are not kept resident beside their copies);
+    a graph whose weights file is gone is rebuilt."""
+    fresh = OnnxEmbedder(real_embedder.model, tmp_path / "cache", threads=1)
+    fresh.warmup()
+    weights = fresh.cached_onnx_path().with_suffix(".weights")
+    assert weights.stat().st_size > 40_000_000
+    if Path("/proc/self/maps").exists():
+        assert str(weights) in Path("/proc/self/maps").read_text()
+    weights.unlink()
+    again = OnnxEmbedder(real_embedder.model, tmp_path / "cache", threads=1)
+    np.testing.assert_array_equal(again.embed_one("hello"), fresh.embed_one("hello"))
+    assert again.build_seconds > 0 and weights.is_file()
+
+
+@pytest.mark.model
+def test_a_graph_that_cannot_be_cached_runs_from_memory(real_embedder, tmp_path):
+    """An unwritable cache (here a file where its folder belongs) keeps the built graph, weights
+    and all, in memory: the model still embeds, the same vectors."""
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+    (cache_dir / "onnx").write_text("not a folder")
+    fresh = OnnxEmbedder(real_embedder.model, cache_dir, threads=1)
+    np.testing.assert_array_equal(fresh.embed_one("hello"), real_embedder.embed_one("hello"))
+    assert fresh.onnx_file is None and fresh.build_seconds > 0
 
 
 @pytest.mark.model

@@ -212,13 +212,25 @@ def test_an_unknown_word_weighs_most_and_rare_words_outweigh_common_ones(tmp_pat
 
 def test_tag_matches_count_each_query_word_once_by_stem_or_shared_prefix():
     from memdir.core.keywords import stem
-    from memdir.search.hybrid import _tag_counts
+    from memdir.search.tags import TagMatcher
 
     words = {stem(word) for word in ["debug", "api", "kubernetes", "ops"]}
     tag_lists = [("debugger", "API"), ("kubernetes-ops",), ("debugging", "debug-tools"), ("opsec", "apis"), (), ("deb",)]
     # "debug" ~ "debugger" (a prefix, 4 letters or more), "api" = "API"; "ops" and "api" are too short
     # for a prefix match ("opsec", "apis"); one word matched by two tags counts once
-    assert _tag_counts(words, tag_lists).tolist() == [2, 2, 1, 0, 0, 0]
+    assert TagMatcher().counts(words, tag_lists).tolist() == [2, 2, 1, 0, 0, 0]
+
+
+def test_the_tags_a_searcher_files_are_bounded():
+    """A searcher files the words of the tags it meets; past its limit it starts afresh, and counts
+    the same."""
+    from memdir.search.tags import TagMatcher
+
+    matcher = TagMatcher(limit=10)
+    for i in range(50):
+        tag_lists = [(f"topic{i}-{j}", "debugging") for j in range(4)] + [("other",)]
+        assert matcher.counts({"debug", f"topic{i}"}, tag_lists).tolist() == [2, 2, 2, 2, 0]
+        assert len(matcher) <= 10
 
 
 def test_tag_matches_count_each_query_word_once_by_stem_or_prefix(tmp_path):

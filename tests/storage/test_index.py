@@ -554,6 +554,25 @@ def test_only_a_large_scan_is_split_over_the_cpus(monkeypatch, rows, threshold, 
     assert scores[m.row_of("concept/e3.md")] == pytest.approx(1.0) and len(scores) == rows
 
 
+def test_a_split_scan_picks_the_same_best_rows(monkeypatch):
+    """Each part of a split scan picks its own best rows; together they are the whole scan's, in order,
+    with and without a mask."""
+    from memdir.storage.directory import vectors
+
+    if vectors._scan_pool() is None:
+        pytest.skip("one usable CPU: the scan is never split")
+    rng = np.random.default_rng(3)
+    m = VectorMatrix()
+    for i, vector in enumerate(rng.standard_normal((2_000, 16)).astype(np.float32)):
+        m.upsert(f"concept/e{i}.md", vector / np.linalg.norm(vector), type="fact" if i % 3 else "skill")
+    query, mask = rng.standard_normal(16).astype(np.float32), m.mask(types=["skill"])
+    whole = [m.top(query, 25), m.top(query, 25, mask), m.top(query, 5_000)]
+    monkeypatch.setattr(vectors, "PARALLEL_MIN_ROWS", 1_000)
+    split = [m.top(query, 25), m.top(query, 25, mask), m.top(query, 5_000)]
+    for (rows, scores), (split_rows, split_scores) in zip(whole, split):
+        assert rows.tolist() == split_rows.tolist() and scores.tolist() == split_scores.tolist()
+
+
 def test_matrix_switches_dimension_when_the_model_does():
     m = VectorMatrix()
     m.upsert("a.md", unit(1, 8))

@@ -994,8 +994,7 @@ class DerivedIndex:
             if model is not None and not matrix.has_model(model):
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
             mask = matrix.mask(types=types, path_prefix=path_prefix, tags=tags, model=model)
-            scores = matrix.scores(vector)
-            rows, _ = matrix.top_of(scores, limit, mask)
+            scores, rows = matrix.ranked(vector, limit, mask)
             return _MatrixHits(matrix.keys_at(rows).tolist(), rows.tolist(), matrix.paths, scores, mask, matrix.rows_of_keys)
 
     def keys_of(self, paths: Sequence[str]) -> list[int]:

@@ -66,7 +66,7 @@ class _Query:
     slots: list[np.ndarray]  # ascending, dead slots included
     tf: list[np.ndarray]
     hits: list[int]  # live entries holding each term
-    keys: np.ndarray | None = None  # every term's slots offset by its place times the slot count (`holding`)
+    bits: np.ndarray | None = None  # (terms / 8, slots): bit ``place % 8`` of row ``place // 8`` set where a slot holds it (`holding`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +162,7 @@ class KeywordIndex:
         """The tags of each of ``slots`` (as `tags_of`, in one pass when all are parsed already)."""
         found = list(map(self._tags.__getitem__, slots))
         if str in set(map(type, found)):
-            return [self.tags_of(slot) for slot in slots]
+            return [self.tags_of(slot) if isinstance(tags, str) else tags for slot, tags in zip(slots, found)]
         return cast("list[tuple[str, ...]]", found)
 
     def learn(self, pairs: Iterable[tuple[str, int]]) -> None:
@@ -496,25 +496,22 @@ class KeywordIndex:
     def holding(self, terms: Iterable[str], slots: np.ndarray) -> dict[str, np.ndarray]:
         """Per term (a Porter stem), whether each of ``slots`` contains it, anywhere in the entry.
 
-        One search over every term's posting at once (each term's slots offset past the last
-        term's): a search asks this of a hundred candidates and of their neighbours for each of
-        its words, and a few numpy calls in all cost less than a few per word.
+        A search asks this of a hundred candidates and of their neighbours for each of its words:
+        its terms' postings are marked once in a bitmap (a bit per term, a byte per slot and eight
+        terms), so each ask is one gather and one unpacking, whatever the postings' lengths.
         """
         terms = list(terms)
         slots = np.asarray(slots, dtype=np.int64)
         if not terms:
             return {}
         query = self._postings(terms)
-        stride = max(len(self.paths), 1)
-        if len(slots) and int(slots.max()) >= stride:
+        count = len(self.paths)
+        if len(slots) and int(slots.max()) >= count:
             raise ValueError(f"not a slot of this index: {int(slots.max())}")
-        if query.keys is None:
-            offsets = np.arange(len(query.slots), dtype=np.int64) * stride
-            query.keys = np.concatenate(query.slots).astype(np.int64) + offsets.repeat([len(p) for p in query.slots])
-        keys = query.keys
-        wanted = np.array([query.place[term] * stride for term in terms], dtype=np.int64)[:, None] + slots[None, :]
-        if not len(keys):
-            return dict(zip(terms, np.zeros(wanted.shape, dtype=bool)))
-        at = keys.searchsorted(wanted)
-        np.minimum(at, len(keys) - 1, out=at)
-        return dict(zip(terms, keys[at] == wanted))
+        if query.bits is None:
+            query.bits = np.zeros(((len(query.slots) + 7) // 8, count), dtype=np.uint8)
+            for place, posting in enumerate(query.slots):
+                row = query.bits[place >> 3]  # (a row, then the posting: 2-D indexing took a slower path)
+                row[posting] |= np.uint8(1 << (place & 7))
+        held = np.unpackbits(query.bits[:, slots], axis=0, bitorder="little").view(bool)
+        return {term: held[query.place[term]] for term in terms}
