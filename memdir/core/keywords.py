@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 import snowballstemmer  # uses PyStemmer's C implementation when it is installed
@@ -41,6 +41,11 @@ _VOWELS = frozenset("aeiouy")
 def words(text: str) -> list[str]:
     """Every word of ``text``, lowercased, in order (stop words kept)."""
     return _WORD.findall(text.lower())
+
+
+def word_matches(lowered: str) -> Iterator[re.Match[str]]:
+    """The words of ``lowered`` (a lowercased text) as `words` finds them, each with where it is."""
+    return _WORD.finditer(lowered)
 
 
 def stem(word: str) -> str:

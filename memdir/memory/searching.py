@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -24,6 +26,7 @@ class Searching:
         self.searcher = searcher
         self.keeper = keeper
         self.listings = listings
+        self._reading = threading.local()  # .open: this thread is inside `reading`
 
     def search(
         self,
@@ -52,10 +55,35 @@ class Searching:
             min_importance: only entries whose importance, as ranking sees it (1-10, none
                 stated: 5), is at least this; like a view, applied before the ``top_k`` cut.
         """
-        self.keeper.refresh()
         types = list(types) if types else None
         hidden = _unasked_builtins(types, path_prefix)
         wanted = top_k + len(hidden)
+        with self.reading():
+            return self._kept(query, top_k, wanted, hidden, threshold=threshold, types=types, path_prefix=path_prefix,
+                              tags=tags, include_archived=include_archived, view=view, min_importance=min_importance)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One consistent view of the store for the searches and statistics read inside it: the
+        index caught up with other processes first, then held still (on PostgreSQL one snapshot,
+        whose statistics a search reads once for every search and snippet weight inside it)."""
+        if getattr(self._reading, "open", False):
+            yield
+            return
+        self.keeper.refresh()
+        self._reading.open = True
+        try:
+            with self.index.reading():
+                yield
+        finally:
+            self._reading.open = False
+
+    def _kept(
+        self, query: str, top_k: int, wanted: int, hidden: tuple[str, ...], *, threshold: float | None,
+        types: list[str] | None, path_prefix: str | None, tags: Iterable[str] | None, include_archived: bool,
+        view: Actor | None, min_importance: float | None,
+    ) -> list[SearchResult]:
+        """`search`'s results in ``view`` and of ``min_importance``: asked for again, more of them, until ``top_k`` remain."""
         while True:
             results = self.searcher.search(
                 query,
@@ -86,8 +114,8 @@ class Searching:
     def term_weights(self, query: str) -> dict[str, float]:
         """The query's keyword terms (Porter stems) weighted by their idf in this store, as search
         weighs them (a word in most entries still counts a little): what snippets rank lines by.
-        One read of the statistics, no snapshot around it (on PostgreSQL: one statement, where a
-        search's reading costs a transaction's two more)."""
+        Inside `reading`, after a search of the same query, the statistics that search read (on
+        PostgreSQL no statement); outside, one read of them and no snapshot around it."""
         terms = list(dict.fromkeys(porter_stem(word) for word in extract_keywords(query)))
         return self.searcher.idf(terms)
 

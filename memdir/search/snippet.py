@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from memdir.core.keywords import porter_stem, words
+from memdir.core.keywords import porter_stem, word_matches, words
 
 SNIPPET_CHARS = 160
 """Longest snippet: one line of a compact result list."""
@@ -44,18 +44,31 @@ def best_line(content: str, weights: Mapping[str, float], max_chars: int = SNIPP
     return _cut(best, weights, max_chars)
 
 
-def _cut(line: str, weights: Mapping[str, float], max_chars: int) -> str:
-    """``line`` shortened to ``max_chars`` around its first matching word, with ellipses."""
-    if len(line) <= max_chars:
-        return line
-    start = 0
+def _first_match(line: str, weights: Mapping[str, float]) -> int:
+    """Where the first space-separated word of ``line`` holding a weighted term starts (0 if none)."""
+    lowered = line.lower()
+    if len(lowered) == len(line):  # (nearly always: then each word is where the line's words are)
+        for match in word_matches(lowered):
+            if porter_stem(match.group()) in weights:
+                at = match.start()
+                while at > 0 and not line[at - 1].isspace():  # (back to where its space-separated word starts)
+                    at -= 1
+                return at
+        return 0
     position = 0
     for word in line.split():
         at = line.find(word, position)
         position = at + len(word)
         if any(porter_stem(w) in weights for w in words(word)):
-            start = max(0, at - max_chars // 4)
-            break
+            return at
+    return 0
+
+
+def _cut(line: str, weights: Mapping[str, float], max_chars: int) -> str:
+    """``line`` shortened to ``max_chars`` around its first matching word, with ellipses."""
+    if len(line) <= max_chars:
+        return line
+    start = max(0, _first_match(line, weights) - max_chars // 4)
     start = min(start, len(line) - (max_chars - 1))
     head = "…" if start > 0 else ""
     room = max_chars - len(head) - 1

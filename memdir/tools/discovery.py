@@ -311,12 +311,13 @@ def discover(
     settings = settings or memory.settings
     if not message or not message.strip():
         return ""
-    gate = Gate.of(memory, message, settings)
-    skills = search_found(memory, message, SKILL_TYPES, settings, limit=settings.discovery.top_k_skills,
-                          view_all=view_all, gate=gate) if include_skills else []
-    memories = fit_bytes(search_found(memory, message, MEMORY_TYPES, settings, limit=settings.discovery.top_k,
-                                      exclude_prefix=EPISODES_PREFIX, view_all=view_all, gate=gate),
-                         settings.discovery.reminder_bytes)
+    with memory.reading():  # one snapshot: the message's statistics read once for the gate and both searches
+        gate = Gate.of(memory, message, settings)
+        skills = search_found(memory, message, SKILL_TYPES, settings, limit=settings.discovery.top_k_skills,
+                              view_all=view_all, gate=gate) if include_skills else []
+        memories = fit_bytes(search_found(memory, message, MEMORY_TYPES, settings, limit=settings.discovery.top_k,
+                                          exclude_prefix=EPISODES_PREFIX, view_all=view_all, gate=gate),
+                             settings.discovery.reminder_bytes)
     text = render(skills, memories, settings.discovery.token_budget)
     # Episodes follow the design's own ranking (importance boost, recency decay, at most N)
     # and get their own reminder, within what is left of the budget.

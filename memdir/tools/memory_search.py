@@ -101,13 +101,14 @@ def memory_search(
     types = coerce_str_list(type, "type") or None
     check_entry_types(types)
     tag_list = coerce_str_list(tags, "tags") or None
-    results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix, tags=tag_list,
-                            view=view_filter(memory.actor, view_all), include_archived=include_archived,
-                            min_importance=min_importance)
+    with memory.reading():  # the snippets' word weights: the statistics the search read
+        results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix,
+                                tags=tag_list, view=view_filter(memory.actor, view_all), include_archived=include_archived,
+                                min_importance=min_importance)
+        weights = memory.term_weights(text) if results else {}
     if not results:
         return f"No memory entries found for '{text}'."
     prefetched = [result.path for result in results[: memory.settings.discovery.prefetch_search]]
-    weights = memory.term_weights(text)
     lines = [f"{plural(len(results), 'result')} for '{text}'"
              + (" (keyword search only: no embedding model is ready)" if results[0].mode == "keyword" else "") + ":"]
     contents = memory.contents([result.path for result in results])

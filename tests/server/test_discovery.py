@@ -3,6 +3,7 @@ the budget, silence."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -141,6 +142,9 @@ class ScriptedMemory:
     def list_page(self, after, limit, *, under=None, view=None):
         listed = sorted(h.path for h in self.hits if under is None or h.path.startswith(under))
         return SimpleNamespace(entries=listed[:limit])
+
+    def reading(self):
+        return contextlib.nullcontext()
 
 
 HITS = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from typing import Any
 
 import anyio
 import psycopg
@@ -24,18 +25,40 @@ from tests.fakes import FakeEmbedder
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
 
-def recorded(monkeypatch) -> list[str]:
-    """The statements the server's connections execute from now on (not the prefetch's), in order."""
-    sent: list[str] = []
-    execute = psycopg.Connection.execute
+class Sent(list[str]):
+    """The statements sent, in order, and the round trips they took (a pipeline, statements sent
+    together, is one; each statement outside one is one)."""
+
+    round_trips = 0
+
+
+def recorded(monkeypatch) -> Sent:
+    """The statements the server's connections execute from now on (not the prefetch's)."""
+    sent = Sent()
+    execute, pipeline = psycopg.Connection.execute, psycopg.Connection.pipeline
+
+    def counted() -> bool:
+        return not threading.current_thread().name.startswith("memdir-prefetch")
 
     def recording(self, query, params=None, **kwargs):
-        if not threading.current_thread().name.startswith("memdir-prefetch"):
+        if counted():
             sent.append(str(query))
+            sent.round_trips += self._pipeline is None
         return execute(self, query, params, **kwargs)
 
+    def piping(self):
+        sent.round_trips += counted()
+        return pipeline(self)
+
     monkeypatch.setattr(psycopg.Connection, "execute", recording)
+    monkeypatch.setattr(psycopg.Connection, "pipeline", piping)
     return sent
+
+
+def snapshots_and_statistics(sent: Sent) -> tuple[int, int, int]:
+    """The BEGINs, the COMMITs and the reads of the words' statistics among ``sent``."""
+    kinds = Counter(statement.split()[0] for statement in sent)
+    return kinds["BEGIN"], kinds["COMMIT"], sum("FROM term_stats" in statement for statement in sent)
 
 
 def filled(pg_url, tmp_path) -> Settings:
@@ -47,20 +70,36 @@ def filled(pg_url, tmp_path) -> Settings:
     return settings
 
 
-async def test_a_search_opens_one_snapshot(pg_url, tmp_path, monkeypatch):
+async def sent_by(pg_url, tmp_path, monkeypatch, tool: str, arguments: dict) -> tuple[Any, Sent]:
+    """The answer to one call of ``tool`` on a server whose store is open, and the statements it sent."""
     server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
     async with Client(server, mode="legacy") as client:
         await client.call_tool("MemorySearch", {"query": "ledger migration"})  # (the server opens the store)
         sent = recorded(monkeypatch)
-        result = await client.call_tool("MemorySearch", {"query": "ledger migration marker7"})
+        return await client.call_tool(tool, arguments), sent
+
+
+async def test_a_search_opens_one_snapshot(pg_url, tmp_path, monkeypatch):
+    result, sent = await sent_by(pg_url, tmp_path, monkeypatch, "MemorySearch", {"query": "ledger migration marker7"})
     assert not result.is_error, result
     answer = result.content[0].text
     assert "memory://fact/topic1/entry7.md" in answer and "marker7" in answer  # a snippet weighed by the query's words
-    kinds = Counter(statement.split()[0] for statement in sent)
-    statistics = [statement for statement in sent if "FROM term_stats" in statement]
-    # The snippets' word weights used to take a snapshot of their own (BEGIN, the statistics, COMMIT):
-    # now the search's snapshot is the only one, and the weights are one statement beside it.
-    assert (kinds["BEGIN"], kinds["COMMIT"], len(statistics)) == (1, 1, 2), sent
+    # One snapshot, whose statistics are read once: the snippets' word weights are the search's
+    # (they were read again after it, a round trip of their own).
+    assert snapshots_and_statistics(sent) == (1, 1, 1), sent
+    # The index's check for a killed writer's change; the BEGIN and the statistics; the keyword
+    # query; the HNSW query; the candidates; the COMMIT; the snippets' content.
+    assert sent.round_trips == 7, sent
+
+
+async def test_a_discovery_reads_its_statistics_once_in_one_snapshot(pg_url, tmp_path, monkeypatch):
+    message = "What about Entry 7 and the ledger migration?"
+    result, sent = await sent_by(pg_url, tmp_path, monkeypatch, "MemoryDiscover", {"message": message})
+    assert not result.is_error and "fact/topic1/entry7.md" in result.content[0].text, result
+    # Its skills' search and its other types' search share one snapshot: the message's words'
+    # statistics read once with the names' (each search used to read them in a snapshot of its own).
+    assert snapshots_and_statistics(sent) == (1, 1, 2), sent
+    assert sum("indexed IS NULL" in statement for statement in sent) == 1, sent
 
 
 async def test_a_read_counts_itself_without_waiting_for_the_disk_and_a_write_waits(pg_url, tmp_path, monkeypatch):

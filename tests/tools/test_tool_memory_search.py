@@ -82,6 +82,19 @@ def test_a_long_line_is_cut_around_its_match():
     assert len(snippet) <= 80 and snippet.startswith("…") and snippet.endswith("…") and "rollback" in snippet
 
 
+@pytest.mark.parametrize(("before", "word"), [
+    ("intro ", "rollback"),  # a plain word
+    ("intro ", "(rollback:"),  # punctuation before it: the cut starts at the bracket, as the line is spaced
+    ("intro\u00a0", "rollback"),  # a space that is not ASCII
+    ("İntro ", "rollback"),  # a letter whose lowercase is two characters: positions still the line's own
+])
+def test_a_long_line_is_cut_a_quarter_of_the_snippet_before_its_first_matching_word(before, word):
+    line = before * 40 + word + " lives here " + "outro " * 40
+    snippet = best_line(line, {"rollback": 1.0}, max_chars=80)
+    start = len(before) * 40 - 80 // 4
+    assert snippet == "…" + line[start:start + 78].rstrip() + "…"
+
+
 def test_rare_words_outweigh_common_ones():
     content = "the weather was nice today\nCaroline went to the support group"
     assert best_line(content, {"weather": 0.2, "nice": 0.2, "carolin": 3.0}) == "Caroline went to the support group"

@@ -14,7 +14,7 @@ than a common one, and the two stores would rank differently.
 Vector search is pgvector's HNSW index (cosine distance) with iterative scans, so a
 filtered search is not cut short by the filter.
 
-A search's reads take six round trips, not one per question the searcher asks: what is sent
+A search's reads take five round trips, not one per question the searcher asks: what is sent
 together and what is read ahead or cached is in `memdir.storage.postgres.search`.
 """
 

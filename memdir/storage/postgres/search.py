@@ -13,6 +13,8 @@ statements themselves are quick (0.1-5 ms each); the round trips and planning ad
   `memdir.search.context` asks next through ``neighbours`` and ``holding``);
 * the hidden (archived, superseded) entries are read with the statistics only when the
   store's change counter moved since they were last read (`HiddenCache`).
+* the statistics are read once per `SearchState`: what a reading read, the searches and the
+  snippet weights inside the same reading take from it (`memdir.memory.searching.Searching.reading`).
 
 Measured with ``bench/bench_postgres.py`` (figures in bench/RESULTS.md).
 """
