@@ -25,11 +25,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False)
 class _Waiting:
-    """One caller's texts and model, and, once its batch has run, their vectors (None: the batch failed)."""
+    """One caller's texts and model, and, once its batch has run, their vectors (None: the batch failed)
+    or, for a batch of this caller alone, the model's error."""
 
     embedder: Embedder
     texts: Sequence[str]
     vectors: np.ndarray | None = None
+    error: Exception | None = None
     done: bool = False
 
 
@@ -46,8 +48,9 @@ class EmbeddingBatches:
         (for the same model).
 
         Raises:
-            What ``embedder.embed`` raises for these texts. A batch that fails is embedded again
-            caller by caller, so one caller's bad text never costs the others their vectors.
+            What ``embedder.embed`` raises for these texts. A batch of several callers that fails is
+            embedded again caller by caller, so one caller's bad text never costs the others their
+            vectors; a caller that was alone in its batch gets that batch's error (no second call).
         """
         mine = _Waiting(embedder, texts)
         with self._turn:
@@ -61,7 +64,9 @@ class EmbeddingBatches:
                 self._busy = True
         if batch:
             self._run(embedder, batch)
-        if mine.vectors is None:  # its batch failed: alone, with its own error if the error was its own
+        if mine.error is not None:
+            raise mine.error
+        if mine.vectors is None:  # its batch of several failed: alone, with its own error if the error was its own
             return embedder.embed(texts)
         return mine.vectors
 
@@ -69,8 +74,10 @@ class EmbeddingBatches:
         """Embed ``batch``'s texts in one call and hand each caller its rows; then let the next batch start."""
         try:
             vectors = embedder.embed([text for waiting in batch for text in waiting.texts])
-        except Exception:
-            if len(batch) > 1:
+        except Exception as exc:
+            if len(batch) == 1:
+                batch[0].error = exc
+            else:
                 log.warning("embedding %d writes together failed; each is embedded alone", len(batch), exc_info=True)
         else:
             start = 0
