@@ -339,10 +339,16 @@ class PostgresIndex:
             conn = self._conn()
             present = {row[0] for row in conn.execute("SELECT path FROM entries WHERE builtin")}
             gone = sorted(present - set(virtual_paths()))
+            behind = [row[0] for row in conn.execute("SELECT path FROM entries WHERE indexed IS NULL")]
+            missing = [path for path in builtins if path not in present]
+            rehash = text_recipe is not None and scalar(conn, "SELECT text_recipe FROM store_state") != text_recipe
+            if gone or behind or missing or rehash:
+                # The change number before any row, the order of every change and of a read's count
+                # (`PostgresAdapter._counted`): a row taken first would deadlock with a read of it.
+                next_change(conn)
             if gone:
                 conn.execute("DELETE FROM entries WHERE builtin AND path = ANY(%s)", (gone,))
-            behind = [row[0] for row in conn.execute("SELECT path FROM entries WHERE indexed IS NULL")]
-            for path in [*(p for p in builtins if p not in present), *behind]:
+            for path in [*missing, *behind]:
                 try:
                     entry = load(path)
                 except Exception as exc:  # (a row that cannot be read as an entry: say so, index the rest)
@@ -351,11 +357,9 @@ class PostgresIndex:
                     continue
                 self._index(conn, entry, text_hash_of(entry), entry.embedding_model, entry.embedding_text_hash)
                 report.updated += 1
-            if text_recipe is not None:
-                recorded = scalar(conn, "SELECT text_recipe FROM store_state")
-                if recorded != text_recipe:
-                    report.rehashed = self._rehash(conn, load, text_hash_of)
-                    conn.execute("UPDATE store_state SET text_recipe = %s", (text_recipe,))
+            if rehash:
+                report.rehashed = self._rehash(conn, load, text_hash_of)
+                conn.execute("UPDATE store_state SET text_recipe = %s", (text_recipe,))
         report.needs_embedding = self.needs_embedding(model_id)
         return report
 
