@@ -350,8 +350,8 @@ class ServerSettings(Section):
     bash_timeout: float = _setting(60.0, "bash_timeout")
     read_workers: int = _setting(4, "read_workers", description="Threads that run read-only memory tools.")
     write_workers: int = _setting(
-        16, "write_workers",
-        description="Threads that run the tools that change memory: different clients' changes run beside each other up to their commits, which the store takes one at a time. A change waiting for the model holds one; with fewer threads than clients writing, their changes queue for a thread instead of joining the model's next batch.",
+        4, "write_workers",
+        description="Threads that run the tools that change memory: different clients' changes run beside each other up to their commits, which the store takes one at a time.",
     )
     hook_socket: bool = _setting(True, "hook_socket", description="A running server answers the hooks over a local socket under <root>/.memdir/.")
     hook_socket_timeout: float = _setting(HOOK_SOCKET_TIMEOUT, "hook_socket_timeout", description="Seconds a hook waits for the server before answering on its own.")
