@@ -5,13 +5,8 @@ A server runs several writes beside each other (one per client session), and eac
 before it takes the store's lock. Run one by one, those model calls compete for the same cores, and
 each pays the model's fixed cost per call; run as one batch, they take about the time of one. There
 is no timer: a write that finds the model idle embeds its text at once; writes arriving while a
-batch runs wait for it to end, and the first of them then embeds their texts together (group
-commit, as databases flush their logs), up to `BATCH_TEXTS` texts, the first come first.
-
-The cap keeps the model and the store's lock working side by side: past a few texts the model's
-cost per text hardly falls, while every write of a batch waits for the batch's last text, and then
-all of them queue for the lock at once, the model idle meanwhile. Batches of a few texts let the
-writes of one batch commit while the next batch is embedded.
+batch runs wait for it to end, and the first of them then embeds all their texts together (group
+commit, as databases flush their logs).
 """
 
 from __future__ import annotations
@@ -26,10 +21,6 @@ import numpy as np
 from memdir.embeddings.base import Embedder
 
 log = logging.getLogger(__name__)
-
-BATCH_TEXTS = 4
-"""The most texts embedded in one call for writes waiting together (more wait for the next call); a
-single caller's texts always go in one call."""
 
 
 @dataclass(eq=False)
@@ -53,8 +44,8 @@ class EmbeddingBatches:
         self._busy = False
 
     def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-        """``texts``' vectors, made in one model call with the texts of the callers waiting meanwhile
-        (for the same model, up to `BATCH_TEXTS` texts).
+        """``texts``' vectors, made in one model call with the texts of every caller waiting meanwhile
+        (for the same model).
 
         Raises:
             What ``embedder.embed`` raises for these texts. A batch of several callers that fails is
@@ -67,8 +58,9 @@ class EmbeddingBatches:
             while self._busy and not mine.done:
                 self._turn.wait()
             batch = []
-            if not mine.done:  # the model is free: this caller embeds those waiting for it (itself first)
-                batch = self._next_batch(mine)
+            if not mine.done:  # the model is free: this caller embeds everyone waiting for it
+                batch = [waiting for waiting in self._waiting if waiting.embedder is embedder]
+                self._waiting = [waiting for waiting in self._waiting if waiting.embedder is not embedder]
                 self._busy = True
         if batch:
             self._run(embedder, batch)
@@ -77,17 +69,6 @@ class EmbeddingBatches:
         if mine.vectors is None:  # its batch of several failed: alone, with its own error if the error was its own
             return embedder.embed(texts)
         return mine.vectors
-
-    def _next_batch(self, leader: _Waiting) -> list[_Waiting]:
-        """``leader`` and the callers waiting for the same model, in the order they came, up to
-        `BATCH_TEXTS` texts; taken off the waiting list (the caller holds ``_turn``)."""
-        batch, texts = [leader], len(leader.texts)
-        for waiting in self._waiting:
-            if waiting is not leader and waiting.embedder is leader.embedder and texts + len(waiting.texts) <= BATCH_TEXTS:
-                batch.append(waiting)
-                texts += len(waiting.texts)
-        self._waiting = [waiting for waiting in self._waiting if waiting not in batch]
-        return batch
 
     def _run(self, embedder: Embedder, batch: list[_Waiting]) -> None:
         """Embed ``batch``'s texts in one call and hand each caller its rows; then let the next batch start."""

@@ -10,7 +10,6 @@ import numpy as np
 from memdir.core.errors import StaleEditError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
-from memdir.memory.batching import BATCH_TEXTS
 from tests.fakes import FakeEmbedder, HoldingEmbedder
 
 WRITES = [(f"fact/team/note{i}.md", f"Note {i} about the release train and pipeline number {i}.") for i in range(4)]
@@ -38,19 +37,6 @@ def test_writes_sent_together_share_one_model_call(tmp_path):
     alone = written_alone(tmp_path)
     for path, _ in WRITES:
         np.testing.assert_allclose(stored[path], alone[path], atol=1e-6)
-
-
-def test_writes_waiting_together_go_to_the_model_a_few_at_a_time(tmp_path):
-    writes = [(f"fact/team/more{i}.md", f"Another note {i} on the rollout checklist, step {i}.") for i in range(6)]
-    embedder = HoldingEmbedder(others=len(writes) - 1)  # (the five waiting never reach the held model: it waits its second)
-    with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
-        embedder.hold_next()
-        with ThreadPoolExecutor(len(writes)) as pool:
-            list(pool.map(lambda item: write(memory, *item), writes))
-        stored = [memory.read(path) for path, _ in writes]
-    # The first alone; of the five that waited, the first four in one call, the last in the next.
-    assert [len(batch) for batch in embedder.batches] == [1, BATCH_TEXTS, 1]
-    assert all(entry.embedding is not None for entry in stored)
 
 
 def test_a_text_the_model_cannot_embed_costs_the_others_nothing(tmp_path):
