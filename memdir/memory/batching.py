@@ -93,10 +93,10 @@ class EmbeddingBatches:
                     waiting.done = True
                 following = self._waiting[0] if self._waiting else None
                 self._busy = following is not None
+            if following is not None:  # (first: the next call starts while this one's callers go on)
+                following.turn.set()
             for waiting in batch:
                 waiting.turn.set()
-            if following is not None:
-                following.turn.set()
 
 
 __all__ = ["EmbeddingBatches"]
