@@ -6,7 +6,8 @@ before it takes the store's lock. Run one by one, those model calls compete for 
 each pays the model's fixed cost per call; run as one batch, they take about the time of one. There
 is no timer: a write that finds the model idle embeds its text at once; writes arriving while a
 batch runs wait for it to end, and the first of them then embeds all their texts together (group
-commit, as databases flush their logs).
+commit, as databases flush their logs). The end of a batch wakes its own callers and the one that
+runs the next batch, no other: many writes waiting cost no crowd of wake-ups.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,19 +26,23 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False)
 class _Waiting:
-    """One caller's texts and model, and, once its batch has run, their vectors (None: the batch failed)."""
+    """One caller's texts and model, and, once its batch has run, their vectors (None: the batch failed)
+    or, for a batch of this caller alone, the model's error."""
 
     embedder: Embedder
     texts: Sequence[str]
     vectors: np.ndarray | None = None
+    error: Exception | None = None
     done: bool = False
+    turn: threading.Event = field(default_factory=threading.Event)
+    """Set when its batch has run, or when it is to run the next batch."""
 
 
 class EmbeddingBatches:
     """Embeds the texts of callers waiting at the same time in one model call."""
 
     def __init__(self) -> None:
-        self._turn = threading.Condition()
+        self._guard = threading.Lock()
         self._waiting: list[_Waiting] = []
         self._busy = False
 
@@ -46,31 +51,36 @@ class EmbeddingBatches:
         (for the same model).
 
         Raises:
-            What ``embedder.embed`` raises for these texts. A batch that fails is embedded again
-            caller by caller, so one caller's bad text never costs the others their vectors.
+            What ``embedder.embed`` raises for these texts. A batch of several callers that fails is
+            embedded again caller by caller, so one caller's bad text never costs the others their
+            vectors; a caller that was alone in its batch gets that batch's error (no second call).
         """
         mine = _Waiting(embedder, texts)
-        with self._turn:
+        with self._guard:
             self._waiting.append(mine)
-            while self._busy and not mine.done:
-                self._turn.wait()
-            batch = []
-            if not mine.done:  # the model is free: this caller embeds everyone waiting for it
+            waits, self._busy = self._busy, True
+        if waits:
+            mine.turn.wait()
+        if not mine.done:  # the model is this caller's: it embeds everyone waiting for it
+            with self._guard:
                 batch = [waiting for waiting in self._waiting if waiting.embedder is embedder]
                 self._waiting = [waiting for waiting in self._waiting if waiting.embedder is not embedder]
-                self._busy = True
-        if batch:
             self._run(embedder, batch)
-        if mine.vectors is None:  # its batch failed: alone, with its own error if the error was its own
+        if mine.error is not None:
+            raise mine.error
+        if mine.vectors is None:  # its batch of several failed: alone, with its own error if the error was its own
             return embedder.embed(texts)
         return mine.vectors
 
     def _run(self, embedder: Embedder, batch: list[_Waiting]) -> None:
-        """Embed ``batch``'s texts in one call and hand each caller its rows; then let the next batch start."""
+        """Embed ``batch``'s texts in one call and hand each caller its rows; then hand the model to the
+        first caller waiting, if any."""
         try:
             vectors = embedder.embed([text for waiting in batch for text in waiting.texts])
-        except Exception:
-            if len(batch) > 1:
+        except Exception as exc:
+            if len(batch) == 1:
+                batch[0].error = exc
+            else:
                 log.warning("embedding %d writes together failed; each is embedded alone", len(batch), exc_info=True)
         else:
             start = 0
@@ -78,11 +88,15 @@ class EmbeddingBatches:
                 waiting.vectors = vectors[start : start + len(waiting.texts)]
                 start += len(waiting.texts)
         finally:
-            with self._turn:
+            with self._guard:
                 for waiting in batch:
                     waiting.done = True
-                self._busy = False
-                self._turn.notify_all()
+                following = self._waiting[0] if self._waiting else None
+                self._busy = following is not None
+            if following is not None:  # (first: the next call starts while this one's callers go on)
+                following.turn.set()
+            for waiting in batch:
+                waiting.turn.set()
 
 
 __all__ = ["EmbeddingBatches"]

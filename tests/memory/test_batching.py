@@ -77,3 +77,14 @@ def _outcome(memory: Memory, path: str, content: str, expected: str | None) -> o
     except StaleEditError as exc:
         return exc
     return "stored"
+
+
+def test_a_write_alone_whose_text_the_model_cannot_embed_calls_the_model_once(tmp_path, caplog):
+    embedder = HoldingEmbedder(others=0, hold=0, poison="number 0")
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
+        embedder.hold_next()  # (records the calls from here on)
+        write(memory, *WRITES[0])
+        stored = memory.read(WRITES[0][0])
+    assert len(embedder.batches) == 1  # the failed call is not made a second time for the same text
+    assert stored.content == WRITES[0][1] and stored.embedding is None
+    assert "the model cannot embed 'number 0'" in caplog.text  # the model's own error, logged as before

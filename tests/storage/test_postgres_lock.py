@@ -1,15 +1,19 @@
 """Two servers on one PostgreSQL store: a write that waits for the other's lock longer than the root's
-lock timeout fails with a clear error, changes nothing, and the next write goes through."""
+lock timeout fails with a clear error, changes nothing, and the next write goes through. Repairing the
+index takes its locks in the order a read's count does."""
 
 from __future__ import annotations
 
 import threading
+import time
 
+import psycopg
 import pytest
 
 from memdir.core.errors import LockTimeoutError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
+from memdir.storage.postgres.adapter import CLAIM_CHANGE
 from memdir.storage.postgres.database import Database
 from tests.fakes import FakeEmbedder
 
@@ -38,3 +42,49 @@ def test_a_write_waiting_too_long_for_another_servers_lock_changes_nothing(pg_ur
         assert not memory.exists("fact/team/late.md")
         memory.write("fact/team/late.md", "Written once the store was free.", metadata={"type": "fact"})
         assert memory.read("fact/team/late.md").content == "Written once the store was free."
+
+
+def test_repairing_the_index_waits_for_a_read_counting_the_same_entry(pg_url, tmp_path):
+    """A row written without its search columns is indexed by the next write; a read counting that entry
+    meanwhile (it holds the store's change number, then counts the row) and the repair both go through."""
+    path = "fact/team/repaired.md"
+    with Memory.open(Settings(root=tmp_path / "memory", store=pg_url), embedder=FakeEmbedder()) as memory:
+        memory.write(path, "The first version.", metadata={"type": "fact"})
+        with memory.adapter.write(path, "The version left unindexed.", title="repaired", metadata={"type": "fact"}):
+            pass  # (what a writer that stopped between the row and its index leaves)
+        assert memory.index.behind_files()
+        with psycopg.connect(pg_url, autocommit=True) as reader:
+            reader.execute("BEGIN")
+            reader.execute(CLAIM_CHANGE)  # a read's count, between its change number and the entry's row
+            failed: list[BaseException] = []
+
+            def write_another() -> None:
+                try:
+                    memory.write("fact/team/other.md", "Another entry.", metadata={"type": "fact"})
+                except BaseException as exc:
+                    failed.append(exc)
+
+            writer = threading.Thread(target=write_another)
+            writer.start()
+            _wait_for_a_lock_wait(pg_url)
+            reader.execute("SET lock_timeout = '5s'")
+            reader.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
+            reader.execute("COMMIT")
+            writer.join(30)
+        assert not failed, failed
+        assert not memory.index.behind_files()
+        assert memory.search("unindexed", top_k=3)[0].path == path  # its words indexed
+        assert memory.read(path).hits == 1
+
+
+def _wait_for_a_lock_wait(url: str) -> None:
+    """Until a session of the store's database waits for a lock."""
+    deadline = time.monotonic() + 10
+    with psycopg.connect(url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            if conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).fetchone() != (0,):
+                return
+            time.sleep(0.05)
+    raise AssertionError("the repairing write never waited for the read's change number")

@@ -5,7 +5,8 @@ content (text), title, metadata (JSON, in the sidecar's key order), ``updated_at
 the vector with its checksum, model and text hash, or a stub's redirect. Each change runs
 under the store's lock (`memdir.storage.postgres.database.AdvisoryLock`): one transaction
 in which the entry's row, the search columns the caller's ``with`` block writes, the store's
-totals and the change counter commit together, or nothing does.
+totals and the change counter commit together, or nothing does. A written entry's row waits
+for the index to write it with its search columns (`memdir.storage.postgres.held`).
 
 A row's ``version`` (the change that wrote it) is what `FileStats` carries here (as
 ``yml_mtime_ns``; ``md_size`` is the content's size), so the index's freshness checks
@@ -44,6 +45,7 @@ from memdir.storage.entry_input import (
 from memdir.storage.postgres import pages
 from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres.database import Database, roll_back, scalar
+from memdir.storage.postgres.held import HeldRow, HeldRows, SearchColumns
 from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.postgres.records import PostgresRecords
 from memdir.storage.postgres.threads import PostgresThreads
@@ -86,6 +88,7 @@ class PostgresAdapter:
 
     Args:
         root: a local directory for what stays on each machine (defrag journals, derived caches).
+        held: where written rows wait for the index (shared with the store's `PostgresIndex`).
         read_only: None for a writable store, else why it is read-only.
     """
 
@@ -99,10 +102,12 @@ class PostgresAdapter:
         max_entry_size: int,
         max_total_size: int,
         max_redirect_hops: int,
+        held: HeldRows,
         read_only: str | None = None,
     ) -> None:
         self.db = db
         self.root = root
+        self.held = held
         self.lock = db.lock
         self.audit = PostgresAudit(db)
         self.records = PostgresRecords(db)
@@ -143,7 +148,9 @@ class PostgresAdapter:
         write = EntryWrite(path, content, str(title), valid_metadata(path, metadata), embedding, embedding_model,
                            embedding_text_hash)
         with self._writing():
-            yield self._write(self._conn(), write, hits, updated_at)
+            conn = self._conn()
+            with self._holding(conn, [self._write(conn, write, hits, updated_at)]) as (staged,):
+                yield staged
 
     @contextmanager
     def write_many(self, writes: Sequence[EntryWrite]) -> Iterator[list[Staged]]:
@@ -154,17 +161,36 @@ class PostgresAdapter:
             return
         with self._writing():
             conn = self._conn()
-            yield [self._write(conn, write, write.hits, write.updated_at) for write in checked]
+            with self._holding(conn, [self._write(conn, write, write.hits, write.updated_at) for write in checked]) as staged:
+                yield staged
+
+    @contextmanager
+    def _holding(self, conn: psycopg.Connection, rows: list[HeldRow]) -> Iterator[list[Staged]]:
+        """The caller's ``with`` block over ``rows``, held back for the index (`memdir.storage.postgres.held`);
+        those it did not take are written as they are at the block's end (nothing, if it fails)."""
+        for row in rows:
+            self.held.hold(row)
+        paths = [row.entry.path for row in rows]
+        try:
+            yield [Staged(row.entry, row_stats(row.entry.size, row.version)) for row in rows]
+        except BaseException:
+            self.held.release(paths)
+            raise
+        left = self.held.release(paths)
+        if left:
+            with conn.pipeline():  # no answer awaited: one round trip
+                for row in left:
+                    upsert_row(conn, row)
 
     def _write(
         self, conn: psycopg.Connection, write: EntryWrite, hits: int | None = None, updated_at: datetime | None = None
-    ) -> Staged:
-        """Store one entry's new version in the caller's transaction; the entry and its row's stats."""
+    ) -> HeldRow:
+        """One entry's new version, its change number claimed in the caller's transaction (its row not written yet)."""
         path = write.path
         refuse_virtual(path)
         data = encode_content(path, write.content)
         vector, checksum = _vector(path, write.embedding)
-        version, old_size, old_hits = self._claim(conn, path, len(data))
+        version, old_hits = self._claim(conn, path, len(data))
         hits = int(hits if hits is not None else old_hits)
         entry = Entry(
             path=path, content=write.content, title=write.title, updated_at=updated_at or utcnow(), size=len(data),
@@ -172,49 +198,28 @@ class PostgresAdapter:
             embedding_model=write.embedding_model if checksum else None,
             embedding_text_hash=write.embedding_text_hash if checksum else None,
         )
-        with conn.pipeline():  # no answer awaited: both statements in one round trip
-            self._upsert_row(conn, entry, old_size, None, version)
-        return Staged(entry, row_stats(len(data), version))
+        return HeldRow(entry, version)
 
-    def _claim(self, conn: psycopg.Connection, path: str, new_size: int) -> tuple[int, int, int]:
-        """Claim the change number of a write of ``new_size`` bytes to ``path`` and check its sizes;
-        the change number and the size and hits of the row it replaces (0, 0 for a new entry).
+    def _claim(self, conn: psycopg.Connection, path: str, new_size: int) -> tuple[int, int]:
+        """Claim the change number of a write of ``new_size`` bytes to ``path``, count its size in the
+        store's total and check both sizes; the change number and the hits of the row it replaces
+        (0 for a new entry).
 
         The change number first: a read counts itself only once it has claimed one (`_counted`), so
         from here on no count can slip in between reading the row's hits and replacing the row.
-        (Each statement of the pipeline reads what was committed when it starts: one round trip.)
+        (Each statement of the pipeline reads what was committed when it starts: one round trip.
+        Sizes that break a limit raise, and the caller's transaction is rolled back.)
         """
         with conn.pipeline():
-            claimed = conn.execute(CLAIM_CHANGE + " RETURNING change, total_size")
-            found = conn.execute("SELECT size, hits FROM entries WHERE path = %s AND NOT builtin", (path,))
+            claimed = conn.execute(
+                CLAIM_CHANGE + ", total_size = total_size + %s"
+                " - coalesce((SELECT size FROM entries WHERE path = %s AND NOT builtin), 0) RETURNING change, total_size",
+                (new_size, path),
+            )
+            found = conn.execute("SELECT hits FROM entries WHERE path = %s AND NOT builtin", (path,))
             (version, total), old = claimed.fetchone() or (0, 0), found.fetchone()
-        old_size, old_hits = old if old else (0, 0)
-        check_sizes(path, new_size, self.max_entry_size, total + new_size - old_size, self.max_total_size)
-        return version, old_size, old_hits
-
-    @staticmethod
-    def _upsert_row(conn: psycopg.Connection, entry: Entry, old_size: int, stub: Redirect | None, version: int) -> None:
-        """The row of ``entry`` (a stub when ``stub``), inserted or replaced, and the store's total size."""
-        meta = entry.metadata
-        conn.execute(
-            "INSERT INTO entries (path, content, title, metadata, updated_at, size, hits, embedding,"
-            " embedding_checksum, embedding_model, embedding_text_hash, stub_kind, stub_target, type, tags_folded, folder,"
-            " version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (path) DO UPDATE SET content = EXCLUDED.content, title = EXCLUDED.title,"
-            " metadata = EXCLUDED.metadata, updated_at = EXCLUDED.updated_at, size = EXCLUDED.size,"
-            " hits = EXCLUDED.hits, embedding = EXCLUDED.embedding, embedding_checksum = EXCLUDED.embedding_checksum,"
-            " embedding_model = EXCLUDED.embedding_model, embedding_text_hash = EXCLUDED.embedding_text_hash,"
-            " stub_kind = EXCLUDED.stub_kind, stub_target = EXCLUDED.stub_target, type = EXCLUDED.type,"
-            " tags_folded = EXCLUDED.tags_folded, version = EXCLUDED.version, builtin = false, indexed = NULL",
-            (
-                entry.path, entry.content, entry.title, metadata_json(meta), entry.updated_at, entry.size, entry.hits,
-                entry.embedding, entry.embedding_checksum, entry.embedding_model, entry.embedding_text_hash,
-                stub.kind if stub else None, stub.target if stub else None,
-                None if stub else entry.type, [] if stub else [str(tag).casefold() for tag in meta.tags],
-                folder_of(entry.path), version,
-            ),
-        )
-        conn.execute("UPDATE store_state SET total_size = total_size + %s", (entry.size - old_size,))
+        check_sizes(path, new_size, self.max_entry_size, total, self.max_total_size)
+        return version, old[0] if old else 0
 
     @contextmanager
     def set_embeddings(
@@ -293,11 +298,10 @@ class PostgresAdapter:
         size = len(text.encode("utf-8"))
         with self._writing():
             conn = self._conn()
-            version, old_size, _ = self._claim(conn, path, size)
+            version, _ = self._claim(conn, path, size)
             stub = Entry(path=path, content=text, title="", size=size, hits=0,  # a new stub starts unread
                          metadata=Metadata(created_by=owner))
-            with conn.pipeline():  # no answer awaited: both statements in one round trip
-                self._upsert_row(conn, stub, old_size, redirect, version)
+            upsert_row(conn, HeldRow(stub, version), redirect)
             yield
 
     @contextmanager
@@ -503,6 +507,34 @@ class RowListing:
 
     def plan(self, text_recipe: str, *, in_place_edits: bool) -> ReconcilePlan:
         return ReconcilePlan(files=[], covered=None, known={}, stamps=lambda failed: None)
+
+
+def upsert_row(conn: psycopg.Connection, row: HeldRow, stub: Redirect | None = None,
+               search: SearchColumns | None = None) -> None:
+    """The row of ``row.entry`` (a stub when ``stub``), inserted or replaced; with ``search``, its
+    search columns in the same statement (the row then counts as indexed), else marked unindexed."""
+    entry, meta = row.entry, row.entry.metadata
+    columns: dict[str, Any] = {
+        "path": entry.path, "content": entry.content, "title": entry.title, "metadata": metadata_json(meta),
+        "updated_at": entry.updated_at, "size": entry.size, "hits": entry.hits, "embedding": entry.embedding,
+        "embedding_checksum": entry.embedding_checksum, "embedding_model": entry.embedding_model,
+        "embedding_text_hash": entry.embedding_text_hash, "stub_kind": stub.kind if stub else None,
+        "stub_target": stub.target if stub else None, "type": None if stub else entry.type,
+        "tags_folded": [] if stub else [str(tag).casefold() for tag in meta.tags], "folder": folder_of(entry.path),
+        "version": row.version, "builtin": False, "indexed": None,
+    }
+    if search is not None:
+        columns.update(
+            length=search.length, text_hash=search.text_hash, vector_model=search.vector_model,
+            vector_text_hash=search.vector_text_hash, importance=search.importance, hidden=search.hidden, counted=True,
+            indexed=row.version,
+        )
+    names = ", ".join(columns)
+    updates = ", ".join(f"{name} = EXCLUDED.{name}" for name in columns if name != "path")
+    conn.execute(
+        f"INSERT INTO entries ({names}) VALUES ({', '.join(['%s'] * len(columns))}) ON CONFLICT (path) DO UPDATE SET {updates}",
+        list(columns.values()),
+    )
 
 
 def _vector(path: str, embedding: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:

@@ -36,8 +36,9 @@ from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
 from memdir.storage.base import Candidates, EntryRow, IndexStats
 from memdir.storage.bm25 import K1, B, bm25_idf
-from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats
+from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats, upsert_row
 from memdir.storage.postgres.database import Database, scalar
+from memdir.storage.postgres.held import HeldRows, SearchColumns
 from memdir.storage.postgres.search import (
     BEGIN,
     HIDDEN,
@@ -123,15 +124,17 @@ class PostgresIndex:
         hnsw_ef_search: candidates the HNSW scan keeps up to 100K entries (more beyond: `EF_SEARCH`).
         context_window: neighbours each side that a search's context coverage reads (0: off);
             `candidates` reads them with the candidates.
+        held: the rows the store's adapter holds back for their search columns (`memdir.storage.postgres.held`).
     """
 
     in_memory = False
 
     def __init__(
         self, db: Database, *, column_weights: Sequence[float], hnsw_ef_search: int, context_window: int = 0,
-        read_only: bool,
+        read_only: bool, held: HeldRows,
     ) -> None:
         self.db = db
+        self.held = held
         self.context_window = context_window
         self.weights = np.asarray(column_weights, dtype=np.float32)
         self.ef_search = hnsw_ef_search
@@ -222,14 +225,14 @@ class PostgresIndex:
     def remove(self, path: str) -> bool:
         with self.db.lock.exclusive():
             conn = self._conn()
-            row = conn.execute("SELECT id FROM entries WHERE path = %s", (path,)).fetchone()
-            if row is None:
-                return False
-            self._unindex(conn, row[0])
-            conn.execute(
-                "UPDATE entries SET indexed = version, length = 0, text_hash = NULL, vector_model = NULL,"
-                " vector_text_hash = NULL WHERE id = %s", (row[0],),
-            )
+            with conn.pipeline():
+                self._unindex(conn, path)
+                removed = conn.execute(
+                    "UPDATE entries SET indexed = version, length = 0, text_hash = NULL, vector_model = NULL,"
+                    " vector_text_hash = NULL, counted = false WHERE path = %s RETURNING id", (path,),
+                )
+                if removed.fetchone() is None:
+                    return False
             self._seq += 1
             return True
 
@@ -237,75 +240,80 @@ class PostgresIndex:
         self, conn: psycopg.Connection, entry: Entry, text_hash: str | None, model_id: str | None,
         vector_hash: str | None,
     ) -> None:
-        """Write the search columns, postings, term counts and links of ``entry``'s row."""
+        """Write the search columns, postings, term counts and links of ``entry``'s row, with the row
+        itself when the adapter held it back for them (`memdir.storage.postgres.held`); a stub's row
+        is marked indexed, nothing more."""
         if entry.virtual:
             self._store_builtin(conn, entry)
-        row = conn.execute("SELECT id, stub_kind FROM entries WHERE path = %s", (entry.path,)).fetchone()
-        if row is None:
-            return
-        entry_id, stub_kind = row
-        with conn.pipeline():  # the statements below wait for no answer: sent together, one round trip
-            self._index_row(conn, entry_id, stub_kind, entry, text_hash, model_id, vector_hash)
-        self._seq += 1
-
-    def _index_row(
-        self, conn: psycopg.Connection, entry_id: int, stub_kind: str | None, entry: Entry, text_hash: str | None,
-        model_id: str | None, vector_hash: str | None,
-    ) -> None:
-        """`_index`'s statements once the row is known (a stub's row: marked indexed, nothing more)."""
-        self._unindex(conn, entry_id)
-        if stub_kind:
-            conn.execute("UPDATE entries SET indexed = version WHERE id = %s", (entry_id,))
-            return
+        held = self.held.take(entry.path)
+        if held is None:
+            row = conn.execute("SELECT stub_kind FROM entries WHERE path = %s", (entry.path,)).fetchone()
+            if row is None:
+                return
+            if row[0]:
+                with conn.pipeline():
+                    self._unindex(conn, entry.path)
+                    conn.execute("UPDATE entries SET indexed = version, counted = false WHERE path = %s", (entry.path,))
+                self._seq += 1
+                return
         meta = entry.metadata
-        tags = [str(tag) for tag in meta.tags]
-        terms = entry_terms(entry.title, tags, meta.domain or "", entry.content)
+        terms = entry_terms(entry.title, [str(tag) for tag in meta.tags], meta.domain or "", entry.content)
         tf = (terms.counts.astype(np.float32) @ self.weights).tolist() if terms.terms else []
         stored = [stored_term(term) for term in terms.terms]
-        conn.execute(
-            "INSERT INTO postings (term, entry, tf, length) SELECT t.term, %s, t.tf, %s"
-            " FROM unnest(%s::text[], %s::real[]) AS t(term, tf)",
-            (entry_id, terms.length, stored, tf),
-        )
-        conn.execute(
-            "INSERT INTO term_stats (term, entries) SELECT unnest(%s::text[]), 1"
-            " ON CONFLICT (term) DO UPDATE SET entries = term_stats.entries + 1",
-            (stored,),
-        )
-        links = meta.all_links
-        conn.execute(
-            "INSERT INTO links (entry, target, kind, strength, origin, created_at, traversed_at)"
-            " SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::real[], %s::text[], %s::text[], %s::text[])"
-            " ON CONFLICT DO NOTHING",
-            (
-                entry_id, [link.target for link in links], [link.kind for link in links],
-                [link.strength for link in links], [link.origin for link in links],
-                [link.created_at.isoformat() for link in links],
-                [link.traversed_at.isoformat() if link.traversed_at else None for link in links],
-            ),
-        )
         has_vector = entry.embedding is not None
-        conn.execute(
-            "UPDATE entries SET length = %s, text_hash = %s, vector_model = %s, vector_text_hash = %s,"
-            " importance = %s, hidden = %s, counted = true, indexed = version WHERE id = %s",
-            (terms.length, text_hash, model_id if has_vector else None, vector_hash if has_vector else None,
-             meta.importance, meta.hidden, entry_id),
-        )
-        conn.execute("UPDATE store_state SET entries = entries + 1, total_length = total_length + %s", (terms.length,))
-
-    def _unindex(self, conn: psycopg.Connection, entry_id: int) -> None:
-        """Take a row's words out of the term counts and totals (if they were counted)."""
-        row = conn.execute(
-            "UPDATE entries SET counted = false WHERE id = %s AND counted RETURNING length", (entry_id,)
-        ).fetchone()
-        if row is not None:
+        columns = SearchColumns(terms.length, text_hash, model_id if has_vector else None,
+                                vector_hash if has_vector else None, meta.importance, meta.hidden)
+        with conn.pipeline():  # the statements below wait for no answer: sent together, one round trip
+            self._unindex(conn, entry.path)
+            if held is not None:
+                upsert_row(conn, held, search=columns)
+            else:
+                conn.execute(
+                    "UPDATE entries SET length = %s, text_hash = %s, vector_model = %s, vector_text_hash = %s,"
+                    " importance = %s, hidden = %s, counted = true, indexed = version WHERE path = %s",
+                    (columns.length, columns.text_hash, columns.vector_model, columns.vector_text_hash,
+                     columns.importance, columns.hidden, entry.path),
+                )
             conn.execute(
-                "UPDATE term_stats t SET entries = t.entries - 1 FROM postings p WHERE p.entry = %s AND t.term = p.term",
-                (entry_id,),
+                "INSERT INTO postings (term, entry, tf, length) SELECT t.term, e.id, t.tf, %s"
+                " FROM entries e, unnest(%s::text[], %s::real[]) AS t(term, tf) WHERE e.path = %s",
+                (terms.length, stored, tf, entry.path),
             )
-            conn.execute("UPDATE store_state SET entries = entries - 1, total_length = total_length - %s", (row[0],))
-        conn.execute("DELETE FROM postings WHERE entry = %s", (entry_id,))
-        conn.execute("DELETE FROM links WHERE entry = %s", (entry_id,))
+            conn.execute(
+                "INSERT INTO term_stats (term, entries) SELECT unnest(%s::text[]), 1"
+                " ON CONFLICT (term) DO UPDATE SET entries = term_stats.entries + 1",
+                (stored,),
+            )
+            links = meta.all_links
+            conn.execute(
+                "INSERT INTO links (entry, target, kind, strength, origin, created_at, traversed_at)"
+                " SELECT e.id, l.* FROM entries e, unnest(%s::text[], %s::text[], %s::real[], %s::text[], %s::text[],"
+                " %s::text[]) AS l WHERE e.path = %s ON CONFLICT DO NOTHING",
+                (
+                    [link.target for link in links], [link.kind for link in links],
+                    [link.strength for link in links], [link.origin for link in links],
+                    [link.created_at.isoformat() for link in links],
+                    [link.traversed_at.isoformat() if link.traversed_at else None for link in links], entry.path,
+                ),
+            )
+            conn.execute("UPDATE store_state SET entries = entries + 1, total_length = total_length + %s", (terms.length,))
+        self._seq += 1
+
+    @staticmethod
+    def _unindex(conn: psycopg.Connection, path: str) -> None:
+        """Take the words of the row at ``path`` out of the term counts and totals (if they were
+        counted: the statement that follows says whether the row counts now), its postings and
+        links out of their tables. The row itself is not rewritten (`memdir.storage.postgres.held`)."""
+        conn.execute(
+            "UPDATE term_stats t SET entries = t.entries - 1 FROM postings p JOIN entries e ON e.id = p.entry"
+            " WHERE e.path = %s AND e.counted AND t.term = p.term", (path,),
+        )
+        conn.execute(
+            "UPDATE store_state s SET entries = s.entries - 1, total_length = s.total_length - e.length"
+            " FROM entries e WHERE e.path = %s AND e.counted", (path,),
+        )
+        conn.execute("DELETE FROM postings p USING entries e WHERE e.path = %s AND p.entry = e.id", (path,))
+        conn.execute("DELETE FROM links l USING entries e WHERE e.path = %s AND l.entry = e.id", (path,))
 
     def _store_builtin(self, conn: psycopg.Connection, entry: Entry) -> None:
         """A built-in entry's row: package data whose vector lives in this store alone."""
@@ -348,10 +356,16 @@ class PostgresIndex:
             conn = self._conn()
             present = {row[0] for row in conn.execute("SELECT path FROM entries WHERE builtin")}
             gone = sorted(present - set(virtual_paths()))
+            behind = [row[0] for row in conn.execute("SELECT path FROM entries WHERE indexed IS NULL")]
+            missing = [path for path in builtins if path not in present]
+            rehash = text_recipe is not None and scalar(conn, "SELECT text_recipe FROM store_state") != text_recipe
+            if gone or behind or missing or rehash:
+                # The change number before any row, the order of every change and of a read's count
+                # (`PostgresAdapter._counted`): a row taken first would deadlock with a read of it.
+                next_change(conn)
             if gone:
                 conn.execute("DELETE FROM entries WHERE builtin AND path = ANY(%s)", (gone,))
-            behind = [row[0] for row in conn.execute("SELECT path FROM entries WHERE indexed IS NULL")]
-            for path in [*(p for p in builtins if p not in present), *behind]:
+            for path in [*missing, *behind]:
                 try:
                     entry = load(path)
                 except Exception as exc:  # (a row that cannot be read as an entry: say so, index the rest)
@@ -360,11 +374,9 @@ class PostgresIndex:
                     continue
                 self._index(conn, entry, text_hash_of(entry), entry.embedding_model, entry.embedding_text_hash)
                 report.updated += 1
-            if text_recipe is not None:
-                recorded = scalar(conn, "SELECT text_recipe FROM store_state")
-                if recorded != text_recipe:
-                    report.rehashed = self._rehash(conn, load, text_hash_of)
-                    conn.execute("UPDATE store_state SET text_recipe = %s", (text_recipe,))
+            if rehash:
+                report.rehashed = self._rehash(conn, load, text_hash_of)
+                conn.execute("UPDATE store_state SET text_recipe = %s", (text_recipe,))
         report.needs_embedding = self.needs_embedding(model_id)
         return report
 

@@ -12,6 +12,7 @@ from memdir.core.settings import Settings
 from memdir.storage.credentials import redact, shown
 from memdir.storage.postgres.adapter import PostgresAdapter
 from memdir.storage.postgres.database import Database, first_line, scalar
+from memdir.storage.postgres.held import HeldRows
 from memdir.storage.postgres.index import PostgresIndex
 from memdir.storage.postgres.schema import migrate
 
@@ -44,16 +45,19 @@ def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> t
     except BaseException:
         db.close()
         raise
+    held = HeldRows()  # (rows the adapter writes wait here for the index's search columns)
     adapter = PostgresAdapter(
         db,
         settings.store_root,
         max_entry_size=settings.storage.max_entry_size,
         max_total_size=settings.storage.max_total_size,
         max_redirect_hops=settings.storage.max_redirect_hops,
+        held=held,
         read_only="opened for reading only" if read_only else None,
     )
     index = PostgresIndex(
         db, column_weights=settings.search.bm25_column_weights, hnsw_ef_search=settings.storage.hnsw_ef_search,
         context_window=settings.search.context_window if settings.search.context_weight else 0, read_only=read_only,
+        held=held,
     )
     return adapter, index

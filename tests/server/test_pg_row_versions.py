@@ -1,0 +1,54 @@
+"""A change writes its entry's row once on a PostgreSQL store.
+
+Each version of a row is a new entry in every index of the table, the HNSW graph's among them (on a
+large store its insert is the costliest part of a write): a MemoryWrite inserts the row and writes
+nothing more to it, a MemoryEdit replaces it once. The official MCP client calls the server (built
+in this process, the fake embedder behind it); PostgreSQL's own statistics count the row versions.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from mcp import Client
+
+from memdir.core.settings import Settings
+from memdir.server.app import build_server
+from tests.fakes import FakeEmbedder
+from tests.server.test_rows_read import flush_statistics
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+
+
+def written(url: str) -> tuple[int, int]:
+    """Rows inserted into and row versions written by updates of the store's entries table so far."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT n_tup_ins, n_tup_upd FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'entries'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+async def test_a_write_and_an_edit_each_leave_one_version_of_the_row(pg_url, tmp_path):
+    server = build_server(Settings(root=tmp_path, store=pg_url, evolution_enabled=False), embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        await client.read_resource("memdir://status")  # (opened: the built-in entries are stored)
+        counts = []
+        for call, arguments in [
+            ("MemoryWrite", {"file_path": "fact/deploy/window.md", "content": "Deploys go out on Tuesday mornings.",
+                             "title": "Deploy window", "type": "fact", "tags": ["deploy"], "related": [], "domain": "ops"}),
+            ("MemoryEdit", {"file_path": "fact/deploy/window.md", "old_string": "Tuesday", "new_string": "Thursday"}),
+        ]:
+            if call == "MemoryEdit":
+                await client.call_tool("MemoryRead", {"file_path": arguments["file_path"]})  # (an edit needs a read first)
+            flush_statistics(server)
+            before = written(pg_url)
+            result = await client.call_tool(call, arguments)
+            assert not result.is_error, result.content[0].text
+            flush_statistics(server)
+            after = written(pg_url)
+            counts.append((after[0] - before[0], after[1] - before[1]))
+        found = await client.call_tool("MemorySearch", {"query": "when do deploys go out on thursday"})
+    assert counts == [(1, 0), (0, 1)]  # (inserted, updated): the write inserts the row, the edit replaces it
+    assert "memory://fact/deploy/window.md" in found.content[0].text  # indexed with its new words
