@@ -72,7 +72,10 @@ connection's own is back after it). The planner prices a cosine like any operato
 reading the row: but the vector is 384 numbers stored out of line (TOAST), more pages per row. By default it read
 every entry's vector below ~100K entries, and the entries of a type at any size: 14,000 pages for a search of
 2,000 entries (9-16 ms) and 115,000 at 20K (~100 ms), where the HNSW walk reads 2,000-3,000. Priced so, it walks
-the graph, and a filter that selects a few hundred entries (a folder) still reads just those through its index."""
+the graph, and a filter that selects a few hundred entries (a folder) still reads just those through its index.
+A store written one row version per entry is smaller than that estimate was made on, and there the planner still
+chose to read every vector below a few thousand entries: an unfiltered search therefore always walks (sequential
+scans and sorts off for its one statement), and a filtered one is left to the pricing above."""
 EF_SEARCH_SIZE = 100_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound
 EF_SEARCH = (
@@ -633,11 +636,13 @@ class PostgresIndex:
             rows = self._rows(
                 (f"SELECT set_config('hnsw.ef_search', {EF_SEARCH}::text, true),"
                  " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                 f" set_config('cpu_operator_cost', '{WALK_OPERATOR_COST}', true) FROM store_state",
-                 (ef_search or self.ef_search, ef_search or self.ef_search, limit)),
+                 f" set_config('cpu_operator_cost', '{WALK_OPERATOR_COST}', true)"
+                 + ("" if where else ", set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)")
+                 + " FROM store_state", (ef_search or self.ef_search, ef_search or self.ef_search, limit)),
                 (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                  " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit)),
                 ("RESET cpu_operator_cost", ()),
+                *([] if where else [("RESET enable_seqscan", ()), ("RESET enable_sort", ())]),
                 rows_of=1,
             )
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
