@@ -523,14 +523,20 @@ def test_matrix_remove_moves_last_row_and_keeps_filters_right():
     assert m.mask(model="other").sum() == 0
 
 
+def top(m: VectorMatrix, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best rows for ``query`` among those ``mask`` keeps: (rows, scores), best first."""
+    scores, rows = m.ranked(query, k, mask)
+    return rows, scores[rows]
+
+
 def test_matrix_top_respects_the_mask():
     m = VectorMatrix()
     for i in range(50):
         m.upsert(f"concept/e{i}.md", unit(i), type="fact" if i == 7 else "concept")
-    rows, scores = m.top(unit(3), 5)
+    rows, scores = top(m, unit(3), 5)
     assert m.paths[rows[0]] == "concept/e3.md" and scores[0] == pytest.approx(1.0)
     assert list(scores) == sorted(scores, reverse=True)
-    rows, _ = m.top(unit(3), 5, m.mask(types=["fact"]))
+    rows, _ = top(m, unit(3), 5, m.mask(types=["fact"]))
     assert [m.paths[r] for r in rows] == ["concept/e7.md"]
 
 
@@ -549,7 +555,7 @@ def test_only_a_large_scan_is_split_over_the_cpus(monkeypatch, rows, threshold, 
         m.upsert(f"concept/e{i}.md", unit(i))
     submitted = []
     monkeypatch.setattr(pool, "submit", lambda *args, **kwargs: submitted.append(args) or pool.__class__.submit(pool, *args, **kwargs))
-    scores = m.scores(unit(3))
+    scores, _ = m.ranked(unit(3), 0)
     assert bool(submitted) is split
     assert scores[m.row_of("concept/e3.md")] == pytest.approx(1.0) and len(scores) == rows
 
@@ -566,9 +572,9 @@ def test_a_split_scan_picks_the_same_best_rows(monkeypatch):
     for i, vector in enumerate(rng.standard_normal((2_000, 16)).astype(np.float32)):
         m.upsert(f"concept/e{i}.md", vector / np.linalg.norm(vector), type="fact" if i % 3 else "skill")
     query, mask = rng.standard_normal(16).astype(np.float32), m.mask(types=["skill"])
-    whole = [m.top(query, 25), m.top(query, 25, mask), m.top(query, 5_000)]
+    whole = [top(m, query, 25), top(m, query, 25, mask), top(m, query, 5_000)]
     monkeypatch.setattr(vectors, "PARALLEL_MIN_ROWS", 1_000)
-    split = [m.top(query, 25), m.top(query, 25, mask), m.top(query, 5_000)]
+    split = [top(m, query, 25), top(m, query, 25, mask), top(m, query, 5_000)]
     for (rows, scores), (split_rows, split_scores) in zip(whole, split):
         assert rows.tolist() == split_rows.tolist() and scores.tolist() == split_scores.tolist()
 
@@ -578,7 +584,7 @@ def test_matrix_switches_dimension_when_the_model_does():
     m.upsert("a.md", unit(1, 8))
     m.upsert("b.md", unit(2, 4))
     assert m.dim == 4 and list(m.paths) == ["b.md"]
-    assert len(m.scores(unit(3, 8))) == 0
+    assert len(m.ranked(unit(3, 8), 0)[0]) == 0
 
 
 _WRITER = """

@@ -393,12 +393,9 @@ class VectorMatrix:
         codes = [code for code, name in enumerate(self._folders.names) if name is not None and (name == folder or name.startswith(inside))]
         return np.isin(self._folder_code[:n], codes)
 
-    def scores(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of every row with ``query`` (rows and query are unit vectors): one matrix-vector product."""
-        return self.ranked(query, 0)[0]
-
     def ranked(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(cosine of every row with ``query``, the ``k`` best rows among those ``mask`` keeps, best first).
+        """(cosine of every row with ``query``, the ``k`` best rows among those ``mask`` keeps, best first):
+        one matrix-vector product (rows and query are unit vectors).
 
         ``einsum`` rather than ``@``: numpy's own SIMD loop, measured here (100K x 384, 2
         shared cores), beat OpenBLAS sgemv (8 ms against 15 ms on one thread; 10 ms wall and
@@ -426,11 +423,6 @@ class VectorMatrix:
         parts = [pool.submit(part, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
         best = np.concatenate([part(0, bounds[1]), *(found.result() for found in parts)])
         return out, best[self.top_of(out[best], k)[0]]
-
-    def top(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` best rows for ``query`` among those ``mask`` keeps: (rows, scores), best first."""
-        scores, rows = self.ranked(query, k, mask)
-        return rows, scores[rows]
 
     @staticmethod
     def top_of(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
