@@ -102,7 +102,6 @@ class IndexKeeper:
                 [*plan.files, *builtins],
                 functools.partial(self.adapter.read_entry, follow=False),
                 self.text_hash_of,
-                model_id=self.model_id(),
                 text_recipe=recipe,
                 covered=plan.covered,
                 known=plan.known,

@@ -32,11 +32,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from memdir.core.entry import Entry
 from memdir.core.files import append_bytes, private_folder, read_regular
-from memdir.storage.sidecar import SafeDumper
+from memdir.storage.sidecar import yaml_codec
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +76,9 @@ def entry_text(entry: Entry | None) -> list[str]:
 
 
 def _yaml_lines(data: dict[str, Any]) -> list[str]:
-    text = yaml.dump(data, Dumper=SafeDumper, sort_keys=True, allow_unicode=True).splitlines()
+    import yaml
+
+    text = yaml.dump(data, Dumper=yaml_codec()[1], sort_keys=True, allow_unicode=True).splitlines()
     return [] if text == ["{}"] else text
 
 

@@ -274,10 +274,6 @@ class ReconcileOutcome(Protocol):
     def failed(self) -> list[str]:
         """Entries that could not be read."""
 
-    @property
-    def needs_embedding(self) -> list[str]:
-        """Entries without a current vector."""
-
 
 JsonRecord = dict[str, JsonValue]
 """One record of a `RecordLog`: a JSON object, whatever the reader makes of its fields."""
@@ -468,7 +464,7 @@ class EntryIndex(SearchIndex, Protocol):
 
     def reconcile(
         self, files: Iterable[tuple[str, FileStats]], load: Callable[[str], Entry],
-        text_hash_of: Callable[[Entry], str], *, model_id: str | None = None, text_recipe: str | None = None,
+        text_hash_of: Callable[[Entry], str], *, text_recipe: str | None = None,
         covered: Callable[[str], bool] | None = None,
         known: Mapping[str, tuple[int, tuple[int, ...]]] | None = None,
     ) -> ReconcileOutcome:

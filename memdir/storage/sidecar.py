@@ -22,16 +22,18 @@ import json
 import logging
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import yaml
 from pydantic import ValidationError
 
 from memdir.core.entry import UNREADABLE_PERMISSIONS, Metadata
 from memdir.core.errors import InputValidationError
 from memdir.core.links import UNREADABLE_LINKS, parse_links
 from memdir.core.paths import disk_stem
+
+if TYPE_CHECKING:
+    import yaml
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +44,26 @@ EMBEDDING_DTYPE = "<f4"
 EMBEDDING_BYTES = EMBEDDING_DIM * 4
 CHECKSUM_PREFIX = "sha256:"
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # same semantics, much faster
-SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # ~1.5 ms less per write than the pure-Python one
+
+@functools.cache
+def yaml_codec() -> tuple[type[yaml.SafeLoader], type[yaml.SafeDumper]]:
+    """PyYAML's safe loader and dumper: the C ones where PyYAML has them (same semantics, much
+    faster: ~1.5 ms less per write). Imported at the first sidecar read or write, not with the
+    store: a search answered from the index reads none."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader), getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _SidecarDumper(SafeDumper):  # type: ignore[misc, valid-type]
+@functools.cache
+def _sidecar_dumper() -> type[yaml.SafeDumper]:
     """The safe dumper, writing datetimes as plain YAML timestamps in Ruby's ``Time`` layout."""
+
+    class SidecarDumper(yaml_codec()[1]):  # type: ignore[misc]
+        pass
+
+    SidecarDumper.add_representer(datetime, _represent_time)
+    return SidecarDumper
 
 
 def _represent_time(dumper: yaml.BaseDumper, value: datetime) -> yaml.ScalarNode:
@@ -56,8 +72,6 @@ def _represent_time(dumper: yaml.BaseDumper, value: datetime) -> yaml.ScalarNode
     text = f"{moment:%Y-%m-%d %H:%M:%S}.{moment.microsecond:06d}000 {offset[:3]}:{offset[3:]}"
     return dumper.represent_scalar("tag:yaml.org,2002:timestamp", text)
 
-
-_SidecarDumper.add_representer(datetime, _represent_time)
 
 # --------------------------------------------------------------------------- embeddings
 
@@ -176,8 +190,10 @@ def _parsed(text: str) -> Any:
     """The YAML document in ``text`` (None if it is none). Cached by the text: a change of many
     entries reads each one's sidecar two or three times (to decide, to check under the lock, to
     rewrite it), and parsing is most of the ~0.2 ms a read costs. Never changed by a caller."""
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 — a safe loader (C SafeLoader)
+        return yaml.load(text, Loader=yaml_codec()[0])  # noqa: S506 — a safe loader (C SafeLoader)
     except yaml.YAMLError:
         return None
 
@@ -191,7 +207,9 @@ def dump_sidecar(data: Mapping[str, Any]) -> bytes:
     fields = _plain(dict(data))
     if isinstance(data.get("updated_at"), datetime):
         fields["updated_at"] = data["updated_at"]
-    text = yaml.dump(fields, Dumper=_SidecarDumper, sort_keys=False, allow_unicode=True, explicit_start=True)
+    import yaml
+
+    text = yaml.dump(fields, Dumper=_sidecar_dumper(), sort_keys=False, allow_unicode=True, explicit_start=True)
     return text.encode("utf-8")
 
 

@@ -18,8 +18,6 @@ from functools import cache
 from importlib import resources
 from types import MappingProxyType
 
-import yaml
-
 from memdir.core.entry import Entry, Metadata
 from memdir.storage.records import EntryInfo
 
@@ -46,6 +44,8 @@ def _resource(stem: str, suffix: str) -> bytes:
 
 @cache
 def _load(path: str) -> Entry:
+    import yaml  # (read once per process, when a built-in is first shown: not on a store's opening)
+
     stem = VIRTUAL_ENTRIES[path]
     content = _resource(stem, ".md").decode("utf-8")
     sidecar = yaml.safe_load(_resource(stem, ".yml").decode("utf-8")) or {}

@@ -305,9 +305,6 @@ def discover(
         include_skills: False leaves the skills reminder out (retrieval mode has no LoadSkill).
         view_all: also entries outside the role's view (`memdir.core.identity.Actor.sees`).
     """
-    # The episodes package loads on the first message, not on the server's start-up path.
-    from memdir.episodes.recall import discover_episodes
-
     settings = settings or memory.settings
     if not message or not message.strip():
         return ""
@@ -320,7 +317,12 @@ def discover(
                              settings.discovery.reminder_bytes)
     text = render(skills, memories, settings.discovery.token_budget)
     # Episodes follow the design's own ranking (importance boost, recency decay, at most N)
-    # and get their own reminder, within what is left of the budget.
+    # and get their own reminder, within what is left of the budget. Their package loads only
+    # for a store that has some (neither on a server's start-up path nor in a store without).
+    if not memory.list_page(None, 1, under=EPISODES_PREFIX).entries:
+        return text
+    from memdir.episodes.recall import discover_episodes
+
     episodes = discover_episodes(memory, message, settings=settings, must_name=gate.must_name, threshold=gate.threshold)
     if episodes and estimate_tokens(text) + estimate_tokens(episodes) <= settings.discovery.token_budget:
         text = f"{text}\n\n{episodes}" if text else episodes

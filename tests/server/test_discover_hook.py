@@ -69,6 +69,8 @@ def test_with_no_server_running_the_hook_answers_without_loading_the_command_lin
     assert "🎯" not in context and "📋 **Git remotes** `fact/git/remotes.md` (fact," in context
     loaded = set(json.loads(report.read_text()))
     assert "memdir.memory" in loaded and not loaded & {"typer", "memdir.cli"}
+    # A search answered from the index parses no YAML, and a store without episodes loads no episode code.
+    assert not loaded & {"yaml", "memdir.episodes.recall"}
 
 
 @pytest.mark.parametrize("prompt", ["", "   ", "what is the capital of Mongolia"])

@@ -326,8 +326,8 @@ def write_entry(adapter: FilesystemAdapter, path: str, content: str, *, title: s
                          embedding_model=MODEL, embedding_text_hash=text_hash(text))).entry  # as Memory.write records them
 
 
-def reconcile(index: DerivedIndex, adapter: FilesystemAdapter, model: str | None = MODEL):
-    return index.reconcile(listing(adapter), lambda p: adapter.read_entry(p, follow=False), hash_of, model_id=model)
+def reconcile(index: DerivedIndex, adapter: FilesystemAdapter):
+    return index.reconcile(listing(adapter), lambda p: adapter.read_entry(p, follow=False), hash_of)
 
 
 def test_reconcile_builds_from_files_then_only_touches_changes(root):
@@ -338,7 +338,7 @@ def test_reconcile_builds_from_files_then_only_touches_changes(root):
     index = DerivedIndex(root)
     report = reconcile(index, adapter)
     assert (report.added, report.updated, report.removed, report.rebuilt) == (3, 0, 0, True)
-    assert report.needs_embedding == ["concept/c.md"]
+    assert index.needs_embedding(MODEL) == ["concept/c.md"]
     assert set(index.vectors.paths) == {"concept/a.md", "concept/b.md"}
 
     again = reconcile(index, adapter)
@@ -363,7 +363,7 @@ def test_reconcile_after_external_edit_and_delete(root):
     assert index.keyword_search(["bananas"]) == []
     assert "concept/b.md" not in index.vectors
     # the vector was made from the old text: it must be re-embedded
-    assert report.needs_embedding == ["concept/a.md"]
+    assert index.needs_embedding(MODEL) == ["concept/a.md"]
     # once re-embedded (written again with a fresh vector), nothing is stale
     entry = write_entry(adapter, "concept/a.md", "apples are green and sour", title="Apples")
     index.upsert(entry, file_stats(root, entry.path), hash_of(entry), MODEL)
@@ -415,7 +415,7 @@ def test_deleting_dot_memdir_rebuilds_silently(root):
     report = reconcile(fresh, adapter)
     assert report.rebuilt and report.added == 5
     assert len(fresh.vectors) == 5
-    assert report.needs_embedding == []  # each .yml records its vector's model and text
+    assert fresh.needs_embedding(MODEL) == []  # each .yml records its vector's model and text
 
 
 def test_deleting_dot_memdir_while_open_rebuilds_on_reconcile(root):

@@ -117,8 +117,6 @@ class ReconcileReport:
 
     Attributes:
         rebuilt: the index file was missing or unusable and was created afresh.
-        needs_embedding: entries whose vector is missing, was made from other text, or
-            by another model than the one given (re-embed these).
     """
 
     added: int = 0
@@ -127,7 +125,6 @@ class ReconcileReport:
     unchanged: int = 0
     failed: list[str] = field(default_factory=list)
     rebuilt: bool = False
-    needs_embedding: list[str] = field(default_factory=list)
 
 
 class DerivedIndex:
@@ -661,7 +658,6 @@ class DerivedIndex:
         load: Callable[[str], Entry],
         text_hash_of: Callable[[Entry], str],
         *,
-        model_id: str | None = None,
         text_recipe: str | None = None,
         covered: Callable[[str], bool] | None = None,
         known: Mapping[str, tuple[int, tuple[int, ...]]] | None = None,
@@ -680,9 +676,6 @@ class DerivedIndex:
                 in the folders ``covered`` says were listed, plus any others to check.
             load: reads one entry (with its embedding) from the files.
             text_hash_of: hash of an entry's searchable text (it depends on settings).
-            model_id: the model the caller embeds with; the report lists entries needing
-                (re-)embedding for it. A vector's own model is what its ``.yml`` records
-                (unknown, so needing re-embedding, when it records none).
             text_recipe: `memdir.embeddings.text.text_recipe` of the caller's settings.
             covered: True for a row whose entry ``files`` would name if it still existed (its
                 folder was listed); rows it is False for are kept when ``files`` leaves them out.
@@ -736,7 +729,6 @@ class DerivedIndex:
             if self.changes.value() != self._files_change:
                 with self._writing():  # every file change is in now: record the counter
                     pass
-            report.needs_embedding = self.needs_embedding(model_id)
             self.rebuilt = False
         return report
 

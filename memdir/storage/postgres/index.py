@@ -342,7 +342,6 @@ class PostgresIndex:
         load: Callable[[str], Entry],
         text_hash_of: Callable[[Entry], str],
         *,
-        model_id: str | None = None,
         text_recipe: str | None = None,
         covered: Callable[[str], bool] | None = None,
         known: Mapping[str, Any] | None = None,
@@ -380,7 +379,6 @@ class PostgresIndex:
             if rehash:
                 report.rehashed = self._rehash(conn, load, text_hash_of)
                 conn.execute("UPDATE store_state SET text_recipe = %s", (text_recipe,))
-        report.needs_embedding = self.needs_embedding(model_id)
         return report
 
     def _rehash(self, conn: psycopg.Connection, load: Callable[[str], Entry], text_hash_of: Callable[[Entry], str]) -> int:
@@ -744,4 +742,3 @@ class ReconcileReport:
     updated: int = 0
     rehashed: int = 0
     failed: list[str] = field(default_factory=list)
-    needs_embedding: list[str] = field(default_factory=list)
