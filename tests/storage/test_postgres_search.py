@@ -163,3 +163,24 @@ def test_a_search_walks_the_graph_not_every_vector(tmp_path, pg_url):
         assert memory.search("what about subject12", types=["fact"])  # (filtered: the planner's choice)
     finally:
         memory.close()
+
+
+def test_a_vector_search_leaves_the_planner_settings_as_the_connection_had_them(tmp_path, pg_url):
+    """The walk's planner settings last for its own statement: what the search reads next is planned with
+    the connection's own (here, set at connection: sequential scans off, a cheaper operator)."""
+    from urllib.parse import quote
+
+    url = pg_url + quote(" -c enable_seqscan=off -c cpu_operator_cost=0.003", safe="")
+    memory = Memory.open(Settings(root=tmp_path / "m", store=url), embedder=FakeEmbedder())
+    settings = "SELECT current_setting('cpu_operator_cost'), current_setting('enable_seqscan'), current_setting('enable_sort')"
+    try:
+        memory.write("fact/otters.md", "Otters hold hands while they sleep.", title="Otters", metadata={"type": "fact"})
+        vector = FakeEmbedder().embed(["otters sleep"])[0]
+        for types in (None, ["fact"]):
+            with memory.index.reading() as conn:
+                assert memory.index.semantic_hits(vector, FakeEmbedder.model_id, 5, types=types).top[0] == "fact/otters.md"
+                assert conn.execute(settings).fetchone() == ("0.003", "off", "on")
+            assert memory.search("otters sleep", types=types)
+            assert memory.index.db.connection().execute(settings).fetchone() == ("0.003", "off", "on")
+    finally:
+        memory.close()

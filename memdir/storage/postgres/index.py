@@ -76,6 +76,10 @@ the graph, and a filter that selects a few hundred entries (a folder) still read
 A store written one row version per entry is smaller than that estimate was made on, and there the planner still
 chose to read every vector below a few thousand entries: an unfiltered search therefore always walks (sequential
 scans and sorts off for its one statement), and a filtered one is left to the pricing above."""
+WALK_PLANNER = (("cpu_operator_cost", str(WALK_OPERATOR_COST)), ("enable_seqscan", "off"), ("enable_sort", "off"))
+"""The planner settings of a vector search's one statement (a filtered search's: the first alone, see
+`WALK_OPERATOR_COST`). Set for the transaction, then put back by one statement after it: ``set_config``
+with a NULL value does what ``RESET`` does (the connection's own value again), for all three at once."""
 EF_SEARCH_SIZE = 100_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound
 EF_SEARCH = (
@@ -633,16 +637,15 @@ class PostgresIndex:
         model_params = [model] if model else []
         condition = comparable + (f" AND {where}" if where else "")
         with self.reading():  # the HNSW settings last until the end of this (or the search's) transaction
+            planner = WALK_PLANNER if not where else WALK_PLANNER[:1]
             rows = self._rows(
                 (f"SELECT set_config('hnsw.ef_search', {EF_SEARCH}::text, true),"
-                 " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                 f" set_config('cpu_operator_cost', '{WALK_OPERATOR_COST}', true)"
-                 + ("" if where else ", set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)")
+                 " set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                 + ", ".join(f"set_config('{name}', '{value}', true)" for name, value in planner)
                  + " FROM store_state", (ef_search or self.ef_search, ef_search or self.ef_search, limit)),
                 (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                  " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit)),
-                ("RESET cpu_operator_cost", ()),
-                *([] if where else [("RESET enable_seqscan", ()), ("RESET enable_sort", ())]),
+                ("SELECT " + ", ".join(f"set_config('{name}', NULL, true)" for name, _ in planner), ()),
                 rows_of=1,
             )
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
