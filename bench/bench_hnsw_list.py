@@ -16,7 +16,9 @@ embedded by the real model:
 
 For each list length, each query's walk runs as the store's search runs it (a search's 50
 candidates, iterative scan in relaxed order, the top 10 by cosine), and it prints recall@10
-against exact search (every cosine, numpy over all vectors), the walk's median time and the
+against exact search (every cosine, numpy over all vectors), in brackets how far the 10th
+found falls short of exact search's 10th (mean, cosine x 1000: a miss among near-ties costs
+next to nothing, one of a clear 10 nearest does), the walk's median time and the
 pages it reads (shared hits plus reads, from ``EXPLAIN (ANALYZE, BUFFERS)`` on 20 queries).
 The store's own list at that size (`memdir.storage.postgres.index.EF_SEARCH`) is marked.
 The machine is shared: the load average is printed with the timings.
@@ -46,6 +48,7 @@ from corpora import DEFAULT_LOCOMO, locomo_corpora, real_embedder  # noqa: E402
 from pgvector.psycopg import register_vector  # noqa: E402
 
 from memdir.core.settings import Settings  # noqa: E402
+from memdir.storage.postgres.database import scalar  # noqa: E402
 
 POOL = 50  # what a search asks the vector index for (``search_candidates``)
 WALK = ("SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE e.embedding IS NOT NULL AND e.stub_kind IS NULL"
@@ -72,21 +75,30 @@ def query_sets(data: Path, count: int) -> dict[str, list[str]]:
     }
 
 
-def walk(conn: psycopg.Connection, vector: np.ndarray, model_id: str, length: int, explain: bool = False) -> list[str] | int:
-    """The top 10 of one walk with a list of ``length`` (or, with ``explain``, the pages it read)."""
+def walk(conn: psycopg.Connection, vector: np.ndarray, model_id: str, length: int, statement: str = WALK) -> list[tuple]:
+    """The rows of one walk with a list of ``length``, run as the store's search runs it."""
     with conn.transaction():
         conn.execute(f"SET LOCAL hnsw.ef_search = {int(length)}")
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute("SET LOCAL enable_sort = off")
-        params = (vector, model_id, vector, POOL)
-        if explain:
-            plan = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {WALK}", params).fetchone()[0]
-            top = plan[0]["Plan"]
-            return int(top.get("Shared Hit Blocks", 0) + top.get("Shared Read Blocks", 0))
-        rows = conn.execute(WALK, params).fetchall()
-    rows.sort(key=lambda row: -row[1])
-    return [path for path, _ in rows[:10]]
+        return conn.execute(statement, (vector, model_id, vector, POOL)).fetchall()
+
+
+def top_ten(conn: psycopg.Connection, vector: np.ndarray, model_id: str, length: int) -> list[tuple[str, float]]:
+    """The walk's 10 best (path, cosine), best first."""
+    return sorted(walk(conn, vector, model_id, length), key=lambda row: -row[1])[:10]
+
+
+def tenth_cosine(conn: psycopg.Connection, vector: np.ndarray, paths: set[str]) -> float:
+    """The lowest cosine among ``paths`` (exact search's 10th)."""
+    return float(scalar(conn, "SELECT min(1 - (embedding <=> %s)) FROM entries WHERE path = ANY(%s)", (vector, list(paths))))
+
+
+def pages_read(conn: psycopg.Connection, vector: np.ndarray, model_id: str, length: int) -> int:
+    """Pages one walk reads: shared buffers hit plus pages read into them."""
+    plan = walk(conn, vector, model_id, length, f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {WALK}")[0][0][0]["Plan"]
+    return int(plan.get("Shared Hit Blocks", 0) + plan.get("Shared Read Blocks", 0))
 
 
 def bench_size(base_url: str, n: int, sets: dict[str, np.ndarray], lengths: list[int], model_id: str) -> None:
@@ -101,21 +113,23 @@ def bench_size(base_url: str, n: int, sets: dict[str, np.ndarray], lengths: list
         start += len(sets[name])
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
+        tenth = {name: [tenth_cosine(conn, v, wanted) for v, wanted in zip(sets[name], exact[name])] for name in names}
         for vector in sets[names[0]][:20]:  # the graph's upper pages into the cache, as in a running server
-            walk(conn, vector, model_id, default)
+            top_ten(conn, vector, model_id, default)
         for length in sorted({*lengths, default}):
             took, recalls = [], {}
             for name in names:
-                found = []
-                for vector, wanted in zip(sets[name], exact[name]):
+                found, short = [], []
+                for vector, wanted, best_tenth in zip(sets[name], exact[name], tenth[name]):
                     started = time.perf_counter()
-                    top = walk(conn, vector, model_id, length)
+                    top = top_ten(conn, vector, model_id, length)
                     took.append(time.perf_counter() - started)
-                    found.append(len(wanted & set(top)) / 10)
-                recalls[name] = float(np.mean(found))
-            pages = statistics.median(walk(conn, v, model_id, length, explain=True) for v in sets[names[1]][:20])
+                    found.append(len(wanted & {path for path, _ in top}) / 10)
+                    short.append(best_tenth - top[-1][1])
+                recalls[name] = f"{np.mean(found):.3f} ({1000 * np.mean(short):.1f})"
+            pages = statistics.median(pages_read(conn, v, model_id, length) for v in sets[names[1]][:20])
             mark = " (the store's own)" if length == default else ""
-            shown = "  ".join(f"{name} {value:.3f}" for name, value in recalls.items())
+            shown = "  ".join(f"{name} {value}" for name, value in recalls.items())
             print(f"  list {length:>4}{mark}: recall@10 {shown}   walk p50 {1000 * statistics.median(took):.1f} ms,"
                   f" {pages:.0f} pages   (load {os.getloadavg()[0]:.1f})", flush=True)
 
