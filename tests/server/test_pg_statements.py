@@ -90,6 +90,8 @@ async def test_a_search_opens_one_snapshot(pg_url, tmp_path, monkeypatch):
     # The index's check for a killed writer's change; the BEGIN and the statistics; the keyword
     # query; the HNSW query; the candidates; the COMMIT; the snippets' content.
     assert sent.round_trips == 7, sent
+    # The HNSW query's planner settings are put back by one statement (not a RESET of each).
+    assert len([statement for statement in sent if statement.startswith("RESET") or "NULL, true)" in statement]) == 1, sent
 
 
 async def test_a_discovery_reads_its_statistics_once_in_one_snapshot(pg_url, tmp_path, monkeypatch):
