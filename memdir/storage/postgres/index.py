@@ -89,7 +89,8 @@ EF_SEARCH = (
 the configured ``ef_search`` twice, then the search's limit): the setting holds up to 100K entries;
 beyond, a list of fixed length finds fewer of the true nearest entries as the graph grows, so the
 list grows with the square root of the size (about 950 at 1M), up to pgvector's limit; never
-shorter than the search asks for (`bench/bench_postgres.py` measures recall by list length)."""
+shorter than the search asks for (`bench/bench_postgres.py` and, on held-out queries, `bench/bench_hnsw_list.py`
+measure recall by list length)."""
 
 
 def _stale(model_id: str | None, what: str) -> tuple[str, tuple[Any, ...]]:
