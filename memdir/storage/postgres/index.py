@@ -82,6 +82,9 @@ WALK_PLANNER = (("cpu_operator_cost", str(WALK_OPERATOR_COST)), ("enable_seqscan
 """The planner settings of a vector search's one statement (a filtered search's: the first alone, see
 `WALK_OPERATOR_COST`). Set for the transaction, then put back by one statement after it: ``set_config``
 with a NULL value does what ``RESET`` does (the connection's own value again), for all three at once."""
+STOPPING_WINDOWS = 150_000
+"""The first PostgreSQL (15) that stops a scan where a window count passes a limit (`typed_walk_sql`):
+before it, that walk would read on to pgvector's ``hnsw.max_scan_tuples``, and no walk is shared."""
 VECTOR_INDEX_NAME = "entries_embedding"  # (the HNSW index, `memdir.storage.postgres.schema.VECTOR_INDEX`)
 EF_SEARCH_SIZE = 100_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound
@@ -646,7 +649,8 @@ class PostgresIndex:
         condition = comparable + (f" AND {where}" if where else "")
         with self.reading():  # the HNSW settings last until the end of this (or the search's) transaction
             state = self._search()
-            by_type = state is not None and state.one_query and bool(types) and not path_prefix and not tags
+            by_type = (state is not None and state.one_query and bool(types) and not path_prefix and not tags
+                       and self._conn().info.server_version >= STOPPING_WINDOWS)
             rows = None
             if by_type and state is not None and state.walk is not None and ef_search is None:
                 rows = state.walk.take(query, model, list(types or ()), limit)

@@ -109,8 +109,8 @@ class Neighbours:
 def typed_walk_sql(condition: str) -> str:
     """The HNSW walk of a search by type, unfiltered: rows ``(path, cosine, type, list length)``
     in the order the scan gives them, up to where the same walk filtered by type stops (``limit``
-    rows of the types, or the scan's end: a window count, which PostgreSQL stops at once
-    it exceeds the limit). It reads what the filtered walk reads, and returns the other
+    rows of the types, or the scan's end: a window count, past which PostgreSQL 15 and later stop
+    the scan). It reads what the filtered walk reads, and returns the other
     types' rows too: a later search of the same query by those types takes them from here
     (`TypedWalk`). Parameters: the query vector, the types, the query vector, ``condition``'s, the limit."""
     return (
