@@ -55,7 +55,7 @@ class Walks:
             self.count += "ORDER BY e.embedding <=>" in statement[0] and not statement[0].startswith("EXPLAIN")
             return planned(index, planner, statement, limit, ef_search)
 
-        PostgresIndex._planned = counting  # type: ignore[method-assign]
+        PostgresIndex._planned = counting  # type: ignore[method-assign, assignment]
 
 
 def bench_size(url: str, n: int, texts: list[str], embedder: Any, walks: Walks) -> None:
