@@ -63,17 +63,19 @@ class Searching:
                               tags=tags, include_archived=include_archived, view=view, min_importance=min_importance)
 
     @contextmanager
-    def reading(self) -> Iterator[None]:
+    def reading(self, *, one_query: bool = False) -> Iterator[None]:
         """One consistent view of the store for the searches and statistics read inside it: the
         index caught up with other processes first, then held still (on PostgreSQL one snapshot,
-        whose statistics a search reads once for every search and snippet weight inside it)."""
+        whose statistics a search reads once for every search and snippet weight inside it).
+        ``one_query``: the searches inside are of one query by different types (on PostgreSQL,
+        one vector walk serves them all where the planner walks the graph for them)."""
         if getattr(self._reading, "open", False):
             yield
             return
         self.keeper.refresh()
         self._reading.open = True
         try:
-            with self.index.reading():
+            with self.index.reading(one_query=one_query):
                 yield
         finally:
             self._reading.open = False

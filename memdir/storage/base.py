@@ -133,9 +133,10 @@ class Candidates:
 class SearchIndex(Protocol):
     """What `memdir.search.hybrid.HybridSearcher` reads: candidates by keyword and by vector."""
 
-    def reading(self) -> AbstractContextManager[object]:
+    def reading(self, *, one_query: bool = False) -> AbstractContextManager[object]:
         """One consistent view of the keyword and vector data for the calls made inside it (what it
-        gives is the store's own business)."""
+        gives is the store's own business). ``one_query``: the searches inside are of one query by
+        different types (a store may make their vector searches one)."""
 
     def keyword_hits(
         self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None,

@@ -90,6 +90,8 @@ async def test_a_search_opens_one_snapshot(pg_url, tmp_path, monkeypatch):
     # The index's check for a killed writer's change; the BEGIN and the statistics; the keyword
     # query; the HNSW query; the candidates; the COMMIT; the snippets' content.
     assert sent.round_trips == 7, sent
+    # The HNSW query's planner settings are put back by one statement (not a RESET of each).
+    assert len([statement for statement in sent if statement.startswith("RESET") or "NULL, true)" in statement]) == 1, sent
 
 
 async def test_a_discovery_reads_its_statistics_once_in_one_snapshot(pg_url, tmp_path, monkeypatch):
@@ -100,6 +102,20 @@ async def test_a_discovery_reads_its_statistics_once_in_one_snapshot(pg_url, tmp
     # statistics read once with the names' (each search used to read them in a snapshot of its own).
     assert snapshots_and_statistics(sent) == (1, 1, 2), sent
     assert sum("indexed IS NULL" in statement for statement in sent) == 1, sent
+
+
+async def test_a_discovery_walks_the_graph_once_for_its_searches_by_type(pg_cluster, tmp_path, monkeypatch):
+    from urllib.parse import quote
+
+    url = pg_cluster.fresh_url() + quote(" -c enable_seqscan=off -c enable_sort=off", safe="")  # (the planner walks)
+    message = "What about Entry 7 and the ledger migration?"
+    result, sent = await sent_by(url, tmp_path, monkeypatch, "MemoryDiscover", {"message": message})
+    assert not result.is_error and "fact/topic1/entry7.md" in result.content[0].text, result
+    # Its skills' search walks unfiltered as far as a walk for skills would; the other types' search
+    # takes its rows from that walk (each searched with a walk of its own before).
+    walks = [statement for statement in sent if "ORDER BY e.embedding <=>" in statement and "e.type = ANY" in statement
+             and not statement.startswith("EXPLAIN")]
+    assert len(walks) == 1, walks
 
 
 async def test_a_read_counts_itself_without_waiting_for_the_disk_and_a_write_waits(pg_url, tmp_path, monkeypatch):

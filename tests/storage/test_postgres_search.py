@@ -163,3 +163,95 @@ def test_a_search_walks_the_graph_not_every_vector(tmp_path, pg_url):
         assert memory.search("what about subject12", types=["fact"])  # (filtered: the planner's choice)
     finally:
         memory.close()
+
+
+def test_a_vector_search_leaves_the_planner_settings_as_the_connection_had_them(tmp_path, pg_url):
+    """The walk's planner settings last for its own statement: what the search reads next is planned with
+    the connection's own (here, set at connection: sequential scans off, a cheaper operator)."""
+    from urllib.parse import quote
+
+    url = pg_url + quote(" -c enable_seqscan=off -c cpu_operator_cost=0.003", safe="")
+    memory = Memory.open(Settings(root=tmp_path / "m", store=url), embedder=FakeEmbedder())
+    settings = "SELECT current_setting('cpu_operator_cost'), current_setting('enable_seqscan'), current_setting('enable_sort')"
+    try:
+        memory.write("fact/otters.md", "Otters hold hands while they sleep.", title="Otters", metadata={"type": "fact"})
+        vector = FakeEmbedder().embed(["otters sleep"])[0]
+        for types in (None, ["fact"]):
+            with memory.index.reading() as conn:
+                assert memory.index.semantic_hits(vector, FakeEmbedder.model_id, 5, types=types).top[0] == "fact/otters.md"
+                assert conn.execute(settings).fetchone() == ("0.003", "off", "on")
+            assert memory.search("otters sleep", types=types)
+            assert memory.index.db.connection().execute(settings).fetchone() == ("0.003", "off", "on")
+    finally:
+        memory.close()
+
+
+def test_searches_of_one_query_by_type_share_one_walk_and_find_what_their_own_walks_find(tmp_path, pg_url):
+    """In a reading of one query (discovery: skills, then the other types), the first search by type
+    walks the graph unfiltered up to where its filtered walk would stop; the next takes its rows from
+    what that walk read, when it read as far as that search's own walk would. Each finds what a walk of
+    its own finds, in the same order."""
+    import time
+    from urllib.parse import quote
+
+    import psycopg
+
+    url = pg_url + quote(" -c enable_seqscan=off -c enable_sort=off", safe="")  # (so small a store: the planner walks)
+    memory = Memory.open(Settings(root=tmp_path / "m", store=url, evolution_enabled=False), embedder=FakeEmbedder())
+    try:
+        memory.write_many([NewEntry(f"{kind}/topic{i % 5}/note{i}.md", f"Note {i} about subject{i % 40} and the ledger.",
+                                    metadata={"type": kind}) for i in range(300) for kind in [("skill", "fact", "concept")[i % 3]]])
+        index = memory.index
+        vector = FakeEmbedder().embed(["the ledger and subject7"])[0]
+        model = FakeEmbedder.model_id
+
+        def scans() -> int:
+            """Scans of the HNSW index so far."""
+            for _, conn in list(index.db._all):
+                if not conn.closed:
+                    conn.execute("SELECT pg_stat_force_next_flush()")
+            time.sleep(0.2)  # (each reports once idle again)
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                return conn.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'entries_embedding'"
+                                    " AND schemaname = current_schema()").fetchone()[0]
+
+        # (the last asks for more skills than the first walk read: it walks on its own)
+        asked = [(["skill"], 30), (["fact", "concept"], 40), (["fact", "concept"], 50), (["skill"], 60)]
+        alone = []
+        for types, limit in asked:
+            with index.reading():
+                hits = index.semantic_hits(vector, model, limit, types=types)
+                alone.append((hits.top, hits.known))
+        before = scans()
+        with index.reading(one_query=True):
+            shared = [index.semantic_hits(vector, model, limit, types=types) for types, limit in asked]
+        assert [(hits.top, hits.known) for hits in shared] == alone
+        assert [len(top) for top, _ in alone] == [30, 40, 50, 60]
+        assert scans() == before + 2
+    finally:
+        memory.close()
+
+
+def test_a_search_for_a_type_few_entries_have_reads_those_entries_not_a_shared_walk(tmp_path, pg_url):
+    """Where the planner reads a rare type's few entries instead of walking the graph (exact, and
+    cheaper than a walk that meets one now and then), a reading of one query keeps its plan."""
+    import psycopg
+
+    memory = Memory.open(Settings(root=tmp_path / "m", store=pg_url, evolution_enabled=False), embedder=FakeEmbedder())
+    try:
+        memory.write_many([NewEntry(f"fact/topic{i % 5}/note{i}.md", f"Note {i} about subject{i % 40} and the ledger.",
+                                    metadata={"type": "fact"}) for i in range(500)]
+                          + [NewEntry(f"skill/s{i}.md", f"How to keep the ledger, way {i}.", metadata={"type": "skill"})
+                             for i in range(3)])
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+        index = memory.index
+        vector = FakeEmbedder().embed(["the ledger"])[0]
+        with index.reading():
+            alone = index.semantic_hits(vector, FakeEmbedder.model_id, 10, types=["skill"]).top
+        with index.reading(one_query=True):
+            assert index.semantic_hits(vector, FakeEmbedder.model_id, 10, types=["skill"]).top == alone
+            assert index._search().walk is None
+        assert {f"skill/s{i}.md" for i in range(3)} <= set(alone)
+    finally:
+        memory.close()

@@ -953,8 +953,9 @@ class DerivedIndex:
             return sql.folder_stats(self.db, prefix)
 
     # ------------------------------------------------------------------ search (`memdir.storage.base.SearchIndex`)
-    def reading(self) -> threading.RLock:
-        """The matrix and the keyword index hold still while this process's lock is held."""
+    def reading(self, *, one_query: bool = False) -> threading.RLock:
+        """The matrix and the keyword index hold still while this process's lock is held (each
+        search compares every vector: ``one_query`` changes nothing)."""
         return self.lock
 
     def keyword_hits(

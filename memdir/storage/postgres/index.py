@@ -47,11 +47,13 @@ from memdir.storage.postgres.search import (
     Neighbours,
     RowHits,
     SearchState,
+    TypedWalk,
     candidates_params,
     candidates_sql,
     filters,
     keyword_sql,
     neighbour_ids,
+    typed_walk_sql,
 )
 from memdir.storage.records import Edge, EntryInfo, FileStats, ImportanceChange, RankFacts, entry_terms, folder_of
 from memdir.storage.sidecar import EMBEDDING_DIM
@@ -76,6 +78,14 @@ the graph, and a filter that selects a few hundred entries (a folder) still read
 A store written one row version per entry is smaller than that estimate was made on, and there the planner still
 chose to read every vector below a few thousand entries: an unfiltered search therefore always walks (sequential
 scans and sorts off for its one statement), and a filtered one is left to the pricing above."""
+WALK_PLANNER = (("cpu_operator_cost", str(WALK_OPERATOR_COST)), ("enable_seqscan", "off"), ("enable_sort", "off"))
+"""The planner settings of a vector search's one statement (a filtered search's: the first alone, see
+`WALK_OPERATOR_COST`). Set for the transaction, then put back by one statement after it: ``set_config``
+with a NULL value does what ``RESET`` does (the connection's own value again), for all three at once."""
+STOPPING_WINDOWS = 150_000
+"""The first PostgreSQL (15) that stops a scan where a window count passes a limit (`typed_walk_sql`):
+before it, that walk would read on to pgvector's ``hnsw.max_scan_tuples``, and no walk is shared."""
+VECTOR_INDEX_NAME = "entries_embedding"  # (the HNSW index, `memdir.storage.postgres.schema.VECTOR_INDEX`)
 EF_SEARCH_SIZE = 100_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound
 EF_SEARCH = (
@@ -85,7 +95,8 @@ EF_SEARCH = (
 the configured ``ef_search`` twice, then the search's limit): the setting holds up to 100K entries;
 beyond, a list of fixed length finds fewer of the true nearest entries as the graph grows, so the
 list grows with the square root of the size (about 950 at 1M), up to pgvector's limit; never
-shorter than the search asks for (`bench/bench_postgres.py` measures recall by list length)."""
+shorter than the search asks for (`bench/bench_postgres.py` and, on held-out queries, `bench/bench_hnsw_list.py`
+measure recall by list length)."""
 
 
 def _stale(model_id: str | None, what: str) -> tuple[str, tuple[Any, ...]]:
@@ -535,15 +546,16 @@ class PostgresIndex:
         return getattr(self._cache, "search", None)
 
     @contextmanager
-    def reading(self) -> Iterator[psycopg.Connection]:
+    def reading(self, *, one_query: bool = False) -> Iterator[psycopg.Connection]:
         """One repeatable-read snapshot for a search (the caller's own transaction, if it has one);
-        its ``BEGIN`` goes with its first statement (`memdir.storage.postgres.search`)."""
+        its ``BEGIN`` goes with its first statement (`memdir.storage.postgres.search`). ``one_query``:
+        the searches inside are of one query by different types, whose vector walks can be one (`semantic_hits`)."""
         conn = self._conn()
         if self._search() is not None:
             yield conn
             return
         own = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        state = self._cache.search = SearchState(begin_pending=own, own=own)
+        state = self._cache.search = SearchState(begin_pending=own, own=own, one_query=one_query)
         try:
             yield conn
         finally:
@@ -623,6 +635,9 @@ class PostgresIndex:
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None, ef_search: int | None = None,
     ) -> RowHits | None:
+        """The HNSW walk's ``limit`` nearest entries (see `WALK_OPERATOR_COST` for how it is planned).
+        In a reading of one query (``reading(one_query=True)``), a search by type alone walks once
+        for every type: its walk keeps the other types' rows it reads (`TypedWalk`)."""
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (EMBEDDING_DIM,):
             return None
@@ -631,27 +646,61 @@ class PostgresIndex:
         model_params = [model] if model else []
         condition = comparable + (f" AND {where}" if where else "")
         with self.reading():  # the HNSW settings last until the end of this (or the search's) transaction
-            rows = self._rows(
-                (f"SELECT set_config('hnsw.ef_search', {EF_SEARCH}::text, true),"
-                 " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                 f" set_config('cpu_operator_cost', '{WALK_OPERATOR_COST}', true)"
-                 + ("" if where else ", set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)")
-                 + " FROM store_state", (ef_search or self.ef_search, ef_search or self.ef_search, limit)),
-                (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
-                 " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit)),
-                ("RESET cpu_operator_cost", ()),
-                *([] if where else [("RESET enable_seqscan", ()), ("RESET enable_sort", ())]),
-                rows_of=1,
-            )
+            state = self._search()
+            by_type = (state is not None and state.one_query and bool(types) and not path_prefix and not tags
+                       and self._conn().info.server_version >= STOPPING_WINDOWS)
+            rows = None
+            if by_type and state is not None and state.walk is not None and ef_search is None:
+                rows = state.walk.take(query, model, list(types or ()), limit)
+            if rows is None:
+                walk = (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
+                        " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit))
+                planner = WALK_PLANNER if not where else WALK_PLANNER[:1]
+                if by_type and state is not None and state.walk is None and ef_search is None and self._walks(planner, walk, limit):
+                    rows = self._typed_walk(state, query, model, list(types or ()), limit, comparable, model_params)
+                else:
+                    rows = self._planned(planner, walk, limit, ef_search)
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
             rows.sort(key=lambda row: -row[1])  # (relaxed order: the scan may return near-ties out of order)
             hits = RowHits(self, query, condition, [*model_params, *params], [path for path, _ in rows],
                            {path: float(cosine) for path, cosine in rows})
-            state = self._search()
             if state is not None:
                 state.semantic = hits
         return hits
+
+    def _planned(self, planner: Sequence[tuple[str, str]], statement: tuple[str, Sequence[Any]], limit: int,
+                 ef_search: int | None = None) -> list[Any]:
+        """The rows of ``statement`` planned with the HNSW settings and ``planner``'s, which are put back after it."""
+        ef = ef_search or self.ef_search
+        return self._rows(
+            (f"SELECT set_config('hnsw.ef_search', {EF_SEARCH}::text, true),"
+             " set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+             + ", ".join(f"set_config('{name}', '{value}', true)" for name, value in planner)
+             + " FROM store_state", (ef, ef, limit)),
+            statement,
+            ("SELECT " + ", ".join(f"set_config('{name}', NULL, true)" for name, _ in planner), ()),
+            rows_of=1,
+        )
+
+    def _walks(self, planner: Sequence[tuple[str, str]], statement: tuple[str, Sequence[Any]], limit: int) -> bool:
+        """Whether the planner reads ``statement`` (a walk filtered by type) through the HNSW index: for
+        a type few entries have, it reads those entries instead, and no walk is shared."""
+        plan = self._planned(planner, ("EXPLAIN " + statement[0], statement[1]), limit)
+        return any(f"using {VECTOR_INDEX_NAME} " in line for (line,) in plan)
+
+    def _typed_walk(
+        self, state: SearchState, query: np.ndarray, model: str | None, types: list[str], limit: int,
+        comparable: str, model_params: list[Any],
+    ) -> list[Any]:
+        """The rows of ``types`` that `typed_walk_sql` finds; what it read is kept in ``state`` for the
+        reading's next searches of other types."""
+        read = self._planned(WALK_PLANNER, (typed_walk_sql(comparable), (query, types, query, *model_params, limit)), limit)
+        wanted = set(types)
+        found = [(path, cosine) for path, cosine, type_, _ in read if type_ in wanted]
+        state.walk = TypedWalk(query.tobytes(), model, limit, read[0][3] if read else 0,
+                               [(path, cosine, type_) for path, cosine, type_, _ in read], len(found) < limit)
+        return found
 
     def cosines(self, query: np.ndarray, condition: str, params: list[Any], paths: Sequence[str]) -> dict[str, float]:
         """Exact cosine of ``paths`` that meet ``condition`` (others are left out)."""

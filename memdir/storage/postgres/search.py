@@ -106,6 +106,47 @@ class Neighbours:
     held: list[frozenset[str]]  # stored terms each neighbour holds, of the query's
 
 
+def typed_walk_sql(condition: str) -> str:
+    """The HNSW walk of a search by type, unfiltered: rows ``(path, cosine, type, list length)``
+    in the order the scan gives them, up to where the same walk filtered by type stops (``limit``
+    rows of the types, or the scan's end: a window count, past which PostgreSQL 15 and later stop
+    the scan). It reads what the filtered walk reads, and returns the other
+    types' rows too: a later search of the same query by those types takes them from here
+    (`TypedWalk`). Parameters: the query vector, the types, the query vector, ``condition``'s, the limit."""
+    return (
+        "SELECT path, cosine, type, current_setting('hnsw.ef_search')::int FROM (SELECT e.path,"
+        " 1 - (e.embedding <=> %s) AS cosine, e.type, count(CASE WHEN e.type = ANY(%s) THEN 1 END)"
+        f" OVER (ORDER BY e.embedding <=> %s ROWS UNBOUNDED PRECEDING) AS seen FROM entries e WHERE {condition}) s"
+        " WHERE seen <= %s"
+    )
+
+
+@dataclass(slots=True)
+class TypedWalk:
+    """What `typed_walk_sql` read for one query vector and ``limit``: rows ``(path, cosine, type)``
+    in the scan's order, the scan's list length, and whether the scan ended before the limit (then
+    it read every row the walk reaches)."""
+
+    query: bytes
+    model: str | None
+    limit: int
+    length: int
+    rows: list[tuple[str, float, str]]
+    ended: bool
+
+    def take(self, query: np.ndarray, model: str | None, types: Sequence[str], limit: int) -> list[tuple[str, float]] | None:
+        """What the same walk filtered by ``types`` gives for ``limit`` (the first that many rows of
+        those types, in the scan's order), or None when this walk is of another query, kept another
+        list (a limit beyond the store's list lengthens it:
+        `memdir.storage.postgres.index.EF_SEARCH`) or did not read that far."""
+        same_list = limit == self.limit or (self.limit < self.length and limit <= self.length)
+        if query.tobytes() != self.query or model != self.model or not same_list:
+            return None
+        wanted = set(types)
+        found = [(path, cosine) for path, cosine, type_ in self.rows if type_ in wanted][:limit]
+        return found if len(found) == limit or self.ended else None
+
+
 @dataclass(slots=True)
 class SearchState:
     """One `PostgresIndex.reading`: its snapshot's state and what its statements have read.
@@ -119,10 +160,14 @@ class SearchState:
         statistics: ``""`` -> (entries, total length), stored term -> entries holding it.
         semantic: the vector search's hits in this reading (for the candidates' cosines).
         neighbours: neighbours read with the candidates.
+        one_query: the searches in this reading are of one query, by type (`TypedWalk`).
+        walk: the unfiltered walk a search by type made in this reading (with ``one_query``).
     """
 
     begin_pending: bool
     own: bool
+    one_query: bool = False
+    walk: TypedWalk | None = None
     begun: bool = False
     change: int | None = None
     statistics: dict[str, Any] = field(default_factory=dict)

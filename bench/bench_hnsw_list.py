@@ -1,0 +1,161 @@
+"""recall@10 of the PostgreSQL store's vector search by the HNSW candidate list's length, on queries of several kinds.
+
+    python bench/bench_hnsw_list.py --cluster-dir DIR [--sizes 100000 1000000] [--lists 50 80 ...] [--queries 100]
+
+It reads stores that ``bench/bench_team_scale.py`` or ``bench/bench_postgres.py`` loaded and kept in
+``--cluster-dir`` (schema ``bench_<size>``; started here with PostgreSQL's stock configuration,
+changed in nothing). Their entries' vectors are convex mixes of the model's embeddings of the first
+1,024 LoCoMo turns (conversations conv-26, conv-30 and part of conv-41). Four query sets, each
+embedded by the real model:
+
+* ``tuned``: questions of conv-26 and conv-30 with three corpus words added (what the search
+  benchmarks ask, and what the list length was chosen on);
+* ``held-out questions``: questions of conv-44 to conv-50, whose turns are in no entry;
+* ``held-out statements``: turns of conv-48 to conv-50 (statements, not questions);
+* ``pseudo-English``: 4-12 words of the corpus's generated text alone.
+
+For each list length, each query's walk runs as the store's search runs it (a search's 50
+candidates, iterative scan in relaxed order, the top 10 by cosine), and it prints recall@10
+against exact search (every cosine, numpy over all vectors), in brackets how far the 10th
+found falls short of exact search's 10th (mean, cosine x 1000: a miss among near-ties costs
+next to nothing, one of a clear 10 nearest does), the walk's median time and the
+pages it reads (shared hits plus reads, from ``EXPLAIN (ANALYZE, BUFFERS)`` on 20 queries).
+The store's own list at that size (`memdir.storage.postgres.index.EF_SEARCH`) is marked.
+The machine is shared: the load average is printed with the timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import psycopg  # noqa: E402
+from bench_postgres import exact_top_10, list_length  # noqa: E402
+from bench_search import TextGenerator  # noqa: E402
+from bench_team_scale import STOCK, schema_url  # noqa: E402
+from corpora import DEFAULT_LOCOMO, locomo_corpora, real_embedder  # noqa: E402
+from pgvector.psycopg import register_vector  # noqa: E402
+
+from memdir.core.settings import Settings  # noqa: E402
+from memdir.storage.postgres.database import scalar  # noqa: E402
+
+POOL = 50  # what a search asks the vector index for (``search_candidates``)
+WALK = ("SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE e.embedding IS NOT NULL AND e.stub_kind IS NULL"
+        " AND e.vector_model = %s ORDER BY e.embedding <=> %s LIMIT %s")
+
+
+def query_sets(data: Path, count: int) -> dict[str, list[str]]:
+    """The four query sets of the module docstring, ``count`` texts each."""
+    corpora = {corpus.name: corpus for corpus in locomo_corpora(data)}
+    gen = TextGenerator(seed=99)
+    rng = np.random.default_rng(7)
+
+    def pick(texts: list[str]) -> list[str]:
+        return [texts[i] for i in sorted(rng.choice(len(texts), min(count, len(texts)), replace=False))]
+
+    tuned = [q.text for name in ("conv-26", "conv-30") for q in corpora[name].queries]
+    held = [q.text for name in ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50") for q in corpora[name].queries]
+    turns = [doc.content for name in ("conv-48", "conv-49", "conv-50") for doc in corpora[name].docs]
+    return {
+        "tuned": [f"{text} {' '.join(gen.sample(3))}" for text in pick(tuned)],
+        "held-out questions": [f"{text} {' '.join(gen.sample(3))}" for text in pick(held)],
+        "held-out statements": pick(turns),
+        "pseudo-English": [" ".join(gen.sample(int(rng.integers(4, 13)))) for _ in range(count)],
+    }
+
+
+def walk(conn: psycopg.Connection, vector: np.ndarray, model_id: str, length: int, statement: str = WALK) -> list[tuple]:
+    """The rows of one walk with a list of ``length``, run as the store's search runs it."""
+    with conn.transaction():
+        conn.execute(f"SET LOCAL hnsw.ef_search = {int(length)}")
+        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        conn.execute("SET LOCAL enable_seqscan = off")
+        conn.execute("SET LOCAL enable_sort = off")
+        return conn.execute(statement, (vector, model_id, vector, POOL)).fetchall()
+
+
+def top_ten(conn: psycopg.Connection, vector: np.ndarray, model_id: str, length: int) -> list[tuple[str, float]]:
+    """The walk's 10 best (path, cosine), best first."""
+    return sorted(walk(conn, vector, model_id, length), key=lambda row: -row[1])[:10]
+
+
+def tenth_cosine(conn: psycopg.Connection, vector: np.ndarray, paths: set[str]) -> float:
+    """The lowest cosine among ``paths`` (exact search's 10th)."""
+    return float(scalar(conn, "SELECT min(1 - (embedding <=> %s)) FROM entries WHERE path = ANY(%s)", (vector, list(paths))))
+
+
+def pages_read(conn: psycopg.Connection, vector: np.ndarray, model_id: str, length: int) -> int:
+    """Pages one walk reads: shared buffers hit plus pages read into them."""
+    plan = walk(conn, vector, model_id, length, f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {WALK}")[0][0][0]["Plan"]
+    return int(plan.get("Shared Hit Blocks", 0) + plan.get("Shared Read Blocks", 0))
+
+
+def bench_size(base_url: str, n: int, sets: dict[str, np.ndarray], lengths: list[int], model_id: str) -> None:
+    url = schema_url(base_url, n)
+    default = list_length(url, Settings().storage.hnsw_ef_search, POOL)
+    print(f"\n== {n:,} entries (the store's own list at this size: {default})", flush=True)
+    names = list(sets)
+    exact_all = exact_top_10(url, np.vstack([sets[name] for name in names]), model_id)
+    exact, start = {}, 0
+    for name in names:
+        exact[name] = exact_all[start:start + len(sets[name])]
+        start += len(sets[name])
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        tenth = {name: [tenth_cosine(conn, v, wanted) for v, wanted in zip(sets[name], exact[name])] for name in names}
+        for vector in sets[names[0]][:20]:  # the graph's upper pages into the cache, as in a running server
+            top_ten(conn, vector, model_id, default)
+        for length in sorted({*lengths, default}):
+            took, recalls = [], {}
+            for name in names:
+                found, short = [], []
+                for vector, wanted, best_tenth in zip(sets[name], exact[name], tenth[name]):
+                    started = time.perf_counter()
+                    top = top_ten(conn, vector, model_id, length)
+                    took.append(time.perf_counter() - started)
+                    found.append(len(wanted & {path for path, _ in top}) / 10)
+                    short.append(best_tenth - top[-1][1])
+                recalls[name] = f"{np.mean(found):.3f} ({1000 * np.mean(short):.1f})"
+            pages = statistics.median(pages_read(conn, v, model_id, length) for v in sets[names[1]][:20])
+            mark = " (the store's own)" if length == default else ""
+            shown = "  ".join(f"{name} {value}" for name, value in recalls.items())
+            print(f"  list {length:>4}{mark}: recall@10 {shown}   walk p50 {1000 * statistics.median(took):.1f} ms,"
+                  f" {pages:.0f} pages   (load {os.getloadavg()[0]:.1f})", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cluster-dir", type=Path, required=True, help="a cluster kept by bench_team_scale.py or bench_postgres.py")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--lists", type=int, nargs="+", default=[50, 80, 120, 160, 200, 300])
+    parser.add_argument("--queries", type=int, default=100, help="queries in each set")
+    parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
+    args = parser.parse_args(argv)
+    embedder = real_embedder(args.cache, "locomo")
+    sets = {name: embedder.embed(texts) for name, texts in query_sets(args.data, args.queries).items()}
+    embedder.save()
+    print(json.dumps({name: len(vectors) for name, vectors in sets.items()}), flush=True)
+    from tests.pg_cluster import Cluster
+
+    cluster = Cluster(args.cluster_dir).start(STOCK)
+    try:
+        for n in args.sizes:
+            bench_size(cluster.url(), n, sets, args.lists, embedder.model_id)
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()
