@@ -1,9 +1,9 @@
 """The in-memory vector matrix: every embedded entry's vector in one contiguous float32 array.
 
 SwarmMemory read every ``.emb`` file on every search. memdir keeps the vectors of a
-root in one ``(rows, dim)`` array instead, so a semantic search is a single
-matrix-vector product and an ``argpartition`` (0.8 ms at 10K entries, 5 ms at 100K)
-and filters are boolean masks over parallel arrays, applied *before* the top-k cut.
+root in one ``(rows, dim)`` array instead, so a semantic search is one dot product per
+row and a top-k cut (`VectorMatrix.ranked`), and filters are boolean masks over parallel
+arrays, applied *before* the top-k cut.
 
 Rows are kept dense: removing a row moves the last row into the hole, so the used
 part of the array never has gaps. Capacity doubles when full, so appends are
