@@ -233,6 +233,59 @@ def test_the_tags_a_searcher_files_are_bounded():
         assert len(matcher) <= 10
 
 
+def test_tag_matches_stay_right_while_another_search_files_new_tags() -> None:
+    """A search counts tag matches while another search, in another thread, files tags it had not
+    met, sharing their words: the search neither fails nor miscounts.
+
+    A garbage collection runs Python code (its callbacks, finalizers) in the middle of C code,
+    where the interpreter may switch threads. Here every allocation collects, and each collection
+    in the middle of the search hands over to the other search, which files a new tag, so the
+    tags filed change at every point where they could change under a running search."""
+    import gc
+    import threading
+
+    from memdir.core.keywords import stem
+    from memdir.search.tags import TagMatcher
+
+    matcher = TagMatcher(limit=100_000)
+    asked = [(f"debugging-{i}", "release") for i in range(20)] + [("deploy",)]
+    words = {stem("debug"), stem("deploy")}
+    matcher.counts(words, asked)  # (its tags filed before the race)
+    searching = threading.current_thread()
+    wanted, done, stop = threading.Event(), threading.Event(), threading.Event()
+
+    def file_new_tags() -> None:  # the other search
+        for i in range(1_000_000):
+            while not wanted.wait(0.05):
+                if stop.is_set():
+                    return
+            wanted.clear()
+            matcher.counts(words, [(f"debugger{i}", f"deployment{i}")])
+            done.set()
+
+    handovers = iter(range(300))
+
+    def hand_over(phase: str, info: dict) -> None:
+        if phase == "start" and threading.current_thread() is searching and next(handovers, None) is not None:
+            done.clear()
+            wanted.set()
+            done.wait(1)
+
+    other = threading.Thread(target=file_new_tags)
+    other.start()
+    threshold = gc.get_threshold()
+    gc.callbacks.append(hand_over)
+    gc.set_threshold(1, 1_000_000, 1_000_000)  # (the young objects only)
+    try:
+        counted = [matcher.counts(words, asked).tolist() for _ in range(5)]
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(hand_over)
+        stop.set()
+        other.join()
+    assert counted == [[1.0] * len(asked)] * 5
+
+
 def test_tag_matches_count_each_query_word_once_by_stem_or_prefix(tmp_path):
     """A query word matches a tag word with its stem, or (both 4 letters or more) one a prefix of the
     other; an entry's tag share counts the query's words any of its tags match, each once."""

@@ -579,6 +579,29 @@ def test_a_split_scan_picks_the_same_best_rows(monkeypatch):
         assert rows.tolist() == split_rows.tolist() and scores.tolist() == split_scores.tolist()
 
 
+@pytest.mark.parametrize("order", ["random", "rising", "falling", "ties"])
+def test_the_best_rows_are_those_of_a_full_sort(order):
+    """The ``k`` best rows are those of sorting every score, equal scores by row, however the scores
+    lie over the rows (a bound guessed from every 16th row lets too few pass when they rise)."""
+    rng = np.random.default_rng(5)
+    query = unit(1)
+    vectors = rng.standard_normal((3_000, 8)).astype(np.float32)
+    if order == "ties":
+        vectors = vectors[rng.integers(0, 40, len(vectors))]  # 40 distinct vectors, each on ~75 rows
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosines = vectors @ query
+    if order != "random":
+        vectors = vectors[np.argsort(cosines if order == "rising" else -cosines, kind="stable")]
+    m = VectorMatrix()
+    for i, vector in enumerate(vectors):
+        m.upsert(f"concept/e{i}.md", vector, type="fact" if i % 3 else "skill")
+    mask = m.mask(types=["skill"])
+    for k, keep in [(1, None), (50, None), (200, None), (50, mask)]:
+        scores, rows = m.ranked(query, k, keep)
+        allowed = np.arange(len(m)) if keep is None else np.flatnonzero(keep)
+        assert rows.tolist() == allowed[np.lexsort((allowed, -scores[allowed]))][:k].tolist()
+
+
 def test_matrix_switches_dimension_when_the_model_does():
     m = VectorMatrix()
     m.upsert("a.md", unit(1, 8))

@@ -1,9 +1,9 @@
 """The in-memory vector matrix: every embedded entry's vector in one contiguous float32 array.
 
 SwarmMemory read every ``.emb`` file on every search. memdir keeps the vectors of a
-root in one ``(rows, dim)`` array instead, so a semantic search is a single
-matrix-vector product and an ``argpartition`` (0.8 ms at 10K entries, 5 ms at 100K)
-and filters are boolean masks over parallel arrays, applied *before* the top-k cut.
+root in one ``(rows, dim)`` array instead, so a semantic search is one dot product per
+row and a top-k cut (`VectorMatrix.ranked`), and filters are boolean masks over parallel
+arrays, applied *before* the top-k cut.
 
 Rows are kept dense: removing a row moves the last row into the hole, so the used
 part of the array never has gaps. Capacity doubles when full, so appends are
@@ -395,15 +395,14 @@ class VectorMatrix:
 
     def ranked(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(cosine of every row with ``query``, the ``k`` best rows among those ``mask`` keeps, best first):
-        one matrix-vector product (rows and query are unit vectors).
+        one dot product per row (rows and query are unit vectors).
 
-        ``einsum`` rather than ``@``: numpy's own SIMD loop, measured here (100K x 384, 2
-        shared cores), beat OpenBLAS sgemv (8 ms against 15 ms on one thread; 10 ms wall and
-        17 ms CPU on two, whose threads also sleep between searches and wake late on a busy
-        machine). The product is bound by memory bandwidth (154 MB at 100K), which one core
-        does not saturate: from `PARALLEL_MIN_ROWS` rows the rows are split over the CPUs (einsum
-        releases the GIL), and each part picks its own ``k`` best as well (an ``argpartition`` of
-        100K scores costs most of a millisecond), of which the best ``k`` are kept.
+        ``np.vecdot`` rather than ``@`` or ``einsum``: one short dot product per row on the calling
+        thread, faster on this workload than either (OpenBLAS's sgemv wakes threads of its own, which
+        answer late on a busy machine; einsum's loop is slower per row). The product is bound by
+        memory bandwidth at 100K rows (154 MB), which one core does not saturate: from
+        `PARALLEL_MIN_ROWS` rows the rows are split over the CPUs (vecdot releases the GIL), and each
+        part picks its own ``k`` best as well, of which the best ``k`` are kept.
         """
         q = np.asarray(query, dtype=np.float32).ravel()
         if self.dim is None or q.shape[0] != self.dim or not self._n:  # nothing comparable: another model's dimension
@@ -411,34 +410,55 @@ class VectorMatrix:
         data = self._data[: self._n]
         pool = _scan_pool() if self._n >= PARALLEL_MIN_ROWS else None
         if pool is None:
-            out = np.einsum("ij,j->i", data, q)
-            return out, self.top_of(out, k, mask)[0]
+            out = np.vecdot(data, q)
+            return out, self.top_of(out, k, mask)
         out = np.empty(self._n, dtype=np.float32)
 
         def part(lo: int, hi: int) -> np.ndarray:
-            np.einsum("ij,j->i", data[lo:hi], q, out=out[lo:hi])
-            return lo + self.top_of(out[lo:hi], k, None if mask is None else mask[lo:hi])[0]
+            np.vecdot(data[lo:hi], q, out=out[lo:hi])
+            return lo + self.top_of(out[lo:hi], k, None if mask is None else mask[lo:hi])
 
         bounds = np.linspace(0, self._n, pool._max_workers + 2, dtype=np.int64).tolist()  # helpers' parts + the caller's
         parts = [pool.submit(part, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
         best = np.concatenate([part(0, bounds[1]), *(found.result() for found in parts)])
-        return out, best[self.top_of(out[best], k)[0]]
+        return out, best[self.top_of(out[best], k)]
 
     @staticmethod
-    def top_of(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` best of precomputed ``scores`` among the rows ``mask`` keeps (``argpartition``, then sort)."""
+    def top_of(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndarray:
+        """The rows of the ``k`` best of precomputed ``scores`` among the rows ``mask`` keeps, best first
+        (equal scores by row)."""
         if not len(scores) or k <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        if mask is not None:
-            candidates = mask.nonzero()[0]
-            scores_c = scores[candidates]
-        else:
-            candidates, scores_c = None, scores
+            return np.zeros(0, dtype=np.int64)
+        candidates = mask.nonzero()[0] if mask is not None else None
+        scores_c = scores if candidates is None else scores[candidates]
         k = min(k, len(scores_c))
         if k == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        size = len(scores_c)  # partition the scores themselves: no negated copy of 100K floats
-        part = scores_c.argpartition(size - k)[size - k :] if k < size else np.arange(size)
-        order = part[(-scores_c[part]).argsort(kind="stable")]
-        rows = order if candidates is None else candidates[order]
-        return rows, scores_c[order]
+            return np.zeros(0, dtype=np.int64)
+        part = _at_least_kth(scores_c, k) if k < len(scores_c) else np.arange(len(scores_c))
+        order = part[(-scores_c[part]).argsort(kind="stable")][:k]
+        return order if candidates is None else candidates[order]
+
+
+SAMPLE_STRIDE = 16
+"""`_at_least_kth` guesses a bound from every 16th score."""
+
+
+def _at_least_kth(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of ``scores`` holding the ``k`` best and every score equal to the ``k``-th best (so
+    ties can be broken by position), and perhaps a few more, in ascending order.
+
+    The positions are those at or above a bound: the score of the sample's ``2k / SAMPLE_STRIDE + 4``-th
+    best, which about twice ``k`` scores pass; when at least ``k`` do, the ``k`` best are among them
+    (none below the bound can beat ``k`` above it). Comparing every score with one number costs a
+    small part of partitioning them all (an ``argpartition`` of 100K scores costs most of a
+    millisecond). Too few passing (scores sorted against the sample's stride, a small array) takes
+    the ``k``-th best score itself as the bound.
+    """
+    rank = 2 * k // SAMPLE_STRIDE + 4
+    sample = scores[::SAMPLE_STRIDE]
+    if len(sample) > 2 * rank:
+        passing = np.flatnonzero(scores >= np.partition(sample, len(sample) - rank)[len(sample) - rank])
+        if len(passing) >= k:
+            return passing
+    passing = np.flatnonzero(scores >= np.partition(scores, len(scores) - k)[len(scores) - k])
+    return passing if len(passing) >= k else np.sort(scores.argpartition(len(scores) - k)[len(scores) - k :])  # (NaN)
