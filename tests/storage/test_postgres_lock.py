@@ -15,6 +15,7 @@ from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.storage.postgres.adapter import CLAIM_CHANGE
 from memdir.storage.postgres.database import Database
+from memdir.storage.postgres.reads import COUNT_READ
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.postgres
@@ -68,7 +69,7 @@ def test_repairing_the_index_waits_for_a_read_counting_the_same_entry(pg_url, tm
             writer.start()
             _wait_for_a_lock_wait(pg_url)
             reader.execute("SET lock_timeout = '5s'")
-            reader.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
+            reader.execute(COUNT_READ, (path,))
             reader.execute("COMMIT")
             writer.join(30)
         assert not failed, failed
