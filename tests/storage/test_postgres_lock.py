@@ -89,3 +89,14 @@ def _wait_for_a_lock_wait(url: str) -> None:
                 return
             time.sleep(0.05)
     raise AssertionError("the repairing write never waited for the read's change number")
+
+
+def test_a_statement_sent_with_the_commit_that_fails_leaves_the_change_uncommitted(pg_url, tmp_path):
+    with Memory.open(Settings(root=tmp_path / "memory", store=pg_url), embedder=FakeEmbedder()) as memory:
+        with pytest.raises(psycopg.errors.UndefinedColumn):
+            with memory.adapter.write("fact/team/a.md", "Never committed.", title="a", metadata={"type": "fact"}):
+                memory.adapter.lock.at_commit("INSERT INTO audit (no_such_column) VALUES (%s)", [(1,)])
+        assert not memory.exists("fact/team/a.md")
+        memory.write("fact/team/b.md", "Committed with its audit record.", metadata={"type": "fact"})
+        assert memory.exists("fact/team/b.md")
+        assert [record.action for record in memory.adapter.audit.records(path="fact/team/b.md")] == ["create"]
