@@ -62,6 +62,10 @@ def test_a_store_made_before_keeps_its_read_counts_times_and_orders(pg_url, tmp_
         assert facts["fact/b.md"].accessed_at[:10] == "2026-01-03"  # never read: its last change
         assert memory.read("fact/c.md", count_hit=True).hits == 2
         assert memory.index.recently_used(1) == ["fact/c.md"]  # read now: the most recent
+        memory.delete("fact/c.md")
+    with psycopg.connect(pg_url) as conn:
+        kept = {row[0] for row in conn.execute("SELECT path FROM entry_reads WHERE path LIKE 'fact/%'")}
+    assert kept == {"fact/a.md", "fact/b.md", "fact/d.md", "fact/e.md"}  # a deleted entry's row goes with it
 
 
 def _used(settings: Settings) -> tuple[list[str], list[str], dict[str, int]]:

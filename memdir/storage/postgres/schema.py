@@ -213,7 +213,7 @@ CREATE INDEX entries_type_newest ON entries (type, updated_at DESC, path COLLATE
 # (the importance as `memdir.storage.postgres.index.EFFECTIVE_IMPORTANCE` computes it).
 _ENTRY_READS = """
 CREATE TABLE entry_reads (
-    entry bigint PRIMARY KEY REFERENCES entries ON DELETE CASCADE,
+    entry bigint PRIMARY KEY,
     path text NOT NULL,
     hits integer NOT NULL DEFAULT 0,
     read_at timestamptz,
@@ -227,6 +227,7 @@ INSERT INTO entry_reads (entry, path, hits, read_at, recency, ranked_importance,
         THEN recalibrated ELSE importance END,
         stub_kind IS NULL AND NOT builtin AND NOT hidden
     FROM entries;
+ALTER TABLE entry_reads ADD FOREIGN KEY (entry) REFERENCES entries ON DELETE CASCADE;  -- (checked once, not per row copied)
 DROP INDEX entries_recent;
 DROP INDEX entries_important;
 ALTER TABLE entries DROP COLUMN hits, DROP COLUMN accessed_at;
