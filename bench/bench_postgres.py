@@ -73,7 +73,7 @@ MAINTENANCE_MEMORY = "6GB"  # the 1M HNSW graph (~2 KB an entry) is built in mem
 CLUSTER_SETTINGS = {"shared_buffers": "6GB", "max_wal_size": "8GB", "checkpoint_timeout": "30min",
                     "max_parallel_maintenance_workers": "2"}
 COPY_COLUMNS = (
-    "id, path, content, title, metadata, updated_at, size, hits, embedding, embedding_model, type, tags_folded,"
+    "id, path, content, title, metadata, updated_at, size, embedding, embedding_model, type, tags_folded,"
     " folder, length, vector_model, vector_text_hash, text_hash, counted, version, indexed"
 )
 
@@ -138,7 +138,7 @@ def load(url: str, n: int, bases: np.ndarray, model_id: str, recipe: str, weight
                         total_length += terms.length
                         total_size += size
                         copy_entries.write_row((
-                            i, path, contents[j], titles[j], metadata_json(meta), now, size, 0, vectors[j], model_id,
+                            i, path, contents[j], titles[j], metadata_json(meta), now, size, vectors[j], model_id,
                             entry_type(kind, path), [t.casefold() for t in entry_tags], folder_of(path), terms.length,
                             model_id, "h", "h",
                             True, i, i,

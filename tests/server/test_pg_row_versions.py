@@ -2,7 +2,8 @@
 
 Each version of a row is a new entry in every index of the table, the HNSW graph's among them (on a
 large store its insert is the costliest part of a write): a MemoryWrite inserts the row and writes
-nothing more to it, a MemoryEdit replaces it once. The official MCP client calls the server (built
+nothing more to it, a MemoryEdit replaces it once, a MemoryRead leaves it as it is (its count and time are a
+small row of their own). The official MCP client calls the server (built
 in this process, the fake embedder behind it); PostgreSQL's own statistics count the row versions.
 """
 
@@ -13,6 +14,7 @@ import pytest
 from mcp import Client
 
 from memdir.core.settings import Settings
+from memdir.memory import Memory
 from memdir.server.app import build_server
 from tests.fakes import FakeEmbedder
 from tests.server.test_rows_read import flush_statistics
@@ -52,3 +54,27 @@ async def test_a_write_and_an_edit_each_leave_one_version_of_the_row(pg_url, tmp
         found = await client.call_tool("MemorySearch", {"query": "when do deploys go out on thursday"})
     assert counts == [(1, 0), (0, 1)]  # (inserted, updated): the write inserts the row, the edit replaces it
     assert "memory://fact/deploy/window.md" in found.content[0].text  # indexed with its new words
+
+
+async def test_a_read_leaves_the_entrys_row_as_it_is_and_counts_in_its_own(pg_url, tmp_path):
+    server = build_server(Settings(root=tmp_path, store=pg_url, evolution_enabled=False), embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        for name in ("window", "freeze"):
+            result = await client.call_tool("MemoryWrite", {
+                "file_path": f"fact/deploy/{name}.md", "content": f"Deploy {name}: Tuesday mornings.", "title": name,
+                "type": "fact", "tags": ["deploy"], "related": [], "domain": "ops"})
+            assert not result.is_error, result.content[0].text
+        flush_statistics(server)
+        before = written(pg_url)
+        for _ in range(3):
+            read = await client.call_tool("MemoryRead", {"file_path": "fact/deploy/window.md"})
+            assert not read.is_error and "Tuesday" in read.content[0].text, read.content[0].text
+        flush_statistics(server)
+        after = written(pg_url)
+    assert after == before  # no new version of the entry's row (nor of any of its indexes' entries)
+    with psycopg.connect(pg_url) as conn:
+        counted = dict(conn.execute("SELECT path, hits FROM entry_reads WHERE path LIKE 'fact/deploy/%'").fetchall())
+    assert counted == {"fact/deploy/window.md": 3, "fact/deploy/freeze.md": 0}
+    with Memory.open(Settings(root=tmp_path, store=pg_url), embedder=FakeEmbedder()) as memory:
+        assert memory.index.recently_used(2) == ["fact/deploy/window.md", "fact/deploy/freeze.md"]  # read last, first
+        assert memory.read("fact/deploy/window.md").hits == 3

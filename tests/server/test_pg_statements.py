@@ -136,7 +136,7 @@ async def test_a_read_counts_itself_without_waiting_for_the_disk_and_a_write_wai
         assert sent.count(asynchronous) == 2, sent  # each read's count: its own transaction, not waited for
     with psycopg.connect(pg_url) as conn:
         hits, accessed = conn.execute(
-            "SELECT hits, accessed_at FROM entries WHERE path = 'fact/topic1/entry4.md'").fetchone()
+            "SELECT hits, read_at FROM entry_reads WHERE path = 'fact/topic1/entry4.md'").fetchone()
     assert hits == 2 and accessed is not None  # counted, and its time kept for ranking's recency
 
 
@@ -153,4 +153,4 @@ async def test_a_read_does_not_wait_for_a_writer_holding_the_store_lock(pg_url, 
             assert not read.is_error and "Note 5" in read.content[0].text, read
             writer.rollback()
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute("SELECT hits FROM entries WHERE path = 'fact/topic2/entry5.md'").fetchone()[0] == 1
+        assert conn.execute("SELECT hits FROM entry_reads WHERE path = 'fact/topic2/entry5.md'").fetchone()[0] == 1

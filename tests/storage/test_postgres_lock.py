@@ -15,6 +15,7 @@ from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.storage.postgres.adapter import CLAIM_CHANGE
 from memdir.storage.postgres.database import Database
+from memdir.storage.postgres.reads import COUNT_READ
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.postgres
@@ -68,7 +69,7 @@ def test_repairing_the_index_waits_for_a_read_counting_the_same_entry(pg_url, tm
             writer.start()
             _wait_for_a_lock_wait(pg_url)
             reader.execute("SET lock_timeout = '5s'")
-            reader.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
+            reader.execute(COUNT_READ, (path,))
             reader.execute("COMMIT")
             writer.join(30)
         assert not failed, failed
@@ -88,3 +89,14 @@ def _wait_for_a_lock_wait(url: str) -> None:
                 return
             time.sleep(0.05)
     raise AssertionError("the repairing write never waited for the read's change number")
+
+
+def test_a_statement_sent_with_the_commit_that_fails_leaves_the_change_uncommitted(pg_url, tmp_path):
+    with Memory.open(Settings(root=tmp_path / "memory", store=pg_url), embedder=FakeEmbedder()) as memory:
+        with pytest.raises(psycopg.errors.UndefinedColumn):
+            with memory.adapter.write("fact/team/a.md", "Never committed.", title="a", metadata={"type": "fact"}):
+                memory.adapter.lock.at_commit("INSERT INTO audit (no_such_column) VALUES (%s)", [(1,)])
+        assert not memory.exists("fact/team/a.md")
+        memory.write("fact/team/b.md", "Committed with its audit record.", metadata={"type": "fact"})
+        assert memory.exists("fact/team/b.md")
+        assert [record.action for record in memory.adapter.audit.records(path="fact/team/b.md")] == ["create"]

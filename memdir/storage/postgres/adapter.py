@@ -1,7 +1,7 @@
 """`PostgresAdapter`: entries as rows of one PostgreSQL table (`memdir.storage.base.StorageAdapter`).
 
 The truth the directory store keeps in ``.md``/``.yml``/``.emb`` files is one row here:
-content (text), title, metadata (JSON, in the sidecar's key order), ``updated_at``, hits,
+content (text), title, metadata (JSON, in the sidecar's key order), ``updated_at``,
 the vector with its checksum, model and text hash, or a stub's redirect. Each change runs
 under the store's lock (`memdir.storage.postgres.database.AdvisoryLock`): one transaction
 in which the entry's row, the search columns the caller's ``with`` block writes, the store's
@@ -10,7 +10,7 @@ for the index to write it with its search columns (`memdir.storage.postgres.held
 
 A row's ``version`` (the change that wrote it) is what `FileStats` carries here (as
 ``yml_mtime_ns``; ``md_size`` is the content's size), so the index's freshness checks
-work unchanged.
+work unchanged. Its read count and last read time are a row of their own (`memdir.storage.postgres.reads`).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from memdir.storage.postgres.audit import PostgresAudit
 from memdir.storage.postgres.database import Database, roll_back, scalar
 from memdir.storage.postgres.held import HeldRow, HeldRows, SearchColumns
 from memdir.storage.postgres.pages import like_prefix
+from memdir.storage.postgres.reads import COUNT_READ, COUNT_STUB_PASSED, HITS, SET_HITS
 from memdir.storage.postgres.records import PostgresRecords
 from memdir.storage.postgres.threads import PostgresThreads
 from memdir.storage.records import EVERY, EntryInfo, FileStats, Listed, Narrowing, ReconcilePlan, Staged, folder_of
@@ -58,10 +59,10 @@ if TYPE_CHECKING:
     from memdir.storage.records import Stamp
 
 _ENTRY_COLUMNS = (
-    "path, content, title, metadata, updated_at, size, hits, embedding, embedding_checksum,"
+    f"path, content, title, metadata, updated_at, size, {HITS}, embedding, embedding_checksum,"
     " embedding_model, embedding_text_hash, stub_kind, stub_target"
 )
-_INFO_COLUMNS = "path, title, size, updated_at, type, hits, version"
+_INFO_COLUMNS = f"path, title, size, updated_at, type, {HITS}, version"
 log = logging.getLogger(__name__)
 
 
@@ -92,7 +93,7 @@ class PostgresAdapter:
         read_only: None for a writable store, else why it is read-only.
     """
 
-    counts_reads_alone = True  # a read's count: two atomic updates in a transaction of its own (`_counted`)
+    counts_reads_alone = True  # a read's count: atomic updates in a transaction of its own (`_counted`)
 
     def __init__(
         self,
@@ -191,23 +192,22 @@ class PostgresAdapter:
         data = encode_content(path, write.content)
         vector, checksum = _vector(path, write.embedding)
         version, old_hits = self._claim(conn, path, len(data))
-        hits = int(hits if hits is not None else old_hits)
         entry = Entry(
             path=path, content=write.content, title=write.title, updated_at=updated_at or utcnow(), size=len(data),
-            hits=hits, metadata=write.metadata.model_copy(deep=True), embedding=vector, embedding_checksum=checksum,
+            hits=int(hits if hits is not None else old_hits), metadata=write.metadata.model_copy(deep=True),
+            embedding=vector, embedding_checksum=checksum,
             embedding_model=write.embedding_model if checksum else None,
             embedding_text_hash=write.embedding_text_hash if checksum else None,
         )
-        return HeldRow(entry, version)
+        return HeldRow(entry, version, hits_given=hits is not None)
 
     def _claim(self, conn: psycopg.Connection, path: str, new_size: int) -> tuple[int, int]:
         """Claim the change number of a write of ``new_size`` bytes to ``path``, count its size in the
-        store's total and check both sizes; the change number and the hits of the row it replaces
-        (0 for a new entry).
+        store's total and check both sizes; the change number and the read count of the entry it replaces
+        (0 for a new entry), which the write keeps unless it states one.
 
         The change number first: a read counts itself only once it has claimed one (`_counted`), so
-        from here on no count can slip in between reading the row's hits and replacing the row.
-        (Each statement of the pipeline reads what was committed when it starts: one round trip.
+        from here on no count can slip in before the write commits. (Each statement of the pipeline reads what was committed when it starts: one round trip.
         Sizes that break a limit raise, and the caller's transaction is rolled back.)
         """
         with conn.pipeline():
@@ -216,7 +216,7 @@ class PostgresAdapter:
                 " - coalesce((SELECT size FROM entries WHERE path = %s AND NOT builtin), 0) RETURNING change, total_size",
                 (new_size, path),
             )
-            found = conn.execute("SELECT hits FROM entries WHERE path = %s AND NOT builtin", (path,))
+            found = conn.execute(f"SELECT {HITS} FROM entries WHERE path = %s AND NOT builtin", (path,))
             (version, total), old = claimed.fetchone() or (0, 0), found.fetchone()
         check_sizes(path, new_size, self.max_entry_size, total, self.max_total_size)
         return version, old[0] if old else 0
@@ -301,7 +301,7 @@ class PostgresAdapter:
             version, _ = self._claim(conn, path, size)
             stub = Entry(path=path, content=text, title="", size=size, hits=0,  # a new stub starts unread
                          metadata=Metadata(created_by=owner))
-            upsert_row(conn, HeldRow(stub, version), redirect)
+            upsert_row(conn, HeldRow(stub, version, hits_given=True), redirect)
             yield
 
     @contextmanager
@@ -341,8 +341,8 @@ class PostgresAdapter:
     def read_entry(self, path: str, *, count_hit: bool = False, follow: bool = True) -> Entry:
         """Read an entry, following stubs when ``follow`` (see `FilesystemAdapter.read_entry`).
 
-        A counted read adds one to the hit count in the row itself (an atomic UPDATE), and to
-        the stub's when it went through one."""
+        A counted read adds one to the entry's read count (an atomic UPDATE of its ``entry_reads``
+        row), and to the stub's when it went through one."""
         path = normalize_path(path)
         if is_virtual(path):
             return load_virtual(path)
@@ -380,11 +380,8 @@ class PostgresAdapter:
                     conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
                 conn.execute(CLAIM_CHANGE)
                 for path in stubs_passed:
-                    conn.execute("UPDATE entries SET hits = hits + 1 WHERE path = %s", (path,))
-                counted = None if entry.virtual else conn.execute(
-                    "UPDATE entries SET hits = hits + 1, accessed_at = clock_timestamp() WHERE path = %s"
-                    " AND stub_kind IS NULL RETURNING hits", (entry.path,),
-                )
+                    conn.execute(COUNT_STUB_PASSED, (path,))
+                counted = None if entry.virtual else conn.execute(COUNT_READ, (entry.path,))
                 if own:
                     conn.execute("COMMIT")
                 row = counted.fetchone() if counted is not None else None
@@ -512,11 +509,12 @@ class RowListing:
 def upsert_row(conn: psycopg.Connection, row: HeldRow, stub: Redirect | None = None,
                search: SearchColumns | None = None) -> None:
     """The row of ``row.entry`` (a stub when ``stub``), inserted or replaced; with ``search``, its
-    search columns in the same statement (the row then counts as indexed), else marked unindexed."""
+    search columns in the same statement (the row then counts as indexed), else marked unindexed.
+    The entry's read count is kept, or set to ``entry.hits`` when the write states it."""
     entry, meta = row.entry, row.entry.metadata
     columns: dict[str, Any] = {
         "path": entry.path, "content": entry.content, "title": entry.title, "metadata": metadata_json(meta),
-        "updated_at": entry.updated_at, "size": entry.size, "hits": entry.hits, "embedding": entry.embedding,
+        "updated_at": entry.updated_at, "size": entry.size, "embedding": entry.embedding,
         "embedding_checksum": entry.embedding_checksum, "embedding_model": entry.embedding_model,
         "embedding_text_hash": entry.embedding_text_hash, "stub_kind": stub.kind if stub else None,
         "stub_target": stub.target if stub else None, "type": None if stub else entry.type,
@@ -535,6 +533,8 @@ def upsert_row(conn: psycopg.Connection, row: HeldRow, stub: Redirect | None = N
         f"INSERT INTO entries ({names}) VALUES ({', '.join(['%s'] * len(columns))}) ON CONFLICT (path) DO UPDATE SET {updates}",
         list(columns.values()),
     )
+    if row.hits_given:
+        conn.execute(SET_HITS, (entry.hits, entry.path))
 
 
 def _vector(path: str, embedding: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:

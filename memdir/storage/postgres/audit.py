@@ -3,14 +3,15 @@
 Many servers on many machines change one store: its record of who changed what belongs with
 it, not in each machine's local folder. A record (`memdir.storage.audit_log.AuditRecord`) is
 a row of ``audit``, inserted on the connection of the change it describes — `Memory` writes
-it before the change's commit point, inside the adapter's transaction — so the change and its
-record commit together or neither does (the directory store can only write its line first).
+it before the change's commit point, inside the adapter's transaction, sent with its commit — so the
+change and its record commit together or neither does (the directory store can only write its line first).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
+from typing import Any
 
 from psycopg.types.json import Jsonb
 
@@ -18,6 +19,7 @@ from memdir.storage.audit_log import AuditRecord
 from memdir.storage.postgres.database import Database
 
 _COLUMNS = ("at", "agent", "role", "admin", "action", "path", "owner", "diff", "details")
+_INSERT = f"INSERT INTO audit ({', '.join(_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_COLUMNS))})"
 
 
 class PostgresAudit:
@@ -30,13 +32,14 @@ class PostgresAudit:
         self.append_many([record])
 
     def append_many(self, records: Iterable[AuditRecord]) -> None:
-        """Insert the records on this thread's connection: in the caller's transaction when one is open."""
-        rows = [(*(getattr(record, name) for name in _COLUMNS[:-1]), Jsonb(record.details)) for record in records]
-        if rows:
+        """Insert the records on this thread's connection: in the caller's transaction when one is open,
+        sent with its commit (nothing waits for their answer)."""
+        rows: list[Sequence[Any]] = [
+            (*(getattr(record, name) for name in _COLUMNS[:-1]), Jsonb(record.details)) for record in records
+        ]
+        if rows and not self.db.lock.at_commit(_INSERT, rows):
             with self.db.connection().cursor() as cursor:
-                cursor.executemany(
-                    f"INSERT INTO audit ({', '.join(_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_COLUMNS))})", rows
-                )
+                cursor.executemany(_INSERT, rows)
 
     def records(
         self, *, path: str | None = None, agent: str | None = None, since: datetime | None = None

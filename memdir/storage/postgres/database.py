@@ -11,7 +11,9 @@ change made under it — entry, search columns, postings, statistics, links, cha
 of machines are serialised (no lost updates; a compare-and-swap checked under it holds).
 The shared lock is a transaction holding the shared advisory lock (one consistent view).
 Both are re-entrant per thread; an inner exclusive request inside a shared hold is refused
-(no upgrades), as for the file lock.
+(no upgrades), as for the file lock. Statements whose answer nobody waits for (an audit record)
+can go with the holding transaction's commit (`AdvisoryLock.at_commit`): one round trip fewer
+while the other writers wait for the lock.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -62,6 +64,7 @@ def scalar(conn: psycopg.Connection, query: str, params: Sequence[object] = ()) 
 class _Held:
     mode: str | None = None
     depth: int = 0
+    at_commit: list[tuple[str, list[Sequence[Any]]]] = field(default_factory=list)
 
 
 class Database:
@@ -110,6 +113,21 @@ class Database:
                 conn.close()
 
 
+def _commit(conn: psycopg.Connection, pending: list[tuple[str, list[Sequence[Any]]]]) -> None:
+    """Commit the open transaction, sending ``pending`` statements first in the same round trip."""
+    if not pending:
+        conn.execute("COMMIT")
+        return
+    try:
+        with conn.pipeline(), conn.cursor() as cursor:
+            for query, rows in pending:
+                cursor.executemany(query, rows)
+            conn.execute("COMMIT")
+    except BaseException:
+        roll_back(conn)
+        raise
+
+
 class AdvisoryLock:
     """Many readers or one writer across every server using the store (see the module docstring)."""
 
@@ -135,6 +153,16 @@ class AdvisoryLock:
     def shared(self) -> AbstractContextManager[None]:
         return self._hold("shared", self.timeout)
 
+    def at_commit(self, query: str, rows: list[Sequence[Any]]) -> bool:
+        """Run ``query`` once per row of ``rows`` in the transaction this thread holds, sent with its
+        COMMIT (in one round trip; if one fails, nothing of the transaction commits and the commit
+        raises its error). False when the thread holds no lock: the caller runs it itself."""
+        state = self._state()
+        if state.mode is None:
+            return False
+        state.at_commit.append((query, rows))
+        return True
+
     @contextmanager
     def _hold(self, mode: str, timeout: float) -> Iterator[None]:
         state = self._state()
@@ -155,9 +183,9 @@ class AdvisoryLock:
             yield
             done = True
         finally:
-            state.mode, state.depth = None, 0
+            pending, state.mode, state.depth, state.at_commit = state.at_commit, None, 0, []
             if done:
-                conn.execute("COMMIT")
+                _commit(conn, pending)
             else:
                 roll_back(conn)
 

@@ -34,10 +34,12 @@ class SearchColumns:
 
 @dataclass(frozen=True, slots=True)
 class HeldRow:
-    """An entry's new row, not written yet: the entry and the change number it is written with."""
+    """An entry's new row, not written yet: the entry, the change number it is written with, and whether
+    the write states the entry's read count (``entry.hits``; else the count of the entry it replaces stays)."""
 
     entry: Entry
     version: int
+    hits_given: bool = False
 
 
 class HeldRows:

@@ -39,6 +39,7 @@ from memdir.storage.bm25 import K1, B, bm25_idf
 from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats, upsert_row
 from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.held import HeldRows, SearchColumns
+from memdir.storage.postgres.reads import HITS, LISTED
 from memdir.storage.postgres.search import (
     BEGIN,
     HIDDEN,
@@ -234,7 +235,7 @@ class PostgresIndex:
     def record_hits(
         self, path: str, hits: int, before: FileStats, after: FileStats, at: datetime | None = None
     ) -> None:
-        """Nothing to record: the adapter's count of the read stored its time in the row, for ranking's recency."""
+        """Nothing to record: the adapter's count of the read stored its time, for ranking's recency (`memdir.storage.postgres.reads`)."""
 
     def remove(self, path: str) -> bool:
         with self.db.lock.exclusive():
@@ -407,7 +408,7 @@ class PostgresIndex:
     def describe(self, stats: Mapping[str, FileStats]) -> dict[str, EntryInfo]:
         """Listing rows of the entries whose row version is the one in ``stats``."""
         rows = self._conn().execute(
-            "SELECT path, title, size, updated_at, type, hits, version FROM entries"
+            f"SELECT path, title, size, updated_at, type, {HITS}, version FROM entries"
             " WHERE path = ANY(%s) AND NOT builtin AND stub_kind IS NULL AND indexed = version", (list(stats),)
         ).fetchall()
         return {
@@ -447,15 +448,13 @@ class PostgresIndex:
 
     def recently_used(self, limit: int) -> list[str]:
         return [row[0] for row in self._conn().execute(
-            "SELECT path FROM entries WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden"
-            " ORDER BY coalesce(accessed_at, updated_at) DESC, path LIMIT %s", (max(0, limit),),
+            f"SELECT path FROM entry_reads r WHERE {LISTED} ORDER BY recency DESC, path LIMIT %s", (max(0, limit),),
         )]
 
     def most_important(self, at_least: float, limit: int) -> list[str]:
         return [row[0] for row in self._conn().execute(
-            f"SELECT path FROM entries WHERE stub_kind IS NULL AND NOT builtin AND NOT hidden AND {EFFECTIVE_IMPORTANCE} >= %s"
-            f" ORDER BY {EFFECTIVE_IMPORTANCE} DESC, coalesce(accessed_at, updated_at) DESC, path LIMIT %s",
-            (at_least, max(0, limit)),
+            f"SELECT path FROM entry_reads r WHERE {LISTED} AND ranked_importance >= %s"
+            " ORDER BY ranked_importance DESC, recency DESC, path LIMIT %s", (at_least, max(0, limit)),
         )]
 
     def recalibrate(self, changes: Sequence[ImportanceChange]) -> None:
@@ -507,8 +506,8 @@ class PostgresIndex:
     def rank_facts(self, paths: Sequence[str]) -> dict[str, RankFacts]:
         """Importance, reads, last access and archived/superseded state of ``paths``."""
         rows = self._conn().execute(
-            f"SELECT path, type, {EFFECTIVE_IMPORTANCE}, hits, coalesce(accessed_at, updated_at), hidden,"
-            " metadata ->> 'kind', importance FROM entries WHERE stub_kind IS NULL AND path = ANY(%s)", (list(paths),),
+            f"SELECT e.path, type, {EFFECTIVE_IMPORTANCE}, r.hits, r.recency, hidden, metadata ->> 'kind', importance"
+            " FROM entries e JOIN entry_reads r ON r.entry = e.id WHERE stub_kind IS NULL AND e.path = ANY(%s)", (list(paths),),
         )
         return {
             path: RankFacts(path, type_, importance, hits, accessed.isoformat(), hidden, kind, stated)

@@ -17,9 +17,10 @@ import psycopg
 
 from memdir.storage.entry_input import folder_prefix
 from memdir.storage.postgres.database import scalar
+from memdir.storage.postgres.reads import HITS
 from memdir.storage.records import EVERY, EntryInfo, Narrowing
 
-_INFO = "path, title, size, updated_at, type, hits, version"
+_INFO = f"path, title, size, updated_at, type, {HITS}, version"
 _PATH = 'path COLLATE "C"'  # code point order, as the directory store sorts; its own index (``entries_path_order``)
 _LISTED = "stub_kind IS NULL"  # (built-in entries included: each has its row once the store was opened for writing)
 _FIRST_CHUNK = 64

@@ -8,17 +8,21 @@ A migration is never edited once released: a schema change is a new one at the e
 Tables (after every migration):
 
 * ``entries`` — one row per entry, stub or built-in: the truth (``content``, ``title``,
-  ``metadata`` as JSON in the sidecar's key order, ``updated_at``, ``hits``, the vector
+  ``metadata`` as JSON in the sidecar's key order, ``updated_at``, the vector
   and its provenance as the ``.yml`` records it) and what search reads of it: ``type``,
   ``tags_folded`` (case-folded, for tag filters), ``length`` (words, for BM25),
   ``vector_model`` / ``vector_text_hash`` (the model and text the vector is known to
   come from; NULL: re-embed), ``text_hash`` (of the current searchable text). ``version``
   is the change that last wrote the row, ``indexed`` the change its search columns
   reflect (NULL from an adapter write until the index has written them: what
-  `PostgresIndex.behind_files` looks for); ``importance``, ``hidden`` and ``accessed_at`` are what ranking reads besides the
-  text, with ``recalibrated`` / ``recalibrated_from`` (the importance job's value, and the importance stated when it was
+  `PostgresIndex.behind_files` looks for); ``importance`` and ``hidden`` are what ranking reads besides the
+  text and the reads, with ``recalibrated`` / ``recalibrated_from`` (the importance job's value, and the importance stated when it was
   made: it counts while the entry states that) (`memdir.storage.directory.index_db.RankFacts`); ``counted`` tells whether its
   words are in ``term_stats``. Built-in entries (package data) have a row for their vector only (``builtin``).
+* ``entry_reads`` — per row of ``entries``, what a read changes: ``hits`` and ``read_at``, and the keys the
+  recently-used and most-important orders sort by (``recency``: the last read, else the last change;
+  ``ranked_importance``; ``listed``: a real entry, neither built-in nor hidden; ``path``), kept by a trigger on
+  ``entries`` (`memdir.storage.postgres.reads`).
 * ``postings`` — (term, entry, tf, length): per entry its Porter-stemmed words with their
   field-weighted frequency (title, tags, domain, content; `memdir.storage.directory.index_db.entry_terms`)
   and the entry's length, what BM25 is computed from (an index-only scan per query term).
@@ -202,6 +206,53 @@ CREATE INDEX entries_type_path_order ON entries (type, path COLLATE "C") WHERE s
 CREATE INDEX entries_type_newest ON entries (type, updated_at DESC, path COLLATE "C") WHERE stub_kind IS NULL;
 """
 
+# What a read changes, in a narrow table of its own (`memdir.storage.postgres.reads`). Kept in the entry's row,
+# a read's update changed ``accessed_at``, which the recency and importance orders' indexes held: never a HOT
+# update, so each read made a new version of the wide row and a new entry in each of its indexes (an insert into
+# the HNSW graph among them). Here a read updates one small row; the orders' keys follow the entry's row by trigger
+# (the importance as `memdir.storage.postgres.index.EFFECTIVE_IMPORTANCE` computes it).
+_ENTRY_READS = """
+CREATE TABLE entry_reads (
+    entry bigint PRIMARY KEY,
+    path text NOT NULL,
+    hits integer NOT NULL DEFAULT 0,
+    read_at timestamptz,
+    recency timestamptz NOT NULL,
+    ranked_importance real,
+    listed boolean NOT NULL
+);
+INSERT INTO entry_reads (entry, path, hits, read_at, recency, ranked_importance, listed)
+    SELECT id, path, hits, accessed_at, coalesce(accessed_at, updated_at),
+        CASE WHEN recalibrated IS NOT NULL AND recalibrated_from IS NOT DISTINCT FROM importance
+        THEN recalibrated ELSE importance END,
+        stub_kind IS NULL AND NOT builtin AND NOT hidden
+    FROM entries;
+ALTER TABLE entry_reads ADD FOREIGN KEY (entry) REFERENCES entries ON DELETE CASCADE;  -- (checked once, not per row copied)
+DROP INDEX entries_recent;
+DROP INDEX entries_important;
+ALTER TABLE entries DROP COLUMN hits, DROP COLUMN accessed_at;
+CREATE INDEX entry_reads_recent ON entry_reads (recency DESC, path) WHERE listed;
+CREATE INDEX entry_reads_important ON entry_reads (ranked_importance DESC, recency DESC, path) WHERE listed;
+CREATE FUNCTION entry_reads_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO entry_reads AS r (entry, path, recency, ranked_importance, listed)
+    VALUES (NEW.id, NEW.path, NEW.updated_at,
+            CASE WHEN NEW.recalibrated IS NOT NULL AND NEW.recalibrated_from IS NOT DISTINCT FROM NEW.importance
+            THEN NEW.recalibrated ELSE NEW.importance END,
+            NEW.stub_kind IS NULL AND NOT NEW.builtin AND NOT NEW.hidden)
+    ON CONFLICT (entry) DO UPDATE SET recency = coalesce(r.read_at, EXCLUDED.recency),
+        ranked_importance = EXCLUDED.ranked_importance, listed = EXCLUDED.listed;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER entries_read_keys_new AFTER INSERT ON entries FOR EACH ROW EXECUTE FUNCTION entry_reads_follow();
+CREATE TRIGGER entries_read_keys AFTER UPDATE OF updated_at, importance, recalibrated, recalibrated_from, hidden,
+    stub_kind, builtin ON entries FOR EACH ROW
+    WHEN ((OLD.updated_at, OLD.importance, OLD.recalibrated, OLD.recalibrated_from, OLD.hidden, OLD.stub_kind, OLD.builtin)
+          IS DISTINCT FROM
+          (NEW.updated_at, NEW.importance, NEW.recalibrated, NEW.recalibrated_from, NEW.hidden, NEW.stub_kind, NEW.builtin))
+    EXECUTE FUNCTION entry_reads_follow();
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_entries_postings_links", _ENTRIES),
     ("0002_hnsw_vector_index", _VECTOR_INDEX),
@@ -213,6 +264,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0008_records", _RECORDS),
     ("0009_thread_events", _THREAD_EVENTS),
     ("0010_type_listing_indexes", _TYPE_LISTING_INDEXES),
+    ("0011_entry_reads", _ENTRY_READS),
 ]
 
 
