@@ -162,12 +162,14 @@ class SearchState:
         neighbours: neighbours read with the candidates.
         one_query: the searches in this reading are of one query, by type (`TypedWalk`).
         walk: the unfiltered walk a search by type made in this reading (with ``one_query``).
+        ranking: the keyword ranking a search by type read in this reading (with ``one_query``).
     """
 
     begin_pending: bool
     own: bool
     one_query: bool = False
     walk: TypedWalk | None = None
+    ranking: KeywordRanking | None = None
     begun: bool = False
     change: int | None = None
     statistics: dict[str, Any] = field(default_factory=dict)
@@ -264,6 +266,39 @@ def keyword_sql(where: str, *, within: int | None) -> str:
             " (SELECT e.path, s.score FROM (SELECT entry, score FROM scored ORDER BY score DESC, entry"
             f" LIMIT {int(within)}) s JOIN entries e ON e.id = s.entry WHERE {where} ORDER BY s.score DESC, s.entry LIMIT %s)"
             " UNION ALL SELECT NULL, count(*) FROM scored")
+
+
+def ranking_sql(within: int) -> str:
+    """The best ``within`` entries of the unfiltered BM25 ranking with their types, rows ``(path, score, type)``
+    best first, then one row ``(NULL, entries scored, NULL)``: what a keyword search by type reads in a
+    reading of one query, so that the reading's next searches by other types take their hits from it
+    (`KeywordRanking`) instead of scoring the same postings again. Parameters: `keyword_sql`'s scoring ones."""
+    return (f"WITH scored AS MATERIALIZED ({_SCORE} GROUP BY p.entry)"
+            " (SELECT e.path, s.score, e.type FROM (SELECT entry, score FROM scored ORDER BY score DESC, entry"
+            f" LIMIT {int(within)}) s JOIN entries e ON e.id = s.entry ORDER BY s.score DESC, s.entry)"
+            " UNION ALL SELECT NULL, count(*), NULL FROM scored")
+
+
+@dataclass(slots=True)
+class KeywordRanking:
+    """What `ranking_sql` read: the scoring it ranked by (terms, weights, length statistics), its rows
+    ``(path, score, type)`` best first, and how many entries were scored in all.
+
+    The best ``limit`` of some types are the first ``limit`` rows of those types in the ranking; if fewer
+    are among the rows read, and the rows read are not all scored entries, they are not known from it."""
+
+    scoring: tuple[Any, ...]
+    rows: list[tuple[str, float, str]]
+    scored: int
+
+    def take(self, scoring: tuple[Any, ...], types: Sequence[str], limit: int) -> list[tuple[str, float]] | None:
+        """The best ``limit`` entries of ``types`` (fewer when fewer are scored), or None when the ranking
+        is of another scoring or the rows read do not tell."""
+        if scoring != self.scoring:
+            return None
+        wanted = set(types)
+        found = [(path, score) for path, score, type_ in self.rows if type_ in wanted][:limit]
+        return found if len(found) == limit or self.scored <= len(self.rows) else None
 
 
 def filters(types: Sequence[str] | None, prefix: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
