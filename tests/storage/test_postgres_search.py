@@ -3,6 +3,7 @@ what `candidates` reads ahead (cosines, neighbours and their words) is what the 
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import UTC, datetime
 
 import numpy as np
@@ -206,21 +207,28 @@ def test_keyword_searches_of_one_query_by_type_score_once_and_find_what_their_ow
             return send(*statements, rows_of=rows_of)
 
         index._rows = counting
-        asked = [(["skill"], 2), (["fact"], 5), (["fact", "concept"], 3), (["skill"], 1), (["concept"], 40)]
-        alone = []
-        for types, limit in asked:
-            scorings.append(0)
-            alone.append(list(index.keyword_hits(["ledger"], limit, types=types).items()))
-        with index.reading(one_query=True):
-            shared = []
-            for types, limit in asked:
-                scorings.append(0)
-                shared.append(list(index.keyword_hits(["ledger"], limit, types=types).items()))
-        assert shared == alone
-        assert [len(hits) for hits in alone] == [2, 5, 3, 1, 25]
+
+        def searched(asked, one_query):
+            """The hits of each search, in one reading of one query or each alone, and the scoring statements each sent."""
+            scorings.clear()
+            with index.reading(one_query=True) if one_query else nullcontext():
+                hits = []
+                for types, limit in asked:
+                    scorings.append(0)
+                    hits.append(list(index.keyword_hits(["ledger"], limit, types=types).items()))
+            return hits, list(scorings)
+
         # The skills are not among the ranking's best: their search tests every scored entry, alone or
         # not. The other types' searches take theirs from the ranking; one asks for more than it read.
-        assert scorings[len(asked):] == [2, 0, 0, 1, 1], scorings
+        asked = [(["skill"], 2), (["fact"], 5), (["fact", "concept"], 3), (["skill"], 1), (["concept"], 40)]
+        alone, _ = searched(asked, False)
+        assert [len(hits) for hits in alone] == [2, 5, 3, 1, 25]
+        assert searched(asked, True) == (alone, [2, 0, 0, 1, 1])
+        # A first search whose type comes often reads the ranking no further than its hits: a next one
+        # that wants more of another type searches on its own.
+        asked = [(["fact"], 2), (["concept"], 20), (["fact", "concept"], 2)]
+        alone, _ = searched(asked, False)
+        assert searched(asked, True) == (alone, [1, 1, 0])
     finally:
         memory.close()
 

@@ -627,8 +627,9 @@ class PostgresIndex:
         within = KEYWORD_OVERFETCH * limit if where else None
         state = self._search()
         ranking = None
-        if state is not None and state.one_query and types and not path_prefix and not tags and within is not None:
-            ranking = self._ranking(state, scoring, within)
+        if (state is not None and state.one_query and types and not path_prefix and not tags and within is not None
+                and self._conn().info.server_version >= STOPPING_WINDOWS):
+            ranking = self._ranking(state, scoring, types, limit)
             rows = ranking.take(scoring, types, limit)
             if rows is not None:
                 return {path: float(score) for path, score in rows}
@@ -642,11 +643,11 @@ class PostgresIndex:
         rows = self._rows((keyword_sql(where, within=None), (*scoring, *params, limit)))
         return {path: float(score) for path, score in rows}
 
-    def _ranking(self, state: SearchState, scoring: tuple[Any, ...], within: int) -> KeywordRanking:
-        """The reading's keyword ranking of ``scoring`` (`KeywordRanking`): read (its best ``within``
-        entries) by the reading's first search by type, kept for its next ones."""
+    def _ranking(self, state: SearchState, scoring: tuple[Any, ...], types: Sequence[str], limit: int) -> KeywordRanking:
+        """The reading's keyword ranking of ``scoring`` (`KeywordRanking`): read by the reading's first
+        search by type (as far as that search reads), kept for its next ones."""
         if state.ranking is None or state.ranking.scoring != scoring:
-            rows = self._rows((ranking_sql(within), scoring))
+            rows = self._rows((ranking_sql(KEYWORD_OVERFETCH * limit), (*scoring, list(types), limit)))
             scored = next(int(score) for path, score, _ in rows if path is None)
             state.ranking = KeywordRanking(scoring, [row for row in rows if row[0] is not None], scored)
         return state.ranking

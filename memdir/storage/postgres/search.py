@@ -269,20 +269,25 @@ def keyword_sql(where: str, *, within: int | None) -> str:
 
 
 def ranking_sql(within: int) -> str:
-    """The best ``within`` entries of the unfiltered BM25 ranking with their types, rows ``(path, score, type)``
-    best first, then one row ``(NULL, entries scored, NULL)``: what a keyword search by type reads in a
-    reading of one query, so that the reading's next searches by other types take their hits from it
-    (`KeywordRanking`) instead of scoring the same postings again. Parameters: `keyword_sql`'s scoring ones."""
+    """The unfiltered BM25 ranking with its entries' types, rows ``(path, score, type)`` best first, up to
+    where `keyword_sql` filtered by type ``within`` stops (``limit`` rows of the types, or ``within`` rows),
+    then one row ``(NULL, entries scored, NULL)``: what a keyword search by type reads in a reading of one
+    query. It reads the rows that search reads, and returns the other types' rows too: the reading's next
+    searches by other types take their hits from them (`KeywordRanking`) instead of scoring the same
+    postings again. Parameters: `keyword_sql`'s scoring ones, the types, the limit."""
     return (f"WITH scored AS MATERIALIZED ({_SCORE} GROUP BY p.entry)"
-            " (SELECT e.path, s.score, e.type FROM (SELECT entry, score FROM scored ORDER BY score DESC, entry"
-            f" LIMIT {int(within)}) s JOIN entries e ON e.id = s.entry ORDER BY s.score DESC, s.entry)"
+            " (SELECT path, score, type FROM (SELECT e.path, s.score, e.type, s.entry,"
+            " count(CASE WHEN e.type = ANY(%s) THEN 1 END) OVER (ORDER BY s.score DESC, s.entry ROWS UNBOUNDED PRECEDING)"
+            " AS seen FROM (SELECT entry, score FROM scored ORDER BY score DESC, entry"
+            f" LIMIT {int(within)}) s JOIN entries e ON e.id = s.entry) r WHERE seen <= %s ORDER BY score DESC, entry)"
             " UNION ALL SELECT NULL, count(*), NULL FROM scored")
 
 
 @dataclass(slots=True)
 class KeywordRanking:
     """What `ranking_sql` read: the scoring it ranked by (terms, weights, length statistics), its rows
-    ``(path, score, type)`` best first, and how many entries were scored in all.
+    ``(path, score, type)`` best first (the ranking's first rows, as many as it read), and how many
+    entries were scored in all.
 
     The best ``limit`` of some types are the first ``limit`` rows of those types in the ranking; if fewer
     are among the rows read, and the rows read are not all scored entries, they are not known from it."""
