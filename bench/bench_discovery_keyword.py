@@ -16,7 +16,6 @@ ways. The machine is shared: the load average is printed with the timings.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -28,9 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_discovery_walk import messages  # noqa: E402
-from bench_team_scale import STOCK, schema_url  # noqa: E402
-from corpora import DEFAULT_LOCOMO, real_embedder  # noqa: E402
+from bench_discovery_walk import run  # noqa: E402
 
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
@@ -111,24 +108,8 @@ def bench_size(url: str, n: int, texts: list[str], embedder: Any, keyword: Keywo
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cluster-dir", type=Path, required=True, help="a cluster kept by bench_team_scale.py or bench_postgres.py")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
-    parser.add_argument("--messages", type=int, default=50)
-    parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
-    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
-    args = parser.parse_args(argv)
-    embedder = real_embedder(args.cache, "locomo")
-    texts = messages(args.data, args.messages + 5)
     keyword = Keyword()
-    from tests.pg_cluster import Cluster
-
-    cluster = Cluster(args.cluster_dir).start(STOCK)
-    try:
-        for n in args.sizes:
-            bench_size(schema_url(cluster.url(), n), n, texts, embedder.inner, keyword)
-    finally:
-        cluster.stop()
+    run(__doc__.split("\n\n")[0], lambda url, n, texts, embedder: bench_size(url, n, texts, embedder, keyword), argv)
 
 
 if __name__ == "__main__":
