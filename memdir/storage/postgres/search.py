@@ -14,7 +14,17 @@ statements themselves are quick (0.1-5 ms each); the round trips and planning ad
 * the hidden (archived, superseded) entries are read with the statistics only when the
   store's change counter moved since they were last read (`HiddenCache`).
 * the statistics are read once per `SearchState`: what a reading read, the searches and the
-  snippet weights inside the same reading take from it (`memdir.memory.searching.Searching.reading`).
+  snippet weights inside the same reading take from it (`memdir.memory.searching.Searching.reading`);
+* in a reading of one query by type (discovery: skills, then the other types), the postings are
+  scored once: the first keyword search reads the ranking with its entries' types (`ranking_sql`),
+  the next take their hits from it (`KeywordRanking`), as they take their vector hits from one walk
+  (`TypedWalk`).
+
+The candidates statement reads every posting of the query's words to find which candidates and
+neighbours hold them: the one part of it that grows with the store (at 1M entries, up to ~24,000
+rows for a message of five to ten words). Probing each of those ~700 entries' postings instead
+reads pages of an index far larger than a stock configuration's buffers, one random page each,
+which is slower at that size.
 
 Measured with ``bench/bench_postgres.py`` (figures in bench/RESULTS.md).
 """
