@@ -616,6 +616,9 @@ class PostgresIndex:
         self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None,
     ) -> dict[str, float]:
+        """BM25's best ``limit`` entries of the filters (`keyword_sql`). In a reading of one query
+        (``reading(one_query=True)``), a search by type alone takes its hits from the ranking the
+        reading's first such search read, when that tells (`KeywordRanking`)."""
         (live, total_length), frequencies = self._statistics(terms)
         frequencies = {term: hits for term, hits in frequencies.items() if hits > 0}
         if not live or not frequencies or limit <= 0:
