@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -93,8 +94,10 @@ def bench_size(url: str, n: int, texts: list[str], embedder: Any, walks: Walks) 
               f" the same reminders for {same} of {asked}   (load {os.getloadavg()[0]:.1f})", flush=True)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run(description: str, bench_size: Callable[[str, int, list[str], Any], None], argv: list[str] | None) -> None:
+    """Parse a discovery bench's arguments, start the kept cluster, and run ``bench_size(url, n, messages,
+    embedder)`` on each size's store."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--cluster-dir", type=Path, required=True, help="a cluster kept by bench_team_scale.py or bench_postgres.py")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     parser.add_argument("--messages", type=int, default=50)
@@ -103,15 +106,19 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     embedder = real_embedder(args.cache, "locomo")
     texts = messages(args.data, args.messages + 5)
-    walks = Walks()
     from tests.pg_cluster import Cluster
 
     cluster = Cluster(args.cluster_dir).start(STOCK)
     try:
         for n in args.sizes:
-            bench_size(schema_url(cluster.url(), n), n, texts, embedder.inner, walks)
+            bench_size(schema_url(cluster.url(), n), n, texts, embedder.inner)
     finally:
         cluster.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    walks = Walks()
+    run(__doc__.split("\n\n")[0], lambda url, n, texts, embedder: bench_size(url, n, texts, embedder, walks), argv)
 
 
 if __name__ == "__main__":

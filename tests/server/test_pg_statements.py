@@ -118,6 +118,16 @@ async def test_a_discovery_walks_the_graph_once_for_its_searches_by_type(pg_clus
     assert len(walks) == 1, walks
 
 
+async def test_a_discovery_scores_the_messages_words_once_for_its_searches_by_type(pg_url, tmp_path, monkeypatch):
+    message = "What about Entry 7 and the ledger migration?"
+    result, sent = await sent_by(pg_url, tmp_path, monkeypatch, "MemoryDiscover", {"message": message})
+    assert not result.is_error and "fact/topic1/entry7.md" in result.content[0].text, result
+    # Its skills' search reads the best of the message's keyword ranking with their types; the other
+    # types' search takes its hits from those (each scored the same postings again before).
+    scorings = [statement for statement in sent if "JOIN postings p ON p.term = q.term" in statement]
+    assert len(scorings) == 1, scorings
+
+
 async def test_a_read_counts_itself_without_waiting_for_the_disk_and_a_write_waits(pg_url, tmp_path, monkeypatch):
     server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
     asynchronous = "SELECT set_config('synchronous_commit', 'off', true)"

@@ -3,6 +3,7 @@ what `candidates` reads ahead (cosines, neighbours and their words) is what the 
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import UTC, datetime
 
 import numpy as np
@@ -182,6 +183,52 @@ def test_a_vector_search_leaves_the_planner_settings_as_the_connection_had_them(
                 assert conn.execute(settings).fetchone() == ("0.003", "off", "on")
             assert memory.search("otters sleep", types=types)
             assert memory.index.db.connection().execute(settings).fetchone() == ("0.003", "off", "on")
+    finally:
+        memory.close()
+
+
+def test_keyword_searches_of_one_query_by_type_score_once_and_find_what_their_own_searches_find(tmp_path, pg_url):
+    """In a reading of one query, the first keyword search by type reads the best of the unfiltered
+    ranking with their types; the next take their hits from it when it tells (enough of their types
+    among the rows read), and search on their own when it does not. Each finds what it finds alone."""
+    memory = Memory.open(Settings(root=tmp_path / "m", store=pg_url, evolution_enabled=False), embedder=FakeEmbedder())
+    try:
+        count = 54
+        for i in range(count):
+            kind = "skill" if i >= count - 3 else ("fact", "concept")[i % 2]  # the skills are ranked last
+            memory.write(f"{kind}/ledger/note{i:02}.md", "ledger " * (1 if kind == "skill" else 1 + i % 4) + "filler " * i,
+                         title=f"Note {i}", metadata={"type": kind})
+        index = memory.index
+        scorings: list[int] = []
+        send = index._rows
+
+        def counting(*statements, rows_of=-1):
+            scorings[-1] += sum("JOIN postings p ON p.term = q.term" in sql for sql, _ in statements)
+            return send(*statements, rows_of=rows_of)
+
+        index._rows = counting
+
+        def searched(asked, one_query):
+            """The hits of each search, in one reading of one query or each alone, and the scoring statements each sent."""
+            scorings.clear()
+            with index.reading(one_query=True) if one_query else nullcontext():
+                hits = []
+                for types, limit in asked:
+                    scorings.append(0)
+                    hits.append(list(index.keyword_hits(["ledger"], limit, types=types).items()))
+            return hits, list(scorings)
+
+        # The skills are not among the ranking's best: their search tests every scored entry, alone or
+        # not. The other types' searches take theirs from the ranking; one asks for more than it read.
+        asked = [(["skill"], 2), (["fact"], 5), (["fact", "concept"], 3), (["skill"], 1), (["concept"], 40)]
+        alone, _ = searched(asked, False)
+        assert [len(hits) for hits in alone] == [2, 5, 3, 1, 25]
+        assert searched(asked, True) == (alone, [2, 0, 0, 1, 1])
+        # A first search whose type comes often reads the ranking no further than its hits: a next one
+        # that wants more of another type searches on its own.
+        asked = [(["fact"], 2), (["concept"], 20), (["fact", "concept"], 2)]
+        alone, _ = searched(asked, False)
+        assert searched(asked, True) == (alone, [1, 1, 0])
     finally:
         memory.close()
 

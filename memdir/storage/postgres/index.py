@@ -45,6 +45,7 @@ from memdir.storage.postgres.search import (
     HIDDEN,
     KEYWORD_OVERFETCH,
     HiddenCache,
+    KeywordRanking,
     Neighbours,
     RowHits,
     SearchState,
@@ -54,6 +55,7 @@ from memdir.storage.postgres.search import (
     filters,
     keyword_sql,
     neighbour_ids,
+    ranking_sql,
     typed_walk_sql,
 )
 from memdir.storage.records import Edge, EntryInfo, FileStats, ImportanceChange, RankFacts, entry_terms, folder_of
@@ -613,6 +615,9 @@ class PostgresIndex:
         self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None,
     ) -> dict[str, float]:
+        """BM25's best ``limit`` entries of the filters (`keyword_sql`). In a reading of one query
+        (``reading(one_query=True)``), a search by type alone takes its hits from the ranking the
+        reading's first such search read, when that tells (`KeywordRanking`)."""
         (live, total_length), frequencies = self._statistics(terms)
         frequencies = {term: hits for term, hits in frequencies.items() if hits > 0}
         if not live or not frequencies or limit <= 0:
@@ -622,13 +627,32 @@ class PostgresIndex:
         where, params = filters(types, path_prefix, tags)
         scoring = (K1, B, B, avgdl, [stored_term(term) for term in frequencies], weights)
         within = KEYWORD_OVERFETCH * limit if where else None
-        rows = self._rows((keyword_sql(where, within=within), (*scoring, *params, limit)))
-        if within is not None:
+        state = self._search()
+        ranking = None
+        if (state is not None and state.one_query and types and not path_prefix and not tags and within is not None
+                and self._conn().info.server_version >= STOPPING_WINDOWS):
+            ranking = self._ranking(state, scoring, types, limit)
+            rows = ranking.take(scoring, types, limit)
+            if rows is not None:
+                return {path: float(score) for path, score in rows}
+        if within is not None and (ranking is None or len(ranking.rows) < within):
+            rows = self._rows((keyword_sql(where, within=within), (*scoring, *params, limit)))
             scored = next(int(score) for path, score in rows if path is None)
             rows = [row for row in rows if row[0] is not None]
-            if len(rows) < limit and scored > within:  # too few of the best passed: test every scored entry
-                rows = self._rows((keyword_sql(where, within=None), (*scoring, *params, limit)))
+            if len(rows) == limit or scored <= within:
+                return {path: float(score) for path, score in rows}
+        # Too few of the best passed (or no filter): test every scored entry.
+        rows = self._rows((keyword_sql(where, within=None), (*scoring, *params, limit)))
         return {path: float(score) for path, score in rows}
+
+    def _ranking(self, state: SearchState, scoring: tuple[Any, ...], types: Sequence[str], limit: int) -> KeywordRanking:
+        """The reading's keyword ranking of ``scoring`` (`KeywordRanking`): read by the reading's first
+        search by type (as far as that search reads), kept for its next ones."""
+        if state.ranking is None or state.ranking.scoring != scoring:
+            rows = self._rows((ranking_sql(KEYWORD_OVERFETCH * limit), (*scoring, list(types), limit)))
+            scored = next(int(score) for path, score, _ in rows if path is None)
+            state.ranking = KeywordRanking(scoring, [row for row in rows if row[0] is not None], scored)
+        return state.ranking
 
     def semantic_hits(
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,

@@ -14,7 +14,17 @@ statements themselves are quick (0.1-5 ms each); the round trips and planning ad
 * the hidden (archived, superseded) entries are read with the statistics only when the
   store's change counter moved since they were last read (`HiddenCache`).
 * the statistics are read once per `SearchState`: what a reading read, the searches and the
-  snippet weights inside the same reading take from it (`memdir.memory.searching.Searching.reading`).
+  snippet weights inside the same reading take from it (`memdir.memory.searching.Searching.reading`);
+* in a reading of one query by type (discovery: skills, then the other types), the postings are
+  scored once: the first keyword search reads the ranking with its entries' types (`ranking_sql`),
+  the next take their hits from it (`KeywordRanking`), as they take their vector hits from one walk
+  (`TypedWalk`).
+
+The candidates statement reads every posting of the query's words to find which candidates and
+neighbours hold them: the one part of it that grows with the store (at 1M entries, up to ~24,000
+rows for a message of five to ten words). Probing each of those ~700 entries' postings instead
+reads pages of an index far larger than a stock configuration's buffers, one random page each,
+which is slower at that size.
 
 Measured with ``bench/bench_postgres.py`` (figures in bench/RESULTS.md).
 """
@@ -162,12 +172,14 @@ class SearchState:
         neighbours: neighbours read with the candidates.
         one_query: the searches in this reading are of one query, by type (`TypedWalk`).
         walk: the unfiltered walk a search by type made in this reading (with ``one_query``).
+        ranking: the keyword ranking a search by type read in this reading (with ``one_query``).
     """
 
     begin_pending: bool
     own: bool
     one_query: bool = False
     walk: TypedWalk | None = None
+    ranking: KeywordRanking | None = None
     begun: bool = False
     change: int | None = None
     statistics: dict[str, Any] = field(default_factory=dict)
@@ -264,6 +276,44 @@ def keyword_sql(where: str, *, within: int | None) -> str:
             " (SELECT e.path, s.score FROM (SELECT entry, score FROM scored ORDER BY score DESC, entry"
             f" LIMIT {int(within)}) s JOIN entries e ON e.id = s.entry WHERE {where} ORDER BY s.score DESC, s.entry LIMIT %s)"
             " UNION ALL SELECT NULL, count(*) FROM scored")
+
+
+def ranking_sql(within: int) -> str:
+    """The unfiltered BM25 ranking with its entries' types, rows ``(path, score, type)`` best first, up to
+    where `keyword_sql` filtered by type ``within`` stops (``limit`` rows of the types, or ``within`` rows),
+    then one row ``(NULL, entries scored, NULL)``: what a keyword search by type reads in a reading of one
+    query. It reads the rows that search reads, and returns the other types' rows too: the reading's next
+    searches by other types take their hits from them (`KeywordRanking`) instead of scoring the same
+    postings again. Parameters: `keyword_sql`'s scoring ones, the types, the limit."""
+    return (f"WITH scored AS MATERIALIZED ({_SCORE} GROUP BY p.entry)"
+            " (SELECT path, score, type FROM (SELECT e.path, s.score, e.type, s.entry,"
+            " count(CASE WHEN e.type = ANY(%s) THEN 1 END) OVER (ORDER BY s.score DESC, s.entry ROWS UNBOUNDED PRECEDING)"
+            " AS seen FROM (SELECT entry, score FROM scored ORDER BY score DESC, entry"
+            f" LIMIT {int(within)}) s JOIN entries e ON e.id = s.entry) r WHERE seen <= %s ORDER BY score DESC, entry)"
+            " UNION ALL SELECT NULL, count(*), NULL FROM scored")
+
+
+@dataclass(slots=True)
+class KeywordRanking:
+    """What `ranking_sql` read: the scoring it ranked by (terms, weights, length statistics), its rows
+    ``(path, score, type)`` best first (the ranking's first rows, as many as it read), and how many
+    entries were scored in all.
+
+    The best ``limit`` of some types are the first ``limit`` rows of those types in the ranking; if fewer
+    are among the rows read, and the rows read are not all scored entries, they are not known from it."""
+
+    scoring: tuple[Any, ...]
+    rows: list[tuple[str, float, str]]
+    scored: int
+
+    def take(self, scoring: tuple[Any, ...], types: Sequence[str], limit: int) -> list[tuple[str, float]] | None:
+        """The best ``limit`` entries of ``types`` (fewer when fewer are scored), or None when the ranking
+        is of another scoring or the rows read do not tell."""
+        if scoring != self.scoring:
+            return None
+        wanted = set(types)
+        found = [(path, score) for path, score, type_ in self.rows if type_ in wanted][:limit]
+        return found if len(found) == limit or self.scored <= len(self.rows) else None
 
 
 def filters(types: Sequence[str] | None, prefix: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
