@@ -30,6 +30,30 @@ def paths(results):
     return [result.path for result in results]
 
 
+def hnsw_scans(index, url: str) -> int:
+    """Scans of the HNSW index so far, once every connection of ``index`` has reported its own.
+
+    A backend reports its statistics when idle again after answering; asked to report at once, it
+    still does so only then, which a loaded machine delays: read until two readings agree."""
+    import time
+
+    import psycopg
+
+    for _, conn in list(index.db._all):
+        if not conn.closed:
+            conn.execute("SELECT pg_stat_force_next_flush()")
+    last = None
+    for _ in range(25):
+        time.sleep(0.2)
+        with psycopg.connect(url, autocommit=True) as conn:
+            seen = conn.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'entries_embedding'"
+                                " AND schemaname = current_schema()").fetchone()[0]
+        if seen == last:
+            return seen
+        last = seen
+    return last
+
+
 def test_an_entry_archived_by_another_server_leaves_this_servers_next_search(two_servers):
     first, second = two_servers
     first.write("concept/otters.md", "Otters hold hands while they sleep.", title="Otters")
@@ -137,8 +161,6 @@ def test_a_filtered_keyword_search_finds_what_filtering_the_whole_ranking_finds(
 def test_a_search_walks_the_graph_not_every_vector(tmp_path, pg_url):
     """On a store too small for the planner to pick the HNSW index by its own estimate, an unfiltered
     search still walks the graph: reading every entry's vector (stored out of line) read ~7 pages a row."""
-    import time
-
     import psycopg
 
     memory = Memory.open(Settings(root=tmp_path / "m", store=pg_url, evolution_enabled=False), embedder=FakeEmbedder())
@@ -149,14 +171,7 @@ def test_a_search_walks_the_graph_not_every_vector(tmp_path, pg_url):
             conn.execute("ANALYZE")
 
         def walks() -> int:
-            """Scans of the HNSW index so far."""
-            for _, conn in list(memory.index.db._all):
-                if not conn.closed:
-                    conn.execute("SELECT pg_stat_force_next_flush()")
-            time.sleep(0.2)  # (each reports once idle again, just after answering)
-            with psycopg.connect(pg_url, autocommit=True) as conn:
-                return conn.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'entries_embedding'"
-                                    " AND schemaname = current_schema()").fetchone()[0]
+            return hnsw_scans(memory.index, pg_url)
 
         before = walks()
         assert memory.search("what about subject12")
@@ -238,10 +253,7 @@ def test_searches_of_one_query_by_type_share_one_walk_and_find_what_their_own_wa
     walks the graph unfiltered up to where its filtered walk would stop; the next takes its rows from
     what that walk read, when it read as far as that search's own walk would. Each finds what a walk of
     its own finds, in the same order."""
-    import time
     from urllib.parse import quote
-
-    import psycopg
 
     url = pg_url + quote(" -c enable_seqscan=off -c enable_sort=off", safe="")  # (so small a store: the planner walks)
     memory = Memory.open(Settings(root=tmp_path / "m", store=url, evolution_enabled=False), embedder=FakeEmbedder())
@@ -253,14 +265,7 @@ def test_searches_of_one_query_by_type_share_one_walk_and_find_what_their_own_wa
         model = FakeEmbedder.model_id
 
         def scans() -> int:
-            """Scans of the HNSW index so far."""
-            for _, conn in list(index.db._all):
-                if not conn.closed:
-                    conn.execute("SELECT pg_stat_force_next_flush()")
-            time.sleep(0.2)  # (each reports once idle again)
-            with psycopg.connect(pg_url, autocommit=True) as conn:
-                return conn.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'entries_embedding'"
-                                    " AND schemaname = current_schema()").fetchone()[0]
+            return hnsw_scans(index, pg_url)
 
         # (the last asks for more skills than the first walk read: it walks on its own)
         asked = [(["skill"], 30), (["fact", "concept"], 40), (["fact", "concept"], 50), (["skill"], 60)]
