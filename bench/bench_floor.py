@@ -13,7 +13,8 @@ the load average. The rows and their floors:
   MCP SDK, and the CPU each server has used by then (load-proof); ``memdir discover`` with no server (cold) against ``memdir --help``; ``memdir
   discover`` answered by a running server against a stdlib-only script that sends the same
   request over the same socket (Python's start plus the round trip).
-* write: `Memory.write` of a ~57-word entry against the model embedding its text alone; the
+* write: `Memory.write` of a ~57-word entry against the model embedding its text alone (with
+  ``--before``, the older code's `Memory.write` too, in a process of its own, in the same turns); the
   MCP MemoryWrite tool (official client, stdio) against `Memory.write` in this process.
 * bulk: `Memory.write_many` of new entries in chunks of 100 against the model embedding the
   same texts alone, in entries/s; ``memdir import`` of a folder of hand-written markdown entries then ``memdir rebuild
@@ -218,39 +219,97 @@ def running_server(root: Path, env: dict[str, str]) -> Iterator[None]:
 
 
 # ----------------------------------------------------------------------------- write
+WRITE_WORKER = """
+import sys, tempfile, time
+from pathlib import Path
+from memdir.core.settings import Settings  # (from the older tree, first on PYTHONPATH)
+from memdir.memory import Memory
+sys.path.append(sys.argv[1])
+import bench_floor
+with tempfile.TemporaryDirectory(dir=sys.argv[2]) as tmp, \\
+        Memory.open(Settings(root=Path(tmp) / "local", cache_dir=Path(sys.argv[2]) / "model")) as memory:
+    memory.model.get()
+    write = bench_floor.writer(memory, bench_floor.bench_words())
+    print("ready", flush=True)
+    for line in sys.stdin:
+        started, cpu = time.perf_counter(), time.process_time()
+        write()
+        print((time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000, flush=True)
+"""
+WRITE_META = {"type": "fact", "tags": ["bench", "write"], "domain": "bench"}
+
+
+def bench_words() -> list[str]:
+    """The vocabulary the rows' entries are drawn from."""
+    words = bench_discover_hook.TOPICS + bench_discover_hook.VERBS + bench_discover_hook.NOUNS
+    return [random.Random(i).choice(words) for i in range(5_000)]
+
+
+def writer(memory, words: list[str]) -> Callable[[], None]:
+    """A root of 200 entries in ``memory``, and a callable writing one more ~57-word entry to it per call."""
+    rng = random.Random(3)
+    for i in range(200):  # a root with entries, not an empty one
+        memory.write(f"fact/filler/f{i}", entry_text(words, rng), title=f"Filler {i}", metadata={"type": "fact"})
+    counter = iter(range(10**6))
+
+    def write() -> None:
+        i = next(counter)
+        memory.write(f"fact/bench/w{i}", entry_text(words, rng), title=f"Entry {i}", metadata=WRITE_META)
+    return write
+
+
 def entry_text(words: list[str], rng: random.Random) -> str:
     start = rng.randrange(0, len(words) - 60)
     return " ".join(words[start:start + 57])
 
 
-def bench_write(cache: Path, runs: int, words: list[str]) -> None:
+def bench_write(cache: Path, runs: int, words: list[str], before: Path | None = None) -> None:
+    """The write rows; with ``before`` (a checkout of older code) its `Memory.write` too, in a process of
+    its own answering in the same turns (its own wall and CPU time, as it measured them)."""
     from memdir.core.settings import Settings
     from memdir.embeddings.text import searchable_text
     from memdir.memory import Memory
 
-    rng = random.Random(3)
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+    rng = random.Random(4)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp, contextlib.ExitStack() as stack:
         settings = Settings(root=Path(tmp) / "local", cache_dir=cache / "model")
         served_root = Path(tmp) / "served"
+        older = [stack.enter_context(subprocess.Popen(
+            [sys.executable, "-c", WRITE_WORKER, str(HERE), str(cache)], text=True, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, cwd=cache, env={**os.environ, "PYTHONPATH": str(before)})) for _ in [before] if before]
         with Memory.open(settings) as memory:
             embedder = memory.model.get()
             if embedder is None:
                 raise SystemExit(f"no model: {memory.model.reason}")
-            for i in range(200):  # a root with entries, not an empty one
-                memory.write(f"fact/filler/f{i}", entry_text(words, rng), title=f"Filler {i}", metadata={"type": "fact"})
-            counter = iter(range(10**6))
-            meta = {"type": "fact", "tags": ["bench", "write"], "domain": "bench"}
-
-            def write() -> None:
-                i = next(counter)
-                memory.write(f"fact/bench/w{i}", entry_text(words, rng), title=f"Entry {i}", metadata=meta)
+            write = writer(memory, words)
+            for worker in older:
+                assert worker.stdout is not None
+                if worker.stdout.readline().strip() != "ready":
+                    raise SystemExit("the older code's write worker failed")
 
             def embed() -> None:
-                text = searchable_text("Entry", meta, entry_text(words, rng), settings.embeddings.max_chars)
+                text = searchable_text("Entry", WRITE_META, entry_text(words, rng), settings.embeddings.max_chars)
                 embedder.embed([text])
 
-            writes, embeds = interleaved(runs * 3, write, embed)
+            answered = Timings()
+
+            def ask() -> None:
+                worker = older[0]
+                assert worker.stdin is not None and worker.stdout is not None
+                worker.stdin.write("\n")
+                worker.stdin.flush()
+                wall, cpu = map(float, worker.stdout.readline().split())
+                answered.append(wall)
+                answered.cpu.append(cpu)
+
+            writes, embeds, *_ = interleaved(runs * 3, write, embed, *([ask] if older else []))
             row("Memory.write, ~57 words", writes, "the embedding alone", embeds, "<= 1.2x", cpu_too=True)
+            if older:
+                answered[:], answered.cpu[:] = answered[1:], answered.cpu[1:]  # (without the warm-up round)
+                row("  the same, code before (own process)", answered, "the embedding alone", embeds, "<= 1.2x", cpu_too=True)
+                for worker in older:
+                    assert worker.stdin is not None
+                    worker.stdin.close()
 
             async def mcp_writes() -> list[list[float]]:
                 env = env_for(served_root, cache / "model")
@@ -501,13 +560,12 @@ def main() -> None:
     parser.add_argument("--bulk", type=int, default=400, help="entries imported by the bulk row")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="synthetic roots searched in process")
     parser.add_argument("--only", nargs="+", default=["start", "write", "bulk", "search", "rss"])
-    parser.add_argument("--before", type=Path, help="a checkout of older code, run beside this one in the start, bulk and "
-                        "search rows (and served after it in the rss row)")
+    parser.add_argument("--before", type=Path, help="a checkout of older code, run beside this one in the start, write, bulk "
+                        "and search rows (and served after it in the rss row)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-floor")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
-    words = bench_discover_hook.TOPICS + bench_discover_hook.VERBS + bench_discover_hook.NOUNS
-    words = [random.Random(i).choice(words) for i in range(5_000)]
+    words = bench_words()
     os.environ["MEMDIR_CACHE_DIR"] = str(args.cache / "model")
     for tree in [REPO, *([args.before] if args.before else [])]:
         compileall.compile_dir(tree / "memdir", quiet=1)
@@ -518,7 +576,7 @@ def main() -> None:
     if "start" in args.only:
         bench_start(root, args.cache / "model", args.runs, args.before)
     if "write" in args.only:
-        bench_write(args.cache, args.runs, words)
+        bench_write(args.cache, args.runs, words, args.before)
     if "bulk" in args.only:
         bench_write_many(args.cache, args.bulk, words)
         bench_bulk(args.cache, args.bulk, words, args.before)

@@ -225,7 +225,10 @@ def serve(settings: Settings | None = None) -> None:
     """Run the server over stdio until the client disconnects (or SIGINT/SIGTERM stops it)."""
     import anyio
 
+    from memdir.core.heap import keep_large_blocks_apart
+
     exit_at_once_on_signals()
+    keep_large_blocks_apart()  # before the index and the model fill the heaps
     server = build_server(settings)
     # Everything imported and built by now (the MCP SDK's thousands of pydantic objects, the
     # tools' models) lives as long as the process: freezing it keeps the cyclic collector's

@@ -38,7 +38,7 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -140,7 +140,6 @@ def file_transaction(
     writes: Mapping[Path, bytes],
     removals: Iterable[Path] = (),
     *,
-    derived: Collection[Path] = (),
     on_commit: Callable[[], None] | None = None,
 ) -> Iterator[Mapping[Path, Path]]:
     """Write every file in ``writes`` and delete every file in ``removals``, all or nothing.
@@ -159,9 +158,6 @@ def file_transaction(
         root: the memory root; every path must lie inside it.
         writes: target path -> complete new content.
         removals: paths to delete in the same transaction.
-        derived: targets in ``writes`` that hold derived data every process recomputes after a
-            restart (the root's size total): renamed with the rest, but neither they nor their
-            folder are flushed to disk.
         on_commit: called right after the commit point, before any file is renamed (the
             root's change counter is raised there, see `memdir.storage.directory.changes`); it must
             not raise, since the transaction cannot be undone any more.
@@ -202,7 +198,7 @@ def file_transaction(
                 if target.parent not in made:
                     created += _make_folders(target.parent)
                     made.add(target.parent)
-                _keep_open(staged, _write_new_file(temp, data), not one_sync and target not in derived)
+                _keep_open(staged, _write_new_file(temp, data), not one_sync)
             with flushed_together(staged, one_sync=one_sync):  # written first, then flushed together
                 yield {target: temp for temp, target in renames}
             os.replace(pending, committed)  # the commit point
@@ -224,7 +220,7 @@ def file_transaction(
         on_commit()
     try:
         fsync_dir(journal_dir)
-        _roll_forward(renames, removals, derived)
+        _roll_forward(renames, removals)
         _finish(committed, journal_dir, durable=bool(journal["removals"]))
     except OSError as exc:
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
@@ -290,18 +286,16 @@ def _replay(root: Path, journal: dict) -> None:
     _roll_forward(renames, [_inside(root, removal, confined) for removal in journal.get("removals", [])])
 
 
-def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path], derived: Collection[Path] = ()) -> None:
-    """Perform a committed change's renames and removals. Idempotent: a rename whose temp file is
-    gone already happened. The folders touched are fsynced, except those only ``derived`` targets
-    were renamed into."""
+def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path]) -> None:
+    """Perform a committed change's renames and removals, and fsync the folders touched. Idempotent:
+    a rename whose temp file is gone already happened."""
     touched: set[Path] = set()
     for temp, target in renames:
         try:
             os.replace(temp, target)
         except FileNotFoundError:
             continue
-        if target not in derived:
-            touched.add(target.parent)
+        touched.add(target.parent)
     for path in removals:
         if _unlink_quietly(path):
             touched.add(path.parent)

@@ -196,7 +196,7 @@ class FilesystemAdapter:
             repair=self._repair,
             create=read_only is None,
         )
-        self._total = SharedTotal(self.root, self._scan_total)
+        self._total = SharedTotal(self._scan_total)
         self._stub_reads = StubReads(self.root)
         self.changes = ChangeCounter(self.root)
         self.audit = AuditLog(self.root)
@@ -276,15 +276,29 @@ class FilesystemAdapter:
         else:
             held.append((message, args))
 
-    @contextmanager
-    def _transaction(self, writes: Mapping[Path, bytes], removals: Sequence[Path] = ()) -> Iterator[Mapping[Path, Path]]:
-        """A change to entries (under the exclusive lock), staged on entering and committed on leaving,
-        raising the change counter (`file_transaction`)."""
+    def _counted(self) -> tuple[int, int]:
+        """The change count and the content total recorded with it (`ChangeCounter.prepare`), under the exclusive lock."""
         with disk_errors(self.root):
-            count = self.changes.prepare()
-        bump = functools.partial(self.changes.bump, current=count)
-        with file_transaction(self.root, writes, removals, derived={self._total.file}, on_commit=bump) as staged:
+            return self.changes.prepare()
+
+    @contextmanager
+    def _transaction(
+        self, writes: Mapping[Path, bytes], removals: Sequence[Path] = (), *,
+        counted: tuple[int, int] | None = None, total: int | None = None,
+    ) -> Iterator[Mapping[Path, Path]]:
+        """A change to entries (under the exclusive lock), staged on entering and committed on leaving,
+        raising the change counter (`file_transaction`).
+
+        Args:
+            counted: what `_counted` gave under this hold of the lock (None: read it now).
+            total: the content bytes the change leaves (None: the change leaves them as they are).
+        """
+        count, shared = self._counted() if counted is None else counted
+        after = self._total.carried(count, shared) if total is None else total
+        bump = functools.partial(self.changes.bump, current=count, total=after)
+        with file_transaction(self.root, writes, removals, on_commit=bump) as staged:
             yield staged
+        self._total.committed(count + 1, after)
 
     # ----------------------------------------------------------------- paths
 
@@ -331,8 +345,8 @@ class FilesystemAdapter:
         # A file shadowed by a built-in entry cannot be reached, so it is not counted either.
         return sum(st.st_size for path, _, st, _ in scan_entries(self.root, self.root, "") if not is_virtual(path))
 
-    def _current_total(self) -> int:
-        return self._total.get()
+    def _current_total(self, counted: tuple[int, int] | None = None) -> int:
+        return self._total.get(*(self.changes.read() if counted is None else counted))
 
     def stats(self, path: str) -> FileStats:
         """The ``.md`` and ``.yml`` mtimes and sizes of ``path`` (`memdir.storage.directory.index_db.file_stats`)."""
@@ -436,10 +450,10 @@ class FilesystemAdapter:
         write = EntryWrite(path, content, str(title), valid_metadata(path, metadata), embedding, embedding_model,
                            embedding_text_hash)
         with self._writing():
-            staged = self._staged(write, self._current_total(), hits, updated_at)
-            with self._transaction(staged.writes | self._total.staged(staged.total), staged.removals) as files:
+            counted = self._counted()
+            staged = self._staged(write, self._current_total(counted), hits, updated_at)
+            with self._transaction(staged.writes, staged.removals, counted=counted, total=staged.total) as files:
                 yield Staged(staged.entry, staged.stats(files))
-            self._total.committed(staged.total)
 
     @contextmanager
     def write_many(self, writes: Sequence[EntryWrite]) -> Iterator[list[Staged]]:
@@ -461,7 +475,8 @@ class FilesystemAdapter:
             yield []
             return
         with self._writing():
-            total = self._current_total()
+            counted = self._counted()
+            total = self._current_total(counted)
             batch: list[_StagedEntry] = []
             for write in checked:
                 batch.append(self._staged(write, total, write.hits, write.updated_at))
@@ -469,9 +484,8 @@ class FilesystemAdapter:
             files: dict[Path, bytes] = {}
             for staged in batch:
                 files |= staged.writes
-            with self._transaction(files | self._total.staged(total), [path for s in batch for path in s.removals]) as temps:
+            with self._transaction(files, [path for s in batch for path in s.removals], counted=counted, total=total) as temps:
                 yield [Staged(staged.entry, staged.stats(temps)) for staged in batch]
-            self._total.committed(total)
 
     def _staged(self, write: EntryWrite, total: int, hits: int | None = None, updated_at: datetime | None = None) -> _StagedEntry:
         """The files of one entry's new version, checked against the limits with the root's content
@@ -648,11 +662,11 @@ class FilesystemAdapter:
             marks = Metadata.model_validate({"stub": True, "redirect_to": redirect.target, "created_by": owner})
             writes[yml] = dump_sidecar({"file_path": path, "size": len(data), "hits": 0, "metadata": marks.to_yaml_dict()})
         with self._writing():
-            total = self._check_limits(path, md, len(data), self._current_total())
-            staged = self._total.staged(total) | self._stub_reads.staged_forget([path])  # a new stub starts unread
-            with self._transaction(writes | staged, [emb] if owner is not None else [yml, emb]):
+            counted = self._counted()
+            total = self._check_limits(path, md, len(data), self._current_total(counted))
+            staged = self._stub_reads.staged_forget([path])  # a new stub starts unread
+            with self._transaction(writes | staged, [emb] if owner is not None else [yml, emb], counted=counted, total=total):
                 yield
-            self._total.committed(total)
 
     @contextmanager
     def delete(self, path: str) -> Iterator[None]:
@@ -671,20 +685,19 @@ class FilesystemAdapter:
         with self._writing():
             if stat_regular(self.root, md) is None:
                 raise EntryNotFoundError(path)
-            total = self._current_total() - self._content_size(md)
+            counted = self.changes.read()  # (nothing created: a full disk may have no room)
+            total = self._current_total(counted) - self._content_size(md)
             with ExitStack() as transaction:
                 try:
                     transaction.enter_context(
-                        self._transaction(self._total.staged(total) | self._stub_reads.staged_forget([path]), [md, yml, emb])
+                        self._transaction(self._stub_reads.staged_forget([path]), [md, yml, emb], counted=counted, total=total)
                     )
                     journaled = True
                 except DiskFullError:
                     log.warning("Deleting %s without a journal: the disk has no room even for one", path)
                     journaled = False
                 yield  # (if the derived index cannot shrink either, nothing is deleted)
-            if journaled:
-                self._total.committed(total)
-            else:
+            if not journaled:
                 remove_unjournaled([md, yml, emb])
                 self.changes.bump()
                 self._total.invalidate()

@@ -16,16 +16,27 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from memdir.core.errors import UnsafeFileError
 from memdir.core.files import read_regular
-from memdir.storage.directory.totals import FileState, file_state
 
 log = logging.getLogger(__name__)
 
 READS_FILE = Path(".memdir") / "stub-reads.json"
+
+FileState = tuple[int, int, int] | None  # (inode, mtime, size) of the file; None when absent
+
+
+def file_state(path: Path) -> FileState:
+    """What tells whether the file was replaced since it was last read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 class StubReads:
