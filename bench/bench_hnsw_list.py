@@ -75,6 +75,22 @@ def query_sets(data: Path, count: int) -> dict[str, list[str]]:
     }
 
 
+def with_query_sets(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` with the arguments `embedded_query_sets` reads."""
+    parser.add_argument("--queries", type=int, default=100, help="queries in each set")
+    parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
+    return parser
+
+
+def embedded_query_sets(args: argparse.Namespace) -> tuple[dict[str, np.ndarray], str]:
+    """The query sets' vectors by the real model (through the bench's cache), and the model's id."""
+    embedder = real_embedder(args.cache, "locomo")
+    sets = {name: embedder.embed(texts) for name, texts in query_sets(args.data, args.queries).items()}
+    embedder.save()
+    return sets, embedder.model_id
+
+
 def walk(conn: psycopg.Connection, vector: np.ndarray, model_id: str, length: int, statement: str = WALK) -> list[tuple]:
     """The rows of one walk with a list of ``length``, run as the store's search runs it."""
     with conn.transaction():
@@ -139,20 +155,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cluster-dir", type=Path, required=True, help="a cluster kept by bench_team_scale.py or bench_postgres.py")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     parser.add_argument("--lists", type=int, nargs="+", default=[50, 80, 120, 160, 200, 300])
-    parser.add_argument("--queries", type=int, default=100, help="queries in each set")
-    parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
-    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
-    args = parser.parse_args(argv)
-    embedder = real_embedder(args.cache, "locomo")
-    sets = {name: embedder.embed(texts) for name, texts in query_sets(args.data, args.queries).items()}
-    embedder.save()
+    args = with_query_sets(parser).parse_args(argv)
+    sets, model_id = embedded_query_sets(args)
     print(json.dumps({name: len(vectors) for name, vectors in sets.items()}), flush=True)
     from tests.pg_cluster import Cluster
 
     cluster = Cluster(args.cluster_dir).start(STOCK)
     try:
         for n in args.sizes:
-            bench_size(cluster.url(), n, sets, args.lists, embedder.model_id)
+            bench_size(cluster.url(), n, sets, args.lists, model_id)
     finally:
         cluster.stop()
 
