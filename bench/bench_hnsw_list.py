@@ -5,8 +5,10 @@
 It reads stores that ``bench/bench_team_scale.py`` or ``bench/bench_postgres.py`` loaded and kept in
 ``--cluster-dir`` (schema ``bench_<size>``; started here with PostgreSQL's stock configuration,
 changed in nothing). Their entries' vectors are convex mixes of the model's embeddings of the first
-1,024 LoCoMo turns (conversations conv-26, conv-30 and part of conv-41). Four query sets, each
-embedded by the real model:
+1,024 LoCoMo turns (conversations conv-26, conv-30 and part of conv-41); the entries that
+benchmark's served runs wrote later hold the model's embeddings of pseudo-English, and when the
+graph was built before them they are what the walks miss (`bench/bench_hnsw_graph.py`). Four
+query sets, each embedded by the real model:
 
 * ``tuned``: questions of conv-26 and conv-30 with three corpus words added (what the search
   benchmarks ask, and what the list length was chosen on);
