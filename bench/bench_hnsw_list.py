@@ -5,8 +5,10 @@
 It reads stores that ``bench/bench_team_scale.py`` or ``bench/bench_postgres.py`` loaded and kept in
 ``--cluster-dir`` (schema ``bench_<size>``; started here with PostgreSQL's stock configuration,
 changed in nothing). Their entries' vectors are convex mixes of the model's embeddings of the first
-1,024 LoCoMo turns (conversations conv-26, conv-30 and part of conv-41). Four query sets, each
-embedded by the real model:
+1,024 LoCoMo turns (conversations conv-26, conv-30 and part of conv-41); the entries that
+benchmark's served runs wrote later hold the model's embeddings of pseudo-English, and when the
+graph was built before them they are what the walks miss (`bench/bench_hnsw_graph.py`). Four
+query sets, each embedded by the real model:
 
 * ``tuned``: questions of conv-26 and conv-30 with three corpus words added (what the search
   benchmarks ask, and what the list length was chosen on);
@@ -75,6 +77,22 @@ def query_sets(data: Path, count: int) -> dict[str, list[str]]:
     }
 
 
+def with_query_sets(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` with the arguments `embedded_query_sets` reads."""
+    parser.add_argument("--queries", type=int, default=100, help="queries in each set")
+    parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
+    return parser
+
+
+def embedded_query_sets(args: argparse.Namespace) -> tuple[dict[str, np.ndarray], str]:
+    """The query sets' vectors by the real model (through the bench's cache), and the model's id."""
+    embedder = real_embedder(args.cache, "locomo")
+    sets = {name: embedder.embed(texts) for name, texts in query_sets(args.data, args.queries).items()}
+    embedder.save()
+    return sets, embedder.model_id
+
+
 def walk(conn: psycopg.Connection, vector: np.ndarray, model_id: str, length: int, statement: str = WALK) -> list[tuple]:
     """The rows of one walk with a list of ``length``, run as the store's search runs it."""
     with conn.transaction():
@@ -139,20 +157,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cluster-dir", type=Path, required=True, help="a cluster kept by bench_team_scale.py or bench_postgres.py")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     parser.add_argument("--lists", type=int, nargs="+", default=[50, 80, 120, 160, 200, 300])
-    parser.add_argument("--queries", type=int, default=100, help="queries in each set")
-    parser.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo's locomo10.json")
-    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-cache")
-    args = parser.parse_args(argv)
-    embedder = real_embedder(args.cache, "locomo")
-    sets = {name: embedder.embed(texts) for name, texts in query_sets(args.data, args.queries).items()}
-    embedder.save()
+    args = with_query_sets(parser).parse_args(argv)
+    sets, model_id = embedded_query_sets(args)
     print(json.dumps({name: len(vectors) for name, vectors in sets.items()}), flush=True)
     from tests.pg_cluster import Cluster
 
     cluster = Cluster(args.cluster_dir).start(STOCK)
     try:
         for n in args.sizes:
-            bench_size(cluster.url(), n, sets, args.lists, embedder.model_id)
+            bench_size(cluster.url(), n, sets, args.lists, model_id)
     finally:
         cluster.stop()
 
