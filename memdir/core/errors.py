@@ -244,3 +244,17 @@ class StoreUnavailableError(MemdirError):
             "database needs the pgvector extension (CREATE EXTENSION vector, once, as its owner).",
         )
         self.store, self.reason = store, reason
+
+
+class StoreTooNewError(StoreUnavailableError):
+    """A newer version of memdir has changed the database's layout, which this version cannot read."""
+
+    def __init__(self, changes: list[str]) -> None:
+        MemdirError.__init__(
+            self,
+            "A newer version of memdir has upgraded this memory store, and this version cannot read it "
+            f"(it does not know the store's layout changes {', '.join(changes)}). Nothing was changed.",
+            "Upgrade memdir here to the version the other servers on this database run "
+            "(install it again from that version's source), then run the command again.",
+        )
+        self.store, self.reason = "", "a newer memdir upgraded it"

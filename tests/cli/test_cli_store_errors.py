@@ -91,3 +91,26 @@ def test_export_refuses_a_file_a_full_folder_and_a_folder_inside_the_root(tmp_pa
     copied = CliRunner().invoke(app, ["export", str(tmp_path / "backup"), "--root", str(root)])
     assert copied.exit_code == 0, copied.output
     assert (tmp_path / "backup" / "fact" / "a.md").read_text() == "Entry A.\n"
+
+
+@pytest.mark.postgres
+def test_a_store_a_newer_memdir_upgraded_is_refused_and_left_as_it_is(pg_url, tmp_path):
+    """A newer memdir's layout change (a column moved to another table, say) would make this version's
+    statements fail with errors that say nothing of the cause: it refuses the store instead, reading
+    or writing, and changes nothing in it."""
+    import psycopg
+
+    from memdir.core.settings import Settings
+    from memdir.memory import Memory
+
+    Memory.open(Settings(root=tmp_path / "memory", store=pg_url), load_model=False).close()  # the store's tables
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO memdir_migrations (name) VALUES ('9999_from_a_newer_memdir')")
+        before = [conn.execute(f"SELECT count(*) FROM {table}").fetchone() for table in ("entries", "pg_tables")]
+    entry = tmp_path / "a.md"
+    entry.write_text("Entry A.\n")
+    for command in (["read", "fact/a.md"], ["add", "fact/a.md", str(entry)]):
+        refused(memdir(*command, "--root", str(tmp_path / "memory"), "--store", pg_url), "A newer version of memdir has upgraded this memory store",
+                "9999_from_a_newer_memdir", "Upgrade memdir here")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert [conn.execute(f"SELECT count(*) FROM {table}").fetchone() for table in ("entries", "pg_tables")] == before

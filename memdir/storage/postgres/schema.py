@@ -45,6 +45,9 @@ from collections.abc import Callable
 
 import psycopg
 
+from memdir.core.errors import StoreTooNewError
+from memdir.storage.postgres.database import scalar
+
 MIGRATION_LOCK = 0x6D656D64_6972_0001 & 0x7FFF_FFFF_FFFF_FFFF  # advisory key: "memdir" schema changes
 
 _ENTRIES = """
@@ -268,6 +271,25 @@ MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 
+def check_known(applied: set[str]) -> None:
+    """Refuse a store that a newer memdir has migrated: this version's statements would fail on its
+    layout (a column moved to another table) with errors that say nothing of the cause.
+
+    Raises:
+        StoreTooNewError: ``applied`` names a migration this version does not have.
+    """
+    unknown = sorted(applied - {name for name, _ in MIGRATIONS})
+    if unknown:
+        raise StoreTooNewError(unknown)
+
+
+def applied_migrations(conn: psycopg.Connection) -> set[str]:
+    """The migrations the store at ``conn`` has had (none before its first)."""
+    if scalar(conn, "SELECT to_regclass('memdir_migrations')") is None:
+        return set()
+    return {row[0] for row in conn.execute("SELECT name FROM memdir_migrations")}
+
+
 def migrate(conn: psycopg.Connection, log: Callable[[str], None] | None = None) -> list[str]:
     """Apply the migrations this database lacks, in order; returns the names applied."""
     applied: list[str] = []
@@ -277,6 +299,7 @@ def migrate(conn: psycopg.Connection, log: Callable[[str], None] | None = None) 
             "CREATE TABLE IF NOT EXISTS memdir_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
         )
         done = {row[0] for row in conn.execute("SELECT name FROM memdir_migrations")}
+        check_known(done)
         for name, script in MIGRATIONS:
             if name in done:
                 continue

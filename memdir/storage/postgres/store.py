@@ -14,7 +14,7 @@ from memdir.storage.postgres.adapter import PostgresAdapter
 from memdir.storage.postgres.database import Database, first_line, scalar
 from memdir.storage.postgres.held import HeldRows
 from memdir.storage.postgres.index import PostgresIndex
-from memdir.storage.postgres.schema import migrate
+from memdir.storage.postgres.schema import applied_migrations, check_known, migrate
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ def open_postgres(url: str, settings: Settings, *, read_only: bool = False) -> t
             present = scalar(conn, "SELECT to_regclass('entries') IS NOT NULL")
             if not present:
                 raise StoreUnavailableError(shown(url), "it holds no memdir store yet (a first write creates one)")
+            check_known(applied_migrations(conn))
         else:
             for name in migrate(conn):
                 log.info("store %s: applied migration %s", shown(url), name)
