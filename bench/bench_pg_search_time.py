@@ -124,24 +124,28 @@ def instrument(timings: Timings) -> None:
     Memory.search = timings.timed("Memory.search (inside the call)", Memory.search)  # type: ignore[method-assign]
 
 
-def walk_server_times(url: str, walks: list[tuple[str, list[Any], list[Any]]]) -> tuple[float, float, float, float]:
-    """Median execution time (ms), planning time (ms), pages found in shared buffers and pages read
-    from outside them, of the caught walks run again under EXPLAIN."""
-    executing, planning, hits, reads = [], [], [], []
+Explained = tuple[float, float, float, float]
+"""Medians of EXPLAIN's execution time (ms), planning time (ms), pages found in shared buffers, pages read from outside."""
+
+
+def walk_server_times(url: str, walks: list[tuple[str, list[Any], list[Any]]]) -> tuple[Explained, Explained]:
+    """The caught walks run again under EXPLAIN, each twice in a row: first with its pages as the
+    calls since left them, then with all of them in shared buffers (what the misses cost)."""
+    runs: list[list[tuple[float, float, int, int]]] = [[], []]
     with psycopg.connect(url) as conn:
         register_vector(conn)
         for sql, params, settings in walks:
-            for setting_sql, setting_params in settings:
-                conn.execute(setting_sql, setting_params)
-            plan = [line for (line,) in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall()]
-            conn.rollback()
-            executing.append(float(next(line for line in plan if line.startswith("Execution Time")).split()[2]))
-            planning.append(float(next(line for line in plan if line.startswith("Planning Time")).split()[2]))
-            first = next(line for line in plan if "Buffers:" in line)
-            counts = dict(part.split("=") for part in first.split() if "=" in part)
-            hits.append(int(counts.get("hit", 0)))
-            reads.append(int(counts.get("read", 0)))
-    return statistics.median(executing), statistics.median(planning), statistics.median(hits), statistics.median(reads)
+            for run in runs:
+                for setting_sql, setting_params in settings:
+                    conn.execute(setting_sql, setting_params)
+                plan = [line for (line,) in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall()]
+                conn.rollback()
+                counts = dict(part.split("=") for part in next(line for line in plan if "Buffers:" in line).split() if "=" in part)
+                run.append((float(next(line for line in plan if line.startswith("Execution Time")).split()[2]),
+                            float(next(line for line in plan if line.startswith("Planning Time")).split()[2]),
+                            int(counts.get("hit", 0)), int(counts.get("read", 0))))
+    first, again = (tuple(statistics.median(column) for column in zip(*run, strict=True)) for run in runs)
+    return first, again
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -180,11 +184,13 @@ def main(argv: list[str] | None = None) -> None:
         for part in parts:
             medians = [statistics.median(call.get(part, 0.0) for call in timings.calls[size]) * 1000 for size in args.sizes]
             print(f"  {part[:56]:56}" + "".join(f"{median:10.2f}" for median in medians))
-        print("  the HNSW walks again under EXPLAIN (ANALYZE, BUFFERS): execution / planning ms, pages in / outside shared buffers")
+        print("  the HNSW walks again under EXPLAIN (ANALYZE, BUFFERS), each twice in a row:"
+              " execution / planning ms, pages in / outside shared buffers")
         for size in args.sizes:
-            executing, planning, hits, reads = walk_server_times(urls[size], timings.walks[size])
-            print(f"  {size:>10,} entries: {executing:.2f} / {planning:.2f} ms, {hits:,.0f} / {reads:,.0f} pages"
-                  f" ({len(timings.walks[size])} walks; load {os.getloadavg()[0]:.1f})")
+            for name, (executing, planning, hits, reads) in zip(("first", "again"), walk_server_times(urls[size], timings.walks[size]),
+                                                                 strict=True):
+                print(f"  {size:>10,} entries, {name}: {executing:.2f} / {planning:.2f} ms, {hits:,.0f} / {reads:,.0f} pages"
+                      f" ({len(timings.walks[size])} walks; load {os.getloadavg()[0]:.1f})")
     finally:
         for memory in memories.values():
             memory.close()
