@@ -124,14 +124,16 @@ def instrument(timings: Timings) -> None:
     Memory.search = timings.timed("Memory.search (inside the call)", Memory.search)  # type: ignore[method-assign]
 
 
-Explained = tuple[float, float, float, float]
-"""Medians of EXPLAIN's execution time (ms), planning time (ms), pages found in shared buffers, pages read from outside."""
+Explained = tuple[float, float, float, float, float]
+"""Medians of EXPLAIN's execution time (ms), planning time (ms), pages found in shared buffers, pages read from
+outside, and of the statement's time sent as the call sent it, from this client (ms)."""
 
 
 def walk_server_times(url: str, walks: list[tuple[str, list[Any], list[Any]]]) -> tuple[Explained, Explained]:
     """The caught walks run again under EXPLAIN, each twice in a row: first with its pages as the
-    calls since left them, then with all of them in shared buffers (what the misses cost)."""
-    runs: list[list[tuple[float, float, int, int]]] = [[], []]
+    calls since left them, then with all of them in shared buffers (what the misses cost); after
+    each, the walk as sent, timed from the client."""
+    runs: list[list[tuple[float, float, int, int, float]]] = [[], []]
     with psycopg.connect(url) as conn:
         register_vector(conn)
         for sql, params, settings in walks:
@@ -139,11 +141,14 @@ def walk_server_times(url: str, walks: list[tuple[str, list[Any], list[Any]]]) -
                 for setting_sql, setting_params in settings:
                     conn.execute(setting_sql, setting_params)
                 plan = [line for (line,) in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall()]
+                start = time.perf_counter()
+                conn.execute(sql, params).fetchall()
+                sent = (time.perf_counter() - start) * 1000
                 conn.rollback()
                 counts = dict(part.split("=") for part in next(line for line in plan if "Buffers:" in line).split() if "=" in part)
                 run.append((float(next(line for line in plan if line.startswith("Execution Time")).split()[2]),
                             float(next(line for line in plan if line.startswith("Planning Time")).split()[2]),
-                            int(counts.get("hit", 0)), int(counts.get("read", 0))))
+                            int(counts.get("hit", 0)), int(counts.get("read", 0)), sent))
     first, again = (tuple(statistics.median(column) for column in zip(*run, strict=True)) for run in runs)
     return first, again
 
@@ -185,11 +190,11 @@ def main(argv: list[str] | None = None) -> None:
             medians = [statistics.median(call.get(part, 0.0) for call in timings.calls[size]) * 1000 for size in args.sizes]
             print(f"  {part[:56]:56}" + "".join(f"{median:10.2f}" for median in medians))
         print("  the HNSW walks again under EXPLAIN (ANALYZE, BUFFERS), each twice in a row:"
-              " execution / planning ms, pages in / outside shared buffers")
+              " execution / planning ms, pages in / outside shared buffers; then the walk as sent, from this client")
         for size in args.sizes:
-            for name, (executing, planning, hits, reads) in zip(("first", "again"), walk_server_times(urls[size], timings.walks[size]),
+            for name, (executing, planning, hits, reads, sent) in zip(("first", "again"), walk_server_times(urls[size], timings.walks[size]),
                                                                  strict=True):
-                print(f"  {size:>10,} entries, {name}: {executing:.2f} / {planning:.2f} ms, {hits:,.0f} / {reads:,.0f} pages"
+                print(f"  {size:>10,} entries, {name}: {executing:.2f} / {planning:.2f} ms, {hits:,.0f} / {reads:,.0f} pages; {sent:.2f} ms"
                       f" ({len(timings.walks[size])} walks; load {os.getloadavg()[0]:.1f})")
     finally:
         for memory in memories.values():
