@@ -17,8 +17,10 @@ Not thread-safe by itself; the index serialises access.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -31,6 +33,12 @@ PARALLEL_MIN_ROWS = 50_000
 """From this many rows a cosine scan is split over the CPUs. A smaller scan takes about a millisecond, less than
 a helper thread may take to wake on a busy machine: measured on 2 shared cores, splitting helped at 100K rows
 whatever the load, but at 10K only when a core was idle, and cost several times the scan when none was."""
+
+SCAN_CHUNKS = 8
+"""A split scan's parts, claimed by whichever thread is free: a helper that wakes late, or a caller busy
+with other work (``meanwhile``), leaves its share to the others."""
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 @functools.cache
@@ -393,7 +401,9 @@ class VectorMatrix:
         codes = [code for code, name in enumerate(self._folders.names) if name is not None and (name == folder or name.startswith(inside))]
         return np.isin(self._folder_code[:n], codes)
 
-    def ranked(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def ranked(
+        self, query: np.ndarray, k: int, mask: np.ndarray | None = None, meanwhile: Callable[[], object] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(cosine of every row with ``query``, the ``k`` best rows among those ``mask`` keeps, best first):
         one dot product per row (rows and query are unit vectors).
 
@@ -401,8 +411,10 @@ class VectorMatrix:
         thread, faster on this workload than either (OpenBLAS's sgemv wakes threads of its own, which
         answer late on a busy machine; einsum's loop is slower per row). The product is bound by
         memory bandwidth at 100K rows (154 MB), which one core does not saturate: from
-        `PARALLEL_MIN_ROWS` rows the rows are split over the CPUs (vecdot releases the GIL), and each
-        part picks its own ``k`` best as well, of which the best ``k`` are kept.
+        `PARALLEL_MIN_ROWS` rows the rows are split into `SCAN_CHUNKS` parts that the helper threads and
+        the caller claim in turn (vecdot releases the GIL), and each part picks its own ``k`` best as
+        well, of which the best ``k`` are kept. ``meanwhile``: other work of the caller's, run on the
+        calling thread first (while the helpers start on the scan, when there are any).
         """
         q = np.asarray(query, dtype=np.float32).ravel()
         if self.dim is None or q.shape[0] != self.dim or not self._n:  # nothing comparable: another model's dimension
@@ -410,18 +422,35 @@ class VectorMatrix:
         data = self._data[: self._n]
         pool = _scan_pool() if self._n >= PARALLEL_MIN_ROWS else None
         if pool is None:
+            if meanwhile is not None:
+                meanwhile()
             out = np.vecdot(data, q)
             return out, self.top_of(out, k, mask)
         out = np.empty(self._n, dtype=np.float32)
+        bounds = np.linspace(0, self._n, SCAN_CHUNKS + 1, dtype=np.int64).tolist()
+        best: list[np.ndarray] = [_NO_ROWS] * SCAN_CHUNKS
+        claim, done = itertools.count(), threading.Semaphore(0)
 
-        def part(lo: int, hi: int) -> np.ndarray:
-            np.vecdot(data[lo:hi], q, out=out[lo:hi])
-            return lo + self.top_of(out[lo:hi], k, None if mask is None else mask[lo:hi])
+        def scan() -> None:  # claims chunks until none is left: a thread that wakes late finds less to do
+            while (chunk := next(claim)) < SCAN_CHUNKS:
+                lo, hi = bounds[chunk], bounds[chunk + 1]
+                try:
+                    np.vecdot(data[lo:hi], q, out=out[lo:hi])
+                    best[chunk] = lo + self.top_of(out[lo:hi], k, None if mask is None else mask[lo:hi])
+                finally:
+                    done.release()
 
-        bounds = np.linspace(0, self._n, pool._max_workers + 2, dtype=np.int64).tolist()  # helpers' parts + the caller's
-        parts = [pool.submit(part, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-        best = np.concatenate([part(0, bounds[1]), *(found.result() for found in parts)])
-        return out, best[self.top_of(out[best], k)]
+        for _ in range(pool._max_workers):
+            pool.submit(scan)
+        try:
+            if meanwhile is not None:
+                meanwhile()
+        finally:
+            scan()
+            for _ in range(SCAN_CHUNKS):
+                done.acquire()
+        found = np.concatenate(best)
+        return out, found[self.top_of(out[found], k)]
 
     @staticmethod
     def top_of(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndarray:
