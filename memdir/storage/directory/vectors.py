@@ -427,7 +427,7 @@ class VectorMatrix:
             out = np.vecdot(data, q)
             return out, self.top_of(out, k, mask)
         out = np.empty(self._n, dtype=np.float32)
-        bounds = np.linspace(0, self._n, SCAN_CHUNKS + 1, dtype=np.int64).tolist()
+        bounds = [self._n * chunk // SCAN_CHUNKS for chunk in range(SCAN_CHUNKS + 1)]
         best: list[np.ndarray] = [_NO_ROWS] * SCAN_CHUNKS
         claim, done = itertools.count(), threading.Semaphore(0)
 
