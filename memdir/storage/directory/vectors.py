@@ -34,7 +34,7 @@ PARALLEL_MIN_ROWS = 50_000
 a helper thread may take to wake on a busy machine: measured on 2 shared cores, splitting helped at 100K rows
 whatever the load, but at 10K only when a core was idle, and cost several times the scan when none was."""
 
-SCAN_CHUNKS = 8
+SCAN_CHUNKS = 4
 """A split scan's parts, claimed by whichever thread is free: a helper that wakes late, or a caller busy
 with other work (``meanwhile``), leaves its share to the others."""
 
