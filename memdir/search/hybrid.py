@@ -297,22 +297,13 @@ class HybridSearcher:
         pool = max(self.settings.search.candidates, top_k * 3)
 
         with self.index.reading():  # one consistent view of the vectors and the keyword data
-            by_words: list[tuple[dict[SearchKey, float], dict[str, float]]] = []
-
-            def search_words() -> None:
-                by_words.append((self.index.keyword_hits(terms, pool, types=types, path_prefix=prefix, tags=tags),
-                                 self.idf(terms)))
-
+            bm25 = self.index.keyword_hits(terms, pool, types=types, path_prefix=prefix, tags=tags)
+            idf = self.idf(terms)
             if embedding is not None:
-                search_words()  # while the model embeds the query
                 query_vector = embedding.result()
             semantic = None
-            if query_vector is not None:  # (the keyword search, if not done yet, while the vectors are compared)
-                semantic = self.index.semantic_hits(query_vector, query_model, pool, types=types, path_prefix=prefix,
-                                                    tags=tags, meanwhile=None if by_words else search_words)
-            if not by_words:
-                search_words()
-            bm25, idf = by_words[0]
+            if query_vector is not None:
+                semantic = self.index.semantic_hits(query_vector, query_model, pool, types=types, path_prefix=prefix, tags=tags)
             mode: Mode = "hybrid" if semantic is not None else "keyword"
             ranked = self._ranked(semantic, bm25, idf, stems, mode)
             if ranked is not None:

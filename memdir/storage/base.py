@@ -151,14 +151,11 @@ class SearchIndex(Protocol):
     def semantic_hits(
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None,
         path_prefix: str | None, tags: Sequence[str] | None, ef_search: int | None = None,
-        meanwhile: Callable[[], object] | None = None,
     ) -> SemanticHits | None:
         """The ``limit`` nearest entries embedded by ``model``; None when nothing is comparable.
 
         ``ef_search``: the candidate list of an approximate index's scan, when not the store's own
-        (an index that compares every vector has none). ``meanwhile``: other work of the caller's, run
-        at most once on the calling thread before this returns (while the vectors are compared, where
-        other threads compare them), or not at all.
+        (an index that compares every vector has none).
         """
 
     def keys_of(self, paths: Sequence[str]) -> list[SearchKey]:

@@ -978,10 +978,8 @@ class DerivedIndex:
     def semantic_hits(
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None, ef_search: int | None = None,
-        meanwhile: Callable[[], object] | None = None,
     ) -> _MatrixHits | None:
-        """(``ef_search`` does not apply: the matrix compares every vector; ``meanwhile`` runs while helper
-        threads do, or not at all when nothing is comparable.)"""
+        """(``ef_search`` does not apply: the matrix compares every vector.)"""
         with self.lock:
             matrix = self.vectors
             if matrix.dim != np.asarray(vector).shape[-1] or not len(matrix):
@@ -989,7 +987,7 @@ class DerivedIndex:
             if model is not None and not matrix.has_model(model):
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
             mask = matrix.mask(types=types, path_prefix=path_prefix, tags=tags, model=model)
-            scores, rows = matrix.ranked(vector, limit, mask, meanwhile)
+            scores, rows = matrix.ranked(vector, limit, mask)
             return _MatrixHits(matrix.keys_at(rows).tolist(), rows.tolist(), matrix.paths, scores, mask, matrix.rows_of_keys)
 
     def keys_of(self, paths: Sequence[str]) -> list[int]:

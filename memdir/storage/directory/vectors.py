@@ -20,7 +20,7 @@ import functools
 import itertools
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -35,8 +35,8 @@ a helper thread may take to wake on a busy machine: measured on 2 shared cores, 
 whatever the load, but at 10K only when a core was idle, and cost several times the scan when none was."""
 
 SCAN_CHUNKS = 4
-"""A split scan's parts, claimed by whichever thread is free: a helper that wakes late, or a caller busy
-with other work (``meanwhile``), leaves its share to the others."""
+"""A split scan's parts, claimed by whichever thread is free: a helper that wakes late leaves its share
+to the caller."""
 
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -401,9 +401,7 @@ class VectorMatrix:
         codes = [code for code, name in enumerate(self._folders.names) if name is not None and (name == folder or name.startswith(inside))]
         return np.isin(self._folder_code[:n], codes)
 
-    def ranked(
-        self, query: np.ndarray, k: int, mask: np.ndarray | None = None, meanwhile: Callable[[], object] | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def ranked(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(cosine of every row with ``query``, the ``k`` best rows among those ``mask`` keeps, best first):
         one dot product per row (rows and query are unit vectors).
 
@@ -413,8 +411,7 @@ class VectorMatrix:
         memory bandwidth at 100K rows (154 MB), which one core does not saturate: from
         `PARALLEL_MIN_ROWS` rows the rows are split into `SCAN_CHUNKS` parts that the helper threads and
         the caller claim in turn (vecdot releases the GIL), and each part picks its own ``k`` best as
-        well, of which the best ``k`` are kept. ``meanwhile``: other work of the caller's, run on the
-        calling thread first (while the helpers start on the scan, when there are any).
+        well, of which the best ``k`` are kept.
         """
         q = np.asarray(query, dtype=np.float32).ravel()
         if self.dim is None or q.shape[0] != self.dim or not self._n:  # nothing comparable: another model's dimension
@@ -422,8 +419,6 @@ class VectorMatrix:
         data = self._data[: self._n]
         pool = _scan_pool() if self._n >= PARALLEL_MIN_ROWS else None
         if pool is None:
-            if meanwhile is not None:
-                meanwhile()
             out = np.vecdot(data, q)
             return out, self.top_of(out, k, mask)
         out = np.empty(self._n, dtype=np.float32)
@@ -442,13 +437,9 @@ class VectorMatrix:
 
         for _ in range(pool._max_workers):
             pool.submit(scan)
-        try:
-            if meanwhile is not None:
-                meanwhile()
-        finally:
-            scan()
-            for _ in range(SCAN_CHUNKS):
-                done.acquire()
+        scan()
+        for _ in range(SCAN_CHUNKS):
+            done.acquire()
         found = np.concatenate(best)
         return out, found[self.top_of(out[found], k)]
 

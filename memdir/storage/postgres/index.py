@@ -657,7 +657,6 @@ class PostgresIndex:
     def semantic_hits(
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None, ef_search: int | None = None,
-        meanwhile: Callable[[], object] | None = None,
     ) -> RowHits | None:
         """The HNSW walk's ``limit`` nearest entries (see `WALK_OPERATOR_COST` for how it is planned).
         In a reading of one query (``reading(one_query=True)``), a search by type alone walks once
@@ -665,8 +664,6 @@ class PostgresIndex:
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (EMBEDDING_DIM,):
             return None
-        if meanwhile is not None:  # (before the walk: the server does it, this thread only waits)
-            meanwhile()
         where, params = filters(types, path_prefix, tags)
         comparable = "e.embedding IS NOT NULL AND e.stub_kind IS NULL" + (" AND e.vector_model = %s" if model else "")
         model_params = [model] if model else []
