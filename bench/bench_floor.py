@@ -471,8 +471,8 @@ def search_queries(runs: int) -> list[tuple[str, np.ndarray]]:
 
 def search_beside_scan(searcher, matrix: np.ndarray, runs: int, workers: Sequence[subprocess.Popen] = ()) -> list[Timings]:
     """Hybrid search, ``matrix @ q``, ``einsum`` and ``vecdot``, each + top 10, on the same queries in turn; then
-    each of ``workers`` (`SEARCH_WORKER` processes) searching the same query, last in each turn (their
-    own wall and CPU time, as they measured them)."""
+    each of ``workers`` (`SEARCH_WORKER` processes) searching the same query, last in each turn, in turns
+    of order (their own wall and CPU time, as they measured them)."""
     queries = search_queries(runs)
     at = -1
 
@@ -496,13 +496,18 @@ def search_beside_scan(searcher, matrix: np.ndarray, runs: int, workers: Sequenc
         return ask
 
     answered = [Timings() for _ in workers]
+    asks = [asking(worker, times) for worker, times in zip(workers, answered)]
+
+    def ask_workers() -> None:  # first one worker, then the other, turn by turn: the first after the floors is slower
+        for ask in asks if at % 2 else asks[::-1]:
+            ask()
+
     steps = [hybrid, lambda: top10(matrix @ queries[at][1]), lambda: top10(np.einsum("ij,j->i", matrix, queries[at][1])),
              lambda: top10(np.vecdot(matrix, queries[at][1]))]
-    timings = interleaved(runs, *steps, *(asking(worker, times) for worker, times in zip(workers, answered)))
-    for i, times in enumerate(answered):  # (as the workers measured them, without the warm-up round's)
+    timings = interleaved(runs, *steps, *([ask_workers] if workers else []))
+    for times in answered:  # (as the workers measured them, without the warm-up round's)
         times[:], times.cpu[:] = times[1:], times.cpu[1:]
-        timings[4 + i] = times
-    return timings
+    return timings[:4] + answered
 
 
 class Served(NamedTuple):

@@ -783,3 +783,24 @@ def test_schema_4_index_learns_the_links_at_the_next_open(tmp_path):
     with Memory.open(settings, embedder=FakeEmbedder()) as memory:
         assert not memory.index.rebuilt
         assert memory.index.linking_to("fact/a.md") == ["fact/b.md"]
+
+
+def test_a_split_scan_needs_no_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A split scan ends with every row compared and the same best rows when no helper thread ever
+    starts (the caller claims every part itself)."""
+    from memdir.storage.directory import vectors
+
+    pool = vectors._scan_pool()
+    if pool is None:
+        pytest.skip("one usable CPU: the scan is never split")
+    rng = np.random.default_rng(4)
+    m = VectorMatrix()
+    for i, vector in enumerate(rng.standard_normal((2_000, 16)).astype(np.float32)):
+        m.upsert(f"concept/e{i}.md", vector / np.linalg.norm(vector))
+    query = rng.standard_normal(16).astype(np.float32)
+    whole = top(m, query, 25)
+    monkeypatch.setattr(vectors, "PARALLEL_MIN_ROWS", 1_000)
+    monkeypatch.setattr(pool, "submit", lambda *args, **kwargs: None)  # helpers that never wake
+    scores, rows = m.ranked(query, 25)
+    assert len(scores) == len(m)
+    assert rows.tolist() == whole[0].tolist() and scores[rows].tolist() == whole[1].tolist()

@@ -17,7 +17,9 @@ Not thread-safe by itself; the index serialises access.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
+import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -31,6 +33,12 @@ PARALLEL_MIN_ROWS = 50_000
 """From this many rows a cosine scan is split over the CPUs. A smaller scan takes about a millisecond, less than
 a helper thread may take to wake on a busy machine: measured on 2 shared cores, splitting helped at 100K rows
 whatever the load, but at 10K only when a core was idle, and cost several times the scan when none was."""
+
+SCAN_CHUNKS = 4
+"""A split scan's parts, claimed by whichever thread is free: a helper that wakes late leaves its share
+to the caller."""
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 @functools.cache
@@ -401,8 +409,9 @@ class VectorMatrix:
         thread, faster on this workload than either (OpenBLAS's sgemv wakes threads of its own, which
         answer late on a busy machine; einsum's loop is slower per row). The product is bound by
         memory bandwidth at 100K rows (154 MB), which one core does not saturate: from
-        `PARALLEL_MIN_ROWS` rows the rows are split over the CPUs (vecdot releases the GIL), and each
-        part picks its own ``k`` best as well, of which the best ``k`` are kept.
+        `PARALLEL_MIN_ROWS` rows the rows are split into `SCAN_CHUNKS` parts that the helper threads and
+        the caller claim in turn (vecdot releases the GIL), and each part picks its own ``k`` best as
+        well, of which the best ``k`` are kept.
         """
         q = np.asarray(query, dtype=np.float32).ravel()
         if self.dim is None or q.shape[0] != self.dim or not self._n:  # nothing comparable: another model's dimension
@@ -413,15 +422,26 @@ class VectorMatrix:
             out = np.vecdot(data, q)
             return out, self.top_of(out, k, mask)
         out = np.empty(self._n, dtype=np.float32)
+        bounds = [self._n * chunk // SCAN_CHUNKS for chunk in range(SCAN_CHUNKS + 1)]
+        best: list[np.ndarray] = [_NO_ROWS] * SCAN_CHUNKS
+        claim, done = itertools.count(), threading.Semaphore(0)
 
-        def part(lo: int, hi: int) -> np.ndarray:
-            np.vecdot(data[lo:hi], q, out=out[lo:hi])
-            return lo + self.top_of(out[lo:hi], k, None if mask is None else mask[lo:hi])
+        def scan() -> None:  # claims chunks until none is left: a thread that wakes late finds less to do
+            while (chunk := next(claim)) < SCAN_CHUNKS:
+                lo, hi = bounds[chunk], bounds[chunk + 1]
+                try:
+                    np.vecdot(data[lo:hi], q, out=out[lo:hi])
+                    best[chunk] = lo + self.top_of(out[lo:hi], k, None if mask is None else mask[lo:hi])
+                finally:
+                    done.release()
 
-        bounds = np.linspace(0, self._n, pool._max_workers + 2, dtype=np.int64).tolist()  # helpers' parts + the caller's
-        parts = [pool.submit(part, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-        best = np.concatenate([part(0, bounds[1]), *(found.result() for found in parts)])
-        return out, best[self.top_of(out[best], k)]
+        for _ in range(pool._max_workers):
+            pool.submit(scan)
+        scan()
+        for _ in range(SCAN_CHUNKS):
+            done.acquire()
+        found = np.concatenate(best)
+        return out, found[self.top_of(out[found], k)]
 
     @staticmethod
     def top_of(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndarray:
