@@ -627,11 +627,10 @@ class PostgresIndex:
         where, params = filters(types, path_prefix, tags)
         scoring = (K1, B, B, avgdl, [stored_term(term) for term in frequencies], weights)
         within = KEYWORD_OVERFETCH * limit if where else None
-        state = self._search()
+        shared = self._shared_by_type(types, path_prefix, tags)
         ranking = None
-        if (state is not None and state.one_query and types and not path_prefix and not tags and within is not None
-                and self._conn().info.server_version >= STOPPING_WINDOWS):
-            ranking = self._ranking(state, scoring, types, limit)
+        if shared is not None and types:
+            ranking = self._ranking(shared, scoring, types, limit)
             rows = ranking.take(scoring, types, limit)
             if rows is not None:
                 return {path: float(score) for path, score in rows}
@@ -644,6 +643,18 @@ class PostgresIndex:
         # Too few of the best passed (or no filter): test every scored entry.
         rows = self._rows((keyword_sql(where, within=None), (*scoring, *params, limit)))
         return {path: float(score) for path, score in rows}
+
+    def _shared_by_type(
+        self, types: Sequence[str] | None, path_prefix: str | None, tags: Sequence[str] | None,
+    ) -> SearchState | None:
+        """The reading's state when a search by ``types`` alone may share what the reading's first such
+        search read (`KeywordRanking`, `TypedWalk`): a reading of one query, on a PostgreSQL that stops
+        a scan at a window count (`STOPPING_WINDOWS`); else None."""
+        state = self._search()
+        if (state is None or not state.one_query or not types or path_prefix or tags
+                or self._conn().info.server_version < STOPPING_WINDOWS):
+            return None
+        return state
 
     def _ranking(self, state: SearchState, scoring: tuple[Any, ...], types: Sequence[str], limit: int) -> KeywordRanking:
         """The reading's keyword ranking of ``scoring`` (`KeywordRanking`): read by the reading's first
@@ -670,17 +681,16 @@ class PostgresIndex:
         condition = comparable + (f" AND {where}" if where else "")
         with self.reading():  # the HNSW settings last until the end of this (or the search's) transaction
             state = self._search()
-            by_type = (state is not None and state.one_query and bool(types) and not path_prefix and not tags
-                       and self._conn().info.server_version >= STOPPING_WINDOWS)
+            shared = self._shared_by_type(types, path_prefix, tags) if ef_search is None else None
             rows = None
-            if by_type and state is not None and state.walk is not None and ef_search is None:
-                rows = state.walk.take(query, model, list(types or ()), limit)
+            if shared is not None and shared.walk is not None:
+                rows = shared.walk.take(query, model, list(types or ()), limit)
             if rows is None:
                 walk = (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                         " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit))
                 planner = WALK_PLANNER if not where else WALK_PLANNER[:1]
-                if by_type and state is not None and state.walk is None and ef_search is None and self._walks(planner, walk, limit):
-                    rows = self._typed_walk(state, query, model, list(types or ()), limit, comparable, model_params)
+                if shared is not None and shared.walk is None and self._walks(planner, walk, limit):
+                    rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params)
                 else:
                     rows = self._planned(planner, walk, limit, ef_search)
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
