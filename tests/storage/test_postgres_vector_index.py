@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from mcp import Client
 
+from memdir.core.errors import VectorExtensionTooOldError
 from memdir.core.settings import Settings
 from memdir.embeddings import Embedder, load_embedder
 from memdir.memory import Memory, NewEntry
@@ -96,3 +97,16 @@ def test_a_store_made_with_the_float_index_gets_the_half_precision_one_and_searc
         assert {info.path: info.size for info in memory.list("fact", include_virtual=False)} == listed
         assert [[hit.path for hit in memory.search(f"subject{i} ledger", top_k=10)] for i in range(5)] == exact
     assert vector_index_scans(pg_url) == 5  # (its connections closed: their counts reported)
+
+
+@pytest.mark.parametrize("version", ["0.5.1", "0.6.2"])
+def test_a_pgvector_without_half_precision_vectors_is_refused_saying_what_to_install(version):
+    with pytest.raises(VectorExtensionTooOldError) as refused:
+        schema.check_vector_version(version)
+    assert f"pgvector {version}" in refused.value.message and "Nothing was changed" in refused.value.message
+    assert "pgvector 0.7.0 or later" in refused.value.hint and "ALTER EXTENSION vector UPDATE" in refused.value.hint
+
+
+@pytest.mark.parametrize("version", ["0.7.0", "0.8.2", "1.0", None])
+def test_a_pgvector_with_half_precision_vectors_or_none_yet_passes_the_check(version):
+    schema.check_vector_version(version)  # (None: the first migration's CREATE EXTENSION says what is missing)

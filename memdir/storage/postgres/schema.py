@@ -46,7 +46,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from memdir.core.errors import StoreTooNewError
+from memdir.core.errors import StoreTooNewError, VectorExtensionTooOldError
 from memdir.storage.postgres.database import scalar
 from memdir.storage.sidecar import EMBEDDING_DIM
 
@@ -299,6 +299,25 @@ def check_known(applied: set[str]) -> None:
         raise StoreTooNewError(unknown)
 
 
+HALF_VECTORS_SINCE = "0.7.0"
+"""The first pgvector with ``halfvec`` (what `VECTOR_INDEX` holds)."""
+
+
+def check_vector_version(version: str | None) -> None:
+    """Refuse a pgvector without half-precision vectors before any migration runs: the one that builds
+    `VECTOR_INDEX` would fail on it with an error that does not say what to install (None: not installed
+    nor available, which the first migration's ``CREATE EXTENSION`` reports).
+
+    Raises:
+        VectorExtensionTooOldError: ``version`` is older than `HALF_VECTORS_SINCE`.
+    """
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.split(".") if part.isdigit())
+
+    if version is not None and parts(version) < parts(HALF_VECTORS_SINCE):
+        raise VectorExtensionTooOldError(version, HALF_VECTORS_SINCE)
+
+
 def applied_migrations(conn: psycopg.Connection) -> set[str]:
     """The migrations the store at ``conn`` has had (none before its first)."""
     if scalar(conn, "SELECT to_regclass('memdir_migrations')") is None:
@@ -316,6 +335,9 @@ def migrate(conn: psycopg.Connection, log: Callable[[str], None] | None = None) 
         )
         done = {row[0] for row in conn.execute("SELECT name FROM memdir_migrations")}
         check_known(done)
+        if any(name not in done for name, _ in MIGRATIONS):
+            check_vector_version(scalar(conn, "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'vector'),"
+                                              " (SELECT default_version FROM pg_available_extensions WHERE name = 'vector'))"))
         for name, script in MIGRATIONS:
             if name in done:
                 continue
