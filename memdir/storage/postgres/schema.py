@@ -154,7 +154,9 @@ _SIZED_BUILD_MEMORY = (
 while it fits, the graph is built several times faster than inserted into on disk (1 GB held 737K entries).
 2 KB an entry, at least PostgreSQL's default 64 MB, at most 2 GB (1.4M entries; a parallel build reserves
 it in shared memory at once)."""
-_HALF_VECTOR_INDEX = f"{_SIZED_BUILD_MEMORY} DROP INDEX entries_embedding; {VECTOR_INDEX};"
+_HALF_VECTOR_INDEX = f"{_SIZED_BUILD_MEMORY} {VECTOR_INDEX}; DROP INDEX entries_embedding;"
+# (built before the float index is dropped: the build blocks writes, not reads, and dropping would block both
+# until the migration's end)
 
 # What a search reads besides its hits, each found through a small index of its own: the hidden
 # entries (a search leaves them out; a sequential scan of every row took 60 ms at 100K), and each
