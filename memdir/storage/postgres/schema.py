@@ -140,20 +140,19 @@ VECTOR_INDEX_NAME = "entries_embedding_half"
 VECTOR_INDEX = (
     f"CREATE INDEX {VECTOR_INDEX_NAME} ON entries USING hnsw ((embedding::{HALF_VECTOR}) halfvec_cosine_ops) {_HNSW_WITH}"
 )
-"""The vector index a search walks: HNSW over the vectors in half precision. The float graph was 197 MB
-at 100K entries (1.9 GB at 1M), more than a stock configuration's 128 MB of shared buffers, so a walk read
-a quarter of its pages from outside them; this one is about half the size. A walk orders by the
-half-precision distance, and a search ranks what it found by the cosine of the float vectors in the rows
-(`memdir.storage.postgres.search.WALK_ORDER`). Built in place of the float index, not beside it: both
+"""The vector index a search walks: HNSW over the vectors in half precision, about half the size of a graph
+of the float vectors, so that more of it stays in PostgreSQL's shared buffers (a stock configuration's
+128 MB held little of the float graph past 100K entries, and a walk read its pages from outside them).
+A walk orders by the half-precision distance, and a search ranks what it found by the cosine of the float
+vectors in the rows (`memdir.storage.postgres.search.WALK_ORDER`). It replaces the float index: both
 would take more of the buffers than the float one alone."""
 _SIZED_BUILD_MEMORY = (
     "SELECT set_config('maintenance_work_mem', least(2097152, greatest(65536,"
     " (SELECT reltuples FROM pg_class WHERE oid = 'entries'::regclass)::bigint * 2)) || 'kB', true);"
 )
-"""The build's memory for the half-precision graph, by the store's size: ~1.4 KB an entry; built in memory
-while it fits, the graph is built several times faster than inserted into on disk (1 GB held 737K entries).
-2 KB an entry, at least PostgreSQL's default 64 MB, at most 2 GB (1.4M entries; a parallel build reserves
-it in shared memory at once)."""
+"""The build's memory for the half-precision graph, by the store's size (the graph takes ~1.4 KB an entry,
+and is built far faster in memory than on disk once it outgrows it): 2 KB an entry, at least PostgreSQL's
+default 64 MB, at most 2 GB (1.4M entries; a parallel build reserves it in shared memory at once)."""
 _HALF_VECTOR_INDEX = f"{_SIZED_BUILD_MEMORY} {VECTOR_INDEX}; DROP INDEX entries_embedding;"
 # (built before the float index is dropped: the build blocks writes, not reads, and dropping would block both
 # until the migration's end)
