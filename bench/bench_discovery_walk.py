@@ -35,6 +35,7 @@ from corpora import DEFAULT_LOCOMO, locomo_corpora, real_embedder  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
 from memdir.storage.postgres.index import PostgresIndex  # noqa: E402
+from memdir.storage.postgres.search import WALK_ORDER  # noqa: E402
 from memdir.tools.discovery import discover  # noqa: E402
 
 
@@ -53,7 +54,7 @@ class Walks:
         planned = PostgresIndex._planned
 
         def counting(index: PostgresIndex, planner: Any, statement: Any, limit: int, ef_search: int | None = None) -> list[Any]:
-            self.count += "ORDER BY e.embedding <=>" in statement[0] and not statement[0].startswith("EXPLAIN")
+            self.count += f"ORDER BY {WALK_ORDER}" in statement[0] and not statement[0].startswith("EXPLAIN")
             return planned(index, planner, statement, limit, ef_search)
 
         PostgresIndex._planned = counting  # type: ignore[method-assign, assignment]

@@ -51,10 +51,11 @@ from pgvector.psycopg import register_vector  # noqa: E402
 
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.storage.postgres.database import scalar  # noqa: E402
+from memdir.storage.postgres.search import WALK_ORDER  # noqa: E402
 
 POOL = 50  # what a search asks the vector index for (``search_candidates``)
 WALK = ("SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE e.embedding IS NOT NULL AND e.stub_kind IS NULL"
-        " AND e.vector_model = %s ORDER BY e.embedding <=> %s LIMIT %s")
+        f" AND e.vector_model = %s ORDER BY {WALK_ORDER} LIMIT %s")
 
 
 def query_sets(data: Path, count: int) -> dict[str, list[str]]:

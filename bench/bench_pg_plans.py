@@ -39,6 +39,7 @@ import memdir.storage.postgres.index as postgres_index  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
 from memdir.storage.postgres.index import EF_SEARCH, WALK_OPERATOR_COST  # noqa: E402
+from memdir.storage.postgres.search import WALK_ORDER  # noqa: E402
 
 DEFAULT_OPERATOR_COST = 0.0025  # PostgreSQL's
 FILTERS = {
@@ -68,7 +69,7 @@ def measure(url: str, vectors, model_id: str) -> None:
                 plan = conn.execute(
                     "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e"
                     f" WHERE e.embedding IS NOT NULL AND e.stub_kind IS NULL AND e.vector_model = %s{where}"
-                    " ORDER BY e.embedding <=> %s LIMIT 50", (vector, model_id, *params, vector),
+                    f" ORDER BY {WALK_ORDER} LIMIT 50", (vector, model_id, *params, vector),
                 ).fetchone()[0][0]
                 top = plan["Plan"]
                 scans = [node.get("Index Name", node["Node Type"]) for node in plan_nodes(top) if "Scan" in node["Node Type"]]

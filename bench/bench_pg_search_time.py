@@ -42,11 +42,12 @@ from memdir.core.settings import Settings  # noqa: E402
 from memdir.embeddings.minilm import OnnxEmbedder  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
 from memdir.storage.postgres.index import PostgresIndex  # noqa: E402
+from memdir.storage.postgres.search import WALK_ORDER  # noqa: E402
 from memdir.tools.memory_search import memory_search  # noqa: E402
 
 KINDS = (
     ("WITH c AS", "candidates (rows, cosines, neighbours)"),
-    ("ORDER BY e.embedding <=>", "HNSW walk (with its settings)"),
+    (f"ORDER BY {WALK_ORDER}", "HNSW walk (with its settings)"),
     ("json_object_agg", "statistics (+ hidden entries)"),
     ("WITH scored", "keyword ranking"),
     ("SELECT EXISTS (SELECT 1 FROM entries WHERE indexed", "index behind the files?"),

@@ -62,7 +62,7 @@ from memdir.embeddings.text import text_recipe  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
 from memdir.storage.postgres.adapter import as_array, metadata_json  # noqa: E402
 from memdir.storage.postgres.index import EF_SEARCH, stored_term  # noqa: E402
-from memdir.storage.postgres.schema import HNSW_OPTIONS, VECTOR_INDEX, migrate  # noqa: E402
+from memdir.storage.postgres.schema import HNSW_OPTIONS, VECTOR_INDEX, VECTOR_INDEX_NAME, migrate  # noqa: E402
 from memdir.storage.records import entry_terms, folder_of
 
 TYPES = ("concept", "fact", "skill", "experience")
@@ -107,7 +107,7 @@ def load(url: str, n: int, bases: np.ndarray, model_id: str, recipe: str, weight
     with psycopg.connect(url, autocommit=True) as conn:
         migrate(conn)
         register_vector(conn)
-        conn.execute("DROP INDEX entries_embedding")  # built once after loading: far faster than row by row
+        conn.execute(f"DROP INDEX {VECTOR_INDEX_NAME}")  # built once after loading: far faster than row by row
         conn.execute("ALTER TABLE postings DROP CONSTRAINT postings_pkey")
         conn.execute("DROP INDEX postings_entry")
         stats: Counter[str] = Counter()
@@ -178,7 +178,7 @@ def build_vector_index(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"SET maintenance_work_mem = '{MAINTENANCE_MEMORY}'")  # the graph is built in memory when it fits
         conn.execute("SET max_parallel_maintenance_workers = 2")
-        conn.execute("DROP INDEX IF EXISTS entries_embedding")
+        conn.execute(f"DROP INDEX IF EXISTS entries_embedding, {VECTOR_INDEX_NAME}")  # (the float one: a store made before)
         conn.execute(VECTOR_INDEX)
         print(f"    HNSW index {HNSW_OPTIONS}: {time.perf_counter() - started:.0f} s", flush=True)
         conn.execute("VACUUM (FREEZE, ANALYZE)")
@@ -195,7 +195,8 @@ def prepared(base_url: str, schema: str, url: str, n: int, words: tuple[int, int
         if conn.execute(f"SELECT entries, words_min, words_max FROM {schema}.bench_load").fetchone() != (n, *words):
             return "nothing"
         definition = conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = 'entries_embedding'", (schema,)
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname IN ('entries_embedding', %s)",
+            (schema, VECTOR_INDEX_NAME),
         ).fetchone()
     if definition is None or any(f"{key}='{value}'" not in definition[0] for key, value in HNSW_OPTIONS.items()):
         return "rows"

@@ -57,6 +57,7 @@ from memdir.core.entry import Metadata  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.embeddings.text import searchable_text, text_recipe  # noqa: E402
 from memdir.memory import Memory, NewEntry  # noqa: E402
+from memdir.storage.postgres.search import WALK_ORDER  # noqa: E402
 
 WORDS = (20, 60)
 STOCK = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
@@ -266,8 +267,8 @@ def near_duplicates(url: str, probes: int = 60) -> None:
                 with conn.transaction():
                     conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
                     started = time.perf_counter()
-                    nearest = conn.execute("SELECT 1 - (embedding <=> %s) FROM entries WHERE embedding IS NOT NULL"
-                                           " ORDER BY embedding <=> %s LIMIT 4", (query, query)).fetchall()
+                    nearest = conn.execute("SELECT 1 - (e.embedding <=> %s) FROM entries e WHERE e.embedding IS NOT NULL"
+                                           f" ORDER BY {WALK_ORDER} LIMIT 4", (query, query)).fetchall()
                     took.append(time.perf_counter() - started)
                 found += any(cosine >= 0.85 for (cosine,) in nearest)
             print(f"  near-duplicates found with ef_search {ef}: {found} of {len(queries)}; scan p50 "

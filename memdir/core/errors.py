@@ -246,6 +246,20 @@ class StoreUnavailableError(MemdirError):
         self.store, self.reason = store, reason
 
 
+class VectorExtensionTooOldError(StoreUnavailableError):
+    """The database's pgvector is older than the version whose vector types this memdir uses."""
+
+    def __init__(self, installed: str, needed: str) -> None:
+        MemdirError.__init__(
+            self,
+            f"The memory store's database has pgvector {installed}, and this version of memdir needs {needed} or later "
+            "(its vector index holds half-precision vectors). Nothing was changed.",
+            f"Install pgvector {needed} or later on the database server, run ALTER EXTENSION vector UPDATE in the "
+            "database (as its owner), then run the command again.",
+        )
+        self.store, self.reason = "", f"its pgvector is {installed}, older than {needed}"
+
+
 class StoreTooNewError(StoreUnavailableError):
     """A newer version of memdir has changed the database's layout, which this version cannot read."""
 

@@ -20,6 +20,7 @@ from mcp import Client
 from memdir.core.settings import Settings
 from memdir.memory import Memory
 from memdir.server.app import build_server
+from memdir.storage.postgres.search import WALK_ORDER
 from tests.fakes import FakeEmbedder
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
@@ -113,7 +114,7 @@ async def test_a_discovery_walks_the_graph_once_for_its_searches_by_type(pg_clus
     assert not result.is_error and "fact/topic1/entry7.md" in result.content[0].text, result
     # Its skills' search walks unfiltered as far as a walk for skills would; the other types' search
     # takes its rows from that walk (each searched with a walk of its own before).
-    walks = [statement for statement in sent if "ORDER BY e.embedding <=>" in statement and "e.type = ANY" in statement
+    walks = [statement for statement in sent if f"ORDER BY {WALK_ORDER}" in statement and "e.type = ANY" in statement
              and not statement.startswith("EXPLAIN")]
     assert len(walks) == 1, walks
 

@@ -12,6 +12,7 @@ from fakes import FakeEmbedder
 
 from memdir.core.settings import Settings
 from memdir.memory import Memory, NewEntry
+from tests.pg_scans import vector_index_scans
 
 pytestmark = pytest.mark.postgres
 
@@ -31,27 +32,8 @@ def paths(results):
 
 
 def hnsw_scans(index, url: str) -> int:
-    """Scans of the HNSW index so far, once every connection of ``index`` has reported its own.
-
-    A backend reports its statistics when idle again after answering; asked to report at once, it
-    still does so only then, which a loaded machine delays: read until two readings agree."""
-    import time
-
-    import psycopg
-
-    for _, conn in list(index.db._all):
-        if not conn.closed:
-            conn.execute("SELECT pg_stat_force_next_flush()")
-    last = None
-    for _ in range(25):
-        time.sleep(0.2)
-        with psycopg.connect(url, autocommit=True) as conn:
-            seen = conn.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'entries_embedding'"
-                                " AND schemaname = current_schema()").fetchone()[0]
-        if seen == last:
-            return seen
-        last = seen
-    return last
+    """Scans of the HNSW index so far, once every connection of ``index`` has reported its own."""
+    return vector_index_scans(url, [conn for _, conn in list(index.db._all)])
 
 
 def test_an_entry_archived_by_another_server_leaves_this_servers_next_search(two_servers):

@@ -12,7 +12,8 @@ PostgreSQL's own ``ts_rank`` was not used: it has no idf, so a rare word counts 
 than a common one, and the two stores would rank differently.
 
 Vector search is pgvector's HNSW index (cosine distance) with iterative scans, so a
-filtered search is not cut short by the filter.
+filtered search is not cut short by the filter. The index holds the vectors in half precision
+(`memdir.storage.postgres.schema.VECTOR_INDEX`); the hits are ranked by the float vectors' cosines.
 
 A search's reads take five round trips, not one per question the searcher asks: what is sent
 together and what is read ahead or cached is in `memdir.storage.postgres.search`.
@@ -40,10 +41,12 @@ from memdir.storage.postgres.adapter import as_array, metadata_json, next_change
 from memdir.storage.postgres.database import Database, scalar
 from memdir.storage.postgres.held import HeldRows, SearchColumns
 from memdir.storage.postgres.reads import HITS, LISTED
+from memdir.storage.postgres.schema import VECTOR_INDEX_NAME
 from memdir.storage.postgres.search import (
     BEGIN,
     HIDDEN,
     KEYWORD_OVERFETCH,
+    WALK_ORDER,
     HiddenCache,
     KeywordRanking,
     Neighbours,
@@ -88,7 +91,6 @@ with a NULL value does what ``RESET`` does (the connection's own value again), f
 STOPPING_WINDOWS = 150_000
 """The first PostgreSQL (15) that stops a scan where a window count passes a limit (`typed_walk_sql`):
 before it, that walk would read on to pgvector's ``hnsw.max_scan_tuples``, and no walk is shared."""
-VECTOR_INDEX_NAME = "entries_embedding"  # (the HNSW index, `memdir.storage.postgres.schema.VECTOR_INDEX`)
 EF_SEARCH_SIZE = 100_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound
 EF_SEARCH = (
@@ -687,7 +689,7 @@ class PostgresIndex:
                 rows = shared.walk.take(query, model, list(types or ()), limit)
             if rows is None:
                 walk = (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
-                        " ORDER BY e.embedding <=> %s LIMIT %s", (query, *model_params, *params, query, limit))
+                        f" ORDER BY {WALK_ORDER} LIMIT %s", (query, *model_params, *params, query, limit))
                 planner = WALK_PLANNER if not where else WALK_PLANNER[:1]
                 if shared is not None and shared.walk is None and self._walks(planner, walk, limit):
                     rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params)

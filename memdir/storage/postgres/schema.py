@@ -10,7 +10,8 @@ Tables (after every migration):
 * ``entries`` — one row per entry, stub or built-in: the truth (``content``, ``title``,
   ``metadata`` as JSON in the sidecar's key order, ``updated_at``, the vector
   and its provenance as the ``.yml`` records it) and what search reads of it: ``type``,
-  ``tags_folded`` (case-folded, for tag filters), ``length`` (words, for BM25),
+  ``tags_folded`` (case-folded, for tag filters), ``length`` (words, for BM25), the vector in an HNSW
+  index in half precision (`VECTOR_INDEX`),
   ``vector_model`` / ``vector_text_hash`` (the model and text the vector is known to
   come from; NULL: re-embed), ``text_hash`` (of the current searchable text). ``version``
   is the change that last wrote the row, ``indexed`` the change its search columns
@@ -45,8 +46,9 @@ from collections.abc import Callable
 
 import psycopg
 
-from memdir.core.errors import StoreTooNewError
+from memdir.core.errors import StoreTooNewError, VectorExtensionTooOldError
 from memdir.storage.postgres.database import scalar
+from memdir.storage.sidecar import EMBEDDING_DIM
 
 MIGRATION_LOCK = 0x6D656D64_6972_0001 & 0x7FFF_FFFF_FFFF_FFFF  # advisory key: "memdir" schema changes
 
@@ -118,7 +120,7 @@ CREATE TABLE store_state (
 INSERT INTO store_state (id) VALUES (1);
 """
 
-_VECTOR_INDEX = """
+_FIRST_VECTOR_INDEX = """
 CREATE INDEX entries_embedding ON entries USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64);
 """
 
@@ -126,12 +128,34 @@ CREATE INDEX entries_embedding ON entries USING hnsw (embedding vector_cosine_op
 # ef_search 400 for recall@10 0.93-0.96 at 100K (`bench/bench_postgres.py`); built with 200, the
 # same recall takes ef_search 150-200, half the scan (m = 24 was no better per millisecond).
 HNSW_OPTIONS = {"m": 16, "ef_construction": 200}
-VECTOR_INDEX = (
-    "CREATE INDEX entries_embedding ON entries USING hnsw (embedding vector_cosine_ops)"
-    f" WITH (m = {HNSW_OPTIONS['m']}, ef_construction = {HNSW_OPTIONS['ef_construction']})"
-)
+_HNSW_WITH = f"WITH (m = {HNSW_OPTIONS['m']}, ef_construction = {HNSW_OPTIONS['ef_construction']})"
+_FLOAT_VECTOR_INDEX = f"CREATE INDEX entries_embedding ON entries USING hnsw (embedding vector_cosine_ops) {_HNSW_WITH}"
 # (the graph is built in memory when it fits: ~2 KB an entry; 64 MB, the default, holds 30K)
-_REBUILT_VECTOR_INDEX = f"SET LOCAL maintenance_work_mem = '1GB'; DROP INDEX entries_embedding; {VECTOR_INDEX};"
+_BUILD_MEMORY = "SET LOCAL maintenance_work_mem = '1GB';"
+_REBUILT_VECTOR_INDEX = f"{_BUILD_MEMORY} DROP INDEX entries_embedding; {_FLOAT_VECTOR_INDEX};"
+
+HALF_VECTOR = f"halfvec({EMBEDDING_DIM})"
+"""What the HNSW graph holds of each vector: its half-precision copy (2 bytes a value, not 4)."""
+VECTOR_INDEX_NAME = "entries_embedding_half"
+VECTOR_INDEX = (
+    f"CREATE INDEX {VECTOR_INDEX_NAME} ON entries USING hnsw ((embedding::{HALF_VECTOR}) halfvec_cosine_ops) {_HNSW_WITH}"
+)
+"""The vector index a search walks: HNSW over the vectors in half precision, about half the size of a graph
+of the float vectors, so that more of it stays in PostgreSQL's shared buffers (a stock configuration's
+128 MB held little of the float graph past 100K entries, and a walk read its pages from outside them).
+A walk orders by the half-precision distance, and a search ranks what it found by the cosine of the float
+vectors in the rows (`memdir.storage.postgres.search.WALK_ORDER`). It replaces the float index: both
+would take more of the buffers than the float one alone."""
+_SIZED_BUILD_MEMORY = (
+    "SELECT set_config('maintenance_work_mem', least(2097152, greatest(65536,"
+    " (SELECT reltuples FROM pg_class WHERE oid = 'entries'::regclass)::bigint * 2)) || 'kB', true);"
+)
+"""The build's memory for the half-precision graph, by the store's size (the graph takes ~1.4 KB an entry,
+and is built far faster in memory than on disk once it outgrows it): 2 KB an entry, at least PostgreSQL's
+default 64 MB, at most 2 GB (1.4M entries; a parallel build reserves it in shared memory at once)."""
+_HALF_VECTOR_INDEX = f"{_SIZED_BUILD_MEMORY} {VECTOR_INDEX}; DROP INDEX entries_embedding;"
+# (built before the float index is dropped: the build blocks writes, not reads, and dropping would block both
+# until the migration's end)
 
 # What a search reads besides its hits, each found through a small index of its own: the hidden
 # entries (a search leaves them out; a sequential scan of every row took 60 ms at 100K), and each
@@ -258,7 +282,7 @@ CREATE TRIGGER entries_read_keys AFTER UPDATE OF updated_at, importance, recalib
 
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_entries_postings_links", _ENTRIES),
-    ("0002_hnsw_vector_index", _VECTOR_INDEX),
+    ("0002_hnsw_vector_index", _FIRST_VECTOR_INDEX),
     ("0003_hidden_and_neighbour_indexes", _SEARCH_INDEXES),
     ("0004_hnsw_ef_construction_200", _REBUILT_VECTOR_INDEX),
     ("0005_audit", _AUDIT),
@@ -268,6 +292,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0009_thread_events", _THREAD_EVENTS),
     ("0010_type_listing_indexes", _TYPE_LISTING_INDEXES),
     ("0011_entry_reads", _ENTRY_READS),
+    ("0012_half_precision_vector_index", _HALF_VECTOR_INDEX),
 ]
 
 
@@ -281,6 +306,25 @@ def check_known(applied: set[str]) -> None:
     unknown = sorted(applied - {name for name, _ in MIGRATIONS})
     if unknown:
         raise StoreTooNewError(unknown)
+
+
+HALF_VECTORS_SINCE = "0.7.0"
+"""The first pgvector with ``halfvec`` (what `VECTOR_INDEX` holds)."""
+
+
+def check_vector_version(version: str | None) -> None:
+    """Refuse a pgvector without half-precision vectors before any migration runs: the one that builds
+    `VECTOR_INDEX` would fail on it with an error that does not say what to install (None: not installed
+    nor available, which the first migration's ``CREATE EXTENSION`` reports).
+
+    Raises:
+        VectorExtensionTooOldError: ``version`` is older than `HALF_VECTORS_SINCE`.
+    """
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.split(".") if part.isdigit())
+
+    if version is not None and parts(version) < parts(HALF_VECTORS_SINCE):
+        raise VectorExtensionTooOldError(version, HALF_VECTORS_SINCE)
 
 
 def applied_migrations(conn: psycopg.Connection) -> set[str]:
@@ -300,6 +344,9 @@ def migrate(conn: psycopg.Connection, log: Callable[[str], None] | None = None) 
         )
         done = {row[0] for row in conn.execute("SELECT name FROM memdir_migrations")}
         check_known(done)
+        if any(name not in done for name, _ in MIGRATIONS):
+            check_vector_version(scalar(conn, "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'vector'),"
+                                              " (SELECT default_version FROM pg_available_extensions WHERE name = 'vector'))"))
         for name, script in MIGRATIONS:
             if name in done:
                 continue

@@ -39,8 +39,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from memdir.storage.postgres.pages import like_prefix
+from memdir.storage.postgres.schema import HALF_VECTOR
 
 BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+WALK_ORDER = f"e.embedding::{HALF_VECTOR} <=> %s::{HALF_VECTOR}"
+"""What an HNSW walk orders by (a parameter: the query vector): the half-precision distance, which the
+vector index answers (`memdir.storage.postgres.schema.VECTOR_INDEX`). The walks return each row's cosine
+computed from its float vector, and a search ranks its hits by that, so their order is exact."""
 
 HIDDEN = "ARRAY(SELECT path FROM entries WHERE hidden AND stub_kind IS NULL)"  # (a partial index holds them)
 
@@ -126,7 +132,7 @@ def typed_walk_sql(condition: str) -> str:
     return (
         "SELECT path, cosine, type, current_setting('hnsw.ef_search')::int FROM (SELECT e.path,"
         " 1 - (e.embedding <=> %s) AS cosine, e.type, count(CASE WHEN e.type = ANY(%s) THEN 1 END)"
-        f" OVER (ORDER BY e.embedding <=> %s ROWS UNBOUNDED PRECEDING) AS seen FROM entries e WHERE {condition}) s"
+        f" OVER (ORDER BY {WALK_ORDER} ROWS UNBOUNDED PRECEDING) AS seen FROM entries e WHERE {condition}) s"
         " WHERE seen <= %s"
     )
 
