@@ -4,23 +4,31 @@ An entry is three files (``.md``, ``.yml``, ``.emb``). Replacing each atomically
 not enough: a kill between two renames would pair new content with old metadata.
 `file_transaction` therefore runs a tiny redo-log protocol:
 
-1. write a *pending* journal under ``<root>/.memdir/txn/`` naming every temporary
-   file it is about to create (so an interrupted staging can be cleaned up; after a power
-   cut in the middle of staging, a hidden temporary file may outlive its journal);
+1. write a *pending* journal under ``<root>/.memdir/txn/`` whose first line names every
+   temporary file it is about to create (so an interrupted staging can be cleaned up; after a
+   power cut in the middle of staging, a hidden temporary file may outlive its journal);
 2. stage every new file as a temporary file in its target's folder, then hand over to the
    caller's ``with`` block (memdir updates the derived index and appends the audit record
    there: if that fails — a full disk — the staging is undone and nothing has changed);
-   after it, fsync the journal, each staged file and the audit record, all flushed together
+3. after it, append the journal's *commit record*: a checksum of every staged file and of
+   every record appended in the block, and one of the journal itself. Then fsync the journal,
+   its folder, each staged file and the audit record, all flushed together
    (`memdir.core.files.flushed_together`; a large batch — an evolution job's — is flushed by
-   one ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`);
-3. rename the journal to *commit* — the single atomic commit point;
-4. perform the renames and removals, fsync the folders;
+   one ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`). The end of that flush is
+   the commit point;
+4. rename the journal to *commit* (for lock-free readers: its files are being renamed now;
+   recovery does not go by the name), perform the renames and removals, fsync the folders;
 5. delete the journal (flushed only when it has removals, see `_finish`).
 
-`recover` (run under the root's exclusive lock) finishes what a killed writer left:
-a committed journal is rolled forward (every step is idempotent), a pending one is
-rolled back by deleting its temporary files. Whatever instant a process dies at, the
-files afterwards hold the old version or the new one, never a mixture.
+`recover` (run under the root's exclusive lock) finishes what a killed writer left. It
+rolls a journal forward when its commit record is whole and every file it names holds
+what the record's checksums say — each staged file still at its temporary name or
+already renamed to its target, each appended record in place — and back otherwise, by
+deleting its temporary files: a journal cut short, or a power cut in the middle of the
+flush, leaves a file that does not match, and nothing was renamed yet then (the renames
+come after the flush). Every step of a roll-forward is idempotent. Whatever instant a
+process dies at, the files afterwards hold the old version or the new one, never a
+mixture, and a change whose audit record did not reach the disk is not applied.
 
 A journal is a file in the root, so it may have been planted or damaged: before
 `recover` acts on one, every path it names is resolved (symbolic links included) and
@@ -38,13 +46,14 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from memdir.core.errors import UnsafeFileError
-from memdir.core.files import disk_errors, flushed_together, fsync_dir, fsync_each, private_folder, quarantine, read_regular
+from memdir.core.files import Appended, disk_errors, flushed_together, fsync_dir, fsync_each, open_regular, private_folder, quarantine, read_regular
 from memdir.core.paths import confine, unsafe_file
 
 log = logging.getLogger(__name__)
@@ -54,7 +63,10 @@ TXN_DIR = PRIVATE_DIR / "txn"
 FAILED_DIR = PRIVATE_DIR / "txn-failed"
 PENDING_SUFFIX = ".pending"
 COMMIT_SUFFIX = ".commit"
-_JOURNAL_VERSION = 1
+_JOURNAL_VERSION = 2
+_NAMED_VERSION = 1
+"""Journals of older memdir versions: no commit record, committed when renamed to *commit* (after
+a flush of the journal's folder of its own); still recovered so."""
 _TEMP_PREFIX = ".txn-"  # every file a transaction stages; a journal renames nothing else into place
 _SYNC_EACH_UP_TO = 8
 """Staged files fsynced one by one; a larger transaction writes them all, then makes them durable
@@ -74,14 +86,26 @@ def _write_new_file(path: Path, data: bytes) -> int:
     (the caller flushes it, see `flushed_together`, and closes it)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        _write_all(fd, data)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _open_folder(folder: Path) -> int | None:
+    """A descriptor of ``folder`` to flush its entries with (None where folders cannot be opened: Windows)."""
+    try:
+        return os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
 
 
 def _temp_name(target: Path, txid: str, index: int) -> Path:
@@ -146,9 +170,10 @@ def file_transaction(
 
     A context manager: entering stages the change (written, not yet flushed) and gives {target: its
     staged temporary file} (a rename keeps a file's size and mtime, so the staged files show
-    what the targets will be); leaving the block flushes the staged files together with the
-    records appended in the block (`memdir.core.files.flushed_together`) and commits, unless the
-    block raised: then the staging is undone and the error propagates, and nothing was changed.
+    what the targets will be); leaving the block seals the journal with its commit record and
+    flushes it with the staged files and the records appended in the block
+    (`memdir.core.files.flushed_together`), which commits, unless the block raised: then the
+    staging is undone and the error propagates, and nothing was changed.
 
     Use it under the root's exclusive lock (a concurrent `recover` would otherwise
     treat this transaction's staging files as orphans). Missing files in
@@ -179,11 +204,7 @@ def file_transaction(
         if path.is_dir() and not path.is_symlink():
             # Caught now, because after the commit point a failing rename could not be undone.
             raise unsafe_file(root, path, "special", "a folder")
-    journal = {
-        "version": _JOURNAL_VERSION,
-        "renames": [[_relative(root, temp), _relative(root, target)] for temp, target in renames],
-        "removals": [_relative(root, path) for path in removals],
-    }
+    intent = _intent(root, renames, removals)
     created: list[Path] = []  # entry folders this transaction made, removed again if it fails
     made: set[Path] = set()  # folders there (or made) already
     with disk_errors(root):
@@ -192,20 +213,37 @@ def file_transaction(
         committed = journal_dir / f"{txid}{COMMIT_SUFFIX}"
         one_sync = _ONE_SYNC and len(renames) > _SYNC_EACH_UP_TO
         staged: list[int] = []  # descriptors still open, to be flushed (a large change: none, one sync)
+        journal: int | None = None
+        sealed = False
+
+        def seal(appended: Sequence[Appended]) -> None:
+            nonlocal sealed
+            assert journal is not None  # (opened before the block)
+            _write_all(journal, _commit_record(root, intent, writes.values(), appended))
+            sealed = True
+
         try:
-            _keep_open(staged, _write_journal(pending, journal), not one_sync)
+            journal = _write_new_file(pending, intent)
+            for fd in (journal, _open_folder(journal_dir)):  # the folder too: the journal's name, before any rename
+                if fd is not None:
+                    _keep_open(staged, fd, not one_sync or fd == journal)
             for (temp, target), data in zip(renames, writes.values()):
                 if target.parent not in made:
                     created += _make_folders(target.parent)
                     made.add(target.parent)
                 _keep_open(staged, _write_new_file(temp, data), not one_sync)
-            with flushed_together(staged, one_sync=one_sync):  # written first, then flushed together
+            flushed = [fd for fd in staged if not one_sync]
+            with flushed_together(flushed, one_sync=one_sync, before_flush=seal):  # written first, then flushed together
                 yield {target: temp for temp, target in renames}
-            os.replace(pending, committed)  # the commit point
+            # The commit point is behind: the commit record and all it names are on disk. The
+            # new name tells lock-free readers that files are being renamed (recovery goes by the record).
+            os.replace(pending, committed)
         except BaseException:
+            _unlink_quietly(pending)  # first: a sealed journal must not outlive the files it names
+            if sealed:
+                fsync_dir(journal_dir)
             for temp, _ in renames:
                 _unlink_quietly(temp)
-            _unlink_quietly(pending)
             for folder in reversed(created):
                 _remove_empty_folder(folder)
             raise
@@ -219,9 +257,8 @@ def file_transaction(
     if on_commit is not None:
         on_commit()
     try:
-        fsync_dir(journal_dir)
         _roll_forward(renames, removals)
-        _finish(committed, journal_dir, durable=bool(journal["removals"]))
+        _finish(committed, journal_dir, durable=bool(removals))
     except OSError as exc:
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
 
@@ -266,9 +303,37 @@ def _remove_empty_folder(folder: Path) -> None:
         pass  # not empty (another entry's files arrived meanwhile) or already gone
 
 
-def _write_journal(path: Path, journal: dict) -> int:
-    """Write the journal file; the caller fsyncs it (with the staged files) before its rename to commit."""
-    return _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
+def _intent(root: Path, renames: Sequence[tuple[Path, Path]], removals: Sequence[Path]) -> bytes:
+    """The journal's first line: what the transaction stages, renames and removes."""
+    journal = {
+        "version": _JOURNAL_VERSION,
+        "renames": [[_relative(root, temp), _relative(root, target)] for temp, target in renames],
+        "removals": [_relative(root, path) for path in removals],
+    }
+    return json.dumps(journal, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def _commit_record(root: Path, intent: bytes, contents: Iterable[bytes], appended: Sequence[Appended]) -> bytes:
+    """The journal's second line: the checksum of each staged file (in the order of the renames) and
+    each record appended in the block (file, offset, length, checksum), behind a checksum of both
+    lines, so that a torn record never reads as whole."""
+    body = json.dumps({
+        "files": [zlib.crc32(data) for data in contents],
+        "appended": [[_relative(root, record.path), record.at, len(record.data), zlib.crc32(record.data)] for record in appended],
+    }, ensure_ascii=False).encode("utf-8")
+    return b"%08x %s\n" % (zlib.crc32(intent + body), body)
+
+
+def _sealed(intent: bytes, line: bytes) -> dict | None:
+    """The commit record in ``line`` when it is whole and belongs to the journal line ``intent``."""
+    check, _, body = line.partition(b" ")
+    try:
+        if int(check, 16) != zlib.crc32(intent + body):
+            return None
+        record = json.loads(body.decode("utf-8"))
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _keep_open(staged: list[int], fd: int, flushed: bool) -> None:
@@ -351,25 +416,27 @@ def recover(root: Path) -> int:
     handled = 0
     for name in names:
         path = journal_dir / name
+        forward = False
         try:
             journal = _load_journal(root, path)
             if journal is not None:
                 _check_journal(root, journal)
+                forward = _committed(root, name, journal)
         except (UnsafeFileError, ValueError) as exc:
             _set_aside(root, path, f"it was refused: {getattr(exc, 'message', exc)}")
             handled += 1
             continue
         try:
-            if name.endswith(COMMIT_SUFFIX) and journal is not None:
+            if journal is not None and forward:
                 log.info("Rolling forward interrupted memory transaction %s", name)
                 _replay(root, journal)
             elif journal is not None:
                 log.info("Rolling back interrupted memory transaction %s", name)
-                for temp_rel, _target in journal.get("renames", []):
+                for temp_rel, _target in journal["renames"]:
                     _unlink_quietly(_inside(root, temp_rel))
             else:
-                # An unreadable pending journal was cut short before any file was staged;
-                # a commit journal is fsynced before its rename, so it cannot be unreadable.
+                # An unreadable journal was cut short before any file was staged: its first line
+                # is written before the first staged file, and its record flushed before any rename.
                 log.warning("Discarding unreadable transaction journal %s", path)
         except OSError as exc:
             _set_aside(root, path, f"it could not be finished ({exc}); the files it names may need a manual check")
@@ -395,11 +462,57 @@ def _set_aside(root: Path, journal: Path, why: str) -> None:
 
 
 def _load_journal(root: Path, path: Path) -> dict | None:
-    """The journal at ``path``, None if unreadable or not JSON; `UnsafeFileError` if it is no regular file in the root."""
+    """The journal at ``path`` (its commit record, whole or None, under ``"sealed"``), None if unreadable
+    or not JSON; `UnsafeFileError` if it is no regular file in the root."""
     try:
-        journal = json.loads(read_regular(root, path).decode("utf-8"))
+        raw = read_regular(root, path)
+        intent, _, rest = raw.partition(b"\n")
+        journal = json.loads(intent.decode("utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(journal, dict) or journal.get("version") != _JOURNAL_VERSION:
+    if not isinstance(journal, dict) or journal.get("version") not in (_JOURNAL_VERSION, _NAMED_VERSION):
         return None
+    journal.setdefault("renames", [])
+    journal.setdefault("removals", [])
+    journal["sealed"] = _sealed(intent + b"\n", rest.partition(b"\n")[0]) if journal["version"] == _JOURNAL_VERSION else None
     return journal
+
+
+def _committed(root: Path, name: str, journal: dict) -> bool:
+    """True if the journal's change is to be rolled forward: its commit record is whole and every
+    file it names holds what the record says (see the module docstring).
+
+    Raises:
+        UnsafeFileError: a file it names is no regular file inside the root.
+        ValueError: the commit record does not fit the journal.
+    """
+    if journal["version"] == _NAMED_VERSION:
+        return name.endswith(COMMIT_SUFFIX)
+    sealed = journal["sealed"]
+    if sealed is None:
+        return False
+    files, appended = sealed.get("files"), sealed.get("appended")
+    if not isinstance(files, list) or len(files) != len(journal["renames"]) or not isinstance(appended, list):
+        raise ValueError("its commit record does not match its renames")
+    for (temp, target), checksum in zip(journal["renames"], files):
+        staged = _inside(root, temp)
+        if _checksum(root, staged if os.path.lexists(staged) else _inside(root, target)) != checksum:
+            return False  # cut short by a power cut in the flush, before anything was renamed
+    for record in appended:
+        if not isinstance(record, list) or len(record) != 4:
+            raise ValueError(f"the appended record {record!r} is not [file, offset, length, checksum]")
+        relative, at, length, checksum = record
+        if _checksum(root, _inside(root, relative), int(at), int(length)) != checksum:
+            return False  # the change's audit record did not reach the disk: the change must not either
+    return True
+
+
+def _checksum(root: Path, path: Path, at: int = 0, length: int = -1) -> int | None:
+    """The checksum of ``length`` bytes of the file at ``path`` from ``at`` (-1: to its end); None if it is missing or shorter."""
+    try:
+        with open_regular(root, path) as handle:
+            handle.seek(at)
+            data = handle.read(length)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return zlib.crc32(data) if length < 0 or len(data) == length else None
