@@ -157,3 +157,27 @@ def test_a_journal_from_before_commit_records_is_still_recovered_by_its_name(mem
     with reopened(memory) as again:
         assert again.read("fact/a").content == "the new text"
     assert staged_files(root) == [] and list(atomic.txn_dir(root).iterdir()) == []
+
+
+def test_a_spare_journal_whose_new_text_did_not_reach_the_disk_is_not_replayed(memory: Memory) -> None:
+    root = memory.root
+    memory.write("fact/b", "another entry", metadata={"type": "fact"})
+    spare = root / atomic.SPARE_JOURNAL
+    assert spare.is_file() and list(atomic.txn_dir(root).iterdir()) == []  # the finished journal is kept to be reused
+    memory.write("fact/a", "a later text", title="Later", metadata={"type": "fact"})  # the spare's text now names fact/a
+    # A power cut after the next writer renamed the spare, before its own text reached the disk:
+    atomic.txn_dir(root).joinpath("0123456789abcdef.pending").write_bytes(spare.read_bytes())
+    with reopened(memory) as again:
+        assert again.read("fact/a").content == "a later text"
+    assert list(atomic.txn_dir(root).iterdir()) == []
+
+
+def test_a_spare_journal_planted_as_a_link_is_set_aside_and_never_written_through(memory: Memory, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep", encoding="utf-8")
+    spare = memory.root / atomic.SPARE_JOURNAL
+    spare.unlink()
+    spare.symlink_to(victim)
+    memory.write("fact/a", "the new text", metadata={"type": "fact"})
+    assert victim.read_text(encoding="utf-8") == "keep"
+    assert memory.read("fact/a").content == "the new text" and spare.is_file() and not spare.is_symlink()

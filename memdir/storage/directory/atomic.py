@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import sys
 import uuid
 import zlib
@@ -61,6 +62,11 @@ log = logging.getLogger(__name__)
 PRIVATE_DIR = Path(".memdir")
 TXN_DIR = PRIVATE_DIR / "txn"
 FAILED_DIR = PRIVATE_DIR / "txn-failed"
+SPARE_JOURNAL = PRIVATE_DIR / "txn-spare"
+"""A finished journal kept for the next transaction to write its own over: renaming a file costs
+less than creating one and deleting it. Recovery never reads it, and a journal whose text names
+another transaction than its file name (the spare's old text, where the new one did not reach the
+disk) is read as cut short."""
 PENDING_SUFFIX = ".pending"
 COMMIT_SUFFIX = ".commit"
 _JOURNAL_VERSION = 2
@@ -74,6 +80,7 @@ with one ``sync()`` (Linux waits for it to finish): 10K rewritten ``.yml`` files
 flush, not 10K (~1 ms each). Elsewhere ``sync`` may return before the data is on disk, so
 each file is fsynced as for a small transaction."""
 _ONE_SYNC = sys.platform.startswith("linux")
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)  # (a pipe opens at once, and is refused)
 
 
 def txn_dir(root: Path) -> Path:
@@ -204,7 +211,7 @@ def file_transaction(
         if path.is_dir() and not path.is_symlink():
             # Caught now, because after the commit point a failing rename could not be undone.
             raise unsafe_file(root, path, "special", "a folder")
-    intent = _intent(root, renames, removals)
+    intent = _intent(root, txid, renames, removals)
     created: list[Path] = []  # entry folders this transaction made, removed again if it fails
     made: set[Path] = set()  # folders there (or made) already
     with disk_errors(root):
@@ -223,7 +230,7 @@ def file_transaction(
             sealed = True
 
         try:
-            journal = _write_new_file(pending, intent)
+            journal = _reused_journal(root, pending, intent)
             for fd in (journal, _open_folder(journal_dir)):  # the folder too: the journal's name, before any rename
                 if fd is not None:
                     _keep_open(staged, fd, not one_sync or fd == journal)
@@ -258,7 +265,7 @@ def file_transaction(
         on_commit()
     try:
         _roll_forward(renames, removals)
-        _finish(committed, journal_dir, durable=bool(removals))
+        _finish(root, committed, journal_dir, durable=bool(removals))
     except OSError as exc:
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
 
@@ -303,10 +310,11 @@ def _remove_empty_folder(folder: Path) -> None:
         pass  # not empty (another entry's files arrived meanwhile) or already gone
 
 
-def _intent(root: Path, renames: Sequence[tuple[Path, Path]], removals: Sequence[Path]) -> bytes:
-    """The journal's first line: what the transaction stages, renames and removes."""
+def _intent(root: Path, txid: str, renames: Sequence[tuple[Path, Path]], removals: Sequence[Path]) -> bytes:
+    """The journal's first line: which transaction it is, what it stages, renames and removes."""
     journal = {
         "version": _JOURNAL_VERSION,
+        "txid": txid,
         "renames": [[_relative(root, temp), _relative(root, target)] for temp, target in renames],
         "removals": [_relative(root, path) for path in removals],
     }
@@ -367,16 +375,43 @@ def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path]
     fsync_each(touched, fsync_dir)
 
 
-def _finish(journal_path: Path, journal_dir: Path, *, durable: bool) -> None:
-    """Delete a rolled-forward journal; ``durable``: before the lock is released.
+def _finish(root: Path, journal_path: Path, journal_dir: Path, *, durable: bool) -> None:
+    """Retire a rolled-forward journal (kept as the spare, see `SPARE_JOURNAL`); ``durable``: gone
+    for good before the lock is released.
 
     A journal with removals that reappeared after a power loss would replay them over a later
-    transaction's files; one with renames only replays nothing (its temporary files are gone and
-    their names are never reused), so its deletion need not be flushed.
+    transaction's files, so it is deleted and its folder flushed; one with renames only replays
+    nothing (its temporary files are gone and their names are never reused), so its retirement
+    need not be flushed.
     """
-    _unlink_quietly(journal_path)
     if durable:
+        _unlink_quietly(journal_path)
         fsync_dir(journal_dir)
+    else:
+        os.replace(journal_path, root / SPARE_JOURNAL)
+
+
+def _reused_journal(root: Path, path: Path, intent: bytes) -> int:
+    """The journal at ``path`` holding ``intent`` from its start, open for the commit record: the spare
+    renamed there when there is one (what it held after that is left, see `_load_journal`), else a new file."""
+    try:
+        os.rename(root / SPARE_JOURNAL, path)
+    except FileNotFoundError:
+        return _write_new_file(path, intent)
+    try:
+        fd = os.open(path, os.O_WRONLY | _NO_FOLLOW)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise IsADirectoryError(path)
+    except OSError:  # not memdir's (a link, a pipe or a folder planted there)
+        log.error("The spare transaction journal %s was not memdir's: %s", path.name, quarantine(root, path, FAILED_DIR))
+        return _write_new_file(path, intent)
+    try:
+        _write_all(fd, intent)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _unlink_quietly(path: Path) -> bool:
@@ -472,6 +507,8 @@ def _load_journal(root: Path, path: Path) -> dict | None:
         return None
     if not isinstance(journal, dict) or journal.get("version") not in (_JOURNAL_VERSION, _NAMED_VERSION):
         return None
+    if journal["version"] == _JOURNAL_VERSION and journal.get("txid") != path.name.partition(".")[0]:
+        return None  # a reused journal's old text: the new one was cut short
     journal.setdefault("renames", [])
     journal.setdefault("removals", [])
     journal["sealed"] = _sealed(intent + b"\n", rest.partition(b"\n")[0]) if journal["version"] == _JOURNAL_VERSION else None
