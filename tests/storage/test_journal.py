@@ -61,7 +61,10 @@ def assert_old_version_whole(memory: Memory) -> None:
     assert staged_files(memory.root) == [] and list(atomic.txn_dir(memory.root).iterdir()) == []
 
 
-def test_a_write_flushes_once_before_its_commit_point_and_once_after(memory: Memory, monkeypatch) -> None:
+@pytest.mark.parametrize("previous", ["this process", "another process"])
+def test_a_write_flushes_once_before_its_commit_point_and_not_after(memory: Memory, monkeypatch, previous: str) -> None:
+    if previous == "another process":
+        monkeypatch.setattr(atomic, "_LEFT", {})  # the journal of fact/a's write is read from disk
     rounds: list[set[str]] = [set()]
     flushing: set[str] = set()
     guard, real_fsync, real_replace = threading.Lock(), os.fsync, atomic.os.replace
@@ -86,13 +89,28 @@ def test_a_write_flushes_once_before_its_commit_point_and_once_after(memory: Mem
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "fdatasync", fsync)
     monkeypatch.setattr(atomic.os, "replace", replace)
-    memory.write("fact/b", "an embedded entry", metadata={"type": "fact"})
+    memory.write("concept/b", "an embedded entry", metadata={"type": "concept"})
     monkeypatch.undo()
     before, after = rounds
-    assert sum(name.startswith("fact/.txn-") for name in before) == 3
-    assert {".memdir/txn", "audit"} <= {os.path.dirname(name) or name for name in before}
-    assert after == {"fact"}  # the renames' folder alone: the journal's folder was flushed in the first round
-    assert memory.read("fact/b").content == "an embedded entry"
+    assert sum(name.startswith("concept/.txn-") for name in before) == 3
+    assert {".memdir/txn", "audit", "concept", "fact"} <= {os.path.dirname(name) or name for name in before}
+    assert {"concept", "fact"} <= before  # the staged files' folder, and the one of the renames before (fact/a's)
+    assert after == set()  # its own renames are flushed with the next change's files
+    assert memory.read("concept/b").content == "an embedded entry"
+
+
+def test_a_power_cut_that_undid_the_last_changes_renames_is_rolled_forward_at_the_next_open(memory: Memory) -> None:
+    root = memory.root
+    memory.write("fact/a", "the new text", title="New", metadata={"type": "fact"})
+    done = atomic._load_journal(root, root / atomic.DONE_JOURNAL, named=False)
+    assert done is not None
+    # What the disk may hold after a power cut: the staged files and the journal flushed, the renames not.
+    md_temp, md = (root / name for name in done["renames"][0])
+    md_temp.write_bytes(md.read_bytes())
+    md.write_text("the old text", encoding="utf-8")
+    with reopened(memory) as again:
+        assert again.read("fact/a").content == "the new text"
+    assert staged_files(root) == [] and not (root / atomic.DONE_JOURNAL).exists()
 
 
 def test_a_change_whose_commit_record_reached_the_disk_is_rolled_forward(memory: Memory, monkeypatch) -> None:
@@ -163,8 +181,8 @@ def test_a_spare_journal_whose_new_text_did_not_reach_the_disk_is_not_replayed(m
     root = memory.root
     memory.write("fact/b", "another entry", metadata={"type": "fact"})
     spare = root / atomic.SPARE_JOURNAL
-    assert spare.is_file() and list(atomic.txn_dir(root).iterdir()) == []  # the finished journal is kept to be reused
-    memory.write("fact/a", "a later text", title="Later", metadata={"type": "fact"})  # the spare's text now names fact/a
+    assert spare.is_file() and list(atomic.txn_dir(root).iterdir()) == []  # a finished journal is kept to be reused
+    memory.write("fact/a", "a later text", title="Later", metadata={"type": "fact"})  # the spare's text now names fact/b
     # A power cut after the next writer renamed the spare, before its own text reached the disk:
     atomic.txn_dir(root).joinpath("0123456789abcdef.pending").write_bytes(spare.read_bytes())
     with reopened(memory) as again:
@@ -175,6 +193,7 @@ def test_a_spare_journal_whose_new_text_did_not_reach_the_disk_is_not_replayed(m
 def test_a_spare_journal_planted_as_a_link_is_set_aside_and_never_written_through(memory: Memory, tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("keep", encoding="utf-8")
+    memory.write("fact/b", "another entry", metadata={"type": "fact"})
     spare = memory.root / atomic.SPARE_JOURNAL
     spare.unlink()
     spare.symlink_to(victim)

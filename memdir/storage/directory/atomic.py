@@ -4,31 +4,37 @@ An entry is three files (``.md``, ``.yml``, ``.emb``). Replacing each atomically
 not enough: a kill between two renames would pair new content with old metadata.
 `file_transaction` therefore runs a tiny redo-log protocol:
 
-1. write a *pending* journal under ``<root>/.memdir/txn/`` whose first line names every
-   temporary file it is about to create (so an interrupted staging can be cleaned up; after a
-   power cut in the middle of staging, a hidden temporary file may outlive its journal);
+1. write a *pending* journal under ``<root>/.memdir/txn/`` (the spare left by an earlier
+   transaction renamed there, see `SPARE_JOURNAL`) whose first line names every temporary
+   file it is about to create (so an interrupted staging can be cleaned up; after a power cut
+   in the middle of staging, a hidden temporary file may outlive its journal);
 2. stage every new file as a temporary file in its target's folder, then hand over to the
    caller's ``with`` block (memdir updates the derived index and appends the audit record
    there: if that fails — a full disk — the staging is undone and nothing has changed);
 3. after it, append the journal's *commit record*: a checksum of every staged file and of
-   every record appended in the block, and one of the journal itself. Then fsync the journal,
-   its folder, each staged file and the audit record, all flushed together
-   (`memdir.core.files.flushed_together`; a large batch — an evolution job's — is flushed by
-   one ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`). The end of that flush is
-   the commit point;
+   every record appended in the block, and one of the journal itself. Then fsync, all in one
+   round (`memdir.core.files.flushed_together`; a large batch — an evolution job's — is flushed
+   by one ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`): the journal, each staged
+   file, the audit record, the folders holding them (their names) and the folders of the
+   previous transaction's renames. The end of that flush is the commit point: the change is
+   on disk, its renames can be redone from the journal;
 4. rename the journal to *commit* (for lock-free readers: its files are being renamed now;
-   recovery does not go by the name), perform the renames and removals, fsync the folders;
-5. delete the journal (flushed only when it has removals, see `_finish`).
+   recovery does not go by the name) and perform the renames and removals;
+5. a transaction of renames only leaves its journal as `DONE_JOURNAL`: the next one flushes
+   the renamed files' folders in its round (step 3) and then keeps that journal as the
+   spare. One with removals flushes its folders and deletes its journal at once, for good
+   (see `_finish`).
 
 `recover` (run under the root's exclusive lock) finishes what a killed writer left. It
 rolls a journal forward when its commit record is whole and every file it names holds
 what the record's checksums say — each staged file still at its temporary name or
-already renamed to its target, each appended record in place — and back otherwise, by
-deleting its temporary files: a journal cut short, or a power cut in the middle of the
-flush, leaves a file that does not match, and nothing was renamed yet then (the renames
-come after the flush). Every step of a roll-forward is idempotent. Whatever instant a
-process dies at, the files afterwards hold the old version or the new one, never a
-mixture, and a change whose audit record did not reach the disk is not applied.
+already renamed to its target, each appended record in place, the previous transaction's
+renames done — and back otherwise, by deleting its temporary files: a journal cut short,
+or a power cut in the middle of the flush, leaves a file that does not match, and nothing
+was renamed yet then (the renames come after the flush). `DONE_JOURNAL` goes first, since
+its change came before any other journal's. Every step of a roll-forward is idempotent.
+Whatever instant a process dies at, the files afterwards hold the old version or the new
+one, never a mixture, and a change whose audit record did not reach the disk is not applied.
 
 A journal is a file in the root, so it may have been planted or damaged: before
 `recover` acts on one, every path it names is resolved (symbolic links included) and
@@ -51,7 +57,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memdir.core.errors import UnsafeFileError
 from memdir.core.files import Appended, disk_errors, flushed_together, fsync_dir, fsync_each, open_regular, private_folder, quarantine, read_regular
@@ -62,6 +68,11 @@ log = logging.getLogger(__name__)
 PRIVATE_DIR = Path(".memdir")
 TXN_DIR = PRIVATE_DIR / "txn"
 FAILED_DIR = PRIVATE_DIR / "txn-failed"
+DONE_JOURNAL = PRIVATE_DIR / "txn-done"
+"""The journal of the last change of renames only, whose renames are not flushed yet: the next
+transaction flushes their folders with its own files (one round of flushes a change, not two)
+and then keeps it as the spare. Until then a power cut may undo those renames, and recovery
+rolls them forward from it."""
 SPARE_JOURNAL = PRIVATE_DIR / "txn-spare"
 """A finished journal kept for the next transaction to write its own over: renaming a file costs
 less than creating one and deleting it. Recovery never reads it, and a journal whose text names
@@ -223,23 +234,27 @@ def file_transaction(
         journal: int | None = None
         sealed = False
 
+        previous = _unflushed(root)
+
         def seal(appended: Sequence[Appended]) -> None:
             nonlocal sealed
             assert journal is not None  # (opened before the block)
-            _write_all(journal, _commit_record(root, intent, writes.values(), appended))
+            _write_all(journal, _commit_record(root, intent, writes.values(), appended, previous.temps))
             sealed = True
 
         try:
             journal = _reused_journal(root, pending, intent)
-            for fd in (journal, _open_folder(journal_dir)):  # the folder too: the journal's name, before any rename
-                if fd is not None:
-                    _keep_open(staged, fd, not one_sync or fd == journal)
             for (temp, target), data in zip(renames, writes.values()):
                 if target.parent not in made:
                     created += _make_folders(target.parent)
                     made.add(target.parent)
                 _keep_open(staged, _write_new_file(temp, data), not one_sync)
-            flushed = [fd for fd in staged if not one_sync]
+            # Flushed with the staged files: the journal's folder and theirs (the names, before any
+            # rename) and those of the previous change's renames (before its journal is reused).
+            for folder in {journal_dir, *made, *previous.folders}:
+                if (fd := _open_folder(folder)) is not None:
+                    _keep_open(staged, fd, not one_sync)
+            flushed = [fd for fd in staged if not one_sync] + [journal]
             with flushed_together(flushed, one_sync=one_sync, before_flush=seal):  # written first, then flushed together
                 yield {target: temp for temp, target in renames}
             # The commit point is behind: the commit record and all it names are on disk. The
@@ -257,6 +272,8 @@ def file_transaction(
         finally:
             for fd in staged:
                 os.close(fd)
+            if journal is not None:
+                os.close(journal)
     # From here on the transaction is committed: if anything below is interrupted,
     # `recover` rolls it forward, so nothing may be undone — and a failure is no failure
     # of the change, which the next lock holder (this process's next call, at the latest)
@@ -264,8 +281,11 @@ def file_transaction(
     if on_commit is not None:
         on_commit()
     try:
-        _roll_forward(renames, removals)
-        _finish(root, committed, journal_dir, durable=bool(removals))
+        if previous.temps:
+            os.replace(root / DONE_JOURNAL, root / SPARE_JOURNAL)  # its renames are on disk now
+        _roll_forward(renames, removals, bool(removals))
+        left = _Unflushed(made, [_relative(root, temp) for temp, _ in renames])
+        _finish(root, committed, journal_dir, durable=bool(removals), left=left)
     except OSError as exc:
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
 
@@ -321,13 +341,15 @@ def _intent(root: Path, txid: str, renames: Sequence[tuple[Path, Path]], removal
     return json.dumps(journal, ensure_ascii=False).encode("utf-8") + b"\n"
 
 
-def _commit_record(root: Path, intent: bytes, contents: Iterable[bytes], appended: Sequence[Appended]) -> bytes:
-    """The journal's second line: the checksum of each staged file (in the order of the renames) and
-    each record appended in the block (file, offset, length, checksum), behind a checksum of both
+def _commit_record(root: Path, intent: bytes, contents: Iterable[bytes], appended: Sequence[Appended], after: Sequence[str]) -> bytes:
+    """The journal's second line: the checksum of each staged file (in the order of the renames), each
+    record appended in the block (file, offset, length, checksum) and the temporary files of the
+    previous change whose renames the flush makes durable (``after``), behind a checksum of both
     lines, so that a torn record never reads as whole."""
     body = json.dumps({
         "files": [zlib.crc32(data) for data in contents],
         "appended": [[_relative(root, record.path), record.at, len(record.data), zlib.crc32(record.data)] for record in appended],
+        "after": list(after),
     }, ensure_ascii=False).encode("utf-8")
     return b"%08x %s\n" % (zlib.crc32(intent + body), body)
 
@@ -359,9 +381,9 @@ def _replay(root: Path, journal: dict) -> None:
     _roll_forward(renames, [_inside(root, removal, confined) for removal in journal.get("removals", [])])
 
 
-def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path]) -> None:
-    """Perform a committed change's renames and removals, and fsync the folders touched. Idempotent:
-    a rename whose temp file is gone already happened."""
+def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path], flush: bool = True) -> None:
+    """Perform a committed change's renames and removals, and (``flush``) fsync the folders touched.
+    Idempotent: a rename whose temp file is gone already happened."""
     touched: set[Path] = set()
     for temp, target in renames:
         try:
@@ -372,23 +394,87 @@ def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path]
     for path in removals:
         if _unlink_quietly(path):
             touched.add(path.parent)
-    fsync_each(touched, fsync_dir)
+    if flush:
+        fsync_each(touched, fsync_dir)
 
 
-def _finish(root: Path, journal_path: Path, journal_dir: Path, *, durable: bool) -> None:
-    """Retire a rolled-forward journal (kept as the spare, see `SPARE_JOURNAL`); ``durable``: gone
-    for good before the lock is released.
+def _finish(root: Path, journal_path: Path, journal_dir: Path, *, durable: bool, left: _Unflushed) -> None:
+    """Retire a rolled-forward journal; ``durable``: gone for good before the lock is released.
 
     A journal with removals that reappeared after a power loss would replay them over a later
-    transaction's files, so it is deleted and its folder flushed; one with renames only replays
-    nothing (its temporary files are gone and their names are never reused), so its retirement
-    need not be flushed.
+    transaction's files, so it is deleted once its folders are flushed, and its folder flushed
+    too. One with renames only becomes `DONE_JOURNAL` (``left``: its renames), its folders
+    flushed by the next transaction.
     """
     if durable:
         _unlink_quietly(journal_path)
         fsync_dir(journal_dir)
     else:
-        os.replace(journal_path, root / SPARE_JOURNAL)
+        os.replace(journal_path, root / DONE_JOURNAL)
+        _LEFT[os.fspath(root)] = (journal_path.name.partition(".")[0], left)
+
+
+class _Unflushed(NamedTuple):
+    """The previous change's renames not flushed yet (see `DONE_JOURNAL`)."""
+
+    folders: set[Path]
+    temps: list[str]
+    """Its temporary files (relative): while one is left, its renames are not all done."""
+
+
+def _unflushed(root: Path) -> _Unflushed:
+    """The folders of `DONE_JOURNAL`'s renames, to flush with the next change's files (a power cut
+    that undid some of them was seen to when the root was opened, see `renames_lost`).
+
+    A journal this process left there is known by its transaction id (its first bytes): it is not
+    read and checked again, which would cost more than the rest of a transaction's own work here."""
+    path = root / DONE_JOURNAL
+    try:
+        fd = os.open(path, os.O_RDONLY | _NO_FOLLOW)
+    except FileNotFoundError:
+        return _Unflushed(set(), [])
+    except OSError:
+        fd = None  # (refused below)
+    if fd is not None:
+        try:
+            head = os.read(fd, len(_TXID_AT) + 32)
+        except OSError:  # (a folder: refused below)
+            head = b""
+        finally:
+            os.close(fd)
+        left = _LEFT.get(os.fspath(root))
+        if left is not None and head == _TXID_AT + left[0].encode("ascii"):
+            return left[1]
+    try:
+        journal = _load_journal(root, path, named=False)
+        if journal is None:
+            raise ValueError("it cannot be read")  # (a journal is whole when it gets there)
+        _check_journal(root, journal)
+        confined: set[Path] = set()
+        folders = {_inside(root, target, confined).parent for _, target in journal["renames"]}
+    except (UnsafeFileError, ValueError) as exc:
+        _set_aside(root, path, f"it was refused: {getattr(exc, 'message', exc)}")
+        return _Unflushed(set(), [])
+    return _Unflushed(folders, [temp for temp, _ in journal["renames"]])
+
+
+_TXID_AT = b'{"version": %d, "txid": "' % _JOURNAL_VERSION
+"""How every journal starts (`_intent`), up to its transaction id."""
+_LEFT: dict[str, tuple[str, _Unflushed]] = {}
+"""Root -> the transaction id and renames of the journal this process last left as `DONE_JOURNAL`."""
+
+
+def renames_lost(root: Path) -> bool:
+    """True if a power cut undid renames of the change in `DONE_JOURNAL` (one of its temporary files is
+    back), or that journal is not memdir's: `recover` must see to it before the root is used."""
+    journal = _load_journal(root, root / DONE_JOURNAL, named=False)
+    if journal is None:
+        return False
+    try:
+        _check_journal(root, journal)
+    except (UnsafeFileError, ValueError):
+        return True
+    return any(os.path.lexists(_inside(root, temp)) for temp, _ in journal["renames"])
 
 
 def _reused_journal(root: Path, path: Path, intent: bytes) -> int:
@@ -444,44 +530,61 @@ def recover(root: Path) -> int:
     nothing to do.
     """
     root = Path(root)
+    lost = renames_lost(root)
+    if lost:
+        _recover_done(root)  # the change before any in the journal folder: its renames go first
     if not os.path.lexists(txn_dir(root)):
-        return 0
+        return int(lost)
     journal_dir = private_folder(root, TXN_DIR)  # a link planted there would hand us another folder's files
     names = sorted(os.listdir(journal_dir))
-    handled = 0
     for name in names:
         path = journal_dir / name
-        forward = False
-        try:
-            journal = _load_journal(root, path)
-            if journal is not None:
-                _check_journal(root, journal)
-                forward = _committed(root, name, journal)
-        except (UnsafeFileError, ValueError) as exc:
-            _set_aside(root, path, f"it was refused: {getattr(exc, 'message', exc)}")
-            handled += 1
-            continue
-        try:
-            if journal is not None and forward:
-                log.info("Rolling forward interrupted memory transaction %s", name)
-                _replay(root, journal)
-            elif journal is not None:
-                log.info("Rolling back interrupted memory transaction %s", name)
-                for temp_rel, _target in journal["renames"]:
-                    _unlink_quietly(_inside(root, temp_rel))
-            else:
+        _settle(root, path)
+        _unlink_quietly(path)  # (unless it was set aside)
+    if names:
+        fsync_dir(journal_dir)
+    return int(lost) + len(names)
+
+
+def _recover_done(root: Path) -> None:
+    """Finish `DONE_JOURNAL` (its renames, should a power cut have undone some), flush its folders and keep it as the spare."""
+    path = root / DONE_JOURNAL
+    journal = _settle(root, path, named=False)
+    if journal is not None:
+        fsync_each({_inside(root, target).parent for _, target in journal["renames"]}, fsync_dir)
+    if os.path.lexists(path):
+        os.replace(path, root / SPARE_JOURNAL)
+
+
+def _settle(root: Path, path: Path, *, named: bool = True) -> dict | None:
+    """Roll the journal at ``path`` forward or back (see the module docstring); the journal, None if it
+    was unreadable or set aside (`_set_aside`). ``named``: its file is named after its transaction."""
+    name = path.name
+    try:
+        journal = _load_journal(root, path, named=named)
+        if journal is None:
+            if os.path.lexists(path):
                 # An unreadable journal was cut short before any file was staged: its first line
                 # is written before the first staged file, and its record flushed before any rename.
                 log.warning("Discarding unreadable transaction journal %s", path)
-        except OSError as exc:
-            _set_aside(root, path, f"it could not be finished ({exc}); the files it names may need a manual check")
-            handled += 1
-            continue
-        _unlink_quietly(path)
-        handled += 1
-    if handled:
-        fsync_dir(journal_dir)
-    return handled
+            return None
+        _check_journal(root, journal)
+        forward = _committed(root, name, journal)
+    except (UnsafeFileError, ValueError) as exc:
+        _set_aside(root, path, f"it was refused: {getattr(exc, 'message', exc)}")
+        return None
+    try:
+        if forward:
+            log.info("Rolling forward interrupted memory transaction %s", name)
+            _replay(root, journal)
+        else:
+            log.info("Rolling back interrupted memory transaction %s", name)
+            for temp_rel, _target in journal["renames"]:
+                _unlink_quietly(_inside(root, temp_rel))
+    except OSError as exc:
+        _set_aside(root, path, f"it could not be finished ({exc}); the files it names may need a manual check")
+        return None
+    return journal
 
 
 def _set_aside(root: Path, journal: Path, why: str) -> None:
@@ -496,9 +599,10 @@ def _set_aside(root: Path, journal: Path, why: str) -> None:
     log.error("Memory transaction journal %s was not replayed and is quarantined (%s): %s.", journal.name, done, why)
 
 
-def _load_journal(root: Path, path: Path) -> dict | None:
-    """The journal at ``path`` (its commit record, whole or None, under ``"sealed"``), None if unreadable
-    or not JSON; `UnsafeFileError` if it is no regular file in the root."""
+def _load_journal(root: Path, path: Path, *, named: bool = True) -> dict | None:
+    """The journal at ``path`` (its commit record, whole or None, under ``"sealed"``), None if missing,
+    unreadable or not JSON, or (``named``) if it names another transaction than its file name does;
+    `UnsafeFileError` if it is no regular file in the root."""
     try:
         raw = read_regular(root, path)
         intent, _, rest = raw.partition(b"\n")
@@ -507,7 +611,7 @@ def _load_journal(root: Path, path: Path) -> dict | None:
         return None
     if not isinstance(journal, dict) or journal.get("version") not in (_JOURNAL_VERSION, _NAMED_VERSION):
         return None
-    if journal["version"] == _JOURNAL_VERSION and journal.get("txid") != path.name.partition(".")[0]:
+    if named and journal["version"] == _JOURNAL_VERSION and journal.get("txid") != path.name.partition(".")[0]:
         return None  # a reused journal's old text: the new one was cut short
     journal.setdefault("renames", [])
     journal.setdefault("removals", [])
@@ -535,6 +639,8 @@ def _committed(root: Path, name: str, journal: dict) -> bool:
         staged = _inside(root, temp)
         if _checksum(root, staged if os.path.lexists(staged) else _inside(root, target)) != checksum:
             return False  # cut short by a power cut in the flush, before anything was renamed
+    if any(os.path.lexists(_inside(root, temp)) for temp in sealed.get("after") or []):
+        return False  # the previous change's renames were not all done: this change's flush had not ended
     for record in appended:
         if not isinstance(record, list) or len(record) != 4:
             raise ValueError(f"the appended record {record!r} is not [file, offset, length, checksum]")
