@@ -24,12 +24,12 @@ import os
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO, NamedTuple, TypeVar
 
 from memdir.core.errors import DiskFullError, MemdirError, ReadOnlyRootError, UnsafeFileError
 from memdir.core.paths import confine, confined_stat, inside_real_root, os_path_error, unsafe_file
@@ -155,21 +155,34 @@ def append_bytes(root: Path, path: Path, data: bytes, *, cut: Callable[[int], in
         if written != len(data):
             os.ftruncate(fd, keep)
             raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes (is the disk full?)", os.fspath(path))
-        held: list[tuple[int, int]] | None = getattr(_JOINED, "appended", None)
+        held: list[Appended] | None = getattr(_JOINED, "appended", None)
         if held is None:
             _sync_data(fd)
         else:  # flushed with the staged files of the change it belongs to (`flushed_together`)
-            held.append((os.dup(fd), keep))
+            held.append(Appended(os.dup(fd), Path(path), keep, data))
     if created:  # the new file's name
         fsync_dir(Path(path).parent)
     return keep + written
 
 
-_JOINED = threading.local()  # .appended: (descriptor, size before) of appends a `flushed_together` block flushes
+class Appended(NamedTuple):
+    """A record `append_bytes` appended inside a `flushed_together` block, flushed with the block's files."""
+
+    fd: int
+    """A descriptor of the file, open until the flush."""
+    path: Path
+    at: int
+    """The file's size before the record: where it starts."""
+    data: bytes
+
+
+_JOINED = threading.local()  # .appended: the `Appended` records a `flushed_together` block flushes
 
 
 @contextmanager
-def flushed_together(files: Collection[int], *, one_sync: bool = False) -> Iterator[None]:
+def flushed_together(
+    files: Collection[int], *, one_sync: bool = False, before_flush: Callable[[Sequence[Appended]], None] | None = None
+) -> Iterator[None]:
     """Run the block, then make the open ``files`` (descriptors, closed by the caller) durable
     together with every record `append_bytes` appended inside it (this thread's): one round of
     flushes where there would be two in turn.
@@ -184,28 +197,32 @@ def flushed_together(files: Collection[int], *, one_sync: bool = False) -> Itera
     Args:
         one_sync: flush with one ``sync()`` of the filesystems instead (a large change, see
             `memdir.storage.directory.atomic`).
+        before_flush: called with the records appended in the block once it has run, before the
+            flush (a transaction writes its commit record there, naming them).
 
     Raises:
-        OSError: a flush failed (the first such error, once all have ended).
+        OSError: a flush failed (the first such error, once all have ended); what ``before_flush`` raised.
     """
     outer = getattr(_JOINED, "appended", None)
-    held: list[tuple[int, int]] = []
+    held: list[Appended] = []
     _JOINED.appended = held
     failed = True
     try:
         yield
+        if before_flush is not None:
+            before_flush(held)
         if one_sync:
             os.sync()
         else:
-            fsync_each([*((os.fsync, fd) for fd in files), *((_sync_data, fd) for fd, _ in held)], _flush_fd)
+            fsync_each([*((os.fsync, fd) for fd in files), *((_sync_data, record.fd) for record in held)], _flush_fd)
         failed = False
     finally:
         _JOINED.appended = outer
-        for fd, size in reversed(held):
+        for record in reversed(held):
             if failed:
                 with contextlib.suppress(OSError):  # (at worst the record of a change that failed stays)
-                    os.ftruncate(fd, size)
-            os.close(fd)
+                    os.ftruncate(record.fd, record.at)
+            os.close(record.fd)
 
 
 def _flush_fd(target: tuple[Callable[[int], None], int]) -> None:

@@ -4,23 +4,37 @@ An entry is three files (``.md``, ``.yml``, ``.emb``). Replacing each atomically
 not enough: a kill between two renames would pair new content with old metadata.
 `file_transaction` therefore runs a tiny redo-log protocol:
 
-1. write a *pending* journal under ``<root>/.memdir/txn/`` naming every temporary
-   file it is about to create (so an interrupted staging can be cleaned up; after a power
-   cut in the middle of staging, a hidden temporary file may outlive its journal);
+1. write a *pending* journal under ``<root>/.memdir/txn/`` (the spare left by an earlier
+   transaction renamed there, see `SPARE_JOURNAL`) whose first line names every temporary
+   file it is about to create (so an interrupted staging can be cleaned up; after a power cut
+   in the middle of staging, a hidden temporary file may outlive its journal);
 2. stage every new file as a temporary file in its target's folder, then hand over to the
    caller's ``with`` block (memdir updates the derived index and appends the audit record
    there: if that fails — a full disk — the staging is undone and nothing has changed);
-   after it, fsync the journal, each staged file and the audit record, all flushed together
-   (`memdir.core.files.flushed_together`; a large batch — an evolution job's — is flushed by
-   one ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`);
-3. rename the journal to *commit* — the single atomic commit point;
-4. perform the renames and removals, fsync the folders;
-5. delete the journal (flushed only when it has removals, see `_finish`).
+3. after it, append the journal's *commit record*: a checksum of every staged file and of
+   every record appended in the block, and one of the journal itself. Then fsync, all in one
+   round (`memdir.core.files.flushed_together`; a large batch — an evolution job's — is flushed
+   by one ``sync`` of the filesystem instead, see `_SYNC_EACH_UP_TO`): the journal, each staged
+   file, the audit record, the folders holding them (their names) and the folders of the
+   previous transaction's renames. The end of that flush is the commit point: the change is
+   on disk, its renames can be redone from the journal;
+4. rename the journal to *commit* (for lock-free readers: its files are being renamed now;
+   recovery does not go by the name) and perform the renames and removals;
+5. a transaction of renames only leaves its journal as `DONE_JOURNAL`: the next one flushes
+   the renamed files' folders in its round (step 3) and then keeps that journal as the
+   spare. One with removals flushes its folders and deletes its journal at once, for good
+   (see `_finish`).
 
-`recover` (run under the root's exclusive lock) finishes what a killed writer left:
-a committed journal is rolled forward (every step is idempotent), a pending one is
-rolled back by deleting its temporary files. Whatever instant a process dies at, the
-files afterwards hold the old version or the new one, never a mixture.
+`recover` (run under the root's exclusive lock) finishes what a killed writer left. It
+rolls a journal forward when its commit record is whole and every file it names holds
+what the record's checksums say — each staged file still at its temporary name or
+already renamed to its target, each appended record in place, the previous transaction's
+renames done — and back otherwise, by deleting its temporary files: a journal cut short,
+or a power cut in the middle of the flush, leaves a file that does not match, and nothing
+was renamed yet then (the renames come after the flush). `DONE_JOURNAL` goes first, since
+its change came before any other journal's. Every step of a roll-forward is idempotent.
+Whatever instant a process dies at, the files afterwards hold the old version or the new
+one, never a mixture, and a change whose audit record did not reach the disk is not applied.
 
 A journal is a file in the root, so it may have been planted or damaged: before
 `recover` acts on one, every path it names is resolved (symbolic links included) and
@@ -36,15 +50,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memdir.core.errors import UnsafeFileError
-from memdir.core.files import disk_errors, flushed_together, fsync_dir, fsync_each, private_folder, quarantine, read_regular
+from memdir.core.files import Appended, disk_errors, flushed_together, fsync_dir, fsync_each, open_regular, private_folder, quarantine, read_regular
 from memdir.core.paths import confine, unsafe_file
 
 log = logging.getLogger(__name__)
@@ -52,9 +68,22 @@ log = logging.getLogger(__name__)
 PRIVATE_DIR = Path(".memdir")
 TXN_DIR = PRIVATE_DIR / "txn"
 FAILED_DIR = PRIVATE_DIR / "txn-failed"
+DONE_JOURNAL = PRIVATE_DIR / "txn-done"
+"""The journal of the last change of renames only, whose renames are not flushed yet: the next
+transaction flushes their folders with its own files (one round of flushes a change, not two)
+and then keeps it as the spare. Until then a power cut may undo those renames, and recovery
+rolls them forward from it."""
+SPARE_JOURNAL = PRIVATE_DIR / "txn-spare"
+"""A finished journal kept for the next transaction to write its own over: renaming a file costs
+less than creating one and deleting it. Recovery never reads it, and a journal whose text names
+another transaction than its file name (the spare's old text, where the new one did not reach the
+disk) is read as cut short."""
 PENDING_SUFFIX = ".pending"
 COMMIT_SUFFIX = ".commit"
-_JOURNAL_VERSION = 1
+_JOURNAL_VERSION = 2
+_NAMED_VERSION = 1
+"""Journals of older memdir versions: no commit record, committed when renamed to *commit* (after
+a flush of the journal's folder of its own); still recovered so."""
 _TEMP_PREFIX = ".txn-"  # every file a transaction stages; a journal renames nothing else into place
 _SYNC_EACH_UP_TO = 8
 """Staged files fsynced one by one; a larger transaction writes them all, then makes them durable
@@ -62,6 +91,7 @@ with one ``sync()`` (Linux waits for it to finish): 10K rewritten ``.yml`` files
 flush, not 10K (~1 ms each). Elsewhere ``sync`` may return before the data is on disk, so
 each file is fsynced as for a small transaction."""
 _ONE_SYNC = sys.platform.startswith("linux")
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)  # (a pipe opens at once, and is refused)
 
 
 def txn_dir(root: Path) -> Path:
@@ -74,14 +104,26 @@ def _write_new_file(path: Path, data: bytes) -> int:
     (the caller flushes it, see `flushed_together`, and closes it)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        _write_all(fd, data)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _open_folder(folder: Path) -> int | None:
+    """A descriptor of ``folder`` to flush its entries with (None where folders cannot be opened: Windows)."""
+    try:
+        return os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
 
 
 def _temp_name(target: Path, txid: str, index: int) -> Path:
@@ -146,9 +188,10 @@ def file_transaction(
 
     A context manager: entering stages the change (written, not yet flushed) and gives {target: its
     staged temporary file} (a rename keeps a file's size and mtime, so the staged files show
-    what the targets will be); leaving the block flushes the staged files together with the
-    records appended in the block (`memdir.core.files.flushed_together`) and commits, unless the
-    block raised: then the staging is undone and the error propagates, and nothing was changed.
+    what the targets will be); leaving the block seals the journal with its commit record and
+    flushes it with the staged files and the records appended in the block
+    (`memdir.core.files.flushed_together`), which commits, unless the block raised: then the
+    staging is undone and the error propagates, and nothing was changed.
 
     Use it under the root's exclusive lock (a concurrent `recover` would otherwise
     treat this transaction's staging files as orphans). Missing files in
@@ -179,11 +222,7 @@ def file_transaction(
         if path.is_dir() and not path.is_symlink():
             # Caught now, because after the commit point a failing rename could not be undone.
             raise unsafe_file(root, path, "special", "a folder")
-    journal = {
-        "version": _JOURNAL_VERSION,
-        "renames": [[_relative(root, temp), _relative(root, target)] for temp, target in renames],
-        "removals": [_relative(root, path) for path in removals],
-    }
+    intent = _intent(root, txid, renames, removals)
     created: list[Path] = []  # entry folders this transaction made, removed again if it fails
     made: set[Path] = set()  # folders there (or made) already
     with disk_errors(root):
@@ -192,26 +231,49 @@ def file_transaction(
         committed = journal_dir / f"{txid}{COMMIT_SUFFIX}"
         one_sync = _ONE_SYNC and len(renames) > _SYNC_EACH_UP_TO
         staged: list[int] = []  # descriptors still open, to be flushed (a large change: none, one sync)
+        journal: int | None = None
+        sealed = False
+
+        previous = _unflushed(root)
+
+        def seal(appended: Sequence[Appended]) -> None:
+            nonlocal sealed
+            assert journal is not None  # (opened before the block)
+            _write_all(journal, _commit_record(root, intent, writes.values(), appended, previous.temps))
+            sealed = True
+
         try:
-            _keep_open(staged, _write_journal(pending, journal), not one_sync)
+            journal = _reused_journal(root, pending, intent)
             for (temp, target), data in zip(renames, writes.values()):
                 if target.parent not in made:
                     created += _make_folders(target.parent)
                     made.add(target.parent)
                 _keep_open(staged, _write_new_file(temp, data), not one_sync)
-            with flushed_together(staged, one_sync=one_sync):  # written first, then flushed together
+            # Flushed with the staged files: the journal's folder and theirs (the names, before any
+            # rename) and those of the previous change's renames (before its journal is reused).
+            for folder in {journal_dir, *made, *previous.folders}:
+                if (fd := _open_folder(folder)) is not None:
+                    _keep_open(staged, fd, not one_sync)
+            flushed = [fd for fd in staged if not one_sync] + [journal]
+            with flushed_together(flushed, one_sync=one_sync, before_flush=seal):  # written first, then flushed together
                 yield {target: temp for temp, target in renames}
-            os.replace(pending, committed)  # the commit point
+            # The commit point is behind: the commit record and all it names are on disk. The
+            # new name tells lock-free readers that files are being renamed (recovery goes by the record).
+            os.replace(pending, committed)
         except BaseException:
+            _unlink_quietly(pending)  # first: a sealed journal must not outlive the files it names
+            if sealed:
+                fsync_dir(journal_dir)
             for temp, _ in renames:
                 _unlink_quietly(temp)
-            _unlink_quietly(pending)
             for folder in reversed(created):
                 _remove_empty_folder(folder)
             raise
         finally:
             for fd in staged:
                 os.close(fd)
+            if journal is not None:
+                os.close(journal)
     # From here on the transaction is committed: if anything below is interrupted,
     # `recover` rolls it forward, so nothing may be undone — and a failure is no failure
     # of the change, which the next lock holder (this process's next call, at the latest)
@@ -219,9 +281,11 @@ def file_transaction(
     if on_commit is not None:
         on_commit()
     try:
-        fsync_dir(journal_dir)
-        _roll_forward(renames, removals)
-        _finish(committed, journal_dir, durable=bool(journal["removals"]))
+        if previous.temps:
+            os.replace(root / DONE_JOURNAL, root / SPARE_JOURNAL)  # its renames are on disk now
+        _roll_forward(renames, removals, bool(removals))
+        left = _Unflushed(made, [_relative(root, temp) for temp, _ in renames])
+        _finish(root, committed, journal_dir, durable=bool(removals), left=left)
     except OSError as exc:
         log.warning("Memory transaction %s is committed; finishing it failed (%s), so recovery will", txid, exc)
 
@@ -266,9 +330,40 @@ def _remove_empty_folder(folder: Path) -> None:
         pass  # not empty (another entry's files arrived meanwhile) or already gone
 
 
-def _write_journal(path: Path, journal: dict) -> int:
-    """Write the journal file; the caller fsyncs it (with the staged files) before its rename to commit."""
-    return _write_new_file(path, json.dumps(journal, ensure_ascii=False).encode("utf-8"))
+def _intent(root: Path, txid: str, renames: Sequence[tuple[Path, Path]], removals: Sequence[Path]) -> bytes:
+    """The journal's first line: which transaction it is, what it stages, renames and removes."""
+    journal = {
+        "version": _JOURNAL_VERSION,
+        "txid": txid,
+        "renames": [[_relative(root, temp), _relative(root, target)] for temp, target in renames],
+        "removals": [_relative(root, path) for path in removals],
+    }
+    return json.dumps(journal, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def _commit_record(root: Path, intent: bytes, contents: Iterable[bytes], appended: Sequence[Appended], after: Sequence[str]) -> bytes:
+    """The journal's second line: the checksum of each staged file (in the order of the renames), each
+    record appended in the block (file, offset, length, checksum) and the temporary files of the
+    previous change whose renames the flush makes durable (``after``), behind a checksum of both
+    lines, so that a torn record never reads as whole."""
+    body = json.dumps({
+        "files": [zlib.crc32(data) for data in contents],
+        "appended": [[_relative(root, record.path), record.at, len(record.data), zlib.crc32(record.data)] for record in appended],
+        "after": list(after),
+    }, ensure_ascii=False).encode("utf-8")
+    return b"%08x %s\n" % (zlib.crc32(intent + body), body)
+
+
+def _sealed(intent: bytes, line: bytes) -> dict | None:
+    """The commit record in ``line`` when it is whole and belongs to the journal line ``intent``."""
+    check, _, body = line.partition(b" ")
+    try:
+        if int(check, 16) != zlib.crc32(intent + body):
+            return None
+        record = json.loads(body.decode("utf-8"))
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _keep_open(staged: list[int], fd: int, flushed: bool) -> None:
@@ -286,9 +381,9 @@ def _replay(root: Path, journal: dict) -> None:
     _roll_forward(renames, [_inside(root, removal, confined) for removal in journal.get("removals", [])])
 
 
-def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path]) -> None:
-    """Perform a committed change's renames and removals, and fsync the folders touched. Idempotent:
-    a rename whose temp file is gone already happened."""
+def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path], flush: bool = True) -> None:
+    """Perform a committed change's renames and removals, and (``flush``) fsync the folders touched.
+    Idempotent: a rename whose temp file is gone already happened."""
     touched: set[Path] = set()
     for temp, target in renames:
         try:
@@ -299,19 +394,110 @@ def _roll_forward(renames: Iterable[tuple[Path, Path]], removals: Iterable[Path]
     for path in removals:
         if _unlink_quietly(path):
             touched.add(path.parent)
-    fsync_each(touched, fsync_dir)
+    if flush:
+        fsync_each(touched, fsync_dir)
 
 
-def _finish(journal_path: Path, journal_dir: Path, *, durable: bool) -> None:
-    """Delete a rolled-forward journal; ``durable``: before the lock is released.
+def _finish(root: Path, journal_path: Path, journal_dir: Path, *, durable: bool, left: _Unflushed) -> None:
+    """Retire a rolled-forward journal; ``durable``: gone for good before the lock is released.
 
     A journal with removals that reappeared after a power loss would replay them over a later
-    transaction's files; one with renames only replays nothing (its temporary files are gone and
-    their names are never reused), so its deletion need not be flushed.
+    transaction's files, so it is deleted once its folders are flushed, and its folder flushed
+    too. One with renames only becomes `DONE_JOURNAL` (``left``: its renames), its folders
+    flushed by the next transaction.
     """
-    _unlink_quietly(journal_path)
     if durable:
+        _unlink_quietly(journal_path)
         fsync_dir(journal_dir)
+    else:
+        os.replace(journal_path, root / DONE_JOURNAL)
+        _LEFT[os.fspath(root)] = (journal_path.name.partition(".")[0], left)
+
+
+class _Unflushed(NamedTuple):
+    """The previous change's renames not flushed yet (see `DONE_JOURNAL`)."""
+
+    folders: set[Path]
+    temps: list[str]
+    """Its temporary files (relative): while one is left, its renames are not all done."""
+
+
+def _unflushed(root: Path) -> _Unflushed:
+    """The folders of `DONE_JOURNAL`'s renames, to flush with the next change's files (a power cut
+    that undid some of them was seen to when the root was opened, see `renames_lost`).
+
+    A journal this process left there is known by its transaction id (its first bytes): it is not
+    read and checked again, which would cost more than the rest of a transaction's own work here."""
+    path = root / DONE_JOURNAL
+    try:
+        fd = os.open(path, os.O_RDONLY | _NO_FOLLOW)
+    except FileNotFoundError:
+        return _Unflushed(set(), [])
+    except OSError:
+        fd = None  # (refused below)
+    if fd is not None:
+        try:
+            head = os.read(fd, len(_TXID_AT) + 32)
+        except OSError:  # (a folder: refused below)
+            head = b""
+        finally:
+            os.close(fd)
+        left = _LEFT.get(os.fspath(root))
+        if left is not None and head == _TXID_AT + left[0].encode("ascii"):
+            return left[1]
+    try:
+        journal = _load_journal(root, path, named=False)
+        if journal is None:
+            raise ValueError("it cannot be read")  # (a journal is whole when it gets there)
+        _check_journal(root, journal)
+        confined: set[Path] = set()
+        folders = {_inside(root, target, confined).parent for _, target in journal["renames"]}
+    except (UnsafeFileError, ValueError) as exc:
+        _set_aside(root, path, f"it was refused: {getattr(exc, 'message', exc)}")
+        return _Unflushed(set(), [])
+    return _Unflushed(folders, [temp for temp, _ in journal["renames"]])
+
+
+_TXID_AT = b'{"version": %d, "txid": "' % _JOURNAL_VERSION
+"""How every journal starts (`_intent`), up to its transaction id."""
+_LEFT: dict[str, tuple[str, _Unflushed]] = {}
+"""Root -> the transaction id and renames of the journal this process last left as `DONE_JOURNAL`."""
+
+
+def renames_lost(root: Path) -> bool:
+    """True if a power cut undid renames of the change in `DONE_JOURNAL` (one of its temporary files is
+    back), or that journal is not memdir's: `recover` must see to it before the root is used."""
+    journal = _load_journal(root, root / DONE_JOURNAL, named=False)
+    if journal is None:
+        return False
+    try:
+        _check_journal(root, journal)
+    except (UnsafeFileError, ValueError):
+        return True
+    return any(os.path.lexists(_inside(root, temp)) for temp, _ in journal["renames"])
+
+
+def _reused_journal(root: Path, path: Path, intent: bytes) -> int:
+    """The journal at ``path`` holding ``intent`` from its start, open for the commit record: the spare
+    renamed there when there is one (what it held after that is left, see `_load_journal`), else a new file."""
+    try:
+        os.rename(root / SPARE_JOURNAL, path)
+    except FileNotFoundError:
+        return _write_new_file(path, intent)
+    try:
+        fd = os.open(path, os.O_WRONLY | _NO_FOLLOW)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise IsADirectoryError(path)
+    except OSError:  # not memdir's (a link, a pipe or a folder planted there)
+        log.error("The spare transaction journal %s was not memdir's: %s", path.name, quarantine(root, path, FAILED_DIR))
+        return _write_new_file(path, intent)
+    try:
+        _write_all(fd, intent)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _unlink_quietly(path: Path) -> bool:
@@ -344,42 +530,61 @@ def recover(root: Path) -> int:
     nothing to do.
     """
     root = Path(root)
+    lost = renames_lost(root)
+    if lost:
+        _recover_done(root)  # the change before any in the journal folder: its renames go first
     if not os.path.lexists(txn_dir(root)):
-        return 0
+        return int(lost)
     journal_dir = private_folder(root, TXN_DIR)  # a link planted there would hand us another folder's files
     names = sorted(os.listdir(journal_dir))
-    handled = 0
     for name in names:
         path = journal_dir / name
-        try:
-            journal = _load_journal(root, path)
-            if journal is not None:
-                _check_journal(root, journal)
-        except (UnsafeFileError, ValueError) as exc:
-            _set_aside(root, path, f"it was refused: {getattr(exc, 'message', exc)}")
-            handled += 1
-            continue
-        try:
-            if name.endswith(COMMIT_SUFFIX) and journal is not None:
-                log.info("Rolling forward interrupted memory transaction %s", name)
-                _replay(root, journal)
-            elif journal is not None:
-                log.info("Rolling back interrupted memory transaction %s", name)
-                for temp_rel, _target in journal.get("renames", []):
-                    _unlink_quietly(_inside(root, temp_rel))
-            else:
-                # An unreadable pending journal was cut short before any file was staged;
-                # a commit journal is fsynced before its rename, so it cannot be unreadable.
-                log.warning("Discarding unreadable transaction journal %s", path)
-        except OSError as exc:
-            _set_aside(root, path, f"it could not be finished ({exc}); the files it names may need a manual check")
-            handled += 1
-            continue
-        _unlink_quietly(path)
-        handled += 1
-    if handled:
+        _settle(root, path)
+        _unlink_quietly(path)  # (unless it was set aside)
+    if names:
         fsync_dir(journal_dir)
-    return handled
+    return int(lost) + len(names)
+
+
+def _recover_done(root: Path) -> None:
+    """Finish `DONE_JOURNAL` (its renames, should a power cut have undone some), flush its folders and keep it as the spare."""
+    path = root / DONE_JOURNAL
+    journal = _settle(root, path, named=False)
+    if journal is not None:
+        fsync_each({_inside(root, target).parent for _, target in journal["renames"]}, fsync_dir)
+    if os.path.lexists(path):
+        os.replace(path, root / SPARE_JOURNAL)
+
+
+def _settle(root: Path, path: Path, *, named: bool = True) -> dict | None:
+    """Roll the journal at ``path`` forward or back (see the module docstring); the journal, None if it
+    was unreadable or set aside (`_set_aside`). ``named``: its file is named after its transaction."""
+    name = path.name
+    try:
+        journal = _load_journal(root, path, named=named)
+        if journal is None:
+            if os.path.lexists(path):
+                # An unreadable journal was cut short before any file was staged: its first line
+                # is written before the first staged file, and its record flushed before any rename.
+                log.warning("Discarding unreadable transaction journal %s", path)
+            return None
+        _check_journal(root, journal)
+        forward = _committed(root, name, journal)
+    except (UnsafeFileError, ValueError) as exc:
+        _set_aside(root, path, f"it was refused: {getattr(exc, 'message', exc)}")
+        return None
+    try:
+        if forward:
+            log.info("Rolling forward interrupted memory transaction %s", name)
+            _replay(root, journal)
+        else:
+            log.info("Rolling back interrupted memory transaction %s", name)
+            for temp_rel, _target in journal["renames"]:
+                _unlink_quietly(_inside(root, temp_rel))
+    except OSError as exc:
+        _set_aside(root, path, f"it could not be finished ({exc}); the files it names may need a manual check")
+        return None
+    return journal
 
 
 def _set_aside(root: Path, journal: Path, why: str) -> None:
@@ -394,12 +599,63 @@ def _set_aside(root: Path, journal: Path, why: str) -> None:
     log.error("Memory transaction journal %s was not replayed and is quarantined (%s): %s.", journal.name, done, why)
 
 
-def _load_journal(root: Path, path: Path) -> dict | None:
-    """The journal at ``path``, None if unreadable or not JSON; `UnsafeFileError` if it is no regular file in the root."""
+def _load_journal(root: Path, path: Path, *, named: bool = True) -> dict | None:
+    """The journal at ``path`` (its commit record, whole or None, under ``"sealed"``), None if missing,
+    unreadable or not JSON, or (``named``) if it names another transaction than its file name does;
+    `UnsafeFileError` if it is no regular file in the root."""
     try:
-        journal = json.loads(read_regular(root, path).decode("utf-8"))
+        raw = read_regular(root, path)
+        intent, _, rest = raw.partition(b"\n")
+        journal = json.loads(intent.decode("utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(journal, dict) or journal.get("version") != _JOURNAL_VERSION:
+    if not isinstance(journal, dict) or journal.get("version") not in (_JOURNAL_VERSION, _NAMED_VERSION):
         return None
+    if named and journal["version"] == _JOURNAL_VERSION and journal.get("txid") != path.name.partition(".")[0]:
+        return None  # a reused journal's old text: the new one was cut short
+    journal.setdefault("renames", [])
+    journal.setdefault("removals", [])
+    journal["sealed"] = _sealed(intent + b"\n", rest.partition(b"\n")[0]) if journal["version"] == _JOURNAL_VERSION else None
     return journal
+
+
+def _committed(root: Path, name: str, journal: dict) -> bool:
+    """True if the journal's change is to be rolled forward: its commit record is whole and every
+    file it names holds what the record says (see the module docstring).
+
+    Raises:
+        UnsafeFileError: a file it names is no regular file inside the root.
+        ValueError: the commit record does not fit the journal.
+    """
+    if journal["version"] == _NAMED_VERSION:
+        return name.endswith(COMMIT_SUFFIX)
+    sealed = journal["sealed"]
+    if sealed is None:
+        return False
+    files, appended = sealed.get("files"), sealed.get("appended")
+    if not isinstance(files, list) or len(files) != len(journal["renames"]) or not isinstance(appended, list):
+        raise ValueError("its commit record does not match its renames")
+    for (temp, target), checksum in zip(journal["renames"], files):
+        staged = _inside(root, temp)
+        if _checksum(root, staged if os.path.lexists(staged) else _inside(root, target)) != checksum:
+            return False  # cut short by a power cut in the flush, before anything was renamed
+    if any(os.path.lexists(_inside(root, temp)) for temp in sealed.get("after") or []):
+        return False  # the previous change's renames were not all done: this change's flush had not ended
+    for record in appended:
+        if not isinstance(record, list) or len(record) != 4:
+            raise ValueError(f"the appended record {record!r} is not [file, offset, length, checksum]")
+        relative, at, length, checksum = record
+        if _checksum(root, _inside(root, relative), int(at), int(length)) != checksum:
+            return False  # the change's audit record did not reach the disk: the change must not either
+    return True
+
+
+def _checksum(root: Path, path: Path, at: int = 0, length: int = -1) -> int | None:
+    """The checksum of ``length`` bytes of the file at ``path`` from ``at`` (-1: to its end); None if it is missing or shorter."""
+    try:
+        with open_regular(root, path) as handle:
+            handle.seek(at)
+            data = handle.read(length)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return zlib.crc32(data) if length < 0 or len(data) == length else None

@@ -58,7 +58,7 @@ from memdir.core.paths import RESERVED_FOLDERS, disk_stem, is_within, normalize_
 from memdir.storage import stubs
 from memdir.storage.audit_log import AuditLog
 from memdir.storage.base import EntryWrite, Redirect
-from memdir.storage.directory.atomic import PRIVATE_DIR, commit_files, file_transaction, has_pending, recover, remove_unjournaled
+from memdir.storage.directory.atomic import PRIVATE_DIR, commit_files, file_transaction, has_pending, recover, remove_unjournaled, renames_lost
 from memdir.storage.directory.changes import ChangeCounter
 from memdir.storage.directory.folder_stamps import ListedFolder, settled_now, stamp_of
 from memdir.storage.directory.index_db import file_stats, stat_or_zero
@@ -203,9 +203,9 @@ class FilesystemAdapter:
         self.records = RecordFiles(self.root)
         self.threads = ThreadFiles(self.root, self.lock)
         self._attempt = threading.local()  # warnings held back during a lock-free read
-        if read_only is None and has_pending(self.root):
-            with self.lock.exclusive():  # finishes what a killed writer left
-                pass
+        if read_only is None and (has_pending(self.root) or renames_lost(self.root)):
+            with self.lock.exclusive():  # finishes what a killed writer (or a power cut) left
+                self._repair()
 
     # ----------------------------------------------------------------- locking
 
