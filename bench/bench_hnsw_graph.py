@@ -62,7 +62,7 @@ def docstring_sentences(limit: int, queries: set[str]) -> list[str]:
     """Up to ``limit`` distinct English sentences (6-40 words, nearly all letters) from the docstrings
     of the standard library and the installed packages, none of ``queries``, in a fixed shuffled order."""
     roots = [Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])]
-    seen = {query.lower() for query in queries}
+    seen: set[str] = set()
     found: list[str] = []
     for root in roots:
         for file in sorted(root.rglob("*.py")):
@@ -83,7 +83,8 @@ def docstring_sentences(limit: int, queries: set[str]) -> list[str]:
                             seen.add(sentence.lower())
                             found.append(sentence)
     order = np.random.default_rng(5).permutation(len(found))
-    return [found[i] for i in order[:limit]]
+    asked = {query.lower() for query in queries}
+    return [found[i] for i in order if found[i].lower() not in asked][:limit]
 
 
 def build(conn: psycopg.Connection, table: str, vectors: np.ndarray, later: np.ndarray, m: int = HNSW_OPTIONS["m"]) -> float:
