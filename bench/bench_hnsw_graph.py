@@ -9,8 +9,8 @@ graph is the store's (`memdir.storage.postgres.schema.HNSW_OPTIONS`) over a two-
 the vectors:
 
 * the bench store's vectors: its bulk-loaded entries (``id <= size``: convex mixes of LoCoMo
-  turns' embeddings, `bench_postgres.mixed_vectors`) and the entries its served runs wrote later
-  (the model's embeddings of the corpus's pseudo-English): the bulk alone; all of them in one
+  turns' embeddings, `bench_postgres.mixed_vectors`) and the entries written later through the
+  product (``id > size``: the model's embeddings of what was written): the bulk alone; all of them in one
   ``CREATE INDEX`` (a rebuild: it inserts the rows in the table's order); and the bulk's graph with
   the later ones inserted after it (the store's own history); and all of them with twice the links a
   node (m 32);
