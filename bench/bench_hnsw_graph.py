@@ -9,18 +9,20 @@ graph is the store's (`memdir.storage.postgres.schema.HNSW_OPTIONS`) over a two-
 the vectors:
 
 * the bench store's vectors: its bulk-loaded entries (``id <= size``: convex mixes of LoCoMo
-  turns' embeddings, `bench_postgres.mixed_vectors`) and the entries its served runs wrote later
-  (the model's embeddings of the corpus's pseudo-English): the bulk alone; all of them in one
+  turns' embeddings, `bench_postgres.mixed_vectors`) and the entries written later through the
+  product (``id > size``: the model's embeddings of what was written): the bulk alone; all of them in one
   ``CREATE INDEX`` (a rebuild: it inserts the rows in the table's order); and the bulk's graph with
   the later ones inserted after it (the store's own history); and all of them with twice the links a
   node (m 32);
 * real texts, embedded by the model (``--texts`` sentences of the docstrings of Python's standard
-  library and the installed packages, and the LoCoMo turns of the conversations no held-out query
-  comes from), the graph built over all, and over the sentences with the turns inserted after
-  (a store whose subject changes); and the bench's mixes at the same size, for the data's part.
+  library and the installed packages, none of them a query of the ``Python docs`` set, and the
+  LoCoMo turns of the conversations no held-out query comes from), the graph built over all, and
+  over the sentences with the turns inserted after (a store whose subject changes); and the bench's
+  mixes at the same size, for the data's part.
 
-Queries are `bench_hnsw_list.py`'s four sets; each walk is a search's (50 candidates, iterative
-scan in relaxed order, the top 10 by cosine) against exact search over the same rows. In brackets
+Queries are `bench_hnsw_list.py`'s six sets; each walk is a search's (50 candidates, iterative
+scan in relaxed order, the top 10 by cosine) against exact search over the same rows, its recall@10
+strict and counting ties (`bench_hnsw_list.TIE`: ann-benchmarks' k-nn recall). In brackets
 the share of exact search's 10 nearest that are the later entries (the bench store's written ones,
 the LoCoMo turns of the real texts). Recall is
 what is measured; the walk's median time is printed with the load average (2 shared cores).
@@ -44,9 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psycopg  # noqa: E402
-from bench_hnsw_list import POOL, embedded_query_sets, with_query_sets  # noqa: E402
+from bench_hnsw_list import POOL, TIE, embedded_query_sets, with_query_sets  # noqa: E402
 from bench_team_scale import STOCK  # noqa: E402
-from corpora import locomo_corpora, real_embedder  # noqa: E402
+from corpora import docs_corpus, locomo_corpora, real_embedder  # noqa: E402
 from pgvector.psycopg import register_vector  # noqa: E402
 
 from memdir.storage.postgres.schema import HNSW_OPTIONS  # noqa: E402
@@ -56,9 +58,9 @@ HELD_OUT = {"conv-44", "conv-47", "conv-48", "conv-49", "conv-50"}  # (`bench_hn
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 
-def docstring_sentences(limit: int) -> list[str]:
+def docstring_sentences(limit: int, queries: set[str]) -> list[str]:
     """Up to ``limit`` distinct English sentences (6-40 words, nearly all letters) from the docstrings
-    of the standard library and the installed packages, in a fixed shuffled order."""
+    of the standard library and the installed packages, none of ``queries``, in a fixed shuffled order."""
     roots = [Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])]
     seen: set[str] = set()
     found: list[str] = []
@@ -81,7 +83,8 @@ def docstring_sentences(limit: int) -> list[str]:
                             seen.add(sentence.lower())
                             found.append(sentence)
     order = np.random.default_rng(5).permutation(len(found))
-    return [found[i] for i in order[:limit]]
+    asked = {query.lower() for query in queries}
+    return [found[i] for i in order if found[i].lower() not in asked][:limit]
 
 
 def build(conn: psycopg.Connection, table: str, vectors: np.ndarray, later: np.ndarray, m: int = HNSW_OPTIONS["m"]) -> float:
@@ -109,13 +112,14 @@ def measure(conn: psycopg.Connection, label: str, table: str, rows: np.ndarray, 
     """Print recall@10 of each set's walks on ``table`` (whose rows are ``rows``, those from
     ``first_later`` on inserted after the graph) by list length."""
     unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
-    exact = {name: np.argsort(-(queries @ unit.T), axis=1)[:, :10] for name, queries in sets.items()}
+    cosines = {name: queries @ unit.T for name, queries in sets.items()}
+    exact = {name: np.argsort(-every, axis=1)[:, :10] for name, every in cosines.items()}
     statement = f"SELECT id FROM {SCRATCH}.{table} ORDER BY embedding <=> %s LIMIT {POOL}"
     for length in lists:
         shown, took = [], []
         for name, queries in sets.items():
-            found = []
-            for vector, wanted in zip(queries, exact[name]):
+            found, ties = [], []
+            for vector, wanted, every in zip(queries, exact[name], cosines[name]):
                 started = time.perf_counter()
                 with conn.transaction():
                     conn.execute(f"SET LOCAL hnsw.ef_search = {int(length)}")
@@ -123,10 +127,11 @@ def measure(conn: psycopg.Connection, label: str, table: str, rows: np.ndarray, 
                     conn.execute("SET LOCAL enable_seqscan = off")
                     ids = [row[0] for row in conn.execute(statement, (vector,)).fetchall()]
                 took.append(time.perf_counter() - started)
-                top = sorted(ids, key=lambda i: -float(unit[i] @ vector))[:10]
+                top = sorted(ids, key=lambda i: -float(every[i]))[:10]
                 found.append(len(set(wanted.tolist()) & set(top)) / 10)
+                ties.append(float(np.mean(every[top] >= every[wanted[-1]] - TIE)))
             later = float(np.mean(exact[name] >= first_later))
-            shown.append(f"{name} {np.mean(found):.3f} ({later:.2f})")
+            shown.append(f"{name} {np.mean(found):.3f}/{np.mean(ties):.3f} ({later:.2f})")
         print(f"  {label}, list {length:>4}: {'  '.join(shown)}   walk p50 {1000 * statistics.median(took):.1f} ms"
               f" (load {os.getloadavg()[0]:.1f})", flush=True)
 
@@ -153,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     texts = real_embedder(args.cache, "realtext")
     turns = texts.embed([doc.content for corpus in locomo_corpora(args.data) if corpus.name not in HELD_OUT
                          for doc in corpus.docs])
-    sentences = texts.embed(docstring_sentences(args.texts))
+    sentences = texts.embed(docstring_sentences(args.texts, {query.text for query in docs_corpus().queries}))
     texts.save()
     from tests.pg_cluster import Cluster
 

@@ -13,7 +13,10 @@ them) with the same synthetic vectors, kept in ``--cluster-dir`` as ``root-<size
 A real ``memdir serve --http`` (the real model) then serves the store, and one MCP client
 (the official SDK) times, median and p95 over ``--calls`` calls each:
 
-* MemoryWrite of a new entry (the real model embeds it; the reply lists near-duplicates);
+* MemoryWrite of a new entry (the real model embeds it; the reply lists near-duplicates): a turn of
+  LoCoMo's conv-42 or conv-43 written as an agent recording a conversation writes it
+  (`corpora.locomo_entries`; `WRITTEN` says why those), so what the runs leave in a kept store
+  is English like the rest of a team's entries;
 * MemorySearch, MemoryDiscover, MemoryGlob ``**/*.md`` (its first page);
 * ``resources/list`` and reading ``memdir://status``;
 * the web view's first page (``GET /``).
@@ -51,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import psycopg  # noqa: E402
 from bench_postgres import TYPES, base_vectors, build_vector_index, exact_top_10, load, mixed_vectors, prepared  # noqa: E402
 from bench_search import TextGenerator  # noqa: E402
-from corpora import DEFAULT_LOCOMO  # noqa: E402
+from corpora import DEFAULT_LOCOMO, Doc, locomo_corpora  # noqa: E402
 
 from memdir.core.entry import Metadata  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
@@ -62,6 +65,10 @@ from memdir.storage.postgres.search import WALK_ORDER  # noqa: E402
 WORDS = (20, 60)
 STOCK = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
 """PostgreSQL's own defaults, in place of the test cluster's speed-ups (`tests.pg_cluster`): a commit waits for its fsync."""
+WRITTEN = ("conv-42", "conv-43")
+"""The LoCoMo conversations whose turns the timed writes record: no bulk-loaded entry's vector is mixed
+from them (`bench_postgres.base_vectors`) and no query set asks about them (`bench_hnsw_list.query_sets`),
+so the entries these runs leave in a kept store are no held-out query's source."""
 
 
 def schema_url(base_url: str, n: int) -> str:
@@ -135,25 +142,32 @@ def ensure_directory(folder: Path, n: int, bases: np.ndarray, model_id: str) -> 
     return root
 
 
+def notes(data: Path) -> list[Doc]:
+    """What the timed MemoryWrite calls write, in order: the turns of the `WRITTEN` conversations."""
+    return [doc for corpus in locomo_corpora(data) if corpus.name in WRITTEN for doc in corpus.docs]
+
+
 def summary(values: list[float]) -> str:
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
     return f"p50 {1000 * statistics.median(ordered):7.1f} ms   p95 {1000 * p95:7.1f} ms"
 
 
-async def timed_calls(servers: list[tuple[str, str, str]], token: str, calls: int, queries: list[str], size: int,
-                      model) -> dict[str, dict[str, list[float]]]:
+async def timed_calls(servers: list[tuple[str, str, str]], token: str, calls: int, queries: list[str],
+                      written: list[Doc], model) -> dict[str, dict[str, list[float]]]:
     """Each call a user reaches, ``calls`` times, interleaved (the same load for each), to each of ``servers``
     ((label, MCP URL, web base) each; one after the other, the order turning each time); beside each call
-    that embeds, ``model`` embedding its text alone. Times by label, then by call."""
+    that embeds, ``model`` embedding its text alone. Each write records the next of ``written``, from a
+    place that changes with the clock (a run after another does not write the same turns again).
+    Times by label, then by call."""
     from contextlib import AsyncExitStack
 
     import httpx2
 
     from tests.server.http_process import mcp_client
 
-    gen = TextGenerator(seed=size)
     settings = Settings()
+    first = time.time_ns() % len(written)
     took: dict[str, dict[str, list[float]]] = {label: {} for label, _, _ in servers}
     alone: dict[str, list[float]] = {}
 
@@ -182,10 +196,10 @@ async def timed_calls(servers: list[tuple[str, str, str]], token: str, calls: in
             for warm in range(5):
                 await client.call_tool("MemorySearch", {"query": queries[-1 - warm]})
         for i in range(calls):
-            content = " ".join(gen.sample(60))
-            entry = {"content": content, "title": " ".join(gen.sample(5)), "type": "fact",
-                     "tags": [str(tag) for tag in gen.sample(3)], "related": [], "domain": "bench"}
-            for label, client, base in clients[i % len(clients):] + clients[:i % len(clients)]:
+            for turn, (label, client, base) in enumerate(clients[i % len(clients):] + clients[:i % len(clients)]):
+                note = written[(first + i * len(clients) + turn) % len(written)]
+                entry = {"content": note.content, "title": note.title, "type": "fact", "tags": note.metadata["tags"],
+                         "related": [], "domain": "bench"}
                 path = f"fact/team-bench/run-{time.time_ns()}.md"
                 await timed(label, "MemoryWrite (new entry, real model)", client.call_tool("MemoryWrite", {**entry, "file_path": path}))
                 await timed(label, "MemorySearch", client.call_tool("MemorySearch", {"query": queries[i]}))
@@ -196,12 +210,14 @@ async def timed_calls(servers: list[tuple[str, str, str]], token: str, calls: in
                 response = await timed(label, "web view, first page", http.get(base + "/"))
                 response.raise_for_status()
             model_alone("a write's text", searchable_text(entry["title"], Metadata(type="fact", tags=entry["tags"], domain="bench"),
-                                                          content, settings.embeddings.max_chars, summary=settings.embeddings.summary))
+                                                          entry["content"], settings.embeddings.max_chars,
+                                                          summary=settings.embeddings.summary))
             model_alone("a query", queries[i])
     return {**took, "the model alone": alone}
 
 
-def measure(store: str, label: str, calls: int, queries: list[str], size: int, model, before: Path | None) -> None:
+def measure(store: str, label: str, calls: int, queries: list[str], written: list[Doc], size: int, model,
+            before: Path | None) -> None:
     """Serve ``store`` (a postgresql:// URL or a directory) with the real model and time the calls; with
     ``before``, a second server runs that checkout's code on the same store, and each call goes to both."""
     from contextlib import ExitStack
@@ -223,7 +239,7 @@ def measure(store: str, label: str, calls: int, queries: list[str], size: int, m
                 env["MEMDIR_ROOT"], args = store, []
             server = stack.enter_context(running_server(args, env=env, cwd=Path(tmp), startup_timeout=600))
             servers.append((name, server.url, server.base))
-        took = asyncio.run(timed_calls(servers, token, calls, queries, size, model))
+        took = asyncio.run(timed_calls(servers, token, calls, queries, written, model))
     print(f"\n== {label}: {size:,} entries, {calls} calls each (load {os.getloadavg()[0]:.1f})", flush=True)
     for side, figures in took.items():
         print(f"  -- {side}", flush=True)
@@ -292,11 +308,12 @@ def main(argv: list[str] | None = None) -> None:
     bases, questions, embedder = base_vectors(args.cache, args.data)
     gen = TextGenerator(seed=99)
     queries = [f"{question} {' '.join(gen.sample(3))}" for question in questions[: 2 * args.calls + 10]]
+    written = notes(args.data)
     if args.store == "directory":
         for n in args.sizes:
             root = ensure_directory(args.cluster_dir, n, bases, embedder.model_id)
             if not args.build_only:
-                measure(str(root), "directory store", args.calls, queries, n, embedder.inner, args.before)
+                measure(str(root), "directory store", args.calls, queries, written, n, embedder.inner, args.before)
         return
     from tests.pg_cluster import Cluster
 
@@ -306,7 +323,7 @@ def main(argv: list[str] | None = None) -> None:
             url = ensure_store(cluster.url(), n, bases, embedder.model_id)
             if not args.build_only:
                 if args.calls:
-                    measure(url, "PostgreSQL", args.calls, queries, n, embedder.inner, args.before)
+                    measure(url, "PostgreSQL", args.calls, queries, written, n, embedder.inner, args.before)
                 if args.near_duplicates:
                     near_duplicates(url)
                 if args.recall_queries:
