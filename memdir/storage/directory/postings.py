@@ -67,6 +67,7 @@ class _Query:
     slots: list[np.ndarray]  # ascending, dead slots included
     tf: list[np.ndarray]
     hits: list[int]  # live entries holding each term
+    bits: np.ndarray | None = None  # (terms / 8, slots): bit ``place % 8`` of row ``place // 8`` set where a slot holds it (`holding`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,24 +502,21 @@ class KeywordIndex:
         """Per term (a Porter stem), whether each of ``slots`` contains it, anywhere in the entry.
 
         A search asks this of a hundred candidates and of their neighbours for each of its words:
-        each term's posting (ascending slots) is searched for all of them at once, a few numpy calls
-        per term that read only the posting's entries they land on, whatever the root's size.
+        its terms' postings are marked once in a bitmap (a bit per term, a byte per slot and eight
+        terms), so each ask is one gather and one unpacking, whatever the postings' lengths.
         """
         terms = list(terms)
+        slots = np.asarray(slots, dtype=np.int64)
         if not terms:
             return {}
-        wanted = np.asarray(slots, dtype=np.int64)
-        if len(wanted) and int(wanted.max()) >= len(self.paths):
-            raise ValueError(f"not a slot of this index: {int(wanted.max())}")
-        wanted = wanted.astype(np.int32)  # (the postings' type: searching them with another would copy them)
         query = self._postings(terms)
-        held = {}
-        for term in terms:
-            posting = query.slots[query.place[term]]
-            if not len(posting):
-                held[term] = np.zeros(len(wanted), dtype=bool)
-                continue
-            at = posting.searchsorted(wanted)
-            np.minimum(at, len(posting) - 1, out=at)
-            held[term] = posting[at] == wanted
-        return held
+        count = len(self.paths)
+        if len(slots) and int(slots.max()) >= count:
+            raise ValueError(f"not a slot of this index: {int(slots.max())}")
+        if query.bits is None:
+            query.bits = np.zeros(((len(query.slots) + 7) // 8, count), dtype=np.uint8)
+            for place, posting in enumerate(query.slots):
+                row = query.bits[place >> 3]  # (a row, then the posting: 2-D indexing took a slower path)
+                row[posting] |= np.uint8(1 << (place & 7))
+        held = np.unpackbits(query.bits[:, slots], axis=0, bitorder="little").view(bool)
+        return {term: held[query.place[term]] for term in terms}
