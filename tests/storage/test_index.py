@@ -113,6 +113,34 @@ def test_candidates_neighbours_and_cosines_of_a_search(root):
     assert cosines.tolist() == pytest.approx([*scores, 0.0])
 
 
+def test_which_entries_hold_each_word_in_any_order_after_updates_and_removals(root):
+    """`holding` answers for slots asked in any order and repeated, for entries written after the
+    index was built (their postings kept apart), for the replaced and removed entries' old slots
+    (they hold nothing a search can use, but what they held), and for a word no entry holds; two
+    entries' equal tags are one string."""
+    first = DerivedIndex(root)
+    for i, text in enumerate(["otter river", "river stone", "stone otter", "maple"]):
+        put(first, make(f"concept/e{i}.md", text, tags=["Water", f"t{i}"]))
+    first.close()
+    index = DerivedIndex(root)  # (opened on them: their postings built in one array)
+    put(index, make("concept/e4.md", "otter maple", tags=["Water"]))  # added after the build
+    put(index, make("concept/e1.md", "maple only"))  # replaced: a new slot
+    index.remove("concept/e2.md")
+    kw = index.keywords
+    slots = np.array([kw.slot_of("concept/e4.md"), 2, 0, 1, kw.slot_of("concept/e1.md"), 0, 3], dtype=np.int64)
+    held = kw.holding(["otter", "river", "mapl", "absent"], slots)
+    assert {term: found.tolist() for term, found in held.items()} == {
+        "otter": [True, True, True, False, False, True, False],
+        "river": [False, False, True, True, False, True, False],
+        "mapl": [True, False, False, False, True, False, True],
+        "absent": [False] * 7,
+    }
+    with pytest.raises(ValueError, match="not a slot"):
+        kw.holding(["otter"], np.array([len(kw.paths)]))
+    first, added = kw.tags_of(0), kw.tags_of(kw.slot_of("concept/e4.md"))
+    assert first == ("Water", "t0") and added == ("Water",) and first[0] is added[0]
+
+
 def test_searches_meet_each_entry_on_both_sides_after_every_kind_of_change(root, monkeypatch):
     """A search joins the vector matrix's rows and the keyword index's slots by number, not by path:
     after updates, removals, re-embedding, compactions that renumber every slot and another process's
