@@ -8,8 +8,8 @@ they are first met, with the token ids renumbered to match: a row costs memory o
 is met, and only its own 1.5 KB. The model reads the same rows as from the whole table, so
 its vectors are the same, bit for bit.
 
-The table lives in an anonymous mapping of the whole table's size, whose pages the system
-gives the process only when a row on them is written. Transparent huge pages are refused for
+The table lives in a private anonymous mapping of the whole table's size, whose pages the
+system gives the process only when a row on them is written. Transparent huge pages are refused for
 it: one row written would otherwise hold 2 MB.
 """
 
@@ -46,7 +46,8 @@ class WordTable:
             raise ValueError(f"{path}: {size} bytes, not a table of {rows} x {width} floats")
         self.path = path
         self._row_bytes = width * _FLOAT.itemsize
-        self._mapping = mmap.mmap(-1, size)
+        private = {"flags": mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS} if hasattr(mmap, "MAP_ANONYMOUS") else {}
+        self._mapping = mmap.mmap(-1, size, **private)  # (Python maps shared memory unless told otherwise)
         if hasattr(mmap, "MADV_NOHUGEPAGE"):  # (Linux)
             self._mapping.madvise(mmap.MADV_NOHUGEPAGE)
         self.matrix = np.frombuffer(self._mapping, dtype=_FLOAT).reshape(rows, width)
