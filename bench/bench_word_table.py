@@ -27,6 +27,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 from corpora import DEFAULT_LOCOMO  # noqa: E402
 
 from memdir.embeddings import OnnxEmbedder, resolve_model  # noqa: E402
+from tests.mappings import resident_bytes  # noqa: E402
 
 
 def locomo_texts(path: Path) -> list[str]:
@@ -39,19 +40,6 @@ def locomo_texts(path: Path) -> list[str]:
             texts += [f"{turn['speaker']}: {turn['text']}" for turn in talk[key]]
         texts += [qa["question"] for qa in sample["qa"]]
     return texts
-
-
-def resident_mb(address: int) -> float:
-    """The resident MB of this process's mapping that holds ``address``."""
-    inside = False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        head = line.split()[0]
-        if "-" in head and ":" not in head:
-            start, end = (int(part, 16) for part in head.split("-"))
-            inside = start <= address < end
-        elif inside and head == "Rss:":
-            return int(line.split()[1]) / 1024
-    raise SystemExit("no mapping holds the word table")
 
 
 def main() -> None:
@@ -73,8 +61,9 @@ def main() -> None:
     for done in range(32, len(texts) + 32, 32):
         embedder.embed(texts[done - 32 : done])
         if any(done - 32 < mark <= done for mark in marks):
-            print(f"after {min(done, len(texts)):6d} texts: {table.rows_held:6d} rows read, {resident_mb(table.matrix.ctypes.data):5.1f} MB "
-                  f"held ({resident_mb(table.matrix.ctypes.data) / whole:.0%} of the whole table)", flush=True)
+            held = resident_bytes(table.matrix.ctypes.data) / 2**20
+            print(f"after {min(done, len(texts)):6d} texts: {table.rows_held:6d} rows read, {held:5.1f} MB held "
+                  f"({held / whole:.0%} of the whole table)", flush=True)
     print(f"({time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f})")
 
 

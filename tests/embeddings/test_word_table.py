@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from memdir.embeddings import ModelNotFoundError, OnnxEmbedder, resolve_model
+from tests.mappings import resident_bytes
 from tests.prerequisites import missing_prerequisite
 
 TEXTS = [
@@ -41,19 +42,6 @@ def whole_table(model, tmp_path_factory):
     return embedder
 
 
-def _resident_bytes(address: int) -> int:
-    """The resident bytes of this process's mapping that holds ``address`` (/proc/self/smaps)."""
-    inside = False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        head = line.split()[0]
-        if "-" in head and ":" not in head:
-            start, end = (int(part, 16) for part in head.split("-"))
-            inside = start <= address < end
-        elif inside and head == "Rss:":
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no mapping holds the table")
-
-
 @pytest.mark.model
 def test_rows_are_held_only_for_the_words_met_and_the_vectors_do_not_change(model, model_cache_dir, whole_table):
     embedder = OnnxEmbedder(model, model_cache_dir, threads=1)
@@ -73,7 +61,7 @@ def test_rows_are_held_only_for_the_words_met_and_the_vectors_do_not_change(mode
     assert table.rows_held == again  # a row is read once
     if Path("/proc/self/smaps").exists():
         written = math.ceil(len(met) * 384 * 4 / 4096) * 4096
-        assert _resident_bytes(table.matrix.ctypes.data) <= written + 64 * 1024  # not the table's 47 MB
+        assert resident_bytes(table.matrix.ctypes.data) <= written + 64 * 1024  # not the table's 47 MB
 
 
 @pytest.mark.model
