@@ -16,7 +16,9 @@ it: one row written would otherwise hold 2 MB.
 from __future__ import annotations
 
 import mmap
+import os
 import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +31,8 @@ _FLOAT = np.dtype("<f4")
 class WordTable:
     """The rows of a word-embedding table that the texts embedded so far used.
 
-    Thread-safe: rows are added under a lock and never change once added.
+    Thread-safe: rows are added under a lock and never change once added. The file stays open
+    while the table lives, so a cache cleared under a running process takes no row from it.
 
     Args:
         path: the whole table, raw little-endian float32 rows, no header.
@@ -41,7 +44,9 @@ class WordTable:
     """
 
     def __init__(self, path: Path, rows: int, width: int) -> None:
-        size = path.stat().st_size
+        self._file = open(path, "rb")  # noqa: SIM115 - open as long as the table lives, closed with it
+        weakref.finalize(self, self._file.close)
+        size = os.fstat(self._file.fileno()).st_size
         if size != rows * width * _FLOAT.itemsize:
             raise ValueError(f"{path}: {size} bytes, not a table of {rows} x {width} floats")
         self.path = path
@@ -75,10 +80,9 @@ class WordTable:
         if not len(ids):  # (another thread read them first)
             return
         first = self._used
-        with open(self.path, "rb") as table:
-            for at, token in enumerate(ids.tolist(), start=first):
-                table.seek(token * self._row_bytes)
-                if table.readinto(memoryview(self.matrix[at]).cast("B")) != self._row_bytes:
-                    raise ValueError(f"{self.path}: the table ended before row {token}")
+        for at, token in enumerate(ids.tolist(), start=first):
+            self._file.seek(token * self._row_bytes)
+            if self._file.readinto(memoryview(self.matrix[at]).cast("B")) != self._row_bytes:
+                raise ValueError(f"{self.path}: the table ended before row {token}")
         self._slot[ids] = np.arange(first, first + len(ids))  # published once the rows are written
         self._used = first + len(ids)

@@ -91,3 +91,11 @@ def test_a_cached_graph_without_its_word_table_is_rebuilt(model, tmp_path, whole
     again = OnnxEmbedder(model, tmp_path / "cache", threads=1)
     np.testing.assert_array_equal(again.embed_one(TEXTS[0]), whole_table.embed_one(TEXTS[0]))
     assert again.build_seconds > 0 and words.stat().st_size == 30522 * 384 * 4
+
+
+@pytest.mark.model
+def test_a_cache_cleared_under_a_running_model_takes_no_row_from_it(model, tmp_path, whole_table):
+    embedder = OnnxEmbedder(model, tmp_path / "cache", threads=1)
+    embedder.embed_one(TEXTS[0])
+    embedder.cached_onnx_path().with_suffix(".words").unlink()
+    np.testing.assert_array_equal(embedder.embed_one(TEXTS[1]), whole_table.embed_one(TEXTS[1]))  # words not met before
