@@ -17,6 +17,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import ToolListChangedNotification
 
+from tests.mappings import resident_bytes_of_size
+
 pytestmark = pytest.mark.anyio
 
 RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "MemoryGraph", "ThreadList"]
@@ -305,3 +307,12 @@ async def test_semantic_discovery_with_the_real_model(dirs, model_cache_dir):
         assert 'To use: `LoadSkill(file_path: "skill/debugging/flaky-tests.md")`' in found
         assert "bread" not in found
         assert time.perf_counter() - started < 120
+        if sys.platform == "linux":  # the model's word table is held for the words met, not whole (44.7 MB)
+            held = resident_bytes_of_size(_server_pid(), 30522 * 384 * 4)
+            assert len(held) == 1 and held[0] < 1024 * 1024, held
+
+
+def _server_pid() -> int:
+    """The `memdir serve` this test process started (its one child running it)."""
+    children = [int(pid) for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()]
+    return next(pid for pid in children if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))
