@@ -313,6 +313,7 @@ async def test_semantic_discovery_with_the_real_model(dirs, model_cache_dir):
 
 
 def _server_pid() -> int:
-    """The `memdir serve` this test process started (its one child running it)."""
+    """The `memdir serve` this test process started last (those of earlier tests may still be ending)."""
     children = [int(pid) for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()]
-    return next(pid for pid in children if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))
+    serving = [pid for pid in children if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
+    return max(serving, key=lambda pid: int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19]))
