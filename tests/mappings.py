@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
-PAGE = 4096
+
+class Mapping(NamedTuple):
+    start: int
+    end: int
+    resident: int
+    """Bytes the process holds of it."""
+    flags: frozenset[str]
+    """Its ``VmFlags`` (``nh``: it refuses transparent huge pages)."""
 
 
-def mappings(pid: int | str = "self") -> list[tuple[int, int, int]]:
-    """Each mapping of process ``pid``: its start and end address and its resident bytes."""
-    found: list[tuple[int, int, int]] = []
-    start = end = 0
+def mappings(pid: int | str = "self") -> list[Mapping]:
+    """Each mapping of process ``pid``."""
+    found: list[Mapping] = []
+    start = end = resident = 0
     for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
         head = line.split()[0]
         if "-" in head and ":" not in head:
             start, end = (int(part, 16) for part in head.split("-"))
         elif head == "Rss:":
-            found.append((start, end, int(line.split()[1]) * 1024))
+            resident = int(line.split()[1]) * 1024
+        elif head == "VmFlags:":
+            found.append(Mapping(start, end, resident, frozenset(line.split()[1:])))
     return found
 
 
@@ -26,13 +36,7 @@ def resident_bytes(address: int) -> int:
     Raises:
         LookupError: no mapping holds it.
     """
-    for start, end, resident in mappings():
-        if start <= address < end:
-            return resident
+    for mapping in mappings():
+        if mapping.start <= address < mapping.end:
+            return mapping.resident
     raise LookupError(f"no mapping holds {address:#x}")
-
-
-def resident_bytes_of_size(pid: int, size: int) -> list[int]:
-    """The resident bytes of each mapping of process ``pid`` that is ``size`` bytes long (in whole pages)."""
-    pages = -(-size // PAGE) * PAGE
-    return [resident for start, end, resident in mappings(pid) if end - start == pages]
