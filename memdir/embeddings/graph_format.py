@@ -4,7 +4,9 @@ Apart from the builder (`memdir.embeddings.onnx_graph`, which imports the ``onnx
 so that loading a graph already built and cached needs neither.
 """
 
-GRAPH_VERSION = 2
+GRAPH_VERSION = 3
 """Bump whenever the emitted graph changes, so cached ``.onnx`` files rebuild."""
 OUTPUT_HIDDEN = "last_hidden_state"
 OUTPUT_EMBEDDING = "sentence_embedding"
+INPUT_WORD_TABLE = "word_embeddings"
+"""The word-embedding table: an initializer as built, a graph input once cached (`onnx_graph.words_apart`)."""

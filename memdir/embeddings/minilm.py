@@ -10,7 +10,9 @@ graph version, so new weights or a changed builder never reuse a stale graph.
 The cached graph keeps its weight matrices in a file beside it (ONNX external data),
 which onnxruntime maps into memory rather than reading into its own: it repacks them
 for its kernels from the mapped file, so loading the model no longer holds a second
-copy of them in memory (`onnx_graph.weights_apart`).
+copy of them in memory (`onnx_graph.weights_apart`). Its word-embedding table is a file of
+its own too, given to the graph as an input and read row by row as texts use its words
+(`memdir.embeddings.word_table`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memdir.core.files import replace_file
-from memdir.embeddings.graph_format import GRAPH_VERSION, OUTPUT_EMBEDDING
+from memdir.embeddings.graph_format import GRAPH_VERSION, INPUT_WORD_TABLE, OUTPUT_EMBEDDING
 from memdir.embeddings.resolved import ResolvedModel
+from memdir.embeddings.word_table import WordTable
 
 if TYPE_CHECKING:
     from onnxruntime import InferenceSession
@@ -55,6 +58,8 @@ class OnnxEmbedder:
             cache dir was unwritable and the graph lives only in memory).
         build_seconds: time spent building the graph on first use (0.0 if cached).
         load_seconds: total time of the lazy load (build + session + tokenizer).
+        word_table: the rows of the word-embedding table met so far, once loaded, when the graph
+            takes the table as an input (None for a graph holding its own).
     """
 
     def __init__(
@@ -100,6 +105,7 @@ class OnnxEmbedder:
         self._inputs: tuple[str, ...] = ()
         self._output: str = ""
         self._pooled_in_graph = False
+        self.word_table: WordTable | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -147,6 +153,9 @@ class OnnxEmbedder:
 
     def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         available = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        if self.word_table is not None:
+            available["input_ids"] = self.word_table.renumber(ids)
+            available[INPUT_WORD_TABLE] = self.word_table.matrix
         assert self._session is not None  # (`embed` loaded it)
         result = self._session.run([self._output], {name: available[name] for name in self._inputs})[0]
         if self._pooled_in_graph:
@@ -165,7 +174,8 @@ class OnnxEmbedder:
             tokenizer = self._load_tokenizer()
             session = self._load_session()
             inputs = tuple(i.name for i in session.get_inputs())
-            unknown = [name for name in inputs if name not in _FEEDS]
+            fed = (*_FEEDS, INPUT_WORD_TABLE) if self.word_table is not None else _FEEDS
+            unknown = [name for name in inputs if name not in fed]
             if unknown:
                 raise ValueError(f"{self.model.weights_path}: unsupported model inputs {unknown}")
             outputs = [o.name for o in session.get_outputs()]
@@ -195,6 +205,7 @@ class OnnxEmbedder:
         if path.is_file():
             try:
                 session = self._new_session(str(path))
+                self.word_table = _word_table(session, _words_path(path))
                 self.onnx_file = path
                 return session
             except Exception:  # noqa: BLE001 - a damaged cache file is rebuilt, never fatal
@@ -203,13 +214,18 @@ class OnnxEmbedder:
 
         started = time.perf_counter()
         graph = onnx_graph.build_from_directory(self.model.directory, fused=self.fused)
-        weights_path = _weights_path(path)
+        words = onnx_graph.words_apart(graph)
+        weights_path, words_path = _weights_path(path), _words_path(path)
         weights = onnx_graph.weights_apart(graph, weights_path.name)
         self.build_seconds = time.perf_counter() - started
-        if _atomic_write(weights_path, weights) and _atomic_write(path, graph.SerializeToString()):
+        if (_atomic_write(words_path, words.astype("<f4").tobytes()) and _atomic_write(weights_path, weights)
+                and _atomic_write(path, graph.SerializeToString())):
+            session = self._new_session(str(path))
+            self.word_table = _word_table(session, words_path)
             self.onnx_file = path
-            return self._new_session(str(path))
+            return session
         onnx_graph.weights_back(graph, weights)
+        onnx_graph.words_back(graph, words)
         return self._new_session(graph.SerializeToString())
 
     def _new_session(self, model: str | bytes) -> InferenceSession:
@@ -279,6 +295,22 @@ def _weights_path(graph: Path) -> Path:
     """The file beside a cached graph that holds its weights (`onnx_graph.weights_apart`), written
     before the graph: a graph file found in the cache has its weights (or fails to load and is rebuilt)."""
     return graph.with_suffix(".weights")
+
+
+def _words_path(graph: Path) -> Path:
+    """The file beside a cached graph that holds its word table (`onnx_graph.words_apart`), written
+    before the graph, like its weights."""
+    return graph.with_suffix(".words")
+
+
+def _word_table(session: InferenceSession, path: Path) -> WordTable | None:
+    """The word table ``session``'s graph takes as an input, read from ``path``; None when the
+    graph holds its own."""
+    for given in session.get_inputs():
+        if given.name == INPUT_WORD_TABLE:
+            rows, width = given.shape
+            return WordTable(path, rows, width)
+    return None
 
 
 def _slug(model_id: str) -> str:

@@ -36,7 +36,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.external_data_helper import set_external_data
 
-from memdir.embeddings.graph_format import GRAPH_VERSION, OUTPUT_EMBEDDING, OUTPUT_HIDDEN
+from memdir.embeddings.graph_format import GRAPH_VERSION, INPUT_WORD_TABLE, OUTPUT_EMBEDDING, OUTPUT_HIDDEN
 
 OPSET = 17
 _MS_DOMAIN = "com.microsoft"
@@ -181,9 +181,10 @@ def weights_apart(model: onnx.ModelProto, location: str) -> bytes:
     onnxruntime maps an external weights file into memory instead of reading it into its own, and
     repacks the matrices of its MatMul and attention kernels from there: loading the model no longer
     holds the graph's copy of them beside the repacked one (a served process peaked 36 MB lower).
-    The embedding tables, read row by row, stay in the graph: mapped, the word table became resident
-    whole after a few hundred queries all the same (the kernel maps a file's cached pages in blocks
-    around each one read). Each tensor starts on a page boundary, so it can be mapped alone.
+    The tables read row by row stay in the graph: mapped, a table becomes resident whole after a
+    few hundred queries all the same (the kernel maps a file's cached pages in blocks around each
+    one read); the word table, the large one, is taken apart first (`words_apart`). Each tensor
+    starts on a page boundary, so it can be mapped alone.
     """
     by_rows = {name for node in model.graph.node if node.op_type in _READ_BY_ROWS for name in node.input}
     blob = bytearray()
@@ -196,6 +197,24 @@ def weights_apart(model: onnx.ModelProto, location: str) -> bytes:
         tensor.ClearField("raw_data")
         blob.extend(data)
     return bytes(blob)
+
+
+def words_apart(model: onnx.ModelProto) -> np.ndarray:
+    """Turn ``model``'s word-embedding table from an initializer into a graph input of the same
+    shape, and return the table: a process then holds only the rows of the words it meets
+    (`memdir.embeddings.word_table`)."""
+    table = next(t for t in model.graph.initializer if t.name == INPUT_WORD_TABLE)
+    array = numpy_helper.to_array(table)
+    model.graph.initializer.remove(table)
+    model.graph.input.append(helper.make_tensor_value_info(INPUT_WORD_TABLE, TensorProto.FLOAT, list(array.shape)))
+    return array
+
+
+def words_back(model: onnx.ModelProto, array: np.ndarray) -> None:
+    """Undo `words_apart`: the table an initializer again (a graph that cannot be written beside
+    its table runs from memory)."""
+    model.graph.input.remove(next(i for i in model.graph.input if i.name == INPUT_WORD_TABLE))
+    model.graph.initializer.append(numpy_helper.from_array(array, INPUT_WORD_TABLE))
 
 
 def weights_back(model: onnx.ModelProto, blob: bytes) -> None:
@@ -222,7 +241,7 @@ def _plain_encoder(g: _Graph, w: dict[str, np.ndarray], c: BertConfig) -> tuple[
     seq_1d = g.op1("Slice", [g.op1("Shape", ["input_ids"]), g.i64("i64_1", [1]), g.i64("i64_2", [2])])
     zero_1d = g.i64("i64_0", [0])
     pos = g.op1("Slice", [g.const("pos_emb", w["embeddings.position_embeddings.weight"]), zero_1d, seq_1d, zero_1d])
-    words = g.op1("Gather", [g.const("word_emb", w["embeddings.word_embeddings.weight"]), "input_ids"])
+    words = g.op1("Gather", [g.const(INPUT_WORD_TABLE, w["embeddings.word_embeddings.weight"]), "input_ids"])
     types = g.op1("Gather", [g.const("type_emb", w["embeddings.token_type_embeddings.weight"]), "token_type_ids"])
     emb = g.op1("Add", [g.op1("Add", [words, pos]), types])
     x = _layer_norm(g, emb, w, "embeddings.LayerNorm", eps)
@@ -289,7 +308,7 @@ def _fused_encoder(g: _Graph, w: dict[str, np.ndarray], c: BertConfig) -> tuple[
         [
             ids32,
             types32,
-            g.const("word_emb", w["embeddings.word_embeddings.weight"]),
+            g.const(INPUT_WORD_TABLE, w["embeddings.word_embeddings.weight"]),
             g.const("pos_emb", w["embeddings.position_embeddings.weight"]),
             g.const("type_emb", w["embeddings.token_type_embeddings.weight"]),
             g.const("emb_ln_w", w["embeddings.LayerNorm.weight"]),

@@ -152,9 +152,11 @@ def serve_http(settings: Settings, *, host: str | None = None, port: int | None 
     Raises:
         ConfigError, StoreUnavailableError: the store setting names no store that can be used.
     """
+    from memdir.core.heap import keep_large_blocks_apart
     from memdir.server.app import build_server
     from memdir.storage.stores import check_store
 
+    keep_large_blocks_apart()  # as in `memdir.server.app.serve`: before the index and the model fill the heaps
     host = host or settings.server.http_host
     port = settings.server.http_port if port is None else port
     check_store(settings)

@@ -389,9 +389,11 @@ def test_ready_onnx_directory(real_embedder, tmp_path):
     """A directory with only model.onnx + tokenizer.json works; without a pooled output, numpy pools."""
     import onnx
 
+    from memdir.embeddings import onnx_graph
+
     model_dir = tmp_path / "ready"
     model_dir.mkdir()
-    graph = onnx.load(str(real_embedder.onnx_file))
+    graph = onnx_graph.build_from_directory(real_embedder.model.directory)  # (weights and word table inside)
     kept = [o for o in graph.graph.output if o.name == "last_hidden_state"]
     del graph.graph.output[:]
     graph.graph.output.extend(kept)  # like a plain HF export: hidden states only

@@ -17,6 +17,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import ToolListChangedNotification
 
+from tests.mappings import mappings
+
 pytestmark = pytest.mark.anyio
 
 RETRIEVAL = ["MemoryRead", "MemoryGlob", "MemoryGrep", "MemorySearch", "MemoryDiscover", "MemoryGraph", "ThreadList"]
@@ -305,3 +307,13 @@ async def test_semantic_discovery_with_the_real_model(dirs, model_cache_dir):
         assert 'To use: `LoadSkill(file_path: "skill/debugging/flaky-tests.md")`' in found
         assert "bread" not in found
         assert time.perf_counter() - started < 120
+        if sys.platform == "linux":  # the model's word table is held for the words met, not whole (44.7 MB)
+            table = [m for m in mappings(_server_pid()) if "nh" in m.flags and m.end - m.start >= 30522 * 384 * 4]
+            assert len(table) == 1 and table[0].resident < 4 * 1024 * 1024, table
+
+
+def _server_pid() -> int:
+    """The `memdir serve` this test process started last (those of earlier tests may still be ending)."""
+    children = [int(pid) for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()]
+    serving = [pid for pid in children if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
+    return max(serving, key=lambda pid: int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19]))
