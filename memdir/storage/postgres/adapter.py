@@ -63,6 +63,7 @@ _ENTRY_COLUMNS = (
     " embedding_model, embedding_text_hash, stub_kind, stub_target"
 )
 _STUB_KIND = 11  # (its place in `_ENTRY_COLUMNS`)
+_ROW = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE path = %s AND NOT builtin"
 _INFO_COLUMNS = f"path, title, size, updated_at, type, {HITS}, version"
 log = logging.getLogger(__name__)
 
@@ -321,6 +322,12 @@ class PostgresAdapter:
             conn.execute("UPDATE store_state SET total_size = total_size - %s", (row[0],))
 
     # ----------------------------------------------------------------- reading
+    def will_read(self, path: str) -> None:
+        """The change this thread starts next reads the entry at ``path`` first: its row comes in the
+        round trip that takes the store's lock (`AdvisoryLock.ask_on_taking`)."""
+        path = normalize_path(path)
+        self.lock.ask_on_taking(_row_question(path), _ROW, (path,), once=True)
+
     def exists(self, path: str) -> bool:
         path = normalize_path(path)
         if is_virtual(path):
@@ -414,9 +421,12 @@ class PostgresAdapter:
         row = self._row(conn, path)
         return None if row is None else entry_of(row)
 
-    @staticmethod
-    def _row(conn: psycopg.Connection, path: str) -> Sequence[Any] | None:
-        return conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
+    def _row(self, conn: psycopg.Connection, path: str) -> Sequence[Any] | None:
+        """The row of the entry at ``path`` (`_ENTRY_COLUMNS`), as the lock's round trip read it if it did (`will_read`)."""
+        taken = self.lock.taken_answer(_row_question(path))
+        if taken is not None:
+            return taken[0] if taken else None
+        return conn.execute(_ROW, (path,)).fetchone()
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
         found: dict[str, str] = dict(self._conn().execute(
@@ -546,6 +556,11 @@ def upsert_row(conn: Executes, row: HeldRow, stub: Redirect | None = None,
     )
     if row.hits_given:
         conn.execute(SET_HITS, (entry.hits, entry.path))
+
+
+def _row_question(path: str) -> str:
+    """The name under which the lock's round trip reads the row at ``path`` (`PostgresAdapter.will_read`)."""
+    return f"row {path}"
 
 
 def _vector(path: str, embedding: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:

@@ -79,13 +79,19 @@ class AtCommit:
             raise RuntimeError("a statement was left for the commit of a transaction this thread does not hold")
 
 
+Question = tuple[str, Sequence[Any]]
+"""A read-only query and its parameters (`AdvisoryLock.ask_on_taking`)."""
+
+
 @dataclass
 class _Held:
     mode: str | None = None
     depth: int = 0
     at_commit: list[tuple[str, list[Sequence[Any]]]] = field(default_factory=list)
-    answer: Any = None
-    """The answer to `AdvisoryLock.ask_on_taking`'s question, read with the lock, until it is taken."""
+    answers: dict[str, list[Any]] = field(default_factory=dict)
+    """The rows answering `AdvisoryLock.ask_on_taking`'s questions, read with the lock, until taken."""
+    next_questions: dict[str, Question] = field(default_factory=dict)
+    """Questions for the next time this thread takes the exclusive lock alone."""
 
 
 class Database:
@@ -165,7 +171,7 @@ class AdvisoryLock:
         self.db = db
         self.timeout = timeout
         self._held = threading.local()
-        self._question: str | None = None
+        self._questions: dict[str, Question] = {}
 
     def _state(self) -> _Held:
         held = getattr(self._held, "state", None)
@@ -203,18 +209,22 @@ class AdvisoryLock:
             pending, state.at_commit = state.at_commit, []
             _send(conn, pending, commit=False)
 
-    def ask_on_taking(self, query: str) -> None:
-        """Ask ``query`` (read-only, one value) in the round trip that takes the exclusive lock; its
-        answer is `taken_answer`'s."""
-        self._question = query
+    def ask_on_taking(self, name: str, query: str, params: Sequence[Any] = (), *, once: bool = False) -> None:
+        """Ask ``query`` (read-only) in the round trip that takes the exclusive lock: each time it is taken
+        (a question every change asks first), or, ``once``, the next time this thread takes it (nothing, if
+        this thread holds it already). Its rows are `taken_answer(name)`'s."""
+        if not once:
+            self._questions[name] = (query, params)
+        elif self._state().mode is None:
+            self._state().next_questions[name] = (query, params)
 
-    def taken_answer(self) -> Any:
-        """The answer to `ask_on_taking`'s question as it was when this thread took the exclusive lock,
-        once, and only while nothing can have changed it since: before any inner hold of the lock (every
-        change runs in one). None when there is none: the caller asks itself."""
+    def taken_answer(self, name: str) -> list[Any] | None:
+        """The rows answering the question ``name`` (`ask_on_taking`) as they were when this thread took
+        the exclusive lock, once, and only while nothing can have changed them since: before any inner
+        hold of the lock (every change runs in one). None when there are none: the caller asks itself."""
         state = self._state()
-        answer, state.answer = state.answer, None
-        return answer if state.mode == "exclusive" and state.depth == 1 else None
+        rows = state.answers.pop(name, None)
+        return rows if state.mode == "exclusive" and state.depth == 1 else None
 
     @contextmanager
     def _hold(self, mode: str, timeout: float) -> Iterator[None]:
@@ -223,7 +233,7 @@ class AdvisoryLock:
             if mode == "exclusive" and state.mode == "shared":
                 raise RuntimeError("the store's exclusive lock was asked for while holding the shared one")
             state.depth += 1
-            state.answer = None  # (what the inner hold changes, the answer would not know)
+            state.answers = {}  # (what the inner hold changes, the answers would not know)
             try:
                 yield
             finally:
@@ -232,41 +242,40 @@ class AdvisoryLock:
         conn = self.db.connection()
         done = False
         try:
-            state.answer = self._acquire(conn, mode, timeout)
+            questions, state.next_questions = {**self._questions, **state.next_questions}, {}
+            state.answers = self._acquire(conn, mode, timeout, questions if mode == "exclusive" else {})
             state.mode, state.depth = mode, 1
             yield
             done = True
         finally:
-            pending, state.mode, state.depth, state.at_commit, state.answer = state.at_commit, None, 0, [], None
+            pending, state.mode, state.depth, state.at_commit, state.answers = state.at_commit, None, 0, [], {}
             if done:
                 _send(conn, pending, commit=True)
             else:
                 roll_back(conn)
 
-    def _acquire(self, conn: psycopg.Connection, mode: str, timeout: float) -> Any:
+    def _acquire(self, conn: psycopg.Connection, mode: str, timeout: float, questions: dict[str, Question]) -> dict[str, list[Any]]:
         """Open the holding transaction and take the lock in it, in one round trip (a lock taken by
-        every change, while the others wait: its round trips are theirs); the answer to
-        `ask_on_taking`'s question (None: none asked, or the shared lock)."""
+        every change, while the others wait: its round trips are theirs); the rows answering ``questions``
+        (asked once the lock is taken), by name."""
         suffix = "_shared" if mode == "shared" else ""
-        question = self._question if mode == "exclusive" else None
         if timeout <= 0:
             with conn.pipeline():
                 conn.execute("BEGIN")
                 taken = conn.execute(f"SELECT pg_try_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,)).fetchone()
             if not (taken and taken[0]):
                 raise LockTimeoutError(f"The store {shown(self.db.url)} is being changed by another server.", "Retry.")
-            return None
+            return {}
         try:
-            with conn.pipeline():  # the transaction, the lock's wait bounded, the lock, the bound lifted, the question
+            with conn.pipeline():  # the transaction, the lock's wait bounded, the lock, the bound lifted, the questions
                 conn.execute("BEGIN")
                 conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(timeout * 1000)}ms",))
                 conn.execute(f"SELECT pg_advisory_xact_lock{suffix}(%s)", (STORE_LOCK,))
                 conn.execute("SELECT set_config('lock_timeout', '0', true)")
-                asked = conn.execute(question) if question is not None else None
+                asked = {name: conn.execute(query, params) for name, (query, params) in questions.items()}
         except psycopg.errors.LockNotAvailable as exc:
             raise LockTimeoutError(
                 f"The store {shown(self.db.url)} stayed locked by another server for {timeout:g} s.",
                 "Retry; if it persists, look for a stuck memdir process (pg_stat_activity).",
             ) from exc
-        row = asked.fetchone() if asked is not None else None
-        return row[0] if row is not None else None
+        return {name: cursor.fetchall() for name, cursor in asked.items()}

@@ -164,7 +164,7 @@ class PostgresIndex:
         self._seq = 0
         self._cache = threading.local()  # .search: the `SearchState` of the calling thread's `reading`
         self._hidden = HiddenCache()
-        db.lock.ask_on_taking(BEHIND_FILES)  # (every change asks it first: `behind_files`)
+        db.lock.ask_on_taking(BEHIND_FILES, BEHIND_FILES)  # (every change asks it first: `behind_files`)
 
     def _conn(self) -> psycopg.Connection:
         return self.db.connection()
@@ -183,8 +183,8 @@ class PostgresIndex:
     def behind_files(self) -> bool:
         """True if a row changed without its search columns (an adapter write made outside `Memory`); right
         after a change took the store's lock, as that lock's round trip found it."""
-        answer = self.db.lock.taken_answer()
-        return bool(answer) if answer is not None else scalar(self._conn(), BEHIND_FILES)
+        answer = self.db.lock.taken_answer(BEHIND_FILES)
+        return bool(answer[0][0]) if answer is not None else scalar(self._conn(), BEHIND_FILES)
 
     def ahead_of_files(self) -> Any:
         """Nothing to anticipate: the entry and its search columns commit in one transaction."""
