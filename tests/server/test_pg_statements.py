@@ -202,9 +202,13 @@ async def test_a_write_and_an_edit_hold_the_store_lock_for_three_round_trips(pg_
         sent = recorded(monkeypatch)
         answer = await client.call_tool("MemoryRead", {"file_path": "fact/topic0/entry3.md"})
         assert "journal migration" in answer.content[0].text, answer
-    # A read (as the edit's first) takes the entry's row in one statement: whether it is a stub comes with it.
+    # A read (as the edit's first) takes the entry's row in one statement, whether it is a stub with it,
+    # after its stored version, looked up once (it has changed since the cache kept it), and then counts
+    # itself: three round trips. (Before: five, the version and the row each read twice.)
     assert sum(statement.startswith("SELECT path, content, title") for statement in sent) == 1, sent
+    assert sum(statement.startswith("SELECT size, version") for statement in sent) == 1, sent
     assert not [statement for statement in sent if statement.startswith("SELECT stub_kind")], sent
+    assert len(sent.trips) == 3, sent.trips
     # While the other writers wait: the lock, with the index's check for a killed writer's change and
     # the entry as it is (its owner, an edit's content); the change number; the row, its search columns
     # and audit record with the COMMIT. (Before: the check, whether the entry exists, an edit's
