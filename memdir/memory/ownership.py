@@ -85,6 +85,16 @@ class Ownership:
         except (EntryNotFoundError, RedirectError, InvalidPathError):
             return None
 
+    def present(self, logical: str) -> tuple[bool, Entry | None]:
+        """Whether an entry (or stub) is at ``logical``, and it as `existing` reads it (None also when
+        its files cannot be read safely), in one read."""
+        try:
+            return True, self.adapter.read_entry(logical, follow=False)
+        except EntryNotFoundError:
+            return False, None
+        except (RedirectError, InvalidPathError):
+            return True, None
+
     def label(self, default: str) -> tuple[str, dict[str, Any]]:
         return getattr(self._labelled, "current", None) or (default, {})
 

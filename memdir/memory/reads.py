@@ -13,6 +13,7 @@ from memdir.memory.keeper import IndexKeeper
 from memdir.memory.ownership import Ownership
 from memdir.storage.base import EntryIndex, StorageAdapter
 from memdir.storage.entry_cache import EntryCache, PrefetchReport, save_report
+from memdir.storage.records import FileStats
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +43,12 @@ class Reads:
         if not count_hit:
             return self.adapter.read_entry(logical)
         if self.keeper.read_only:
-            return self.cached(logical) or self.remember(logical, lambda: self.adapter.read_entry(logical))
+            cached, stats = self.looked_up(logical)
+            return cached or self.remember(logical, lambda: self.adapter.read_entry(logical), stats)
         if self.adapter.counts_reads_alone:  # (no lock: the cache takes the stats from before the read)
-            cached = self.cached(logical)
+            cached, stats = self.looked_up(logical)
             entry = self.adapter.count_hit(cached) if cached is not None else self.remember(
-                logical, lambda: self.adapter.read_entry(logical, count_hit=True))
+                logical, lambda: self.adapter.read_entry(logical, count_hit=True), stats)
             self.save_cache_figures(every=CACHE_FIGURES_EVERY)
             return entry
         with self.keeper.changing():
@@ -74,14 +76,19 @@ class Reads:
 
     def cached(self, logical: str) -> Entry | None:
         """The cache's fresh copy of the entry at ``logical`` (a hit), or None (a miss, or no cache)."""
-        return self.cache.get(logical) if self.cache is not None else None
+        return self.looked_up(logical)[0]
 
-    def remember(self, logical: str, read: Callable[[], Entry]) -> Entry:
-        """``read()`` the entry at ``logical`` and cache it with the stats taken before reading
-        (a change in between makes it stale, never served: `memdir.storage.entry_cache`)."""
+    def looked_up(self, logical: str) -> tuple[Entry | None, FileStats | None]:
+        """`cached`, and the stats the cache took to tell (`EntryCache.look_up`)."""
+        return self.cache.look_up(logical) if self.cache is not None else (None, None)
+
+    def remember(self, logical: str, read: Callable[[], Entry], stats: FileStats | None = None) -> Entry:
+        """``read()`` the entry at ``logical`` and cache it with the stats taken before reading (``stats``
+        if the caller took them; a change in between makes it stale, never served: `memdir.storage.entry_cache`)."""
         if self.cache is None:
             return read()
-        stats = self.cache.stats_of(logical)
+        if stats is None:
+            stats = self.cache.stats_of(logical)
         entry = read()
         if entry.path == logical:
             self.cache.put(entry, stats)

@@ -130,13 +130,11 @@ class Writes:
         model_id = self.keeper.model_id() if vector is not None else None
         if vector is None and self.model.state is ModelState.LOADING:
             self.embedding.written_unembedded.add(logical)  # embedded once the model is ready, at the latest on close
+        self.adapter.will_read(logical)
         with self.keeper.exclusive(), self.keeper.index_first(logical):
-            overwritten = self.adapter.exists(logical)
-            if expected_content is not None and (
-                not overwritten or self.adapter.read_contents([logical])[0] != expected_content
-            ):
+            overwritten, before = self.owners.present(logical)  # (one read: its owner, its content)
+            if expected_content is not None and (before is None or before.content != expected_content):
                 raise StaleEditError(logical)
-            before = self.owners.existing(logical) if overwritten else None
             self.owners.guard(logical, before, "update")
 
             with self.adapter.write(

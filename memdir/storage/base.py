@@ -373,6 +373,10 @@ class StorageAdapter(Protocol):
     def count_hit(self, entry: Entry) -> Entry:
         """Count an agent's read of ``entry`` served from a cache (the entry with its new count)."""
 
+    def will_read(self, path: str) -> None:
+        """The change this thread starts next reads the entry at ``path`` first (`read_entry`, unfollowed):
+        a store whose lock is a round trip away reads it with the lock."""
+
     def exists(self, path: str) -> bool:
         """True if a real entry, stub or virtual entry lives at ``path``."""
 

@@ -108,6 +108,17 @@ class EntryCache:
 
     def get(self, path: str) -> Entry | None:
         """The cached entry at ``path`` if its files have not changed since (a hit), else None (a miss)."""
+        return self.look_up(path)[0]
+
+    def look_up(self, path: str) -> tuple[Entry | None, FileStats | None]:
+        """`get`, and the stats it took, with which the entry read after it is cached (`put`); None
+        when nothing was cached at ``path``: a miss told without asking the files."""
+        with self._lock:
+            known = path in self._items
+            if not known:
+                self.misses += 1
+        if not known:
+            return None, None
         current = self._stats(path)
         with self._lock:
             entry = self._fresh(path, current)
@@ -115,7 +126,7 @@ class EntryCache:
                 self.misses += 1
             else:
                 self.hits += 1
-            return entry
+            return entry, current
 
     def put(self, entry: Entry, stats: FileStats, *, prefetch: bool = False) -> None:
         """Keep ``entry`` (read after ``stats`` were taken), evicting the least recently used beyond capacity.

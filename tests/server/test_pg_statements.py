@@ -28,9 +28,19 @@ pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
 class Sent(list[str]):
     """The statements sent, in order, and the round trips they took (a pipeline, statements sent
-    together, is one; each statement outside one is one)."""
+    together, is one; each statement outside one is one), each as the statements it carried."""
 
     round_trips = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trips: list[list[str]] = []
+
+    def held(self) -> list[list[str]]:
+        """The round trips from the one that takes the store's lock to the one that commits."""
+        start = next(i for i, trip in enumerate(self.trips) if any("pg_advisory_xact_lock(" in s for s in trip))
+        end = next(i for i in range(start, len(self.trips)) if "COMMIT" in self.trips[i])
+        return self.trips[start : end + 1]
 
 
 def recorded(monkeypatch) -> Sent:
@@ -45,10 +55,16 @@ def recorded(monkeypatch) -> Sent:
         if counted():
             sent.append(str(query))
             sent.round_trips += self._pipeline is None
+            if self._pipeline is None:
+                sent.trips.append([])
+            sent.trips[-1].append(str(query))
         return execute(self, query, params, **kwargs)
 
     def piping(self):
-        sent.round_trips += counted()
+        if counted():
+            sent.round_trips += 1
+            if self._pipeline is None:
+                sent.trips.append([])
         return pipeline(self)
 
     monkeypatch.setattr(psycopg.Connection, "execute", recording)
@@ -165,3 +181,46 @@ async def test_a_read_does_not_wait_for_a_writer_holding_the_store_lock(pg_url, 
             writer.rollback()
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT hits FROM entry_reads WHERE path = 'fact/topic2/entry5.md'").fetchone()[0] == 1
+
+
+async def test_a_write_and_an_edit_hold_the_store_lock_for_three_round_trips(pg_url, tmp_path, monkeypatch):
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemoryRead", {"file_path": "fact/topic0/entry3.md"})  # (opened; the edit's read first)
+        held = []
+        for tool, arguments in [
+            ("MemoryWrite", {"file_path": "fact/new/note.md", "content": "A new note.", "title": "New", "type": "fact",
+                             "tags": [], "related": [], "domain": "notes"}),
+            ("MemoryWrite", {"file_path": "fact/new/note.md", "content": "The note again.", "title": "New",
+                             "type": "fact", "tags": [], "related": [], "domain": "notes"}),
+            ("MemoryEdit", {"file_path": "fact/topic0/entry3.md", "old_string": "ledger", "new_string": "journal"}),
+        ]:
+            sent = recorded(monkeypatch)
+            result = await client.call_tool(tool, arguments)
+            assert not result.is_error, result
+            held.append(sent.held())
+            monkeypatch.undo()
+        sent = recorded(monkeypatch)
+        answer = await client.call_tool("MemoryRead", {"file_path": "fact/topic0/entry3.md"})
+        assert "journal migration" in answer.content[0].text, answer
+    # A read (as the edit's first) takes the entry's row in one statement, whether it is a stub with it,
+    # after its stored version, looked up once (it has changed since the cache kept it), and then counts
+    # itself: three round trips. (Before: five, the version and the row each read twice.)
+    assert sum(statement.startswith("SELECT path, content, title") for statement in sent) == 1, sent
+    assert sum(statement.startswith("SELECT size, version") for statement in sent) == 1, sent
+    assert not [statement for statement in sent if statement.startswith("SELECT stub_kind")], sent
+    assert len(sent.trips) == 3, sent.trips
+    # While the other writers wait: the lock, with the index's check for a killed writer's change and
+    # the entry as it is (its owner, an edit's content); the change number; the row, its search columns
+    # and audit record with the COMMIT. (Before: the check, whether the entry exists, an edit's
+    # content and the entry each a round trip of their own, the search columns another: six, eight.)
+    for trips in held:
+        assert len(trips) == 3, trips
+        taking = " ".join(trips[0])
+        assert "indexed IS NULL" in taking and "SELECT path, content, title" in taking, trips
+        assert not any("SELECT path, content, title" in statement for trip in trips[1:] for statement in trip), trips
+    with psycopg.connect(pg_url) as conn:
+        audited = conn.execute("SELECT action FROM audit WHERE path = 'fact/new/note.md' ORDER BY id").fetchall()
+        indexed = conn.execute("SELECT count(*) FROM entries WHERE indexed IS NULL").fetchone()
+    assert audited == [("create",), ("update",)] and indexed == (0,)
+

@@ -714,6 +714,9 @@ class FilesystemAdapter:
 
     # ----------------------------------------------------------------- reading
 
+    def will_read(self, path: str) -> None:
+        """Nothing to read ahead: the files are read where they lie."""
+
     def exists(self, path: str) -> bool:
         """True if a real entry, stub or built-in entry lives at ``path``."""
         path = normalize_path(path)

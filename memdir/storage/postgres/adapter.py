@@ -44,7 +44,7 @@ from memdir.storage.entry_input import (
 )
 from memdir.storage.postgres import pages
 from memdir.storage.postgres.audit import PostgresAudit
-from memdir.storage.postgres.database import Database, roll_back, scalar
+from memdir.storage.postgres.database import Database, Executes, roll_back, scalar
 from memdir.storage.postgres.held import HeldRow, HeldRows, SearchColumns
 from memdir.storage.postgres.pages import like_prefix
 from memdir.storage.postgres.reads import COUNT_READ, COUNT_STUB_PASSED, HITS, SET_HITS
@@ -62,6 +62,8 @@ _ENTRY_COLUMNS = (
     f"path, content, title, metadata, updated_at, size, {HITS}, embedding, embedding_checksum,"
     " embedding_model, embedding_text_hash, stub_kind, stub_target"
 )
+_STUB_KIND = 11  # (its place in `_ENTRY_COLUMNS`)
+_ROW = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE path = %s AND NOT builtin"
 _INFO_COLUMNS = f"path, title, size, updated_at, type, {HITS}, version"
 log = logging.getLogger(__name__)
 
@@ -320,6 +322,12 @@ class PostgresAdapter:
             conn.execute("UPDATE store_state SET total_size = total_size - %s", (row[0],))
 
     # ----------------------------------------------------------------- reading
+    def will_read(self, path: str) -> None:
+        """The change this thread starts next reads the entry at ``path`` first: its row comes in the
+        round trip that takes the store's lock (`AdvisoryLock.ask_on_taking`)."""
+        path = normalize_path(path)
+        self.lock.ask_on_taking(_row_question(path), _ROW, (path,), once=True)
+
     def exists(self, path: str) -> bool:
         path = normalize_path(path)
         if is_virtual(path):
@@ -395,7 +403,13 @@ class PostgresAdapter:
         return entry if row is None else entry.model_copy(update={"hits": row[0]})  # (a stub read as itself is not counted)
 
     def _read(self, path: str, follow: bool) -> Entry:
-        target = stubs.follow(self.read_redirect, path, self.max_redirect_hops) if follow else path
+        """The entry at ``path`` in one statement; a stub's target (``follow``) in a few more."""
+        row = self._row(self._conn(), path)
+        if row is None:
+            raise EntryNotFoundError(path)
+        if not (follow and row[_STUB_KIND]):
+            return entry_of(row)
+        target = stubs.follow(self.read_redirect, path, self.max_redirect_hops)
         if is_virtual(target):
             return load_virtual(target)
         entry = self._load(self._conn(), target)
@@ -404,8 +418,15 @@ class PostgresAdapter:
         return entry
 
     def _load(self, conn: psycopg.Connection, path: str) -> Entry | None:
-        row = conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
+        row = self._row(conn, path)
         return None if row is None else entry_of(row)
+
+    def _row(self, conn: psycopg.Connection, path: str) -> Sequence[Any] | None:
+        """The row of the entry at ``path`` (`_ENTRY_COLUMNS`), as the lock's round trip read it if it did (`will_read`)."""
+        taken = self.lock.taken_answer(_row_question(path))
+        if taken is not None:
+            return taken[0] if taken else None
+        return conn.execute(_ROW, (path,)).fetchone()
 
     def read_contents(self, paths: Sequence[str]) -> list[str]:
         found: dict[str, str] = dict(self._conn().execute(
@@ -506,7 +527,7 @@ class RowListing:
         return ReconcilePlan(files=[], covered=None, known={}, stamps=lambda failed: None)
 
 
-def upsert_row(conn: psycopg.Connection, row: HeldRow, stub: Redirect | None = None,
+def upsert_row(conn: Executes, row: HeldRow, stub: Redirect | None = None,
                search: SearchColumns | None = None) -> None:
     """The row of ``row.entry`` (a stub when ``stub``), inserted or replaced; with ``search``, its
     search columns in the same statement (the row then counts as indexed), else marked unindexed.
@@ -535,6 +556,11 @@ def upsert_row(conn: psycopg.Connection, row: HeldRow, stub: Redirect | None = N
     )
     if row.hits_given:
         conn.execute(SET_HITS, (entry.hits, entry.path))
+
+
+def _row_question(path: str) -> str:
+    """The name under which the lock's round trip reads the row at ``path`` (`PostgresAdapter.will_read`)."""
+    return f"row {path}"
 
 
 def _vector(path: str, embedding: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:

@@ -38,7 +38,7 @@ from memdir.core.identity import Labels
 from memdir.storage.base import Candidates, EntryRow, IndexStats
 from memdir.storage.bm25 import K1, B, bm25_idf
 from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats, upsert_row
-from memdir.storage.postgres.database import Database, scalar
+from memdir.storage.postgres.database import AtCommit, Database, Executes, scalar
 from memdir.storage.postgres.held import HeldRows, SearchColumns
 from memdir.storage.postgres.reads import HITS, LISTED
 from memdir.storage.postgres.schema import VECTOR_INDEX_NAME
@@ -125,6 +125,10 @@ def stored_term(term: str) -> str:
     return term[:64] + "#" + hashlib.sha256(term.encode("utf-8")).hexdigest()
 
 
+BEHIND_FILES = "SELECT EXISTS (SELECT 1 FROM entries WHERE indexed IS NULL)"
+"""Whether a row changed without its search columns (`PostgresIndex.behind_files`)."""
+
+
 class _Changes:
     """The store's change counter: the last committed change (`memdir.storage.base.ChangeSource`)."""
 
@@ -162,6 +166,7 @@ class PostgresIndex:
         self._seq = 0
         self._cache = threading.local()  # .search: the `SearchState` of the calling thread's `reading`
         self._hidden = HiddenCache()
+        db.lock.ask_on_taking(BEHIND_FILES, BEHIND_FILES)  # (every change asks it first: `behind_files`)
 
     def _conn(self) -> psycopg.Connection:
         return self.db.connection()
@@ -178,8 +183,10 @@ class PostgresIndex:
         """Nothing to do: the database is the one place this index lives."""
 
     def behind_files(self) -> bool:
-        """True if a row changed without its search columns (an adapter write made outside `Memory`)."""
-        return scalar(self._conn(), "SELECT EXISTS (SELECT 1 FROM entries WHERE indexed IS NULL)")
+        """True if a row changed without its search columns (an adapter write made outside `Memory`); right
+        after a change took the store's lock, as that lock's round trip found it."""
+        answer = self.db.lock.taken_answer(BEHIND_FILES)
+        return bool(answer[0][0]) if answer is not None else scalar(self._conn(), BEHIND_FILES)
 
     def ahead_of_files(self) -> Any:
         """Nothing to anticipate: the entry and its search columns commit in one transaction."""
@@ -282,29 +289,32 @@ class PostgresIndex:
         has_vector = entry.embedding is not None
         columns = SearchColumns(terms.length, text_hash, model_id if has_vector else None,
                                 vector_hash if has_vector else None, meta.importance, meta.hidden)
-        with conn.pipeline():  # the statements below wait for no answer: sent together, one round trip
-            self._unindex(conn, entry.path)
+        # The statements below wait for no answer: sent together, one round trip; a written entry's, with
+        # the change's commit (nothing of this change reads them before: its next statement sends them).
+        sink: Executes = AtCommit(self.db.lock) if held is not None else conn
+        with conn.pipeline() if held is None else nullcontext():
+            self._unindex(sink, entry.path)
             if held is not None:
-                upsert_row(conn, held, search=columns)
+                upsert_row(sink, held, search=columns)
             else:
-                conn.execute(
+                sink.execute(
                     "UPDATE entries SET length = %s, text_hash = %s, vector_model = %s, vector_text_hash = %s,"
                     " importance = %s, hidden = %s, counted = true, indexed = version WHERE path = %s",
                     (columns.length, columns.text_hash, columns.vector_model, columns.vector_text_hash,
                      columns.importance, columns.hidden, entry.path),
                 )
-            conn.execute(
+            sink.execute(
                 "INSERT INTO postings (term, entry, tf, length) SELECT t.term, e.id, t.tf, %s"
                 " FROM entries e, unnest(%s::text[], %s::real[]) AS t(term, tf) WHERE e.path = %s",
                 (terms.length, stored, tf, entry.path),
             )
-            conn.execute(
+            sink.execute(
                 "INSERT INTO term_stats (term, entries) SELECT unnest(%s::text[]), 1"
                 " ON CONFLICT (term) DO UPDATE SET entries = term_stats.entries + 1",
                 (stored,),
             )
             links = meta.all_links
-            conn.execute(
+            sink.execute(
                 "INSERT INTO links (entry, target, kind, strength, origin, created_at, traversed_at)"
                 " SELECT e.id, l.* FROM entries e, unnest(%s::text[], %s::text[], %s::real[], %s::text[], %s::text[],"
                 " %s::text[]) AS l WHERE e.path = %s ON CONFLICT DO NOTHING",
@@ -315,11 +325,11 @@ class PostgresIndex:
                     [link.traversed_at.isoformat() if link.traversed_at else None for link in links], entry.path,
                 ),
             )
-            conn.execute("UPDATE store_state SET entries = entries + 1, total_length = total_length + %s", (terms.length,))
+            sink.execute("UPDATE store_state SET entries = entries + 1, total_length = total_length + %s", (terms.length,))
         self._seq += 1
 
     @staticmethod
-    def _unindex(conn: psycopg.Connection, path: str) -> None:
+    def _unindex(conn: Executes, path: str) -> None:
         """Take the words of the row at ``path`` out of the term counts and totals (if they were
         counted: the statement that follows says whether the row counts now), its postings and
         links out of their tables. The row itself is not rewritten (`memdir.storage.postgres.held`)."""
