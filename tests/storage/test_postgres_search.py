@@ -252,7 +252,7 @@ def test_searches_of_one_query_by_type_share_one_walk_and_find_what_their_own_wa
         # (the last asks for more skills than the first walk read: it walks on its own; a search of the
         # other types walks on its own too when the first walk passed fewer of them than it asks for,
         # which depends on the graph, whose layers HNSW draws at random)
-        asked = [(["skill"], 30), (["fact", "concept"], 40), (["fact", "concept"], 50), (["skill"], 60)]
+        asked = [(["skill"], 40), (["fact", "concept"], 40), (["fact", "concept"], 50), (["skill"], 60)]
         alone = []
         for types, limit in asked:
             with index.reading():
@@ -263,9 +263,9 @@ def test_searches_of_one_query_by_type_share_one_walk_and_find_what_their_own_wa
             shared = [index.semantic_hits(vector, model, limit, types=types) for types, limit in asked]
             walk = index._search().walk
         assert [(hits.top, hits.known) for hits in shared] == alone
-        assert [len(top) for top, _ in alone] == [30, 40, 50, 60]
+        assert [len(top) for top, _ in alone] == [40, 40, 50, 60]
         passed = sum(type_ != "skill" for _, _, type_ in walk.rows)  # the other types' rows the first walk read
-        assert passed >= 40  # (so the second search takes its rows from that walk)
+        assert passed >= 40  # (so the second search takes its rows from that walk: ~80 expected, a third are skills)
         assert scans() == before + 2 + (passed < 50)
     finally:
         memory.close()
