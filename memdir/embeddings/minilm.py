@@ -220,6 +220,7 @@ class OnnxEmbedder:
         self.build_seconds = time.perf_counter() - started
         if (_atomic_write(words_path, words.astype("<f4").tobytes()) and _atomic_write(weights_path, weights)
                 and _atomic_write(path, graph.SerializeToString())):
+            _drop_older_graphs(path)
             session = self._new_session(str(path))
             self.word_table = _word_table(session, words_path)
             self.onnx_file = path
@@ -301,6 +302,22 @@ def _words_path(graph: Path) -> Path:
     """The file beside a cached graph that holds its word table (`onnx_graph.words_apart`), written
     before the graph, like its weights."""
     return graph.with_suffix(".words")
+
+
+def _drop_older_graphs(graph: Path) -> None:
+    """Delete the files of graphs this builder's earlier versions cached for the same weights
+    (``...-g<N>-...`` with N below `GRAPH_VERSION`): no version of memdir reads a graph older
+    than its own, and each set is ~90 MB. Newer versions' files are left to the memdir that
+    built them, so two installed versions never delete each other's cache."""
+    prefix, _, rest = graph.name.partition(f"-g{GRAPH_VERSION}-")
+    flavour = rest.split(".", 1)[0]
+    for found in graph.parent.glob(f"{prefix}-g*-{flavour}.*"):
+        version = found.name[len(prefix) + 2:].split("-", 1)[0]
+        if version.isdigit() and int(version) < GRAPH_VERSION:
+            try:
+                found.unlink()
+            except OSError:
+                log.debug("cannot delete the older cached graph file %s", found, exc_info=True)
 
 
 def _word_table(session: InferenceSession, path: Path) -> WordTable | None:

@@ -356,6 +356,24 @@ def test_damaged_cache_is_rebuilt(real_embedder, tmp_path):
 
 
 @pytest.mark.model
+def test_building_a_graph_deletes_the_older_versions_cached_for_its_weights(real_embedder, tmp_path):
+    from memdir.embeddings.graph_format import GRAPH_VERSION
+
+    fresh = OnnxEmbedder(real_embedder.model, tmp_path / "cache", threads=1)
+    current = fresh.cached_onnx_path()
+    older = current.name.replace(f"-g{GRAPH_VERSION}-", f"-g{GRAPH_VERSION - 1}-")
+    newer = current.name.replace(f"-g{GRAPH_VERSION}-", f"-g{GRAPH_VERSION + 1}-")
+    other_weights = "other-0123456789abcdef-g1-fused.onnx"
+    planted = [current.with_name(older), current.with_name(older).with_suffix(".weights"),
+               current.with_name(newer), current.with_name(other_weights)]
+    for path in planted:
+        path.write_bytes(b"an earlier build")
+    fresh.warmup()
+    assert fresh.onnx_file == current
+    assert [p.exists() for p in planted] == [False, False, True, True]
+
+
+@pytest.mark.model
 def test_cached_weights_are_mapped_not_read(real_embedder, tmp_path):
     """The cached graph keeps its weight matrices in a file beside it, which onnxruntime maps into
     memory (so the originals of the matrices it repacks are not kept resident beside their copies);
