@@ -14,7 +14,8 @@ the load average. The rows and their floors:
   discover`` answered by a running server against a stdlib-only script that sends the same
   request over the same socket (Python's start plus the round trip).
 * write: `Memory.write` of a ~57-word entry against the model embedding its text alone (with
-  ``--before``, the older code's `Memory.write` too, in a process of its own, in the same turns); the
+  ``--before``, the older code's `Memory.write` and this code's too, each in a process of its own, in
+  the same turns); the
   MCP MemoryWrite tool (official client, stdio) against `Memory.write` in this process.
 * bulk: `Memory.write_many` of new entries in chunks of 100 against the model embedding the
   same texts alone, in entries/s; ``memdir import`` of a folder of hand-written markdown entries then ``memdir rebuild
@@ -265,7 +266,9 @@ def entry_text(words: list[str], rng: random.Random) -> str:
 
 def bench_write(cache: Path, runs: int, words: list[str], before: Path | None = None) -> None:
     """The write rows; with ``before`` (a checkout of older code) its `Memory.write` too, in a process of
-    its own answering in the same turns (its own wall and CPU time, as it measured them)."""
+    its own answering in the same turns (its own wall and CPU time, as it measured them), and this
+    code's the same way in another, the two asked in turns of alternating order: neither shares a
+    process with the floor, so their ratio to each other is a fair one."""
     from memdir.core.settings import Settings
     from memdir.embeddings.text import searchable_text
     from memdir.memory import Memory
@@ -276,7 +279,7 @@ def bench_write(cache: Path, runs: int, words: list[str], before: Path | None = 
         served_root = Path(tmp) / "served"
         older = [stack.enter_context(subprocess.Popen(
             [sys.executable, "-c", WRITE_WORKER, str(HERE), str(cache)], text=True, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, cwd=cache, env={**os.environ, "PYTHONPATH": str(before)})) for _ in [before] if before]
+            stdout=subprocess.PIPE, cwd=cache, env={**os.environ, "PYTHONPATH": str(tree)})) for tree in ([before, REPO] if before else [])]
         with Memory.open(settings) as memory:
             embedder = memory.model.get()
             if embedder is None:
@@ -285,28 +288,31 @@ def bench_write(cache: Path, runs: int, words: list[str], before: Path | None = 
             for worker in older:
                 assert worker.stdout is not None
                 if worker.stdout.readline().strip() != "ready":
-                    raise SystemExit("the older code's write worker failed")
+                    raise SystemExit("a write worker failed")
 
             def embed() -> None:
                 text = searchable_text("Entry", WRITE_META, entry_text(words, rng), settings.embeddings.max_chars)
                 embedder.embed([text])
 
-            answered = Timings()
+            answered = [Timings() for _ in older]
+            turns = iter(range(10**6))
 
             def ask() -> None:
-                worker = older[0]
-                assert worker.stdin is not None and worker.stdout is not None
-                worker.stdin.write("\n")
-                worker.stdin.flush()
-                wall, cpu = map(float, worker.stdout.readline().split())
-                answered.append(wall)
-                answered.cpu.append(cpu)
+                order = list(zip(older, answered))
+                for worker, times in order if next(turns) % 2 else reversed(order):
+                    assert worker.stdin is not None and worker.stdout is not None
+                    worker.stdin.write("\n")
+                    worker.stdin.flush()
+                    wall, cpu = map(float, worker.stdout.readline().split())
+                    times.append(wall)
+                    times.cpu.append(cpu)
 
             writes, embeds, *_ = interleaved(runs * 3, write, embed, *([ask] if older else []))
             row("Memory.write, ~57 words", writes, "the embedding alone", embeds, "<= 1.2x", cpu_too=True)
             if older:
-                answered[:], answered.cpu[:] = answered[1:], answered.cpu[1:]  # (without the warm-up round)
-                row("  the same, code before (own process)", answered, "the embedding alone", embeds, "<= 1.2x", cpu_too=True)
+                for times, label in zip(answered, ("code before", "this code")):
+                    times[:], times.cpu[:] = times[1:], times.cpu[1:]  # (without the warm-up round)
+                    row(f"  the same, {label} (own process)", times, "the embedding alone", embeds, "<= 1.2x", cpu_too=True)
                 for worker in older:
                     assert worker.stdin is not None
                     worker.stdin.close()
