@@ -22,6 +22,7 @@ from memdir.core.settings import Settings
 from memdir.memory import Memory, NewEntry
 from memdir.server.app import build_server
 from memdir.storage.postgres.search import WALK_ORDER
+from memdir.tools.memory_search import prefetch_soon
 from tests.fakes import FakeEmbedder
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
@@ -140,6 +141,33 @@ async def test_a_search_reads_its_candidates_rows_by_path_not_the_whole_store(pg
     # Its ~100 candidates' rows are probed by path. (Before, the planner joined them by hashing every
     # row of a store this size: 600 rows read for a search's candidates, 2,600 at 2K.)
     assert "Seq Scan on entries" not in plan, plan
+
+
+async def test_a_searchs_prefetch_reads_its_results_in_one_statement(pg_url, tmp_path, monkeypatch):
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
+    prefetching: list[str] = []
+    execute = psycopg.Connection.execute
+
+    def recording(self, query, params=None, **kwargs):
+        if threading.current_thread().name.startswith("memdir-prefetch"):
+            prefetching.append(str(query))
+        return execute(self, query, params, **kwargs)
+
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemoryRead", {"file_path": "fact/topic0/entry3.md"})  # (the server opens the store)
+        memory = server.app_state.host.memory()
+        await anyio.to_thread.run_sync(prefetch_soon(memory, []).result)  # (the server's own prefetch is done)
+        monkeypatch.setattr(psycopg.Connection, "execute", recording)
+        result = await client.call_tool("MemorySearch", {"query": "ledger migration"})
+        assert not result.is_error and result.content[0].text.startswith("10 results"), result
+        await anyio.to_thread.run_sync(prefetch_soon(memory, []).result)  # (the search's, on that one thread, first)
+    # The results not cached yet are read together: one statement. (Before: each one's stats, whether it is
+    # a stub, its stats again and its row; ~40 round trips after each search.) Each cached one's stats
+    # say whether it is still fresh.
+    rows = [statement for statement in prefetching if statement.startswith("SELECT path, content")]
+    stats = [statement for statement in prefetching if statement.startswith("SELECT size, version")]
+    assert len(rows) == 1 and not [statement for statement in prefetching if statement not in (*rows, *stats)
+                                   and not statement.startswith("SET TIME ZONE")], prefetching  # (its connection's set-up)
 
 
 async def test_a_discovery_reads_its_statistics_once_in_one_snapshot(pg_url, tmp_path, monkeypatch):
