@@ -175,9 +175,14 @@ async def test_a_discovery_reads_its_statistics_once_in_one_snapshot(pg_url, tmp
     result, sent = await sent_by(pg_url, tmp_path, monkeypatch, "MemoryDiscover", {"message": message})
     assert not result.is_error and "fact/topic1/entry7.md" in result.content[0].text, result
     # Its skills' search and its other types' search share one snapshot: the message's words'
-    # statistics read once with the names' (each search used to read them in a snapshot of its own).
-    assert snapshots_and_statistics(sent) == (1, 1, 2), sent
+    # statistics read once, with the names' the gate asks about first (each search used to read them
+    # in a snapshot of its own; then the gate's names and the searches' words were two reads).
+    assert snapshots_and_statistics(sent) == (1, 1, 1), sent
     assert sum("indexed IS NULL" in statement for statement in sent) == 1, sent
+    # Whether the planner walks the graph for a search by type is asked once: for skills (a few
+    # built-in ones here), it reads them instead; the other types' search then walks for its own.
+    # (It was asked again, for a walk that no search after it would take rows from.)
+    assert sum(statement.startswith("EXPLAIN") for statement in sent) == 1, sent
 
 
 async def test_a_discovery_walks_the_graph_once_for_its_searches_by_type(pg_cluster, tmp_path, monkeypatch):

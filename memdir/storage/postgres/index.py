@@ -682,8 +682,10 @@ class PostgresIndex:
         path_prefix: str | None = None, tags: Sequence[str] | None = None, ef_search: int | None = None,
     ) -> RowHits | None:
         """The HNSW walk's ``limit`` nearest entries (see `WALK_OPERATOR_COST` for how it is planned).
-        In a reading of one query (``reading(one_query=True)``), a search by type alone walks once
-        for every type: its walk keeps the other types' rows it reads (`TypedWalk`)."""
+        In a reading of one query (``reading(one_query=True)``), the first search by type alone walks
+        once for every type: its walk keeps the other types' rows it reads (`TypedWalk`). Where the
+        planner would not walk for that search's types, the next searches walk each for their own,
+        without asking the planner again (discovery's, the one reading of one query, has one more)."""
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (EMBEDDING_DIM,):
             return None
@@ -701,9 +703,11 @@ class PostgresIndex:
                 walk = (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                         f" ORDER BY {WALK_ORDER} LIMIT %s", (query, *model_params, *params, query, limit))
                 planner = WALK_PLANNER if not where else WALK_PLANNER[:1]
-                if shared is not None and shared.walk is None and self._walks(planner, walk, limit):
-                    rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params)
-                else:
+                if shared is not None and not shared.walk_tried:  # (the reading's first search by type alone)
+                    shared.walk_tried = True
+                    if self._walks(planner, walk, limit):
+                        rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params)
+                if rows is None:
                     rows = self._planned(planner, walk, limit, ef_search)
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode

@@ -185,6 +185,7 @@ class SearchState:
         neighbours: neighbours read with the candidates.
         one_query: the searches in this reading are of one query, by type (`TypedWalk`).
         walk: the unfiltered walk a search by type made in this reading (with ``one_query``).
+        walk_tried: the reading's first search by type has asked whether the planner walks for it.
         ranking: the keyword ranking a search by type read in this reading (with ``one_query``).
     """
 
@@ -192,6 +193,7 @@ class SearchState:
     own: bool
     one_query: bool = False
     walk: TypedWalk | None = None
+    walk_tried: bool = False
     ranking: KeywordRanking | None = None
     begun: bool = False
     change: int | None = None
