@@ -185,6 +185,19 @@ async def test_a_discovery_reads_its_statistics_once_in_one_snapshot(pg_url, tmp
     assert sum(statement.startswith("EXPLAIN") for statement in sent) == 1, sent
 
 
+async def test_discoveries_ask_whether_the_planner_walks_once_for_a_store_of_a_size(pg_url, tmp_path, monkeypatch):
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemorySearch", {"query": "ledger migration"})  # (the server opens the store)
+        sent = recorded(monkeypatch)
+        for message in ("What about Entry 7 and the ledger migration?", "Is the ledger migration of Entry 4 done?"):
+            result = await client.call_tool("MemoryDiscover", {"message": message})
+            assert not result.is_error and "fact/topic" in result.content[0].text, result
+    # The planner's answer rests on the store's size and the types' shares, not on the message: the second
+    # discovery takes it from the first. (Each asked it, in a statement planned for the purpose.)
+    assert sum(statement.startswith("EXPLAIN") for statement in sent) == 1, sent
+
+
 async def test_a_discovery_walks_the_graph_once_for_its_searches_by_type(pg_cluster, tmp_path, monkeypatch):
     from urllib.parse import quote
 

@@ -202,6 +202,25 @@ class SearchState:
     neighbours: Neighbours | None = None
 
 
+class WalkPlans:
+    """Whether the planner walks the graph for a search by some types (`memdir.storage.postgres.index.PostgresIndex._walks`),
+    as it answered at a store size, asked again once the store has grown or shrunk by a tenth: its choice rests
+    on its statistics of the table (how many entries, what share of each type), not on the query. (Asking
+    it was a statement of its own, planned, in every discovery.)"""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[Any, ...], tuple[int, bool]] = {}
+
+    def get(self, key: tuple[Any, ...], entries: int) -> bool | None:
+        found = self._known.get(key)
+        if found is None or abs(entries - found[0]) * 10 > found[0]:
+            return None
+        return found[1]
+
+    def put(self, key: tuple[Any, ...], entries: int, walks: bool) -> None:
+        self._known[key] = (entries, walks)
+
+
 class HiddenCache:
     """The hidden entries as of a change number: read again only once the store has changed
     (every write and every counted read moves the number; `memdir.storage.postgres.adapter.next_change`)."""
