@@ -8,11 +8,13 @@ search's results, which runs on its own thread after the answer, is left out).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from typing import Any
 
 import anyio
+import numpy as np
 import psycopg
 import pytest
 from mcp import Client
@@ -168,6 +170,13 @@ async def test_a_searchs_prefetch_reads_its_results_in_one_statement(pg_url, tmp
     stats = [statement for statement in prefetching if statement.startswith("SELECT size, version")]
     assert len(rows) == 1 and not [statement for statement in prefetching if statement not in (*rows, *stats)
                                    and not statement.startswith("SET TIME ZONE")], prefetching  # (its connection's set-up)
+    # Read in one go (its rows in binary), each is the entry a read of it alone gives.
+    shown = re.findall(r"memory://(\S+)", result.content[0].text)
+    assert len(shown) == 10, result
+    for path in shown[:3]:
+        cached, alone = memory.cache.get(path), memory.adapter.read_entry(path)
+        assert cached is not None and np.array_equal(cached.embedding, alone.embedding)
+        assert cached.model_dump(exclude={"embedding"}) == alone.model_dump(exclude={"embedding"})
 
 
 async def test_a_discovery_reads_its_statistics_once_in_one_snapshot(pg_url, tmp_path, monkeypatch):
