@@ -117,13 +117,18 @@ def extract_keywords(query: str, *, limit: int | None = None) -> list[str]:
     return found[:limit] if limit is not None else found
 
 
+def keyword_terms(query: str) -> list[str]:
+    """The query's keywords as the keyword index holds them: Porter stems, first occurrence first."""
+    return list(dict.fromkeys(porter_stem(word) for word in extract_keywords(query)))
+
+
 def short_message_terms(message: str, min_words: int, unknown: set[str] = frozenset()) -> set[str] | None:  # type: ignore[assignment]
     """The keyword terms (Porter stems) of a message that says fewer than ``min_words``
     content words ("thanks!", "hello test"), None for a longer one; ``unknown`` (terms no
     entry holds, such as a name the store has never seen) do not count. Such a message says
     too little for its meaning to pick an entry (its one or two words match something in
     any store, a pleasantry most of all): discovery shows only entries that name one of them."""
-    terms = {porter_stem(word) for word in extract_keywords(message)} - unknown
+    terms = set(keyword_terms(message)) - unknown
     return None if len(terms) >= min_words else terms
 
 

@@ -97,28 +97,31 @@ class Reads:
     def prefetch(self, paths: Iterable[str]) -> int:
         """Read entries into the cache ahead of the agent's reads (no hit is counted); how many are cached.
 
-        An entry cached and unchanged is not read again, only made the most recently used.
-        Entries that vanished or cannot be read are skipped: prefetching is a guess.
+        An entry cached and unchanged is not read again, only made the most recently used; the others
+        are read together (`memdir.storage.base.StorageAdapter.read_entries`). Entries that vanished or
+        cannot be read are skipped: prefetching is a guess.
         """
         if self.cache is None:
             return 0
-        done = 0
+        wanted: list[str] = []
         for path in paths:
             try:
-                logical = normalize_path(path)
-                if self.cache.refresh(logical):
-                    done += 1
-                    continue
-                if self.adapter.read_redirect(logical) is not None:
-                    continue  # a stub: reads of it are reads of its target
-                stats = self.cache.stats_of(logical)
-                entry = self.adapter.read_entry(logical, follow=False)
+                wanted.append(normalize_path(path))
             except MemdirError:
                 continue
-            if not entry.virtual:
-                self.cache.put(entry, stats, prefetch=True)
-                done += 1
-        return done
+        fresh = {path for path in wanted if path in self.cache and self.cache.refresh(path)}
+        unread = [path for path in dict.fromkeys(wanted) if path not in fresh]
+        try:
+            read = self.adapter.read_entries(unread) if unread else []
+        except MemdirError:
+            read = []
+        got = {entry.path: (entry, stats) for entry, stats in read}
+        put: set[str] = set()
+        for path in wanted:  # in the order asked: the last asked is the most recently used
+            if path in got:
+                self.cache.put(*got[path], prefetch=path not in put)
+                put.add(path)
+        return sum(path in fresh or path in got for path in wanted)
 
     def save_cache_figures(self, every: int | None = None) -> None:
         """Keep the cache's hit and miss counts where `memdir status` (another process) finds them:

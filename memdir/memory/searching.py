@@ -10,7 +10,7 @@ import numpy as np
 
 from memdir.core.entry import importance_on_scale
 from memdir.core.identity import Actor
-from memdir.core.keywords import extract_keywords, porter_stem
+from memdir.core.keywords import keyword_terms
 from memdir.memory.keeper import IndexKeeper
 from memdir.memory.listings import Listings
 from memdir.search.hybrid import HybridSearcher, SearchResult, normalize_prefix
@@ -118,8 +118,7 @@ class Searching:
         weighs them (a word in most entries still counts a little): what snippets rank lines by.
         Inside `reading`, after a search of the same query, the statistics that search read (on
         PostgreSQL no statement); outside, one read of them and no snapshot around it."""
-        terms = list(dict.fromkeys(porter_stem(word) for word in extract_keywords(query)))
-        return self.searcher.idf(terms)
+        return self.searcher.idf(keyword_terms(query))
 
     def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """The ``limit`` entries whose vectors (of the current model) are nearest ``vector``:

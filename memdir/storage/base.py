@@ -393,6 +393,10 @@ class StorageAdapter(Protocol):
     def read_contents(self, paths: Sequence[str]) -> list[str]:
         """The content of each entry ("" for a missing one), cheaply, for whole-store scans."""
 
+    def read_entries(self, paths: Sequence[str]) -> list[tuple[Entry, FileStats]]:
+        """The entries stored at ``paths``, each with the stats of the version read (no stub followed;
+        stubs, built-ins and paths that cannot be read left out): what a prefetch caches."""
+
     def iter_entries(
         self, *, include_stubs: bool = False, include_virtual: bool = False, with_metadata: bool = True,
         under: str | None = None, folders: dict[str, os.stat_result | None] | None = None,

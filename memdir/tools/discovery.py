@@ -56,6 +56,7 @@ from memdir.core.entry import EPISODES_PREFIX
 from memdir.core.identity import view_filter
 from memdir.core.keywords import (
     STOP_WORDS,
+    keyword_terms,
     names_any,
     porter_stem,
     short_message_terms,
@@ -244,8 +245,9 @@ class Gate:
     @classmethod
     def of(cls, memory: Memory, message: str, settings: Settings) -> Gate:
         names = names_in(message) if settings.discovery.names_required else set()
-        counts = memory.document_frequencies(names) if names else {}
-        known = {name for name, count in counts.items() if count}
+        # (with the words its searches ask about: inside a reading, one statement reads them all)
+        counts = memory.document_frequencies([*names, *keyword_terms(message)]) if names else {}
+        known = {name for name in names if counts.get(name)}
         short = short_message_terms(message, settings.discovery.min_content_words, names - known)
         threshold = relevance_needed(settings.discovery, message)
         if names - known:

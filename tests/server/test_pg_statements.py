@@ -8,19 +8,23 @@ search's results, which runs on its own thread after the answer, is left out).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from typing import Any
 
 import anyio
+import numpy as np
 import psycopg
 import pytest
 from mcp import Client
+from pgvector.psycopg import register_vector
 
 from memdir.core.settings import Settings
-from memdir.memory import Memory
+from memdir.memory import Memory, NewEntry
 from memdir.server.app import build_server
 from memdir.storage.postgres.search import WALK_ORDER
+from memdir.tools.memory_search import prefetch_soon
 from tests.fakes import FakeEmbedder
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
@@ -111,14 +115,96 @@ async def test_a_search_opens_one_snapshot(pg_url, tmp_path, monkeypatch):
     assert len([statement for statement in sent if statement.startswith("RESET") or "NULL, true)" in statement]) == 1, sent
 
 
+async def test_a_search_reads_its_candidates_rows_by_path_not_the_whole_store(pg_url, tmp_path, monkeypatch):
+    settings = Settings(root=tmp_path, store=pg_url, evolution_enabled=False)
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write_many([NewEntry(f"fact/topic{i % 7}/entry{i}.md", f"Note {i} about the ledger migration, marker{i}.",
+                                    f"Entry {i}", {"type": "fact", "tags": [f"tag{i}"]}) for i in range(600)])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+    caught: list[tuple[str, Any]] = []
+    execute = psycopg.Connection.execute
+
+    def catching(self, query, params=None, **kwargs):
+        if str(query).startswith("WITH c AS"):
+            caught.append((str(query), params))
+        return execute(self, query, params, **kwargs)
+
+    server = build_server(settings, embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        monkeypatch.setattr(psycopg.Connection, "execute", catching)
+        result = await client.call_tool("MemorySearch", {"query": "ledger migration marker7"})
+        monkeypatch.undo()
+    assert not result.is_error and "fact/topic0/entry7.md" in result.content[0].text, result
+    (statement, params), = caught
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        register_vector(conn)
+        plan = "\n".join(line for (line,) in conn.execute("EXPLAIN " + statement, params))
+    # Its ~100 candidates' rows are probed by path. (Before, the planner joined them by hashing every
+    # row of a store this size: 600 rows read for a search's candidates, 2,600 at 2K.)
+    assert "Seq Scan on entries" not in plan, plan
+
+
+async def test_a_searchs_prefetch_reads_its_results_in_one_statement(pg_url, tmp_path, monkeypatch):
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
+    prefetching: list[str] = []
+    execute = psycopg.Connection.execute
+
+    def recording(self, query, params=None, **kwargs):
+        if threading.current_thread().name.startswith("memdir-prefetch"):
+            prefetching.append(str(query))
+        return execute(self, query, params, **kwargs)
+
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemoryRead", {"file_path": "fact/topic0/entry3.md"})  # (the server opens the store)
+        memory = server.app_state.host.memory()
+        await anyio.to_thread.run_sync(prefetch_soon(memory, []).result)  # (the server's own prefetch is done)
+        monkeypatch.setattr(psycopg.Connection, "execute", recording)
+        result = await client.call_tool("MemorySearch", {"query": "ledger migration"})
+        assert not result.is_error and result.content[0].text.startswith("10 results"), result
+        await anyio.to_thread.run_sync(prefetch_soon(memory, []).result)  # (the search's, on that one thread, first)
+    # The results not cached yet are read together: one statement. (Before: each one's stats, whether it is
+    # a stub, its stats again and its row; ~40 round trips after each search.) Each cached one's stats
+    # say whether it is still fresh.
+    rows = [statement for statement in prefetching if statement.startswith("SELECT path, content")]
+    stats = [statement for statement in prefetching if statement.startswith("SELECT size, version")]
+    assert len(rows) == 1 and not [statement for statement in prefetching if statement not in (*rows, *stats)
+                                   and not statement.startswith("SET TIME ZONE")], prefetching  # (its connection's set-up)
+    # Read in one go (its rows in binary), each is the entry a read of it alone gives.
+    shown = re.findall(r"memory://(\S+)", result.content[0].text)
+    assert len(shown) == 10, result
+    for path in shown[:3]:
+        cached, alone = memory.cache.get(path), memory.adapter.read_entry(path)
+        assert cached is not None and np.array_equal(cached.embedding, alone.embedding)
+        assert cached.model_dump(exclude={"embedding"}) == alone.model_dump(exclude={"embedding"})
+
+
 async def test_a_discovery_reads_its_statistics_once_in_one_snapshot(pg_url, tmp_path, monkeypatch):
     message = "What about Entry 7 and the ledger migration?"
     result, sent = await sent_by(pg_url, tmp_path, monkeypatch, "MemoryDiscover", {"message": message})
     assert not result.is_error and "fact/topic1/entry7.md" in result.content[0].text, result
     # Its skills' search and its other types' search share one snapshot: the message's words'
-    # statistics read once with the names' (each search used to read them in a snapshot of its own).
-    assert snapshots_and_statistics(sent) == (1, 1, 2), sent
+    # statistics read once, with the names' the gate asks about first (each search used to read them
+    # in a snapshot of its own; then the gate's names and the searches' words were two reads).
+    assert snapshots_and_statistics(sent) == (1, 1, 1), sent
     assert sum("indexed IS NULL" in statement for statement in sent) == 1, sent
+    # Whether the planner walks the graph for a search by type is asked once: for skills (a few
+    # built-in ones here), it reads them instead; the other types' search then walks for its own.
+    # (It was asked again, for a walk that no search after it would take rows from.)
+    assert sum(statement.startswith("EXPLAIN") for statement in sent) == 1, sent
+
+
+async def test_discoveries_ask_whether_the_planner_walks_once_for_a_store_of_a_size(pg_url, tmp_path, monkeypatch):
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemorySearch", {"query": "ledger migration"})  # (the server opens the store)
+        sent = recorded(monkeypatch)
+        for message in ("What about Entry 7 and the ledger migration?", "Is the ledger migration of Entry 4 done?"):
+            result = await client.call_tool("MemoryDiscover", {"message": message})
+            assert not result.is_error and "fact/topic" in result.content[0].text, result
+    # The planner's answer rests on the store's size and the types' shares, not on the message: the second
+    # discovery takes it from the first. (Each asked it, in a statement planned for the purpose.)
+    assert sum(statement.startswith("EXPLAIN") for statement in sent) == 1, sent
 
 
 async def test_a_discovery_walks_the_graph_once_for_its_searches_by_type(pg_cluster, tmp_path, monkeypatch):

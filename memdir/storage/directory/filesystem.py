@@ -49,6 +49,7 @@ from memdir.core.errors import (
     DiskFullError,
     EntryNotFoundError,
     InvalidPathError,
+    MemdirError,
     ReadOnlyRootError,
     UnsafeFileError,
 )
@@ -819,6 +820,21 @@ class FilesystemAdapter:
             except (OSError, InvalidPathError):
                 contents.append("")
         return contents
+
+    def read_entries(self, paths: Sequence[str]) -> list[tuple[Entry, FileStats]]:
+        """The entries at ``paths``, each read after its stats were taken (a change made meanwhile
+        leaves the pair stale, never wrongly fresh: `memdir.storage.entry_cache`)."""
+        found = []
+        for path in paths:
+            if is_virtual(path):
+                continue
+            try:
+                stats = self.stats(path)
+                if self.read_redirect(path) is None:
+                    found.append((self.read_entry(path, follow=False), stats))
+            except MemdirError:  # (gone or unreadable since it was listed: left out)
+                continue
+        return found
 
     def _stub_sidecar(self, yml: Path, exists: bool, *, listed: str | None = None) -> bool:
         """Whether a stub-looking ``.md`` with this sidecar is a stub: no sidecar, or one that says so.

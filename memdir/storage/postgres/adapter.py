@@ -428,6 +428,17 @@ class PostgresAdapter:
             return taken[0] if taken else None
         return conn.execute(_ROW, (path,)).fetchone()
 
+    def read_entries(self, paths: Sequence[str]) -> list[tuple[Entry, FileStats]]:
+        """The entries at ``paths`` with their stats, in one statement (a stats and a row each, a
+        stub's test too, were four round trips per entry). Its rows come in binary: parsing ten vectors
+        written out as text took three quarters of the read (4 ms of 10 entries at 100K, 1 ms in binary)."""
+        rows = self._conn().execute(
+            f"SELECT {_ENTRY_COLUMNS}, version FROM entries WHERE path = ANY(%s) AND NOT builtin AND stub_kind IS NULL",
+            (list(paths),), binary=True,
+        ).fetchall()
+        found = {row[0]: (entry_of(row[:-1]), row_stats(row[5], row[-1])) for row in rows}
+        return [found[path] for path in paths if path in found]
+
     def read_contents(self, paths: Sequence[str]) -> list[str]:
         found: dict[str, str] = dict(self._conn().execute(
             "SELECT path, content FROM entries WHERE path = ANY(%s) AND NOT builtin", (list(paths),)

@@ -53,6 +53,7 @@ from memdir.storage.postgres.search import (
     RowHits,
     SearchState,
     TypedWalk,
+    WalkPlans,
     candidates_params,
     candidates_sql,
     filters,
@@ -166,6 +167,7 @@ class PostgresIndex:
         self._seq = 0
         self._cache = threading.local()  # .search: the `SearchState` of the calling thread's `reading`
         self._hidden = HiddenCache()
+        self._walk_plans = WalkPlans()
         db.lock.ask_on_taking(BEHIND_FILES, BEHIND_FILES)  # (every change asks it first: `behind_files`)
 
     def _conn(self) -> psycopg.Connection:
@@ -682,8 +684,10 @@ class PostgresIndex:
         path_prefix: str | None = None, tags: Sequence[str] | None = None, ef_search: int | None = None,
     ) -> RowHits | None:
         """The HNSW walk's ``limit`` nearest entries (see `WALK_OPERATOR_COST` for how it is planned).
-        In a reading of one query (``reading(one_query=True)``), a search by type alone walks once
-        for every type: its walk keeps the other types' rows it reads (`TypedWalk`)."""
+        In a reading of one query (``reading(one_query=True)``), the first search by type alone walks
+        once for every type: its walk keeps the other types' rows it reads (`TypedWalk`). Where the
+        planner would not walk for that search's types, the next searches walk each for their own,
+        without asking the planner again (discovery's, the one reading of one query, has one more)."""
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (EMBEDDING_DIM,):
             return None
@@ -701,9 +705,11 @@ class PostgresIndex:
                 walk = (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
                         f" ORDER BY {WALK_ORDER} LIMIT %s", (query, *model_params, *params, query, limit))
                 planner = WALK_PLANNER if not where else WALK_PLANNER[:1]
-                if shared is not None and shared.walk is None and self._walks(planner, walk, limit):
-                    rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params)
-                else:
+                if shared is not None and not shared.walk_tried:  # (the reading's first search by type alone)
+                    shared.walk_tried = True
+                    if self._walks(shared, (tuple(types or ()), model, limit), planner, walk):
+                        rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params)
+                if rows is None:
                     rows = self._planned(planner, walk, limit, ef_search)
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
@@ -728,11 +734,20 @@ class PostgresIndex:
             rows_of=1,
         )
 
-    def _walks(self, planner: Sequence[tuple[str, str]], statement: tuple[str, Sequence[Any]], limit: int) -> bool:
-        """Whether the planner reads ``statement`` (a walk filtered by type) through the HNSW index: for
-        a type few entries have, it reads those entries instead, and no walk is shared."""
-        plan = self._planned(planner, ("EXPLAIN " + statement[0], statement[1]), limit)
-        return any(f"using {VECTOR_INDEX_NAME} " in line for (line,) in plan)
+    def _walks(self, state: SearchState, key: tuple[Any, ...], planner: Sequence[tuple[str, str]],
+               statement: tuple[str, Sequence[Any]]) -> bool:
+        """Whether the planner reads ``statement`` (a walk filtered by the types of ``key``: types, model,
+        limit) through the HNSW index: for a type few entries have, it reads those entries instead, and no
+        walk is shared. Asked once for a store of about the size the reading's statistics say (`WalkPlans`)."""
+        entries = state.statistics[""][0] if "" in state.statistics else None
+        known = self._walk_plans.get(key, entries) if entries is not None else None
+        if known is not None:
+            return known
+        plan = self._planned(planner, ("EXPLAIN " + statement[0], statement[1]), key[2])
+        walks = any(f"using {VECTOR_INDEX_NAME} " in line for (line,) in plan)
+        if entries is not None:
+            self._walk_plans.put(key, entries, walks)
+        return walks
 
     def _typed_walk(
         self, state: SearchState, query: np.ndarray, model: str | None, types: list[str], limit: int,

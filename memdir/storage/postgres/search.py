@@ -54,6 +54,13 @@ TAGS = "ARRAY(SELECT json_array_elements_text(CASE json_typeof(e.metadata -> 'ta
 """An entry's tags as ``text[]``: a search's ~100 candidates parsed as JSON, one by one, took a fifth of its
 time in Python; an array of text is parsed by the driver in one pass."""
 
+BY_PATH = "SELECT * FROM entries e WHERE e.path = p.path AND e.counted OFFSET 0"
+"""The counted row of ``p.path`` (a lateral subquery): one probe of the paths' index per path asked. Left
+to the planner, the join read every row of a store of a few thousand entries to hash them (all 2,600 of a
+2K store, four times the time of the ~100 probes); ``OFFSET 0`` keeps the subquery from being merged
+back into such a join."""
+
+
 def neighbour_ids(owner: str) -> str:
     """A lateral subquery: the ids of the counted entries written just before and after the row
     ``owner`` in its folder, up to a parameter's number on each side (the parameter comes twice)."""
@@ -88,7 +95,7 @@ def candidates_sql(semantic: RowHits | None, window: int) -> str:
     return (
         f"WITH c AS MATERIALIZED (SELECT p.pos, e.id, e.path, e.title, e.type, {TAGS} AS tags, e.folder,"
         f" {cosine} AS cosine FROM unnest(%s::text[]) WITH ORDINALITY AS p(path, pos)"
-        " JOIN entries e ON e.path = p.path WHERE e.counted)"
+        f" CROSS JOIN LATERAL ({BY_PATH}) e)"
         + (f", n AS MATERIALIZED (SELECT c.pos, n.id FROM c CROSS JOIN LATERAL ({neighbour_ids('c')}) n)"
            if window > 0 else "")
         + ", h AS (SELECT h.entry, array_agg(h.term) AS terms FROM postings h"
@@ -178,6 +185,7 @@ class SearchState:
         neighbours: neighbours read with the candidates.
         one_query: the searches in this reading are of one query, by type (`TypedWalk`).
         walk: the unfiltered walk a search by type made in this reading (with ``one_query``).
+        walk_tried: the reading's first search by type has asked whether the planner walks for it.
         ranking: the keyword ranking a search by type read in this reading (with ``one_query``).
     """
 
@@ -185,12 +193,32 @@ class SearchState:
     own: bool
     one_query: bool = False
     walk: TypedWalk | None = None
+    walk_tried: bool = False
     ranking: KeywordRanking | None = None
     begun: bool = False
     change: int | None = None
     statistics: dict[str, Any] = field(default_factory=dict)
     semantic: RowHits | None = None
     neighbours: Neighbours | None = None
+
+
+class WalkPlans:
+    """Whether the planner walks the graph for a search by some types (`memdir.storage.postgres.index.PostgresIndex._walks`),
+    as it answered at a store size, asked again once the store has grown or shrunk by a tenth: its choice rests
+    on its statistics of the table (how many entries, what share of each type), not on the query. (Asking
+    it was a statement of its own, planned, in every discovery.)"""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[Any, ...], tuple[int, bool]] = {}
+
+    def get(self, key: tuple[Any, ...], entries: int) -> bool | None:
+        found = self._known.get(key)
+        if found is None or abs(entries - found[0]) * 10 > found[0]:
+            return None
+        return found[1]
+
+    def put(self, key: tuple[Any, ...], entries: int, walks: bool) -> None:
+        self._known[key] = (entries, walks)
 
 
 class HiddenCache:
