@@ -37,6 +37,8 @@ class _Waiting:
     vectors: np.ndarray | None = None
     error: Exception | None = None
     done: bool = False
+    batch: list[_Waiting] | None = None
+    """The batch this caller is to run (itself among them), handed over with the model's turn."""
     turn: threading.Event = field(default_factory=threading.Event)
     """Set when its batch has run, or when it is to run the next batch."""
 
@@ -63,21 +65,25 @@ class EmbeddingBatches:
         mine = _Waiting(embedder, texts)
         with self._guard:
             self._waiting.append(mine)
-            waits = self._running >= self._at_once
-            if not waits:
+            if self._running < self._at_once:
                 self._running += 1
-        if waits:
+                mine.batch = self._take(embedder)
+        if mine.batch is None:
             mine.turn.wait()
-        if not mine.done:  # the model is this caller's: it embeds everyone waiting for it
-            with self._guard:
-                batch = [waiting for waiting in self._waiting if waiting.embedder is embedder]
-                self._waiting = [waiting for waiting in self._waiting if waiting.embedder is not embedder]
-            self._run(embedder, batch)
+        if not mine.done and mine.batch is not None:  # the model is this caller's: it embeds its batch
+            self._run(embedder, mine.batch)
         if mine.error is not None:
             raise mine.error
         if mine.vectors is None:  # its batch of several failed: alone, with its own error if the error was its own
             return embedder.embed(texts)
         return mine.vectors
+
+    def _take(self, embedder: Embedder) -> list[_Waiting]:
+        """Every caller waiting for ``embedder``, taken off the queue as one batch (under the guard: a
+        caller is taken into exactly one batch, when that batch is given its turn)."""
+        batch = [waiting for waiting in self._waiting if waiting.embedder is embedder]
+        self._waiting = [waiting for waiting in self._waiting if waiting.embedder is not embedder]
+        return batch
 
     def _run(self, embedder: Embedder, batch: list[_Waiting]) -> None:
         """Embed ``batch``'s texts in one call and hand each caller its rows; then hand the model to the
@@ -101,6 +107,8 @@ class EmbeddingBatches:
                 following = self._waiting[0] if self._waiting else None
                 if following is None:
                     self._running -= 1
+                else:
+                    following.batch = self._take(following.embedder)
             if following is not None:  # (first: the next call starts while this one's callers go on)
                 following.turn.set()
             for waiting in batch:
