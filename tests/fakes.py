@@ -55,13 +55,15 @@ class HoldingEmbedder(FakeEmbedder):
     """A `FakeEmbedder` whose first call after `hold_next` holds the model until ``others`` more calls
     have come in, or ``hold`` seconds have passed, so writes sent together either reach the model each
     on its own (their calls release the first) or wait for it and come as one batch. ``batches``
-    records the calls' texts from then on; ``poison`` is a word that makes any call whose texts hold
-    it fail."""
+    records the calls' texts from then on; ``released_in_time`` whether the held call saw its ``others``
+    come (False: it gave up after ``hold`` seconds); ``poison`` is a word that makes any call whose texts
+    hold it fail."""
 
     def __init__(self, others: int, hold: float = 1.0, poison: str | None = None) -> None:
         super().__init__()
         self.others, self.hold, self.poison = others, hold, poison
         self.batches: list[list[str]] = []
+        self.released_in_time = True
         self._came = threading.Condition()
         self._holding = False
 
@@ -76,7 +78,7 @@ class HoldingEmbedder(FakeEmbedder):
             self._came.notify_all()
             if self._holding:
                 self._holding = False
-                self._came.wait_for(lambda: len(self.batches) > self.others, timeout=self.hold)
+                self.released_in_time = self._came.wait_for(lambda: len(self.batches) > self.others, timeout=self.hold)
         if self.poison is not None and any(self.poison in text for text in texts):
             raise RuntimeError(f"the model cannot embed {self.poison!r}")
         return super().embed(texts)

@@ -128,6 +128,10 @@ class EmbeddingsSettings(Section):
     )
     batch_size: int = _setting(32, "embed_batch_size")
     threads: int | None = _setting(None, "embed_threads")
+    batches_at_once: int = _setting(
+        2, "embed_batches_at_once", ge=1,
+        description="Batches of waiting writes' texts the model embeds at the same time (more keeps more cores busy).",
+    )
     enabled: bool = _setting(True, "embeddings_enabled", description="False: keyword search only.")
     url: str | None = _setting(
         None, "embedding_url",

@@ -3,11 +3,14 @@ embedded in one batch.
 
 A server runs several writes beside each other (one per client session), and each embeds its text
 before it takes the store's lock. Run one by one, those model calls compete for the same cores, and
-each pays the model's fixed cost per call; run as one batch, they take about the time of one. There
-is no timer: a write that finds the model idle embeds its text at once; writes arriving while a
-batch runs wait for it to end, and the first of them then embeds all their texts together (group
-commit, as databases flush their logs). The end of a batch wakes its own callers and the one that
-runs the next batch, no other: many writes waiting cost no crowd of wake-ups.
+each pays the model's fixed cost per call; run as one batch, they share it. There
+is no timer: a write that finds fewer than ``at_once`` batches running embeds its text at once;
+writes arriving while that many run wait for one to end, and the first of them then embeds all
+their texts together (group commit, as databases flush their logs). Two batches at once (the
+default) keep both cores of a small machine busy: one model call alone leaves them idle between
+its operators and while its caller tokenises and pools, and a write arriving during a long batch
+no longer waits for all of it. The end of a batch wakes its own callers and the one that runs the
+next batch, no other: many writes waiting cost no crowd of wake-ups.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class _Waiting:
     vectors: np.ndarray | None = None
     error: Exception | None = None
     done: bool = False
+    batch: list[_Waiting] | None = None
+    """The batch this caller is to run (itself among them), handed over with the model's turn."""
     turn: threading.Event = field(default_factory=threading.Event)
     """Set when its batch has run, or when it is to run the next batch."""
 
@@ -41,10 +46,12 @@ class _Waiting:
 class EmbeddingBatches:
     """Embeds the texts of callers waiting at the same time in one model call."""
 
-    def __init__(self) -> None:
+    def __init__(self, at_once: int = 1) -> None:
+        """``at_once``: how many batches may run at the same time (at least one)."""
         self._guard = threading.Lock()
         self._waiting: list[_Waiting] = []
-        self._busy = False
+        self._at_once = max(1, at_once)
+        self._running = 0
 
     def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
         """``texts``' vectors, made in one model call with the texts of every caller waiting meanwhile
@@ -58,23 +65,29 @@ class EmbeddingBatches:
         mine = _Waiting(embedder, texts)
         with self._guard:
             self._waiting.append(mine)
-            waits, self._busy = self._busy, True
-        if waits:
+            if self._running < self._at_once:
+                self._running += 1
+                mine.batch = self._take(embedder)
+        if mine.batch is None:
             mine.turn.wait()
-        if not mine.done:  # the model is this caller's: it embeds everyone waiting for it
-            with self._guard:
-                batch = [waiting for waiting in self._waiting if waiting.embedder is embedder]
-                self._waiting = [waiting for waiting in self._waiting if waiting.embedder is not embedder]
-            self._run(embedder, batch)
+        if not mine.done and mine.batch is not None:  # the model is this caller's: it embeds its batch
+            self._run(embedder, mine.batch)
         if mine.error is not None:
             raise mine.error
         if mine.vectors is None:  # its batch of several failed: alone, with its own error if the error was its own
             return embedder.embed(texts)
         return mine.vectors
 
+    def _take(self, embedder: Embedder) -> list[_Waiting]:
+        """Every caller waiting for ``embedder``, taken off the queue as one batch (under the guard: a
+        caller is taken into exactly one batch, when that batch is given its turn)."""
+        batch = [waiting for waiting in self._waiting if waiting.embedder is embedder]
+        self._waiting = [waiting for waiting in self._waiting if waiting.embedder is not embedder]
+        return batch
+
     def _run(self, embedder: Embedder, batch: list[_Waiting]) -> None:
         """Embed ``batch``'s texts in one call and hand each caller its rows; then hand the model to the
-        first caller waiting, if any."""
+        first caller waiting, if any (it takes this batch's turn)."""
         try:
             vectors = embedder.embed([text for waiting in batch for text in waiting.texts])
         except Exception as exc:
@@ -92,7 +105,10 @@ class EmbeddingBatches:
                 for waiting in batch:
                     waiting.done = True
                 following = self._waiting[0] if self._waiting else None
-                self._busy = following is not None
+                if following is None:
+                    self._running -= 1
+                else:
+                    following.batch = self._take(following.embedder)
             if following is not None:  # (first: the next call starts while this one's callers go on)
                 following.turn.set()
             for waiting in batch:

@@ -36,7 +36,7 @@ class Embedding:
         self.model = model
         self.keeper = keeper
         self.written_unembedded: set[str] = set()  # written while the model loaded (embedded at close at the latest)
-        self.batches = EmbeddingBatches()
+        self.batches = EmbeddingBatches(settings.embeddings.batches_at_once)
 
     def embed_written(self) -> None:
         """Embed the entries this process wrote while the model was loading (at close: the model has

@@ -1,5 +1,5 @@
-"""Writes waiting for the model at the same time are embedded in one call; each still gets its own vector,
-and a write that fails changes nothing and costs the others nothing."""
+"""Writes waiting for the model at the same time are embedded in one call (two such calls run at once by
+default); each still gets its own vector, and a write that fails changes nothing and costs the others nothing."""
 
 from __future__ import annotations
 
@@ -27,13 +27,29 @@ def written_alone(tmp_path) -> dict[str, np.ndarray]:
 
 def test_writes_sent_together_share_one_model_call(tmp_path):
     embedder = HoldingEmbedder(others=len(WRITES) - 1)
-    with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
+    with Memory.open(Settings(root=tmp_path / "memory", embed_batches_at_once=1), embedder=embedder) as memory:
         embedder.hold_next()
         with ThreadPoolExecutor(len(WRITES)) as pool:
             list(pool.map(lambda item: write(memory, *item), WRITES))
         stored = {path: memory.read(path).embedding for path, _ in WRITES}
     # The first write found the model idle; the three sent meanwhile waited for it and went as one batch.
     assert sorted(len(batch) for batch in embedder.batches) == [1, 3]
+    alone = written_alone(tmp_path)
+    for path, _ in WRITES:
+        np.testing.assert_allclose(stored[path], alone[path], atol=1e-6)
+
+
+def test_a_write_arriving_while_one_batch_runs_starts_its_own(tmp_path):
+    """By default two batches run at once: the second write does not wait for the first's model call
+    (which holds the model until another call comes in), and the writes behind both go as one batch."""
+    embedder = HoldingEmbedder(others=1, hold=10.0)
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
+        embedder.hold_next()
+        with ThreadPoolExecutor(len(WRITES)) as pool:
+            list(pool.map(lambda item: write(memory, *item), WRITES))
+        stored = {path: memory.read(path).embedding for path, _ in WRITES}
+    assert embedder.released_in_time  # the second write's call came while the first's ran
+    assert sorted(len(batch) for batch in embedder.batches) in ([1, 1, 2], [1, 1, 1, 1])
     alone = written_alone(tmp_path)
     for path, _ in WRITES:
         np.testing.assert_allclose(stored[path], alone[path], atol=1e-6)
@@ -60,7 +76,7 @@ def test_a_stale_edit_in_a_batch_changes_nothing(tmp_path):
     with Memory.open(Settings(root=tmp_path / "memory"), embedder=FakeEmbedder()) as memory:
         stale_path = WRITES[0][0]
         write(memory, stale_path, "What the entry held first.")
-    with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
+    with Memory.open(Settings(root=tmp_path / "memory", embed_batches_at_once=1), embedder=embedder) as memory:
         embedder.hold_next()
         edits = [(stale_path, "An edit made from an old read.", "What another client replaced."), *[(*w, None) for w in WRITES[1:]]]
         with ThreadPoolExecutor(len(edits)) as pool:
