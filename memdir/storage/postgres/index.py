@@ -44,6 +44,7 @@ from memdir.storage.postgres.reads import HITS, LISTED
 from memdir.storage.postgres.schema import VECTOR_INDEX_NAME
 from memdir.storage.postgres.search import (
     BEGIN,
+    COSINE,
     HIDDEN,
     KEYWORD_OVERFETCH,
     WALK_ORDER,
@@ -702,7 +703,7 @@ class PostgresIndex:
             if shared is not None and shared.walk is not None:
                 rows = shared.walk.take(query, model, list(types or ()), limit)
             if rows is None:
-                walk = (f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE {condition}"
+                walk = (f"SELECT e.path, {COSINE} FROM entries e WHERE {condition}"
                         f" ORDER BY {WALK_ORDER} LIMIT %s", (query, *model_params, *params, query, limit))
                 planner = WALK_PLANNER if not where else WALK_PLANNER[:1]
                 if shared is not None and not shared.walk_tried:  # (the reading's first search by type alone)
@@ -765,7 +766,7 @@ class PostgresIndex:
     def cosines(self, query: np.ndarray, condition: str, params: list[Any], paths: Sequence[str]) -> dict[str, float]:
         """Exact cosine of ``paths`` that meet ``condition`` (others are left out)."""
         rows = self._rows((
-            f"SELECT e.path, 1 - (e.embedding <=> %s) FROM entries e WHERE e.path = ANY(%s) AND {condition}",
+            f"SELECT e.path, {COSINE} FROM entries e WHERE e.path = ANY(%s) AND {condition}",
             (query, list(paths), *params),
         ))
         return {path: float(cosine) for path, cosine in rows}

@@ -48,6 +48,10 @@ WALK_ORDER = f"e.embedding::{HALF_VECTOR} <=> %s::{HALF_VECTOR}"
 vector index answers (`memdir.storage.postgres.schema.VECTOR_INDEX`). The walks return each row's cosine
 computed from its float vector, and a search ranks its hits by that, so their order is exact."""
 
+COSINE = "1 - (e.embedding <=> %s)"
+"""A row's cosine with the query vector (a parameter), from its float vector: what every walk returns and
+a search ranks by, whatever precision the walk ordered by (`WALK_ORDER`)."""
+
 HIDDEN = "ARRAY(SELECT path FROM entries WHERE hidden AND stub_kind IS NULL)"  # (a partial index holds them)
 
 TAGS = "ARRAY(SELECT json_array_elements_text(CASE json_typeof(e.metadata -> 'tags') WHEN 'array' THEN e.metadata -> 'tags' END))"
@@ -88,7 +92,7 @@ def candidates_sql(semantic: RowHits | None, window: int) -> str:
     paths, ``window`` twice (if any), the query's stored terms.
     """
     cosine = (
-        f"CASE WHEN NOT e.path = ANY(%s) AND {semantic.condition} THEN 1 - (e.embedding <=> %s) END"
+        f"CASE WHEN NOT e.path = ANY(%s) AND {semantic.condition} THEN {COSINE} END"
         if semantic else "NULL::float8"
     )
     ids = "SELECT id FROM c UNION SELECT id FROM n" if window > 0 else "SELECT id FROM c"
@@ -138,7 +142,7 @@ def typed_walk_sql(condition: str) -> str:
     (`TypedWalk`). Parameters: the query vector, the types, the query vector, ``condition``'s, the limit."""
     return (
         "SELECT path, cosine, type, current_setting('hnsw.ef_search')::int FROM (SELECT e.path,"
-        " 1 - (e.embedding <=> %s) AS cosine, e.type, count(CASE WHEN e.type = ANY(%s) THEN 1 END)"
+        f" {COSINE} AS cosine, e.type, count(CASE WHEN e.type = ANY(%s) THEN 1 END)"
         f" OVER (ORDER BY {WALK_ORDER} ROWS UNBOUNDED PRECEDING) AS seen FROM entries e WHERE {condition}) s"
         " WHERE seen <= %s"
     )
