@@ -36,9 +36,9 @@ class _Waiting:
     texts: Sequence[str]
     vectors: np.ndarray | None = None
     error: Exception | None = None
-    done: bool = False
     batch: list[_Waiting] | None = None
-    """The batch this caller is to run (itself among them), handed over with the model's turn."""
+    """The batch this caller is to run (itself among them), handed over with the model's turn; None for
+    a caller taken into another's batch."""
     turn: threading.Event = field(default_factory=threading.Event)
     """Set when its batch has run, or when it is to run the next batch."""
 
@@ -70,7 +70,7 @@ class EmbeddingBatches:
                 mine.batch = self._take(embedder)
         if mine.batch is None:
             mine.turn.wait()
-        if not mine.done and mine.batch is not None:  # the model is this caller's: it embeds its batch
+        if mine.batch is not None:  # the model is this caller's: it embeds its batch
             self._run(embedder, mine.batch)
         if mine.error is not None:
             raise mine.error
@@ -102,8 +102,6 @@ class EmbeddingBatches:
                 start += len(waiting.texts)
         finally:
             with self._guard:
-                for waiting in batch:
-                    waiting.done = True
                 following = self._waiting[0] if self._waiting else None
                 if following is None:
                     self._running -= 1
