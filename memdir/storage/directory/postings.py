@@ -120,7 +120,6 @@ class KeywordIndex:
         self._alive = np.zeros(0, dtype=bool)
         self._written = np.zeros(0, dtype=np.int64)  # per slot: its folder, then when first written (`_written_key`)
         self._sequence: tuple[np.ndarray, np.ndarray] | None = None  # see `neighbours`
-        self._places: tuple[np.ndarray, np.ndarray] | None = None  # see `_place_in_sequence`
         self._tag_slots: dict[str, list[int]] | None = None  # built on the first tag filter
         self._offsets = np.zeros(1, dtype=np.int64)
         self._post_slots = _EMPTY_SLOTS
@@ -482,11 +481,8 @@ class KeywordIndex:
         if not len(keys) or not len(slots) or window <= 0:
             return np.zeros(0, dtype=np.int64), _EMPTY_SLOTS
         own = self._written[slots]
-        at = self._place_in_sequence(order)[slots]
-        if int(at.min()) < 0:  # (a dead slot: where its key would sit)
-            at = keys.searchsorted(own)
         offsets = np.array([*range(-window, 0), *range(1, window + 1)], dtype=np.int64)
-        around = at[:, None] + offsets[None, :]
+        around = keys.searchsorted(own)[:, None] + offsets[None, :]
         inside = (around >= 0) & (around < len(keys))
         around[~inside] = 0
         inside &= (keys[around] >> _ROW_BITS) == (own >> _ROW_BITS)[:, None]  # the same folder
@@ -501,17 +497,6 @@ class KeywordIndex:
             order = live[np.argsort(self._written[live], kind="stable")].astype(np.int32)
             self._sequence = self._written[order], order
         return self._sequence
-
-    def _place_in_sequence(self, order: np.ndarray) -> np.ndarray:
-        """Per slot, its place in ``order`` (the sequence of writing's slots; -1 for a dead slot): found
-        by one gather rather than by a binary search of the sequence per candidate, whose steps miss
-        the CPU's caches at 100K entries. Made again when the sequence has changed (a write), once."""
-        places = self._places
-        if places is None or places[0] is not order:
-            place = np.full(len(self.paths), -1, dtype=np.int64)
-            place[order] = np.arange(len(order), dtype=np.int64)
-            self._places = places = order, place
-        return places[1]
 
     def holding(self, terms: Iterable[str], slots: np.ndarray) -> dict[str, np.ndarray]:
         """Per term (a Porter stem), whether each of ``slots`` contains it, anywhere in the entry.
