@@ -190,6 +190,29 @@ def test_searches_meet_each_entry_on_both_sides_after_every_kind_of_change(root,
     assert held["otter"].tolist() == index.keywords.holding(["otter"], near)["otter"].tolist()
 
 
+def test_neighbours_follow_writes_made_between_searches(root):
+    """The entries written around each candidate, asked before and after entries are added to,
+    updated in and removed from the folders, are those an index opened afresh finds."""
+    index = DerivedIndex(root, context_window=2)
+
+    def around(ix: DerivedIndex) -> dict[str, list[str]]:
+        paths = sorted({path for path in ix.keywords.paths if path in ix.keywords})  # (dead slots keep their paths)
+        owner, near = ix.keywords.neighbours(ix.keywords.slots_of(paths), 2)
+        found: dict[str, list[str]] = {path: [] for path in paths}
+        for at, slot in zip(owner.tolist(), near.tolist()):
+            found[paths[at]].append(ix.keywords.paths[slot])
+        return found
+
+    for i in range(6):
+        put(index, make(f"talk/{'ab'[i % 2]}/t{i}.md", f"turn {i}"))
+    changes = [lambda: put(index, make("talk/a/t6.md", "turn 6")), lambda: put(index, make("talk/a/t2.md", "turn 2 again")),
+               lambda: index.remove("talk/b/t3.md"), lambda: put(index, make("talk/b/t7.md", "turn 7"))]
+    for change in changes:
+        around(index)  # (a search before the change)
+        change()
+        assert around(index) == around(DerivedIndex(root, context_window=2))
+    assert around(index)["talk/a/t2.md"] == ["talk/a/t0.md", "talk/a/t4.md", "talk/a/t6.md"]
+
 def test_keyword_filters_run_in_sql(root):
     index = DerivedIndex(root)
     put(index, make("concept/a/x.md", "shared word apple", tags=["Fruit"]))
