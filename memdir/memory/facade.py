@@ -161,6 +161,7 @@ class Memory:
         self.model.close()
         self._embedding.embed_written()
         self.index.close()
+        self.adapter.lock.close()
 
     def __enter__(self) -> Memory:
         return self

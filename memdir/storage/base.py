@@ -199,6 +199,9 @@ class StoreLock(Protocol):
 
     def shared(self) -> AbstractContextManager[None]: ...
 
+    def close(self) -> None:
+        """Let go of what the lock keeps open between holds (taking it again later opens it again)."""
+
 
 class AuditTrail(Protocol):
     """Where a store keeps its audit records (`memdir.storage.audit_log.AuditRecord`): files of

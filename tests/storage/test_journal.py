@@ -200,3 +200,21 @@ def test_a_spare_journal_planted_as_a_link_is_set_aside_and_never_written_throug
     memory.write("fact/a", "the new text", metadata={"type": "fact"})
     assert victim.read_text(encoding="utf-8") == "keep"
     assert memory.read("fact/a").content == "the new text" and spare.is_file() and not spare.is_symlink()
+
+
+def test_a_finished_journal_that_is_not_memdirs_is_seen_to_at_open_and_set_aside_by_a_write(memory: Memory, tmp_path: Path) -> None:
+    root, done = memory.root, memory.root / atomic.DONE_JOURNAL
+    memory.write("fact/a", "the new text", title="New", metadata={"type": "fact"})
+    outside = tmp_path / "outside.md"
+    planted = b'{"version": 2, "txid": "0123", "renames": [[".txn-0123-0.tmp", "../outside.md"]], "removals": []}\n'
+    done.write_bytes(planted)  # names a file outside the root
+    with reopened(memory) as again:  # opening leaves it to recovery, which sets it aside
+        assert not done.exists() and again.read("fact/a").content == "the new text"
+    quarantined = root / atomic.FAILED_DIR / done.name
+    assert quarantined.read_bytes() == planted
+    quarantined.unlink()
+    done.write_bytes(planted)  # planted again, under a writer that holds the root open
+    memory.write("fact/b", "another entry", metadata={"type": "fact"})  # sets it aside and goes on
+    assert quarantined.read_bytes() == planted and not outside.exists()
+    assert memory.read("fact/b").content == "another entry"
+    assert atomic._load_journal(root, done, named=False)["renames"][0][1] == "fact/b.md"  # the write's own

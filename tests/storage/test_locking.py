@@ -314,3 +314,77 @@ def test_a_failing_repair_releases_the_lock(lock_file: Path) -> None:
     assert lock.mode is None
     with RootLock(lock_file, timeout=0.5).exclusive():
         pass
+
+
+def descriptors_on(path: Path) -> int:
+    """How many descriptors of this process are open on the file at ``path``."""
+    count = 0
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            count += os.readlink(fd) == str(path)
+        except OSError:  # (the descriptor listing the folder, closed meanwhile)
+            pass
+    return count
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+
+
+@needs_proc
+def test_the_lock_file_stays_open_between_holds_until_closed(lock_file: Path) -> None:
+    lock = RootLock(lock_file, timeout=0.3)
+    with lock.exclusive():
+        pass
+    with lock.shared():
+        assert descriptors_on(lock_file) == 1  # the one kept from the hold before
+    assert descriptors_on(lock_file) == 1
+    with held_by_other_process(lock_file, "exclusive"):  # kept open, yet unlocked
+        pass
+    lock.close()
+    assert descriptors_on(lock_file) == 0
+    with lock.exclusive():  # opened again
+        lock.close()  # while held: closed as the hold ends
+        assert descriptors_on(lock_file) == 1 and lock.mode == "exclusive"
+    assert descriptors_on(lock_file) == 0
+    with held_by_other_process(lock_file, "exclusive"):
+        pass
+
+
+def test_a_lock_file_replaced_between_holds_is_locked_anew(lock_file: Path) -> None:
+    lock = RootLock(lock_file, timeout=0.3)
+    with lock.exclusive():
+        pass
+    lock_file.unlink()  # (a root deleted and made again, say): the kept descriptor is the old file's
+    with held_by_other_process(lock_file, "exclusive"), pytest.raises(LockTimeoutError):
+        with lock.exclusive():
+            pass
+    with lock.exclusive():
+        assert lock_file.is_file()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_locks_with_its_own_descriptor(lock_file: Path) -> None:
+    lock = RootLock(lock_file, timeout=0.3)
+    with lock.exclusive():
+        pass  # the parent keeps the file open: the child inherits that descriptor
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: takes the lock and holds it until the parent has tried
+        code = 1
+        try:
+            with RootLock(lock_file, timeout=5).exclusive():
+                os.write(write_end, b"x")
+                time.sleep(1.0)
+                code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    try:
+        assert os.read(read_end, 1) == b"x"
+        with pytest.raises(LockTimeoutError):  # one shared descriptor would let the parent in
+            with lock.exclusive():
+                pass
+    finally:
+        os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

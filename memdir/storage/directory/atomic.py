@@ -445,17 +445,13 @@ def _unflushed(root: Path) -> _Unflushed:
         left = _LEFT.get(os.fspath(root))
         if left is not None and head == _TXID_AT + left[0].encode("ascii"):
             return left[1]
-    try:
-        journal = _load_journal(root, path, named=False)
-        if journal is None:
-            raise ValueError("it cannot be read")  # (a journal is whole when it gets there)
-        _check_journal(root, journal)
-        confined: set[Path] = set()
-        folders = {_inside(root, target, confined).parent for _, target in journal["renames"]}
-    except (UnsafeFileError, ValueError) as exc:
-        _set_aside(root, path, f"it was refused: {getattr(exc, 'message', exc)}")
+    done = _done_journal(root)
+    if done is None:
         return _Unflushed(set(), [])
-    return _Unflushed(folders, [temp for temp, _ in journal["renames"]])
+    if done.refused is not None:
+        _set_aside(root, path, f"it was refused: {done.refused}")
+        return _Unflushed(set(), [])
+    return _Unflushed({(root / target).parent for _, target in done.renames}, [temp for temp, _ in done.renames])
 
 
 _TXID_AT = b'{"version": %d, "txid": "' % _JOURNAL_VERSION
@@ -466,15 +462,40 @@ _LEFT: dict[str, tuple[str, _Unflushed]] = {}
 
 def renames_lost(root: Path) -> bool:
     """True if a power cut undid renames of the change in `DONE_JOURNAL` (one of its temporary files is
-    back), or that journal is not memdir's: `recover` must see to it before the root is used."""
-    journal = _load_journal(root, root / DONE_JOURNAL, named=False)
-    if journal is None:
+    back), or that journal is refused: `recover` must see to it before the root is used."""
+    done = _done_journal(root)
+    if done is None:
         return False
+    return done.refused is not None or any(os.path.lexists(root / temp) for temp, _ in done.renames)
+
+
+class _Done(NamedTuple):
+    """`DONE_JOURNAL` as `_done_journal` reads it."""
+
+    renames: list[list[str]]
+    """Its renames, [temporary file, target] relative to the root, each checked to lie inside it."""
+    refused: str | None
+    """Why it cannot be used (it cannot be read, is no regular file or names files outside the root), or None."""
+
+
+def _done_journal(root: Path) -> _Done | None:
+    """`DONE_JOURNAL` read and checked (`_check_journal`); None when there is none.
+
+    Its two readers answer a refused one differently: opening the root leaves it to `recover`
+    (`renames_lost`), which quarantines or discards it; a transaction sets it aside and goes on
+    with nothing of it to flush (`_unflushed`).
+    """
+    path = root / DONE_JOURNAL
     try:
+        journal = _load_journal(root, path, named=False)
+        if journal is None:
+            if not os.path.lexists(path):
+                return None
+            raise ValueError("it cannot be read")  # (a journal is whole when it gets there)
         _check_journal(root, journal)
-    except (UnsafeFileError, ValueError):
-        return True
-    return any(os.path.lexists(_inside(root, temp)) for temp, _ in journal["renames"])
+    except (UnsafeFileError, ValueError) as exc:
+        return _Done([], str(getattr(exc, "message", exc)))
+    return _Done(journal["renames"], None)
 
 
 def _reused_journal(root: Path, path: Path, intent: bytes) -> int:

@@ -11,6 +11,9 @@ Two details make a plain ``flock`` wrapper unsafe, and are why this module exist
   objects for one lock file in a process therefore share one descriptor, one
   `threading.RLock` and a depth counter: the lock is re-entrant per thread, and
   threads of one process serialise on the `RLock` before touching the file.
+  That descriptor stays open between holds (unlocked, while it is still the file at the
+  path), which saves opening and closing the file on every change; `RootLock.close`, or
+  the last `RootLock` on the file being collected, closes it.
 * A shared lock cannot be upgraded in place without a window in which another writer
   may slip in, so asking for the exclusive lock while holding only the shared one is
   a programming error (`RuntimeError`), not a silent race.
@@ -58,9 +61,31 @@ class _LockState:
         self.path = path
         self.rlock = threading.RLock()
         self.file: IO[bytes] | None = None
+        """The lock file, open: locked while ``depth`` > 0, else kept for the next hold."""
         self.depth = 0
         self.mode: Mode | None = None
         self.owner: int | None = None
+        self.close_when_released = False
+        self._closer: weakref.finalize | None = None
+
+    def keep(self, handle: IO[bytes]) -> None:
+        """Hold ``handle`` as the lock file's descriptor (closed with this state, should nobody close it)."""
+        self.file = handle
+        self._closer = weakref.finalize(self, handle.close)
+
+    def drop(self) -> IO[bytes] | None:
+        """Let go of the descriptor (the caller closes it or hands it on)."""
+        handle, self.file = self.file, None
+        if self._closer is not None:
+            self._closer.detach()
+            self._closer = None
+        return handle
+
+    def close_file(self) -> None:
+        """Close the descriptor (which releases the lock, should it be held)."""
+        handle = self.drop()
+        if handle is not None:
+            handle.close()
 
     def reset_after_fork(self) -> None:
         """Forget a lock inherited through ``fork``: the child must never reuse the parent's descriptor.
@@ -71,20 +96,18 @@ class _LockState:
         which is harmless (the parent still holds its own descriptor); closing it
         explicitly here is equally harmless and keeps the child tidy.
         """
-        if self.file is not None:
-            try:
-                self.file.close()
-            except OSError:
-                pass
+        try:
+            self.close_file()
+        except OSError:
+            pass
         self.rlock = threading.RLock()
-        self.file = None
         self.depth = 0
         self.mode = None
         self.owner = None
 
 
-_STATES: dict[str, _LockState] = {}
-_ALL_STATES: weakref.WeakSet[_LockState] = weakref.WeakSet()
+_STATES: weakref.WeakValueDictionary[str, _LockState] = weakref.WeakValueDictionary()
+"""Lock file -> its state while a `RootLock` on it lives."""
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -156,14 +179,13 @@ def _state_for(path: Path) -> _LockState:
         state = _STATES.get(key)
         if state is None:
             state = _STATES[key] = _LockState(key)
-            _ALL_STATES.add(state)
         return state
 
 
 def _after_fork_in_child() -> None:
     global _REGISTRY_LOCK
     _REGISTRY_LOCK = threading.Lock()
-    for state in list(_ALL_STATES):
+    for state in list(_STATES.values()):
         state.reset_after_fork()
 
 
@@ -295,6 +317,37 @@ class RootLock:
 
     def _acquire_file(self, mode: Mode, deadline: float) -> None:
         state = self._state
+        handle = self._open_file()
+        if handle is None:
+            return
+        flags = portalocker.LockFlags.EXCLUSIVE if mode == "exclusive" else portalocker.LockFlags.SHARED
+        try:
+            _lock_file(state.path, handle, flags | portalocker.LockFlags.NON_BLOCKING)
+        except portalocker.exceptions.AlreadyLocked as taken:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._timeout_error(mode, "another process") from taken
+            # From here the request owns the handle until it reports the lock taken.
+            state.drop()
+            if not _QueuedRequest(state.path, handle, flags).wait(remaining):
+                raise self._timeout_error(mode, "another process") from taken
+            state.keep(handle)
+        except BaseException:
+            if state.file is handle:
+                state.close_file()
+            raise
+
+    def _open_file(self) -> IO[bytes] | None:
+        """The lock file's descriptor, unlocked: the one kept since the last hold while it is still the
+        file at the path (not deleted, nor replaced), else a new one (None: a read-only root's, missing)."""
+        state = self._state
+        if state.file is not None:
+            try:
+                if os.path.samestat(os.fstat(state.file.fileno()), os.lstat(state.path)):
+                    return state.file
+            except OSError:
+                pass
+            state.close_file()
         if self.create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Confined like every file of the root: a link or pipe swapped in for .lock while serving is refused.
@@ -303,35 +356,41 @@ class RootLock:
             try:
                 handle = open_regular(self.path.parent, state.path)  # a read-only root's: never created
             except FileNotFoundError:
-                return
-        flags = portalocker.LockFlags.EXCLUSIVE if mode == "exclusive" else portalocker.LockFlags.SHARED
-        try:
-            _lock_file(state.path, handle, flags | portalocker.LockFlags.NON_BLOCKING)
-        except portalocker.exceptions.AlreadyLocked as taken:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                handle.close()
-                raise self._timeout_error(mode, "another process") from taken
-            # From here the request owns the handle until it reports the lock taken.
-            if not _QueuedRequest(state.path, handle, flags).wait(remaining):
-                raise self._timeout_error(mode, "another process") from taken
-        except BaseException:
-            handle.close()
-            raise
-        state.file = handle
+                return None
+        state.keep(handle)
+        return handle
 
     def _release_file(self) -> None:
         state = self._state
-        handle, state.file = state.file, None
         state.mode = state.owner = None
-        if handle is None:
+        if state.file is None:
             return
         try:
-            portalocker.unlock(handle)
+            portalocker.unlock(state.file)
         except portalocker.exceptions.LockException:
-            pass  # closing the descriptor below releases the lock anyway
+            state.close_file()  # closing the descriptor releases the lock anyway
+        if state.close_when_released and state.depth == 0:
+            state.close_when_released = False
+            state.close_file()
+
+    def close(self) -> None:
+        """Close the lock file's descriptor kept open between holds (the next hold opens it again), so
+        that nothing of this process keeps the root's files open (a root to unmount, to remount read-only).
+
+        Every `RootLock` on the file shares that descriptor. A thread holding the lock meanwhile keeps
+        it until its hold ends; it is closed then.
+        """
+        state = self._state
+        if not state.rlock.acquire(timeout=self.timeout):
+            state.close_when_released = True
+            return
+        try:
+            if state.depth:
+                state.close_when_released = True
+            else:
+                state.close_file()
         finally:
-            handle.close()
+            state.rlock.release()
 
     def _timeout_error(self, mode: Mode, holder: str) -> LockTimeoutError:
         return LockTimeoutError(

@@ -190,6 +190,9 @@ class AdvisoryLock:
     def shared(self) -> AbstractContextManager[None]:
         return self._hold("shared", self.timeout)
 
+    def close(self) -> None:
+        """Nothing is kept between holds: each is a transaction of the database's connections."""
+
     def at_commit(self, query: str, rows: list[Sequence[Any]]) -> bool:
         """Run ``query`` once per row of ``rows`` in the transaction this thread holds, sent with its
         COMMIT (in one round trip; if one fails, nothing of the transaction commits and the commit
