@@ -23,6 +23,8 @@ from pgvector.psycopg import register_vector
 from memdir.core.settings import Settings
 from memdir.memory import Memory, NewEntry
 from memdir.server.app import build_server
+from memdir.storage.postgres.index import WALK_PLANNER
+from memdir.storage.postgres.schema import VECTOR_INDEX_NAME
 from memdir.storage.postgres.search import WALK_ORDER
 from memdir.tools.memory_search import prefetch_soon
 from tests.fakes import FakeEmbedder
@@ -109,8 +111,10 @@ async def test_a_search_opens_one_snapshot(pg_url, tmp_path, monkeypatch):
     # (they were read again after it, a round trip of their own).
     assert snapshots_and_statistics(sent) == (1, 1, 1), sent
     # The index's check for a killed writer's change; the BEGIN and the statistics; the keyword
-    # query; the HNSW query; the candidates; the COMMIT; the snippets' content.
-    assert sent.round_trips == 7, sent
+    # query; the HNSW query with the candidates' rows (they were a round trip of their own); the
+    # COMMIT; the snippets' content.
+    assert sent.round_trips == 6, sent
+    assert sum(statement.startswith("WITH w AS") for statement in sent) == 1, sent
     # The HNSW query's planner settings are put back by one statement (not a RESET of each).
     assert len([statement for statement in sent if statement.startswith("RESET") or "NULL, true)" in statement]) == 1, sent
 
@@ -126,7 +130,7 @@ async def test_a_search_reads_its_candidates_rows_by_path_not_the_whole_store(pg
     execute = psycopg.Connection.execute
 
     def catching(self, query, params=None, **kwargs):
-        if str(query).startswith("WITH c AS"):
+        if str(query).startswith(("WITH c AS", "WITH w AS")):
             caught.append((str(query), params))
         return execute(self, query, params, **kwargs)
 
@@ -137,12 +141,15 @@ async def test_a_search_reads_its_candidates_rows_by_path_not_the_whole_store(pg
         monkeypatch.undo()
     assert not result.is_error and "fact/topic0/entry7.md" in result.content[0].text, result
     (statement, params), = caught
-    with psycopg.connect(pg_url, autocommit=True) as conn:
+    with psycopg.connect(pg_url) as conn:  # (in a transaction: the walk's planner settings last until its end)
         register_vector(conn)
+        for name, value in WALK_PLANNER:
+            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
         plan = "\n".join(line for (line,) in conn.execute("EXPLAIN " + statement, params))
-    # Its ~100 candidates' rows are probed by path. (Before, the planner joined them by hashing every
-    # row of a store this size: 600 rows read for a search's candidates, 2,600 at 2K.)
-    assert "Seq Scan on entries" not in plan, plan
+    # The vector walk, read in the same statement, is still the walk of the graph; its ~100 candidates'
+    # rows are probed by path. (Before, the planner joined them by hashing every row of a store this
+    # size: 600 rows read for a search's candidates, 2,600 at 2K.)
+    assert f"using {VECTOR_INDEX_NAME} " in plan and "Seq Scan on entries" not in plan, plan
 
 
 async def test_a_searchs_prefetch_reads_its_results_in_one_statement(pg_url, tmp_path, monkeypatch):

@@ -49,8 +49,10 @@ from memdir.storage.postgres.search import (
     KEYWORD_OVERFETCH,
     WALK_ORDER,
     HiddenCache,
+    KeywordAsked,
     KeywordRanking,
     Neighbours,
+    ReadCandidates,
     RowHits,
     SearchState,
     TypedWalk,
@@ -62,6 +64,7 @@ from memdir.storage.postgres.search import (
     neighbour_ids,
     ranking_sql,
     typed_walk_sql,
+    walk_candidates_sql,
 )
 from memdir.storage.records import Edge, EntryInfo, FileStats, ImportanceChange, RankFacts, entry_terms, folder_of
 from memdir.storage.sidecar import EMBEDDING_DIM
@@ -632,7 +635,18 @@ class PostgresIndex:
     ) -> dict[str, float]:
         """BM25's best ``limit`` entries of the filters (`keyword_sql`). In a reading of one query
         (``reading(one_query=True)``), a search by type alone takes its hits from the ranking the
-        reading's first such search read, when that tells (`KeywordRanking`)."""
+        reading's first such search read, when that tells (`KeywordRanking`). In a reading, the hits
+        are kept for the search's vector walk, which reads their rows with its own (`semantic_hits`)."""
+        hits = self._keyword_hits(terms, limit, types=types, path_prefix=path_prefix, tags=tags)
+        state = self._search()
+        if state is not None:
+            state.keyword = KeywordAsked([stored_term(term) for term in dict.fromkeys(terms)], list(hits))
+        return hits
+
+    def _keyword_hits(
+        self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None,
+        path_prefix: str | None, tags: Sequence[str] | None,
+    ) -> dict[str, float]:
         (live, total_length), frequencies = self._statistics(terms)
         frequencies = {term: hits for term, hits in frequencies.items() if hits > 0}
         if not live or not frequencies or limit <= 0:
@@ -688,7 +702,10 @@ class PostgresIndex:
         In a reading of one query (``reading(one_query=True)``), the first search by type alone walks
         once for every type: its walk keeps the other types' rows it reads (`TypedWalk`). Where the
         planner would not walk for that search's types, the next searches walk each for their own,
-        without asking the planner again (discovery's, the one reading of one query, has one more)."""
+        without asking the planner again (discovery's, the one reading of one query, has one more).
+        In a search's reading, after its keyword side (`keyword_hits`), the walk's statement also reads its
+        candidates' rows, the walk's hits and the keyword hits (`walk_candidates_sql`): the search's
+        `candidates` asks nothing more."""
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (EMBEDDING_DIM,):
             return None
@@ -710,16 +727,41 @@ class PostgresIndex:
                     shared.walk_tried = True
                     if self._walks(shared, (tuple(types or ()), model, limit), planner, walk):
                         rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params)
-                if rows is None:
+                keyword = state.keyword if state is not None and shared is None and ef_search is None else None
+                if rows is None and keyword is not None:
+                    rows = self._walk_with_candidates(planner, walk, limit, keyword, condition, [*model_params, *params])
+                elif rows is None:
                     rows = self._planned(planner, walk, limit, ef_search)
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
+                if state is not None:
+                    state.read = None
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
             rows.sort(key=lambda row: -row[1])  # (relaxed order: the scan may return near-ties out of order)
             hits = RowHits(self, query, condition, [*model_params, *params], [path for path, _ in rows],
                            {path: float(cosine) for path, cosine in rows})
             if state is not None:
                 state.semantic = hits
+                if state.read is not None:
+                    state.read.paths = list(dict.fromkeys([*hits.top, *state.read.paths]))
         return hits
+
+    def _walk_with_candidates(self, planner: Sequence[tuple[str, str]], walk: tuple[str, Sequence[Any]], limit: int,
+                              keyword: KeywordAsked, condition: str, params: list[Any]) -> list[Any]:
+        """The rows of ``walk``, read with the candidates' rows of its hits and ``keyword``'s (`walk_candidates_sql`):
+        those are kept in the reading's state for the search's `candidates` (their paths the keyword hits, until
+        `semantic_hits` puts the walk's hits first)."""
+        state = self._search()
+        assert state is not None  # (called in a search's reading only)
+        window = self.context_window if keyword.stored else 0
+        query = walk[1][0]
+        read = self._planned(planner, (
+            walk_candidates_sql(walk[0], condition, window),
+            [*walk[1], keyword.paths, *params, query, *([window, window] if window else []), keyword.stored],
+        ), limit)
+        state.keyword = None
+        state.read = ReadCandidates(keyword.paths, keyword.stored, window, [row for row in read if row[1] is not None])
+        return [(path, cosine) for _, _, path, *_, cosine, _ in sorted((row for row in read if row[1] is None),
+                                                                       key=lambda row: -row[0])]
 
     def _planned(self, planner: Sequence[tuple[str, str]], statement: tuple[str, Sequence[Any]], limit: int,
                  ef_search: int | None = None) -> list[Any]:
@@ -814,7 +856,13 @@ class PostgresIndex:
         semantic = state.semantic if state is not None else None
         window = self.context_window if state is not None and terms else 0
         stored = [stored_term(term) for term in terms]
-        rows = self._rows((candidates_sql(semantic, window), candidates_params(semantic, paths, stored, window)))
+        read = state.read if state is not None else None
+        if read is not None and read.paths == list(paths) and read.stored == stored and read.window == window:
+            rows = read.rows  # (read with the search's walk)
+        else:
+            rows = self._rows((candidates_sql(semantic, window), candidates_params(semantic, paths, stored, window)))
+        if state is not None:
+            state.read = None
         by_path: dict[str, tuple[Any, ...]] = {}
         owner, ids, neighbour_held = [], [], []
         for pos, entry_id, path, title, type_, tags, cosine, held in rows:
