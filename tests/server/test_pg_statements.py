@@ -22,6 +22,7 @@ from pgvector.psycopg import register_vector
 
 from memdir.core.settings import Settings
 from memdir.memory import Memory, NewEntry
+from memdir.search import hybrid
 from memdir.server.app import build_server
 from memdir.storage.postgres.index import WALK_PLANNER
 from memdir.storage.postgres.schema import VECTOR_INDEX_NAME
@@ -117,6 +118,32 @@ async def test_a_search_opens_one_snapshot(pg_url, tmp_path, monkeypatch):
     assert sum(statement.startswith("WITH w AS") for statement in sent) == 1, sent
     # The HNSW query's planner settings are put back by one statement (not a RESET of each).
     assert len([statement for statement in sent if statement.startswith("RESET") or "NULL, true)" in statement]) == 1, sent
+
+
+EMBEDDING_STARTED = "(the query's embedding started)"
+
+
+@pytest.mark.parametrize(("tool", "arguments"), [("MemorySearch", {"query": "ledger migration marker7"}),
+                                                 ("MemoryDiscover", {"message": "How did the ledger migration go?"})])
+async def test_a_search_starts_embedding_its_query_before_its_first_statement(pg_url, tmp_path, monkeypatch, tool, arguments):
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemorySearch", {"query": "ledger migration"})  # (the server opens the store)
+        sent = recorded(monkeypatch)
+        pool = hybrid._EMBEDDING
+
+        class Starting:
+            def submit(self, *args):
+                sent.append(EMBEDDING_STARTED)
+                return pool.submit(*args)
+
+        monkeypatch.setattr(hybrid, "_EMBEDDING", Starting())
+        result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result
+    # The model runs while the store catches up and the snapshot's first statements go (it started after them),
+    # once for the call's searches; then the walk.
+    assert sent[0] == EMBEDDING_STARTED and sent.count(EMBEDDING_STARTED) == 1, sent
+    assert any(WALK_ORDER in statement for statement in sent), sent
 
 
 async def test_a_search_reads_its_candidates_rows_by_path_not_the_whole_store(pg_url, tmp_path, monkeypatch):
