@@ -15,7 +15,7 @@ Vector search is pgvector's HNSW index (cosine distance) with iterative scans, s
 filtered search is not cut short by the filter. The index holds the vectors in half precision
 (`memdir.storage.postgres.schema.VECTOR_INDEX`); the hits are ranked by the float vectors' cosines.
 
-A search's reads take five round trips, not one per question the searcher asks: what is sent
+A search's reads take four round trips, not one per question the searcher asks: what is sent
 together and what is read ahead or cached is in `memdir.storage.postgres.search`.
 """
 

@@ -11,6 +11,8 @@ statements themselves are quick (0.1-5 ms each); the round trips and planning ad
   to the query (the vector search's own ``cosines`` then asks nothing) and, when context
   coverage is on, each candidate's neighbours with the query words they hold (what
   `memdir.search.context` asks next through ``neighbours`` and ``holding``);
+* and in a search that statement is the vector walk's own (`walk_candidates_sql`): the walk's
+  hits and the keyword hits the search found before it are its candidates;
 * the hidden (archived, superseded) entries are read with the statistics only when the
   store's change counter moved since they were last read (`HiddenCache`).
 * the statistics are read once per `SearchState`: what a reading read, the searches and the
