@@ -741,15 +741,12 @@ class PostgresIndex:
                            {path: float(cosine) for path, cosine in rows})
             if state is not None:
                 state.semantic = hits
-                if state.read is not None:
-                    state.read.paths = list(dict.fromkeys([*hits.top, *state.read.paths]))
         return hits
 
     def _walk_with_candidates(self, planner: Sequence[tuple[str, str]], walk: tuple[str, Sequence[Any]], limit: int,
                               keyword: KeywordAsked, condition: str, params: list[Any]) -> list[Any]:
         """The rows of ``walk``, read with the candidates' rows of its hits and ``keyword``'s (`walk_candidates_sql`):
-        those are kept in the reading's state for the search's `candidates` (their paths the keyword hits, until
-        `semantic_hits` puts the walk's hits first)."""
+        those are kept in the reading's state for the search's `candidates`."""
         state = self._search()
         assert state is not None  # (called in a search's reading only)
         window = self.context_window if keyword.stored else 0
@@ -857,7 +854,7 @@ class PostgresIndex:
         window = self.context_window if state is not None and terms else 0
         stored = [stored_term(term) for term in terms]
         read = state.read if state is not None else None
-        if read is not None and read.paths == list(paths) and read.stored == stored and read.window == window:
+        if read is not None and semantic is not None and read.fit(semantic.top, paths, stored, window):
             rows = read.rows  # (read with the search's walk)
         else:
             rows = self._rows((candidates_sql(semantic, window), candidates_params(semantic, paths, stored, window)))

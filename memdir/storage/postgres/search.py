@@ -156,13 +156,20 @@ class KeywordAsked:
 
 @dataclass(slots=True)
 class ReadCandidates:
-    """Candidates' rows read with the vector walk (`walk_candidates_sql`), for the paths and terms they were
-    read for: what the search's `PostgresIndex.candidates` takes instead of a statement of its own."""
+    """Candidates' rows read with the vector walk (`walk_candidates_sql`): those of the walk's hits and of the
+    keyword hits ``keyword``, with the query's stored terms and the neighbours' ``window``; what the search's
+    `PostgresIndex.candidates` takes instead of a statement of its own."""
 
-    paths: list[str]
+    keyword: list[str]
     stored: list[str]
     window: int
     rows: list[tuple[Any, ...]]
+
+    def fit(self, top: Sequence[str], paths: Sequence[str], stored: list[str], window: int) -> bool:
+        """Whether these are the rows of ``paths`` (asked as a search asks: the walk's hits ``top``, then the
+        keyword hits), ``stored`` and ``window``."""
+        return (stored == self.stored and window == self.window
+                and list(paths) == list(dict.fromkeys([*top, *self.keyword])))
 
 
 @dataclass(slots=True)
