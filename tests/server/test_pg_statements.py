@@ -189,6 +189,14 @@ async def test_a_searchs_prefetch_reads_its_results_in_one_statement(pg_url, tmp
             prefetching.append(str(query))
         return execute(self, query, params, **kwargs)
 
+    def prefetched(statements: list[str]) -> tuple[list[str], list[str]]:
+        """The statements reading rows and those reading versions (anything else fails the test)."""
+        rows = [statement for statement in statements if statement.startswith("SELECT path, content")]
+        versions = [statement for statement in statements if statement.startswith(("SELECT size, version", "SELECT path, size, version"))]
+        assert not [statement for statement in statements if statement not in (*rows, *versions)
+                    and not statement.startswith("SET TIME ZONE")], statements  # (its connection's set-up)
+        return rows, versions
+
     async with Client(server, mode="legacy") as client:
         await client.call_tool("MemoryRead", {"file_path": "fact/topic0/entry3.md"})  # (the server opens the store)
         memory = server.app_state.host.memory()
@@ -197,17 +205,29 @@ async def test_a_searchs_prefetch_reads_its_results_in_one_statement(pg_url, tmp
         result = await client.call_tool("MemorySearch", {"query": "ledger migration"})
         assert not result.is_error and result.content[0].text.startswith("10 results"), result
         await anyio.to_thread.run_sync(prefetch_soon(memory, []).result)  # (the search's, on that one thread, first)
-    # The results not cached yet are read together: one statement. (Before: each one's stats, whether it is
-    # a stub, its stats again and its row; ~40 round trips after each search.) Each cached one's stats
-    # say whether it is still fresh.
-    rows = [statement for statement in prefetching if statement.startswith("SELECT path, content")]
-    stats = [statement for statement in prefetching if statement.startswith("SELECT size, version")]
-    assert len(rows) == 1 and not [statement for statement in prefetching if statement not in (*rows, *stats)
-                                   and not statement.startswith("SET TIME ZONE")], prefetching  # (its connection's set-up)
-    # Read in one go (its rows in binary), each is the entry a read of it alone gives.
-    shown = re.findall(r"memory://(\S+)", result.content[0].text)
-    assert len(shown) == 10, result
-    for path in shown[:3]:
+        # The results not cached yet are read together: one statement. (Before: each one's stats, whether it is
+        # a stub, its stats again and its row; ~40 round trips after each search.) Whether the cached ones are
+        # still fresh is one statement too.
+        rows, versions = prefetched(prefetching)
+        assert len(rows) == 1 and len(versions) <= 1, prefetching
+        shown = re.findall(r"memory://(\S+)", result.content[0].text)
+        assert len(shown) == 10, result
+        # Another writer changes one result; the same search again: the ten, all cached now, are checked in one
+        # statement (before: one each), and the changed one is read again, not served as it was.
+        changed = shown[1]
+        with Memory.open(Settings(root=tmp_path, store=pg_url, evolution_enabled=False), embedder=FakeEmbedder()) as other:
+            other.write(changed, "Rewritten by another writer: the ledger migration.", title="Rewritten",
+                        metadata={"type": "fact"})
+        prefetching.clear()
+        again = await client.call_tool("MemorySearch", {"query": "ledger migration"})
+        await anyio.to_thread.run_sync(prefetch_soon(memory, []).result)
+        rows, versions = prefetched(prefetching)
+        assert len(versions) == 1 and len(rows) == 1, prefetching
+        assert not again.is_error, again
+    # Read in one go (its rows in binary), each cached entry is the entry a read of it alone gives, the
+    # changed one too.
+    assert memory.cache.get(changed).title == "Rewritten"
+    for path in [changed, *shown[:3]]:
         cached, alone = memory.cache.get(path), memory.adapter.read_entry(path)
         assert cached is not None and np.array_equal(cached.embedding, alone.embedding)
         assert cached.model_dump(exclude={"embedding"}) == alone.model_dump(exclude={"embedding"})
