@@ -273,6 +273,10 @@ async def test_a_discovery_walks_the_graph_once_for_its_searches_by_type(pg_clus
     walks = [statement for statement in sent if f"ORDER BY {WALK_ORDER}" in statement and "e.type = ANY" in statement
              and not statement.startswith("EXPLAIN")]
     assert len(walks) == 1, walks
+    # That walk's statement reads the skills' search's candidates too; the other types' search reads its own
+    # (each search read its candidates in a statement of its own, one round trip more).
+    assert walks[0].startswith("WITH w AS"), walks
+    assert sum(statement.startswith("WITH c AS") for statement in sent) == 1, sent
 
 
 async def test_a_discovery_scores_the_messages_words_once_for_its_searches_by_type(pg_url, tmp_path, monkeypatch):

@@ -723,13 +723,15 @@ class PostgresIndex:
                 walk = (f"SELECT e.path, {COSINE} FROM entries e WHERE {condition}"
                         f" ORDER BY {WALK_ORDER} LIMIT %s", (query, *model_params, *params, query, limit))
                 planner = WALK_PLANNER if not where else WALK_PLANNER[:1]
+                keyword = state.keyword if state is not None and ef_search is None else None
                 if shared is not None and not shared.walk_tried:  # (the reading's first search by type alone)
                     shared.walk_tried = True
                     if self._walks(shared, (tuple(types or ()), model, limit), planner, walk):
-                        rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params)
-                keyword = state.keyword if state is not None and shared is None and ef_search is None else None
-                if rows is None and keyword is not None:
-                    rows = self._walk_with_candidates(planner, walk, limit, keyword, condition, [*model_params, *params])
+                        rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params,
+                                                keyword, (condition, [*model_params, *params]))
+                if rows is None and keyword is not None and shared is None:
+                    rows = [(path, cosine) for path, cosine, *_ in self._walk_with_candidates(
+                        planner, walk, keyword, (condition, [*model_params, *params]))]
                 elif rows is None:
                     rows = self._planned(planner, walk, limit, ef_search)
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
@@ -743,22 +745,27 @@ class PostgresIndex:
                 state.semantic = hits
         return hits
 
-    def _walk_with_candidates(self, planner: Sequence[tuple[str, str]], walk: tuple[str, Sequence[Any]], limit: int,
-                              keyword: KeywordAsked, condition: str, params: list[Any]) -> list[Any]:
-        """The rows of ``walk``, read with the candidates' rows of its hits and ``keyword``'s (`walk_candidates_sql`):
-        those are kept in the reading's state for the search's `candidates`."""
+    def _walk_with_candidates(self, planner: Sequence[tuple[str, str]], walk: tuple[str, Sequence[Any]],
+                              keyword: KeywordAsked, search: tuple[str, list[Any]], types: list[str] | None = None,
+                              ) -> list[tuple[Any, ...]]:
+        """The rows of ``walk`` (``(path, cosine, type, length)``, the last two None unless ``types``: a
+        `typed_walk_sql` whose hits are those types' rows), read with the candidates' rows of its hits and
+        ``keyword``'s (`walk_candidates_sql`; ``search``: the search's condition and its parameters): those
+        are kept in the reading's state for the search's `candidates`."""
         state = self._search()
         assert state is not None  # (called in a search's reading only)
         window = self.context_window if keyword.stored else 0
-        query = walk[1][0]
+        query, limit = walk[1][0], walk[1][-1]
+        condition, params = search
         read = self._planned(planner, (
-            walk_candidates_sql(walk[0], condition, window),
-            [*walk[1], keyword.paths, *params, query, *([window, window] if window else []), keyword.stored],
+            walk_candidates_sql(walk[0], condition, window, typed=types is not None),
+            [*walk[1], *([types] if types is not None else []), keyword.paths, *params, query,
+             *([window, window] if window else []), keyword.stored],
         ), limit)
         state.keyword = None
-        state.read = ReadCandidates(keyword.paths, keyword.stored, window, [row for row in read if row[1] is not None])
-        return [(path, cosine) for _, _, path, *_, cosine, _ in sorted((row for row in read if row[1] is None),
-                                                                       key=lambda row: -row[0])]
+        state.read = ReadCandidates(keyword.paths, keyword.stored, window, [row for row in read if row[0] > 0])
+        return [(path, cosine, type_, length) for _, length, path, _, type_, _, cosine, _
+                in sorted((row for row in read if row[0] < 0), key=lambda row: -row[0])]
 
     def _planned(self, planner: Sequence[tuple[str, str]], statement: tuple[str, Sequence[Any]], limit: int,
                  ef_search: int | None = None) -> list[Any]:
@@ -791,11 +798,15 @@ class PostgresIndex:
 
     def _typed_walk(
         self, state: SearchState, query: np.ndarray, model: str | None, types: list[str], limit: int,
-        comparable: str, model_params: list[Any],
+        comparable: str, model_params: list[Any], keyword: KeywordAsked | None, search: tuple[str, list[Any]],
     ) -> list[Any]:
         """The rows of ``types`` that `typed_walk_sql` finds; what it read is kept in ``state`` for the
-        reading's next searches of other types."""
-        read = self._planned(WALK_PLANNER, (typed_walk_sql(comparable), (query, types, query, *model_params, limit)), limit)
+        reading's next searches of other types. After the search's keyword side (``keyword``), the walk's
+        statement reads its candidates' rows too (`_walk_with_candidates`; ``search``: its condition and
+        parameters)."""
+        walk = (typed_walk_sql(comparable), (query, types, query, *model_params, limit))
+        read = (self._walk_with_candidates(WALK_PLANNER, walk, keyword, search, types) if keyword is not None
+                else self._planned(WALK_PLANNER, walk, limit))
         wanted = set(types)
         found = [(path, cosine) for path, cosine, type_, _ in read if type_ in wanted]
         state.walk = TypedWalk(query.tobytes(), model, limit, read[0][3] if read else 0,

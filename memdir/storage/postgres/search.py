@@ -12,7 +12,8 @@ statements themselves are quick (0.1-5 ms each); the round trips and planning ad
   coverage is on, each candidate's neighbours with the query words they hold (what
   `memdir.search.context` asks next through ``neighbours`` and ``holding``);
 * and in a search that statement is the vector walk's own (`walk_candidates_sql`): the walk's
-  hits and the keyword hits the search found before it are its candidates;
+  hits and the keyword hits the search found before it are its candidates (in discovery, the
+  first search by type's, whose walk is the one its other searches take their hits from);
 * the hidden (archived, superseded) entries are read with the statistics only when the
   store's change counter moved since they were last read (`HiddenCache`).
 * the statistics are read once per `SearchState`: what a reading read, the searches and the
@@ -100,21 +101,25 @@ def candidates_sql(semantic: RowHits | None, window: int) -> str:
     return _candidates("", "unnest(%s::text[]) WITH ORDINALITY AS p(path, pos)", cosine, window)
 
 
-def walk_candidates_sql(walk: str, condition: str, window: int) -> str:
-    """The HNSW walk ``walk`` (rows ``(path, cosine)``) and its candidates' rows in one statement (one round
-    trip less than the walk, then `candidates_sql`): the walk's hits, then the paths asked (the keyword
-    hits) it did not find, read as `candidates_sql` reads its paths (the walk's own hits without a cosine,
-    the others with theirs where ``condition`` holds). The walk is a materialized part, planned on its own:
-    its plan is the walk's alone. Rows: `candidates_sql`'s, ``pos`` a number of the candidate (not its
-    place), then ``(-n, NULL, path, NULL, NULL, NULL, cosine, NULL)`` per hit, ``n`` its place in the walk's
-    order. Parameters: the walk's, the paths asked, ``condition``'s, the query vector, ``window`` twice (if
-    any), the query's stored terms."""
+def walk_candidates_sql(walk: str, condition: str, window: int, *, typed: bool = False) -> str:
+    """The HNSW walk ``walk`` and its candidates' rows in one statement (one round trip less than the walk,
+    then `candidates_sql`): the walk's hits, then the paths asked (the keyword hits) it did not find, read as
+    `candidates_sql` reads its paths (the walk's own hits without a cosine, the others with theirs where
+    ``condition`` holds). The walk is a materialized part, planned on its own: its plan is the walk's alone.
+    ``walk``'s rows are ``(path, cosine)``, or with ``typed`` `typed_walk_sql`'s, whose hits are its rows of
+    the types asked. Rows: `candidates_sql`'s, ``pos`` a number of the candidate (not its place), then
+    ``(-n, length, path, NULL, type, NULL, cosine, NULL)`` per row of the walk, ``n`` its place in the walk's
+    order (``length`` and ``type`` NULL unless ``typed``). Parameters: the walk's, the types (if ``typed``),
+    the paths asked, ``condition``'s, the query vector, ``window`` twice (if any), the query's stored terms."""
+    columns, named = ("s.type, s.length", "s(path, cosine, type, length)") if typed else (
+        "NULL::text AS type, NULL::int AS length", "s(path, cosine)")
     return _candidates(
-        f"w AS MATERIALIZED (SELECT s.path, s.cosine, row_number() OVER () AS n FROM ({walk}) AS s(path, cosine)),"
-        " k AS (SELECT path, n AS pos, true AS walked FROM w UNION ALL SELECT a.path, -a.pos, false"
+        f"w AS MATERIALIZED (SELECT s.path, s.cosine, {columns}, row_number() OVER () AS n FROM ({walk}) AS {named}),"
+        " k AS (SELECT path, n AS pos, true AS walked FROM w" + (" WHERE type = ANY(%s)" if typed else "")
+        + " UNION ALL SELECT a.path, (SELECT count(*) FROM w) + a.pos, false"
         " FROM unnest(%s::text[]) WITH ORDINALITY AS a(path, pos) WHERE NOT a.path IN (SELECT path FROM w)), ",
         "k AS p", f"CASE WHEN NOT p.walked AND {condition} THEN {COSINE} END", window,
-    ) + " UNION ALL SELECT -w.n, NULL, w.path, NULL, NULL, NULL, w.cosine, NULL FROM w"
+    ) + " UNION ALL SELECT -w.n, w.length, w.path, NULL, w.type, NULL, w.cosine, NULL FROM w"
 
 
 def _candidates(before: str, paths: str, cosine: str, window: int) -> str:
