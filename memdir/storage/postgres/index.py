@@ -759,7 +759,7 @@ class PostgresIndex:
         condition, params = search
         read = self._planned(planner, (
             walk_candidates_sql(walk[0], condition, window, typed=types is not None),
-            [*walk[1], *([types] if types is not None else []), keyword.paths, *params, query,
+            [*walk[1], *([types, limit] if types is not None else []), keyword.paths, *params, query,
              *([window, window] if window else []), keyword.stored],
         ), limit)
         state.keyword = None
