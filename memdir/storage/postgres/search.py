@@ -111,7 +111,7 @@ def walk_candidates_sql(walk: str, condition: str, window: int, *, typed: bool =
     ``(-n, length, path, NULL, type, NULL, cosine, NULL)`` per row of the walk, ``n`` its place in the walk's
     order (``length`` and ``type`` NULL unless ``typed``). A typed walk's hits are taken up to its limit, which
     they never pass: the planner, which estimates such a walk at every row of the store, then plans the rest
-    for that many candidates (it planned the candidates' reads for a store's worth, 15-20% slower at 100K).
+    for that many candidates (not for a store's worth of them).
     Parameters: the walk's, the types and the limit (if ``typed``), the paths asked, ``condition``'s, the
     query vector, ``window`` twice (if any), the query's stored terms."""
     columns, named = ("s.type, s.length", "s(path, cosine, type, length)") if typed else (
