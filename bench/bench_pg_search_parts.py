@@ -4,9 +4,10 @@
 
 On a store `bench/bench_team_scale.py` loaded (the cluster in ``--cluster-dir``, PostgreSQL's stock
 configuration), it times one round trip (``SELECT 1``, and a read-only snapshot's ``BEGIN`` and ``COMMIT``):
-what sending two statements together instead of one after the other saves. Then it searches LoCoMo questions
-with the real model, keeps the candidates statement each search sent
-(`memdir.storage.postgres.search.candidates_sql`) and runs it again as sent and without each of its parts (the
+what sending two statements together instead of one after the other saves. Then it asks discovery for LoCoMo
+questions with the real model, keeps the candidates statement each of its searches sent
+(`memdir.storage.postgres.search.candidates_sql`; a MemorySearch reads its candidates with its vector walk, in
+the walk's statement: `walk_candidates_sql`) and runs it again as sent and without each of its parts (the
 folder neighbours context coverage reads, the cosines of the keyword-only candidates, the tags), in turns,
 prepared as the server's connection prepares it. Medians; the load is printed.
 """
@@ -35,6 +36,7 @@ from pgvector.psycopg import register_vector  # noqa: E402
 from memdir.core.settings import Settings  # noqa: E402
 from memdir.memory import Memory  # noqa: E402
 from memdir.storage.postgres.search import TAGS  # noqa: E402
+from memdir.tools.discovery import discover  # noqa: E402
 
 Statement = tuple[str, list[Any]]
 
@@ -73,7 +75,8 @@ def median_ms(run: Callable[[], object], times: int) -> float:
 
 
 def candidates_statements(url: str, questions: list[str]) -> list[Statement]:
-    """The candidates statement of each question's search, as the store sent it (after a few searches to warm up)."""
+    """The candidates statement of each search of each question's discovery, as the store sent it (after a few
+    discoveries to warm up)."""
     caught: list[Statement] = []
     execute = psycopg.Connection.execute
 
@@ -85,11 +88,11 @@ def candidates_statements(url: str, questions: list[str]) -> list[Statement]:
     settings = Settings(root=Path(tempfile.mkdtemp()), store=url, hook_socket=False, evolution_enabled=False)
     with Memory.open(settings) as memory:
         for question in questions[:3]:
-            memory.search(question, top_k=10)
+            discover(memory, question)
         psycopg.Connection.execute = recording  # type: ignore[method-assign,assignment]
         try:
             for question in questions[3:]:
-                memory.search(question, top_k=10)
+                discover(memory, question)
         finally:
             psycopg.Connection.execute = execute  # type: ignore[method-assign]
     return caught

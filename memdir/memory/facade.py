@@ -373,10 +373,11 @@ class Memory:
         return self._searching.search(query, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix, tags=tags,
                                        include_archived=include_archived, view=view, min_importance=min_importance)
 
-    def reading(self, *, one_query: bool = False) -> AbstractContextManager[None]:
+    def reading(self, *, one_query: bool = False, query: str | None = None) -> AbstractContextManager[None]:
         """One consistent view of the store for the searches and statistics read inside it (read once);
-        ``one_query``: they search one query by different types."""
-        return self._searching.reading(one_query=one_query)
+        ``one_query``: they search one query by different types; ``query``: the query they search (its
+        embedding starts now)."""
+        return self._searching.reading(one_query=one_query, query=query)
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""

@@ -31,7 +31,7 @@ class Reads:
         self.keeper = keeper
         self.owners = owners
         size = settings.discovery.prefetch_size
-        self.cache = EntryCache(adapter.stats, size) if size > 0 else None
+        self.cache = EntryCache(adapter.stats, size, stats_each=adapter.stats_each) if size > 0 else None
 
     def read(self, path: str, *, count_hit: bool = False) -> Entry:
         """Read an entry (following merge/move stubs); ``count_hit`` for reads on the agent's behalf.
@@ -97,9 +97,10 @@ class Reads:
     def prefetch(self, paths: Iterable[str]) -> int:
         """Read entries into the cache ahead of the agent's reads (no hit is counted); how many are cached.
 
-        An entry cached and unchanged is not read again, only made the most recently used; the others
-        are read together (`memdir.storage.base.StorageAdapter.read_entries`). Entries that vanished or
-        cannot be read are skipped: prefetching is a guess.
+        An entry cached and unchanged is not read again, only made the most recently used (whether
+        each is unchanged is asked together: `EntryCache.refresh`); the others are read together
+        (`memdir.storage.base.StorageAdapter.read_entries`). Entries that vanished or cannot be read
+        are skipped: prefetching is a guess.
         """
         if self.cache is None:
             return 0
@@ -109,7 +110,7 @@ class Reads:
                 wanted.append(normalize_path(path))
             except MemdirError:
                 continue
-        fresh = {path for path in wanted if path in self.cache and self.cache.refresh(path)}
+        fresh = self.cache.refresh(wanted)
         unread = [path for path in dict.fromkeys(wanted) if path not in fresh]
         try:
             read = self.adapter.read_entries(unread) if unread else []

@@ -58,20 +58,24 @@ class Searching:
         types = list(types) if types else None
         hidden = _unasked_builtins(types, path_prefix)
         wanted = top_k + len(hidden)
-        with self.reading():
+        with self.reading(query=query):
             return self._kept(query, top_k, wanted, hidden, threshold=threshold, types=types, path_prefix=path_prefix,
                               tags=tags, include_archived=include_archived, view=view, min_importance=min_importance)
 
     @contextmanager
-    def reading(self, *, one_query: bool = False) -> Iterator[None]:
+    def reading(self, *, one_query: bool = False, query: str | None = None) -> Iterator[None]:
         """One consistent view of the store for the searches and statistics read inside it: the
         index caught up with other processes first, then held still (on PostgreSQL one snapshot,
         whose statistics a search reads once for every search and snippet weight inside it).
         ``one_query``: the searches inside are of one query by different types (on PostgreSQL,
-        one vector walk serves them all where the planner walks the graph for them)."""
+        one vector walk serves them all where the planner walks the graph for them).
+        ``query``: what the searches inside search for: its embedding starts first, beside the
+        catching up and the reading's first statements (a search waits for it before its vector walk)."""
         if getattr(self._reading, "open", False):
             yield
             return
+        if query is not None:
+            self.searcher.embed_soon(query)
         self.keeper.refresh()
         self._reading.open = True
         try:

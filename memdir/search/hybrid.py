@@ -225,6 +225,7 @@ class HybridSearcher:
         self._signals: dict[Role | None, RankingSignals] = {}
         self._embedder = embedder
         self._recent_queries: dict[tuple[str, str], np.ndarray] = {}
+        self._embedding: dict[tuple[str, str], Future[np.ndarray]] = {}  # (embed_soon's, until done)
         self._cache_lock = threading.Lock()
         self._tags = TagMatcher()
 
@@ -244,6 +245,35 @@ class HybridSearcher:
             while len(self._recent_queries) > QUERY_VECTORS_KEPT:
                 del self._recent_queries[next(iter(self._recent_queries))]
         return vector
+
+    def embed_soon(self, query: str) -> None:
+        """Start embedding ``query`` now, for a search of it about to come (with the embedder of now, if one
+        is ready): what a caller knows before the search's reading has sent its first statements."""
+        embedder = self.embedder()
+        if embedder is not None:
+            self._embedded(embedder, query)
+
+    def _embedded(self, embedder: Embedder, query: str) -> Future[np.ndarray]:
+        """The query's embedding: remembered (`_query_vector`), or on an embedding thread, the one `embed_soon`
+        started or a new one."""
+        key = (embedder.model_id, query)
+        with self._cache_lock:
+            found = self._embedding.get(key)
+            if found is None and key in self._recent_queries:
+                vector = self._recent_queries[key] = self._recent_queries.pop(key)  # (newest last)
+                found = Future()
+                found.set_result(vector)
+            if found is not None:
+                return found
+            future = self._embedding[key] = _EMBEDDING.submit(self._query_vector, embedder, query)
+        future.add_done_callback(lambda _: self._forget(key, future))
+        return future
+
+    def _forget(self, key: tuple[str, str], future: Future[np.ndarray]) -> None:
+        """A finished embedding's future is let go (its vector is remembered with the recent queries')."""
+        with self._cache_lock:
+            if self._embedding.get(key) is future:
+                del self._embedding[key]
 
     def embedder(self) -> Embedder | None:
         """The embedder to use now, or None (none configured, or not ready)."""
@@ -289,7 +319,7 @@ class HybridSearcher:
         if query_vector is None:
             embedder = self.embedder()
             if embedder is not None:
-                embedding = _EMBEDDING.submit(self._query_vector, embedder, query)
+                embedding = self._embedded(embedder, query)
                 query_model = query_model or embedder.model_id
         elif query_model is None:
             embedder = self.embedder()

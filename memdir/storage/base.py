@@ -418,6 +418,9 @@ class StorageAdapter(Protocol):
     def stats(self, path: str) -> FileStats:
         """The stamp of the stored version of ``path`` (all zero when absent)."""
 
+    def stats_each(self, paths: Sequence[str]) -> list[FileStats]:
+        """`stats` of each of ``paths``, in their order, asked together (on a database, one statement)."""
+
     def total_size(self) -> int:
         """Bytes of content held (virtual entries excluded)."""
 

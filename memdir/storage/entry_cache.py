@@ -21,7 +21,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -94,9 +94,12 @@ def load_report(root: Path) -> PrefetchReport | None:
 class EntryCache:
     """The LRU cache of one root's entries (see the module docstring); safe to share between threads."""
 
-    def __init__(self, stats: Callable[[str], FileStats], capacity: int) -> None:
-        """``stats``: the store's stamp of an entry's stored version (`StorageAdapter.stats`)."""
+    def __init__(self, stats: Callable[[str], FileStats], capacity: int, *,
+                 stats_each: Callable[[Sequence[str]], list[FileStats]] | None = None) -> None:
+        """``stats``: the store's stamp of an entry's stored version (`StorageAdapter.stats`); ``stats_each``:
+        those of several entries asked together (`StorageAdapter.stats_each`; default: ``stats`` of each)."""
         self._stats = stats
+        self._stats_each = stats_each or (lambda paths: [stats(path) for path in paths])
         self.capacity = max(0, capacity)
         self._items: OrderedDict[str, tuple[Entry, FileStats]] = OrderedDict()
         self._lock = threading.Lock()
@@ -143,13 +146,17 @@ class EntryCache:
             if prefetch:
                 self.prefetched += 1
 
-    def refresh(self, path: str) -> bool:
-        """True if a fresh copy of ``path`` is cached: it becomes the most recently used (no hit
-        is counted). A stale copy is dropped. What prefetching does with an entry it holds already:
-        two ``stat`` calls instead of a read."""
-        current = self._stats(path)
+    def refresh(self, paths: Iterable[str]) -> set[str]:
+        """Those of ``paths`` whose cached copy is fresh: they become the most recently used, in the order
+        given (no hit is counted); stale copies are dropped. What prefetching does with the entries it holds
+        already: their stats, asked together in one question, instead of a read."""
         with self._lock:
-            return self._fresh(path, current) is not None
+            held = [path for path in dict.fromkeys(paths) if path in self._items]
+        if not held:
+            return set()
+        current = self._stats_each(held)
+        with self._lock:
+            return {path for path, stats in zip(held, current, strict=True) if self._fresh(path, stats) is not None}
 
     def _fresh(self, path: str, current: FileStats) -> Entry | None:
         """The cached entry at ``path`` if it was cached with ``current`` stats, made the most

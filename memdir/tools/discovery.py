@@ -310,7 +310,7 @@ def discover(
     settings = settings or memory.settings
     if not message or not message.strip():
         return ""
-    with memory.reading(one_query=True):  # one snapshot: statistics read once for the gate and both searches, one walk
+    with memory.reading(one_query=True, query=message):  # one snapshot: statistics read once for the gate and both searches, one walk
         gate = Gate.of(memory, message, settings)
         skills = search_found(memory, message, SKILL_TYPES, settings, limit=settings.discovery.top_k_skills,
                               view_all=view_all, gate=gate) if include_skills else []

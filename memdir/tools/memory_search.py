@@ -101,7 +101,7 @@ def memory_search(
     types = coerce_str_list(type, "type") or None
     check_entry_types(types)
     tag_list = coerce_str_list(tags, "tags") or None
-    with memory.reading():  # the snippets' word weights: the statistics the search read
+    with memory.reading(query=text):  # the snippets' word weights: the statistics the search read
         results = memory.search(text, top_k=top_k, threshold=threshold, types=types, path_prefix=path_prefix,
                                 tags=tag_list, view=view_filter(memory.actor, view_all), include_archived=include_archived,
                                 min_importance=min_importance)

@@ -143,7 +143,7 @@ class ScriptedMemory:
         listed = sorted(h.path for h in self.hits if under is None or h.path.startswith(under))
         return SimpleNamespace(entries=listed[:limit])
 
-    def reading(self, *, one_query=False):
+    def reading(self, *, one_query=False, query=None):
         return contextlib.nullcontext()
 
 

@@ -22,7 +22,10 @@ from pgvector.psycopg import register_vector
 
 from memdir.core.settings import Settings
 from memdir.memory import Memory, NewEntry
+from memdir.search import hybrid
 from memdir.server.app import build_server
+from memdir.storage.postgres.index import WALK_PLANNER
+from memdir.storage.postgres.schema import VECTOR_INDEX_NAME
 from memdir.storage.postgres.search import WALK_ORDER
 from memdir.tools.memory_search import prefetch_soon
 from tests.fakes import FakeEmbedder
@@ -109,10 +112,38 @@ async def test_a_search_opens_one_snapshot(pg_url, tmp_path, monkeypatch):
     # (they were read again after it, a round trip of their own).
     assert snapshots_and_statistics(sent) == (1, 1, 1), sent
     # The index's check for a killed writer's change; the BEGIN and the statistics; the keyword
-    # query; the HNSW query; the candidates; the COMMIT; the snippets' content.
-    assert sent.round_trips == 7, sent
+    # query; the HNSW query with the candidates' rows (they were a round trip of their own); the
+    # COMMIT; the snippets' content.
+    assert sent.round_trips == 6, sent
+    assert sum(statement.startswith("WITH w AS") for statement in sent) == 1, sent
     # The HNSW query's planner settings are put back by one statement (not a RESET of each).
     assert len([statement for statement in sent if statement.startswith("RESET") or "NULL, true)" in statement]) == 1, sent
+
+
+EMBEDDING_STARTED = "(the query's embedding started)"
+
+
+@pytest.mark.parametrize(("tool", "arguments"), [("MemorySearch", {"query": "ledger migration marker7"}),
+                                                 ("MemoryDiscover", {"message": "How did the ledger migration go?"})])
+async def test_a_search_starts_embedding_its_query_before_its_first_statement(pg_url, tmp_path, monkeypatch, tool, arguments):
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemorySearch", {"query": "ledger migration"})  # (the server opens the store)
+        sent = recorded(monkeypatch)
+        pool = hybrid._EMBEDDING
+
+        class Starting:
+            def submit(self, *args):
+                sent.append(EMBEDDING_STARTED)
+                return pool.submit(*args)
+
+        monkeypatch.setattr(hybrid, "_EMBEDDING", Starting())
+        result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result
+    # The model runs while the store catches up and the snapshot's first statements go (it started after them),
+    # once for the call's searches; then the walk.
+    assert sent[0] == EMBEDDING_STARTED and sent.count(EMBEDDING_STARTED) == 1, sent
+    assert any(WALK_ORDER in statement for statement in sent), sent
 
 
 async def test_a_search_reads_its_candidates_rows_by_path_not_the_whole_store(pg_url, tmp_path, monkeypatch):
@@ -126,7 +157,7 @@ async def test_a_search_reads_its_candidates_rows_by_path_not_the_whole_store(pg
     execute = psycopg.Connection.execute
 
     def catching(self, query, params=None, **kwargs):
-        if str(query).startswith("WITH c AS"):
+        if str(query).startswith(("WITH c AS", "WITH w AS")):
             caught.append((str(query), params))
         return execute(self, query, params, **kwargs)
 
@@ -137,12 +168,15 @@ async def test_a_search_reads_its_candidates_rows_by_path_not_the_whole_store(pg
         monkeypatch.undo()
     assert not result.is_error and "fact/topic0/entry7.md" in result.content[0].text, result
     (statement, params), = caught
-    with psycopg.connect(pg_url, autocommit=True) as conn:
+    with psycopg.connect(pg_url) as conn:  # (in a transaction: the walk's planner settings last until its end)
         register_vector(conn)
+        for name, value in WALK_PLANNER:
+            conn.execute("SELECT set_config(%s, %s, true)", (name, value))
         plan = "\n".join(line for (line,) in conn.execute("EXPLAIN " + statement, params))
-    # Its ~100 candidates' rows are probed by path. (Before, the planner joined them by hashing every
-    # row of a store this size: 600 rows read for a search's candidates, 2,600 at 2K.)
-    assert "Seq Scan on entries" not in plan, plan
+    # The vector walk, read in the same statement, is still the walk of the graph; its ~100 candidates'
+    # rows are probed by path. (Before, the planner joined them by hashing every row of a store this
+    # size: 600 rows read for a search's candidates, 2,600 at 2K.)
+    assert f"using {VECTOR_INDEX_NAME} " in plan and "Seq Scan on entries" not in plan, plan
 
 
 async def test_a_searchs_prefetch_reads_its_results_in_one_statement(pg_url, tmp_path, monkeypatch):
@@ -155,6 +189,14 @@ async def test_a_searchs_prefetch_reads_its_results_in_one_statement(pg_url, tmp
             prefetching.append(str(query))
         return execute(self, query, params, **kwargs)
 
+    def prefetched(statements: list[str]) -> tuple[list[str], list[str]]:
+        """The statements reading rows and those reading versions (anything else fails the test)."""
+        rows = [statement for statement in statements if statement.startswith("SELECT path, content")]
+        versions = [statement for statement in statements if statement.startswith(("SELECT size, version", "SELECT path, size, version"))]
+        assert not [statement for statement in statements if statement not in (*rows, *versions)
+                    and not statement.startswith("SET TIME ZONE")], statements  # (its connection's set-up)
+        return rows, versions
+
     async with Client(server, mode="legacy") as client:
         await client.call_tool("MemoryRead", {"file_path": "fact/topic0/entry3.md"})  # (the server opens the store)
         memory = server.app_state.host.memory()
@@ -163,17 +205,29 @@ async def test_a_searchs_prefetch_reads_its_results_in_one_statement(pg_url, tmp
         result = await client.call_tool("MemorySearch", {"query": "ledger migration"})
         assert not result.is_error and result.content[0].text.startswith("10 results"), result
         await anyio.to_thread.run_sync(prefetch_soon(memory, []).result)  # (the search's, on that one thread, first)
-    # The results not cached yet are read together: one statement. (Before: each one's stats, whether it is
-    # a stub, its stats again and its row; ~40 round trips after each search.) Each cached one's stats
-    # say whether it is still fresh.
-    rows = [statement for statement in prefetching if statement.startswith("SELECT path, content")]
-    stats = [statement for statement in prefetching if statement.startswith("SELECT size, version")]
-    assert len(rows) == 1 and not [statement for statement in prefetching if statement not in (*rows, *stats)
-                                   and not statement.startswith("SET TIME ZONE")], prefetching  # (its connection's set-up)
-    # Read in one go (its rows in binary), each is the entry a read of it alone gives.
-    shown = re.findall(r"memory://(\S+)", result.content[0].text)
-    assert len(shown) == 10, result
-    for path in shown[:3]:
+        # The results not cached yet are read together: one statement. (Before: each one's stats, whether it is
+        # a stub, its stats again and its row; ~40 round trips after each search.) Whether the cached ones are
+        # still fresh is one statement too.
+        rows, versions = prefetched(prefetching)
+        assert len(rows) == 1 and len(versions) <= 1, prefetching
+        shown = re.findall(r"memory://(\S+)", result.content[0].text)
+        assert len(shown) == 10, result
+        # Another writer changes one result; the same search again: the ten, all cached now, are checked in one
+        # statement (before: one each), and the changed one is read again, not served as it was.
+        changed = shown[1]
+        with Memory.open(Settings(root=tmp_path, store=pg_url, evolution_enabled=False), embedder=FakeEmbedder()) as other:
+            other.write(changed, "Rewritten by another writer: the ledger migration.", title="Rewritten",
+                        metadata={"type": "fact"})
+        prefetching.clear()
+        again = await client.call_tool("MemorySearch", {"query": "ledger migration"})
+        await anyio.to_thread.run_sync(prefetch_soon(memory, []).result)
+        rows, versions = prefetched(prefetching)
+        assert len(versions) == 1 and len(rows) == 1, prefetching
+        assert not again.is_error, again
+    # Read in one go (its rows in binary), each cached entry is the entry a read of it alone gives, the
+    # changed one too.
+    assert memory.cache.get(changed).title == "Rewritten"
+    for path in [changed, *shown[:3]]:
         cached, alone = memory.cache.get(path), memory.adapter.read_entry(path)
         assert cached is not None and np.array_equal(cached.embedding, alone.embedding)
         assert cached.model_dump(exclude={"embedding"}) == alone.model_dump(exclude={"embedding"})
@@ -219,6 +273,10 @@ async def test_a_discovery_walks_the_graph_once_for_its_searches_by_type(pg_clus
     walks = [statement for statement in sent if f"ORDER BY {WALK_ORDER}" in statement and "e.type = ANY" in statement
              and not statement.startswith("EXPLAIN")]
     assert len(walks) == 1, walks
+    # That walk's statement reads the skills' search's candidates too; the other types' search reads its own
+    # (each search read its candidates in a statement of its own, one round trip more).
+    assert walks[0].startswith("WITH w AS"), walks
+    assert sum(statement.startswith("WITH c AS") for statement in sent) == 1, sent
 
 
 async def test_a_discovery_scores_the_messages_words_once_for_its_searches_by_type(pg_url, tmp_path, monkeypatch):

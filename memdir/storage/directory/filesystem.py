@@ -353,6 +353,10 @@ class FilesystemAdapter:
         """The ``.md`` and ``.yml`` mtimes and sizes of ``path`` (`memdir.storage.directory.index_db.file_stats`)."""
         return file_stats(self.root, path)
 
+    def stats_each(self, paths: Sequence[str]) -> list[FileStats]:
+        """`stats` of each (files have no question for several: a ``stat`` of each)."""
+        return [self.stats(path) for path in paths]
+
     def listing(
         self, under: str | None = None, folders: dict[str, os.stat_result | None] | None = None
     ) -> Iterator[tuple[str, FileStats]]:

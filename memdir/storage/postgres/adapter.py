@@ -489,6 +489,11 @@ class PostgresAdapter:
         row = self._conn().execute("SELECT size, version FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
         return FileStats() if row is None else row_stats(*row)
 
+    def stats_each(self, paths: Sequence[str]) -> list[FileStats]:
+        found = {path: row_stats(size, version) for path, size, version in self._conn().execute(
+            "SELECT path, size, version FROM entries WHERE path = ANY(%s) AND NOT builtin", (list(paths),))}
+        return [found.get(path, FileStats()) for path in paths]
+
     def total_size(self) -> int:
         return scalar(self._conn(), "SELECT total_size FROM store_state")
 

@@ -15,7 +15,7 @@ Vector search is pgvector's HNSW index (cosine distance) with iterative scans, s
 filtered search is not cut short by the filter. The index holds the vectors in half precision
 (`memdir.storage.postgres.schema.VECTOR_INDEX`); the hits are ranked by the float vectors' cosines.
 
-A search's reads take five round trips, not one per question the searcher asks: what is sent
+A search's reads take four round trips, not one per question the searcher asks: what is sent
 together and what is read ahead or cached is in `memdir.storage.postgres.search`.
 """
 
@@ -49,8 +49,10 @@ from memdir.storage.postgres.search import (
     KEYWORD_OVERFETCH,
     WALK_ORDER,
     HiddenCache,
+    KeywordAsked,
     KeywordRanking,
     Neighbours,
+    ReadCandidates,
     RowHits,
     SearchState,
     TypedWalk,
@@ -62,6 +64,7 @@ from memdir.storage.postgres.search import (
     neighbour_ids,
     ranking_sql,
     typed_walk_sql,
+    walk_candidates_sql,
 )
 from memdir.storage.records import Edge, EntryInfo, FileStats, ImportanceChange, RankFacts, entry_terms, folder_of
 from memdir.storage.sidecar import EMBEDDING_DIM
@@ -632,7 +635,18 @@ class PostgresIndex:
     ) -> dict[str, float]:
         """BM25's best ``limit`` entries of the filters (`keyword_sql`). In a reading of one query
         (``reading(one_query=True)``), a search by type alone takes its hits from the ranking the
-        reading's first such search read, when that tells (`KeywordRanking`)."""
+        reading's first such search read, when that tells (`KeywordRanking`). In a reading, the hits
+        are kept for the search's vector walk, which reads their rows with its own (`semantic_hits`)."""
+        hits = self._keyword_hits(terms, limit, types=types, path_prefix=path_prefix, tags=tags)
+        state = self._search()
+        if state is not None:
+            state.keyword = KeywordAsked([stored_term(term) for term in dict.fromkeys(terms)], list(hits))
+        return hits
+
+    def _keyword_hits(
+        self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None,
+        path_prefix: str | None, tags: Sequence[str] | None,
+    ) -> dict[str, float]:
         (live, total_length), frequencies = self._statistics(terms)
         frequencies = {term: hits for term, hits in frequencies.items() if hits > 0}
         if not live or not frequencies or limit <= 0:
@@ -688,7 +702,10 @@ class PostgresIndex:
         In a reading of one query (``reading(one_query=True)``), the first search by type alone walks
         once for every type: its walk keeps the other types' rows it reads (`TypedWalk`). Where the
         planner would not walk for that search's types, the next searches walk each for their own,
-        without asking the planner again (discovery's, the one reading of one query, has one more)."""
+        without asking the planner again (discovery's, the one reading of one query, has one more).
+        In a search's reading, after its keyword side (`keyword_hits`), the walk's statement also reads its
+        candidates' rows, the walk's hits and the keyword hits (`walk_candidates_sql`): the search's
+        `candidates` asks nothing more."""
         query = np.asarray(vector, dtype=np.float32)
         if query.shape != (EMBEDDING_DIM,):
             return None
@@ -706,13 +723,20 @@ class PostgresIndex:
                 walk = (f"SELECT e.path, {COSINE} FROM entries e WHERE {condition}"
                         f" ORDER BY {WALK_ORDER} LIMIT %s", (query, *model_params, *params, query, limit))
                 planner = WALK_PLANNER if not where else WALK_PLANNER[:1]
+                keyword = state.keyword if state is not None and ef_search is None else None
                 if shared is not None and not shared.walk_tried:  # (the reading's first search by type alone)
                     shared.walk_tried = True
                     if self._walks(shared, (tuple(types or ()), model, limit), planner, walk):
-                        rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params)
-                if rows is None:
+                        rows = self._typed_walk(shared, query, model, list(types or ()), limit, comparable, model_params,
+                                                keyword, (condition, [*model_params, *params]))
+                if rows is None and keyword is not None and shared is None:
+                    rows = [(path, cosine) for path, cosine, *_ in self._walk_with_candidates(
+                        planner, walk, keyword, (condition, [*model_params, *params]))]
+                elif rows is None:
                     rows = self._planned(planner, walk, limit, ef_search)
             if not rows and not self._rows((f"SELECT EXISTS (SELECT 1 FROM entries e WHERE {comparable})", model_params))[0][0]:
+                if state is not None:
+                    state.read = None
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
             rows.sort(key=lambda row: -row[1])  # (relaxed order: the scan may return near-ties out of order)
             hits = RowHits(self, query, condition, [*model_params, *params], [path for path, _ in rows],
@@ -720,6 +744,28 @@ class PostgresIndex:
             if state is not None:
                 state.semantic = hits
         return hits
+
+    def _walk_with_candidates(self, planner: Sequence[tuple[str, str]], walk: tuple[str, Sequence[Any]],
+                              keyword: KeywordAsked, search: tuple[str, list[Any]], types: list[str] | None = None,
+                              ) -> list[tuple[Any, ...]]:
+        """The rows of ``walk`` (``(path, cosine, type, length)``, the last two None unless ``types``: a
+        `typed_walk_sql` whose hits are those types' rows), read with the candidates' rows of its hits and
+        ``keyword``'s (`walk_candidates_sql`; ``search``: the search's condition and its parameters): those
+        are kept in the reading's state for the search's `candidates`."""
+        state = self._search()
+        assert state is not None  # (called in a search's reading only)
+        window = self.context_window if keyword.stored else 0
+        query, limit = walk[1][0], walk[1][-1]
+        condition, params = search
+        read = self._planned(planner, (
+            walk_candidates_sql(walk[0], condition, window, typed=types is not None),
+            [*walk[1], *([types, limit] if types is not None else []), keyword.paths, *params, query,
+             *([window, window] if window else []), keyword.stored],
+        ), limit)
+        state.keyword = None
+        state.read = ReadCandidates(keyword.paths, keyword.stored, window, [row for row in read if row[0] > 0])
+        return [(path, cosine, type_, length) for _, length, path, _, type_, _, cosine, _
+                in sorted((row for row in read if row[0] < 0), key=lambda row: -row[0])]
 
     def _planned(self, planner: Sequence[tuple[str, str]], statement: tuple[str, Sequence[Any]], limit: int,
                  ef_search: int | None = None) -> list[Any]:
@@ -752,11 +798,15 @@ class PostgresIndex:
 
     def _typed_walk(
         self, state: SearchState, query: np.ndarray, model: str | None, types: list[str], limit: int,
-        comparable: str, model_params: list[Any],
+        comparable: str, model_params: list[Any], keyword: KeywordAsked | None, search: tuple[str, list[Any]],
     ) -> list[Any]:
         """The rows of ``types`` that `typed_walk_sql` finds; what it read is kept in ``state`` for the
-        reading's next searches of other types."""
-        read = self._planned(WALK_PLANNER, (typed_walk_sql(comparable), (query, types, query, *model_params, limit)), limit)
+        reading's next searches of other types. After the search's keyword side (``keyword``), the walk's
+        statement reads its candidates' rows too (`_walk_with_candidates`; ``search``: its condition and
+        parameters)."""
+        walk = (typed_walk_sql(comparable), (query, types, query, *model_params, limit))
+        read = (self._walk_with_candidates(WALK_PLANNER, walk, keyword, search, types) if keyword is not None
+                else self._planned(WALK_PLANNER, walk, limit))
         wanted = set(types)
         found = [(path, cosine) for path, cosine, type_, _ in read if type_ in wanted]
         state.walk = TypedWalk(query.tobytes(), model, limit, read[0][3] if read else 0,
@@ -814,7 +864,13 @@ class PostgresIndex:
         semantic = state.semantic if state is not None else None
         window = self.context_window if state is not None and terms else 0
         stored = [stored_term(term) for term in terms]
-        rows = self._rows((candidates_sql(semantic, window), candidates_params(semantic, paths, stored, window)))
+        read = state.read if state is not None else None
+        if read is not None and semantic is not None and read.fit(semantic.top, paths, stored, window):
+            rows = read.rows  # (read with the search's walk)
+        else:
+            rows = self._rows((candidates_sql(semantic, window), candidates_params(semantic, paths, stored, window)))
+        if state is not None:
+            state.read = None
         by_path: dict[str, tuple[Any, ...]] = {}
         owner, ids, neighbour_held = [], [], []
         for pos, entry_id, path, title, type_, tags, cosine, held in rows:

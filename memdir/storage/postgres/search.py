@@ -11,6 +11,9 @@ statements themselves are quick (0.1-5 ms each); the round trips and planning ad
   to the query (the vector search's own ``cosines`` then asks nothing) and, when context
   coverage is on, each candidate's neighbours with the query words they hold (what
   `memdir.search.context` asks next through ``neighbours`` and ``holding``);
+* and in a search that statement is the vector walk's own (`walk_candidates_sql`): the walk's
+  hits and the keyword hits the search found before it are its candidates (in discovery, the
+  first search by type's, whose walk is the one its other searches take their hits from);
 * the hidden (archived, superseded) entries are read with the statistics only when the
   store's change counter moved since they were last read (`HiddenCache`).
 * the statistics are read once per `SearchState`: what a reading read, the searches and the
@@ -95,11 +98,40 @@ def candidates_sql(semantic: RowHits | None, window: int) -> str:
         f"CASE WHEN NOT e.path = ANY(%s) AND {semantic.condition} THEN {COSINE} END"
         if semantic else "NULL::float8"
     )
+    return _candidates("", "unnest(%s::text[]) WITH ORDINALITY AS p(path, pos)", cosine, window)
+
+
+def walk_candidates_sql(walk: str, condition: str, window: int, *, typed: bool = False) -> str:
+    """The HNSW walk ``walk`` and its candidates' rows in one statement (one round trip less than the walk,
+    then `candidates_sql`): the walk's hits, then the paths asked (the keyword hits) it did not find, read as
+    `candidates_sql` reads its paths (the walk's own hits without a cosine, the others with theirs where
+    ``condition`` holds). The walk is a materialized part, planned on its own: its plan is the walk's alone.
+    ``walk``'s rows are ``(path, cosine)``, or with ``typed`` `typed_walk_sql`'s, whose hits are its rows of
+    the types asked. Rows: `candidates_sql`'s, ``pos`` a number of the candidate (not its place), then
+    ``(-n, length, path, NULL, type, NULL, cosine, NULL)`` per row of the walk, ``n`` its place in the walk's
+    order (``length`` and ``type`` NULL unless ``typed``). A typed walk's hits are taken up to its limit, which
+    they never pass: the planner, which estimates such a walk at every row of the store, then plans the rest
+    for that many candidates (not for a store's worth of them).
+    Parameters: the walk's, the types and the limit (if ``typed``), the paths asked, ``condition``'s, the
+    query vector, ``window`` twice (if any), the query's stored terms."""
+    columns, named = ("s.type, s.length", "s(path, cosine, type, length)") if typed else (
+        "NULL::text AS type, NULL::int AS length", "s(path, cosine)")
+    return _candidates(
+        f"w AS MATERIALIZED (SELECT s.path, s.cosine, {columns}, row_number() OVER () AS n FROM ({walk}) AS {named}),"
+        " k AS ((SELECT path, n AS pos, true AS walked FROM w" + (" WHERE type = ANY(%s) LIMIT %s" if typed else "")
+        + ") UNION ALL SELECT a.path, (SELECT count(*) FROM w) + a.pos, false"
+        " FROM unnest(%s::text[]) WITH ORDINALITY AS a(path, pos) WHERE NOT a.path IN (SELECT path FROM w)), ",
+        "k AS p", f"CASE WHEN NOT p.walked AND {condition} THEN {COSINE} END", window,
+    ) + " UNION ALL SELECT -w.n, w.length, w.path, NULL, w.type, NULL, w.cosine, NULL FROM w"
+
+
+def _candidates(before: str, paths: str, cosine: str, window: int) -> str:
+    """The candidates' statement of ``paths`` (a source of rows ``(path, pos)`` named ``p``), after the
+    common table expressions ``before`` (each followed by a comma), their cosines as ``cosine`` gives them."""
     ids = "SELECT id FROM c UNION SELECT id FROM n" if window > 0 else "SELECT id FROM c"
     return (
-        f"WITH c AS MATERIALIZED (SELECT p.pos, e.id, e.path, e.title, e.type, {TAGS} AS tags, e.folder,"
-        f" {cosine} AS cosine FROM unnest(%s::text[]) WITH ORDINALITY AS p(path, pos)"
-        f" CROSS JOIN LATERAL ({BY_PATH}) e)"
+        f"WITH {before}c AS MATERIALIZED (SELECT p.pos, e.id, e.path, e.title, e.type, {TAGS} AS tags, e.folder,"
+        f" {cosine} AS cosine FROM {paths} CROSS JOIN LATERAL ({BY_PATH}) e)"
         + (f", n AS MATERIALIZED (SELECT c.pos, n.id FROM c CROSS JOIN LATERAL ({neighbour_ids('c')}) n)"
            if window > 0 else "")
         + ", h AS (SELECT h.entry, array_agg(h.term) AS terms FROM postings h"
@@ -119,6 +151,33 @@ def candidates_params(semantic: RowHits | None, paths: Sequence[str], stored: li
         params += [window, window]
     params.append(stored)
     return params
+
+
+@dataclass(slots=True)
+class KeywordAsked:
+    """A search's keyword side in a reading: its query's stored terms and the hits it found, in their order
+    (the same search's candidates are the vector walk's hits, then these)."""
+
+    stored: list[str]
+    paths: list[str]
+
+
+@dataclass(slots=True)
+class ReadCandidates:
+    """Candidates' rows read with the vector walk (`walk_candidates_sql`): those of the walk's hits and of the
+    keyword hits ``keyword``, with the query's stored terms and the neighbours' ``window``; what the search's
+    `PostgresIndex.candidates` takes instead of a statement of its own."""
+
+    keyword: list[str]
+    stored: list[str]
+    window: int
+    rows: list[tuple[Any, ...]]
+
+    def fit(self, top: Sequence[str], paths: Sequence[str], stored: list[str], window: int) -> bool:
+        """Whether these are the rows of ``paths`` (asked as a search asks: the walk's hits ``top``, then the
+        keyword hits), ``stored`` and ``window``."""
+        return (stored == self.stored and window == self.window
+                and list(paths) == list(dict.fromkeys([*top, *self.keyword])))
 
 
 @dataclass(slots=True)
@@ -191,6 +250,8 @@ class SearchState:
         walk: the unfiltered walk a search by type made in this reading (with ``one_query``).
         walk_tried: the reading's first search by type has asked whether the planner walks for it.
         ranking: the keyword ranking a search by type read in this reading (with ``one_query``).
+        keyword: the last search's keyword side in this reading (what its walk reads the candidates of).
+        read: the candidates read with the last search's walk, until its `PostgresIndex.candidates` takes them.
     """
 
     begin_pending: bool
@@ -204,6 +265,8 @@ class SearchState:
     statistics: dict[str, Any] = field(default_factory=dict)
     semantic: RowHits | None = None
     neighbours: Neighbours | None = None
+    keyword: KeywordAsked | None = None
+    read: ReadCandidates | None = None
 
 
 class WalkPlans:
