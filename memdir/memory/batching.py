@@ -11,13 +11,21 @@ default) keep both cores of a small machine busy: one model call alone leaves th
 its operators and while its caller tokenises and pools, and a write arriving during a long batch
 no longer waits for all of it. The end of a batch wakes its own callers and the one that runs the
 next batch, no other: many writes waiting cost no crowd of wake-ups.
+
+The model runs a batch on a thread of its own that the system schedules after the server's other
+threads (a higher nice value, on Linux): a read, or a search's query embedding, that needs a core
+takes it before a writes' batch, and the batches use every core nothing else wants. The batch's
+caller waits for it as it would for its own call.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +33,20 @@ import numpy as np
 from memdir.embeddings.base import Embedder
 
 log = logging.getLogger(__name__)
+
+BATCH_NICENESS = 10
+"""How far below the server's other threads a batch's thread is scheduled (a nice value: under full
+load, such a thread gets about a tenth of a core's time beside one at the default priority)."""
+
+
+def _yield_to_others() -> None:
+    """Schedule the calling thread after the process's other threads (Linux: a nice value is a
+    thread's own; elsewhere it would be the whole process's, so nothing changes)."""
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BATCH_NICENESS)
+        except OSError:  # (not allowed here: the batch runs at the default priority)
+            log.debug("the embedding batches' thread keeps the default priority", exc_info=True)
 
 
 @dataclass(eq=False)
@@ -52,6 +74,7 @@ class EmbeddingBatches:
         self._waiting: list[_Waiting] = []
         self._at_once = max(1, at_once)
         self._running = 0
+        self._threads = ThreadPoolExecutor(self._at_once, thread_name_prefix="memdir-embedding", initializer=_yield_to_others)
 
     def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
         """``texts``' vectors, made in one model call with the texts of every caller waiting meanwhile
@@ -70,8 +93,8 @@ class EmbeddingBatches:
                 mine.batch = self._take(embedder)
         if mine.batch is None:
             mine.turn.wait()
-        if mine.batch is not None:  # the model is this caller's: it embeds its batch
-            self._run(embedder, mine.batch)
+        if mine.batch is not None:  # the model is this caller's: its batch runs on a batch thread
+            self._threads.submit(self._run, embedder, mine.batch).result()
         if mine.error is not None:
             raise mine.error
         if mine.vectors is None:  # its batch of several failed: alone, with its own error if the error was its own

@@ -3,9 +3,11 @@ default); each still gets its own vector, and a write that fails changes nothing
 
 from __future__ import annotations
 
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 from memdir.core.errors import StaleEditError
 from memdir.core.settings import Settings
@@ -104,3 +106,33 @@ def test_a_write_alone_whose_text_the_model_cannot_embed_calls_the_model_once(tm
     assert len(embedder.batches) == 1  # the failed call is not made a second time for the same text
     assert stored.content == WRITES[0][1] and stored.embedding is None
     assert "the model cannot embed 'number 0'" in caplog.text  # the model's own error, logged as before
+
+
+class PriorityRecording(FakeEmbedder):
+    """Records the scheduling priority (nice value) of the thread each model call runs on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.niceness: dict[str, int] = {}
+
+    def embed(self, texts):
+        import os
+        import threading
+
+        self.niceness.update(dict.fromkeys(texts, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+        return super().embed(texts)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value is a thread's own on Linux only")
+def test_a_writes_batch_yields_the_cores_to_the_servers_other_work(tmp_path):
+    import os
+
+    embedder = PriorityRecording()
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
+        write(memory, *WRITES[0])
+        memory.search("release train", top_k=3)  # (a search's query: embedded on the caller's thread)
+    caller = os.getpriority(os.PRIO_PROCESS, 0)
+    # The write's batch ran below this process's other threads; the query at their priority. (Before,
+    # a batch ran on its writer's thread: reads and queries queued for the cores behind two batches.)
+    written = next(nice for text, nice in embedder.niceness.items() if "release train and pipeline number 0" in text)
+    assert written > caller and embedder.niceness["release train"] == caller, embedder.niceness
