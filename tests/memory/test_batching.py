@@ -12,6 +12,7 @@ import pytest
 from memdir.core.errors import StaleEditError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
+from memdir.memory.batching import BATCH_NICENESS
 from tests.fakes import FakeEmbedder, HoldingEmbedder
 
 WRITES = [(f"fact/team/note{i}.md", f"Note {i} about the release train and pipeline number {i}.") for i in range(4)]
@@ -108,11 +109,11 @@ def test_a_write_alone_whose_text_the_model_cannot_embed_calls_the_model_once(tm
     assert "the model cannot embed 'number 0'" in caplog.text  # the model's own error, logged as before
 
 
-class PriorityRecording(FakeEmbedder):
-    """Records the scheduling priority (nice value) of the thread each model call runs on."""
+class PriorityRecording(HoldingEmbedder):
+    """Records the scheduling priority (nice value) of the thread each model call ran on, by text."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(others=1, hold=10.0)
         self.niceness: dict[str, int] = {}
 
     def embed(self, texts):
@@ -124,15 +125,21 @@ class PriorityRecording(FakeEmbedder):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value is a thread's own on Linux only")
-def test_a_writes_batch_yields_the_cores_to_the_servers_other_work(tmp_path):
+def test_a_batch_beside_another_yields_the_cores_to_the_servers_other_work(tmp_path):
     import os
 
     embedder = PriorityRecording()
     with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
-        write(memory, *WRITES[0])
+        write(memory, *WRITES[0])  # (alone: its batch runs on its own thread)
+        embedder.hold_next()  # (the next batch holds the model until a second one runs beside it)
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda item: write(memory, *item), WRITES[1:3]))
         memory.search("release train", top_k=3)  # (a search's query: embedded on the caller's thread)
+    assert embedder.released_in_time
     caller = os.getpriority(os.PRIO_PROCESS, 0)
-    # The write's batch ran below this process's other threads; the query at their priority. (Before,
-    # a batch ran on its writer's thread: reads and queries queued for the cores behind two batches.)
-    written = next(nice for text, nice in embedder.niceness.items() if "release train and pipeline number 0" in text)
-    assert written > caller and embedder.niceness["release train"] == caller, embedder.niceness
+    niceness = [next(nice for text, nice in embedder.niceness.items() if f"pipeline number {i}." in text) for i in range(3)]
+    # A batch beside another ran below this process's other threads, the first batch and the query at
+    # their priority. (Before, both batches took the cores at the server's priority: a read, or a search's
+    # query, queued for the cores behind them.)
+    assert niceness[0] == caller and sorted(niceness[1:]) == [caller, min(19, caller + BATCH_NICENESS)], niceness
+    assert embedder.niceness["release train"] == caller, embedder.niceness
