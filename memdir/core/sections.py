@@ -127,10 +127,7 @@ class EmbeddingsSettings(Section):
         description="What of the content is embedded: its first paragraph (SwarmMemory) or all of it up to embedding_max_chars.",
     )
     batch_size: int = _setting(32, "embed_batch_size")
-    threads: int | None = _setting(
-        None, "embed_threads",
-        description="onnxruntime threads per model call (none: the cores shared among embed_batches_at_once calls).",
-    )
+    threads: int | None = _setting(None, "embed_threads")
     batches_at_once: int = _setting(
         2, "embed_batches_at_once", ge=1,
         description="Batches of waiting writes' texts the model embeds at the same time (more keeps more cores busy).",

@@ -9,7 +9,6 @@ keyword search, and `state`/`reason` say why.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from enum import Enum
@@ -20,14 +19,6 @@ from memdir.core.settings import Settings
 from memdir.embeddings.base import Embedder
 
 log = logging.getLogger(__name__)
-
-
-def threads_per_call(at_once: int) -> int:
-    """The cores one model call may use when ``at_once`` calls (the writes' batches) may run together:
-    their share, so that together they use no more threads than the machine has cores. With a thread
-    pool each on a machine's every core, two calls at once run more threads than cores, and every
-    other request of the server (a read, a search's query) waits for its turn behind them."""
-    return max(1, (os.cpu_count() or 1) // max(1, at_once))
 
 
 class ModelState(str, Enum):
@@ -93,8 +84,7 @@ class ModelProvider:
 
             embedder = load_embedder(
                 model_dir=settings.embeddings.model_dir, cache_dir=settings.storage.cache_dir, batch_size=settings.embeddings.batch_size,
-                threads=settings.embeddings.threads or threads_per_call(settings.embeddings.batches_at_once),
-                model_id=settings.model_wanted, download=download and settings.embeddings.model_download,
+                threads=settings.embeddings.threads, model_id=settings.model_wanted, download=download and settings.embeddings.model_download,
             )
             embedder.warmup()
             release_freed_memory()  # what building the session freed

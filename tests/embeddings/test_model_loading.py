@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from memdir.core.settings import Settings
 from memdir.embeddings.provider import ModelProvider
 from memdir.memory import Memory
@@ -72,19 +70,3 @@ def test_the_server_says_on_stderr_when_the_model_is_ready(tmp_path, capsys):
     memory.close()
     err = capsys.readouterr().err
     assert "memdir: the embedding model fake/bow-384 is ready: search is semantic from now on" in err
-
-
-@pytest.mark.model
-def test_the_model_calls_that_may_run_at_once_share_the_cores(tmp_path, monkeypatch):
-    import os
-
-    monkeypatch.setattr(os, "cpu_count", lambda: 4)
-    for at_once, threads in ((2, 2), (1, 4), (8, 1)):
-        provider = ModelProvider.from_settings(Settings(root=tmp_path, embed_batches_at_once=at_once))
-        embedder = provider.get()
-        assert embedder is not None and getattr(embedder, "threads", None) == threads, at_once
-        assert embedder.embed(["a write's text"]).shape == (1, 384)
-    # (Before, each call had a thread per core: two write batches and a search's query at once ran
-    # twice as many threads as cores, and the server's reads waited behind them.)
-    provider = ModelProvider.from_settings(Settings(root=tmp_path, embed_batches_at_once=2, embed_threads=3))
-    assert getattr(provider.get(), "threads", None) == 3  # (set: as set)
