@@ -15,7 +15,9 @@ next batch, no other: many writes waiting cost no crowd of wake-ups.
 A batch that starts beside another runs on a thread the system schedules after the server's other
 threads (a higher nice value, on Linux): it takes a core only when nothing else wants it, so a read,
 or a search's query embedding, is not kept waiting behind two batches. The first batch runs on its
-caller's thread, as a lone write's model call would.
+caller's thread, as a lone write's model call would, with the model's threads as configured (one per
+core by default: a lone call is faster with them, and the model's own worker threads keep the
+default priority).
 """
 
 from __future__ import annotations
