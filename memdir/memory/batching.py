@@ -11,13 +11,23 @@ default) keep both cores of a small machine busy: one model call alone leaves th
 its operators and while its caller tokenises and pools, and a write arriving during a long batch
 no longer waits for all of it. The end of a batch wakes its own callers and the one that runs the
 next batch, no other: many writes waiting cost no crowd of wake-ups.
+
+A batch that starts beside another runs on a thread the system schedules after the server's other
+threads (a higher nice value, on Linux): it takes a core only when nothing else wants it, so a read,
+or a search's query embedding, is not kept waiting behind two batches. The first batch runs on its
+caller's thread, as a lone write's model call would, with the model's threads as configured (one per
+core by default: a lone call is faster with them, and the model's own worker threads keep the
+default priority).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +35,21 @@ import numpy as np
 from memdir.embeddings.base import Embedder
 
 log = logging.getLogger(__name__)
+
+BATCH_NICENESS = 10
+"""How far below the server's other threads a batch's thread is scheduled (a nice value: under full
+load, such a thread gets about a tenth of a core's time beside one at the default priority)."""
+
+
+def _yield_to_others() -> None:
+    """Schedule the calling thread after the process's other threads (Linux: a nice value is a
+    thread's own; elsewhere it would be the whole process's, so nothing changes)."""
+    if sys.platform.startswith("linux"):
+        try:
+            thread = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + BATCH_NICENESS))
+        except OSError:  # (not allowed here: the batch runs at the default priority)
+            log.debug("the embedding batches' thread keeps the default priority", exc_info=True)
 
 
 @dataclass(eq=False)
@@ -39,6 +64,8 @@ class _Waiting:
     batch: list[_Waiting] | None = None
     """The batch this caller is to run (itself among them), handed over with the model's turn; None for
     a caller taken into another's batch."""
+    beside: bool = False
+    """Whether that batch runs beside another's turn (below the server's other threads)."""
     turn: threading.Event = field(default_factory=threading.Event)
     """Set when its batch has run, or when it is to run the next batch."""
 
@@ -52,6 +79,8 @@ class EmbeddingBatches:
         self._waiting: list[_Waiting] = []
         self._at_once = max(1, at_once)
         self._running = 0
+        self._first_running = False  # (the turn whose batches run on their callers' threads)
+        self._beside = ThreadPoolExecutor(self._at_once, thread_name_prefix="memdir-embedding", initializer=_yield_to_others)
 
     def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
         """``texts``' vectors, made in one model call with the texts of every caller waiting meanwhile
@@ -67,11 +96,14 @@ class EmbeddingBatches:
             self._waiting.append(mine)
             if self._running < self._at_once:
                 self._running += 1
-                mine.batch = self._take(embedder)
+                mine.batch, mine.beside = self._take(embedder), self._first_running
+                self._first_running = True
         if mine.batch is None:
             mine.turn.wait()
-        if mine.batch is not None:  # the model is this caller's: it embeds its batch
-            self._run(embedder, mine.batch)
+        if mine.batch is not None and mine.beside:  # the model is this caller's, beside another batch
+            self._beside.submit(self._run, embedder, mine.batch, beside=True).result()
+        elif mine.batch is not None:  # the model is this caller's, the first turn
+            self._run(embedder, mine.batch, beside=False)
         if mine.error is not None:
             raise mine.error
         if mine.vectors is None:  # its batch of several failed: alone, with its own error if the error was its own
@@ -85,9 +117,9 @@ class EmbeddingBatches:
         self._waiting = [waiting for waiting in self._waiting if waiting.embedder is not embedder]
         return batch
 
-    def _run(self, embedder: Embedder, batch: list[_Waiting]) -> None:
+    def _run(self, embedder: Embedder, batch: list[_Waiting], *, beside: bool) -> None:
         """Embed ``batch``'s texts in one call and hand each caller its rows; then hand the model to the
-        first caller waiting, if any (it takes this batch's turn)."""
+        first caller waiting, if any (it takes this batch's turn, ``beside`` another or not)."""
         try:
             vectors = embedder.embed([text for waiting in batch for text in waiting.texts])
         except Exception as exc:
@@ -105,8 +137,9 @@ class EmbeddingBatches:
                 following = self._waiting[0] if self._waiting else None
                 if following is None:
                     self._running -= 1
+                    self._first_running = self._first_running and beside
                 else:
-                    following.batch = self._take(following.embedder)
+                    following.batch, following.beside = self._take(following.embedder), beside
             if following is not None:  # (first: the next call starts while this one's callers go on)
                 following.turn.set()
             for waiting in batch:

@@ -387,9 +387,10 @@ class Memory:
         """The query's keyword terms (Porter stems) weighted by their idf in this store, as search weighs them."""
         return self._searching.term_weights(query)
 
-    def nearest(self, vector: np.ndarray, limit: int) -> builtins.list[tuple[str, float]]:
-        """The ``limit`` entries whose vectors (of the current model) are nearest ``vector``."""
-        return self._searching.nearest(vector, limit)
+    def nearest(self, vector: np.ndarray, limit: int, *, caught_up: bool = False) -> builtins.list[tuple[str, float]]:
+        """The ``limit`` entries whose vectors (of the current model) are nearest ``vector`` (``caught_up``:
+        right after the caller's own change, which brought the index up to date)."""
+        return self._searching.nearest(vector, limit, caught_up=caught_up)
 
     def vectors(self) -> tuple[builtins.list[str], np.ndarray]:
         """(paths, matrix) of every entry embedded by the current model: one L2-normalised row per path."""

@@ -139,10 +139,4 @@ class Reads:
 
     def titles(self, paths: Iterable[str]) -> dict[str, str]:
         """Titles for display (missing entries are left out)."""
-        found: dict[str, str] = {}
-        for path in paths:
-            try:
-                found[path] = self.adapter.read_entry(normalize_path(path), follow=False).title
-            except Exception:  # a dangling related link is shown without a title
-                continue
-        return found
+        return self.adapter.titles(paths)

@@ -124,15 +124,18 @@ class Searching:
         PostgreSQL no statement); outside, one read of them and no snapshot around it."""
         return self.searcher.idf(keyword_terms(query))
 
-    def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    def nearest(self, vector: np.ndarray, limit: int, *, caught_up: bool = False) -> list[tuple[str, float]]:
         """The ``limit`` entries whose vectors (of the current model) are nearest ``vector``:
         ``(path, cosine)``, nearest first: what near-duplicates are looked for in. The index answers
         (HNSW on PostgreSQL, the in-memory matrix locally): no vector is read out of the store. An
         HNSW scan keeps a short candidate list (``hnsw_ef_search_duplicates``): a near-duplicate lies
         so close that the scan meets it early, where a search's list must be long to find the
-        true nearest of a loosely related query.
+        true nearest of a loosely related query. ``caught_up``: the caller's change has just brought the
+        index up to date (a change's first step checks for a killed writer's change under the lock, and
+        repairs it): not asked again.
         """
-        self.keeper.refresh()
+        if not caught_up:
+            self.keeper.refresh()
         with self.index.reading():
             hits = self.index.semantic_hits(np.asarray(vector, dtype=np.float32).ravel(), self.keeper.model_id(), limit,
                                             types=None, path_prefix=None, tags=None,

@@ -400,6 +400,10 @@ class StorageAdapter(Protocol):
         """The entries stored at ``paths``, each with the stats of the version read (no stub followed;
         stubs, built-ins and paths that cannot be read left out): what a prefetch caches."""
 
+    def titles(self, paths: Iterable[str]) -> dict[str, str]:
+        """The title each entry shows, by the path as given: a stub's as reading it (unfollowed) shows,
+        a built-in's too; paths that name no entry, or cannot, left out."""
+
     def iter_entries(
         self, *, include_stubs: bool = False, include_virtual: bool = False, with_metadata: bool = True,
         under: str | None = None, folders: dict[str, os.stat_result | None] | None = None,

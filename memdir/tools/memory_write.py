@@ -177,7 +177,8 @@ def _related_uris(related: list[str] | str | None, own_path: str) -> list[str]:
 
 # ---------------------------------------------------------------------------------------- near-duplicates
 def near_duplicates(memory: Memory, entry: Entry, limit: int | None = None) -> list[tuple[str, str, float]]:
-    """Existing entries that look like duplicates of ``entry``: ``(path, title, similarity)``, best first.
+    """Existing entries that look like duplicates of ``entry``, which the caller has just written:
+    ``(path, title, similarity)``, best first.
 
     With an embedding, the cosine of the stored vectors (>= ``Settings.duplicate_cosine``);
     without one (model missing or still loading), the word Jaccard of the contents of the
@@ -203,7 +204,7 @@ def _by_cosine(memory: Memory, entry: Entry) -> list[tuple[str, float]] | None:
     embedded by the current model is comparable."""
     if entry.embedding is None:
         return None  # not embedded (no model yet): fall back to words
-    nearest = memory.nearest(entry.embedding, memory.settings.search.duplicates_shown + 1)
+    nearest = memory.nearest(entry.embedding, memory.settings.search.duplicates_shown + 1, caught_up=True)
     if not nearest:
         return None  # nothing embedded yet, or vectors of another model: fall back to words
     return [

@@ -3,13 +3,16 @@ default); each still gets its own vector, and a write that fails changes nothing
 
 from __future__ import annotations
 
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 from memdir.core.errors import StaleEditError
 from memdir.core.settings import Settings
 from memdir.memory import Memory
+from memdir.memory.batching import BATCH_NICENESS
 from tests.fakes import FakeEmbedder, HoldingEmbedder
 
 WRITES = [(f"fact/team/note{i}.md", f"Note {i} about the release train and pipeline number {i}.") for i in range(4)]
@@ -104,3 +107,39 @@ def test_a_write_alone_whose_text_the_model_cannot_embed_calls_the_model_once(tm
     assert len(embedder.batches) == 1  # the failed call is not made a second time for the same text
     assert stored.content == WRITES[0][1] and stored.embedding is None
     assert "the model cannot embed 'number 0'" in caplog.text  # the model's own error, logged as before
+
+
+class PriorityRecording(HoldingEmbedder):
+    """Records the scheduling priority (nice value) of the thread each model call ran on, by text."""
+
+    def __init__(self) -> None:
+        super().__init__(others=1, hold=10.0)
+        self.niceness: dict[str, int] = {}
+
+    def embed(self, texts):
+        import os
+        import threading
+
+        self.niceness.update(dict.fromkeys(texts, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+        return super().embed(texts)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value is a thread's own on Linux only")
+def test_a_batch_beside_another_yields_the_cores_to_the_servers_other_work(tmp_path):
+    import os
+
+    embedder = PriorityRecording()
+    with Memory.open(Settings(root=tmp_path / "memory"), embedder=embedder) as memory:
+        write(memory, *WRITES[0])  # (alone: its batch runs on its own thread)
+        embedder.hold_next()  # (the next batch holds the model until a second one runs beside it)
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda item: write(memory, *item), WRITES[1:3]))
+        memory.search("release train", top_k=3)  # (a search's query: embedded on the caller's thread)
+    assert embedder.released_in_time
+    caller = os.getpriority(os.PRIO_PROCESS, 0)
+    niceness = [next(nice for text, nice in embedder.niceness.items() if f"pipeline number {i}." in text) for i in range(3)]
+    # A batch beside another ran below this process's other threads, the first batch and the query at
+    # their priority. (Before, both batches took the cores at the server's priority: a read, or a search's
+    # query, queued for the cores behind them.)
+    assert niceness[0] == caller and sorted(niceness[1:]) == [caller, min(19, caller + BATCH_NICENESS)], niceness
+    assert embedder.niceness["release train"] == caller, embedder.niceness

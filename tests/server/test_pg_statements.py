@@ -368,3 +368,48 @@ async def test_a_write_and_an_edit_hold_the_store_lock_for_three_round_trips(pg_
         indexed = conn.execute("SELECT count(*) FROM entries WHERE indexed IS NULL").fetchone()
     assert audited == [("create",), ("update",)] and indexed == (0,)
 
+
+
+async def test_a_writes_near_duplicate_check_takes_three_round_trips_whatever_it_finds(pg_url, tmp_path, monkeypatch):
+    server = build_server(filled(pg_url, tmp_path), embedder=FakeEmbedder())
+    note = {"content": "The ledger migration runs on Fridays.", "title": "Ledger", "type": "fact", "tags": [],
+            "related": [], "domain": "notes"}
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemoryRead", {"file_path": "fact/topic0/entry3.md"})  # (the server opens the store)
+        for i in range(3):
+            await client.call_tool("MemoryWrite", {**note, "file_path": f"fact/ledger/copy{i}.md", "title": f"Copy {i}"})
+        sent = recorded(monkeypatch)
+        result = await client.call_tool("MemoryWrite", {**note, "file_path": "fact/ledger/again.md"})
+    answer = result.content[0].text
+    assert not result.is_error and all(f'fact/ledger/copy{i}.md "Copy {i}"' in answer for i in range(3)), answer
+    after = sent.trips[len(sent.held()):]
+    # After the write's commit: the walk, its snapshot's end, and the three duplicates' titles in one
+    # statement. (Before: the index's check for a killed writer's change first, which the write's lock
+    # had just made, and each title a whole entry's row: seven round trips for three duplicates.)
+    assert len(after) == 3, after
+    assert not [statement for trip in after for statement in trip if "indexed IS NULL" in statement], after
+    assert [statement.startswith("SELECT path, title, stub_kind") for (statement,) in after[2:]] == [True], after
+
+
+async def test_titles_of_links_come_in_one_statement_stubs_and_built_ins_among_them(pg_url, tmp_path, monkeypatch):
+    settings = filled(pg_url, tmp_path)
+    with Memory.open(settings, embedder=FakeEmbedder()) as memory:
+        memory.write_stub("fact/old/entry1.md", "fact/topic1/entry1.md")
+        stub_title = memory.adapter.read_entry("fact/old/entry1.md", follow=False).title
+        memory.write("fact/links.md", "Links.", title="Links", metadata={"type": "fact", "related": [
+            "memory://fact/old/entry1.md", "memory://skill/meta/deep-learning.md", "memory://fact/topic2/entry2.md",
+            "memory://fact/gone.md"]})
+    server = build_server(settings, embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemorySearch", {"query": "ledger migration"})  # (the server opens the store)
+        sent = recorded(monkeypatch)
+        result = await client.call_tool("MemoryRead", {"file_path": "fact/links.md"})
+    answer = result.content[0].text
+    # As a read of each shows it: a stub's title from its text, a built-in's its own; a missing entry's path alone.
+    assert f'memory://fact/old/entry1.md "{stub_title}"' in answer, answer
+    assert 'memory://skill/meta/deep-learning.md "Deep Learning Protocol"' in answer, answer
+    assert 'memory://fact/topic2/entry2.md "Entry 2"' in answer and "- memory://fact/gone.md\n" in answer + "\n", answer
+    # (Before: each link's whole row read, a round trip each.)
+    assert sum(statement.startswith("SELECT path, title, stub_kind") for statement in sent) == 1, sent
+    assert not [statement for statement in sent if statement.startswith("SELECT path, content, title")
+                and "path = %s" in statement], sent

@@ -35,7 +35,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -824,6 +824,15 @@ class FilesystemAdapter:
             except (OSError, InvalidPathError):
                 contents.append("")
         return contents
+
+    def titles(self, paths: Iterable[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for path in paths:
+            try:
+                found[path] = self.read_entry(normalize_path(path), follow=False).title
+            except Exception:  # a dangling related link is shown without a title
+                continue
+        return found
 
     def read_entries(self, paths: Sequence[str]) -> list[tuple[Entry, FileStats]]:
         """The entries at ``paths``, each read after its stats were taken (a change made meanwhile
