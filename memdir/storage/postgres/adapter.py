@@ -506,8 +506,7 @@ class PostgresAdapter:
             yield info.path, row_stats(info.size, info.mtime_ns)
 
     def stats(self, path: str) -> FileStats:
-        row = self._conn().execute("SELECT size, version FROM entries WHERE path = %s AND NOT builtin", (path,)).fetchone()
-        return FileStats() if row is None else row_stats(*row)
+        return self.stats_each([path])[0]
 
     def stats_each(self, paths: Sequence[str]) -> list[FileStats]:
         found = {path: row_stats(size, version) for path, size, version in self._conn().execute(
