@@ -95,11 +95,11 @@ class EntryCache:
     """The LRU cache of one root's entries (see the module docstring); safe to share between threads."""
 
     def __init__(self, stats: Callable[[str], FileStats], capacity: int, *,
-                 stats_each: Callable[[Sequence[str]], list[FileStats]] | None = None) -> None:
+                 stats_each: Callable[[Sequence[str]], list[FileStats]]) -> None:
         """``stats``: the store's stamp of an entry's stored version (`StorageAdapter.stats`); ``stats_each``:
-        those of several entries asked together (`StorageAdapter.stats_each`; default: ``stats`` of each)."""
+        those of several entries asked together (`StorageAdapter.stats_each`)."""
         self._stats = stats
-        self._stats_each = stats_each or (lambda paths: [stats(path) for path in paths])
+        self._stats_each = stats_each
         self.capacity = max(0, capacity)
         self._items: OrderedDict[str, tuple[Entry, FileStats]] = OrderedDict()
         self._lock = threading.Lock()

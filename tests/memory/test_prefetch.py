@@ -103,7 +103,7 @@ def test_an_entry_changed_between_its_stats_and_its_read_is_never_served(tmp_pat
 
     with Memory.open(Settings(root=tmp_path / "m"), embedder=FakeEmbedder()) as memory:
         put(memory, "fact/a.md", "one")
-        cache = EntryCache(memory.adapter.stats, 10)
+        cache = EntryCache(memory.adapter.stats, 10, stats_each=memory.adapter.stats_each)
         stats = cache.stats_of("fact/a.md")
         put(memory, "fact/a.md", "two")  # lands between the stats and the read
         cache.put(memory.read("fact/a.md"), stats)
