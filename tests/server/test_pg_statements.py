@@ -33,6 +33,10 @@ from tests.fakes import FakeEmbedder
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
 
+CONNECTION_SET_UP = "SET TIME ZONE"
+"""What a new connection of the store sends first (`memdir.storage.postgres.database`)."""
+
+
 class Sent(list[str]):
     """The statements sent, in order, and the round trips they took (a pipeline, statements sent
     together, is one; each statement outside one is one), each as the statements it carried."""
@@ -45,9 +49,17 @@ class Sent(list[str]):
 
     def held(self) -> list[list[str]]:
         """The round trips from the one that takes the store's lock to the one that commits."""
-        start = next(i for i, trip in enumerate(self.trips) if any("pg_advisory_xact_lock(" in s for s in trip))
-        end = next(i for i in range(start, len(self.trips)) if "COMMIT" in self.trips[i])
+        start, end = self._held()
         return self.trips[start : end + 1]
+
+    def after_held(self) -> list[list[str]]:
+        """The round trips after the one that commits, but for a new connection's set-up (the pool's, once
+        per connection: whether a call opens one depends on what ran before it)."""
+        return [trip for trip in self.trips[self._held()[1] + 1 :] if not trip[0].startswith(CONNECTION_SET_UP)]
+
+    def _held(self) -> tuple[int, int]:
+        start = next(i for i, trip in enumerate(self.trips) if any("pg_advisory_xact_lock(" in s for s in trip))
+        return start, next(i for i in range(start, len(self.trips)) if "COMMIT" in self.trips[i])
 
 
 def recorded(monkeypatch) -> Sent:
@@ -194,7 +206,7 @@ async def test_a_searchs_prefetch_reads_its_results_in_one_statement(pg_url, tmp
         rows = [statement for statement in statements if statement.startswith("SELECT path, content")]
         versions = [statement for statement in statements if statement.startswith("SELECT path, size, version")]
         assert not [statement for statement in statements if statement not in (*rows, *versions)
-                    and not statement.startswith("SET TIME ZONE")], statements  # (its connection's set-up)
+                    and not statement.startswith(CONNECTION_SET_UP)], statements  # (its connection's set-up)
         return rows, versions
 
     async with Client(server, mode="legacy") as client:
@@ -382,7 +394,7 @@ async def test_a_writes_near_duplicate_check_takes_three_round_trips_whatever_it
         result = await client.call_tool("MemoryWrite", {**note, "file_path": "fact/ledger/again.md"})
     answer = result.content[0].text
     assert not result.is_error and all(f'fact/ledger/copy{i}.md "Copy {i}"' in answer for i in range(3)), answer
-    after = sent.trips[len(sent.held()):]
+    after = sent.after_held()
     # After the write's commit: the walk, its snapshot's end, and the three duplicates' titles in one
     # statement. (Before: the index's check for a killed writer's change first, which the write's lock
     # had just made, and each title a whole entry's row: seven round trips for three duplicates.)
