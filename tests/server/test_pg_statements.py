@@ -53,9 +53,8 @@ class Sent(list[str]):
         return self.trips[start : end + 1]
 
     def after_held(self) -> list[list[str]]:
-        """The round trips after the one that commits, but for a new connection's set-up (the pool's, once
-        per connection: whether a call opens one depends on what ran before it)."""
-        return [trip for trip in self.trips[self._held()[1] + 1 :] if not trip[0].startswith(CONNECTION_SET_UP)]
+        """The round trips after the one that commits."""
+        return self.trips[self._held()[1] + 1 :]
 
     def _held(self) -> tuple[int, int]:
         start = next(i for i, trip in enumerate(self.trips) if any("pg_advisory_xact_lock(" in s for s in trip))
@@ -63,7 +62,9 @@ class Sent(list[str]):
 
 
 def recorded(monkeypatch) -> Sent:
-    """The statements the server's connections execute from now on (not the prefetch's)."""
+    """The statements the server's connections execute from now on (not the prefetch's, nor a new
+    connection's set-up: the pool's, once per connection, and whether a call opens one depends on what
+    ran before it)."""
     sent = Sent()
     execute, pipeline = psycopg.Connection.execute, psycopg.Connection.pipeline
 
@@ -71,7 +72,7 @@ def recorded(monkeypatch) -> Sent:
         return not threading.current_thread().name.startswith("memdir-prefetch")
 
     def recording(self, query, params=None, **kwargs):
-        if counted():
+        if counted() and not str(query).startswith(CONNECTION_SET_UP):
             sent.append(str(query))
             sent.round_trips += self._pipeline is None
             if self._pipeline is None:
