@@ -36,28 +36,17 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
-from corpora import DEFAULT_LOCOMO, docs_corpus, locomo_corpora  # noqa: E402
+from corpora import CACHED, DEFAULT_LOCOMO, cached, docs_corpus, locomo_corpora, unit  # noqa: E402
 
 from memdir.storage.directory import projection  # noqa: E402
 from memdir.storage.directory.top_k import top_of  # noqa: E402
 from memdir.storage.directory.vectors import VectorMatrix  # noqa: E402
 
-MODEL = "sentence-transformers--all-MiniLM-L6-v2"
 K = 50
-
-
-def cached(cache: Path, name: str) -> dict[str, np.ndarray]:
-    """The model's vectors a bench cached for corpus ``name``, by their text's key."""
-    data = np.load(cache / f"{name}-{MODEL}.npz")
-    return dict(zip(data["keys"].tolist(), data["vectors"].astype(np.float32)))
 
 
 def key(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()
-
-
-def unit(rows: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(rows / np.linalg.norm(rows, axis=1, keepdims=True), dtype=np.float32)
 
 
 def question_sets(cache: Path, data: Path) -> dict[str, np.ndarray]:
@@ -74,7 +63,7 @@ def stores(cache: Path, questions: dict[str, np.ndarray]) -> dict[str, np.ndarra
     """Each cached corpus's vectors without the questions', and all of them together."""
     asked = {vector.tobytes() for vectors in questions.values() for vector in vectors}
     found = {}
-    for name in ("locomo", "docs", "realtext", "stores", "duplicates"):
+    for name in CACHED:
         vectors = unit(np.array(list(cached(cache, name).values())))
         keep = [i for i, vector in enumerate(vectors) if vector.tobytes() not in asked]
         found[name] = vectors[keep]
@@ -86,7 +75,7 @@ def stores(cache: Path, questions: dict[str, np.ndarray]) -> dict[str, np.ndarra
 def matrix_of(rows: np.ndarray) -> VectorMatrix:
     matrix = VectorMatrix()
     n = len(rows)
-    matrix.load([f"e/{i}.md" for i in range(n)], rows.copy(), ["fact"] * n, [None] * n, [MODEL] * n)
+    matrix.load([f"e/{i}.md" for i in range(n)], rows.copy(), ["fact"] * n, [None] * n, ["model"] * n)
     return matrix
 
 

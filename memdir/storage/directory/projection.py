@@ -84,6 +84,8 @@ class Projection:
             self.residual[:n] = _residual(data, self.rows[:n])
         kept = 1.0 - float(np.square(self.residual[:n], dtype=np.float64).sum()) / max(n, 1)
         self.useful = kept >= MIN_ENERGY
+        if not self.useful:  # (nothing kept beyond what `due` counts)
+            self.rows, self.residual = self.rows[:0], self.residual[:0]
 
     def due(self, n: int) -> bool:
         """True when the basis should be fitted again for a matrix of ``n`` rows."""
@@ -91,7 +93,7 @@ class Projection:
 
     # ------------------------------------------------------------------ kept in step with the matrix
     def grow(self, capacity: int, n: int) -> None:
-        if capacity <= len(self.rows):
+        if not self.useful or capacity <= len(self.rows):
             return
         rows = np.zeros((capacity, DIMENSIONS), dtype=np.float32)
         rows[:n] = self.rows[:n]
