@@ -4,6 +4,7 @@ Usage::
 
     python bench/bench_floor.py [--entries 10000] [--runs 15] [--searches 2000] [--bulk 400]
                                 [--sizes 10000 100000] [--only start write bulk search rss] [--before TREE]
+                                [--real-vectors DIR]
 
 Every row times memdir and its floor alternately, call by call, in the same run, so a busy
 machine slows both alike: the ratio is the figure to trust. Medians and p95 are printed with
@@ -25,7 +26,9 @@ the load average. The rows and their floors:
   ``--before``, the older code's import + rebuild of the same folder right after this code's).
 * search: `HybridSearcher.search` with the query vector given against numpy's exact scan
   (the fastest of ``matrix @ q``, ``einsum`` and ``vecdot``, then the top 10) on the same matrix, on the
-  synthetic roots of `bench_search` (--sizes); the MCP MemorySearch tool against MemoryDiscover
+  synthetic roots of `bench_search` (--sizes; random unit vectors, or with ``--real-vectors`` the model's
+  vectors of real texts cached by the recall benches, and held-out ones as the queries: random vectors
+  have no few dominant directions, so the directory store's first pass is never used on them); the MCP MemorySearch tool against MemoryDiscover
   on the same server and queries.
 * rss: the served process's resident memory after ``--searches`` MemorySearch calls, and the most it
   ever held (its model load); with ``--before`` the older code serves the same root right after.

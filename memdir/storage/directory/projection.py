@@ -126,14 +126,13 @@ class Projection:
         slack = MARGIN * self.spread * math.sqrt(max(0.0, 1.0 - float(projected @ projected)))
         estimate = np.vecdot(self.rows[:n], projected)
         residual = self.residual[:n]
-        low = estimate - slack * residual
-        if mask is not None:
-            low[~mask] = -np.inf
         k = min(k, n if mask is None else int(np.count_nonzero(mask)))
         if k <= 0:
             return None
-        best = low[at_least_kth(low, k)]
-        bound = np.partition(best, len(best) - k)[len(best) - k]
+        ranked = estimate if mask is None else np.where(mask, estimate, -np.inf)
+        near = at_least_kth(ranked, k)  # (k rows at least; the k best by estimate among them)
+        low = ranked[near] - slack * residual[near]
+        bound = np.partition(low, len(low) - k)[len(low) - k]  # (k rows' cosines are at least this)
         estimate += slack * residual
         keep = estimate >= bound - 2 * ROUNDING
         if mask is not None:
