@@ -42,7 +42,7 @@ def assert_in_step(matrix: VectorMatrix) -> None:
     first = matrix._first_pass()
     assert first is not None and first.useful
     n = len(matrix)
-    np.testing.assert_allclose(first.rows[:n], matrix.data @ first.basis, atol=1e-5)
+    np.testing.assert_allclose(first.rows[:n], matrix.data @ first.basis.T, atol=1e-5)
     left = 1.0 - np.square(first.rows[:n]).sum(axis=1)
     np.testing.assert_allclose(first.residual[:n], np.sqrt(np.maximum(left, 0.0)), atol=1e-3)
 

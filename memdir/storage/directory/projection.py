@@ -73,14 +73,14 @@ class Projection:
         n, dim = data.shape
         sample = data[:: max(1, n // FIT_SAMPLE)].astype(np.float64)
         _, vectors = np.linalg.eigh(sample.T @ sample)  # ascending eigenvalues
-        self.basis = np.ascontiguousarray(vectors[:, ::-1][:, :DIMENSIONS], dtype=np.float32)
+        self.basis = np.ascontiguousarray(vectors[:, ::-1][:, :DIMENSIONS].T, dtype=np.float32)  # (a direction per row)
         self.spread = 1.0 / math.sqrt(max(1, dim - DIMENSIONS))
         self.fitted_rows = n
         self.changes = 0
         self.rows = np.zeros((max(capacity, n), DIMENSIONS), dtype=np.float32)
         self.residual = np.zeros(max(capacity, n), dtype=np.float32)
         if n:
-            np.matmul(data, self.basis, out=self.rows[:n])
+            np.matmul(data, self.basis.T, out=self.rows[:n])
             self.residual[:n] = _residual(data, self.rows[:n])
         kept = 1.0 - float(np.square(self.residual[:n], dtype=np.float64).sum()) / max(n, 1)
         self.useful = kept >= MIN_ENERGY
@@ -106,7 +106,7 @@ class Projection:
         self.changes += 1
         if self.useful:
             projected = self.rows[row]
-            np.matmul(vector, self.basis, out=projected)
+            np.vecdot(self.basis, vector, out=projected)
             self.residual[row] = _residual(vector[None], projected[None])[0]
 
     def move(self, source: int, target: int) -> None:
@@ -122,7 +122,7 @@ class Projection:
         among those ``mask`` keeps; None when scanning the full rows is the better way."""
         if not self.useful:
             return None
-        projected = query @ self.basis
+        projected = np.vecdot(self.basis, query)  # (on this thread: no BLAS helper to wake)
         slack = MARGIN * self.spread * math.sqrt(max(0.0, 1.0 - float(projected @ projected)))
         estimate = np.vecdot(self.rows[:n], projected)
         residual = self.residual[:n]
