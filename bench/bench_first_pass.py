@@ -17,7 +17,8 @@ puts them through the first pass as well.
 
 Then, on the stores of 5K rows and more, the time of `VectorMatrix.ranked` (first pass, pool, exact
 cosines, top 50) against numpy's exact scan of the same matrix (``matrix @ q`` + top 10, the floor of
-`bench_floor.py`) and the full scan `VectorMatrix.scan`, query by query in turns; medians, load printed.
+`bench_floor.py`) and the full scan `VectorMatrix.scan`, query by query in turns; medians, load printed;
+and the time a fit of the basis takes (the first search's, and again after as many changes as rows).
 """
 
 from __future__ import annotations
@@ -142,9 +143,13 @@ def main() -> None:
         if len(rows) < 5_000:
             continue
         queries = np.vstack(list(questions.values()))
-        took = timed(matrix_of(rows), queries, args.runs)
+        matrix = matrix_of(rows)
+        started = time.perf_counter()
+        projection.Projection(matrix.data, len(matrix))
+        fit = (time.perf_counter() - started) * 1e3
+        took = timed(matrix, queries, args.runs)
         print(f"{name:>13} ({len(rows):>6,} rows): ranked {took['ranked']:.3f}, numpy scan + top 10 {took['numpy']:.3f}"
-              f" ({took['ranked'] / took['numpy']:.2f}x), full scan {took['full scan']:.3f}; load {os.getloadavg()[0]:.1f}",
+              f" ({took['ranked'] / took['numpy']:.2f}x), full scan {took['full scan']:.3f}; fitting the basis {fit:.0f}; load {os.getloadavg()[0]:.1f}",
               flush=True)
 
 
