@@ -93,6 +93,7 @@ class Projection:
 
     # ------------------------------------------------------------------ kept in step with the matrix
     def grow(self, capacity: int, n: int) -> None:
+        """Make room for ``capacity`` rows, keeping the first ``n``."""
         if not self.useful or capacity <= len(self.rows):
             return
         rows = np.zeros((capacity, DIMENSIONS), dtype=np.float32)
@@ -132,7 +133,7 @@ class Projection:
         ranked = estimate if mask is None else np.where(mask, estimate, -np.inf)
         near = at_least_kth(ranked, k)  # (k rows at least; the k best by estimate among them)
         low = ranked[near] - slack * residual[near]
-        bound = np.partition(low, len(low) - k)[len(low) - k]  # (k rows' cosines are at least this)
+        bound = np.partition(low, len(low) - k)[len(low) - k]  # (k rows' cosines reach this, but for the margin's odds)
         estimate += slack * residual
         keep = estimate >= bound - 2 * ROUNDING
         if mask is not None:
