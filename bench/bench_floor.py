@@ -4,6 +4,7 @@ Usage::
 
     python bench/bench_floor.py [--entries 10000] [--runs 15] [--searches 2000] [--bulk 400]
                                 [--sizes 10000 100000] [--only start write bulk search rss] [--before TREE]
+                                [--real-vectors DIR]
 
 Every row times memdir and its floor alternately, call by call, in the same run, so a busy
 machine slows both alike: the ratio is the figure to trust. Medians and p95 are printed with
@@ -25,7 +26,9 @@ the load average. The rows and their floors:
   ``--before``, the older code's import + rebuild of the same folder right after this code's).
 * search: `HybridSearcher.search` with the query vector given against numpy's exact scan
   (the fastest of ``matrix @ q``, ``einsum`` and ``vecdot``, then the top 10) on the same matrix, on the
-  synthetic roots of `bench_search` (--sizes); the MCP MemorySearch tool against MemoryDiscover
+  synthetic roots of `bench_search` (--sizes; random unit vectors, or with ``--real-vectors`` the model's
+  vectors of real texts cached by the recall benches, and held-out ones as the queries: random vectors
+  have no few dominant directions, so the directory store's first pass is never used on them); the MCP MemorySearch tool against MemoryDiscover
   on the same server and queries.
 * rss: the served process's resident memory after ``--searches`` MemorySearch calls, and the most it
   ever held (its model load); with ``--before`` the older code serves the same root right after.
@@ -431,7 +434,7 @@ from memdir.storage.directory.index import DerivedIndex
 sys.path.append(sys.argv[1])
 import bench_floor
 searcher = HybridSearcher(DerivedIndex(Path(sys.argv[2])), Settings())
-queries = bench_floor.search_queries(int(sys.argv[3]))
+queries = bench_floor.search_queries(int(sys.argv[3]), Path(sys.argv[4]) if sys.argv[4] != "-" else None)
 for line in sys.stdin:
     text, vector = queries[int(line)]
     started, cpu = time.perf_counter(), time.process_time()
@@ -440,46 +443,74 @@ for line in sys.stdin:
 """
 
 
-def bench_search_in_process(cache: Path, sizes: list[int], runs: int, before: Path | None = None) -> None:
+def bench_search_in_process(cache: Path, sizes: list[int], runs: int, before: Path | None = None,
+                            real: Path | None = None) -> None:
     """The in-process search rows; with ``before`` (a checkout of older code) its search too, and this
     code's once more, each in a process of its own answering in the same turns (one call of each side
     after the other): the CPU time of those two compares alike (this process's also counts the
-    OpenBLAS threads that ``matrix @ q`` leaves spinning)."""
+    OpenBLAS threads that ``matrix @ q`` leaves spinning). ``real``: the stores' and queries' vectors are
+    the model's, cached there (`real_vectors`)."""
     from memdir.core.settings import Settings
     from memdir.search.hybrid import HybridSearcher
     from memdir.storage.directory.index import DerivedIndex
 
     for n in sizes:
-        root = bench_search.cached_root(cache, n)
+        root = bench_search.cached_root(cache, n, None if real is None else real_vectors(real, n)[0])
         settings = Settings()
         index = DerivedIndex(root, context_window=settings.search.context_window)  # (as a store opens it)
         searcher = HybridSearcher(index, settings)
         _, matrix = index.vectors.snapshot()
         with contextlib.ExitStack() as stack:
             workers = [stack.enter_context(subprocess.Popen(
-                [sys.executable, "-c", SEARCH_WORKER, str(HERE), str(root), str(runs * 20)], text=True,
+                [sys.executable, "-c", SEARCH_WORKER, str(HERE), str(root), str(runs * 20), str(real or "-")], text=True,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cache, env={**os.environ, "PYTHONPATH": str(tree)}))
                 for tree in ([REPO, before] if before is not None else [])]
-            timings = search_beside_scan(searcher, matrix, runs * 20, workers)
+            timings = search_beside_scan(searcher, matrix, search_queries(runs * 20, real), workers)
         floor = min(timings[1:4], key=statistics.median)
         target = "<= 1.5x" if n <= 10_000 else "<= 1.1x"
-        row(f"search in process, vector given, {n:,}", timings[0], "numpy exact scan + top 10", floor, target, cpu_too=True)
+        what = f"search in process, vector given, {n:,}{'' if real is None else ', real vectors'}"
+        row(what, timings[0], "numpy exact scan + top 10", floor, target, cpu_too=True)
         for label, times in zip(["  this code, a process of its own", "  the same, code before"], timings[4:]):
             row(label, times, "numpy exact scan + top 10", floor, target, cpu_too=True)
         index.close()
 
 
-def search_queries(runs: int) -> list[tuple[str, np.ndarray]]:
-    """The in-process search rows' queries: (text, vector), each asked three times."""
+def search_queries(runs: int, real: Path | None = None) -> list[tuple[str, np.ndarray]]:
+    """The in-process search rows' queries: (text, vector), each asked three times (``real``: `real_vectors`')."""
     gen, rng = bench_search.TextGenerator(seed=99), np.random.default_rng(5)
-    return list(zip(gen.texts(rng.integers(4, 12, runs)), bench_search.unit_vectors(rng, runs))) * 3
+    vectors = bench_search.unit_vectors(rng, runs)
+    if real is not None:
+        held_out = real_vectors(real, 0)[1]
+        vectors = held_out[np.arange(runs) % len(held_out)]
+    return list(zip(gen.texts(rng.integers(4, 12, runs)), vectors)) * 3
 
 
-def search_beside_scan(searcher, matrix: np.ndarray, runs: int, workers: Sequence[subprocess.Popen] = ()) -> list[Timings]:
+REAL_QUERIES = 2_000
+"""Cached vectors held out of the real-vector stores, asked as queries."""
+
+
+@functools.cache
+def real_vectors(cache: Path, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(``n`` store vectors, the held-out query vectors) from the model's vectors the recall benches cached
+    in ``cache`` (`corpora.every_vector`, ~81K): beyond those, noisy copies of them (cosine ~0.95)."""
+    import corpora
+
+    every = corpora.every_vector(cache)
+    store, queries = every[:-REAL_QUERIES], every[-REAL_QUERIES:]
+    if n > len(store):
+        rng = np.random.default_rng(23)
+        copies = store[rng.integers(0, len(store), n - len(store))]
+        copies = copies + rng.standard_normal(copies.shape).astype(np.float32) * (0.33 / np.sqrt(copies.shape[1]))
+        store = np.vstack([store, corpora.unit(copies)])
+    return store[:n], queries
+
+
+def search_beside_scan(searcher, matrix: np.ndarray, queries: list[tuple[str, np.ndarray]],
+                       workers: Sequence[subprocess.Popen] = ()) -> list[Timings]:
     """Hybrid search, ``matrix @ q``, ``einsum`` and ``vecdot``, each + top 10, on the same queries in turn; then
     each of ``workers`` (`SEARCH_WORKER` processes) searching the same query, last in each turn, in turns
     of order (their own wall and CPU time, as they measured them)."""
-    queries = search_queries(runs)
+    runs = len(queries) // 3
     at = -1
 
     def hybrid() -> None:
@@ -574,6 +605,8 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="a checkout of older code, run beside this one in the start, write, bulk "
                         "and search rows (and served after it in the rss row)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-floor")
+    parser.add_argument("--real-vectors", type=Path, metavar="DIR", help="the search rows' entries and queries carry the"
+                        " model's vectors the recall benches cached in DIR (default: random unit vectors)")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     words = bench_words()
@@ -592,7 +625,7 @@ def main() -> None:
         bench_write_many(args.cache, args.bulk, words)
         bench_bulk(args.cache, args.bulk, words, args.before)
     if "search" in args.only:
-        bench_search_in_process(args.cache, args.sizes, args.runs, args.before)
+        bench_search_in_process(args.cache, args.sizes, args.runs, args.before, args.real_vectors)
     if "rss" in args.only:
         assert root is not None  # (built above for the rss row)
         served = anyio.run(served_searches, root, args.cache / "model", args.runs, args.searches)

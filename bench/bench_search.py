@@ -78,8 +78,9 @@ def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
     return v
 
 
-def build(root: Path, n: int) -> None:
-    """A synthetic root of ``n`` entries, written with `DerivedIndex.upsert_many` in batches."""
+def build(root: Path, n: int, real: np.ndarray | None = None) -> None:
+    """A synthetic root of ``n`` entries, written with `DerivedIndex.upsert_many` in batches; ``real``:
+    the entries' vectors (default: random unit vectors)."""
     gen = TextGenerator()
     rng = np.random.default_rng(11)
     index = DerivedIndex(root)
@@ -88,7 +89,9 @@ def build(root: Path, n: int) -> None:
         count = min(batch, n - start)
         titles = gen.texts(rng.integers(3, 7, count))
         contents = gen.texts(rng.integers(40, 200, count))
-        vectors = unit_vectors(rng, count)
+        vectors = unit_vectors(rng, count)  # (drawn either way: the same texts follow)
+        if real is not None:
+            vectors = real[start : start + count]
         items = []
         for j in range(count):
             i = start + j
@@ -103,12 +106,13 @@ def build(root: Path, n: int) -> None:
     (root / ".memdir" / f"complete-{n}").touch()
 
 
-def cached_root(cache: Path, n: int) -> Path:
-    root = cache / f"synthetic-{n}"
+def cached_root(cache: Path, n: int, real: np.ndarray | None = None) -> Path:
+    """The synthetic root of ``n`` entries under ``cache``, built if missing (``real``: its vectors, `build`)."""
+    root = cache / (f"synthetic-{n}" if real is None else f"synthetic-real-vectors-{n}")
     if not (root / ".memdir" / f"complete-{n}").exists():
         shutil.rmtree(root, ignore_errors=True)
         started = time.perf_counter()
-        build(root, n)
+        build(root, n, real)
         print(f"  built {n} entries in {time.perf_counter() - started:.1f} s ({root})", flush=True)
     return root
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/bench_search_stages.py [--sizes 10000 100000] [--runs 600] [--before TREE] [--turns 2]
+    python bench/bench_search_stages.py [--sizes 10000 100000] [--runs 600] [--before TREE] [--turns 2] [--real-vectors DIR]
 
 `HybridSearcher.search` with the query vector given, on the synthetic roots of `bench_search` (as
 `bench_floor.py`'s search rows), each search right after ``matrix @ q`` and ``einsum`` over the
@@ -35,15 +35,17 @@ STAGES = {
     "memdir.search.hybrid": "HybridSearcher.search HybridSearcher._ranked HybridSearcher._fuse HybridSearcher._beyond_text "
                             "context_coverage _Signals.of _Ranked.order _Signals.breakdowns _Ranked.matched",
     "memdir.storage.directory.index": "DerivedIndex.keyword_hits DerivedIndex.semantic_hits DerivedIndex.candidates",
-    "memdir.storage.directory.vectors": "VectorMatrix.ranked",
+    "memdir.storage.directory.vectors": "VectorMatrix.ranked VectorMatrix.scan",
+    "memdir.storage.directory.projection": "Projection.pool Projection.__init__",
     "memdir.storage.directory.postings": "KeywordIndex.neighbours KeywordIndex.holding KeywordIndex.tags_at",
     "memdir.search.tags": "TagMatcher.counts",
 }
 """The stages timed: per module, its functions and methods (``Class.method``)."""
 
 
-def measure(tree: Path, cache: Path, n: int, runs: int) -> None:
-    """Time the stages of ``runs`` searches of the ``n``-entry root with the code of ``tree`` (this process)."""
+def measure(tree: Path, cache: Path, n: int, runs: int, real: Path | None = None) -> None:
+    """Time the stages of ``runs`` searches of the ``n``-entry root with the code of ``tree`` (this process);
+    ``real``: the root's and queries' vectors are the model's cached there (`bench_floor.real_vectors`)."""
     import importlib
 
     import numpy as np
@@ -75,18 +77,22 @@ def measure(tree: Path, cache: Path, n: int, runs: int) -> None:
         setattr(owner, name, wrapper)
 
     for module_name, labels in STAGES.items():
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:  # (not in the code measured)
+            continue
         for label in labels.split():
             owner_name, _, name = label.rpartition(".")
             owner = getattr(module, owner_name, None) if owner_name else module
             if owner is not None:
                 timed(owner, name, label)
     settings = Settings()
-    index = DerivedIndex(bench_search.cached_root(cache, n), context_window=settings.search.context_window)
+    root = bench_search.cached_root(cache, n, None if real is None else bench_floor.real_vectors(real, n)[0])
+    index = DerivedIndex(root, context_window=settings.search.context_window)
     searcher = HybridSearcher(index, settings)
     _, matrix = index.vectors.snapshot()
     floor: list[float] = []
-    for at, (text, vector) in enumerate(bench_floor.search_queries(runs // 3 + 1)[:runs]):
+    for at, (text, vector) in enumerate(bench_floor.search_queries(runs // 3 + 1, real)[:runs]):
         matrix @ vector
         np.einsum("ij,j->i", matrix, vector)
         started = time.thread_time()
@@ -112,17 +118,20 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="a checkout of older code, measured in turns with this code")
     parser.add_argument("--turns", type=int, default=2, help="processes per tree and size, in turns")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "memdir-bench-floor")
+    parser.add_argument("--real-vectors", type=Path, metavar="DIR", help="the roots' entries and queries carry the model's"
+                        " vectors the recall benches cached in DIR (`bench_floor.py --real-vectors`)")
     parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)  # (one process's measurement)
     args = parser.parse_args()
     if args.tree is not None:
-        measure(args.tree, args.cache, args.sizes[0], args.runs)
+        measure(args.tree, args.cache, args.sizes[0], args.runs, args.real_vectors)
         return
     trees = [REPO, *([args.before] if args.before else [])]
     for n in args.sizes:
         for turn in range(args.turns):
             for tree in trees if turn % 2 == 0 else trees[::-1]:
                 subprocess.run([sys.executable, __file__, "--tree", str(tree), "--sizes", str(n), "--runs", str(args.runs),
-                                "--cache", str(args.cache)], check=True, env={**os.environ, "PYTHONPATH": str(tree)})
+                                "--cache", str(args.cache), *(["--real-vectors", str(args.real_vectors)] if args.real_vectors else [])],
+                               check=True, env={**os.environ, "PYTHONPATH": str(tree)})
 
 
 if __name__ == "__main__":

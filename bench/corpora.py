@@ -43,6 +43,7 @@ from memdir.memory import Memory
 HERE = Path(__file__).resolve().parent
 DEFAULT_LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo10.json"
 CATEGORIES = (1, 2, 3, 4)
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,28 @@ def real_embedder(cache_dir: Path, name: str) -> CachedEmbedder:
     from memdir.embeddings.resolve import load_embedder
 
     return CachedEmbedder(load_embedder(None, cache_dir / "model"), cache_dir, name)
+
+
+CACHED = ("locomo", "docs", "realtext", "stores", "duplicates")
+"""The corpora whose vectors the benches cache (`CachedEmbedder`): LoCoMo, the documentation corpus, the real
+texts of `bench_hnsw_graph.py`, `bench_discovery.py`'s stores and `bench_duplicate_list.py`'s set."""
+
+
+def cached(cache: Path, name: str) -> dict[str, np.ndarray]:
+    """The model's vectors cached for corpus ``name`` (`CachedEmbedder`), by their text's key."""
+    data = np.load(cache / f"{name}-{DEFAULT_MODEL.replace('/', '--')}.npz")
+    return dict(zip(data["keys"].tolist(), data["vectors"].astype(np.float32)))
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(rows / np.linalg.norm(rows, axis=1, keepdims=True), dtype=np.float32)
+
+
+def every_vector(cache: Path) -> np.ndarray:
+    """Every distinct vector cached for the corpora of `CACHED`, unit length, in a fixed shuffled order."""
+    found = np.vstack([unit(np.array(list(cached(cache, name).values()))) for name in CACHED])
+    found = found[np.sort(np.unique(found, axis=0, return_index=True)[1])]
+    return found[np.random.default_rng(17).permutation(len(found))]
 
 
 def write_store(root: Path, docs: Iterable[Doc], settings: Settings, embedder: CachedEmbedder) -> Memory:

@@ -576,8 +576,8 @@ def test_matrix_remove_moves_last_row_and_keeps_filters_right():
 
 def top(m: VectorMatrix, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` best rows for ``query`` among those ``mask`` keeps: (rows, scores), best first."""
-    scores, rows = m.ranked(query, k, mask)
-    return rows, scores[rows]
+    ranked = m.ranked(query, k, mask)
+    return ranked.rows, ranked.cosines(ranked.rows)
 
 
 def test_matrix_top_respects_the_mask():
@@ -606,7 +606,7 @@ def test_only_a_large_scan_is_split_over_the_cpus(monkeypatch, rows, threshold, 
         m.upsert(f"concept/e{i}.md", unit(i))
     submitted = []
     monkeypatch.setattr(pool, "submit", lambda *args, **kwargs: submitted.append(args) or pool.__class__.submit(pool, *args, **kwargs))
-    scores, _ = m.ranked(unit(3), 0)
+    scores, _ = m.scan(unit(3), 0)
     assert bool(submitted) is split
     assert scores[m.row_of("concept/e3.md")] == pytest.approx(1.0) and len(scores) == rows
 
@@ -648,7 +648,7 @@ def test_the_best_rows_are_those_of_a_full_sort(order):
         m.upsert(f"concept/e{i}.md", vector, type="fact" if i % 3 else "skill")
     mask = m.mask(types=["skill"])
     for k, keep in [(1, None), (50, None), (200, None), (50, mask)]:
-        scores, rows = m.ranked(query, k, keep)
+        scores, rows = m.scan(query, k, keep)
         allowed = np.arange(len(m)) if keep is None else np.flatnonzero(keep)
         assert rows.tolist() == allowed[np.lexsort((allowed, -scores[allowed]))][:k].tolist()
 
@@ -658,7 +658,7 @@ def test_matrix_switches_dimension_when_the_model_does():
     m.upsert("a.md", unit(1, 8))
     m.upsert("b.md", unit(2, 4))
     assert m.dim == 4 and list(m.paths) == ["b.md"]
-    assert len(m.ranked(unit(3, 8), 0)[0]) == 0
+    assert len(m.ranked(unit(3, 8), 0).rows) == 0
 
 
 _WRITER = """
@@ -852,6 +852,6 @@ def test_a_split_scan_needs_no_helper(monkeypatch: pytest.MonkeyPatch) -> None:
     whole = top(m, query, 25)
     monkeypatch.setattr(vectors, "PARALLEL_MIN_ROWS", 1_000)
     monkeypatch.setattr(pool, "submit", lambda *args, **kwargs: None)  # helpers that never wake
-    scores, rows = m.ranked(query, 25)
+    scores, rows = m.scan(query, 25)
     assert len(scores) == len(m)
     assert rows.tolist() == whole[0].tolist() and scores[rows].tolist() == whole[1].tolist()

@@ -63,7 +63,7 @@ from memdir.storage.directory.listing_rows import (
     moved_on,
 )
 from memdir.storage.directory.postings import KeywordDoc, KeywordIndex
-from memdir.storage.directory.vectors import VectorMatrix
+from memdir.storage.directory.vectors import Ranked, VectorMatrix
 from memdir.storage.evolution_records import RecordFiles, latest_importance
 from memdir.storage.records import Edge, EntryInfo, FileStats, ImportanceChange, RankFacts, Stamp
 
@@ -979,7 +979,7 @@ class DerivedIndex:
         self, vector: np.ndarray, model: str | None, limit: int, *, types: Sequence[str] | None = None,
         path_prefix: str | None = None, tags: Sequence[str] | None = None, ef_search: int | None = None,
     ) -> _MatrixHits | None:
-        """(``ef_search`` does not apply: the matrix compares every vector.)"""
+        """(``ef_search`` does not apply: the matrix sizes its first pass's pool itself, `VectorMatrix.ranked`.)"""
         with self.lock:
             matrix = self.vectors
             if matrix.dim != np.asarray(vector).shape[-1] or not len(matrix):
@@ -987,8 +987,9 @@ class DerivedIndex:
             if model is not None and not matrix.has_model(model):
                 return None  # nothing embedded by this model yet (e.g. just switched): keyword mode
             mask = matrix.mask(types=types, path_prefix=path_prefix, tags=tags, model=model)
-            scores, rows = matrix.ranked(vector, limit, mask)
-            return _MatrixHits(matrix.keys_at(rows).tolist(), rows.tolist(), matrix.paths, scores, mask, matrix.rows_of_keys)
+            ranked = matrix.ranked(vector, limit, mask)
+            return _MatrixHits(matrix.keys_at(ranked.rows).tolist(), ranked.rows.tolist(), matrix.paths, ranked, mask,
+                               matrix.rows_of_keys)
 
     def keys_of(self, paths: Sequence[str]) -> list[int]:
         """(Keys are keyword slots.)"""
@@ -1176,14 +1177,14 @@ class _Column(Sequence[T]):
 
 @dataclass(frozen=True, slots=True)
 class _MatrixHits:
-    """`memdir.storage.base.SemanticHits` over the in-memory matrix: every row's cosine was computed.
-    Keys are keyword slots (`VectorMatrix.keys_at`); the paths of the top rows are read when asked
-    for, inside the search's ``reading()``."""
+    """`memdir.storage.base.SemanticHits` over the in-memory matrix: the exact cosine of any candidate
+    (`Ranked.cosines`). Keys are keyword slots (`VectorMatrix.keys_at`); the paths of the top rows and
+    the cosines are read when asked for, inside the search's ``reading()``."""
 
     keys: list[int]
     rows: list[int]
     paths: Sequence[str]
-    scores: np.ndarray
+    ranked: Ranked
     mask: np.ndarray | None
     rows_of: Callable[[np.ndarray], np.ndarray]
 
@@ -1197,5 +1198,5 @@ class _MatrixHits:
         if self.mask is not None:
             known[known] = self.mask[rows[known]]
         out = np.zeros(len(rows))
-        out[known] = self.scores[rows[known]]
+        out[known] = self.ranked.cosines(rows[known])
         return out

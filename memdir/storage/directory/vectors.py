@@ -3,7 +3,10 @@
 SwarmMemory read every ``.emb`` file on every search. memdir keeps the vectors of a
 root in one ``(rows, dim)`` array instead, so a semantic search is one dot product per
 row and a top-k cut (`VectorMatrix.ranked`), and filters are boolean masks over parallel
-arrays, applied *before* the top-k cut.
+arrays, applied *before* the top-k cut. A large matrix is searched in two steps: a first
+pass over its rows' projections on a few principal directions picks the rows that may be
+among the best, and only their full rows are compared (`memdir.storage.directory.projection`);
+every cosine a search reports is still the exact one.
 
 Rows are kept dense: removing a row moves the last row into the hole, so the used
 part of the array never has gaps. Capacity doubles when full, so appends are
@@ -16,6 +19,7 @@ Not thread-safe by itself; the index serialises access.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import os
@@ -25,6 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from memdir.storage.directory import projection
+from memdir.storage.directory.projection import Projection
+from memdir.storage.directory.top_k import top_of
 from memdir.storage.records import folder_of
 
 _MIN_CAPACITY = 256
@@ -114,6 +121,7 @@ class VectorMatrix:
         self._key_row = np.zeros(0, dtype=np.int64)  # per key: its row, -1 for none
         self._row_tags: list[str | Iterable[str] | None] = []  # raw until the tag index is built
         self._tag_rows: dict[str, set[int]] | None = {}
+        self._projection: Projection | None = None  # fitted when a search first needs it (`ranked`)
 
     # ------------------------------------------------------------------ size & lookup
     def __len__(self) -> int:
@@ -209,6 +217,8 @@ class VectorMatrix:
             grown = np.zeros(new_capacity, dtype=old.dtype)
             grown[: self._n] = old[: self._n]
             setattr(self, name, grown)
+        if self._projection is not None:
+            self._projection.grow(new_capacity, self._n)
 
     def upsert(
         self,
@@ -250,6 +260,8 @@ class VectorMatrix:
         self._key[row] = key
         self._point(key, row)
         self._data[row] = vector
+        if self._projection is not None:
+            self._projection.set(row, self._data[row])
         self._type_code[row] = self._types.code(type)
         self._folder_code[row] = self._folders.code(folder_of(path))
         self._model_code[row] = code = self._models.code(model)
@@ -298,6 +310,8 @@ class VectorMatrix:
         self._model_rows[int(self._model_code[row])] -= 1
         self._point(int(self._key[row]), -1)
         last = self._n - 1
+        if self._projection is not None:
+            self._projection.move(last, row)
         if row != last:
             moved = self._paths[last]
             self._data[row] = self._data[last]
@@ -401,9 +415,37 @@ class VectorMatrix:
         codes = [code for code, name in enumerate(self._folders.names) if name is not None and (name == folder or name.startswith(inside))]
         return np.isin(self._folder_code[:n], codes)
 
-    def ranked(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(cosine of every row with ``query``, the ``k`` best rows among those ``mask`` keeps, best first):
-        one dot product per row (rows and query are unit vectors).
+    def ranked(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> Ranked:
+        """The ``k`` best rows for ``query`` among those ``mask`` keeps, best first, and the exact cosine of
+        any row (rows and query are unit vectors: a cosine is a dot product).
+
+        From `projection.MIN_ROWS` rows a first pass over the rows' projections (`Projection.pool`) picks
+        the rows that may be among the best, and only their full rows are compared; otherwise (or when
+        that pool would be too large) every full row is (`scan`).
+        """
+        q = np.asarray(query, dtype=np.float32).ravel()
+        if self.dim is None or q.shape[0] != self.dim or not self._n:  # nothing comparable: another model's dimension
+            return Ranked(_NO_ROWS, q, self._data[:0], np.zeros(0, dtype=np.float32))
+        data = self._data[: self._n]
+        first = self._first_pass()
+        pool = None if first is None else first.pool(q, self._n, k, mask)
+        if pool is None:
+            scores, rows = self.scan(q, k, mask)
+            return Ranked(rows, q, data, scores)
+        return Ranked(pool[top_of(np.vecdot(data[pool], q), k)], q, data, None)
+
+    def _first_pass(self) -> Projection | None:
+        """The rows' projection, fitted (again) when due; None where it would not pay (`projection.pays`)."""
+        if not projection.pays(self._n, self.dim or 0):
+            self._projection = None
+            return None
+        if self._projection is None or self._projection.due(self._n):
+            self._projection = Projection(self._data[: self._n], len(self._data))
+        return self._projection
+
+    def scan(self, q: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(cosine of every row with the unit ``q``, the ``k`` best rows among those ``mask`` keeps, best first):
+        one dot product per full row.
 
         ``np.vecdot`` rather than ``@`` or ``einsum``: one short dot product per row on the calling
         thread, faster on this workload than either (OpenBLAS's sgemv wakes threads of its own, which
@@ -413,14 +455,11 @@ class VectorMatrix:
         the caller claim in turn (vecdot releases the GIL), and each part picks its own ``k`` best as
         well, of which the best ``k`` are kept.
         """
-        q = np.asarray(query, dtype=np.float32).ravel()
-        if self.dim is None or q.shape[0] != self.dim or not self._n:  # nothing comparable: another model's dimension
-            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
         data = self._data[: self._n]
         pool = _scan_pool() if self._n >= PARALLEL_MIN_ROWS else None
         if pool is None:
             out = np.vecdot(data, q)
-            return out, self.top_of(out, k, mask)
+            return out, top_of(out, k, mask)
         out = np.empty(self._n, dtype=np.float32)
         bounds = [self._n * chunk // SCAN_CHUNKS for chunk in range(SCAN_CHUNKS + 1)]
         best: list[np.ndarray] = [_NO_ROWS] * SCAN_CHUNKS
@@ -431,7 +470,7 @@ class VectorMatrix:
                 lo, hi = bounds[chunk], bounds[chunk + 1]
                 try:
                     np.vecdot(data[lo:hi], q, out=out[lo:hi])
-                    best[chunk] = lo + self.top_of(out[lo:hi], k, None if mask is None else mask[lo:hi])
+                    best[chunk] = lo + top_of(out[lo:hi], k, None if mask is None else mask[lo:hi])
                 finally:
                     done.release()
 
@@ -441,44 +480,27 @@ class VectorMatrix:
         for _ in range(SCAN_CHUNKS):
             done.acquire()
         found = np.concatenate(best)
-        return out, found[self.top_of(out[found], k)]
-
-    @staticmethod
-    def top_of(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndarray:
-        """The rows of the ``k`` best of precomputed ``scores`` among the rows ``mask`` keeps, best first
-        (equal scores by row)."""
-        if not len(scores) or k <= 0:
-            return np.zeros(0, dtype=np.int64)
-        candidates = mask.nonzero()[0] if mask is not None else None
-        scores_c = scores if candidates is None else scores[candidates]
-        k = min(k, len(scores_c))
-        if k == 0:
-            return np.zeros(0, dtype=np.int64)
-        part = _at_least_kth(scores_c, k) if k < len(scores_c) else np.arange(len(scores_c))
-        order = part[(-scores_c[part]).argsort(kind="stable")][:k]
-        return order if candidates is None else candidates[order]
+        return out, found[top_of(out[found], k)]
 
 
-SAMPLE_STRIDE = 16
-"""`_at_least_kth` guesses a bound from every 16th score."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ranked:
+    """One search of the matrix: its best rows, best first, and the exact cosine of any row.
 
-
-def _at_least_kth(scores: np.ndarray, k: int) -> np.ndarray:
-    """Positions of ``scores`` holding the ``k`` best and every score equal to the ``k``-th best (so
-    ties can be broken by position), and perhaps a few more, in ascending order.
-
-    The positions are those at or above a bound: the score of the sample's ``2k / SAMPLE_STRIDE + 4``-th
-    best, which about twice ``k`` scores pass; when at least ``k`` do, the ``k`` best are among them
-    (none below the bound can beat ``k`` above it). Comparing every score with one number costs a
-    small part of partitioning them all (an ``argpartition`` of 100K scores costs most of a
-    millisecond). Too few passing (scores sorted against the sample's stride, a small array) takes
-    the ``k``-th best score itself as the bound.
+    Attributes:
+        rows: the best rows, best first.
+        query: the unit query vector.
+        data: the matrix's rows as of the search (valid while the index's lock is held).
+        scores: every row's cosine when every full row was compared, else None (computed when asked).
     """
-    rank = 2 * k // SAMPLE_STRIDE + 4
-    sample = scores[::SAMPLE_STRIDE]
-    if len(sample) > 2 * rank:
-        passing = np.flatnonzero(scores >= np.partition(sample, len(sample) - rank)[len(sample) - rank])
-        if len(passing) >= k:
-            return passing
-    passing = np.flatnonzero(scores >= np.partition(scores, len(scores) - k)[len(scores) - k])
-    return passing if len(passing) >= k else np.sort(scores.argpartition(len(scores) - k)[len(scores) - k :])  # (NaN)
+
+    rows: np.ndarray
+    query: np.ndarray
+    data: np.ndarray
+    scores: np.ndarray | None
+
+    def cosines(self, rows: np.ndarray) -> np.ndarray:
+        """The exact cosine of each of ``rows`` with the query."""
+        if self.scores is not None:
+            return self.scores[rows]
+        return np.vecdot(self.data[rows], self.query)
