@@ -379,10 +379,6 @@ class Memory:
         embedding starts now)."""
         return self._searching.reading(one_query=one_query, query=query)
 
-    def embed_soon(self, query: str) -> None:
-        """Start embedding ``query`` for a search of it about to come (when a model is ready); never waits."""
-        self._searching.embed_soon(query)
-
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many entries contain each keyword term (a Porter stem, as `SearchResult.matched` has them)."""
         return self._searching.document_frequencies(terms)

@@ -75,7 +75,7 @@ class Searching:
             yield
             return
         if query is not None:
-            self.embed_soon(query)
+            self.searcher.embed_soon(query)
         self.keeper.refresh()
         self._reading.open = True
         try:
@@ -83,11 +83,6 @@ class Searching:
                 yield
         finally:
             self._reading.open = False
-
-    def embed_soon(self, query: str) -> None:
-        """Start embedding ``query`` on an embedding thread (when a model is ready): a search of it finds the
-        embedding under way, or done, instead of starting its own."""
-        self.searcher.embed_soon(query)
 
     def _kept(
         self, query: str, top_k: int, wanted: int, hidden: tuple[str, ...], *, threshold: float | None,

@@ -31,7 +31,6 @@ from memdir import __version__
 from memdir.core.settings import Settings
 from memdir.server import catalog, local_socket, prompts, resources, toolsets
 from memdir.server.arguments import invalid_arguments_message, unknown_arguments_message
-from memdir.server.embedding_ahead import embed_ahead
 from memdir.server.modes import WORKSPACE_SPECS
 from memdir.server.role_warming import warm_for_role
 from memdir.server.scheduler import Scheduler, note_clients
@@ -214,7 +213,6 @@ def build_server(settings: Settings | None = None, *, embedder: "Embedder | None
             mode=mode,
         )
     server.advertise_tool_changes()
-    server.middleware.append(embed_ahead)  # (the first: before the others' work)
     server.middleware.append(open_after_handshake)
     toolsets.install(server)
     server.middleware.append(warm_for_role)

@@ -146,13 +146,6 @@ class MemoryHost:
         """
         return self.start().result()
 
-    def opened(self) -> Memory | None:
-        """The memory if it is open by now, else None (never waits, never starts the opening)."""
-        opening = self._opening
-        if opening is None or not opening.done() or opening.exception() is not None:
-            return None
-        return opening.result()
-
     def threads(self, memory: Memory) -> ThreadManager:
         """The server's working-memory threads of ``memory``: one manager, shared by every call (its queues,
         pauses and steps are the server's)."""

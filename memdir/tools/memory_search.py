@@ -53,11 +53,6 @@ def prefetch_soon(memory: Memory, paths: Sequence[str]) -> Future[int]:
     return _PREFETCH.submit(run)
 
 
-def searched_text(query: str | None) -> str:
-    """What `memory_search` searches for (and embeds) when asked for ``query``."""
-    return (query or "").strip()
-
-
 def memory_search(
     memory: Memory,
     query: str,
@@ -89,7 +84,7 @@ def memory_search(
         ``N results for 'QUERY':`` then per result ``1. memory://path "Title" (type, score 0.62)``
         and an indented line of the entry's best-matching text.
     """
-    text = searched_text(query)
+    text = (query or "").strip()
     if not text:
         raise InputValidationError("The query is empty.", "Pass what to look for, e.g. query: 'deployment checklist'.")
     limit = memory.settings.search.max_top_k
@@ -144,4 +139,4 @@ def _explanation(result: SearchResult) -> str:
             f" · tag {parts.tag:.3f} · context {parts.context:.3f}{beyond} · relevance {result.relevance:.3f}]")
 
 
-__all__ = ["memory_search", "prefetch_soon", "searched_text"]
+__all__ = ["memory_search", "prefetch_soon"]
