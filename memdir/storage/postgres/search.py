@@ -252,10 +252,14 @@ class SearchState:
         ranking: the keyword ranking a search by type read in this reading (with ``one_query``).
         keyword: the last search's keyword side in this reading (what its walk reads the candidates of).
         read: the candidates read with the last search's walk, until its `PostgresIndex.candidates` takes them.
+        asks_behind: the reading's first round trip asks whether the index is behind the files (its snapshot's first statement).
+        behind: what that round trip answered.
     """
 
     begin_pending: bool
     own: bool
+    asks_behind: bool = False
+    behind: bool = False
     one_query: bool = False
     walk: TypedWalk | None = None
     walk_tried: bool = False
