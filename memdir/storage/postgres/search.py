@@ -6,7 +6,9 @@ hold, and the hidden entries: done one by one, that was 13 round trips. At 100K 
 statements themselves are quick (0.1-5 ms each); the round trips and planning add up. So:
 
 * the search's ``BEGIN`` is not sent on its own: it goes with the first statement in one
-  pipeline (`SearchState.begin_pending`), as the HNSW settings go with the HNSW query;
+  pipeline (`SearchState.begin_pending`), as the HNSW settings go with the HNSW query; so does
+  the check for a row changed without its search columns, as the snapshot's first statement
+  (`SearchState.asks_behind`), where it was a round trip of its own before the snapshot;
 * `candidates` is ONE statement (`candidates_sql`) that also returns every candidate's cosine
   to the query (the vector search's own ``cosines`` then asks nothing) and, when context
   coverage is on, each candidate's neighbours with the query words they hold (what
