@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from memdir.core.keywords import keyword_terms
 from memdir.memory.keeper import IndexKeeper
 from memdir.memory.listings import Listings
 from memdir.search.hybrid import HybridSearcher, SearchResult, normalize_prefix
-from memdir.storage.base import EntryIndex
+from memdir.storage.base import EntryIndex, IndexBehindFiles
 from memdir.storage.virtual import virtual_paths
 
 
@@ -76,13 +76,27 @@ class Searching:
             return
         if query is not None:
             self.searcher.embed_soon(query)
-        self.keeper.refresh()
-        self._reading.open = True
-        try:
-            with self.index.reading(one_query=one_query):
+        with ExitStack() as held:
+            self._caught_up_reading(held, one_query, query)
+            self._reading.open = True
+            try:
                 yield
-        finally:
-            self._reading.open = False
+            finally:
+                self._reading.open = False
+
+    def _caught_up_reading(self, held: ExitStack, one_query: bool, query: str | None) -> None:
+        """Open the index's reading in ``held``, the index caught up with other processes first. A reading
+        of one search's query (not discovery's several, whose first statistics are more than its words')
+        checks that as it begins, with its first statements; else, and when the check finds the index
+        behind, `IndexKeeper.refresh` checks and catches up before the reading."""
+        if query is not None and not one_query:
+            try:
+                held.enter_context(self.index.reading(caught_up_for=keyword_terms(query)))
+                return
+            except IndexBehindFiles:
+                pass
+        self.keeper.refresh()
+        held.enter_context(self.index.reading(one_query=one_query))
 
     def _kept(
         self, query: str, top_k: int, wanted: int, hidden: tuple[str, ...], *, threshold: float | None,

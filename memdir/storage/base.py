@@ -130,13 +130,21 @@ class Candidates:
     contains: dict[str, np.ndarray]
 
 
+class IndexBehindFiles(Exception):
+    """A reading asked to start caught up (`SearchIndex.reading`) found the index behind the files: the
+    caller catches it up (`memdir.memory.keeper.IndexKeeper.refresh`) and opens a reading again."""
+
+
 class SearchIndex(Protocol):
     """What `memdir.search.hybrid.HybridSearcher` reads: candidates by keyword and by vector."""
 
-    def reading(self, *, one_query: bool = False) -> AbstractContextManager[object]:
+    def reading(self, *, one_query: bool = False, caught_up_for: Sequence[str] | None = None) -> AbstractContextManager[object]:
         """One consistent view of the keyword and vector data for the calls made inside it (what it
         gives is the store's own business). ``one_query``: the searches inside are of one query by
-        different types (a store may make their vector searches one)."""
+        different types (a store may make their vector searches one). ``caught_up_for``: the keyword
+        terms the searches inside will ask about; the reading first checks that the index is not behind
+        the files (`EntryIndex.behind_files`), raising `IndexBehindFiles` (before anything is read in it)
+        if it is, and may read those terms' statistics in the same step."""
 
     def keyword_hits(
         self, terms: Sequence[str], limit: int, *, types: Sequence[str] | None,

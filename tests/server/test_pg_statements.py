@@ -24,9 +24,9 @@ from memdir.core.settings import Settings
 from memdir.memory import Memory, NewEntry
 from memdir.search import hybrid
 from memdir.server.app import build_server
-from memdir.storage.postgres.index import WALK_PLANNER
+from memdir.storage.postgres.index import BEHIND_FILES, WALK_PLANNER
 from memdir.storage.postgres.schema import VECTOR_INDEX_NAME
-from memdir.storage.postgres.search import WALK_ORDER
+from memdir.storage.postgres.search import BEGIN, WALK_ORDER
 from memdir.tools.memory_search import prefetch_soon
 from tests.fakes import FakeEmbedder
 
@@ -124,13 +124,30 @@ async def test_a_search_opens_one_snapshot(pg_url, tmp_path, monkeypatch):
     # One snapshot, whose statistics are read once: the snippets' word weights are the search's
     # (they were read again after it, a round trip of their own).
     assert snapshots_and_statistics(sent) == (1, 1, 1), sent
-    # The index's check for a killed writer's change; the BEGIN and the statistics; the keyword
-    # query; the HNSW query with the candidates' rows (they were a round trip of their own); the
-    # COMMIT; the snippets' content.
-    assert sent.round_trips == 6, sent
+    # The BEGIN, the index's check for a killed writer's change (the snapshot's first statement; it was a
+    # round trip of its own before the BEGIN) and the statistics; the keyword query; the HNSW query with
+    # the candidates' rows (they were a round trip of their own); the COMMIT; the snippets' content.
+    assert sent.round_trips == 5, sent
+    assert sent.trips[0][:2] == [BEGIN, BEHIND_FILES], sent.trips
     assert sum(statement.startswith("WITH w AS") for statement in sent) == 1, sent
     # The HNSW query's planner settings are put back by one statement (not a RESET of each).
     assert len([statement for statement in sent if statement.startswith("RESET") or "NULL, true)" in statement]) == 1, sent
+
+
+async def test_a_search_catches_up_a_row_left_without_its_search_columns_before_it_reads(pg_url, tmp_path):
+    settings = filled(pg_url, tmp_path)
+    server = build_server(settings, embedder=FakeEmbedder())
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("MemorySearch", {"query": "ledger migration"})  # (the server opens the store)
+        with Memory.open(settings, embedder=FakeEmbedder()) as other:  # (another server of the store)
+            with other.adapter.write("fact/topic1/entry7.md", "Rewritten about the zeppelin audit.", title="Entry 7",
+                                     metadata={"type": "fact"}):
+                pass  # (what a writer that stopped between the row and its search columns leaves)
+            assert other.index.behind_files()
+        result = await client.call_tool("MemorySearch", {"query": "zeppelin audit"})
+        assert not result.is_error and "memory://fact/topic1/entry7.md" in result.content[0].text, result
+        with Memory.open(settings, embedder=FakeEmbedder()) as other:
+            assert not other.index.behind_files()
 
 
 EMBEDDING_STARTED = "(the query's embedding started)"

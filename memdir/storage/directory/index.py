@@ -47,7 +47,7 @@ from memdir.core.errors import DiskFullError, ReadOnlyRootError, UnsafeFileError
 from memdir.core.identity import Labels
 from memdir.core.keywords import porter_stem, tokenize
 from memdir.core.paths import disk_stem
-from memdir.storage.base import Candidates, EntryRow, IndexStats
+from memdir.storage.base import Candidates, EntryRow, IndexBehindFiles, IndexStats
 from memdir.storage.directory import index_db as sql
 from memdir.storage.directory import listing_snapshot as listing_snapshots
 from memdir.storage.directory import snapshot as snapshots
@@ -953,9 +953,11 @@ class DerivedIndex:
             return sql.folder_stats(self.db, prefix)
 
     # ------------------------------------------------------------------ search (`memdir.storage.base.SearchIndex`)
-    def reading(self, *, one_query: bool = False) -> threading.RLock:
+    def reading(self, *, one_query: bool = False, caught_up_for: Sequence[str] | None = None) -> threading.RLock:
         """The matrix and the keyword index hold still while this process's lock is held (each
-        search compares every vector: ``one_query`` changes nothing)."""
+        search compares every vector: ``one_query`` changes nothing; ``caught_up_for``: only the check)."""
+        if caught_up_for is not None and self.behind_files():
+            raise IndexBehindFiles
         return self.lock
 
     def keyword_hits(

@@ -35,7 +35,7 @@ import psycopg
 
 from memdir.core.entry import Entry, Metadata
 from memdir.core.identity import Labels
-from memdir.storage.base import Candidates, EntryRow, IndexStats
+from memdir.storage.base import Candidates, EntryRow, IndexBehindFiles, IndexStats
 from memdir.storage.bm25 import K1, B, bm25_idf
 from memdir.storage.postgres.adapter import as_array, metadata_json, next_change, row_stats, upsert_row
 from memdir.storage.postgres.database import AtCommit, Database, Executes, scalar
@@ -565,10 +565,13 @@ class PostgresIndex:
         return getattr(self._cache, "search", None)
 
     @contextmanager
-    def reading(self, *, one_query: bool = False) -> Iterator[psycopg.Connection]:
+    def reading(self, *, one_query: bool = False, caught_up_for: Sequence[str] | None = None) -> Iterator[psycopg.Connection]:
         """One repeatable-read snapshot for a search (the caller's own transaction, if it has one);
         its ``BEGIN`` goes with its first statement (`memdir.storage.postgres.search`). ``one_query``:
-        the searches inside are of one query by different types, whose vector walks can be one (`semantic_hits`)."""
+        the searches inside are of one query by different types, whose vector walks can be one (`semantic_hits`).
+        ``caught_up_for``: the snapshot's first statement checks for a row changed without its search
+        columns, in the round trip of the ``BEGIN`` and those terms' statistics (what a search reads first):
+        `IndexBehindFiles` if one is found."""
         conn = self._conn()
         if self._search() is not None:
             yield conn
@@ -576,26 +579,44 @@ class PostgresIndex:
         own = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         state = self._cache.search = SearchState(begin_pending=own, own=own, one_query=one_query)
         try:
+            if caught_up_for is not None and self._starts_behind(state, caught_up_for):
+                raise IndexBehindFiles
             yield conn
         finally:
             self._cache.search = None
             if state.begun:
                 conn.execute("COMMIT" if conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS else "ROLLBACK")
 
+    def _starts_behind(self, state: SearchState, terms: Sequence[str]) -> bool:
+        """Whether the index is behind the files (`behind_files`) in ``state``'s reading: asked as its
+        snapshot's first statement, in one round trip with its ``BEGIN`` and ``terms``' statistics, unless the
+        store's lock answered it or the reading is in the caller's transaction (then asked alone)."""
+        if self.db.lock.taken_answer(BEHIND_FILES) is not None or not state.begin_pending:
+            return self.behind_files()
+        state.asks_behind = True  # (the reading's first round trip asks it first: `_rows`)
+        self._statistics(terms)
+        return state.behind
+
     def _rows(self, *statements: tuple[str, Sequence[Any]], rows_of: int = -1) -> list[tuple[Any, ...]]:
         """The rows of the statement at ``rows_of`` (the last) among ``statements``, all sent in one
-        round trip (with the reading's pending ``BEGIN``, if any)."""
+        round trip (after the reading's pending ``BEGIN``, if any, and its check for a row behind the
+        files, if it asks one: `_starts_behind`)."""
         conn = self._conn()
         state = self._search()
+        asks = state is not None and state.begin_pending and state.asks_behind
         if state is not None and state.begin_pending:
             state.begin_pending, state.begun = False, True
-            statements = ((BEGIN, ()), *statements)
-            rows_of = rows_of + 1 if rows_of >= 0 else rows_of
+            lead = ((BEGIN, ()), (BEHIND_FILES, ())) if asks else ((BEGIN, ()),)
+            statements = (*lead, *statements)
+            rows_of = rows_of + len(lead) if rows_of >= 0 else rows_of
         if len(statements) == 1:
             return conn.execute(*statements[0]).fetchall()
         with conn.pipeline():
             cursors = [conn.execute(sql, params) for sql, params in statements]
-            return cursors[rows_of].fetchall()
+            rows = cursors[rows_of].fetchall()
+            if asks and state is not None:
+                state.behind = bool(cursors[1].fetchall()[0][0])
+            return rows
 
     def _statistics(self, terms: Iterable[str]) -> tuple[tuple[int, int], dict[str, int]]:
         """((entries, total length in words), entries holding each term): what BM25 needs, in one

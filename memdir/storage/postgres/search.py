@@ -6,7 +6,9 @@ hold, and the hidden entries: done one by one, that was 13 round trips. At 100K 
 statements themselves are quick (0.1-5 ms each); the round trips and planning add up. So:
 
 * the search's ``BEGIN`` is not sent on its own: it goes with the first statement in one
-  pipeline (`SearchState.begin_pending`), as the HNSW settings go with the HNSW query;
+  pipeline (`SearchState.begin_pending`), as the HNSW settings go with the HNSW query; so does
+  the check for a row changed without its search columns, as the snapshot's first statement
+  (`SearchState.asks_behind`), where it was a round trip of its own before the snapshot;
 * `candidates` is ONE statement (`candidates_sql`) that also returns every candidate's cosine
   to the query (the vector search's own ``cosines`` then asks nothing) and, when context
   coverage is on, each candidate's neighbours with the query words they hold (what
@@ -252,10 +254,14 @@ class SearchState:
         ranking: the keyword ranking a search by type read in this reading (with ``one_query``).
         keyword: the last search's keyword side in this reading (what its walk reads the candidates of).
         read: the candidates read with the last search's walk, until its `PostgresIndex.candidates` takes them.
+        asks_behind: the reading's first round trip asks whether the index is behind the files (its snapshot's first statement).
+        behind: what that round trip answered.
     """
 
     begin_pending: bool
     own: bool
+    asks_behind: bool = False
+    behind: bool = False
     one_query: bool = False
     walk: TypedWalk | None = None
     walk_tried: bool = False
