@@ -31,9 +31,11 @@ import numpy as np
 
 from memdir.storage.directory.top_k import at_least_kth
 
-MIN_ROWS = 5_000
-"""Below this many rows a search scans the full rows: the exact scan costs well under a millisecond there, and
-the first pass and its fit would save next to nothing (a new store's searches stay exactly as they were)."""
+MIN_ROWS = 20_000
+"""Below this many rows a search scans the full rows (a new store's searches stay exactly as they were). At 10K
+rows the first pass saves ~0.2-0.3 ms of a ~1.7 ms search, while projecting every row costs its rows (a third of
+the matrix) and the BLAS buffers that stay in the process (~15-20 MB): not worth it for a store of
+that size, whose whole search is then bound by the work after the scan."""
 
 DIMENSIONS = 128
 """Principal directions kept per row: a third of the model's 384 floats."""
@@ -72,20 +74,20 @@ class Projection:
     def __init__(self, data: np.ndarray, capacity: int) -> None:
         n, dim = data.shape
         sample = data[:: -(-n // FIT_SAMPLE) or 1]  # (at most FIT_SAMPLE rows, evenly spaced)
-        _, vectors = np.linalg.eigh((sample.T @ sample).astype(np.float64))  # ascending eigenvalues
+        values, vectors = np.linalg.eigh((sample.T @ sample).astype(np.float64))  # ascending eigenvalues
         self.basis = np.ascontiguousarray(vectors[:, ::-1][:, :DIMENSIONS].T, dtype=np.float32)  # (a direction per row)
         self.spread = 1.0 / math.sqrt(max(1, dim - DIMENSIONS))
         self.fitted_rows = n
         self.changes = 0
-        self.rows = np.zeros((max(capacity, n), DIMENSIONS), dtype=np.float32)
-        self.residual = np.zeros(max(capacity, n), dtype=np.float32)
-        if n:
+        # The sample's share of squared length the basis holds (its leading eigenvalues over their sum), asked
+        # before any row is projected: vectors without structure cost no projection, nor its memory.
+        self.useful = bool(values.sum() > 0 and values[-DIMENSIONS:].sum() >= MIN_ENERGY * values.sum())
+        rows = max(capacity, n) if self.useful else 0
+        self.rows = np.zeros((rows, DIMENSIONS), dtype=np.float32)
+        self.residual = np.zeros(rows, dtype=np.float32)
+        if self.useful and n:
             np.matmul(data, self.basis.T, out=self.rows[:n])
             self.residual[:n] = _residual(data, self.rows[:n])
-        kept = 1.0 - float(np.square(self.residual[:n], dtype=np.float64).sum()) / max(n, 1)
-        self.useful = kept >= MIN_ENERGY
-        if not self.useful:  # (nothing kept beyond what `due` counts)
-            self.rows, self.residual = self.rows[:0], self.residual[:0]
 
     def due(self, n: int) -> bool:
         """True when the basis should be fitted again for a matrix of ``n`` rows."""
