@@ -75,6 +75,17 @@ class Corpus:
     queries: list[Query]
 
 
+def vector_file(cache_dir: Path, name: str, model_id: str = DEFAULT_MODEL) -> Path:
+    """Where `CachedEmbedder` keeps ``model_id``'s vectors of corpus ``name`` (one .npz per model and corpus)."""
+    return cache_dir / f"{name}-{model_id.replace('/', '--')}.npz"
+
+
+def load_vectors(file: Path) -> tuple[list[str], np.ndarray]:
+    """A vector cache's (keys of the texts, `CachedEmbedder.key`; their vectors, a row each)."""
+    data = np.load(file)
+    return data["keys"].tolist(), data["vectors"]
+
+
 class CachedEmbedder:
     """The real model behind an on-disk cache of vectors by text (one .npz per model and corpus)."""
 
@@ -83,12 +94,11 @@ class CachedEmbedder:
         self.model_id = embedder.model_id
         self.dimensions = embedder.dimensions
         self.source = embedder.source
-        self.file = cache_dir / f"{name}-{embedder.model_id.replace('/', '--')}.npz"
+        self.file = vector_file(cache_dir, name, embedder.model_id)
         self.vectors: dict[str, np.ndarray] = {}
         self._dirty = False
         if self.file.exists():
-            data = np.load(self.file)
-            self.vectors = dict(zip(data["keys"].tolist(), data["vectors"]))
+            self.vectors = dict(zip(*load_vectors(self.file)))
 
     @staticmethod
     def key(text: str) -> str:
@@ -126,8 +136,8 @@ texts of `bench_hnsw_graph.py`, `bench_discovery.py`'s stores and `bench_duplica
 
 def cached(cache: Path, name: str) -> dict[str, np.ndarray]:
     """The model's vectors cached for corpus ``name`` (`CachedEmbedder`), by their text's key."""
-    data = np.load(cache / f"{name}-{DEFAULT_MODEL.replace('/', '--')}.npz")
-    return dict(zip(data["keys"].tolist(), data["vectors"].astype(np.float32)))
+    keys, vectors = load_vectors(vector_file(cache, name))
+    return dict(zip(keys, vectors.astype(np.float32)))
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
