@@ -24,7 +24,6 @@ and the time a fit of the basis takes (the first search's, and again after as ma
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import statistics
 import sys
@@ -37,7 +36,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
-from corpora import CACHED, DEFAULT_LOCOMO, cached, docs_corpus, locomo_corpora, unit  # noqa: E402
+from corpora import CACHED, DEFAULT_LOCOMO, CachedEmbedder, cached, docs_corpus, locomo_corpora, unit  # noqa: E402
 
 from memdir.storage.directory import projection  # noqa: E402
 from memdir.storage.directory.top_k import top_of  # noqa: E402
@@ -46,13 +45,9 @@ from memdir.storage.directory.vectors import VectorMatrix  # noqa: E402
 K = 50
 
 
-def key(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()
-
-
 def question_sets(cache: Path, data: Path) -> dict[str, np.ndarray]:
     """LoCoMo questions of conversations 0-4 (tuned on) and 5-9 (held out), and the documentation queries."""
-    locomo, docs = cached(cache, "locomo"), cached(cache, "docs")
+    locomo, docs, key = cached(cache, "locomo"), cached(cache, "docs"), CachedEmbedder.key
     conversations = locomo_corpora(data)
     asked = {name: [locomo[key(q.text)] for c in part for q in c.queries if key(q.text) in locomo]
              for name, part in (("LoCoMo 0-4 (tuned)", conversations[:5]), ("LoCoMo 5-9", conversations[5:]))}
@@ -92,7 +87,7 @@ def recall(matrix: VectorMatrix, queries: np.ndarray) -> tuple[float, float, lis
             full += 1
         else:
             pools.append(len(pool))
-        found = exact if pool is None else pool[top_of(np.vecdot(data[pool], query), K)]  # (as `ranked` picks)
+        found = matrix.ranked(query, K).rows
         hits10.append(len(set(found[:10].tolist()) & set(exact[:10].tolist())) / 10)
         hits50.append(len(set(found.tolist()) & set(exact.tolist())) / K)
     return float(np.mean(hits10)), float(np.mean(hits50)), pools, full
