@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import statistics
@@ -40,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_team_scale import STOCK, schema_url  # noqa: E402
+from bench_team_scale import STOCK, model_ready, schema_url  # noqa: E402
 from corpora import DEFAULT_LOCOMO, locomo_corpora  # noqa: E402
 
 TRACER = r'''
@@ -253,11 +252,7 @@ async def traced(servers: list[Served], token: str, tool: str, questions: list[s
     async with AsyncExitStack() as stack:
         clients = [(served, await stack.enter_async_context(mcp_client(served.url, token))) for served in servers]
         for _, client in clients:
-            for _ in range(120):  # the model loads in the background: searches embed once it is ready
-                status = json.loads((await client.read_resource("memdir://status")).contents[0].text)
-                if status["model_state"] == "ready":
-                    break
-                await asyncio.sleep(1)
+            await model_ready(client, 120)  # (searches embed once it is)
             for warm in questions[-10:]:
                 await client.call_tool(tool, {argument: warm})
         started = {served.label: threads_cpu(served.pid) for served in servers}

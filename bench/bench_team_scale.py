@@ -153,6 +153,16 @@ def summary(values: list[float]) -> str:
     return f"p50 {1000 * statistics.median(ordered):7.1f} ms   p95 {1000 * p95:7.1f} ms"
 
 
+async def model_ready(client, seconds: int) -> None:
+    """Wait up to ``seconds`` for the server behind ``client`` to have its model loaded (it loads in the
+    background after the handshake; until then calls run without it)."""
+    for _ in range(seconds):
+        status = json.loads((await client.read_resource("memdir://status")).contents[0].text)
+        if status["model_state"] == "ready":
+            return
+        await asyncio.sleep(1)
+
+
 async def timed_calls(servers: list[tuple[str, str, str]], token: str, calls: int, queries: list[str],
                       written: list[Doc], model) -> dict[str, dict[str, list[float]]]:
     """Each call a user reaches, ``calls`` times, interleaved (the same load for each), to each of ``servers``
@@ -188,11 +198,7 @@ async def timed_calls(servers: list[tuple[str, str, str]], token: str, calls: in
         http = await stack.enter_async_context(httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120))
         clients = [(label, await stack.enter_async_context(mcp_client(url, token)), base) for label, url, base in servers]
         for _, client, _ in clients:
-            for _ in range(60):  # the model loads in the background: writes embed once it is ready
-                status = json.loads((await client.read_resource("memdir://status")).contents[0].text)
-                if status["model_state"] == "ready":
-                    break
-                await asyncio.sleep(1)
+            await model_ready(client, 60)  # (writes embed once it is)
             for warm in range(5):
                 await client.call_tool("MemorySearch", {"query": queries[-1 - warm]})
         for i in range(calls):
